@@ -1,0 +1,197 @@
+"""Reads template.yaml the way ``sam local invoke`` does: a function's handler, timeout and environment.
+
+Intrinsic functions are resolved for a local run: ``!Ref`` of a parameter gives its value (an override, else its
+default), ``!Ref``/``!GetAtt`` of a resource gives the physical name the local cloud creates for it
+(:func:`local_physical_id`), and ``!Sub`` substitutes both. Pseudo parameters take the local account and region.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+LOCAL_ACCOUNT = "111111111111"
+
+
+class TemplateError(ValueError):
+    """The template does not declare what was asked, or uses an intrinsic this reader cannot resolve."""
+
+
+class _CfnLoader(yaml.SafeLoader):
+    """SafeLoader that turns CloudFormation short-form tags (``!Ref x``) into their long form (``{"Ref": x}``)."""
+
+
+def _construct_tag(loader: _CfnLoader, tag_suffix: str, node: yaml.Node) -> dict[str, Any]:
+    name = "Ref" if tag_suffix == "Ref" else f"Fn::{tag_suffix}"
+    value: Any
+    if isinstance(node, yaml.ScalarNode):
+        value = loader.construct_scalar(node)
+        if tag_suffix == "GetAtt" and isinstance(value, str):
+            value = value.split(".", 1)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    elif isinstance(node, yaml.MappingNode):
+        value = loader.construct_mapping(node, deep=True)
+    else:
+        raise TemplateError(f"cannot read the !{tag_suffix} tag at {node.start_mark}")
+    return {name: value}
+
+
+_CfnLoader.add_multi_constructor("!", _construct_tag)
+
+
+def load_template(path: str | Path) -> dict[str, Any]:
+    """template.yaml as plain data, short-form intrinsics in long form."""
+    with open(path, encoding="utf-8") as stream:
+        data = yaml.load(stream, Loader=_CfnLoader)
+    if not isinstance(data, dict) or "Resources" not in data:
+        raise TemplateError(f"{path} is not a CloudFormation template")
+    return data
+
+
+def local_physical_id(logical_id: str) -> str:
+    """The name the local cloud gives a template resource (lower-case, valid as a bucket or table name)."""
+    return "voicebridge-local-" + re.sub(r"(?<!^)(?=[A-Z])", "-", logical_id).lower()
+
+
+@dataclass
+class FunctionSpec:
+    """What a local run of one function needs."""
+
+    logical_id: str
+    handler: str
+    timeout_s: int
+    memory_mb: int
+    environment: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Resolver:
+    """Resolves intrinsic functions for a local run."""
+
+    template: Mapping[str, Any]
+    region: str = "us-east-1"
+    parameters: Mapping[str, str] = field(default_factory=dict)
+
+    def arn(self, logical_id: str) -> str:
+        resource = self.template["Resources"][logical_id]
+        kind = resource.get("Type", "")
+        name = local_physical_id(logical_id)
+        if kind == "AWS::S3::Bucket":
+            return f"arn:aws:s3:::{name}"
+        if kind == "AWS::DynamoDB::Table":
+            return f"arn:aws:dynamodb:{self.region}:{LOCAL_ACCOUNT}:table/{name}"
+        if kind in ("AWS::Serverless::Function", "AWS::Lambda::Function"):
+            return f"arn:aws:lambda:{self.region}:{LOCAL_ACCOUNT}:function:{name}"
+        if kind == "AWS::SecretsManager::Secret":
+            return f"arn:aws:secretsmanager:{self.region}:{LOCAL_ACCOUNT}:secret:{name}"
+        return f"arn:aws:local:{self.region}:{LOCAL_ACCOUNT}:{name}"
+
+    def ref(self, name: str) -> str:
+        pseudo = {
+            "AWS::Region": self.region,
+            "AWS::AccountId": LOCAL_ACCOUNT,
+            "AWS::Partition": "aws",
+            "AWS::StackName": "voicebridge-local",
+            "AWS::URLSuffix": "amazonaws.com",
+        }
+        if name in pseudo:
+            return pseudo[name]
+        if name in self.parameters:
+            return self.parameters[name]
+        declared = self.template.get("Parameters", {})
+        if name in declared:
+            return str(declared[name].get("Default", ""))
+        resources = self.template["Resources"]
+        if name in resources:
+            # Locally a secret is referred to by name, which GetSecretValue accepts as well as an ARN.
+            return local_physical_id(name)
+        raise TemplateError(f"!Ref {name}: no such parameter or resource")
+
+    def get_att(self, logical_id: str, attribute: str) -> str:
+        if logical_id not in self.template["Resources"]:
+            raise TemplateError(f"!GetAtt {logical_id}.{attribute}: no such resource")
+        if attribute == "Arn":
+            return self.arn(logical_id)
+        return local_physical_id(logical_id)
+
+    def resolve(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return [self.resolve(item) for item in value]
+        if not isinstance(value, dict):
+            return value
+        if len(value) != 1:
+            return {key: self.resolve(item) for key, item in value.items()}
+        ((key, arg),) = value.items()
+        if key == "Ref":
+            return self.ref(arg)
+        if key == "Fn::GetAtt":
+            return self.get_att(arg[0], arg[1])
+        if key == "Fn::Sub":
+            text, extra = (arg, {}) if isinstance(arg, str) else (arg[0], self.resolve(arg[1]))
+            return re.sub(r"\$\{([^}!]+)\}", lambda m: self._sub_one(m.group(1), extra), text)
+        if key == "Fn::Join":
+            return str(arg[0]).join(str(self.resolve(item)) for item in arg[1])
+        if key == "Fn::If":
+            raise TemplateError("Fn::If in a function's environment cannot be resolved locally")
+        return {key: self.resolve(arg)}
+
+    def _sub_one(self, name: str, extra: Mapping[str, Any]) -> str:
+        if name in extra:
+            return str(extra[name])
+        if "." in name and not name.startswith("AWS::"):
+            logical_id, attribute = name.split(".", 1)
+            return self.get_att(logical_id, attribute)
+        return self.ref(name)
+
+
+def function_spec(
+    template: Mapping[str, Any],
+    logical_id: str,
+    *,
+    region: str = "us-east-1",
+    parameters: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> FunctionSpec:
+    """Handler, timeout, memory and resolved environment of ``logical_id``, Globals merged as SAM merges them.
+
+    ``overrides`` takes SAM's ``--env-vars`` file format: ``{"Parameters": {...}, "<LogicalId>": {...}}``.
+    """
+    resource = template["Resources"].get(logical_id)
+    if resource is None or resource.get("Type") not in ("AWS::Serverless::Function", "AWS::Lambda::Function"):
+        functions = sorted(
+            name
+            for name, res in template["Resources"].items()
+            if res.get("Type") == "AWS::Serverless::Function"
+        )
+        raise TemplateError(
+            f"{logical_id} is not a function in the template (functions: {', '.join(functions)})"
+        )
+    glob = template.get("Globals", {}).get("Function", {})
+    props = resource.get("Properties", {})
+    resolver = Resolver(template, region=region, parameters=parameters or {})
+    variables: dict[str, Any] = {
+        **glob.get("Environment", {}).get("Variables", {}),
+        **props.get("Environment", {}).get("Variables", {}),
+    }
+    environment = {name: str(resolver.resolve(value)) for name, value in variables.items()}
+    overrides = overrides or {}
+    for scope in ("Parameters", logical_id):
+        for name, value in (overrides.get(scope) or {}).items():
+            if name in environment:
+                environment[name] = str(value)
+    handler = props.get("Handler") or glob.get("Handler")
+    if not handler:
+        raise TemplateError(f"{logical_id} has no Handler")
+    return FunctionSpec(
+        logical_id=logical_id,
+        handler=str(handler),
+        timeout_s=int(props.get("Timeout", glob.get("Timeout", 3))),
+        memory_mb=int(props.get("MemorySize", glob.get("MemorySize", 128))),
+        environment=environment,
+    )

@@ -1,0 +1,207 @@
+"""Where Sonic runs: a SageMaker endpoint in the customer's account, or the Cartesia API.
+
+Both backends take a :class:`~voicebridge.sonic.request.SpeechRequest` and yield raw audio bytes in the encoding they
+were asked for, as the model produces them. They translate each transport's failures into the product's error types:
+
+- :class:`~voicebridge.errors.InvalidInput` — the model rejected the request (422): retrying cannot help.
+- :class:`~voicebridge.errors.RetryableModelError` — throttling (429), a stream error, a stall: worth another try.
+- :class:`~voicebridge.errors.ConfigurationError` — the endpoint or key does not exist.
+
+SageMaker (``InvokeEndpointWithResponseStream``): the HTTP response is an AWS event stream of ``PayloadPart`` events
+whose bytes carry Sonic's newline-delimited JSON (decoded by :mod:`voicebridge.sonic.stream`); failures arrive as
+``ModelError`` (with ``OriginalStatusCode``) before the stream, or as ``ModelStreamError``/``InternalStreamFailure``
+events inside it. botocore decodes the event stream; this module never touches its framing.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from botocore.exceptions import BotoCoreError, ClientError, EventStreamError
+from urllib3.exceptions import HTTPError as Urllib3Error
+
+from voicebridge import aws
+from voicebridge.audio import SourceEncoding
+from voicebridge.config import Settings
+from voicebridge.errors import ConfigurationError, InvalidInput, RetryableModelError
+from voicebridge.sonic.request import SpeechRequest
+from voicebridge.sonic.stream import Chunk, SonicStreamDecoder, SonicStreamError, StreamError
+
+
+@dataclass(frozen=True, slots=True)
+class OutputFormat:
+    """Raw audio format asked of the model."""
+
+    encoding: SourceEncoding
+    sample_rate: int
+
+
+class SonicBackend(Protocol):
+    """A place Sonic runs."""
+
+    identity: str
+    """Names the model for the prompt cache key (endpoint or model id)."""
+
+    def stream(self, request: SpeechRequest, fmt: OutputFormat, *, deadline: float) -> Iterator[bytes]:
+        """Yield audio bytes as they arrive; stop at ``deadline`` (``time.monotonic()`` seconds)."""
+        ...
+
+
+class SageMakerBackend:
+    """Sonic on a SageMaker real-time endpoint, invoked with a response stream."""
+
+    def __init__(self, endpoint_name: str, *, stall_timeout_s: float = 2.0, runtime: Any = None) -> None:
+        if not endpoint_name:
+            raise ConfigurationError("SONIC_ENDPOINT_NAME is not set")
+        self.endpoint_name = endpoint_name
+        self.identity = f"sagemaker:{endpoint_name}"
+        # The read timeout bounds a stall between two parts, not the whole generation.
+        self._runtime = runtime or aws.client("sagemaker-runtime", read_timeout=stall_timeout_s, pool=32)
+
+    def stream(self, request: SpeechRequest, fmt: OutputFormat, *, deadline: float) -> Iterator[bytes]:
+        body = json.dumps(request.body(encoding=fmt.encoding, sample_rate=fmt.sample_rate))
+        try:
+            response = self._runtime.invoke_endpoint_with_response_stream(
+                EndpointName=self.endpoint_name,
+                Body=body,
+                ContentType="application/json",
+                Accept="text/event-stream",
+            )
+        except ClientError as exc:
+            raise _from_client_error(exc) from None
+        except (BotoCoreError, Urllib3Error) as exc:
+            raise RetryableModelError(f"endpoint unreachable: {type(exc).__name__}") from None
+        events = response["Body"]
+        decoder = SonicStreamDecoder()
+        try:
+            for event in events:
+                part = event.get("PayloadPart")
+                if part is None:
+                    failure = event.get("ModelStreamError") or event.get("InternalStreamFailure") or {}
+                    raise RetryableModelError(f"model stream failed: {failure.get('Message', 'unknown')}")
+                for audio in _audio(decoder.feed(part["Bytes"])):
+                    yield audio
+                if time.monotonic() > deadline:
+                    raise RetryableModelError("deadline passed while the model was still generating")
+            for audio in _audio(decoder.close()):
+                yield audio
+        except EventStreamError as exc:
+            raise RetryableModelError(f"model stream failed: {exc.response['Error'].get('Code')}") from None
+        except (BotoCoreError, Urllib3Error) as exc:
+            raise RetryableModelError(f"model stream interrupted: {type(exc).__name__}") from None
+        except SonicStreamError as exc:
+            raise RetryableModelError(f"model stream unreadable: {exc}") from None
+        finally:
+            events.close()
+
+
+class CartesiaApiBackend:
+    """Sonic through the Cartesia API (or a self-hosted Sonic container behind a private load balancer).
+
+    Speaks ``POST /tts/sse`` through the official ``cartesia`` SDK; its base URL comes from ``CARTESIA_BASE_URL``.
+    """
+
+    def __init__(
+        self, *, api_key: str, base_url: str | None, model_id: str, stall_timeout_s: float = 2.0
+    ) -> None:
+        from cartesia import Cartesia
+
+        self.identity = f"cartesia-api:{model_id}"
+        self._model_id = model_id
+        self._client = Cartesia(api_key=api_key, base_url=base_url, max_retries=0, timeout=stall_timeout_s)
+
+    def stream(self, request: SpeechRequest, fmt: OutputFormat, *, deadline: float) -> Iterator[bytes]:
+        import cartesia
+        from cartesia.types.tts_sse_event import TTSSSEChunkEvent, TTSSSEDoneEvent, TTSSSEErrorEvent
+
+        body = request.body(encoding=fmt.encoding, sample_rate=fmt.sample_rate)
+        try:
+            events = self._client.tts.generate_sse(
+                model_id=self._model_id,
+                transcript=body["transcript"],
+                voice=request.voice,
+                output_format=body["output_format"],
+                language=body["language"],
+                generation_config=body["generation_config"],
+                context_id=body["context_id"],
+            )
+            with events:
+                for event in events:
+                    if isinstance(event, TTSSSEChunkEvent):
+                        audio = event.audio
+                        if audio:
+                            yield audio
+                    elif isinstance(event, TTSSSEErrorEvent):
+                        if event.status_code == 422:
+                            raise InvalidInput(f"model rejected the request: {event.message}")
+                        raise RetryableModelError(f"model stream failed: {event.title}: {event.message}")
+                    elif isinstance(event, TTSSSEDoneEvent):
+                        return
+                    if time.monotonic() > deadline:
+                        raise RetryableModelError("deadline passed while the model was still generating")
+        except (cartesia.UnprocessableEntityError, cartesia.BadRequestError) as exc:
+            raise InvalidInput(f"model rejected the request: {_reason(exc.body)}") from None
+        except (cartesia.AuthenticationError, cartesia.PermissionDeniedError, cartesia.NotFoundError) as exc:
+            raise ConfigurationError(f"Cartesia API refused the call ({exc.status_code})") from None
+        except cartesia.APIStatusError as exc:
+            raise RetryableModelError(f"Cartesia API answered {exc.status_code}") from None
+        except cartesia.APIConnectionError as exc:
+            raise RetryableModelError(f"Cartesia API unreachable: {type(exc).__name__}") from None
+
+
+def _audio(events: Iterator[Any]) -> Iterator[bytes]:
+    for event in events:
+        if isinstance(event, Chunk):
+            if event.audio:
+                yield event.audio
+        elif isinstance(event, StreamError):
+            if event.status_code == 422:
+                raise InvalidInput(f"model rejected the request: {event.message}")
+            raise RetryableModelError(f"model reported an error: {event.message}")
+
+
+def _from_client_error(exc: ClientError) -> Exception:
+    error = exc.response.get("Error", {})
+    code = error.get("Code", "")
+    if code == "ModelError":
+        status = exc.response.get("OriginalStatusCode")
+        reason = _reason(exc.response.get("OriginalMessage") or error.get("Message"))
+        if status in (400, 422):
+            return InvalidInput(f"model rejected the request: {reason}")
+        return RetryableModelError(f"model answered {status}: {reason}")
+    if code == "ValidationError":
+        return ConfigurationError(f"endpoint call invalid: {_reason(error.get('Message'))}")
+    if code in ("AccessDeniedException", "UnrecognizedClientException"):
+        return ConfigurationError(f"not allowed to invoke the endpoint ({code})")
+    return RetryableModelError(f"endpoint call failed: {code or 'unknown'}")
+
+
+def _reason(raw: Any) -> str:
+    """The model's reason, short: Sonic's JSON error bodies carry it in ``error``/``message``/``detail``."""
+    if isinstance(raw, dict):
+        text = (
+            raw.get("error") or raw.get("message") or raw.get("detail") or raw.get("title") or json.dumps(raw)
+        )
+        return str(text)[:200]
+    if isinstance(raw, str):
+        try:
+            parsed = json.loads(raw)
+        except ValueError:
+            return raw[:200]
+        return _reason(parsed) if isinstance(parsed, dict) else raw[:200]
+    return "no reason given"
+
+
+def make_backend(settings: Settings, *, api_key: str | None = None) -> SonicBackend:
+    """The backend the settings name."""
+    if settings.sonic_backend == "cartesia-api":
+        if not api_key:
+            raise ConfigurationError("the cartesia-api backend needs CARTESIA_API_KEY_SECRET_ARN")
+        return CartesiaApiBackend(
+            api_key=api_key, base_url=settings.cartesia_base_url, model_id=settings.sonic_model_id
+        )
+    return SageMakerBackend(settings.sonic_endpoint_name)

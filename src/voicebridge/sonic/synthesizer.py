@@ -1,0 +1,132 @@
+"""The Speak path's domain: text in, a playable prompt out.
+
+1. Validate and hash the request; a cached prompt answers at once (no model call).
+2. Otherwise stream a generation from the backend and convert each chunk to 8 kHz µ-law *as it arrives*, so the WAV
+   is ready the moment the model finishes.
+3. Retry throttling and stream failures with jittered exponential backoff, but only inside the deadline: Connect
+   waits at most 8 s, and a caller is better served by Connect's own voice (``Fallback``) than by silence.
+4. Store the finished WAV (one PutObject: never half-written) and return its URL.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+
+from voicebridge.audio import AudioFormatError, MulawConverter
+from voicebridge.config import Settings
+from voicebridge.errors import InvalidInput, ModelUnavailable, RetryableModelError
+from voicebridge.sonic.backends import OutputFormat, SonicBackend
+from voicebridge.sonic.request import SpeechRequest
+from voicebridge.store.prompts import PromptStore
+from voicebridge.telemetry import logger
+
+BACKOFF_BASE_S = 0.05
+BACKOFF_CAP_S = 0.8
+MIN_ATTEMPT_S = 0.4
+"""Time an attempt needs to be worth starting: Sonic's first audio takes ~40–90 ms, a short prompt ~200 ms more."""
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """A prompt ready to play, and how it was made."""
+
+    uri: str
+    duration_ms: int
+    cache_hit: bool
+    time_to_first_byte_ms: float | None = None
+    synthesis_ms: float | None = None
+    attempts: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Generation:
+    wav: bytes
+    duration_ms: int
+    time_to_first_byte_ms: float
+    synthesis_ms: float
+
+
+class Synthesizer:
+    """Turns :class:`SpeechRequest` into a stored :class:`Prompt`."""
+
+    def __init__(self, settings: Settings, backend: SonicBackend, store: PromptStore) -> None:
+        self._settings = settings
+        self._backend = backend
+        self._store = store
+        self._mulaw_native = settings.sonic_encoding == "pcm_mulaw"
+        self._output_identity = (
+            f"{settings.sonic_encoding}@{settings.sonic_sample_rate}/{settings.sonic_resampler}"
+            if settings.sonic_encoding == "pcm_s16le"
+            else "pcm_mulaw@8000"
+        )
+
+    def synthesize(self, request: SpeechRequest, *, deadline: float) -> Prompt:
+        """A playable prompt for ``request``; raises ModelUnavailable when the deadline leaves no way to make one."""
+        digest = request.cache_key(self._backend.identity, self._output_identity)
+        cached = self._store.lookup(digest)
+        if cached is not None:
+            return Prompt(cached.uri, cached.duration_ms, cache_hit=True)
+        generation, attempts = self._generate_with_retries(request, deadline)
+        stored = self._store.put(
+            digest, generation.wav, duration_ms=generation.duration_ms, text=request.text
+        )
+        return Prompt(
+            stored.uri,
+            generation.duration_ms,
+            cache_hit=False,
+            time_to_first_byte_ms=generation.time_to_first_byte_ms,
+            synthesis_ms=generation.synthesis_ms,
+            attempts=attempts,
+        )
+
+    def _generate_with_retries(self, request: SpeechRequest, deadline: float) -> tuple[Generation, int]:
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return self._generate(request, deadline), attempt
+            except RetryableModelError as exc:
+                delay = random.uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (attempt - 1)))
+                remaining = deadline - time.monotonic()
+                if attempt >= self._settings.sonic_max_attempts or remaining < delay + MIN_ATTEMPT_S:
+                    raise ModelUnavailable(f"gave up after {attempt} attempt(s): {exc.safe_message}") from exc
+                logger.warning("sonic attempt failed; retrying", attempt=attempt, reason=exc.safe_message)
+                time.sleep(delay)
+
+    def _generate(self, request: SpeechRequest, deadline: float) -> Generation:
+        pcm = OutputFormat("pcm_s16le", self._settings.sonic_sample_rate)
+        if not self._mulaw_native:
+            return self._run(request, pcm, deadline)
+        try:
+            return self._run(request, OutputFormat("pcm_mulaw", 8000), deadline)
+        except InvalidInput:
+            # Whether the package accepts 8 kHz µ-law is undocumented: when PCM succeeds where µ-law was
+            # rejected, convert from PCM for the rest of this container's life.
+            generation = self._run(request, pcm, deadline)
+            logger.warning("endpoint rejected pcm_mulaw@8000; converting from pcm_s16le from now on")
+            self._mulaw_native = False
+            return generation
+
+    def _run(self, request: SpeechRequest, fmt: OutputFormat, deadline: float) -> Generation:
+        converter = MulawConverter(fmt.encoding, fmt.sample_rate, resampler=self._settings.sonic_resampler)
+        started = time.perf_counter()
+        first: float | None = None
+        for audio in self._backend.stream(request, fmt, deadline=deadline):
+            if first is None:
+                first = time.perf_counter()
+            converter.feed(audio)
+        if first is None:
+            raise RetryableModelError("the model finished without sending audio")
+        try:
+            wav = converter.finish()
+        except AudioFormatError as exc:
+            raise RetryableModelError(f"the model's audio was malformed: {exc}") from exc
+        finished = time.perf_counter()
+        return Generation(
+            wav=wav,
+            duration_ms=int(converter.duration_ms),
+            time_to_first_byte_ms=(first - started) * 1000,
+            synthesis_ms=(finished - started) * 1000,
+        )

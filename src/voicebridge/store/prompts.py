@@ -1,0 +1,91 @@
+"""The S3 prompt cache: synthesized prompts stored under a content hash, served to Connect by URL.
+
+A key names everything that changes the audio (see :meth:`SpeechRequest.cache_key`), so a stored prompt is never
+stale. Objects are written with one ``PutObject`` of the finished WAV — S3 makes it visible whole or not at all, so a
+half-written prompt can never be served. A lookup costs one ``HeadObject``, or nothing when this container has
+already seen the key.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from voicebridge import aws
+from voicebridge.errors import ConfigurationError, StorageError
+
+
+@dataclass(frozen=True, slots=True)
+class StoredPrompt:
+    """A prompt Connect can play."""
+
+    key: str
+    uri: str
+    duration_ms: int
+
+
+class PromptStore:
+    """Prompts in ``bucket`` under ``prefix``, with a per-container index of keys known to exist."""
+
+    def __init__(
+        self, bucket: str, *, region: str, prefix: str = "prompts/", s3: Any = None, index_size: int = 4096
+    ) -> None:
+        if not bucket:
+            raise ConfigurationError("PROMPT_BUCKET is not set")
+        self.bucket = bucket
+        self.region = region
+        self.prefix = prefix
+        self._s3 = s3 or aws.client("s3")
+        self._index: OrderedDict[str, StoredPrompt] = OrderedDict()
+        self._index_size = index_size
+
+    def key_for(self, digest: str) -> str:
+        return f"{self.prefix}{digest}.wav"
+
+    def uri_for(self, key: str) -> str:
+        """The virtual-hosted URL Connect's MessageParticipant block plays (PROTOCOLS.md §3)."""
+        return f"https://{self.bucket}.s3.{self.region}.amazonaws.com/{key}"
+
+    def lookup(self, digest: str) -> StoredPrompt | None:
+        """The stored prompt for ``digest``, or None; at most one S3 round trip."""
+        key = self.key_for(digest)
+        known = self._index.get(key)
+        if known is not None:
+            self._index.move_to_end(key)
+            return known
+        try:
+            head = self._s3.head_object(Bucket=self.bucket, Key=key)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                return None
+            raise StorageError(f"prompt lookup failed ({exc.response['Error'].get('Code')})") from None
+        except BotoCoreError as exc:
+            raise StorageError(f"prompt bucket unreachable ({type(exc).__name__})") from None
+        duration = int(head.get("Metadata", {}).get("duration-ms", "0") or 0)
+        return self._remember(StoredPrompt(key, self.uri_for(key), duration))
+
+    def put(self, digest: str, wav: bytes, *, duration_ms: int, text: str) -> StoredPrompt:
+        """Store a finished prompt; visible to readers only once complete."""
+        key = self.key_for(digest)
+        try:
+            self._s3.put_object(
+                Bucket=self.bucket,
+                Key=key,
+                Body=wav,
+                ContentType="audio/wav",
+                Metadata={"duration-ms": str(duration_ms), "chars": str(len(text))},
+            )
+        except ClientError as exc:
+            raise StorageError(f"prompt write failed ({exc.response['Error'].get('Code')})") from None
+        except BotoCoreError as exc:
+            raise StorageError(f"prompt bucket unreachable ({type(exc).__name__})") from None
+        return self._remember(StoredPrompt(key, self.uri_for(key), duration_ms))
+
+    def _remember(self, prompt: StoredPrompt) -> StoredPrompt:
+        self._index[prompt.key] = prompt
+        if len(self._index) > self._index_size:
+            self._index.popitem(last=False)
+        return prompt

@@ -1,0 +1,69 @@
+"""The local cloud for integration tests: moto's server and the emulators on ephemeral loopback ports."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from voicebridge.local.cloud import LocalCloud
+from voicebridge.local.speech_engine import StandInSpeechEngine
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def local_cloud() -> Iterator[LocalCloud]:
+    cloud = LocalCloud(
+        template=ROOT / "template.yaml",
+        engine=StandInSpeechEngine(),
+        sonic_time_to_first_byte_ms=20.0,
+        sonic_realtime_factor=60.0,
+    )
+    with cloud:
+        yield cloud
+
+
+@pytest.fixture
+def cloud_env(local_cloud: LocalCloud, monkeypatch: pytest.MonkeyPatch) -> LocalCloud:
+    """The process environment pointed at the local cloud, per-container caches emptied, faults cleared."""
+    for name, value in local_cloud.env().items():
+        monkeypatch.setenv(name, value)
+    _fresh_container()
+    local_cloud.sonic.faults.clear()
+    yield local_cloud  # type: ignore[misc]
+    local_cloud.sonic.faults.clear()
+    _fresh_container()
+
+
+def _fresh_container() -> None:
+    """What a new Lambda container starts with: no settings, clients or caches from an earlier test."""
+    from voicebridge import aws
+    from voicebridge.config import settings
+    from voicebridge.handlers import synthesize
+
+    settings.cache_clear()
+    aws.client.cache_clear()
+    synthesize.synthesizer.cache_clear()
+
+
+Invoker = Callable[..., dict[str, str]]
+
+
+@pytest.fixture
+def invoke_function(cloud_env: LocalCloud) -> Invoker:
+    """Run a template function on an event, as `voicebridge invoke` does, with optional env/parameter overrides."""
+    from voicebridge.local.runner import invoke
+    from voicebridge.local.template import function_spec, load_template
+
+    template = load_template(ROOT / "template.yaml")
+
+    def run(logical_id: str, event: dict[str, Any], *, env: dict[str, str] | None = None, **kw: Any) -> Any:
+        spec = function_spec(
+            template, logical_id, parameters=cloud_env.parameters(), overrides={logical_id: env or {}}
+        )
+        return invoke(spec, event, **kw)
+
+    return run

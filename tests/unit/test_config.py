@@ -1,0 +1,38 @@
+"""Configuration is read once from the environment and refuses bad values with one clear message."""
+
+from __future__ import annotations
+
+import pytest
+
+from voicebridge.config import Settings
+from voicebridge.errors import ConfigurationError
+
+
+def test_environment_variables_map_to_settings() -> None:
+    settings = Settings.from_env(
+        {
+            "SONIC_ENDPOINT_NAME": "sonic-prod",
+            "SONIC_SAMPLE_RATE": "16000",
+            "PROMPT_PREFIX": "p",
+            "AWS_REGION": "eu-west-2",
+        }
+    )
+    assert (
+        settings.sonic_endpoint_name,
+        settings.sonic_sample_rate,
+        settings.prompt_prefix,
+        settings.aws_region,
+    ) == ("sonic-prod", 16000, "p/", "eu-west-2")
+
+
+def test_empty_variables_keep_the_default() -> None:
+    assert Settings.from_env({"CARTESIA_BASE_URL": ""}).cartesia_base_url is None
+
+
+def test_region_falls_back_to_the_default_region_variable() -> None:
+    assert Settings.from_env({"AWS_DEFAULT_REGION": "ap-southeast-2"}).aws_region == "ap-southeast-2"
+
+
+def test_bad_values_are_named_in_one_error() -> None:
+    with pytest.raises(ConfigurationError, match=r"SONIC_BACKEND.*SONIC_DEADLINE_MS"):
+        Settings.from_env({"SONIC_BACKEND": "polly", "SONIC_DEADLINE_MS": "90000"})
