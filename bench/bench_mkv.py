@@ -1,0 +1,264 @@
+"""Benchmark: the incremental Matroska reader against ebmlite and PyAV's demuxer.
+
+The input is a 10-minute Connect-shaped GetMedia payload built in memory: one Matroska document per ~1 s
+fragment (EBML header, unknown-size Segment, Info, Tracks AUDIO_FROM_CUSTOMER / AUDIO_TO_CUSTOMER labelled
+``A_AAC``, producer Tags, unknown-size Cluster of 64 ms SimpleBlocks of s16le 8 kHz PCM from both tracks,
+GetMedia's Tags).
+
+Each contender does the work a consumer needs: walk every element and get every block's payload bytes.
+
+- ``voicebridge``: :class:`MatroskaReader` fed 64 KiB chunks, as a GetMedia response arrives.
+- ``ebmlite``: its Matroska schema over the whole payload in memory; every element visited, leaf values read.
+- ``pyav``: FFmpeg's matroska demuxer over a BytesIO; every packet's bytes read. Demuxing does not decode,
+  so the ``A_AAC`` label on PCM data does not matter here (FFmpeg would mis-decode it, but returns the
+  packets intact).
+
+First-frame latency is the time from feeding the last byte of a SimpleBlock to holding its AudioFrame.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import statistics
+import struct
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from voicebridge.kvs.mkv import AudioFrame, MatroskaReader
+
+SECONDS = 600
+FRAGMENT_BLOCKS = 16  # per track: 16 x 64 ms = 1.024 s per fragment
+BLOCK_BYTES = 1024  # 512 samples of s16le at 8 kHz = 64 ms
+CHUNK = 64 * 1024
+REPEAT = 5
+
+
+def _vint(value: int) -> bytes:
+    n = next(n for n in range(1, 9) if value < (1 << (7 * n)) - 1)
+    return ((1 << (7 * n)) | value).to_bytes(n, "big")
+
+
+def _el(eid: int, payload: bytes, unknown: bool = False) -> bytes:
+    size = b"\x01\xff\xff\xff\xff\xff\xff\xff" if unknown else _vint(len(payload))
+    return eid.to_bytes((eid.bit_length() + 7) // 8, "big") + size + payload
+
+
+def _uint(eid: int, value: int) -> bytes:
+    return _el(eid, value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big"))
+
+
+def _str(eid: int, value: str) -> bytes:
+    return _el(eid, value.encode())
+
+
+def _tags(values: dict[str, str]) -> bytes:
+    return _el(
+        0x1254C367,
+        b"".join(
+            _el(0x7373, _el(0x63C0, _uint(0x68CA, 50)) + _el(0x67C8, _str(0x45A3, k) + _str(0x4487, v)))
+            for k, v in values.items()
+        ),
+    )
+
+
+def _pcm(n_samples: int, start: int, step: int) -> bytes:
+    # A cheap deterministic waveform; the content is irrelevant to parsing.
+    return struct.pack(f"<{n_samples}h", *(((start + i) * step) % 16000 - 8000 for i in range(n_samples)))
+
+
+def connect_stream(seconds: int = SECONDS, codec_id: str = "A_AAC") -> tuple[bytes, list[int]]:
+    """The payload, and the stream offset just after each SimpleBlock."""
+    header = _el(
+        0x1A45DFA3,
+        _uint(0x4286, 1)
+        + _uint(0x42F7, 1)
+        + _uint(0x42F2, 4)
+        + _uint(0x42F3, 8)
+        + _str(0x4282, "matroska")
+        + _uint(0x4287, 4)
+        + _uint(0x4285, 2),
+    )
+    info = _el(0x1549A966, _uint(0x2AD7B1, 1_000_000) + _str(0x4D80, "bench"))
+    tracks = _el(
+        0x1654AE6B,
+        b"".join(
+            _el(
+                0xAE,
+                _uint(0xD7, number)
+                + _uint(0x73C5, number)
+                + _uint(0x83, 2)
+                + _str(0x536E, name)
+                + _str(0x86, codec_id)
+                + _el(0xE1, _el(0xB5, struct.pack(">d", 8000.0)) + _uint(0x9F, 1) + _uint(0x6264, 16)),
+            )
+            for number, name in ((1, "AUDIO_FROM_CUSTOMER"), (2, "AUDIO_TO_CUSTOMER"))
+        ),
+    )
+    samples = BLOCK_BYTES // 2
+    total_blocks = seconds * 8000 // samples
+    start_ms = 1_700_000_000_000
+    parts: list[bytes] = []
+    block_ends: list[int] = []
+    written = 0
+    for first in range(0, total_blocks, FRAGMENT_BLOCKS):
+        cluster_ms = start_ms + first * 64
+        producer = _tags(
+            {
+                "ContactId": "4a573372-1f28-4e26-b97b-0ea7a4c8e1f0",
+                "InstanceId": "c8c0e68d-1f28-4e26-b97b-0ea7a4c8e1f0",
+                "MimeType": "audio/L16;rate=8000;channels=1;",
+                "AUDIO_FROM_CUSTOMER": "1",
+                "AUDIO_TO_CUSTOMER": "2",
+            }
+        )
+        prefix = header + b"\x18\x53\x80\x67\x01\xff\xff\xff\xff\xff\xff\xff" + info + tracks + producer
+        cluster_head = b"\x1f\x43\xb6\x75\x01\xff\xff\xff\xff\xff\xff\xff" + _uint(0xE7, cluster_ms)
+        blocks: list[bytes] = []
+        offset = written + len(prefix) + len(cluster_head)
+        for k in range(first, min(first + FRAGMENT_BLOCKS, total_blocks)):
+            for track in (1, 2):
+                payload = bytes([0x80 | track]) + struct.pack(">hB", (k - first) * 64, 0x80)
+                block = _el(0xA3, payload + _pcm(samples, k * samples, 37 * track))
+                blocks.append(block)
+                offset += len(block)
+                block_ends.append(offset)
+        index = first // FRAGMENT_BLOCKS
+        trailing = _tags(
+            {
+                "AWS_KINESISVIDEO_FRAGMENT_NUMBER": f"91343852333181452199722691208580038832{index:010d}",
+                "AWS_KINESISVIDEO_SERVER_TIMESTAMP": f"{(cluster_ms + 40) / 1000:.3f}",
+                "AWS_KINESISVIDEO_PRODUCER_TIMESTAMP": f"{cluster_ms / 1000:.3f}",
+                "AWS_KINESISVIDEO_MILLIS_BEHIND_NOW": "120",
+                "AWS_KINESISVIDEO_CONTINUATION_TOKEN": f"91343852333181452199722691208580038832{index:010d}",
+            }
+        )
+        fragment = prefix + cluster_head + b"".join(blocks) + trailing
+        parts.append(fragment)
+        written += len(fragment)
+    return b"".join(parts), block_ends
+
+
+def parse_voicebridge(data: bytes) -> int:
+    reader = MatroskaReader()
+    payload = 0
+    for at in range(0, len(data), CHUNK):
+        for event in reader.feed(data[at : at + CHUNK]):
+            if isinstance(event, AudioFrame):
+                payload += len(event.pcm)
+    for event in reader.close():
+        if isinstance(event, AudioFrame):
+            payload += len(event.pcm)
+    return payload
+
+
+def parse_ebmlite(data: bytes) -> int:
+    import ebmlite
+
+    schema = ebmlite.loadSchema("matroska.xml")
+    payload = 0
+
+    def walk(elements: Iterable[Any]) -> None:
+        nonlocal payload
+        for el in elements:
+            if isinstance(el, ebmlite.MasterElement):
+                walk(el)
+            elif el.name in ("SimpleBlock", "Block"):
+                # A block payload is its track-number VINT, 2-byte timecode and flags, then the frame.
+                payload += len(el.value) - 4
+            else:
+                _ = el.value
+
+    walk(schema.loads(data))
+    return payload
+
+
+def parse_pyav(data: bytes) -> int:
+    import av
+
+    payload = 0
+    with av.open(io.BytesIO(data), mode="r", format="matroska") as container:
+        for packet in container.demux():
+            if packet.size:
+                payload += len(bytes(packet))
+    return payload
+
+
+def _best_times(
+    contenders: dict[str, Callable[[bytes], int]], data: bytes, expected: int
+) -> dict[str, float]:
+    """Best CPU time of each contender over REPEAT rounds, run in turns so a busy machine slows all alike."""
+    best = dict.fromkeys(contenders, float("inf"))
+    for _ in range(REPEAT):
+        for name, parse in contenders.items():
+            started = time.process_time()
+            payload = parse(data)
+            best[name] = min(best[name], time.process_time() - started)
+            if payload != expected:
+                raise RuntimeError(f"{name} read {payload} payload bytes, expected {expected}")
+    return best
+
+
+def first_frame_latency(data: bytes, block_ends: list[int], samples: int = 2000) -> float:
+    """Median seconds from the last byte of a SimpleBlock being fed to its AudioFrame being returned."""
+    reader = MatroskaReader()
+    fed = 0
+    step = max(1, len(block_ends) // samples)
+    latencies: list[float] = []
+    for end in block_ends[::step]:
+        for _ in reader.feed(data[fed : end - 1]):
+            pass
+        last = data[end - 1 : end]
+        started = time.perf_counter()
+        frame = next(e for e in reader.feed(last) if isinstance(e, AudioFrame))
+        latencies.append(time.perf_counter() - started)
+        if not frame.pcm:
+            raise RuntimeError("empty frame")
+        fed = end
+    return statistics.median(latencies)
+
+
+def run() -> dict[str, Any]:
+    data, block_ends = connect_stream()
+    megabytes = len(data) / 1e6
+    expected = len(block_ends) * BLOCK_BYTES
+    figures: dict[str, Any] = {"stream_seconds": SECONDS, "stream_mb": round(megabytes, 2)}
+    contenders: dict[str, Callable[[bytes], int]] = {"voicebridge": parse_voicebridge}
+    for name, module, parse in (("ebmlite", "ebmlite", parse_ebmlite), ("pyav", "av", parse_pyav)):
+        if importlib.util.find_spec(module) is None:
+            figures[name] = {"available": False}
+        else:
+            contenders[name] = parse
+    for name, seconds in _best_times(contenders, data, expected).items():
+        figures[name] = {
+            "seconds": round(seconds, 4),
+            "mb_per_s": round(megabytes / seconds, 1),
+            "x_realtime": round(SECONDS / seconds),
+        }
+    ours = figures["voicebridge"]["seconds"]
+    for peer in ("ebmlite", "pyav"):
+        if "seconds" in figures[peer]:
+            figures[peer]["voicebridge_speedup"] = round(figures[peer]["seconds"] / ours, 2)
+    figures["first_frame_latency_us"] = round(first_frame_latency(data, block_ends) * 1e6, 1)
+    return figures
+
+
+def main() -> None:
+    figures = run()
+    print(f"Connect-shaped stream: {figures['stream_seconds']} s, {figures['stream_mb']} MB")
+    print(f"{'reader':<12} {'seconds':>9} {'MB/s':>8} {'x realtime':>11} {'voicebridge is':>15}")
+    for name in ("voicebridge", "ebmlite", "pyav"):
+        row = figures[name]
+        if "seconds" not in row:
+            print(f"{name:<12} {'not installed':>9}")
+            continue
+        ratio = f"{row['voicebridge_speedup']:.2f}x faster" if "voicebridge_speedup" in row else ""
+        print(
+            f"{name:<12} {row['seconds']:>9.4f} {row['mb_per_s']:>8.1f} {row['x_realtime']:>11} {ratio:>15}"
+        )
+    print(f"first-frame latency (median): {figures['first_frame_latency_us']} us after the block's last byte")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1042 @@
+"""Incremental Matroska reader for Kinesis Video Streams GetMedia payloads.
+
+Format: GetMedia returns a concatenation of Matroska (EBML) documents, one per fragment::
+
+    EBML header (1A 45 DF A3)
+    Segment (18 53 80 67), size usually "unknown" (all VINT value bits set)
+      Info      TimecodeScale (ns per timecode tick, default 1 000 000)
+      Tracks    TrackEntry*: TrackNumber, TrackUID, Name, CodecID,
+                             Audio{SamplingFrequency, Channels, BitDepth}
+      Tags      Tag*: SimpleTag{TagName, TagString} (producer tags: ContactId, MimeType, ...)
+      Cluster   Timecode (ticks), SimpleBlock* | BlockGroup{Block}*, size may be unknown
+      Tags      appended by GetMedia: AWS_KINESISVIDEO_FRAGMENT_NUMBER, ..._CONTINUATION_TOKEN,
+                ..._ERROR_CODE
+
+Every element is ``ID VINT | size VINT | payload``. A (Simple)Block payload is ``track-number VINT |
+int16 timecode relative to the cluster | flags | [lacing header] frame data``; lacing is none, Xiph, EBML
+or fixed-size. Void (EC) and CRC-32 (BF) may appear inside any master. Amazon Connect labels its tracks
+``A_AAC`` although the frames carry 16-bit little-endian PCM, so frame data is handed over untouched.
+
+:class:`MatroskaReader` is sans-I/O: ``feed(bytes)`` returns the events completed by those bytes,
+``close()`` the ones completed by the end of input. It descends into master elements and buffers only the
+leaf being read, so memory stays bounded by one element whatever the chunking, and each event leaves the
+reader as soon as the last byte of its element arrives. An unknown-size master ends when an element
+arrives that the Matroska hierarchy does not allow inside it (a new EBML header, a Cluster or Tags at
+segment level). Malformed input yields :class:`MalformedInput`; the reader then scans for the next EBML
+header, so one corrupt fragment never ends a stream.
+
+    reader = MatroskaReader()
+    for chunk in chunks:
+        for event in reader.feed(chunk):
+            if isinstance(event, AudioFrame) and event.track_name == "AUDIO_FROM_CUSTOMER":
+                send(event.pcm)
+    for event in reader.close():
+        ...
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TypeAlias
+
+__all__ = [
+    "DEFAULT_TIMECODE_SCALE",
+    "EBML_MAGIC",
+    "MAX_ELEMENT_SIZE",
+    "AudioFrame",
+    "ClusterStart",
+    "DocumentStart",
+    "Event",
+    "MalformedInput",
+    "MatroskaError",
+    "MatroskaReader",
+    "Tags",
+    "TrackInfo",
+    "TracksChanged",
+]
+
+MAX_ELEMENT_SIZE = 16 * 1024 * 1024
+"""Largest element the reader buffers or skips; anything larger is treated as corruption."""
+MAX_DEPTH = 32
+"""Deepest nesting of master elements (Connect's is 4); deeper is treated as corruption."""
+DEFAULT_TIMECODE_SCALE = 1_000_000
+EBML_MAGIC = b"\x1a\x45\xdf\xa3"
+
+# Element IDs as they appear on the wire (VINT marker bits included).
+_EBML = 0x1A45DFA3
+_SEGMENT = 0x18538067
+_SEEKHEAD = 0x114D9B74
+_INFO = 0x1549A966
+_TIMECODESCALE = 0x2AD7B1
+_TRACKS = 0x1654AE6B
+_TRACKENTRY = 0xAE
+_TRACKNUMBER = 0xD7
+_TRACKUID = 0x73C5
+_TRACKTYPE = 0x83
+_NAME = 0x536E
+_CODECID = 0x86
+_CODECPRIVATE = 0x63A2
+_AUDIO = 0xE1
+_VIDEO = 0xE0
+_SAMPLINGFREQUENCY = 0xB5
+_CHANNELS = 0x9F
+_BITDEPTH = 0x6264
+_TAGS = 0x1254C367
+_TAG = 0x7373
+_TARGETS = 0x63C0
+_SIMPLETAG = 0x67C8
+_TAGNAME = 0x45A3
+_TAGSTRING = 0x4487
+_TAGBINARY = 0x4485
+_TAGLANGUAGE = 0x447A
+_TAGDEFAULT = 0x4484
+_CLUSTER = 0x1F43B675
+_TIMECODE = 0xE7
+_POSITION = 0xA7
+_PREVSIZE = 0xAB
+_SIMPLEBLOCK = 0xA3
+_BLOCKGROUP = 0xA0
+_BLOCK = 0xA1
+_BLOCKDURATION = 0x9B
+_REFERENCEBLOCK = 0xFB
+_CUES = 0x1C53BB6B
+_CHAPTERS = 0x1043A770
+_ATTACHMENTS = 0x1941A469
+_VOID = 0xEC
+_CRC32 = 0xBF
+
+_ROOT = -1
+"""Pseudo-ID of the stream level, the parent of EBML headers and Segments."""
+
+_NAMES = {
+    _EBML: "EBML header",
+    _SEGMENT: "Segment",
+    _INFO: "Info",
+    _TRACKS: "Tracks",
+    _TRACKENTRY: "TrackEntry",
+    _AUDIO: "Audio",
+    _TAGS: "Tags",
+    _TAG: "Tag",
+    _SIMPLETAG: "SimpleTag",
+    _CLUSTER: "Cluster",
+    _BLOCKGROUP: "BlockGroup",
+    _SIMPLEBLOCK: "SimpleBlock",
+    _BLOCK: "Block",
+    _ROOT: "stream",
+}
+
+# What the reader does with an element.
+_SKIP = 0  # discard its bytes unread
+_MASTER = 1  # descend into it
+_HOOKED = 2  # descend into it; its start and end change the reader's state
+_LEAF = 3  # read its payload
+_HEADER = 4  # an EBML header: a document starts; its content is not needed
+
+_DESCEND = frozenset({_MASTER, _HOOKED})
+_END_HOOKS = frozenset({_SIMPLETAG, _TAGS, _TRACKENTRY, _TRACKS})
+
+
+def _spec(parents: tuple[int, ...], kind: int, *eids: int) -> dict[int, tuple[frozenset[int], int]]:
+    return dict.fromkeys(eids, (frozenset(parents), kind))
+
+
+# Where each element may appear, and what to do with it. Unlisted elements (Void, CRC-32, anything
+# unknown) belong to whichever master is open; the listed ones are what lets an unknown-size master end.
+_SPEC: dict[int, tuple[frozenset[int], int]] = {
+    **_spec((_ROOT,), _HEADER, _EBML),
+    **_spec((_ROOT,), _HOOKED, _SEGMENT),
+    **_spec((_SEGMENT,), _SKIP, _SEEKHEAD, _CUES, _CHAPTERS, _ATTACHMENTS),
+    **_spec((_SEGMENT,), _MASTER, _INFO),
+    **_spec((_SEGMENT,), _HOOKED, _TRACKS, _TAGS, _CLUSTER),
+    **_spec((_INFO,), _LEAF, _TIMECODESCALE),
+    **_spec((_TRACKS,), _HOOKED, _TRACKENTRY),
+    **_spec((_TRACKENTRY,), _LEAF, _TRACKNUMBER, _TRACKUID, _NAME, _CODECID),
+    **_spec((_TRACKENTRY,), _SKIP, _TRACKTYPE, _CODECPRIVATE, _VIDEO),
+    **_spec((_TRACKENTRY,), _MASTER, _AUDIO),
+    **_spec((_AUDIO,), _LEAF, _SAMPLINGFREQUENCY, _CHANNELS, _BITDEPTH),
+    **_spec((_TAGS,), _MASTER, _TAG),
+    **_spec((_TAG,), _SKIP, _TARGETS),
+    **_spec((_TAG, _SIMPLETAG), _HOOKED, _SIMPLETAG),
+    **_spec((_SIMPLETAG,), _LEAF, _TAGNAME, _TAGSTRING),
+    **_spec((_SIMPLETAG,), _SKIP, _TAGBINARY, _TAGLANGUAGE, _TAGDEFAULT),
+    **_spec((_CLUSTER,), _LEAF, _TIMECODE, _SIMPLEBLOCK),
+    **_spec((_CLUSTER,), _SKIP, _POSITION, _PREVSIZE),
+    **_spec((_CLUSTER,), _MASTER, _BLOCKGROUP),
+    **_spec((_BLOCKGROUP,), _LEAF, _BLOCK),
+    **_spec((_BLOCKGROUP,), _SKIP, _BLOCKDURATION, _REFERENCEBLOCK),
+}
+
+_VINT_LEN = bytes(9 - b.bit_length() for b in range(256))
+"""Length of a VINT from its first byte; 9 marks the invalid first byte 0x00."""
+_VINT_MASK = tuple((1 << (7 * n)) - 1 for n in range(9))
+"""Value bits of an n-byte VINT; a size with all of them set means "unknown"."""
+_NO_LIMIT = 1 << 63
+_TAGS_REMEMBERED = 8
+"""Distinct Tags payloads remembered: Connect repeats its producer Tags in every fragment."""
+_SCAN_ABOVE = 16 * 1024
+"""Elements larger than this are searched for an EBML header: one found means the size was corrupt or the
+document cut short, and the reader resumes there. Smaller ones are not searched (a 4-byte search costs about
+1 ns a byte, as much as reading the stream); a corrupt size below it loses at most that many bytes more."""
+_HEADER_SIGNATURE = 14
+"""Bytes that tell an EBML header from chance: magic (4), size VINT (up to 8), first child ID (2)."""
+_EBML_HEADER_CHILDREN = frozenset({0x86, 0xF7, 0xF2, 0xF3, 0x82, 0x87, 0x85})
+"""Second bytes of the EBML header's children: EBMLVersion, EBMLReadVersion, EBMLMaxIDLength,
+EBMLMaxSizeLength, DocType, DocTypeVersion, DocTypeReadVersion."""
+_RECOGNISED_MAX = 4096
+"""Largest Tags or Tracks payload kept to recognise a byte-identical repeat in a later fragment."""
+
+_LACING_XIPH = 0x02
+_LACING_EBML = 0x06
+
+
+@dataclass(frozen=True, slots=True)
+class TrackInfo:
+    """One TrackEntry of the current document."""
+
+    number: int
+    name: str
+    codec_id: str
+    uid: int
+    sampling_rate: float
+    channels: int
+    bit_depth: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentStart:
+    """An EBML header began at ``offset``: a new fragment."""
+
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class TracksChanged:
+    """A Tracks element completed with a number → track mapping different from the one in force."""
+
+    tracks: dict[int, TrackInfo]
+
+
+@dataclass(frozen=True, slots=True)
+class Tags:
+    """A Tags element completed: each SimpleTag's TagName → TagString, in order (a later duplicate wins)."""
+
+    tags: dict[str, str]
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterStart:
+    """A Cluster's Timecode arrived, converted to milliseconds."""
+
+    timecode_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class AudioFrame:
+    """One frame of a (Simple)Block.
+
+    ``timecode_ms`` is (cluster timecode + block timecode) × TimecodeScale in ms; frames after the first
+    of a laced block add the duration of the PCM before them. ``offset`` is the stream offset of the first
+    byte of ``pcm``.
+    """
+
+    track_name: str
+    track_number: int
+    timecode_ms: int
+    pcm: bytes
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class MalformedInput:
+    """The element at ``offset`` is corrupt or truncated; the reader resumes at the next EBML header."""
+
+    offset: int
+    reason: str
+
+    def error(self) -> MatroskaError:
+        """The exception to raise for a caller that treats malformed input as fatal."""
+        return MatroskaError(self.offset, self.reason)
+
+
+# Frames are built by writing AudioFrame's slots directly: a frozen dataclass's __init__ goes through
+# object.__setattr__ once per field, which made it the largest single cost of reading a block. The
+# instances are the same either way.
+_new = object.__new__
+_set_track_name = AudioFrame.__dict__["track_name"].__set__
+_set_track_number = AudioFrame.__dict__["track_number"].__set__
+_set_timecode_ms = AudioFrame.__dict__["timecode_ms"].__set__
+_set_pcm = AudioFrame.__dict__["pcm"].__set__
+_set_offset = AudioFrame.__dict__["offset"].__set__
+
+
+def _frame(track_name: str, track_number: int, timecode_ms: int, pcm: bytes, offset: int) -> AudioFrame:
+    frame: AudioFrame = _new(AudioFrame)
+    _set_track_name(frame, track_name)
+    _set_track_number(frame, track_number)
+    _set_timecode_ms(frame, timecode_ms)
+    _set_pcm(frame, pcm)
+    _set_offset(frame, offset)
+    return frame
+
+
+Event: TypeAlias = DocumentStart | TracksChanged | Tags | ClusterStart | AudioFrame | MalformedInput
+
+
+class MatroskaError(Exception):
+    """Matroska input that cannot be read, or a reader used after :meth:`MatroskaReader.close`."""
+
+    def __init__(self, offset: int, reason: str) -> None:
+        super().__init__(f"offset {offset}: {reason}")
+        self.offset = offset
+        self.reason = reason
+
+
+_Open: TypeAlias = tuple[int, int, int | None, int]
+"""An open master: ID, start offset, end offset (None when unknown), the offset its children must end by."""
+
+
+class _TrackEntry:
+    __slots__ = ("bit_depth", "channels", "codec_id", "name", "number", "sampling_rate", "uid")
+
+    def __init__(self) -> None:
+        self.number = 0
+        self.uid = 0
+        self.name = ""
+        self.codec_id = ""
+        # Matroska's defaults for an Audio element that leaves these out.
+        self.sampling_rate = 8000.0
+        self.channels = 1
+        self.bit_depth: int | None = None
+
+
+def _text(src: bytes, a: int, b: int) -> str:
+    # Matroska strings may be zero-padded to their element size.
+    return src[a:b].rstrip(b"\x00").decode("utf-8", "replace")
+
+
+class MatroskaReader:
+    """Sans-I/O incremental reader of concatenated Matroska documents (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._buf = b""
+        self._pos = 0
+        self._base = 0  # stream offset of self._buf[0]
+        self._scanning = False
+        self._closed = False
+        # An element whose bytes straddle feeds: either skipped or collected whole.
+        self._skip = 0
+        self._need = 0
+        self._parts: list[bytes] = []
+        self._pend_eid = 0
+        self._pend_start = 0
+        self._pend_data = 0
+        # A pending element larger than _SCAN_ABOVE is searched for an EBML header as it arrives; the tail
+        # carries its last bytes, where a header may have begun.
+        self._scan_pending = False
+        self._tail = b""
+        self._stack: list[_Open] = []
+        self._scale = DEFAULT_TIMECODE_SCALE
+        self._cluster_tc = 0
+        self._tracks: dict[int, TrackInfo] = {}
+        # The tracks again, indexed by the one-byte track-number VINT that starts a block (hot path lookup).
+        self._by_byte: list[TrackInfo | None] = [None] * 256
+        self._new_tracks: dict[int, TrackInfo] = {}
+        self._entry = _TrackEntry()
+        self._tags: dict[str, str] = {}
+        self._tag_stack: list[list[str | None]] = []
+        # Payloads of recent Tags elements and what they held; the raw Tracks behind the mapping in force.
+        self._tags_seen: dict[bytes, dict[str, str]] = {}
+        self._tracks_raw = b""
+        self._tracks_pending_raw = b""
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes held while waiting for the rest of an element (never more than one element)."""
+        return len(self._buf) - self._pos + sum(len(p) for p in self._parts)
+
+    def feed(self, data: bytes | bytearray | memoryview) -> Iterator[Event]:
+        """Take the next bytes of the stream; return the events they complete, in stream order."""
+        if self._closed:
+            raise MatroskaError(self._base + len(self._buf), "reader is closed")
+        out: list[Event] = []
+        chunk = bytes(data)
+        if self._skip or self._need:
+            if not self._finish_pending(chunk, out):
+                return iter(out)
+        elif self._pos < len(self._buf):
+            self._base += self._pos
+            self._buf = self._buf[self._pos :] + chunk
+            self._pos = 0
+        else:
+            self._base += len(self._buf)
+            self._buf = chunk
+            self._pos = 0
+        # Even with no bytes left, the element just completed may have been the last one of its masters.
+        self._run(out)
+        return iter(out)
+
+    def close(self) -> Iterator[Event]:
+        """End of input: finish unknown-size masters, or report the element the input ends inside."""
+        if self._closed:
+            return iter(())
+        self._closed = True
+        out: list[Event] = []
+        if self._scanning:
+            return iter(out)
+        truncated: MalformedInput | None = None
+        for eid, start, stop, _ in self._stack:
+            if stop is not None:
+                truncated = MalformedInput(start, f"input ends inside {_name(eid)} of {stop - start} bytes")
+                break
+        if truncated is None and (self._skip or self._need):
+            truncated = MalformedInput(self._pend_start, f"input ends inside {_name(self._pend_eid)}")
+        if truncated is None and self._pos < len(self._buf):
+            truncated = MalformedInput(self._base + self._pos, "input ends inside an element header")
+        if truncated is not None:
+            out.append(truncated)
+            return iter(out)
+        while self._stack:
+            eid, start, _, _ = self._stack.pop()
+            reason = self._end_master(eid, start, out) if eid in _END_HOOKS else None
+            if reason is not None:
+                out.append(MalformedInput(start, reason))
+                break
+        return iter(out)
+
+    def _finish_pending(self, chunk: bytes, out: list[Event]) -> bool:
+        """Feed the element that straddles feeds; once it is done, make the rest of ``chunk`` the buffer."""
+        # While an element is pending the buffer is empty and self._base is the offset of chunk[0].
+        collecting = self._need > 0
+        remaining = self._need if collecting else self._skip
+        taken = min(remaining, len(chunk))
+        portion = chunk[:taken]
+        done = taken == remaining
+        # The tail carries the last bytes already seen, so a header split across feeds is still found.
+        window = self._tail + portion if self._scan_pending else portion
+        found = _find_header(window, 0, len(window), done) if self._scan_pending else -1
+        if found >= 0:
+            window_base = self._base - len(self._tail)
+            self._malformed(out, self._pend_start, f"{_name(self._pend_eid)} runs into an EBML header")
+            self._buf = window[found:] + chunk[taken:]
+            self._base = window_base + found
+            self._pos = 0
+            return True
+        if not done:
+            if collecting:
+                self._parts.append(portion)
+                self._need -= taken
+            else:
+                self._skip -= taken
+            if self._scan_pending:
+                self._tail = window[-_HEADER_SIGNATURE + 1 :]
+            self._base += taken
+            return False
+        self._tail = b""
+        self._skip = 0
+        self._buf = chunk
+        self._pos = taken
+        if not collecting:
+            return True
+        self._parts.append(portion)
+        payload = b"".join(self._parts)
+        self._parts = []
+        self._need = 0
+        reason = self._leaf(self._pend_eid, payload, 0, len(payload), self._pend_data, out)
+        if reason is not None:
+            self._malformed(out, self._pend_start, reason)
+            # Resynchronise from the payload: a corrupt size may have swallowed the next header.
+            self._buf = payload + chunk[taken:]
+            self._base = self._pend_data
+            self._pos = 0
+        return True
+
+    def _malformed(self, out: list[Event], offset: int, reason: str) -> None:
+        out.append(MalformedInput(offset, reason))
+        self._stack.clear()
+        self._tag_stack.clear()
+        self._parts = []
+        self._need = 0
+        self._skip = 0
+        self._tail = b""
+        self._scanning = True
+
+    def _remember_tags(self, raw: bytes, tags: dict[str, str]) -> None:
+        seen = self._tags_seen
+        if len(raw) > _RECOGNISED_MAX:
+            return
+        if len(seen) >= _TAGS_REMEMBERED:
+            del seen[next(iter(seen))]
+        seen[raw] = tags
+
+    def _top(self, base: int) -> tuple[int, int]:
+        """The innermost open master's ID and the buffer index its children must end by."""
+        if self._stack:
+            top = self._stack[-1]
+            return top[0], top[3] - base
+        return _ROOT, _NO_LIMIT
+
+    def _run(self, out: list[Event]) -> None:
+        """Read elements from self._buf until the next one is incomplete."""
+        # The hot loop keeps its state in locals and reads unlaced SimpleBlocks inline: the time goes here.
+        buf = self._buf
+        pos = self._pos
+        end = len(buf)
+        base = self._base
+        stack = self._stack
+        append = out.append
+        vlen = _VINT_LEN
+        masks = _VINT_MASK
+        spec_get = _SPEC.get
+        by_byte = self._by_byte
+        new = _new
+        set_track_name = _set_track_name
+        set_track_number = _set_track_number
+        set_timecode_ms = _set_timecode_ms
+        set_pcm = _set_pcm
+        set_offset = _set_offset
+        scanning = self._scanning
+        top_eid, lim = self._top(base)
+        while True:
+            if scanning:
+                found = buf.find(EBML_MAGIC, pos)
+                if found < 0:
+                    pos = max(pos, end - 3)
+                    break
+                pos = found
+                scanning = self._scanning = False
+                top_eid, lim = _ROOT, _NO_LIMIT
+            if pos >= lim:
+                eid, start, _, limit = stack.pop()
+                if base + pos > limit:
+                    self._malformed(out, start, f"{_name(eid)} overruns its size")
+                elif eid in _END_HOOKS:
+                    reason = self._end_master(eid, start, out)
+                    if reason is not None:
+                        self._malformed(out, start, reason)
+                    by_byte = self._by_byte
+                scanning = self._scanning
+                top_eid, lim = self._top(base)
+                continue
+            if end - pos < 2:
+                break
+            if top_eid == _CLUSTER and self._scale == DEFAULT_TIMECODE_SCALE:
+                # Connect's every block: an unlaced SimpleBlock (A3) with a 2-byte size and a 1-byte track
+                # number, read and turned into an AudioFrame inline. A 2-byte size stays below _SCAN_ABOVE, so
+                # the element-wise path would not search it for a header either.
+                start = pos
+                cluster_tc = self._cluster_tc
+                bound = min(end, lim)
+                while end - pos > 7 and buf[pos] == 0xA3:
+                    size_first = buf[pos + 1]
+                    if not 0x40 <= size_first < 0x80:
+                        break
+                    size = ((size_first & 0x3F) << 8) | buf[pos + 2]
+                    stop = pos + 3 + size
+                    info = by_byte[buf[pos + 3]]
+                    if info is None or stop > bound or size < 4 or size == 0x3FFF or buf[pos + 6] & 0x06:
+                        break
+                    relative = (buf[pos + 4] << 8) | buf[pos + 5]
+                    if relative > 0x7FFF:
+                        relative -= 0x10000
+                    frame = new(AudioFrame)
+                    set_track_name(frame, info.name)
+                    set_track_number(frame, info.number)
+                    set_timecode_ms(frame, cluster_tc + relative)
+                    set_pcm(frame, buf[pos + 7 : stop])
+                    set_offset(frame, base + pos + 7)
+                    append(frame)
+                    pos = stop
+                if pos != start:
+                    continue
+            first = buf[pos]
+            id_len = vlen[first]
+            if id_len > 4:
+                self._malformed(out, base + pos, f"invalid element ID byte 0x{first:02x}")
+                scanning = True
+                pos += 1
+                continue
+            size_at = pos + id_len
+            if size_at >= end:
+                break
+            size_first = buf[size_at]
+            size_len = vlen[size_first]
+            if size_len > 8:
+                self._malformed(out, base + pos, "invalid element size")
+                scanning = True
+                pos += 1
+                continue
+            data_at = size_at + size_len
+            if data_at > end:
+                break
+            if id_len == 1:
+                eid = first
+            elif id_len == 2:
+                eid = (first << 8) | buf[pos + 1]
+            else:
+                eid = int.from_bytes(buf[pos:size_at], "big")
+            if size_len == 1:
+                size = size_first & 0x7F
+            elif size_len == 2:
+                size = ((size_first & 0x3F) << 8) | buf[size_at + 1]
+            else:
+                size = int.from_bytes(buf[size_at:data_at], "big") & masks[size_len]
+            unknown = size == masks[size_len]
+            stop = data_at + size
+
+            spec = spec_get(eid)
+            if spec is None:
+                if top_eid == _ROOT and eid != _VOID and eid != _CRC32:
+                    self._malformed(out, base + pos, f"unexpected element 0x{eid:x} outside a document")
+                    scanning = True
+                    pos += 1
+                    continue
+                kind = _SKIP
+            else:
+                parents, kind = spec
+                if top_eid not in parents:
+                    reason = self._enter(eid, parents, out)
+                    by_byte = self._by_byte
+                    scanning = self._scanning
+                    top_eid, lim = self._top(base)
+                    if reason is not None:
+                        self._malformed(out, base + pos, reason)
+                        scanning = True
+                        pos += 1
+                        continue
+                    if scanning:
+                        continue
+            if kind in _DESCEND:
+                whole = stop <= end and stop <= lim and not unknown
+                if eid == _TAGS and whole and size <= _SCAN_ABOVE:
+                    # Already whole in the buffer: read it in one pass, or recognise it from a past fragment.
+                    raw = buf[data_at:stop]
+                    tags = self._tags_seen.pop(raw, None)
+                    if tags is not None:
+                        self._tags_seen[raw] = tags
+                    else:
+                        tags = _read_tags(buf, data_at, stop, len(stack) + 1)
+                        if tags is not None:
+                            self._remember_tags(raw, tags)
+                    if tags is not None:
+                        append(Tags(dict(tags), base + pos))
+                        pos = stop
+                        continue
+                elif eid == _TRACKS:
+                    # Connect repeats the same Tracks in every fragment: byte for byte the mapping in force.
+                    raw = buf[data_at:stop] if whole and size <= _RECOGNISED_MAX else b""
+                    if raw and raw == self._tracks_raw:
+                        pos = stop
+                        continue
+                    self._tracks_pending_raw = raw
+                if len(stack) >= MAX_DEPTH:
+                    self._malformed(out, base + pos, "elements nested too deeply")
+                    scanning = True
+                    pos += 1
+                    continue
+                if unknown:
+                    limit = lim + base
+                    stack.append((eid, base + pos, None, limit))
+                elif stop > lim:
+                    self._malformed(out, base + pos, f"{_name(eid)} overruns its parent")
+                    scanning = True
+                    pos += 1
+                    continue
+                else:
+                    limit = stop + base
+                    stack.append((eid, base + pos, limit, limit))
+                if kind == _HOOKED:
+                    self._begin_master(eid)
+                top_eid = eid
+                lim = limit - base
+                pos = data_at
+                continue
+            if unknown or size > MAX_ELEMENT_SIZE or stop > lim:
+                if unknown:
+                    reason = f"{_name(eid)} of unknown size"
+                elif size > MAX_ELEMENT_SIZE:
+                    reason = f"{_name(eid)} of {size} bytes exceeds the size limit"
+                else:
+                    reason = f"{_name(eid)} overruns its parent"
+                self._malformed(out, base + pos, reason)
+                scanning = True
+                pos += 1
+                continue
+            if kind == _HEADER:
+                append(DocumentStart(base + pos))
+            whole = stop <= end
+            if size > _SCAN_ABOVE:
+                found = _find_header(buf, data_at, stop if whole else end, whole)
+                if found >= 0:
+                    self._malformed(out, base + pos, f"{_name(eid)} runs into an EBML header")
+                    scanning = True
+                    pos = found
+                    continue
+            if whole:
+                if kind == _LEAF:
+                    reason = self._leaf(eid, buf, data_at, stop, base, out)
+                    if reason is not None:
+                        self._malformed(out, base + pos, reason)
+                        scanning = True
+                        # The payload is scanned too: a corrupt size may have swallowed the next header.
+                        pos = data_at
+                        continue
+                pos = stop
+                continue
+            if kind == _LEAF:
+                self._need = stop - end
+                self._parts = [buf[data_at:]]
+            else:
+                self._skip = stop - end
+            if size > _SCAN_ABOVE:
+                self._tail = buf[max(data_at, end - _HEADER_SIGNATURE + 1) :]
+            self._scan_pending = size > _SCAN_ABOVE
+            self._pend_eid = eid
+            self._pend_start = base + pos
+            self._pend_data = base + data_at
+            pos = end
+            break
+        if pos >= end:
+            self._base = base + end
+            self._buf = b""
+            self._pos = 0
+        else:
+            self._pos = pos
+
+    def _enter(self, eid: int, parents: frozenset[int], out: list[Event]) -> str | None:
+        """End unknown-size masters that cannot hold ``eid``; say why ``eid`` cannot be placed, if so."""
+        stack = self._stack
+        found_in = stack[-1][0] if stack else _ROOT
+        while True:
+            top = stack[-1] if stack else None
+            if top is None or top[2] is not None:
+                break
+            stack.pop()
+            reason = self._end_master(top[0], top[1], out) if top[0] in _END_HOOKS else None
+            if reason is not None:
+                self._malformed(out, top[1], reason)
+                return None
+            if stack and stack[-1][0] in parents:
+                return None
+            if not stack and _ROOT in parents:
+                return None
+        if eid == _EBML and top is not None:
+            # The previous document stops short; report it and read the new one from its header.
+            out.append(MalformedInput(stack[0][1], f"document ends inside {_name(top[0])}"))
+            stack.clear()
+            self._tag_stack.clear()
+            return None
+        return f"{_name(eid)} cannot appear inside {_name(found_in)}"
+
+    def _begin_master(self, eid: int) -> None:
+        if eid == _SIMPLETAG:
+            self._tag_stack.append([None, None])
+        elif eid == _CLUSTER:
+            self._cluster_tc = 0
+        elif eid == _TRACKENTRY:
+            self._entry = _TrackEntry()
+        elif eid == _TAGS:
+            self._tags = {}
+        elif eid == _TRACKS:
+            self._new_tracks = {}
+        elif eid == _SEGMENT:
+            self._scale = DEFAULT_TIMECODE_SCALE
+            self._cluster_tc = 0
+
+    def _end_master(self, eid: int, start: int, out: list[Event]) -> str | None:
+        if eid == _SIMPLETAG:
+            name, value = self._tag_stack.pop()
+            if name is not None and value is not None:
+                self._tags[name] = value
+        elif eid == _TAGS:
+            out.append(Tags(self._tags, start))
+            self._tags = {}
+        elif eid == _TRACKENTRY:
+            e = self._entry
+            if e.number == 0:
+                return "TrackEntry without a TrackNumber"
+            if e.number in self._new_tracks:
+                return f"two TrackEntry elements numbered {e.number}"
+            self._new_tracks[e.number] = TrackInfo(
+                e.number, e.name, e.codec_id, e.uid, e.sampling_rate, e.channels, e.bit_depth
+            )
+        elif eid == _TRACKS:
+            tracks = self._new_tracks
+            self._new_tracks = {}
+            self._tracks_raw = self._tracks_pending_raw
+            if tracks != self._tracks:
+                self._tracks = tracks
+                self._by_byte = [None] * 256
+                for number, info in tracks.items():
+                    if number < 0x7F:
+                        self._by_byte[0x80 | number] = info
+                out.append(TracksChanged(dict(tracks)))
+        return None
+
+    def _leaf(self, eid: int, src: bytes, a: int, b: int, src_base: int, out: list[Event]) -> str | None:
+        """Read the leaf ``src[a:b]`` (``src[0]`` is at stream offset ``src_base``); say why it is invalid."""
+        if eid in (_SIMPLEBLOCK, _BLOCK):
+            return self._block(src, a, b, src_base, out)
+        if eid == _TAGNAME:
+            self._tag_stack[-1][0] = _text(src, a, b)
+            return None
+        if eid == _TAGSTRING:
+            self._tag_stack[-1][1] = _text(src, a, b)
+            return None
+        if eid == _NAME:
+            self._entry.name = _text(src, a, b)
+            return None
+        if eid == _CODECID:
+            self._entry.codec_id = _text(src, a, b)
+            return None
+        if eid == _SAMPLINGFREQUENCY:
+            if b - a not in (4, 8):
+                return f"SamplingFrequency of {b - a} bytes"
+            rate: float = struct.unpack_from(">f" if b - a == 4 else ">d", src, a)[0]
+            # Also rules out NaN and infinity, which would make frame durations meaningless.
+            if not 1.0 <= rate <= 1e9:
+                return f"SamplingFrequency of {rate} Hz"
+            self._entry.sampling_rate = rate
+            return None
+        if b - a > 8:
+            return f"unsigned integer element 0x{eid:x} of {b - a} bytes"
+        value = int.from_bytes(src[a:b], "big")
+        if eid == _TIMECODE:
+            self._cluster_tc = value
+            out.append(ClusterStart(value * self._scale // 1_000_000))
+        elif eid == _TRACKNUMBER:
+            self._entry.number = value
+        elif eid == _TRACKUID:
+            self._entry.uid = value
+        elif eid == _CHANNELS:
+            self._entry.channels = value
+        elif eid == _BITDEPTH:
+            self._entry.bit_depth = value
+        elif eid == _TIMECODESCALE:
+            if value == 0:
+                return "TimecodeScale of 0"
+            self._scale = value
+        return None
+
+    def _block(self, src: bytes, a: int, b: int, src_base: int, out: list[Event]) -> str | None:
+        if a >= b:
+            return "empty block"
+        first = src[a]
+        track_len = _VINT_LEN[first]
+        if track_len > 8:
+            return "invalid track number in block"
+        head = a + track_len
+        if head + 3 > b:
+            return "block shorter than its header"
+        track = first & 0x7F if track_len == 1 else int.from_bytes(src[a:head], "big") & _VINT_MASK[track_len]
+        info = self._tracks.get(track)
+        if info is None:
+            return f"block for unknown track {track}"
+        relative = (src[head] << 8) | src[head + 1]
+        if relative & 0x8000:
+            relative -= 0x10000
+        ms = (self._cluster_tc + relative) * self._scale // 1_000_000
+        lacing = src[head + 2] & 0x06
+        data = head + 3
+        if not lacing:
+            out.append(_frame(info.name, track, ms, src[data:b], src_base + data))
+            return None
+        return self._laced(src, data, b, lacing, info, ms, src_base, out)
+
+    def _laced(
+        self,
+        src: bytes,
+        p: int,
+        b: int,
+        lacing: int,
+        info: TrackInfo,
+        ms: int,
+        src_base: int,
+        out: list[Event],
+    ) -> str | None:
+        if p >= b:
+            return "laced block without a frame count"
+        count = src[p] + 1
+        p += 1
+        sizes: list[int] = []
+        if lacing == _LACING_XIPH:
+            for _ in range(count - 1):
+                size = 0
+                while True:
+                    if p >= b:
+                        return "Xiph lacing header overruns the block"
+                    byte = src[p]
+                    p += 1
+                    size += byte
+                    if byte != 255:
+                        break
+                sizes.append(size)
+        elif lacing == _LACING_EBML:
+            size = 0
+            for i in range(count - 1):
+                if p >= b:
+                    return "EBML lacing header overruns the block"
+                n = _VINT_LEN[src[p]]
+                if n > 8 or p + n > b:
+                    return "invalid EBML lace size"
+                raw = int.from_bytes(src[p : p + n], "big") & _VINT_MASK[n]
+                p += n
+                # Sizes after the first are signed differences, stored with a bias of 2^(7n-1) - 1.
+                size = raw if i == 0 else size + raw - ((1 << (7 * n - 1)) - 1)
+                if size < 0:
+                    return "negative EBML lace size"
+                sizes.append(size)
+        else:  # fixed-size lacing, 0x04
+            total = b - p
+            if total % count:
+                return f"fixed-size lacing of {total} bytes into {count} frames"
+            sizes = [total // count] * (count - 1)
+        last = b - p - sum(sizes)
+        if last < 0:
+            return "lace sizes exceed the block"
+        sizes.append(last)
+        bytes_per_second = info.sampling_rate * info.channels * ((info.bit_depth or 16) // 8)
+        before = 0
+        for size in sizes:
+            at = ms + int(before * 1000 / bytes_per_second) if bytes_per_second > 0 else ms
+            out.append(_frame(info.name, info.number, at, src[p : p + size], src_base + p))
+            p += size
+            before += size
+        return None
+
+
+def _header_at(data: bytes, i: int, stop: int) -> int:
+    """Whether the EBML magic at ``data[i]`` starts a real EBML header: 1 yes, 0 no, -1 unknown by ``stop``.
+
+    A header is the magic, a size VINT, then one of the header's own 0x42xx children, which random bytes
+    (PCM that happens to hold the magic) almost never imitate.
+    """
+    if i + 5 > stop:
+        return -1
+    size_len = _VINT_LEN[data[i + 4]]
+    if size_len > 8:
+        return 0
+    child = i + 4 + size_len
+    if child + 2 > stop:
+        return -1
+    return 1 if data[child] == 0x42 and data[child + 1] in _EBML_HEADER_CHILDREN else 0
+
+
+def _find_header(data: bytes, start: int, stop: int, final: bool) -> int:
+    """The index of the first EBML header within ``data[start:stop]``, or -1.
+
+    Unless ``final``, more bytes follow ``stop``: a magic too near the end to judge is left undecided (-1),
+    for the caller to look again once they arrive. If ``final``, ``stop`` is the end of the element searched,
+    and a whole magic that close to it is taken for a header: an element that ends a few bytes into an EBML
+    header is what a document cut short looks like.
+    """
+    i = data.find(EBML_MAGIC, start, stop)
+    while i >= 0:
+        verdict = _header_at(data, i, stop)
+        if verdict > 0 or (verdict < 0 and final):
+            return i
+        if verdict < 0:
+            return -1
+        i = data.find(EBML_MAGIC, i + 1, stop)
+    return -1
+
+
+_OPEN_CHILD = 0
+_TAG_NAME = 1
+_TAG_STRING = 2
+_IGNORE = 3
+
+
+def _tags_tree() -> dict[int, dict[int, int]]:
+    """For Tags, Tag and SimpleTag: what :func:`_read_tags` does with each child _SPEC allows there."""
+    tree: dict[int, dict[int, int]] = {}
+    for parent in (_TAGS, _TAG, _SIMPLETAG):
+        children = tree[parent] = {}
+        for eid, (parents, kind) in _SPEC.items():
+            if parent in parents:
+                children[eid] = {_TAGNAME: _TAG_NAME, _TAGSTRING: _TAG_STRING}.get(
+                    eid, _OPEN_CHILD if kind in _DESCEND else _IGNORE
+                )
+    return tree
+
+
+_TAGS_TREE = _tags_tree()
+
+
+def _read_tags(buf: bytes, a: int, b: int, depth: int) -> dict[str, str] | None:
+    """Read a Tags payload that is whole in ``buf[a:b]`` in one pass.
+
+    Returns None on anything unusual (a malformed or misplaced element, too deep a nesting), for the
+    element-wise path to read and judge. ``depth`` is the nesting level of the Tags element itself.
+    """
+    tags: dict[str, str] = {}
+    vlen = _VINT_LEN
+    tree = _TAGS_TREE
+    # The open Tag and SimpleTag elements above the current one: their end, children and TagName / TagString.
+    above: list[tuple[int, dict[int, int], str | None, str | None]] = []
+    end = b
+    children = tree[_TAGS]
+    name: str | None = None
+    value: str | None = None
+    p = a
+    while True:
+        if p == end:
+            if not above:
+                return tags
+            if name is not None and value is not None:
+                tags[name] = value
+            end, children, name, value = above.pop()
+            continue
+        first = buf[p]
+        if first & 0x40 and not first & 0x80:
+            eid = (first << 8) | buf[p + 1] if p + 1 < end else -1
+            size_at = p + 2
+        elif first & 0x80:
+            eid = first
+            size_at = p + 1
+        else:
+            id_len = vlen[first]
+            size_at = p + id_len
+            if id_len > 4 or size_at > end:
+                return None
+            eid = int.from_bytes(buf[p:size_at], "big")
+        if size_at >= end:
+            return None
+        size_first = buf[size_at]
+        if size_first & 0x80:
+            size = size_first & 0x7F
+            data_at = size_at + 1
+            unknown = size == 0x7F
+        else:
+            size_len = vlen[size_first]
+            data_at = size_at + size_len
+            if size_len > 8 or data_at > end:
+                return None
+            size = int.from_bytes(buf[size_at:data_at], "big") & _VINT_MASK[size_len]
+            unknown = size == _VINT_MASK[size_len]
+        stop = data_at + size
+        if unknown or stop > end:
+            return None
+        action = children.get(eid)
+        if action is None:
+            if eid in _SPEC:
+                return None
+        elif action == _TAG_STRING:
+            value = _text(buf, data_at, stop)
+        elif action == _TAG_NAME:
+            name = _text(buf, data_at, stop)
+        elif action == _OPEN_CHILD:
+            if depth + len(above) >= MAX_DEPTH:
+                return None
+            above.append((end, children, name, value))
+            end = stop
+            children = tree[eid]
+            name = value = None
+            stop = data_at
+        p = stop
+
+
+def _name(eid: int) -> str:
+    return _NAMES.get(eid, f"element 0x{eid:x}")
