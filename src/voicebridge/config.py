@@ -19,6 +19,8 @@ from voicebridge.errors import ConfigurationError
 SonicBackendName = Literal["sagemaker", "cartesia-api"]
 SonicEncoding = Literal["pcm_s16le", "pcm_mulaw"]
 ResamplerName = Literal["soxr", "numpy"]
+ListenTracks = Literal["customer", "both"]
+InkMode = Literal["turns", "manual"]
 _SONIC_RATES = frozenset({8000, 16000, 22050, 24000, 44100, 48000})
 
 
@@ -40,11 +42,26 @@ class Settings(BaseModel):
     sonic_deadline_ms: int = Field(default=6500, ge=500, le=8000)
     sonic_max_attempts: int = Field(default=4, ge=1, le=10)
     cartesia_base_url: str | None = None
+    sonic_base_url: str | None = None
     cartesia_api_key_secret_arn: str = ""
-    cartesia_version: str = "2025-04-16"
     prompt_bucket: str = ""
     prompt_prefix: str = "prompts/"
     aws_region: str = "us-east-1"
+
+    # Listen path
+    turn_table: str = ""
+    turn_ttl_days: int = Field(default=7, ge=1, le=3650)
+    transcribe_function_name: str = ""
+    listen_tracks: ListenTracks = "customer"
+    ink_model: str = "ink-2"
+    ink_mode: InkMode = "turns"
+    ink_language: str = "en"
+    ink_turn_end_timeout_ms: int | None = Field(default=None, ge=640, le=11200)
+    ink_frame_ms: int = Field(default=100, ge=20, le=500)
+    consumer_handoff_ms: int = Field(default=30000, ge=5000, le=600000)
+    kvs_read_timeout_ms: int = Field(default=3000, ge=500, le=30000)
+    await_max_wait_ms: int = Field(default=7000, ge=100, le=7800)
+    await_poll_interval_ms: int = Field(default=40, ge=10, le=1000)
 
     @field_validator("sonic_sample_rate")
     @classmethod

@@ -1,7 +1,8 @@
-"""The Sonic SageMaker endpoint emulator, judged by independent readers.
+"""The Sonic emulator (SageMaker endpoint and Cartesia API), judged by independent readers.
 
-botocore decodes the HTTP responses and the event stream itself (nothing of the project's client code is used
-here), ffmpeg decodes the G.711 audio, and botocore's ``EventStreamBuffer`` checks the event-stream encoder.
+botocore decodes the HTTP responses and the event stream itself, and the official ``cartesia`` SDK reads the
+Cartesia API's server-sent events (nothing of the project's client code is used here); ffmpeg decodes the G.711
+audio, and botocore's ``EventStreamBuffer`` checks the event-stream encoder.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 import boto3
+import botocore.exceptions
+import cartesia
+import httpx
 import numpy as np
 import numpy.typing as npt
 import pytest
@@ -27,6 +31,13 @@ import urllib3
 from botocore.config import Config
 from botocore.eventstream import EventStreamBuffer
 from botocore.exceptions import ClientError, EventStreamError
+from cartesia import Cartesia
+from cartesia.types.tts_sse_event import (
+    TTSSSEChunkEvent,
+    TTSSSEDoneEvent,
+    TTSSSEErrorEvent,
+    TTSSSETimestampsEvent,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -41,7 +52,7 @@ from voicebridge.local.eventstream_encoder import (
     encode_exception,
     encode_message,
 )
-from voicebridge.local.sonic_emulator import Fault, FaultKind, SonicEmulator
+from voicebridge.local.sonic_emulator import ENCODINGS, EmulatorConfigError, Fault, FaultKind, SonicEmulator
 from voicebridge.local.speech_engine import (
     SECONDS_PER_CHARACTER,
     SpeechEngineError,
@@ -621,6 +632,388 @@ def test_stats_are_served_over_http(client: Any, emulator: SonicEmulator) -> Non
     [record] = stats["invocations"]
     assert record["body"] == request
     assert record["generation_seconds"] > 0 and record["audio_seconds"] > 0
+
+
+# --- the Cartesia API: POST /tts/sse, through the official SDK -------------------------------------
+
+API_KEY = "test-cartesia-key"
+PCM_8K: Any = {"container": "raw", "encoding": "pcm_s16le", "sample_rate": 8000}
+
+
+@pytest.fixture
+def api(emulator: SonicEmulator) -> Cartesia:
+    emulator.api_key = API_KEY
+    return Cartesia(api_key=API_KEY, base_url=emulator.url, max_retries=0, timeout=5)
+
+
+def tts_sse(api: Cartesia, **overrides: Any) -> list[Any]:
+    params: dict[str, Any] = {
+        "model_id": "sonic-3",
+        "transcript": SENTENCE,
+        "voice": VOICE_ID,
+        "output_format": PCM_8K,
+        "language": "en",
+    }
+    params.update(overrides)
+    with api.tts.generate_sse(**params) as stream:
+        return list(stream)
+
+
+def sse_audio(events: list[Any]) -> bytes:
+    return b"".join(event.audio or b"" for event in events if isinstance(event, TTSSSEChunkEvent))
+
+
+def post_tts_sse(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+    request = urllib.request.Request(url + "/tts/sse", data=body, method="POST", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), error.read()
+
+
+def api_body(**overrides: Any) -> bytes:
+    body = {"model_id": "sonic-3", "transcript": SENTENCE, "voice": VOICE_ID, "output_format": PCM_8K}
+    body.update(overrides)
+    return json.dumps(body).encode()
+
+
+def test_the_sdk_reads_chunk_events_then_done(api: Cartesia) -> None:
+    events = tts_sse(api, context_id="ctx-sse")
+
+    assert all(isinstance(event, TTSSSEChunkEvent) for event in events[:-1])
+    first, done = events[0], events[-1]
+    assert (first.status_code, first.done, first.context_id) == (206, False, "ctx-sse")
+    assert isinstance(first.step_time, float) and first.audio
+    assert isinstance(done, TTSSSEDoneEvent)
+    assert (done.status_code, done.done, done.context_id) == (200, True, "ctx-sse")
+
+
+def test_the_sdk_reads_word_timestamps_events_when_asked(api: Cartesia) -> None:
+    events = tts_sse(api, add_timestamps=True)
+
+    stamps = [event for event in events if isinstance(event, TTSSSETimestampsEvent)]
+    assert [word for event in stamps for word in event.word_timestamps.words] == SENTENCE.split()
+    assert isinstance(events[-1], TTSSSEDoneEvent)
+
+
+def test_both_transports_stream_the_same_audio(api: Cartesia, client: Any) -> None:
+    over_sse = sse_audio(tts_sse(api))
+    over_sagemaker = synthesize_over_http(client, transcript=SENTENCE, output_format=PCM_8K)
+
+    assert over_sse == over_sagemaker
+    assert len(over_sse) == len(SENTENCE) * round(SECONDS_PER_CHARACTER * 8000) * 2
+
+
+def test_sse_chunks_carry_at_most_20_ms_in_the_encoding_asked(api: Cartesia) -> None:
+    mulaw = {"container": "raw", "encoding": "pcm_mulaw", "sample_rate": 8000}
+    events = tts_sse(api, output_format=mulaw)
+    chunks = [event.audio or b"" for event in events if isinstance(event, TTSSSEChunkEvent)]
+
+    assert max(len(audio) for audio in chunks) == 160
+
+
+def test_each_event_is_named_by_its_type_on_the_wire(api: Cartesia, emulator: SonicEmulator) -> None:
+    headers = {"Authorization": f"Bearer {API_KEY}", "Cartesia-Version": "2026-08-14"}
+    status, response_headers, raw = post_tts_sse(emulator.url, api_body(), headers)
+
+    assert status == 200
+    assert response_headers["Content-Type"] == "text/event-stream"
+    assert raw.endswith(b"\n\n")
+    for block in raw[:-2].split(b"\n\n"):
+        event_line, data_line = block.split(b"\n")
+        name = event_line.removeprefix(b"event: ").decode()
+        assert json.loads(data_line.removeprefix(b"data: "))["type"] == name
+    assert name == "done"
+
+
+def test_context_id_is_echoed_only_when_given(api: Cartesia) -> None:
+    events = tts_sse(api)
+
+    assert {event.context_id for event in events} == {None}
+
+
+@pytest.mark.parametrize("voice", [VOICE_ID, {"id": VOICE_ID}, {"mode": "id", "id": VOICE_ID}], ids=str)
+def test_the_voice_is_an_id_or_an_object_with_an_id(api: Cartesia, voice: Any) -> None:
+    assert isinstance(tts_sse(api, voice=voice)[-1], TTSSSEDoneEvent)
+
+
+def test_the_cartesia_version_header_and_transport_are_recorded(api: Cartesia, emulator: SonicEmulator) -> None:
+    tts_sse(api)
+
+    [record] = emulator.stats
+    assert (record.transport, record.endpoint_name, record.http_status) == ("cartesia-api", None, 200)
+    assert record.cartesia_version and record.cartesia_version[:2] == "20"
+    assert record.body["model_id"] == "sonic-3"
+    assert record.payload_parts == record.chunks + 1
+
+
+def test_sagemaker_invocations_are_recorded_as_such(client: Any, emulator: SonicEmulator) -> None:
+    payload_parts(invoke(client, sonic_request()))
+
+    [record] = emulator.stats
+    assert (record.transport, record.endpoint_name, record.cartesia_version) == ("sagemaker", ENDPOINT, None)
+
+
+def test_a_wrong_api_key_is_an_authentication_error(api: Cartesia, emulator: SonicEmulator) -> None:
+    wrong = Cartesia(api_key="not-the-key", base_url=emulator.url, max_retries=0, timeout=5)
+
+    with pytest.raises(cartesia.AuthenticationError) as caught:
+        tts_sse(wrong)
+
+    assert caught.value.status_code == 401
+    assert isinstance(caught.value.body, dict) and caught.value.body["message"]
+    assert API_KEY not in json.dumps(caught.value.body)
+    assert emulator.stats[-1].outcome == "api_error_401"
+
+
+def test_a_request_without_a_key_is_refused_and_x_api_key_is_accepted(emulator: SonicEmulator) -> None:
+    emulator.api_key = API_KEY
+    version = {"Cartesia-Version": "2026-08-14"}
+
+    assert post_tts_sse(emulator.url, api_body(), version)[0] == 401
+    assert post_tts_sse(emulator.url, api_body(), {**version, "X-API-Key": API_KEY})[0] == 200
+
+
+def test_any_key_is_accepted_when_the_emulator_has_none(emulator: SonicEmulator) -> None:
+    anyone = Cartesia(api_key="whatever", base_url=emulator.url, max_retries=0, timeout=5)
+
+    assert isinstance(tts_sse(anyone)[-1], TTSSSEDoneEvent)
+
+
+def test_a_request_without_cartesia_version_is_a_bad_request(emulator: SonicEmulator) -> None:
+    status, _, raw = post_tts_sse(emulator.url, api_body(), {})
+
+    assert status == 400
+    assert "Cartesia-Version" in json.loads(raw)["message"]
+
+
+def test_a_body_that_is_not_json_is_a_bad_request(emulator: SonicEmulator) -> None:
+    status, _, raw = post_tts_sse(emulator.url, b"transcript=hello", {"Cartesia-Version": "2026-08-14"})
+
+    assert status == 400
+    assert set(json.loads(raw)) == {"error_code", "title", "message", "request_id"}
+
+
+def test_model_id_is_required_on_the_cartesia_api(emulator: SonicEmulator) -> None:
+    body = json.loads(api_body())
+    del body["model_id"]
+    status, _, raw = post_tts_sse(emulator.url, json.dumps(body).encode(), {"Cartesia-Version": "2026-08-14"})
+
+    assert status == 422
+    assert json.loads(raw)["message"] == "missing required field: model_id"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "reason"),
+    [
+        ({"model_id": ""}, "model_id"),
+        ({"voice": "not-a-uuid"}, "voice"),
+        ({"voice": {"mode": "embedding", "embedding": [0.1]}}, "voice"),
+        ({"output_format": {**PCM_8K, "sample_rate": 12000}}, "sample_rate"),
+        ({"output_format": {**PCM_8K, "encoding": "mp3"}}, "encoding"),
+        ({"generation_config": {"speed": 3.0}}, "speed"),
+        ({"language": "en", "locale": "en-GB"}, "locale"),
+        ({"transcript": "<break time='1s'/>"}, "no text to speak"),
+    ],
+    ids=lambda value: json.dumps(value) if isinstance(value, dict) else value,
+)
+def test_invalid_values_are_an_unprocessable_entity_error_with_the_reason(
+    api: Cartesia, overrides: dict[str, Any], reason: str
+) -> None:
+    with pytest.raises(cartesia.UnprocessableEntityError) as caught:
+        tts_sse(api, **overrides)
+
+    assert isinstance(caught.value.body, dict)
+    assert reason in caught.value.body["message"]
+
+
+def test_a_locale_is_accepted_instead_of_a_language(api: Cartesia) -> None:
+    events = tts_sse(api, language=cartesia.omit, locale="en-GB")
+
+    assert isinstance(events[-1], TTSSSEDoneEvent)
+
+
+def test_throttle_is_a_rate_limit_error_for_the_next_n_requests(api: Cartesia, emulator: SonicEmulator) -> None:
+    emulator.faults.push(Fault(FaultKind.THROTTLE, count=2, message="no capacity"))
+
+    for _ in range(2):
+        with pytest.raises(cartesia.RateLimitError) as caught:
+            tts_sse(api)
+        assert isinstance(caught.value.body, dict) and caught.value.body["message"] == "no capacity"
+    assert isinstance(tts_sse(api)[-1], TTSSSEDoneEvent)
+
+
+def test_refused_api_requests_do_not_consume_faults(api: Cartesia, emulator: SonicEmulator) -> None:
+    emulator.faults.push(Fault(FaultKind.THROTTLE))
+    with pytest.raises(cartesia.UnprocessableEntityError):
+        tts_sse(api, voice="nobody")
+    with pytest.raises(cartesia.AuthenticationError):
+        tts_sse(Cartesia(api_key="wrong", base_url=emulator.url, max_retries=0, timeout=5))
+
+    with pytest.raises(cartesia.RateLimitError):
+        tts_sse(api)
+
+
+@pytest.mark.parametrize(
+    ("kind", "title"),
+    [
+        (FaultKind.ERROR_MID_STREAM, "Model error"),
+        (FaultKind.INTERNAL_FAILURE, "Internal server error"),
+        (FaultKind.ERROR_EVENT, "Generation failed"),
+    ],
+)
+def test_a_failure_mid_stream_is_a_last_error_event_after_k_chunks(
+    api: Cartesia, emulator: SonicEmulator, kind: FaultKind, title: str
+) -> None:
+    emulator.faults.push(Fault(kind, after_chunks=3, message="the model fell over"))
+
+    events = tts_sse(api, context_id="ctx-fails")
+
+    assert [type(event) for event in events] == [TTSSSEChunkEvent] * 3 + [TTSSSEErrorEvent]
+    error = events[-1]
+    assert (error.status_code, error.done, error.title) == (500, True, title)
+    assert error.message == "the model fell over"
+    assert error.request_id and error.error_code
+    assert emulator.stats[-1].outcome == f"fault_{kind.value}"
+
+
+def test_error_before_audio_is_an_error_event_as_the_first_event(api: Cartesia, emulator: SonicEmulator) -> None:
+    emulator.faults.push(Fault(FaultKind.ERROR_BEFORE_AUDIO, message="model crashed"))
+
+    events = tts_sse(api)
+
+    assert [type(event) for event in events] == [TTSSSEErrorEvent]
+    assert events[0].message == "model crashed"
+
+
+def test_a_stall_pauses_the_sse_stream_then_it_completes(api: Cartesia, emulator: SonicEmulator) -> None:
+    emulator.faults.push(Fault(FaultKind.STALL, after_chunks=3, seconds=0.5))
+
+    arrivals = []
+    stream = api.tts.generate_sse(model_id="sonic-3", transcript=SENTENCE, voice=VOICE_ID, output_format=PCM_8K)
+    with stream:
+        for event in stream:
+            arrivals.append((time.perf_counter(), event))
+
+    gaps = np.diff([moment for moment, _ in arrivals])
+    assert max(gaps) >= 0.45
+    assert int(np.argmax(gaps)) == 2
+    assert isinstance(arrivals[-1][1], TTSSSEDoneEvent)
+
+
+def test_a_stall_longer_than_the_sdk_timeout_times_the_read_out(api: Cartesia, emulator: SonicEmulator) -> None:
+    emulator.faults.push(Fault(FaultKind.STALL, after_chunks=1, seconds=5))
+    impatient = Cartesia(api_key=API_KEY, base_url=emulator.url, max_retries=0, timeout=0.3)
+
+    with pytest.raises(httpx.ReadTimeout):
+        tts_sse(impatient)
+
+
+def test_an_engine_failure_before_audio_is_an_internal_server_error() -> None:
+    with SonicEmulator(engine=SlowEngine(delay=0, fail_on="One")) as emu:
+        api = Cartesia(api_key="any", base_url=emu.url, max_retries=0, timeout=5)
+        with pytest.raises(cartesia.InternalServerError) as caught:
+            tts_sse(api, transcript="One. Two.")
+
+    assert isinstance(caught.value.body, dict) and "the voice broke" in caught.value.body["message"]
+
+
+def test_an_engine_failure_mid_stream_is_an_error_event() -> None:
+    with SonicEmulator(engine=SlowEngine(delay=0, fail_on="Two")) as emu:
+        api = Cartesia(api_key="any", base_url=emu.url, max_retries=0, timeout=5)
+        events = tts_sse(api, transcript="One. Two.")
+
+    assert isinstance(events[0], TTSSSEChunkEvent)
+    assert isinstance(events[-1], TTSSSEErrorEvent) and "the voice broke" in events[-1].message
+
+
+# --- accepted encodings: a model that refuses some ---------------------------------------------------
+
+
+def test_every_raw_encoding_is_accepted_by_default(emulator: SonicEmulator) -> None:
+    assert emulator.accepted_encodings == frozenset(ENCODINGS)
+
+
+def test_a_refused_encoding_is_a_model_error_422_on_sagemaker(client: Any, emulator: SonicEmulator) -> None:
+    emulator.accepted_encodings = frozenset({"pcm_s16le", "pcm_f32le"})
+    mulaw = {"container": "raw", "encoding": "pcm_mulaw", "sample_rate": 8000}
+
+    with pytest.raises(client.exceptions.ModelError) as caught:
+        invoke(client, sonic_request(output_format=mulaw))
+
+    assert caught.value.response["OriginalStatusCode"] == 422
+    assert "'pcm_mulaw' is not supported by this model" in caught.value.response["OriginalMessage"]
+    assert ndjson(payload_parts(invoke(client, sonic_request())))[-1]["type"] == "done"
+
+
+def test_a_refused_encoding_is_an_unprocessable_entity_on_the_api(api: Cartesia, emulator: SonicEmulator) -> None:
+    emulator.accepted_encodings = frozenset({"pcm_s16le"})
+
+    with pytest.raises(cartesia.UnprocessableEntityError) as caught:
+        tts_sse(api, output_format={**PCM_8K, "encoding": "pcm_alaw"})
+
+    assert isinstance(caught.value.body, dict)
+    assert "'pcm_alaw' is not supported by this model" in caught.value.body["message"]
+
+
+def test_the_constructor_takes_accepted_encodings(stand_in: StandInSpeechEngine) -> None:
+    with SonicEmulator(engine=stand_in, accepted_encodings=["pcm_s16le"]) as emu:
+        with pytest.raises(botocore.exceptions.ClientError) as caught:
+            invoke(make_client(emu.url), sonic_request(output_format={**PCM_8K, "encoding": "pcm_f32le"}))
+
+        assert emu.accepted_encodings == frozenset({"pcm_s16le"})
+    assert caught.value.response["OriginalStatusCode"] == 422
+
+
+@pytest.mark.parametrize("encodings", [["pcm_s16le", "mp3"], [], "pcm_s16le"], ids=str)
+def test_unknown_or_no_encodings_are_refused_from_python(emulator: SonicEmulator, encodings: Any) -> None:
+    with pytest.raises(EmulatorConfigError):
+        emulator.accepted_encodings = encodings
+
+    assert emulator.accepted_encodings == frozenset(ENCODINGS)
+
+
+def test_accepted_encodings_are_changed_over_http(client: Any, emulator: SonicEmulator) -> None:
+    status, config = http_json(
+        "POST", emulator.url + "/_emulator/config", {"accepted_encodings": ["pcm_alaw", "pcm_s16le"]}
+    )
+
+    assert status == 200
+    assert config["accepted_encodings"] == ["pcm_s16le", "pcm_alaw"]
+    assert emulator.accepted_encodings == frozenset({"pcm_s16le", "pcm_alaw"})
+    assert http_json("GET", emulator.url + "/_emulator/config") == (200, config)
+    with pytest.raises(client.exceptions.ModelError):
+        invoke(client, sonic_request(output_format={**PCM_8K, "encoding": "pcm_mulaw"}))
+
+
+def test_the_config_says_whether_a_key_is_required_but_never_shows_it(emulator: SonicEmulator) -> None:
+    emulator.api_key = API_KEY
+
+    status, config = http_json("GET", emulator.url + "/_emulator/config")
+
+    assert status == 200 and config["api_key_required"] is True
+    assert API_KEY not in json.dumps(config)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"accepted_encodings": ["pcm_s24le"]},
+        {"accepted_encodings": []},
+        {"accepted_encodings": "pcm_s16le"},
+        {"accepted_encodings": [["pcm_s16le"]]},
+        {"realtime_factor": 2},
+        ["pcm_s16le"],
+    ],
+    ids=json.dumps,
+)
+def test_malformed_config_is_refused_over_http(emulator: SonicEmulator, change: Any) -> None:
+    status, answer = http_json("POST", emulator.url + "/_emulator/config", change)
+
+    assert status == 400
+    assert answer["message"]
+    assert emulator.accepted_encodings == frozenset(ENCODINGS)
 
 
 # --- lifecycle ---------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import json
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -47,9 +48,7 @@ def test_a_sentence_becomes_a_prompt_connect_can_play(
     assert result["CacheHit"] == "false"
     assert int(result["TimeToFirstByteMs"]) >= 15
     uri = urlparse(result["PromptUri"])
-    assert (
-        uri.scheme == "https" and uri.hostname == "voicebridge-local-prompt-bucket.s3.us-east-1.amazonaws.com"
-    )
+    assert uri.scheme == "https" and uri.hostname == "voicebridge-local-prompt-bucket.s3.us-east-1.amazonaws.com"
     wav = fetch(cloud_env, result["PromptUri"])
     pcm, rate = read_wav(wav)
     assert rate == 8000
@@ -57,9 +56,7 @@ def test_a_sentence_becomes_a_prompt_connect_can_play(
     assert int(result["DurationMs"]) > 1000
 
 
-@pytest.mark.skipif(
-    shutil.which("ffprobe") is None, reason="ffprobe (Debian ffmpeg) is installed by make test"
-)
+@pytest.mark.skipif(shutil.which("ffprobe") is None, reason="ffprobe (Debian ffmpeg) is installed by make test")
 def test_ffprobe_reads_the_prompt_as_8khz_mono_mulaw(
     invoke_function: Invoker, cloud_env: LocalCloud, tmp_path: Path
 ) -> None:
@@ -79,9 +76,7 @@ def test_ffprobe_reads_the_prompt_as_8khz_mono_mulaw(
     assert abs(float(probe["format"]["duration"]) * 1000 - int(result["DurationMs"])) < 5
 
 
-def test_a_repeated_request_is_a_cache_hit_with_no_model_call(
-    invoke_function: Invoker, cloud_env: LocalCloud
-) -> None:
+def test_a_repeated_request_is_a_cache_hit_with_no_model_call(invoke_function: Invoker, cloud_env: LocalCloud) -> None:
     event = event_with(Text="Thanks for waiting.", Speed="1.1")
     first = invoke_function("SynthesizeFunction", event)
     calls = model_calls(cloud_env)
@@ -115,10 +110,8 @@ def test_any_control_change_is_a_new_prompt(invoke_function: Invoker, cloud_env:
 def test_the_request_reaching_the_model_carries_the_flows_controls(
     invoke_function: Invoker, cloud_env: LocalCloud
 ) -> None:
-    invoke_function(
-        "SynthesizeFunction", event_with(Text="Hola.", Language="es", Speed="0.9", Emotion="calm")
-    )
-    body = cloud_env.sonic.stats[-1].body
+    invoke_function("SynthesizeFunction", event_with(Text="Hola.", Language="es", Speed="0.9", Emotion="calm"))
+    body = next(r.body for r in reversed(cloud_env.sonic.stats) if r.body.get("transcript") == "Hola.")
     assert body["transcript"] == "Hola." and body["language"] == "es"
     assert body["generation_config"] == {"speed": 0.9, "volume": 1.0, "emotion": "calm"}
     assert body["output_format"] == {"container": "raw", "encoding": "pcm_s16le", "sample_rate": 24000}
@@ -150,9 +143,7 @@ def test_a_422_from_the_model_is_invalid_input_with_the_models_reason(
     assert model_calls(cloud_env) == calls + 1
 
 
-def test_throttling_is_retried_until_the_model_answers(
-    invoke_function: Invoker, cloud_env: LocalCloud
-) -> None:
+def test_throttling_is_retried_until_the_model_answers(invoke_function: Invoker, cloud_env: LocalCloud) -> None:
     cloud_env.sonic.faults.push(Fault(FaultKind.THROTTLE, count=2))
     result = invoke_function("SynthesizeFunction", event_with(Text="Retry me, please."))
     assert result["Result"] == "OK"
@@ -171,12 +162,20 @@ def test_throttling_is_retried_until_the_model_answers(
 def test_a_failed_stream_is_retried_and_only_the_complete_prompt_is_stored(
     invoke_function: Invoker, cloud_env: LocalCloud, kind: FaultKind
 ) -> None:
+    from tests.integration.conftest import _fresh_container
+
     cloud_env.sonic.faults.push(Fault(kind, count=1, after_chunks=2))
     text = f"A stream that fails once with {kind.value}."
     result = invoke_function("SynthesizeFunction", event_with(Text=text))
     assert result["Result"] == "OK", result
-    clean = invoke_function("SynthesizeFunction", event_with(Text=text), env={"SONIC_DEFAULT_VOICE": ""})
-    assert fetch(cloud_env, result["PromptUri"]) == fetch(cloud_env, clean["PromptUri"])
+    stored = fetch(cloud_env, result["PromptUri"])
+    # Make the same prompt again with no fault, from scratch: the stored one must be that complete prompt.
+    bucket, key = urlparse(result["PromptUri"]).hostname.split(".s3.")[0], urlparse(result["PromptUri"]).path[1:]  # type: ignore[union-attr]
+    cloud_env.client("s3").delete_object(Bucket=bucket, Key=key)
+    _fresh_container()
+    clean = invoke_function("SynthesizeFunction", event_with(Text=text))
+    assert clean["CacheHit"] == "false"
+    assert stored == fetch(cloud_env, clean["PromptUri"])
 
 
 def test_persistent_throttling_falls_back_to_connects_voice_within_the_deadline(
@@ -197,10 +196,8 @@ def test_persistent_throttling_falls_back_to_connects_voice_within_the_deadline(
     )
 
 
-def test_a_stalled_stream_falls_back_and_nothing_is_cached(
-    invoke_function: Invoker, cloud_env: LocalCloud
-) -> None:
-    cloud_env.sonic.faults.push(Fault(FaultKind.STALL, count=100, after_chunks=1, seconds=4.0))
+def test_a_stalled_stream_falls_back_and_nothing_is_cached(invoke_function: Invoker, cloud_env: LocalCloud) -> None:
+    cloud_env.sonic.faults.push(Fault(FaultKind.STALL, count=100, after_chunks=1, seconds=2.0))
     event = event_with(Text="This one stalls.")
     result = invoke_function("SynthesizeFunction", event, env={"SONIC_DEADLINE_MS": "1500"})
     assert result["Result"] == "Fallback"
@@ -209,15 +206,11 @@ def test_a_stalled_stream_falls_back_and_nothing_is_cached(
     assert (again["Result"], again["CacheHit"]) == ("OK", "false")
 
 
-def test_the_deadline_follows_the_lambdas_remaining_time(
-    invoke_function: Invoker, cloud_env: LocalCloud
-) -> None:
+def test_the_deadline_follows_the_lambdas_remaining_time(invoke_function: Invoker, cloud_env: LocalCloud) -> None:
     from voicebridge.local.template import function_spec, load_template
 
     cloud_env.sonic.faults.push(Fault(FaultKind.THROTTLE, count=100))
-    spec = function_spec(
-        load_template(ROOT / "template.yaml"), "SynthesizeFunction", parameters=cloud_env.parameters()
-    )
+    spec = function_spec(load_template(ROOT / "template.yaml"), "SynthesizeFunction", parameters=cloud_env.parameters())
     spec.timeout_s = 1
     from voicebridge.local.runner import invoke
 
@@ -227,21 +220,13 @@ def test_the_deadline_follows_the_lambdas_remaining_time(
     assert time.monotonic() - started < 1.2
 
 
-def test_an_unknown_endpoint_is_a_configuration_error(
-    invoke_function: Invoker, cloud_env: LocalCloud
-) -> None:
-    result = invoke_function(
-        "SynthesizeFunction", event_with(Text="Hello."), env={"SONIC_ENDPOINT_NAME": "nope"}
-    )
+def test_an_unknown_endpoint_is_a_configuration_error(invoke_function: Invoker, cloud_env: LocalCloud) -> None:
+    result = invoke_function("SynthesizeFunction", event_with(Text="Hello."), env={"SONIC_ENDPOINT_NAME": "nope"})
     assert (result["Result"], result["ErrorCode"]) == ("Error", "ConfigurationError")
 
 
-def test_a_missing_bucket_is_a_storage_error_not_a_crash(
-    invoke_function: Invoker, cloud_env: LocalCloud
-) -> None:
-    result = invoke_function(
-        "SynthesizeFunction", event_with(Text="Hello."), env={"PROMPT_BUCKET": "no-such-bucket"}
-    )
+def test_a_missing_bucket_is_a_storage_error_not_a_crash(invoke_function: Invoker, cloud_env: LocalCloud) -> None:
+    result = invoke_function("SynthesizeFunction", event_with(Text="Hello."), env={"PROMPT_BUCKET": "no-such-bucket"})
     assert (result["Result"], result["ErrorCode"]) == ("Error", "StorageError")
 
 
@@ -256,6 +241,35 @@ def test_native_mulaw_is_stored_as_the_model_sent_it(invoke_function: Invoker, c
         "sample_rate": 8000,
     }
     assert read_wav(fetch(cloud_env, result["PromptUri"]))[1] == 8000
+
+
+@pytest.fixture
+def mulaw_refused(cloud_env: LocalCloud) -> Iterator[LocalCloud]:
+    """The endpoint, for this test only, answers 422 when asked for pcm_mulaw."""
+    saved = cloud_env.sonic.accepted_encodings
+    cloud_env.sonic.accepted_encodings = saved - {"pcm_mulaw"}
+    yield cloud_env
+    cloud_env.sonic.accepted_encodings = saved
+
+
+def test_an_endpoint_that_refuses_mulaw_is_served_by_converting_pcm(
+    invoke_function: Invoker, mulaw_refused: LocalCloud
+) -> None:
+    mulaw = {"SONIC_ENCODING": "pcm_mulaw"}
+    before = model_calls(mulaw_refused)
+    first = invoke_function("SynthesizeFunction", event_with(Text="Mu-law, if you please."), env=mulaw)
+
+    assert first["Result"] == "OK", first
+    asked = [(r.body["output_format"]["encoding"], r.http_status) for r in mulaw_refused.sonic.stats[before:]]
+    assert asked == [("pcm_mulaw", 424), ("pcm_s16le", 200)]
+    assert read_wav(fetch(mulaw_refused, first["PromptUri"]))[1] == 8000
+
+    before = model_calls(mulaw_refused)
+    second = invoke_function("SynthesizeFunction", event_with(Text="And straight to PCM now."), env=mulaw)
+
+    assert second["Result"] == "OK", second
+    [call] = mulaw_refused.sonic.stats[before:]
+    assert (call.body["output_format"]["encoding"], call.http_status) == ("pcm_s16le", 200)
 
 
 def test_metrics_are_emitted_in_embedded_metric_format(

@@ -1,9 +1,12 @@
-"""EMULATOR of a SageMaker real-time endpoint serving Cartesia Sonic — a local stand-in, not the model.
+"""EMULATOR of Cartesia Sonic on a SageMaker endpoint and on the Cartesia API — a stand-in, not the model.
 
-It speaks the SageMaker runtime's ``InvokeEndpointWithResponseStream`` (rest-json protocol) over loopback
-HTTP/1.1, so an unmodified botocore client decodes its answers itself::
+One loopback HTTP/1.1 server speaks two transports; both share the synthesis, pacing, faults and statistics,
+and differ only in how a generation is framed on the wire.
 
-    POST /endpoints/{EndpointName}/invocations-response-stream      body: a Sonic request (JSON)
+**SageMaker runtime** ``InvokeEndpointWithResponseStream`` (rest-json protocol), so an unmodified botocore
+client decodes its answers itself::
+
+    POST /endpoints/{EndpointName}/invocations-response-stream      body: a Sonic request (JSON, no model_id)
 
     200  Content-Type: application/vnd.amazon.eventstream, Transfer-Encoding: chunked
          event-stream messages with headers :message-type=event, :event-type=PayloadPart and
@@ -19,6 +22,24 @@ HTTP/1.1, so an unmodified botocore client decodes its answers itself::
 
 In-stream failures are event-stream ``exception`` messages (``ModelStreamError`` {Message, ErrorCode},
 ``InternalStreamFailure`` {Message}), which botocore raises as ``EventStreamError`` while iterating.
+Requests are not authenticated: SigV4 headers are accepted and ignored.
+
+**Cartesia API** ``POST /tts/sse``, as the official ``cartesia`` SDK's ``client.tts.generate_sse`` calls it::
+
+    POST /tts/sse   Authorization: Bearer <key>   Cartesia-Version: <date>
+                    body: {"model_id", "transcript", "voice": "<uuid>" | {"id": …}, "output_format", …}
+
+    200  Content-Type: text/event-stream, Transfer-Encoding: chunked, one event per generated message:
+             event: chunk\\ndata: {"type":"chunk","data":…,"done":false,"status_code":206,"step_time":…,
+                                   "context_id":…}\\n\\n
+             event: timestamps\\ndata: {…}\\n\\n      (only with "add_timestamps": true)
+             event: done\\ndata: {"type":"done","done":true,"status_code":200,"context_id":…}\\n\\n
+         or, when generation fails after the headers, a last
+             event: error\\ndata: {"type":"error","done":true,"status_code":…,"title":…,"message":…,
+                                   "request_id":…,"error_code":…}\\n\\n
+    4xx/5xx  {"error_code": …, "title": …, "message": …, "request_id": …}  — 401 wrong or missing key (checked
+         only when the emulator has an ``api_key``), 400 no Cartesia-Version or a body that is not JSON,
+         422 a request the model rejects, 429 throttled, 500 the speech engine failed before any audio.
 
 Audio comes from a :class:`~voicebridge.local.speech_engine.SpeechEngine` (piper when installed, else a
 deterministic stand-in), synthesised sentence by sentence, and is paced: the first chunk leaves after
@@ -26,17 +47,19 @@ deterministic stand-in), synthesised sentence by sentence, and is paced: the fir
 ``realtime_factor`` seconds of audio per wall second, each flushed when "generated".
 
 Faults are queued from Python (``emu.faults.push(Fault(FaultKind.THROTTLE, count=2))``) or over HTTP by
-another process, next to per-request statistics::
+another process, next to per-request statistics and the model's accepted encodings (whether the Sonic
+Marketplace package accepts ``pcm_mulaw`` is undocumented, so tests can make it refuse)::
 
     POST   /_emulator/faults   {"kind": "stall", "count": 1, "after_chunks": 3, "seconds": 2.0}  (or a list)
     GET    /_emulator/faults   pending faults
     DELETE /_emulator/faults   drop every pending fault
     GET    /_emulator/stats    one record per invocation (times on the time.perf_counter() clock)
+    POST   /_emulator/config   {"accepted_encodings": ["pcm_s16le", …]}
+    GET    /_emulator/config   the current configuration
 
-Requests are not authenticated: SigV4 headers are accepted and ignored.
-
->>> with SonicEmulator(endpoint_name="sonic") as emu:  # doctest: +SKIP
-...     client = boto3.client("sagemaker-runtime", endpoint_url=emu.url, region_name="us-east-1")
+>>> with SonicEmulator(endpoint_name="sonic", api_key="local") as emu:  # doctest: +SKIP
+...     runtime = boto3.client("sagemaker-runtime", endpoint_url=emu.url, region_name="us-east-1")
+...     api = cartesia.Cartesia(api_key="local", base_url=emu.url)
 """
 
 from __future__ import annotations
@@ -45,6 +68,7 @@ import base64
 import contextlib
 import dataclasses
 import hashlib
+import hmac
 import itertools
 import json
 import logging
@@ -55,13 +79,14 @@ import socket
 import threading
 import time
 import uuid
+from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any, Final, Self, cast
+from typing import Any, ClassVar, Final, Literal, Self, cast
 from urllib.parse import unquote, urlsplit
 
 import numpy as np
@@ -71,7 +96,9 @@ from voicebridge.local.eventstream_encoder import encode_event, encode_exception
 from voicebridge.local.speech_engine import SpeechEngine, SpeechEngineError, load_engine
 
 __all__ = [
+    "API_SAMPLE_RATES",
     "ENCODINGS",
+    "EmulatorConfigError",
     "Fault",
     "FaultKind",
     "FaultQueue",
@@ -80,14 +107,18 @@ __all__ = [
     "InvocationRecord",
     "SonicEmulator",
     "SonicRequest",
+    "Transport",
+    "parse_cartesia_request",
     "parse_sonic_request",
 ]
 
 logger = logging.getLogger(__name__)
 
 ENCODINGS: Final = ("pcm_s16le", "pcm_f32le", "pcm_mulaw", "pcm_alaw")
+Transport = Literal["sagemaker", "cartesia-api"]
 MIN_SAMPLE_RATE: Final = 8000
 MAX_SAMPLE_RATE: Final = 48000
+API_SAMPLE_RATES: Final = frozenset({8000, 16000, 22050, 24000, 44100, 48000})
 SPEED_RANGE: Final = (0.6, 1.5)
 VOLUME_RANGE: Final = (0.5, 2.0)
 CHUNK_SECONDS: Final = 0.020
@@ -99,6 +130,7 @@ _INVOKE_PATH = re.compile(r"^/endpoints/(?P<name>[^/]+)/invocations-response-str
 _INLINE_TAG = re.compile(r"<[^<>]*>")
 _CONTEXT_ID = re.compile(r"^[A-Za-z0-9_-]+$")
 _LANGUAGE = re.compile(r"^[a-z]{2}$")
+_LOCALE = re.compile(r"^[a-z]{2}(-[A-Z]{2})?$")
 _LABEL = "sonic endpoint emulator (not the model)"
 
 
@@ -111,9 +143,12 @@ class InvalidSonicRequest(ValueError):
 
 @dataclass(frozen=True)
 class SonicRequest:
-    """A validated Sonic request, transcript already stripped of inline tags."""
+    """A validated Sonic request, transcript already stripped of inline tags.
 
-    context_id: str
+    ``context_id`` is None only on the Cartesia API, where it is optional and echoed back only when given.
+    """
+
+    context_id: str | None
     transcript: str
     voice_id: str
     encoding: str
@@ -123,6 +158,7 @@ class SonicRequest:
     volume: float = 1.0
     emotion: str | None = None
     add_timestamps: bool = False
+    model_id: str | None = None
 
 
 def _number(value: Any) -> bool:
@@ -133,11 +169,15 @@ def _within(config: Mapping[str, Any], key: str, bounds: tuple[float, float]) ->
     value = config.get(key, 1.0)
     low, high = bounds
     if not _number(value) or not low <= value <= high:
-        raise InvalidSonicRequest(f"generation_config.{key} must be a number in [{low}, {high}], got {value!r}")
+        raise InvalidSonicRequest(
+            f"generation_config.{key} must be a number in [{low}, {high}], got {value!r}"
+        )
     return float(value)
 
 
-def _output_format(value: Any) -> tuple[str, int]:
+def _output_format(
+    value: Any, accepted_encodings: Collection[str], rates: Collection[int] | None
+) -> tuple[str, int]:
     if not isinstance(value, dict):
         raise InvalidSonicRequest("output_format must be an object")
     if value.get("container") != "raw":
@@ -146,51 +186,64 @@ def _output_format(value: Any) -> tuple[str, int]:
     if encoding not in ENCODINGS:
         choices = ", ".join(ENCODINGS)
         raise InvalidSonicRequest(f"output_format.encoding must be one of {choices}, got {encoding!r}")
+    if encoding not in accepted_encodings:
+        supported = ", ".join(name for name in ENCODINGS if name in accepted_encodings)
+        raise InvalidSonicRequest(
+            f"output_format.encoding {encoding!r} is not supported by this model; use one of {supported}"
+        )
     rate = value.get("sample_rate")
     if not isinstance(rate, int) or isinstance(rate, bool) or not MIN_SAMPLE_RATE <= rate <= MAX_SAMPLE_RATE:
         raise InvalidSonicRequest(
-            f"output_format.sample_rate must be an integer in [{MIN_SAMPLE_RATE}, {MAX_SAMPLE_RATE}], got {rate!r}"
+            "output_format.sample_rate must be an integer in "
+            f"[{MIN_SAMPLE_RATE}, {MAX_SAMPLE_RATE}], got {rate!r}"
         )
+    if rates is not None and rate not in rates:
+        choices = ", ".join(map(str, sorted(rates)))
+        raise InvalidSonicRequest(f"output_format.sample_rate must be one of {choices}, got {rate}")
     return str(encoding), rate
 
 
-def parse_sonic_request(body: Any) -> SonicRequest:
-    """Validate a decoded request body as the Sonic model package does.
+def _voice_uuid(value: Any, field: str) -> str:
+    try:
+        return str(uuid.UUID(str(value)))
+    except ValueError as exc:
+        raise InvalidSonicRequest(f"{field} must be a UUID, got {value!r}") from exc
 
-    Raises :class:`InvalidSonicRequest` with the reason the model gives in its 422 answer.
-    """
-    if not isinstance(body, dict):
-        raise InvalidSonicRequest("request body must be a JSON object")
-    if "model_id" in body:
-        raise InvalidSonicRequest("model_id is not accepted: this endpoint serves a single model")
-    for required in ("context_id", "transcript", "voice", "output_format"):
-        if required not in body:
-            raise InvalidSonicRequest(f"missing required field: {required}")
 
-    context_id = body["context_id"]
-    if not isinstance(context_id, str) or not _CONTEXT_ID.match(context_id):
-        raise InvalidSonicRequest("context_id must be a non-empty string of letters, digits, '_' and '-'")
-    transcript = body["transcript"]
+def _spoken(transcript: Any) -> str:
     if not isinstance(transcript, str):
         raise InvalidSonicRequest("transcript must be a string")
     spoken = " ".join(_INLINE_TAG.sub(" ", transcript).split())
     if not spoken:
         raise InvalidSonicRequest("transcript has no text to speak")
+    return spoken
 
-    voice = body["voice"]
-    if not isinstance(voice, dict) or voice.get("mode") != "id":
-        raise InvalidSonicRequest('voice must be {"mode": "id", "id": "<voice uuid>"}')
-    try:
-        voice_id = str(uuid.UUID(str(voice.get("id"))))
-    except ValueError as exc:
-        raise InvalidSonicRequest(f"voice.id must be a UUID, got {voice.get('id')!r}") from exc
 
-    encoding, sample_rate = _output_format(body["output_format"])
+def _context_id(value: Any) -> str:
+    if not isinstance(value, str) or not _CONTEXT_ID.match(value):
+        raise InvalidSonicRequest("context_id must be a non-empty string of letters, digits, '_' and '-'")
+    return value
 
-    language = body.get("language")
-    if language is not None and (not isinstance(language, str) or not _LANGUAGE.match(language)):
-        raise InvalidSonicRequest(f"language must be a two-letter code such as 'en', got {language!r}")
 
+def _language(value: Any, field: str, pattern: re.Pattern[str], example: str) -> str | None:
+    if value is not None and (not isinstance(value, str) or not pattern.match(value)):
+        raise InvalidSonicRequest(f"{field} must be a code such as {example!r}, got {value!r}")
+    return value
+
+
+def _generation(
+    body: Mapping[str, Any],
+    *,
+    context_id: str | None,
+    voice_id: str,
+    language: str | None,
+    accepted_encodings: Collection[str],
+    rates: Collection[int] | None = None,
+    model_id: str | None = None,
+) -> SonicRequest:
+    """The fields both transports validate alike: transcript, output format, generation config, timestamps."""
+    spoken = _spoken(body["transcript"])
+    encoding, sample_rate = _output_format(body["output_format"], accepted_encodings, rates)
     config = body.get("generation_config", {})
     if not isinstance(config, dict):
         raise InvalidSonicRequest("generation_config must be an object")
@@ -198,9 +251,11 @@ def parse_sonic_request(body: Any) -> SonicRequest:
     if emotion is not None and not isinstance(emotion, str):
         raise InvalidSonicRequest("generation_config.emotion must be a string")
     add_timestamps = body.get("add_timestamps", False)
+    if add_timestamps is None:
+        # The API declares it Optional[bool]: null means the default.
+        add_timestamps = False
     if not isinstance(add_timestamps, bool):
         raise InvalidSonicRequest("add_timestamps must be a boolean")
-
     return SonicRequest(
         context_id=context_id,
         transcript=spoken,
@@ -212,6 +267,79 @@ def parse_sonic_request(body: Any) -> SonicRequest:
         volume=_within(config, "volume", VOLUME_RANGE),
         emotion=emotion,
         add_timestamps=add_timestamps,
+        model_id=model_id,
+    )
+
+
+def parse_sonic_request(body: Any, *, accepted_encodings: Collection[str] = ENCODINGS) -> SonicRequest:
+    """Validate a decoded request body as the Sonic model package on SageMaker does.
+
+    Raises :class:`InvalidSonicRequest` with the reason the model gives in its 422 answer.
+    """
+    if not isinstance(body, dict):
+        raise InvalidSonicRequest("request body must be a JSON object")
+    if "model_id" in body:
+        raise InvalidSonicRequest("model_id is not accepted: this endpoint serves a single model")
+    for required in ("context_id", "transcript", "voice", "output_format"):
+        if required not in body:
+            raise InvalidSonicRequest(f"missing required field: {required}")
+
+    context_id = _context_id(body["context_id"])
+    voice = body["voice"]
+    if not isinstance(voice, dict) or voice.get("mode") != "id":
+        raise InvalidSonicRequest('voice must be {"mode": "id", "id": "<voice uuid>"}')
+    voice_id = _voice_uuid(voice.get("id"), "voice.id")
+    language = _language(body.get("language"), "language", _LANGUAGE, "en")
+    return _generation(
+        body,
+        context_id=context_id,
+        voice_id=voice_id,
+        language=language,
+        accepted_encodings=accepted_encodings,
+    )
+
+
+def parse_cartesia_request(body: Any, *, accepted_encodings: Collection[str] = ENCODINGS) -> SonicRequest:
+    """Validate a decoded ``POST /tts/sse`` body as the Cartesia API does.
+
+    Unlike the SageMaker package the API serves many models, so ``model_id`` is required; ``voice`` is a voice
+    id or an object with an ``id``; ``context_id`` is optional; ``language`` and ``locale`` exclude each
+    other.
+    Raises :class:`InvalidSonicRequest` with the reason the API gives in its 422 answer.
+    """
+    if not isinstance(body, dict):
+        raise InvalidSonicRequest("request body must be a JSON object")
+    for required in ("model_id", "transcript", "voice", "output_format"):
+        if required not in body:
+            raise InvalidSonicRequest(f"missing required field: {required}")
+
+    model_id = body["model_id"]
+    if not isinstance(model_id, str) or not model_id.strip():
+        raise InvalidSonicRequest("model_id must be a non-empty string such as 'sonic-3'")
+    voice = body["voice"]
+    if isinstance(voice, dict):
+        if voice.get("mode", "id") != "id" or "id" not in voice:
+            raise InvalidSonicRequest('voice must be a voice id, or {"id": "<voice uuid>"}')
+        voice_id = _voice_uuid(voice["id"], "voice.id")
+    elif isinstance(voice, str):
+        voice_id = _voice_uuid(voice, "voice")
+    else:
+        raise InvalidSonicRequest('voice must be a voice id, or {"id": "<voice uuid>"}')
+    context_id = body.get("context_id")
+    if context_id is not None:
+        context_id = _context_id(context_id)
+    language = _language(body.get("language"), "language", _LANGUAGE, "en")
+    locale = _language(body.get("locale"), "locale", _LOCALE, "en-GB")
+    if language is not None and locale is not None:
+        raise InvalidSonicRequest("a request may set language or locale, never both")
+    return _generation(
+        body,
+        context_id=context_id,
+        voice_id=voice_id,
+        language=language or locale,
+        accepted_encodings=accepted_encodings,
+        rates=API_SAMPLE_RATES,
+        model_id=model_id,
     )
 
 
@@ -219,22 +347,32 @@ def parse_sonic_request(body: Any) -> SonicRequest:
 
 
 class FaultKind(StrEnum):
+    """A failure, as each transport tells it: SageMaker's event stream, or the Cartesia API's SSE.
+
+    On the Cartesia API every failure after the response headers is a last ``error`` event, then the end of
+    the stream: the API has no other in-stream channel.
+    """
+
     THROTTLE = "throttle"
-    """ModelError with OriginalStatusCode 429: no capacity."""
+    """No capacity: ModelError with OriginalStatusCode 429; HTTP 429 on the Cartesia API."""
     ERROR_BEFORE_AUDIO = "error_before_audio"
-    """HTTP 200, then a ModelStreamError as the very first message."""
+    """HTTP 200, then a ModelStreamError (an SSE ``error`` event) as the very first message."""
     ERROR_MID_STREAM = "error_mid_stream"
-    """A ModelStreamError after ``after_chunks`` audio chunks."""
+    """A ModelStreamError (an SSE ``error`` event) after ``after_chunks`` audio chunks."""
     ERROR_EVENT = "error_event"
-    """A Sonic ``{"type": "error"}`` line after ``after_chunks`` chunks; the stream ends without ``done``."""
+    """A Sonic ``{"type": "error"}`` message after ``after_chunks`` chunks, and no ``done``."""
     STALL = "stall"
     """Nothing sent for ``seconds`` after ``after_chunks`` chunks, then the stream resumes."""
     INTERNAL_FAILURE = "internal_failure"
-    """An InternalStreamFailure after ``after_chunks`` chunks."""
+    """An InternalStreamFailure (an SSE ``error`` event, status 500) after ``after_chunks`` chunks."""
 
 
 class FaultSpecError(ValueError):
     """A fault description is malformed."""
+
+
+class EmulatorConfigError(ValueError):
+    """An emulator setting (from Python or ``POST /_emulator/config``) is malformed."""
 
 
 _FAULT_FIELDS: Final = frozenset({"kind", "count", "after_chunks", "seconds", "message", "error_code"})
@@ -347,9 +485,13 @@ class InvocationRecord:
     ``generation_seconds`` is the wall time the emulator spent producing audio on purpose (synthesis, the
     time-to-first-byte wait, pacing, stalls) and excludes time spent writing to the socket, so a benchmark
     can subtract it from a client's wall time to isolate the client's own overhead.
+
+    ``transport`` is ``"sagemaker"`` or ``"cartesia-api"``; ``endpoint_name`` is None on the Cartesia API, and
+    ``cartesia_version`` the ``Cartesia-Version`` header it was called with. ``payload_parts`` counts
+    event-stream PayloadParts on SageMaker and server-sent events on the Cartesia API.
     """
 
-    endpoint_name: str
+    endpoint_name: str | None
     body: Any
     http_status: int
     outcome: str
@@ -361,6 +503,8 @@ class InvocationRecord:
     chunks: int = 0
     payload_parts: int = 0
     fault: str | None = None
+    transport: Transport = "sagemaker"
+    cartesia_version: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -491,20 +635,21 @@ class _Synthesis:
             words = {"words": [match.group()], "start": [round(start, 3)], "end": [round(end, 3)]}
             self._words.append((end, words))
 
-    def timestamp_lines(self, spoken_seconds: float) -> list[bytes]:
-        """``timestamps`` lines of the words whose audio has all been sent, each once."""
-        lines = []
+    def timestamp_messages(self, spoken_seconds: float) -> list[dict[str, Any]]:
+        """``timestamps`` messages of the words whose audio has all been sent, each once."""
+        messages = []
         while self._words and self._words[0][0] <= spoken_seconds + 1e-6:
             _, words = self._words.popleft()
-            message = {
-                "type": "timestamps",
-                "context_id": self._request.context_id,
-                "status_code": 206,
-                "done": False,
-                "word_timestamps": words,
-            }
-            lines.append(_json_line(message))
-        return lines
+            messages.append(
+                {
+                    "type": "timestamps",
+                    "context_id": self._request.context_id,
+                    "status_code": 206,
+                    "done": False,
+                    "word_timestamps": words,
+                }
+            )
+        return messages
 
 
 # --- HTTP --------------------------------------------------------------------------------------------
@@ -522,8 +667,11 @@ class _Stopping(Exception):
 class _Invocation:
     """Mutable bookkeeping of one invocation while it runs."""
 
-    endpoint_name: str
+    transport: Transport
     started: float
+    endpoint_name: str | None = None
+    request_id: str = dataclasses.field(default_factory=lambda: str(uuid.uuid4()))
+    cartesia_version: str | None = None
     body: Any = None
     first_byte_at: float | None = None
     generation_seconds: float = 0.0
@@ -548,10 +696,182 @@ class _Server(ThreadingHTTPServer):
         super().__init__(address, _Handler)
 
 
+# -- framing: the only part of a generation that differs between the transports
+
+
+class _Framing(ABC):
+    """Puts one generation's messages on the wire as a chunked HTTP response.
+
+    The response headers go out with the first bytes, when the model starts answering, so a client's time to
+    first byte is the model's. Subclasses decide how messages are framed and how a failure is told.
+    """
+
+    content_type: ClassVar[str]
+
+    def __init__(self, handler: _Handler, state: _Invocation, request: SonicRequest) -> None:
+        self.handler = handler
+        self.state = state
+        self.request = request
+
+    @abstractmethod
+    def headers(self) -> dict[str, str]:
+        """Response headers besides Content-Type and Transfer-Encoding."""
+
+    @abstractmethod
+    def send(self, messages: list[dict[str, Any]], *, last: bool = False) -> None:
+        """Deliver Sonic messages now; ``last`` also delivers anything held back."""
+
+    @abstractmethod
+    def flush(self) -> None:
+        """Deliver anything held back, before the stream goes quiet."""
+
+    @abstractmethod
+    def fail(self, fault: Fault, outcome: str | None = None) -> None:
+        """End the stream the way ``fault`` says, after delivering what was already generated."""
+
+    @abstractmethod
+    def reject(self, status: int, reason: str) -> None:
+        """Answer an error instead of a stream: nothing has been sent yet."""
+
+    def write(self, data: bytes) -> None:
+        """One HTTP chunk, preceded by the response headers the first time."""
+        handler, state = self.handler, self.state
+        try:
+            if state.first_byte_at is None:
+                handler.send_response(200)
+                handler.send_header("Content-Type", self.content_type)
+                handler.send_header("Transfer-Encoding", "chunked")
+                for name, value in self.headers().items():
+                    handler.send_header(name, value)
+                handler.end_headers()
+                state.first_byte_at = time.perf_counter()
+            handler.wfile.write(f"{len(data):x}\r\n".encode("ascii") + data + b"\r\n")
+        except OSError as exc:
+            raise _ClientGone from exc
+
+    def end(self) -> None:
+        self.handler._complete(self.state)
+        try:
+            self.handler.wfile.write(b"0\r\n\r\n")
+        except OSError as exc:
+            raise _ClientGone from exc
+
+
+class _EventStreamFraming(_Framing):
+    """SageMaker: Sonic's JSON lines, cut into PayloadPart events; failures are event-stream exceptions."""
+
+    content_type = "application/vnd.amazon.eventstream"
+
+    def __init__(self, handler: _Handler, state: _Invocation, request: SonicRequest) -> None:
+        super().__init__(handler, state, request)
+        self._packer = _PartPacker(request.context_id or "")
+
+    def headers(self) -> dict[str, str]:
+        return {
+            "X-Amzn-SageMaker-Content-Type": MODEL_CONTENT_TYPE,
+            "x-Amzn-Invoked-Production-Variant": "AllTraffic",
+            "x-amzn-RequestId": self.state.request_id,
+        }
+
+    def send(self, messages: list[dict[str, Any]], *, last: bool = False) -> None:
+        parts = [part for message in messages for part in self._packer.add(_json_line(self._sonic(message)))]
+        self._send_parts(parts + self._packer.flush() if last else parts)
+
+    def flush(self) -> None:
+        self._send_parts(self._packer.flush())
+
+    def fail(self, fault: Fault, outcome: str | None = None) -> None:
+        self.state.outcome = outcome or f"fault_{fault.kind.value}"
+        message = fault.describe()
+        if fault.kind is FaultKind.ERROR_EVENT:
+            error = {
+                "type": "error",
+                "context_id": self.request.context_id,
+                "status_code": 500,
+                "done": True,
+                "error": message,
+            }
+            self.send([error], last=True)
+        else:
+            self.flush()
+            if fault.kind is FaultKind.INTERNAL_FAILURE:
+                frame = encode_exception("InternalStreamFailure", json.dumps({"Message": message}).encode())
+            else:
+                payload = {"Message": message, "ErrorCode": fault.error_code}
+                frame = encode_exception("ModelStreamError", json.dumps(payload).encode())
+            self.write(frame)
+        self.end()
+
+    def reject(self, status: int, reason: str) -> None:
+        self.handler._model_error(self.state, status, reason)
+
+    def _sonic(self, message: dict[str, Any]) -> dict[str, Any]:
+        # The package's chunks also name their rate; the API's do not.
+        if message["type"] == "chunk":
+            return {**message, "sampling_rate": self.request.sample_rate}
+        return message
+
+    def _send_parts(self, parts: list[bytes]) -> None:
+        if parts:
+            self.state.payload_parts += len(parts)
+            self.write(b"".join(encode_event("PayloadPart", part) for part in parts))
+
+
+_SSE_ERROR_TITLES: Final = {
+    FaultKind.ERROR_BEFORE_AUDIO: "Model error",
+    FaultKind.ERROR_MID_STREAM: "Model error",
+    FaultKind.ERROR_EVENT: "Generation failed",
+    FaultKind.INTERNAL_FAILURE: "Internal server error",
+}
+
+
+class _SseFraming(_Framing):
+    """Cartesia API: one server-sent event per message, named by its type; a failure is a last ``error``."""
+
+    content_type = "text/event-stream"
+
+    def headers(self) -> dict[str, str]:
+        return {"Cache-Control": "no-cache", "X-Request-Id": self.state.request_id}
+
+    def send(self, messages: list[dict[str, Any]], *, last: bool = False) -> None:
+        if messages:
+            self.state.payload_parts += len(messages)
+            self.write(b"".join(_sse_event(message) for message in messages))
+
+    def flush(self) -> None:
+        """Nothing is held back: every event leaves as soon as it is made."""
+
+    def fail(self, fault: Fault, outcome: str | None = None) -> None:
+        self.state.outcome = outcome or f"fault_{fault.kind.value}"
+        error = {
+            "type": "error",
+            "done": True,
+            "status_code": 500,
+            "title": _SSE_ERROR_TITLES.get(fault.kind, "Model error"),
+            "message": fault.describe(),
+            "error_code": fault.error_code,
+            "request_id": self.state.request_id,
+            "context_id": self.request.context_id,
+        }
+        self.send([error], last=True)
+        self.end()
+
+    def reject(self, status: int, reason: str) -> None:
+        self.handler._api_error(self.state, status, "Internal server error", reason, "internal_error")
+
+
+def _sse_event(message: Mapping[str, Any]) -> bytes:
+    data = json.dumps(message, separators=(",", ":"))
+    return f"event: {message['type']}\ndata: {data}\n\n".encode()
+
+
+# -- the server's request handler
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "SonicEndpointEmulator/1.0"
-    # Idle keep-alive connections from botocore's pool are dropped after this many seconds.
+    # Idle keep-alive connections from a client's pool are dropped after this many seconds.
     timeout = 60
 
     @property
@@ -610,9 +930,14 @@ class _Handler(BaseHTTPRequestHandler):
         path = urlsplit(self.path).path
         match = _INVOKE_PATH.match(path)
         if match:
-            self._invoke(unquote(match.group("name")))
+            state = _Invocation("sagemaker", time.perf_counter(), endpoint_name=unquote(match.group("name")))
+            self._invoke(state, self._serve_sagemaker)
+        elif path == "/tts/sse":
+            self._invoke(_Invocation("cartesia-api", time.perf_counter()), self._serve_cartesia_api)
         elif path == "/_emulator/faults":
             self._post_faults()
+        elif path == "/_emulator/config":
+            self._post_config()
         else:
             self._unknown_operation()
 
@@ -630,6 +955,8 @@ class _Handler(BaseHTTPRequestHandler):
                     "invocations": [record.to_json() for record in emulator.stats],
                 },
             )
+        elif path == "/_emulator/config":
+            self._send_json(200, self.emulator.config())
         else:
             self._unknown_operation()
 
@@ -660,13 +987,21 @@ class _Handler(BaseHTTPRequestHandler):
         logger.info("%s: fault(s) queued over HTTP: %s", _LABEL, ", ".join(f.kind.value for f in faults))
         self._send_json(201, {"pending": [fault.to_json() for fault in self.emulator.faults.pending()]})
 
-    # -- InvokeEndpointWithResponseStream
-
-    def _invoke(self, endpoint_name: str) -> None:
-        state = _Invocation(endpoint_name=endpoint_name, started=time.perf_counter())
-        raw = self._read_body()
+    def _post_config(self) -> None:
         try:
-            self._serve_invocation(state, raw)
+            self.emulator.configure(json.loads(self._read_body() or b"null"))
+        except (ValueError, EmulatorConfigError) as exc:
+            self._send_json(400, {"message": str(exc)})
+            return
+        self._send_json(200, self.emulator.config())
+
+    # -- invocations, either transport
+
+    def _invoke(self, state: _Invocation, serve: Callable[[_Invocation, bytes], None]) -> None:
+        raw = self._read_body()
+        self.emulator._begin()
+        try:
+            serve(state, raw)
         except _ClientGone:
             state.outcome = "client_disconnected"
             self.close_connection = True
@@ -675,6 +1010,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         finally:
             self._complete(state)
+            self.emulator._end()
 
     def _complete(self, state: _Invocation) -> None:
         """Records the invocation once, just before its last byte goes out.
@@ -685,7 +1021,9 @@ class _Handler(BaseHTTPRequestHandler):
             state.recorded = True
             self.emulator._record(state)
 
-    def _serve_invocation(self, state: _Invocation, raw: bytes) -> None:
+    # -- SageMaker InvokeEndpointWithResponseStream
+
+    def _serve_sagemaker(self, state: _Invocation, raw: bytes) -> None:
         emulator = self.emulator
         if emulator.endpoint_name is not None and state.endpoint_name != emulator.endpoint_name:
             state.http_status, state.outcome = 400, "validation_error"
@@ -701,7 +1039,7 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             state.body = raw.decode("utf-8", errors="replace")
         try:
-            request = parse_sonic_request(state.body)
+            request = parse_sonic_request(state.body, accepted_encodings=emulator.accepted_encodings)
         except InvalidSonicRequest as exc:
             self._model_error(state, 422, str(exc))
             return
@@ -712,7 +1050,7 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None and fault.kind is FaultKind.THROTTLE:
             self._model_error(state, 429, fault.message or "model is at capacity; retry later (emulator)")
             return
-        self._stream(state, request, fault)
+        self._generate(_EventStreamFraming(self, state, request), fault)
 
     def _model_error(self, state: _Invocation, original_status: int, reason: str) -> None:
         state.http_status, state.outcome = 424, f"model_error_{original_status}"
@@ -734,35 +1072,58 @@ class _Handler(BaseHTTPRequestHandler):
             {"x-amzn-ErrorType": "ModelError"},
         )
 
-    # -- the event stream
+    # -- Cartesia API POST /tts/sse
 
-    def _write(self, state: _Invocation, frames: bytes) -> None:
-        """One HTTP chunk; the response headers go out with the first one, when the model starts answering."""
+    def _serve_cartesia_api(self, state: _Invocation, raw: bytes) -> None:
+        emulator = self.emulator
+        state.cartesia_version = self.headers.get("Cartesia-Version")
         try:
-            if state.first_byte_at is None:
-                self.send_response(200)
-                self.send_header("Content-Type", "application/vnd.amazon.eventstream")
-                self.send_header("Transfer-Encoding", "chunked")
-                self.send_header("X-Amzn-SageMaker-Content-Type", MODEL_CONTENT_TYPE)
-                self.send_header("x-Amzn-Invoked-Production-Variant", "AllTraffic")
-                self.send_header("x-amzn-RequestId", str(uuid.uuid4()))
-                self.end_headers()
-                state.first_byte_at = time.perf_counter()
-            self.wfile.write(f"{len(frames):x}\r\n".encode("ascii") + frames + b"\r\n")
-        except OSError as exc:
-            raise _ClientGone from exc
+            state.body = json.loads(raw)
+            readable = True
+        except ValueError:
+            state.body, readable = raw.decode("utf-8", errors="replace"), False
+        if emulator.api_key is not None and not self._authorized(emulator.api_key):
+            message = "the API key is missing or not valid; send it as 'Authorization: Bearer <key>'"
+            self._api_error(state, 401, "Invalid API key", message, "unauthorized")
+            return
+        if not state.cartesia_version:
+            message = "the Cartesia-Version header is required"
+            self._api_error(state, 400, "Bad request", message, "bad_request")
+            return
+        if not readable:
+            self._api_error(state, 400, "Bad request", "the request body is not valid JSON", "bad_request")
+            return
+        try:
+            request = parse_cartesia_request(state.body, accepted_encodings=emulator.accepted_encodings)
+        except InvalidSonicRequest as exc:
+            self._api_error(state, 422, "Invalid request", str(exc), "invalid_request")
+            return
+        state.context_id = request.context_id
 
-    def _send_parts(self, state: _Invocation, parts: list[bytes]) -> None:
-        if parts:
-            state.payload_parts += len(parts)
-            self._write(state, b"".join(encode_event("PayloadPart", part) for part in parts))
+        fault = emulator.faults.take()
+        state.fault = fault.kind.value if fault else None
+        if fault is not None and fault.kind is FaultKind.THROTTLE:
+            message = fault.message or "model is at capacity; retry later (emulator)"
+            self._api_error(state, 429, "Too many concurrent requests", message, "concurrency_limited")
+            return
+        self._generate(_SseFraming(self, state, request), fault)
 
-    def _end_stream(self, state: _Invocation) -> None:
+    def _authorized(self, api_key: str) -> bool:
+        scheme, _, token = self.headers.get("Authorization", "").partition(" ")
+        presented = token.strip() if scheme.lower() == "bearer" else self.headers.get("X-API-Key", "")
+        return hmac.compare_digest(presented.encode("utf-8"), api_key.encode("utf-8"))
+
+    def _api_error(self, state: _Invocation, status: int, title: str, message: str, error_code: str) -> None:
+        """The Cartesia API's structured error object; its SDK raises it as the status's exception class."""
+        state.http_status, state.outcome = status, f"api_error_{status}"
         self._complete(state)
-        try:
-            self.wfile.write(b"0\r\n\r\n")
-        except OSError as exc:
-            raise _ClientGone from exc
+        self._send_json(
+            status,
+            {"error_code": error_code, "title": title, "message": message, "request_id": state.request_id},
+            {"X-Request-Id": state.request_id},
+        )
+
+    # -- the generation loop, shared by both transports
 
     def _wait_until(self, state: _Invocation, due: float) -> None:
         delay = due - time.perf_counter()
@@ -776,15 +1137,14 @@ class _Handler(BaseHTTPRequestHandler):
         if stopped:
             raise _Stopping
 
-    def _stream(self, state: _Invocation, request: SonicRequest, fault: Fault | None) -> None:
-        emulator = self.emulator
+    def _generate(self, framing: _Framing, fault: Fault | None) -> None:
+        emulator, state, request = self.emulator, framing.state, framing.request
         synthesis = _Synthesis(emulator.engine, request)
         chunk_wall = synthesis.per_chunk / request.sample_rate / emulator.realtime_factor
         first_due = state.started + emulator.time_to_first_byte_ms / 1000.0
-        packer = _PartPacker(request.context_id)
         if fault is not None and fault.kind is FaultKind.ERROR_BEFORE_AUDIO:
             self._wait_until(state, first_due)
-            self._fail(state, packer, fault)
+            framing.fail(fault)
             return
 
         chunks = synthesis.chunks()
@@ -794,7 +1154,7 @@ class _Handler(BaseHTTPRequestHandler):
             try:
                 piece = next(chunks, None)
             except SpeechEngineError as exc:
-                self._engine_failed(state, packer, exc)
+                self._engine_failed(framing, exc)
                 return
             finally:
                 state.generation_seconds += time.perf_counter() - began
@@ -802,9 +1162,9 @@ class _Handler(BaseHTTPRequestHandler):
             if fault is not None and (index == fault.after_chunks or piece is None):
                 if fault.kind is not FaultKind.STALL:
                     self._wait_until(state, first_due + index * chunk_wall)
-                    self._fail(state, packer, fault)
+                    framing.fail(fault)
                     return
-                self._send_parts(state, packer.flush())
+                framing.flush()
                 self._pause(state, fault.seconds)
                 # The stall pushes the rest of the schedule back, as a stuck model would.
                 first_due += fault.seconds
@@ -819,61 +1179,38 @@ class _Handler(BaseHTTPRequestHandler):
                 "done": False,
                 "data": base64.b64encode(_encode_audio(piece, request.encoding)).decode("ascii"),
                 "step_time": round(chunk_wall * 1000.0, 3),
-                "sampling_rate": request.sample_rate,
             }
             state.chunks += 1
             state.audio_seconds += len(piece) / request.sample_rate
-            lines = [_json_line(chunk), *synthesis.timestamp_lines(state.audio_seconds)]
-            self._send_parts(state, [part for line in lines for part in packer.add(line)])
+            framing.send([chunk, *synthesis.timestamp_messages(state.audio_seconds)])
 
         done = {"type": "done", "context_id": request.context_id, "status_code": 200, "done": True}
-        lines = [*synthesis.timestamp_lines(math.inf), _json_line(done)]
-        self._send_parts(state, [part for line in lines for part in packer.add(line)] + packer.flush())
-        self._end_stream(state)
+        framing.send([*synthesis.timestamp_messages(math.inf), done], last=True)
+        framing.end()
 
-    def _engine_failed(self, state: _Invocation, packer: _PartPacker, error: SpeechEngineError) -> None:
-        """A broken engine is a model failure: a 500 ModelError before audio, a ModelStreamError after."""
+    def _engine_failed(self, framing: _Framing, error: SpeechEngineError) -> None:
+        """A broken engine is a model failure: an error answer before audio, a stream failure after."""
         message = f"synthesis failed: {error}"
-        if state.first_byte_at is None:
-            self._model_error(state, 500, message)
+        if framing.state.first_byte_at is None:
+            framing.reject(500, message)
         else:
             failure = Fault(FaultKind.ERROR_MID_STREAM, message=message, error_code="ModelError")
-            self._fail(state, packer, failure, outcome="engine_error")
-
-    def _fail(self, state: _Invocation, packer: _PartPacker, fault: Fault, outcome: str | None = None) -> None:
-        """Ends the stream the way ``fault`` says, after delivering what was already generated."""
-        state.outcome = outcome or f"fault_{fault.kind.value}"
-        message = fault.describe()
-        if fault.kind is FaultKind.ERROR_EVENT:
-            error = {
-                "type": "error",
-                "context_id": state.context_id,
-                "status_code": 500,
-                "done": True,
-                "error": message,
-            }
-            self._send_parts(state, packer.add(_json_line(error)) + packer.flush())
-        else:
-            self._send_parts(state, packer.flush())
-            if fault.kind is FaultKind.INTERNAL_FAILURE:
-                frame = encode_exception("InternalStreamFailure", json.dumps({"Message": message}).encode())
-            else:
-                payload = {"Message": message, "ErrorCode": fault.error_code}
-                frame = encode_exception("ModelStreamError", json.dumps(payload).encode())
-            self._write(state, frame)
-        self._end_stream(state)
+            framing.fail(failure, outcome="engine_error")
 
 
 # --- The emulator ------------------------------------------------------------------------------------
 
 
 class SonicEmulator:
-    """A local SageMaker runtime endpoint that answers like Cartesia Sonic (an emulator, not the model).
+    """A local Sonic, as a SageMaker runtime endpoint and as the Cartesia API (an emulator, not the model).
 
     ``endpoint_name`` — when set, other names get SageMaker's ValidationError; None serves every name.
     ``time_to_first_byte_ms`` — delay from request to the first audio chunk (synthesis counts towards it).
     ``realtime_factor`` — seconds of audio produced per wall-clock second after the first chunk.
     ``engine`` — the speech engine; by default piper when installed, else the deterministic stand-in.
+    ``api_key`` — when set, ``POST /tts/sse`` answers 401 unless called with this key; None accepts any.
+    ``accepted_encodings`` — the raw encodings the model produces; others get a 422 on either transport.
+    Both ``api_key`` and ``accepted_encodings`` may be changed while the emulator runs.
     """
 
     def __init__(
@@ -885,6 +1222,8 @@ class SonicEmulator:
         time_to_first_byte_ms: float = 40.0,
         realtime_factor: float = 20.0,
         engine: SpeechEngine | None = None,
+        api_key: str | None = None,
+        accepted_encodings: Iterable[str] = ENCODINGS,
     ) -> None:
         if time_to_first_byte_ms < 0:
             raise ValueError(f"time_to_first_byte_ms must be >= 0, got {time_to_first_byte_ms}")
@@ -896,8 +1235,12 @@ class SonicEmulator:
         self.time_to_first_byte_ms = time_to_first_byte_ms
         self.realtime_factor = realtime_factor
         self.engine: SpeechEngine = engine if engine is not None else load_engine("auto")
+        self.api_key = api_key
+        self._accepted_encodings = _encodings(accepted_encodings)
         self._faults = FaultQueue()
         self._records: list[InvocationRecord] = []
+        self._idle = threading.Condition()
+        self._in_flight = 0
         self._records_lock = threading.Lock()
         self._stopping = threading.Event()
         self._server: _Server | None = None
@@ -960,6 +1303,51 @@ class SonicEmulator:
         return self._faults
 
     @property
+    def accepted_encodings(self) -> frozenset[str]:
+        """The raw encodings the emulated model produces (all four by default)."""
+        return self._accepted_encodings
+
+    @accepted_encodings.setter
+    def accepted_encodings(self, encodings: Iterable[str]) -> None:
+        self._accepted_encodings = _encodings(encodings)
+
+    def config(self) -> dict[str, Any]:
+        """The settings ``/_emulator/config`` reads and writes; the API key itself is never shown."""
+        return {
+            "accepted_encodings": [name for name in ENCODINGS if name in self._accepted_encodings],
+            "api_key_required": self.api_key is not None,
+        }
+
+    def configure(self, changes: Any) -> None:
+        """Apply a ``POST /_emulator/config`` body; a bad one raises :class:`EmulatorConfigError`."""
+        if not isinstance(changes, dict):
+            raise EmulatorConfigError("the configuration is a JSON object")
+        unknown = set(changes) - {"accepted_encodings"}
+        if unknown:
+            raise EmulatorConfigError(f"unknown configuration fields: {', '.join(sorted(unknown))}")
+        if "accepted_encodings" in changes:
+            encodings = changes["accepted_encodings"]
+            if not isinstance(encodings, list):
+                raise EmulatorConfigError("accepted_encodings is a list of encoding names")
+            self.accepted_encodings = encodings
+            accepted = ", ".join(self.config()["accepted_encodings"])
+            logger.info("%s: accepted encodings now %s", _LABEL, accepted)
+
+    def _begin(self) -> None:
+        with self._idle:
+            self._in_flight += 1
+
+    def _end(self) -> None:
+        with self._idle:
+            self._in_flight -= 1
+            self._idle.notify_all()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until no invocation is being served (e.g. a stalled stream its client gave up on); False on timeout."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._in_flight == 0, timeout)
+
+    @property
     def stats(self) -> list[InvocationRecord]:
         """Invocations so far, oldest first (a copy)."""
         with self._records_lock:
@@ -979,14 +1367,17 @@ class SonicEmulator:
             chunks=state.chunks,
             payload_parts=state.payload_parts,
             fault=state.fault,
+            transport=state.transport,
+            cartesia_version=state.cartesia_version,
         )
         with self._records_lock:
             self._records.append(record)
         ttfb = f"{(record.first_byte_at - record.started) * 1000:.0f}ms" if record.first_byte_at else "-"
+        target = "/tts/sse" if record.endpoint_name is None else f"/endpoints/{record.endpoint_name}"
         logger.info(
-            "%s: POST /endpoints/%s -> %d %s context_id=%s chunks=%d parts=%d audio=%.2fs ttfb=%s total=%.0fms",
+            "%s: POST %s -> %d %s context_id=%s chunks=%d parts=%d audio=%.2fs ttfb=%s total=%.0fms",
             _LABEL,
-            record.endpoint_name,
+            target,
             record.http_status,
             record.outcome,
             state.context_id or "-",
@@ -996,3 +1387,17 @@ class SonicEmulator:
             ttfb,
             (record.finished - record.started) * 1000,
         )
+
+
+def _encodings(names: Iterable[str]) -> frozenset[str]:
+    if isinstance(names, str):
+        raise EmulatorConfigError("accepted encodings are a collection of names, not one string")
+    listed = list(names)
+    unknown = sorted({repr(name) for name in listed if not isinstance(name, str) or name not in ENCODINGS})
+    if unknown:
+        known = ", ".join(ENCODINGS)
+        raise EmulatorConfigError(f"unknown encodings {', '.join(unknown)}; the model knows {known}")
+    chosen = frozenset(listed)
+    if not chosen:
+        raise EmulatorConfigError("a model accepts at least one encoding")
+    return chosen

@@ -32,6 +32,10 @@ from voicebridge.sonic.request import SpeechRequest
 from voicebridge.sonic.stream import Chunk, SonicStreamDecoder, SonicStreamError, StreamError
 
 
+STALL_TIMEOUT_S = 1.0
+"""A healthy Sonic stream never pauses this long between parts; a longer silence is a stall worth a retry."""
+
+
 @dataclass(frozen=True, slots=True)
 class OutputFormat:
     """Raw audio format asked of the model."""
@@ -54,7 +58,7 @@ class SonicBackend(Protocol):
 class SageMakerBackend:
     """Sonic on a SageMaker real-time endpoint, invoked with a response stream."""
 
-    def __init__(self, endpoint_name: str, *, stall_timeout_s: float = 2.0, runtime: Any = None) -> None:
+    def __init__(self, endpoint_name: str, *, stall_timeout_s: float = STALL_TIMEOUT_S, runtime: Any = None) -> None:
         if not endpoint_name:
             raise ConfigurationError("SONIC_ENDPOINT_NAME is not set")
         self.endpoint_name = endpoint_name
@@ -102,20 +106,23 @@ class SageMakerBackend:
 class CartesiaApiBackend:
     """Sonic through the Cartesia API (or a self-hosted Sonic container behind a private load balancer).
 
-    Speaks ``POST /tts/sse`` through the official ``cartesia`` SDK; its base URL comes from ``CARTESIA_BASE_URL``.
+    Speaks ``POST /tts/sse`` through the official ``cartesia`` SDK; its base URL comes from ``SONIC_BASE_URL`` (else
+    ``CARTESIA_BASE_URL``).
     """
 
     def __init__(
-        self, *, api_key: str, base_url: str | None, model_id: str, stall_timeout_s: float = 2.0
+        self, *, api_key: str, base_url: str | None, model_id: str, stall_timeout_s: float = STALL_TIMEOUT_S
     ) -> None:
         from cartesia import Cartesia
 
         self.identity = f"cartesia-api:{model_id}"
         self._model_id = model_id
+        self._stall_timeout_s = stall_timeout_s
         self._client = Cartesia(api_key=api_key, base_url=base_url, max_retries=0, timeout=stall_timeout_s)
 
     def stream(self, request: SpeechRequest, fmt: OutputFormat, *, deadline: float) -> Iterator[bytes]:
         import cartesia
+        import httpx
         from cartesia.types.tts_sse_event import TTSSSEChunkEvent, TTSSSEDoneEvent, TTSSSEErrorEvent
 
         body = request.body(encoding=fmt.encoding, sample_rate=fmt.sample_rate)
@@ -128,6 +135,7 @@ class CartesiaApiBackend:
                 language=body["language"],
                 generation_config=body["generation_config"],
                 context_id=body["context_id"],
+                timeout=max(0.2, min(self._stall_timeout_s, deadline - time.monotonic())),
             )
             with events:
                 for event in events:
@@ -151,6 +159,9 @@ class CartesiaApiBackend:
             raise RetryableModelError(f"Cartesia API answered {exc.status_code}") from None
         except cartesia.APIConnectionError as exc:
             raise RetryableModelError(f"Cartesia API unreachable: {type(exc).__name__}") from None
+        except httpx.TransportError as exc:
+            # The SDK wraps failures of the request, not of reading its stream.
+            raise RetryableModelError(f"model stream interrupted: {type(exc).__name__}") from None
 
 
 def _audio(events: Iterator[Any]) -> Iterator[bytes]:
@@ -201,7 +212,7 @@ def make_backend(settings: Settings, *, api_key: str | None = None) -> SonicBack
     if settings.sonic_backend == "cartesia-api":
         if not api_key:
             raise ConfigurationError("the cartesia-api backend needs CARTESIA_API_KEY_SECRET_ARN")
-        return CartesiaApiBackend(
-            api_key=api_key, base_url=settings.cartesia_base_url, model_id=settings.sonic_model_id
-        )
+        # A self-hosted Sonic (SONIC_BASE_URL) may live apart from the Cartesia API that serves Ink.
+        base_url = settings.sonic_base_url or settings.cartesia_base_url
+        return CartesiaApiBackend(api_key=api_key, base_url=base_url, model_id=settings.sonic_model_id)
     return SageMakerBackend(settings.sonic_endpoint_name)

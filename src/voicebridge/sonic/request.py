@@ -24,7 +24,7 @@ CACHE_FORMAT_VERSION = 1
 """Bump when the conversion changes the bytes of a prompt, so stale prompts are never served."""
 
 _VOICE_ID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
-_LANGUAGE = re.compile(r"^[a-z]{2}(-[A-Z]{2})?$")
+_LANGUAGE = re.compile(r"^[a-z]{2}$")
 _EMOTION = re.compile(r"^[a-z][a-z_:]{0,31}$")
 SPEED_RANGE = (0.6, 1.5)
 VOLUME_RANGE = (0.5, 2.0)
@@ -60,7 +60,7 @@ class SpeechRequest:
             raise InvalidInput("Voice must be a Cartesia voice id (a UUID)")
         language = _string(parameters, "Language") or settings.sonic_default_language
         if not _LANGUAGE.match(language):
-            raise InvalidInput("Language must be a language code such as 'en' or 'pt-BR'")
+            raise InvalidInput("Language must be a two-letter language code such as 'en' or 'pt'")
         emotion = _string(parameters, "Emotion")
         if emotion is not None and not _EMOTION.match(emotion):
             raise InvalidInput("Emotion must be a Sonic emotion name such as 'calm' or 'excited'")
