@@ -1,8 +1,10 @@
 """The local cloud: every AWS and Cartesia service the product calls, on loopback, over real HTTP.
 
 - moto's server: S3, DynamoDB, Secrets Manager, CloudWatch (and anything else boto3 asks it for).
-- The project's emulators where moto has nothing: the Sonic SageMaker endpoint's response stream
-  (:mod:`voicebridge.local.sonic_emulator`).
+- The project's emulators where moto has nothing: the Sonic SageMaker endpoint's response stream and the Cartesia
+  API's /tts/sse (:mod:`voicebridge.local.sonic_emulator`), Kinesis Video Streams GetMedia
+  (:mod:`voicebridge.local.kvs_emulator`), Ink's WebSockets (:mod:`voicebridge.local.ink_emulator`), and Lambda
+  Invoke running the template's own handlers in warm worker processes (:mod:`voicebridge.local.lambda_emulator`).
 
 :class:`LocalCloud` starts them, creates the resources template.yaml declares under their local names
 (:func:`voicebridge.local.template.local_physical_id`), and hands out the ``AWS_ENDPOINT_URL_*`` variables that point
@@ -23,7 +25,11 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
+from botocore.exceptions import ClientError
 
+from voicebridge.local.ink_emulator import InkEmulator, Recogniser
+from voicebridge.local.kvs_emulator import KvsEmulator
+from voicebridge.local.lambda_emulator import LambdaEmulator
 from voicebridge.local.sonic_emulator import SonicEmulator
 from voicebridge.local.speech_engine import SpeechEngine
 from voicebridge.local.template import load_template, local_physical_id
@@ -33,6 +39,7 @@ log = logging.getLogger("voicebridge.local")
 LOCAL_API_KEY = "local-cartesia-key"
 LOCAL_ENDPOINT_NAME = "sonic-local"
 _CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+_ALREADY_THERE = {"BucketAlreadyOwnedByYou", "ResourceExistsException", "ResourceInUseException"}
 _MOTO_SERVICES = ("S3", "DYNAMODB", "SECRETS_MANAGER", "CLOUDWATCH", "LOGS", "STS")
 
 
@@ -48,6 +55,8 @@ class LocalCloud:
         engine: SpeechEngine | None = None,
         sonic_time_to_first_byte_ms: float = 40.0,
         sonic_realtime_factor: float = 20.0,
+        media_pace: float = 1.0,
+        recogniser: Recogniser | None = None,
     ) -> None:
         self.template_path = Path(template)
         self.region = region
@@ -59,7 +68,11 @@ class LocalCloud:
             time_to_first_byte_ms=sonic_time_to_first_byte_ms,
             realtime_factor=sonic_realtime_factor,
             engine=engine,
+            api_key=LOCAL_API_KEY,
         )
+        self.kvs = KvsEmulator(port=port_base + 2 if port_base else 0, region=region, pace=media_pace)
+        self.ink = InkEmulator(port=port_base + 3 if port_base else 0, api_key=LOCAL_API_KEY, recogniser=recogniser)
+        self.lambdas: LambdaEmulator | None = None
         self.moto_url = ""
 
     def __enter__(self) -> LocalCloud:
@@ -77,10 +90,32 @@ class LocalCloud:
         host, port = self._moto.get_host_and_port()
         self.moto_url = f"http://{host}:{port}"
         self.sonic.start()
+        self.kvs.start()
+        self.ink.start()
         self.create_resources()
-        log.info("local cloud up: moto %s, Sonic endpoint emulator %s", self.moto_url, self.sonic.url)
+        self.lambdas = LambdaEmulator(
+            self.template_path,
+            port=self._port_base + 4 if self._port_base else 0,
+            region=self.region,
+            parameters=self.parameters(),
+            env=self.env(),
+        )
+        self.lambdas.start()
+        log.info(
+            "local cloud up: moto %s, emulators: Sonic %s, KVS %s, Ink %s, Lambda %s",
+            self.moto_url,
+            self.sonic.url,
+            self.kvs.url,
+            self.ink.url,
+            self.lambdas.url,
+        )
 
     def stop(self) -> None:
+        if self.lambdas is not None:
+            self.lambdas.stop()
+            self.lambdas = None
+        self.ink.stop()
+        self.kvs.stop()
         self.sonic.stop()
         if self._moto is not None:
             self._moto.stop()
@@ -90,7 +125,11 @@ class LocalCloud:
         """Variables that point boto3 and the product at this local cloud."""
         variables = {f"AWS_ENDPOINT_URL_{name}": self.moto_url for name in _MOTO_SERVICES}
         variables["AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME"] = self.sonic.url
-        variables["CARTESIA_BASE_URL"] = self.sonic.url
+        variables["AWS_ENDPOINT_URL_KINESIS_VIDEO"] = self.kvs.url
+        if self.lambdas is not None:
+            variables["AWS_ENDPOINT_URL_LAMBDA"] = self.lambdas.url
+        variables["SONIC_BASE_URL"] = self.sonic.url
+        variables["CARTESIA_BASE_URL"] = self.ink.url
         variables["AWS_DEFAULT_REGION"] = self.region
         variables.update(_CREDENTIALS)
         return variables
@@ -110,25 +149,27 @@ class LocalCloud:
         )
 
     def create_resources(self) -> None:
-        """Create the buckets, tables and secrets the template declares, under their local names."""
+        """Create the buckets, tables and secrets the template declares, under their local names (idempotent)."""
         resources = load_template(self.template_path)["Resources"]
         for logical_id, resource in resources.items():
             kind, props = resource.get("Type"), resource.get("Properties", {})
             name = local_physical_id(logical_id)
-            if kind == "AWS::S3::Bucket":
-                self.client("s3").create_bucket(Bucket=name)
-            elif kind == "AWS::SecretsManager::Secret":
-                self.client("secretsmanager").create_secret(
-                    Name=name, SecretString=json.dumps({"api_key": LOCAL_API_KEY})
-                )
-            elif kind == "AWS::DynamoDB::Table":
-                args: dict[str, Any] = {
-                    "TableName": name,
-                    "KeySchema": props["KeySchema"],
-                    "AttributeDefinitions": props["AttributeDefinitions"],
-                    "BillingMode": "PAY_PER_REQUEST",
-                }
-                self.client("dynamodb").create_table(**args)
+            try:
+                if kind == "AWS::S3::Bucket":
+                    self.client("s3").create_bucket(Bucket=name)
+                elif kind == "AWS::SecretsManager::Secret":
+                    secret = json.dumps({"api_key": LOCAL_API_KEY})
+                    self.client("secretsmanager").create_secret(Name=name, SecretString=secret)
+                elif kind == "AWS::DynamoDB::Table":
+                    self.client("dynamodb").create_table(
+                        TableName=name,
+                        KeySchema=props["KeySchema"],
+                        AttributeDefinitions=props["AttributeDefinitions"],
+                        BillingMode="PAY_PER_REQUEST",
+                    )
+            except ClientError as exc:
+                if exc.response["Error"]["Code"] not in _ALREADY_THERE:
+                    raise
 
 
 @contextmanager

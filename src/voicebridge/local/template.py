@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 LOCAL_ACCOUNT = "111111111111"
+_NO_VALUE = "\x00no-value"
 
 
 class TemplateError(ValueError):
@@ -102,6 +103,8 @@ class Resolver:
         }
         if name in pseudo:
             return pseudo[name]
+        if name == "AWS::NoValue":
+            return _NO_VALUE
         if name in self.parameters:
             return self.parameters[name]
         declared = self.template.get("Parameters", {})
@@ -138,8 +141,34 @@ class Resolver:
         if key == "Fn::Join":
             return str(arg[0]).join(str(self.resolve(item)) for item in arg[1])
         if key == "Fn::If":
-            raise TemplateError("Fn::If in a function's environment cannot be resolved locally")
+            name, when_true, when_false = arg
+            return self.resolve(when_true if self.condition(name) else when_false)
         return {key: self.resolve(arg)}
+
+    def condition(self, name: str) -> bool:
+        """The value of a template condition for this local run."""
+        conditions = self.template.get("Conditions", {})
+        if name not in conditions:
+            raise TemplateError(f"condition {name} is not declared")
+        return self._truth(conditions[name])
+
+    def _truth(self, expression: Any) -> bool:
+        if isinstance(expression, bool):
+            return expression
+        if not isinstance(expression, dict) or len(expression) != 1:
+            raise TemplateError(f"cannot evaluate condition {expression!r}")
+        ((key, arg),) = expression.items()
+        if key == "Condition":
+            return self.condition(arg)
+        if key == "Fn::Equals":
+            return str(self.resolve(arg[0])) == str(self.resolve(arg[1]))
+        if key == "Fn::Not":
+            return not self._truth(arg[0])
+        if key == "Fn::And":
+            return all(self._truth(item) for item in arg)
+        if key == "Fn::Or":
+            return any(self._truth(item) for item in arg)
+        raise TemplateError(f"cannot evaluate {key} in a condition")
 
     def _sub_one(self, name: str, extra: Mapping[str, Any]) -> str:
         if name in extra:
@@ -179,7 +208,11 @@ def function_spec(
         **glob.get("Environment", {}).get("Variables", {}),
         **props.get("Environment", {}).get("Variables", {}),
     }
-    environment = {name: str(resolver.resolve(value)) for name, value in variables.items()}
+    environment = {}
+    for name, value in variables.items():
+        resolved = resolver.resolve(value)
+        if resolved != _NO_VALUE:
+            environment[name] = str(resolved)
     overrides = overrides or {}
     for scope in ("Parameters", logical_id):
         for name, value in (overrides.get(scope) or {}).items():
