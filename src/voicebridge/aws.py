@@ -15,6 +15,11 @@ from botocore.config import Config
 _session = boto3.session.Session()
 
 
+def session() -> boto3.session.Session:
+    """The container's boto3 session."""
+    return _session
+
+
 @cache
 def client(service: str, *, read_timeout: float = 10.0, pool: int = 16) -> Any:
     """A shared client for ``service``; keep-alive connections in a pool sized for concurrent generations."""

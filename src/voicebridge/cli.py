@@ -54,6 +54,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     bench.add_argument("--json", action="store_true", help="print the figures as JSON")
     bench.add_argument("--only", nargs="*", default=None, help="bench names to run (default: all)")
 
+    mkv = commands.add_parser("mkv", help="Kinesis Video Streams payloads").add_subparsers(
+        dest="mkv_command", required=True
+    )
+    dump = mkv.add_parser("dump", help="raw s16le PCM of one track on stdout; exit 2 on malformed input")
+    dump.add_argument("file", help="a GetMedia payload, or - for standard input")
+    dump.add_argument("--track", required=True, help="track name, e.g. AUDIO_FROM_CUSTOMER")
+    dump.add_argument("--tags", help="write each fragment's tags as JSON lines to this file")
+
     flows = commands.add_parser("flows", help="exported contact flows").add_subparsers(
         dest="flows_command", required=True
     )
@@ -74,6 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
 
     args = parser.parse_args(argv)
+    if args.command == "mkv":
+        return _mkv_dump(args)
     if args.command == "flows":
         return _flows(args)
     if args.command == "local":
@@ -170,6 +180,21 @@ def _bench(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(figures, indent=2, default=str))
     return 0
+
+
+def _mkv_dump(args: argparse.Namespace) -> int:
+    import contextlib
+
+    from voicebridge.kvs.dump import DumpError, dump
+
+    try:
+        with contextlib.ExitStack() as stack:
+            source = sys.stdin.buffer if args.file == "-" else stack.enter_context(open(args.file, "rb"))
+            tags = stack.enter_context(open(args.tags, "w", encoding="utf-8")) if args.tags else None
+            return dump(source, sys.stdout.buffer, args.track, tags)
+    except (DumpError, OSError) as exc:
+        print(f"voicebridge mkv dump: {exc}", file=sys.stderr)
+        return 2
 
 
 def _flows(args: argparse.Namespace) -> int:

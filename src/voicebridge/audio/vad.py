@@ -1,0 +1,107 @@
+"""Voice-activity figures from PCM, with numpy: where the caller's utterances start and end.
+
+Used to measure Ink's turn latency from the end of the caller's *voiced* audio (not from when a silence timer
+fired), to drive manual finalization for models without server-side turn detection, and to know which audio is
+settled (belongs to a finished turn or to silence) so a consumer never replays a finished turn.
+
+A frame is voiced when its RMS level is above ``threshold_dbfs``; an utterance starts after ``min_voiced_ms`` of
+voiced frames (a click does not start one) and closes after ``close_ms`` without voice.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+SAMPLE_RATE = 8000
+BYTES_PER_MS = SAMPLE_RATE * 2 // 1000
+
+
+@dataclass(frozen=True)
+class Utterance:
+    """A voiced run, in ms from the start of the stream."""
+
+    start_ms: float
+    end_ms: float
+
+
+@dataclass
+class VoiceActivity:
+    """Utterances in a stream of 8 kHz s16le audio, fed as it arrives."""
+
+    threshold_dbfs: float = -40.0
+    frame_ms: int = 20
+    min_voiced_ms: int = 60
+    close_ms: int = 300
+    position_ms: float = 0.0
+    closed: deque[Utterance] = field(default_factory=deque)
+    """Utterances that ended (``close_ms`` of silence followed), oldest first, until taken."""
+    open_start_ms: float | None = None
+    last_voiced_end_ms: float | None = None
+    _run_ms: float = 0.0
+    _run_start_ms: float = 0.0
+    _pending: bytes = b""
+
+    def feed(self, pcm: bytes) -> None:
+        """Consume audio; frames are evaluated as soon as they are whole."""
+        frame_bytes = self.frame_ms * BYTES_PER_MS
+        data = self._pending + pcm
+        whole = len(data) - len(data) % frame_bytes
+        if whole:
+            frames = np.frombuffer(data, dtype="<i2", count=whole // 2).astype(np.float32)
+            rms = np.sqrt(np.mean(np.square(frames.reshape(-1, frame_bytes // 2)), axis=1))
+            for is_voiced in (rms > 32768.0 * 10 ** (self.threshold_dbfs / 20.0)).tolist():
+                self._frame(bool(is_voiced))
+        self._pending = data[whole:]
+
+    def _frame(self, voiced: bool) -> None:
+        start = self.position_ms
+        self.position_ms += self.frame_ms
+        if voiced:
+            if self._run_ms == 0:
+                self._run_start_ms = start
+            self._run_ms += self.frame_ms
+            if self._run_ms >= self.min_voiced_ms:
+                if self.open_start_ms is None:
+                    self.open_start_ms = self._run_start_ms
+                self.last_voiced_end_ms = self.position_ms
+            return
+        self._run_ms = 0
+        voiced_end = self.last_voiced_end_ms
+        if self.open_start_ms is not None and voiced_end is not None and self.position_ms - voiced_end >= self.close_ms:
+            self.closed.append(Utterance(self.open_start_ms, voiced_end))
+            self.open_start_ms = None
+
+    @property
+    def speaking(self) -> bool:
+        """An utterance is open, or a voiced run is building up."""
+        return self.open_start_ms is not None or self._run_ms > 0
+
+    @property
+    def silent_for_ms(self) -> float:
+        """How long the stream has been unvoiced (the whole stream if it never was)."""
+        if self.last_voiced_end_ms is None:
+            return self.position_ms
+        return self.position_ms - self.last_voiced_end_ms
+
+    def take(self) -> Utterance | None:
+        """The oldest utterance not yet taken: a closed one, else the open one so far (which is then closed)."""
+        if self.closed:
+            return self.closed.popleft()
+        if self.open_start_ms is not None and self.last_voiced_end_ms is not None:
+            utterance = Utterance(self.open_start_ms, self.last_voiced_end_ms)
+            self.open_start_ms = None
+            return utterance
+        return None
+
+    def next_start_ms(self) -> float | None:
+        """Where the next untaken utterance starts, if any has begun."""
+        if self.closed:
+            return self.closed[0].start_ms
+        if self.open_start_ms is not None:
+            return self.open_start_ms
+        if self._run_ms > 0:
+            return self._run_start_ms
+        return None

@@ -1,0 +1,38 @@
+"""AwaitTurnFunction: the caller's next finished turn, or a timeout that fits Connect's 8 s.
+
+Input: ``AfterTurn`` (the last turn index the flow has handled; ``-1`` or absent for the first), optional
+``MaxWaitMs``. Output: ``Result=Turn`` with ``Transcript`` and ``TurnIndex``; ``Result=Timeout``; ``Result=Error``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+
+from voicebridge.config import settings
+from voicebridge.connect.events import ContactFlowEvent, response
+from voicebridge.handlers._edge import connect_edge
+from voicebridge.handlers.start_listening import turn_store
+from voicebridge.listening import await_turn
+from voicebridge.telemetry import metrics
+
+
+@connect_edge
+def _await(event: ContactFlowEvent, context: Any) -> dict[str, str]:
+    remaining = context.get_remaining_time_in_millis() if hasattr(context, "get_remaining_time_in_millis") else None
+    turn, waited_ms = await_turn(
+        event.contact_id,
+        event.parameters,
+        store=turn_store(),
+        max_wait_ms=settings().await_max_wait_ms,
+        poll_interval_ms=settings().await_poll_interval_ms,
+        remaining_ms=remaining,
+    )
+    metrics.add_metric(name="AwaitTurnWait", unit=MetricUnit.Milliseconds, value=waited_ms)
+    if turn is None:
+        return response("Timeout")
+    return response("Turn", Transcript=turn.transcript[:8000], TurnIndex=turn.seq)
+
+
+handler = metrics.log_metrics(_await)

@@ -1,0 +1,89 @@
+"""TranscribeStreamFunction: the consumer, invoked asynchronously by StartListening and by itself.
+
+Event: ``{"ContactId": "...", "Generation": n}``; everything else is in the contact's checkpoint item. Runs until
+the stream ends or Lambda's time is short, then hands over to its next invocation. It never raises: an
+asynchronous failure would be retried by Lambda and start a second consumer, so failures are logged, counted
+(``ListenErrors``) and end this invocation.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+
+from voicebridge import aws
+from voicebridge.config import settings
+from voicebridge.errors import VoiceBridgeError
+from voicebridge.handlers.start_listening import turn_store
+from voicebridge.ink.session import InkSession, TurnListener
+from voicebridge.kvs.consumer import StreamConsumer
+from voicebridge.telemetry import logger, metrics
+
+
+@cache
+def ink_client() -> Any:
+    """The Cartesia client, its key read from Secrets Manager once per container."""
+    from cartesia import Cartesia
+
+    from voicebridge.cartesia_key import api_key
+
+    config = settings()
+    return Cartesia(api_key=api_key(config.cartesia_api_key_secret_arn), base_url=config.cartesia_base_url)
+
+
+def _open_session(listener: TurnListener, name: str) -> InkSession:
+    config = settings()
+    return InkSession(
+        ink_client(),
+        listener,
+        mode=config.ink_mode,
+        model=config.ink_model,
+        language=config.ink_language,
+        end_timeout_ms=config.ink_turn_end_timeout_ms,
+        name=name,
+    )
+
+
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    contact_id = str(event.get("ContactId") or "")
+    logger.set_correlation_id(contact_id or None)
+    if not contact_id:
+        logger.error("event without ContactId", keys=sorted(event))
+        return {"Result": "Error", "ErrorCode": "InvalidInput"}
+    myself = getattr(context, "invoked_function_arn", None) or getattr(context, "function_name", "")
+
+    def continue_with(payload: dict[str, Any]) -> None:
+        aws.client("lambda").invoke(FunctionName=myself, InvocationType="Event", Payload=json.dumps(payload).encode())
+
+    try:
+        outcome = StreamConsumer(
+            settings(),
+            turn_store(),
+            contact_id=contact_id,
+            generation=int(event.get("Generation", 0)),
+            open_session=_open_session,
+            continue_with=continue_with,
+            remaining_ms=context.get_remaining_time_in_millis,
+        ).run()
+    except VoiceBridgeError as exc:
+        logger.error("transcription stopped", error_code=exc.code, reason=exc.safe_message)
+        metrics.add_metric(name="ListenErrors", unit=MetricUnit.Count, value=1)
+        metrics.flush_metrics()
+        return {"Result": "Error", "ErrorCode": exc.code}
+    except Exception:
+        logger.exception("transcription failed")
+        metrics.add_metric(name="ListenErrors", unit=MetricUnit.Count, value=1)
+        metrics.flush_metrics()
+        return {"Result": "Error", "ErrorCode": "InternalError"}
+    logger.info(
+        "transcription invocation ended",
+        reason=outcome.reason,
+        handed_off_to=outcome.handed_off_to,
+        audio_seconds=round(outcome.audio_seconds, 2),
+        turns=outcome.turns,
+        media_reconnects=outcome.reconnects,
+    )
+    return {"Result": "OK", "Reason": outcome.reason, "Turns": outcome.turns}

@@ -1,0 +1,189 @@
+"""One streaming session with Ink (Cartesia speech-to-text) over the official ``cartesia`` SDK.
+
+Turn detection (``/stt/turns/websocket``, model ``ink-2``)::
+
+    client → binary audio frames (s16le, 8 kHz) …, {"type": "close"}
+    server → connected → turn.start → turn.update* → [turn.eager_end → turn.resume]* → turn.end … | error
+
+Manual finalize (``/stt/websocket``, e.g. ``ink-whisper``)::
+
+    client → binary audio …, "finalize" (when the caller stopped speaking), "close"
+    server → transcript{text, is_final}* → flush_done … → done | error
+
+A session knows nothing of KVS or DynamoDB: it sends what it is given and reports turns and failures to a
+:class:`TurnListener`. Events are received on a thread of the session's own; a dropped socket or an ``error`` event
+is reported once as a failure, and the owner opens a new session (replaying what is not settled) — the SDK's own
+reconnect is left off because it cannot know which audio must be sent again.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any, Protocol
+
+from voicebridge.errors import ConfigurationError, VoiceBridgeError
+from voicebridge.telemetry import logger
+
+
+class InkUnavailable(VoiceBridgeError):
+    """The session could not be opened or was lost."""
+
+    code = "InkUnavailable"
+
+
+class TurnListener(Protocol):
+    def on_turn_start(self) -> None: ...
+
+    def on_turn_end(self, transcript: str) -> None: ...
+
+    def on_failure(self, reason: str) -> None: ...
+
+
+class InkSession:
+    """A WebSocket session for one audio track."""
+
+    def __init__(
+        self,
+        client: Any,
+        listener: TurnListener,
+        *,
+        mode: str = "turns",
+        model: str = "ink-2",
+        language: str = "en",
+        end_timeout_ms: int | None = None,
+        name: str = "ink",
+    ) -> None:
+        self._client = client
+        self._listener = listener
+        self._mode = mode
+        self._model = model
+        self._language = language
+        self._end_timeout_ms = end_timeout_ms
+        self._name = name
+        self._connection: Any = None
+        self._receiver: threading.Thread | None = None
+        self._closing = threading.Event()
+        self._failed = threading.Event()
+        self._finals: list[str] = []
+
+    @property
+    def alive(self) -> bool:
+        return self._connection is not None and not self._failed.is_set()
+
+    def open(self) -> None:
+        """Connect; raise InkUnavailable (or ConfigurationError for a refused key) when Ink cannot be reached."""
+        from websockets.exceptions import InvalidStatus, WebSocketException
+
+        try:
+            if self._mode == "manual":
+                manager = self._client.stt.manual_finalize.websocket(
+                    model=self._model, encoding="pcm_s16le", sample_rate=8000, language=self._language
+                )
+            else:
+                options: dict[str, Any] = {}
+                if self._end_timeout_ms is not None:
+                    options["turn_end_timeout_ms"] = self._end_timeout_ms
+                manager = self._client.stt.auto_finalize.websocket(
+                    model=self._model, encoding="pcm_s16le", sample_rate=8000, **options
+                )
+            self._connection = manager.enter()
+        except InvalidStatus as exc:
+            status = exc.response.status_code
+            if status in (401, 403):
+                raise ConfigurationError(f"Ink refused the API key ({status})") from None
+            raise InkUnavailable(f"Ink refused the session ({status})") from None
+        except (OSError, WebSocketException) as exc:
+            raise InkUnavailable(f"Ink unreachable ({type(exc).__name__})") from None
+        self._receiver = threading.Thread(target=self._receive, name=f"{self._name}-receiver", daemon=True)
+        self._receiver.start()
+
+    def send_audio(self, pcm: bytes) -> None:
+        """Send one frame; raise InkUnavailable when the session is gone (the frame was not delivered)."""
+        if not self.alive:
+            raise InkUnavailable("session lost")
+        try:
+            self._connection.send_raw(pcm)
+        except Exception as exc:
+            self._fail(f"send failed ({type(exc).__name__})")
+            raise InkUnavailable("session lost while sending") from None
+
+    def finalize(self) -> None:
+        """Manual mode: ask for the final transcript of what was sent so far."""
+        if self.alive:
+            try:
+                self._connection.send_raw("finalize")
+            except Exception as exc:
+                self._fail(f"finalize failed ({type(exc).__name__})")
+
+    def close(self, *, timeout_s: float = 2.0) -> None:
+        """Ask the server to finish, wait (bounded) for its last events, then close the socket."""
+        if self._connection is None:
+            return
+        self._closing.set()
+        if not self._failed.is_set():
+            try:
+                if self._mode == "manual":
+                    self._connection.send_raw("close")
+                else:
+                    self._connection.send_raw(json.dumps({"type": "close"}))
+            except Exception:
+                logger.debug("ink close command not delivered", session=self._name)
+        if self._receiver is not None:
+            self._receiver.join(timeout_s)
+        try:
+            self._connection.close()
+        except Exception:
+            logger.debug("ink socket already closed", session=self._name)
+        if self._receiver is not None:
+            self._receiver.join(1.0)
+
+    def _receive(self) -> None:
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            while True:
+                event = self._connection.recv()
+                if not self._handle(event):
+                    return
+        except ConnectionClosed as exc:
+            if not self._closing.is_set():
+                self._fail(f"socket closed ({exc.rcvd.code if exc.rcvd else 1006})")
+        except Exception as exc:
+            if not self._closing.is_set():
+                self._fail(f"receive failed ({type(exc).__name__})")
+        else:
+            return
+        finally:
+            if not self._closing.is_set() and not self._failed.is_set():
+                self._fail("socket ended")
+
+    def _handle(self, event: Any) -> bool:
+        """Dispatch one server event; False when the session is over."""
+        kind = getattr(event, "type", None)
+        if kind == "turn.start":
+            self._listener.on_turn_start()
+        elif kind == "turn.end":
+            self._listener.on_turn_end(event.transcript)
+        elif kind == "transcript":
+            if event.is_final:
+                self._finals.append(event.text)
+        elif kind == "flush_done":
+            text, self._finals = "".join(self._finals), []
+            self._listener.on_turn_end(text.strip())
+        elif kind == "done":
+            if self._finals:
+                text, self._finals = "".join(self._finals), []
+                self._listener.on_turn_end(text.strip())
+            return False
+        elif kind == "error":
+            self._fail(f"Ink error {getattr(event, 'status_code', '?')}: {getattr(event, 'title', '')}")
+            return False
+        return True
+
+    def _fail(self, reason: str) -> None:
+        if self._failed.is_set():
+            return
+        self._failed.set()
+        logger.warning("ink session lost", session=self._name, reason=reason)
+        self._listener.on_failure(reason)

@@ -1,0 +1,152 @@
+"""A track's audio positions: each byte goes to Ink once, and a new session replays only what is unsettled."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import ClassVar
+
+import numpy as np
+
+from voicebridge.ink.session import InkUnavailable, TurnListener
+from voicebridge.ink.transcriber import MetricSink, TrackTranscriber
+from voicebridge.store.turns import TrackProgress, Turn
+
+
+class RecordingSession:
+    """Stands in for the Ink socket: records what is sent; can be made to fail like a dropped socket."""
+
+    opened: ClassVar[list[RecordingSession]] = []
+
+    def __init__(self, listener: TurnListener, name: str) -> None:
+        self.listener = listener
+        self.sent = bytearray()
+        self.alive = True
+
+    def open(self) -> None:
+        RecordingSession.opened.append(self)
+
+    def send_audio(self, pcm: bytes) -> None:
+        if not self.alive:
+            raise InkUnavailable("gone")
+        self.sent += pcm
+
+    def finalize(self) -> None:
+        pass
+
+    def close(self, *, timeout_s: float = 0) -> None:
+        self.alive = False
+
+
+class MemoryStore:
+    def __init__(self) -> None:
+        self.turns: dict[str, Turn] = {}
+
+    def put_turn(self, turn: Turn) -> bool:
+        if turn.key in self.turns:
+            return False
+        self.turns[turn.key] = turn
+        return True
+
+
+def voice(ms: int) -> bytes:
+    t = np.arange(ms * 8) / 8000
+    return (8000 * np.sin(2 * np.pi * 300 * t)).astype("<i2").tobytes()
+
+
+def quiet(ms: int) -> bytes:
+    return np.full(ms * 8, 1, dtype="<i2").tobytes()
+
+
+def transcriber(progress: TrackProgress | None = None) -> tuple[TrackTranscriber, MemoryStore]:
+    RecordingSession.opened = []
+    store = MemoryStore()
+    t = TrackTranscriber(
+        contact_id="c1",
+        track="customer",
+        progress=progress or TrackProgress(),
+        store=store,  # type: ignore[arg-type]
+        open_session=RecordingSession,  # type: ignore[arg-type]
+        sink=MetricSink(threading.Lock()),
+        ack_ms=0,
+    )
+    return t, store
+
+
+def feed(t: TrackTranscriber, fragment: str, data: bytes, block: int = 1024, start: int = 0) -> None:
+    for offset in range(start, len(data), block):
+        t.audio(fragment, offset, data[offset : offset + block], None)
+
+
+def test_audio_seen_again_is_not_sent_again() -> None:
+    t, _ = transcriber()
+    fragment_a, fragment_b = quiet(1000), quiet(1000)
+    feed(t, "100", fragment_a)
+    feed(t, "101", fragment_b[:8000])
+    feed(t, "100", fragment_a)
+    feed(t, "101", fragment_b)
+    assert bytes(RecordingSession.opened[0].sent) == fragment_a + fragment_b
+
+
+def test_a_partly_sent_block_sends_only_its_new_bytes() -> None:
+    t, _ = transcriber()
+    data = quiet(200)
+    t.audio("100", 0, data[:1000], None)
+    t.audio("100", 0, data[:3000], None)
+    assert bytes(RecordingSession.opened[0].sent) == data[:3000]
+
+
+def test_a_resumed_track_starts_at_its_settled_position() -> None:
+    t, _ = transcriber(TrackProgress(fragment="101", offset=4096, stream_bytes=20000, next_seq=3))
+    data = quiet(1000)
+    feed(t, "100", data)
+    feed(t, "101", data)
+    assert bytes(RecordingSession.opened[0].sent) == data[4096:]
+
+
+def test_a_new_session_replays_the_unfinished_utterance_only() -> None:
+    t, store = transcriber()
+    first = quiet(500) + voice(800) + quiet(600)
+    feed(t, "100", first)
+    t.on_turn_start()
+    t.on_turn_end("pay my bill")
+    time.sleep(0.01)
+    t.keepalive(idle_ms=10_000)
+    second = voice(700)
+    feed(t, "101", second)
+    RecordingSession.opened[0].alive = False
+    more = voice(300)
+    t.audio("101", len(second), more, None)
+    replayed = bytes(RecordingSession.opened[1].sent)
+    stream = first + second + more
+    assert stream.endswith(replayed)
+    # Nothing of the finished turn's voice is sent again; the unfinished utterance is sent whole.
+    assert len(replayed) <= len(stream) - (500 + 800) * 16
+    assert len(replayed) >= len(second + more)
+    assert [turn.transcript for turn in store.turns.values()] == ["pay my bill"]
+
+
+def test_turns_take_consecutive_sequence_numbers_from_the_checkpoint() -> None:
+    t, store = transcriber(TrackProgress(next_seq=5))
+    feed(t, "100", voice(500) + quiet(600))
+    t.on_turn_end("first")
+    feed(t, "101", voice(500) + quiet(600))
+    t.on_turn_end("second")
+    assert sorted(store.turns) == ["customer#000000005", "customer#000000006"]
+    assert t.settled.next_seq == 7
+
+
+def test_an_empty_transcript_is_not_a_turn() -> None:
+    t, store = transcriber()
+    feed(t, "100", voice(300) + quiet(600))
+    t.on_turn_end("  ")
+    assert store.turns == {} and t.settled.next_seq == 0
+
+
+def test_silence_settles_once_no_turn_is_open() -> None:
+    t, _ = transcriber()
+    feed(t, "100", quiet(1000))
+    assert t.quiet
+    t.on_turn_start()
+    feed(t, "101", voice(200))
+    assert not t.quiet
