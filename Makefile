@@ -6,9 +6,23 @@ PY := $(VENV)/bin/python
 DEV_STAMP := $(VENV)/.installed-dev
 SPEECH_STAMP := $(VENV)/.installed-speech
 
-.PHONY: test demo lint typecheck unit template system-deps bench clean
+# Deployment tools pin their own boto3 and many other packages, so each gets a virtualenv of its own. Checkov's sits
+# inside .venv-sam's folder so that one ignored folder holds both.
+SAM_VENV ?= .venv-sam
+CHECKOV_VENV ?= $(SAM_VENV)/checkov
+SAM_CLI_VERSION ?= 1.170.0
+CHECKOV_VERSION ?= 3.3.30
+SAM_STAMP := $(SAM_VENV)/.installed-sam-$(SAM_CLI_VERSION)
+CHECKOV_STAMP := $(CHECKOV_VENV)/.installed-checkov-$(CHECKOV_VERSION)
+# `sam build` pip-installs src/requirements.txt with the Lambda runtime's Python, which must be on PATH; on a pyenv
+# machine PYENV_VERSION exposes it next to the default one. No telemetry, and a region for an offline validate.
+LAMBDA_PYTHON := python3.13
+SAM_PYENV_VERSION ?= 3.11.7:3.12.1:3.13.0
+SAM_ENV := SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} PYENV_VERSION=$(SAM_PYENV_VERSION)
 
-test: $(DEV_STAMP) system-deps lint typecheck unit template
+.PHONY: test demo lint typecheck unit template sam-validate sam-build checkov flows-sync system-deps bench clean
+
+test: $(DEV_STAMP) system-deps lint typecheck unit template sam-validate sam-build checkov
 
 demo: $(SPEECH_STAMP)
 	$(VENV)/bin/voicebridge demo --report out/demo-report.json
@@ -27,6 +41,38 @@ unit: $(DEV_STAMP) system-deps
 
 template: $(DEV_STAMP)
 	$(VENV)/bin/cfn-lint template.yaml
+	$(VENV)/bin/voicebridge flows validate
+	$(PY) tools/flows_sync.py --check
+	$(VENV)/bin/ruff check tools
+	$(VENV)/bin/mypy tools/flows_sync.py
+
+sam-validate: $(SAM_STAMP)
+	$(SAM_ENV) $(SAM_VENV)/bin/sam validate --lint
+
+sam-build: $(SAM_STAMP)
+	@$(SAM_ENV) $(LAMBDA_PYTHON) --version >/dev/null 2>&1 || { \
+	  echo "sam build needs $(LAMBDA_PYTHON) on PATH (the Lambda runtime's Python): install it, or on a pyenv" \
+	       "machine set SAM_PYENV_VERSION to installed versions that include it" >&2; exit 1; }
+	$(SAM_ENV) $(SAM_VENV)/bin/sam build --build-dir .aws-sam/build
+
+checkov: $(CHECKOV_STAMP)
+	$(CHECKOV_VENV)/bin/checkov --file template.yaml --framework cloudformation --skip-download --compact --quiet
+
+# Rewrites the contact flows embedded in template.yaml from contact_flows/*.json.
+flows-sync: $(DEV_STAMP)
+	$(PY) tools/flows_sync.py
+
+$(SAM_STAMP):
+	$(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(SAM_VENV)/bin/python -m pip install --quiet aws-sam-cli==$(SAM_CLI_VERSION)
+	touch $@
+
+$(CHECKOV_STAMP):
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet checkov==$(CHECKOV_VERSION)
+	touch $@
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
