@@ -31,7 +31,6 @@ from voicebridge.errors import ConfigurationError, InvalidInput, RetryableModelE
 from voicebridge.sonic.request import SpeechRequest
 from voicebridge.sonic.stream import Chunk, SonicStreamDecoder, SonicStreamError, StreamError
 
-
 STALL_TIMEOUT_S = 1.0
 """A healthy Sonic stream never pauses this long between parts; a longer silence is a stall worth a retry."""
 
