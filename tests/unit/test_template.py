@@ -40,6 +40,7 @@ ENVIRONMENT: dict[str, dict[str, Any]] = {
         "SONIC_MODEL_ID": {"Ref": "SonicModelId"},
         "SONIC_DEFAULT_VOICE": {"Ref": "DefaultVoiceId"},
         "SONIC_DEFAULT_LANGUAGE": {"Ref": "DefaultLanguage"},
+        "SONIC_BASE_URL": {"Ref": "SonicBaseUrl"},
         "CARTESIA_BASE_URL": {"Ref": "CartesiaBaseUrl"},
         "CARTESIA_API_KEY_SECRET_ARN": None,
         "PROMPT_BUCKET": {"Ref": "PromptBucket"},
