@@ -238,3 +238,63 @@ def test_a_flow_hears_each_turn_through_the_functions(env: LocalCloud, caller: t
 def test_listening_before_streaming_starts_is_a_clear_error(env: LocalCloud) -> None:
     result = _invoke(env, "StartListeningFunction", _connect_event(str(uuid.uuid4()), None))
     assert (result["Result"], result["ErrorCode"]) == ("Error", "NoMediaStream")
+
+
+def test_a_stream_reused_for_another_contact_stops_the_consumer(
+    env: LocalCloud, caller: tuple[bytes, list[bytes]]
+) -> None:
+    call = Call(env, caller[0][: 16000 * 3])
+    stream = env.kvs.stream(call.store.load(call.contact_id).stream_arn)  # type: ignore[union-attr]
+    stream.wait_idle(5)
+    stream.begin_contact(str(uuid.uuid4()), "instance-1")
+    stream.append("AUDIO_FROM_CUSTOMER", caller[0])
+    stream.end_contact()
+    outcome = call.consumer(0).run()
+    assert outcome.reason == "contact changed"
+    assert call.store.load(call.contact_id).stop_reason == "contact changed"  # type: ignore[union-attr]
+
+
+def test_both_directions_are_transcribed_for_a_full_call_transcript(
+    env: LocalCloud, caller: tuple[bytes, list[bytes]]
+) -> None:
+    from voicebridge.store.turns import AGENT
+
+    contact_id = str(uuid.uuid4())
+    arn = env.kvs.create_stream(f"connect-both-contact-{contact_id[:8]}")
+    stream = env.kvs.stream(arn)
+    start = stream.begin_contact(contact_id, "instance-1")
+    silence = bytes(len(caller[1][0]) + 16000)
+    # The bot speaks the first utterance while the caller is silent, then the caller speaks the second.
+    stream.append_tracks(customer=silence + caller[1][1] + bytes(24000), agent=caller[1][0] + bytes(len(silence)))
+    stream.end_contact()
+    store = TurnStore(local_physical_id("TurnTable"))
+    assert store.claim(contact_id, arn, start, [CUSTOMER, AGENT])
+    call = Call.__new__(Call)
+    call.cloud, call.contact_id, call.store, call.handed_over = env, contact_id, store, []
+    call.sessions_before = len(env.ink.sessions)
+    assert call.consumer(0).run().reason == "stream ended"
+    assert [t.transcript for t in store.turns_after(contact_id, after=-1, track=AGENT)] == [UTTERANCES[0]]
+    assert [t.transcript for t in store.turns_after(contact_id, after=-1, track=CUSTOMER)] == [UTTERANCES[1]]
+
+
+def test_manual_finalize_mode_finds_the_turns_itself(env: LocalCloud, caller: tuple[bytes, list[bytes]]) -> None:
+    from cartesia import Cartesia
+
+    call = Call(env, caller[0])
+    client = Cartesia(api_key=LOCAL_API_KEY, base_url=env.ink.url)
+
+    def open_session(listener: TurnListener, name: str) -> InkSession:
+        return InkSession(client, listener, mode="manual", model="ink-whisper", name=name)
+
+    consumer = StreamConsumer(
+        _settings(ink_mode="manual"),
+        call.store,
+        contact_id=call.contact_id,
+        generation=0,
+        open_session=open_session,
+        continue_with=call.handed_over.append,
+        remaining_ms=lambda: 600_000,
+    )
+    assert consumer.run().reason == "stream ended"
+    assert call.transcripts() == UTTERANCES
+    assert all(s.endpoint == "manual" for s in call.ink_sessions())

@@ -262,10 +262,12 @@ class TrackTranscriber(TurnListener):
         return None
 
     def _manual_turn_boundary(self) -> None:
+        """Manual mode: ask for the transcript once an utterance has been followed by enough silence."""
         if self._finalizing or not (self._vad.closed or self._vad.speaking):
             return
         self._turn_open = True
-        if self._vad.silent_for_ms >= self._manual_end_silence_ms and self._session is not None:
+        ended = self._vad.closed and not self._vad.speaking
+        if ended and self._vad.silent_for_ms >= self._manual_end_silence_ms and self._session is not None:
             self._session.finalize()
             self._finalizing = True
 
