@@ -244,21 +244,21 @@ def run() -> dict[str, Any]:
     return figures
 
 
-def main() -> None:
-    figures = run()
-    print(f"Connect-shaped stream: {figures['stream_seconds']} s, {figures['stream_mb']} MB")
-    print(f"{'reader':<12} {'seconds':>9} {'MB/s':>8} {'x realtime':>11} {'voicebridge is':>15}")
+def report(figures: dict[str, Any]) -> str:
+    lines = [
+        f"Connect-shaped stream: {figures['stream_seconds']} s, {figures['stream_mb']} MB",
+        f"{'reader':<12} {'seconds':>9} {'MB/s':>8} {'x realtime':>11} {'voicebridge is':>15}",
+    ]
     for name in ("voicebridge", "ebmlite", "pyav"):
         row = figures[name]
         if "seconds" not in row:
-            print(f"{name:<12} {'not installed':>9}")
+            lines.append(f"{name:<12} {'not installed':>9}")
             continue
         ratio = f"{row['voicebridge_speedup']:.2f}x faster" if "voicebridge_speedup" in row else ""
-        print(
-            f"{name:<12} {row['seconds']:>9.4f} {row['mb_per_s']:>8.1f} {row['x_realtime']:>11} {ratio:>15}"
-        )
-    print(f"first-frame latency (median): {figures['first_frame_latency_us']} us after the block's last byte")
+        lines.append(f"{name:<12} {row['seconds']:>9.4f} {row['mb_per_s']:>8.1f} {row['x_realtime']:>11} {ratio:>15}")
+    lines.append(f"first-frame latency (median): {figures['first_frame_latency_us']} us after the block's last byte")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
-    main()
+    print(report(run()))

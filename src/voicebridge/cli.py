@@ -175,8 +175,9 @@ def _bench(args: argparse.Namespace) -> int:
         if not args.json:
             print(f"== {name}", flush=True)
         figures[name] = module.run()
-        if not args.json and hasattr(module, "report"):
-            print(module.report(figures[name]), flush=True)
+        if not args.json:
+            text = module.report(figures[name]) if hasattr(module, "report") else json.dumps(figures[name], indent=2)
+            print(text, flush=True)
     if args.json:
         print(json.dumps(figures, indent=2, default=str))
     return 0
