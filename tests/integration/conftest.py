@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import copy
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import pytest
 
@@ -12,6 +15,26 @@ from voicebridge.local.cloud import LocalCloud
 from voicebridge.local.speech_engine import StandInSpeechEngine
 
 ROOT = Path(__file__).resolve().parents[2]
+EVENT: dict[str, Any] = json.loads((ROOT / "events" / "synthesize.json").read_text())
+
+
+def event_with(**parameters: str) -> dict[str, Any]:
+    """The sample Connect event with the block's parameters replaced."""
+    event = copy.deepcopy(EVENT)
+    event["Details"]["Parameters"] = parameters
+    return event
+
+
+def prompt_location(uri: str) -> tuple[str, str]:
+    """(bucket, key) of a prompt URL ``https://<bucket>.s3.<region>.amazonaws.com/<key>``."""
+    parsed = urlparse(uri)
+    return (parsed.hostname or "").split(".s3.")[0], parsed.path.lstrip("/")
+
+
+def fetch(cloud: LocalCloud, uri: str) -> bytes:
+    """The prompt's bytes, read from the local bucket."""
+    bucket, key = prompt_location(uri)
+    return bytes(cloud.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read())
 
 
 @pytest.fixture(scope="session")

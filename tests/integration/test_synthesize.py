@@ -3,36 +3,20 @@ and to moto's S3, the prompt checked by ffprobe."""
 
 from __future__ import annotations
 
-import copy
 import json
 import shutil
 import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlparse
 
 import pytest
 
-from tests.integration.conftest import ROOT, Invoker
+from tests.integration.conftest import ROOT, Invoker, event_with, fetch, prompt_location
 from voicebridge.audio import read_wav
 from voicebridge.local.cloud import LocalCloud
 from voicebridge.local.sonic_emulator import Fault, FaultKind
-
-EVENT = json.loads((ROOT / "events" / "synthesize.json").read_text())
-
-
-def event_with(**parameters: str) -> dict[str, Any]:
-    event = copy.deepcopy(EVENT)
-    event["Details"]["Parameters"] = parameters
-    return event
-
-
-def fetch(cloud: LocalCloud, uri: str) -> bytes:
-    parsed = urlparse(uri)
-    bucket = (parsed.hostname or "").split(".s3.")[0]
-    return bytes(cloud.client("s3").get_object(Bucket=bucket, Key=parsed.path.lstrip("/"))["Body"].read())
 
 
 def model_calls(cloud: LocalCloud) -> int:
@@ -170,7 +154,7 @@ def test_a_failed_stream_is_retried_and_only_the_complete_prompt_is_stored(
     assert result["Result"] == "OK", result
     stored = fetch(cloud_env, result["PromptUri"])
     # Make the same prompt again with no fault, from scratch: the stored one must be that complete prompt.
-    bucket, key = urlparse(result["PromptUri"]).hostname.split(".s3.")[0], urlparse(result["PromptUri"]).path[1:]  # type: ignore[union-attr]
+    bucket, key = prompt_location(result["PromptUri"])
     cloud_env.client("s3").delete_object(Bucket=bucket, Key=key)
     _fresh_container()
     clean = invoke_function("SynthesizeFunction", event_with(Text=text))

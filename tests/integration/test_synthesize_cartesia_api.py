@@ -4,17 +4,14 @@ Manager, the prompt in moto's S3."""
 
 from __future__ import annotations
 
-import copy
 import json
 import logging
 import time
 from collections.abc import Iterator
-from typing import Any
-from urllib.parse import urlparse
 
 import pytest
 
-from tests.integration.conftest import ROOT, Invoker, _fresh_container
+from tests.integration.conftest import Invoker, _fresh_container, event_with, fetch
 from voicebridge import cartesia_key
 from voicebridge.audio import read_wav
 from voicebridge.local.cloud import LOCAL_API_KEY, LocalCloud
@@ -22,7 +19,6 @@ from voicebridge.local.sonic_emulator import Fault, FaultKind, InvocationRecord
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(30)]
 
-EVENT: dict[str, Any] = json.loads((ROOT / "events" / "synthesize.json").read_text())
 DEFAULT_VOICE = "a0e99841-438c-4a64-b679-ae501e7d6091"
 
 
@@ -34,18 +30,6 @@ def api_backend(cloud_env: LocalCloud) -> Iterator[dict[str, str]]:
     # Whichever variable carries the Sonic base URL in the template, it points at the emulator's /tts/sse.
     yield {"SONIC_BACKEND": "cartesia-api", "SONIC_BASE_URL": sonic.url, "CARTESIA_BASE_URL": sonic.url}
     sonic.api_key = saved_key
-
-
-def event_with(**parameters: str) -> dict[str, Any]:
-    event = copy.deepcopy(EVENT)
-    event["Details"]["Parameters"] = parameters
-    return event
-
-
-def fetch(cloud: LocalCloud, uri: str) -> bytes:
-    parsed = urlparse(uri)
-    bucket = (parsed.hostname or "").split(".s3.")[0]
-    return bytes(cloud.client("s3").get_object(Bucket=bucket, Key=parsed.path.lstrip("/"))["Body"].read())
 
 
 def api_calls(cloud: LocalCloud, since: int = 0) -> list[InvocationRecord]:

@@ -51,7 +51,6 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
-from types import TracebackType
 from typing import Annotated, Any, Literal, Protocol, Self
 from urllib.parse import parse_qsl, urlsplit
 
@@ -62,6 +61,8 @@ from websockets.frames import Frame, Opcode
 from websockets.http11 import Request, Response
 from websockets.protocol import State
 from websockets.server import ServerProtocol
+
+from voicebridge.local.service import LocalService
 
 logger = logging.getLogger(__name__)
 
@@ -1101,7 +1102,7 @@ def _http_response(status: int, body: Mapping[str, Any] | list[Any]) -> bytes:
 # -------------------------------------------------------------------------------------------- emulator
 
 
-class InkEmulator:
+class InkEmulator(LocalService):
     """Ink WebSocket emulator on loopback, run by its own asyncio loop in a background thread.
 
     ``recogniser`` is the embedded engine used when no registered clip matches (pass :func:`load_recogniser`'s
@@ -1165,14 +1166,6 @@ class InkEmulator:
         self._thread = None
         self._port = None
         logger.info("Ink emulator stopped")
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     @property
     def port(self) -> int:

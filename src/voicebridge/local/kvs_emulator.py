@@ -75,7 +75,6 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from os import PathLike
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Literal, Self, cast, get_args
 
 import numpy as np
@@ -92,6 +91,7 @@ from voicebridge.local.mkv_writer import (
     error_document,
     error_tags,
 )
+from voicebridge.local.service import LocalService
 
 __all__ = [
     "EMULATED_ACCOUNT_ID",
@@ -579,7 +579,7 @@ def _read_wav(path: str | PathLike[str]) -> bytes:
     return cast(bytes, (np.clip(mono, -1.0, 32767 / 32768) * 32768).astype("<i2").tobytes())
 
 
-class KvsEmulator:
+class KvsEmulator(LocalService):
     """Kinesis Video Streams emulator (control plane + GetMedia) on a loopback HTTP port.
 
     >>> with KvsEmulator(pace=0) as kvs:  # doctest: +SKIP
@@ -654,14 +654,6 @@ class KvsEmulator:
             thread.join(timeout=5)
         self._server = self._thread = None
         logger.info("KVS emulator stopped")
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     @property
     def url(self) -> str:

@@ -91,11 +91,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from types import TracebackType
 from typing import IO, Any, Final, Self, cast
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from voicebridge.local.runner import LambdaContext
+from voicebridge.local.service import LocalService
 from voicebridge.local.template import (
     LOCAL_ACCOUNT,
     FunctionSpec,
@@ -768,7 +768,7 @@ class _Handler(BaseHTTPRequestHandler):
 # --- The emulator --------------------------------------------------------------------------------------
 
 
-class LambdaEmulator:
+class LambdaEmulator(LocalService):
     """A local Lambda ``Invoke`` endpoint running a SAM template's Python functions (an emulator, not Lambda).
 
     ``parameters`` — template parameter values (else their defaults), as ``sam local --parameter-overrides``.
@@ -871,14 +871,6 @@ class LambdaEmulator:
             self._thread.join(timeout=_KILL_WAIT_S)
             self._thread = None
         logger.info("%s stopped", _LABEL)
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     # -- state
 

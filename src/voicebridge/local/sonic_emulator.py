@@ -85,7 +85,6 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any, ClassVar, Final, Literal, Self, cast
 from urllib.parse import unquote, urlsplit
 
@@ -93,6 +92,7 @@ import numpy as np
 import numpy.typing as npt
 
 from voicebridge.local.eventstream_encoder import encode_event, encode_exception
+from voicebridge.local.service import LocalService
 from voicebridge.local.speech_engine import SpeechEngine, SpeechEngineError, load_engine
 
 __all__ = [
@@ -1201,7 +1201,7 @@ class _Handler(BaseHTTPRequestHandler):
 # --- The emulator ------------------------------------------------------------------------------------
 
 
-class SonicEmulator:
+class SonicEmulator(LocalService):
     """A local Sonic, as a SageMaker runtime endpoint and as the Cartesia API (an emulator, not the model).
 
     ``endpoint_name`` — when set, other names get SageMaker's ValidationError; None serves every name.
@@ -1281,14 +1281,6 @@ class SonicEmulator:
             self._thread.join(timeout=5)
             self._thread = None
         logger.info("%s stopped", _LABEL)
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     # -- state
 
