@@ -134,7 +134,7 @@ class TrackTranscriber(TurnListener):
             self._sent_fragment, self._sent_offset = fragment, offset + len(pcm)
             self._sent_bytes += len(fresh)
             self._vad.feed(fresh)
-            if self._deliver(fresh):
+            if self._send(fresh):
                 self.audio_bytes_sent += len(fresh)
             # Kept until settled, delivered or not: a new session replays it.
             self._replay += fresh
@@ -145,7 +145,8 @@ class TrackTranscriber(TurnListener):
             if not self._turn_open and not self._vad.speaking and self._delivered:
                 self._candidates.append(_Candidate(time.monotonic(), self._sent_bytes))
             self._settle_silence()
-            return True
+        self._recover()
+        return True
 
     def _unsent(self, fragment: str, offset: int, pcm: bytes) -> bytes:
         if self._sent_fragment is None:
@@ -164,64 +165,67 @@ class TrackTranscriber(TurnListener):
         """Send silence when nothing has been sent for ``idle_ms`` (the source stalled); settle what can be."""
         with self._lock:
             self._settle_silence()
-            if (time.monotonic() - self._last_send) * 1000 < idle_ms:
-                return
-            silence = bytes(self._frame_bytes)
-            if self._deliver(silence):
-                self.keepalive_bytes_sent += len(silence)
+            if (time.monotonic() - self._last_send) * 1000 >= idle_ms:
+                silence = bytes(self._frame_bytes)
+                if self._send(silence):
+                    self.keepalive_bytes_sent += len(silence)
+        self._recover()
 
-    def _deliver(self, pcm: bytes) -> bool:
-        """Send ``pcm`` after any replay a new session needs; False when Ink cannot take it now."""
-        for _ in range(2):
-            session = self._ensure_session()
-            if session is None:
-                break
-            try:
-                session.send_audio(pcm)
-            except InkUnavailable:
-                continue
-            self._last_send = time.monotonic()
-            self._delivered = True
-            return True
-        self._delivered = False
-        return False
-
-    def _ensure_session(self) -> InkSession | None:
-        """The live session, opening a new one (and replaying unsettled audio) after a loss."""
-        if self._session is not None and self._session.alive:
-            return self._session
-        if time.monotonic() < self._next_open_at:
-            return None
-        if self._session is not None:
-            self._session.close(timeout_s=0.2)
-            self._session = None
-            self.reconnects += 1
-            self._sink.add("InkReconnects", MetricUnit.Count, 1)
+    def _send(self, pcm: bytes) -> bool:
+        """Send on the live session (caller holds the lock); False when there is none to take it."""
+        session = self._session
+        if session is None or not session.alive:
+            self._delivered = False
+            return False
         try:
-            session = self._open_session(self, f"ink-{self.track}")
-            session.open()
-        except InkUnavailable as exc:
-            self._open_failures += 1
-            self._next_open_at = time.monotonic() + min(5.0, 0.1 * 2**self._open_failures)
-            logger.warning("ink session unavailable; audio kept for replay", track=self.track, reason=exc.safe_message)
-            return None
-        self._open_failures = 0
-        self._turn_open = self._finalizing = False
-        self._candidates.clear()
-        self._session = session
-        replay = bytes(self._replay)
-        try:
-            for start in range(0, len(replay), self._frame_bytes):
-                session.send_audio(replay[start : start + self._frame_bytes])
+            session.send_audio(pcm)
         except InkUnavailable:
-            return None
-        return session
+            self._delivered = False
+            return False
+        self._last_send = time.monotonic()
+        self._delivered = True
+        return True
+
+    def _recover(self) -> None:
+        """Open a session when there is none or it was lost, replaying the unsettled audio first.
+
+        Called without the lock: the lost session's receiver must be able to deliver the events it already has
+        (a turn that ended just before the drop settles its audio, which then is not replayed)."""
+        lost = self._session
+        if (lost is not None and lost.alive) or time.monotonic() < self._next_open_at:
+            return
+        if lost is not None:
+            lost.close(timeout_s=0.5)
+        with self._lock:
+            if self._session is not lost:
+                return
+            if lost is not None:
+                self._session = None
+                self.reconnects += 1
+                self._sink.add("InkReconnects", MetricUnit.Count, 1)
+            try:
+                session = self._open_session(self, f"ink-{self.track}")
+                session.open()
+            except InkUnavailable as exc:
+                self._open_failures += 1
+                self._next_open_at = time.monotonic() + min(5.0, 0.1 * 2**self._open_failures)
+                logger.warning("ink unavailable; audio kept for replay", track=self.track, reason=exc.safe_message)
+                return
+            self._open_failures = 0
+            self._turn_open = self._finalizing = False
+            self._candidates.clear()
+            self._session = session
+            replay = bytes(self._replay)
+            for start in range(0, len(replay), self._frame_bytes):
+                if not self._send(replay[start : start + self._frame_bytes]):
+                    return
+            self._delivered = True
 
     # -- settling
 
     def _settle_silence(self) -> None:
         """Settle up to the latest silent point Ink has had time to react to, if no turn opened since."""
-        if self._turn_open or self._vad.closed:
+        if self._turn_open or self._vad.closed or not self._delivered:
             return
         if not self._candidates and not self._vad.speaking and self._sent_bytes > self.settled.stream_bytes:
             # Nothing new arrives (the source stalled or ended after a turn): the tail can settle once Ink has seen it.
@@ -357,7 +361,7 @@ class TrackTranscriber(TurnListener):
                     self._turn_open = True
                 else:
                     for _ in range(max(1, flush_ms * BYTES_PER_MS // self._frame_bytes)):
-                        self._deliver(bytes(self._frame_bytes))
+                        self._send(bytes(self._frame_bytes))
         deadline = time.monotonic() + timeout_s
         while flush_ms and time.monotonic() < deadline:
             with self._lock:

@@ -33,6 +33,7 @@ from voicebridge.telemetry import logger, metrics
 
 TRACKS = {"AUDIO_FROM_CUSTOMER": CUSTOMER, "Track_audio/L16": CUSTOMER, "AUDIO_TO_CUSTOMER": AGENT}
 SAMPLE_BYTES_PER_MS = 16
+KEEPALIVE_AFTER_MS = 1000
 
 
 @dataclass
@@ -271,7 +272,8 @@ class StreamConsumer:
             logger.warning("could not record the end of listening", reason=exc.safe_message)
 
     def _keepalive(self) -> None:
-        idle_ms = max(150, self._settings.ink_frame_ms * 2)
+        # GetMedia delivers with jitter; only a real stall (not a late block mid-utterance) earns silence.
+        idle_ms = max(KEEPALIVE_AFTER_MS, self._settings.ink_frame_ms * 2)
         while not self._stop.wait(self._settings.ink_frame_ms / 1000):
             for transcriber in self._transcribers.values():
                 try:
