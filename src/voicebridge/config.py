@@ -21,6 +21,8 @@ SonicEncoding = Literal["pcm_s16le", "pcm_mulaw"]
 ResamplerName = Literal["soxr", "numpy"]
 ListenTracks = Literal["customer", "both"]
 InkMode = Literal["turns", "manual"]
+CARTESIA_API_URL = "https://api.cartesia.ai"
+"""Used when CARTESIA_BASE_URL is empty: the SDK itself would take an empty variable as the URL."""
 _SONIC_RATES = frozenset({8000, 16000, 22050, 24000, 44100, 48000})
 
 
@@ -41,7 +43,7 @@ class Settings(BaseModel):
     sonic_max_text_chars: int = Field(default=1000, ge=1, le=10000)
     sonic_deadline_ms: int = Field(default=6500, ge=500, le=8000)
     sonic_max_attempts: int = Field(default=4, ge=1, le=10)
-    cartesia_base_url: str | None = None
+    cartesia_base_url: str = CARTESIA_API_URL
     sonic_base_url: str | None = None
     cartesia_api_key_secret_arn: str = ""
     prompt_bucket: str = ""

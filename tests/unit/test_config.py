@@ -26,7 +26,7 @@ def test_environment_variables_map_to_settings() -> None:
 
 
 def test_empty_variables_keep_the_default() -> None:
-    assert Settings.from_env({"CARTESIA_BASE_URL": ""}).cartesia_base_url is None
+    assert Settings.from_env({"CARTESIA_BASE_URL": ""}).cartesia_base_url == "https://api.cartesia.ai"
 
 
 def test_region_falls_back_to_the_default_region_variable() -> None:

@@ -1115,7 +1115,9 @@ class LambdaEmulator(LocalService):
         spec = function.spec
         variables = {name: os.environ[name] for name in _INHERITED if name in os.environ}
         variables["AWS_ENDPOINT_URL_LAMBDA"] = self._endpoint
-        variables.update(spec.environment)
+        variables.update(self.env)
+        # A value the template leaves empty (an endpoint override, an optional URL) keeps the local cloud's.
+        variables.update({name: value for name, value in spec.environment.items() if value or name not in variables})
         variables.update(self.env)
         variables.update(
             {

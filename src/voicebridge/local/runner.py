@@ -74,8 +74,11 @@ def load_handler(dotted: str) -> Any:
 
 def invoke(spec: FunctionSpec, event: Any, *, region: str = "us-east-1") -> Any:
     """Run ``spec``'s handler on ``event`` with its environment and a context bounded by its timeout."""
+    # A variable the template leaves empty (an endpoint override, an optional URL) keeps the value the caller's
+    # shell gives it: that is how `voicebridge local up`'s exports reach the handler.
+    template = {name: value for name, value in spec.environment.items() if value or name not in os.environ}
     variables = {
-        **spec.environment,
+        **template,
         "AWS_LAMBDA_FUNCTION_NAME": spec.logical_id,
         "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(spec.memory_mb),
         "AWS_REGION": region,

@@ -110,7 +110,7 @@ class CartesiaApiBackend:
     """
 
     def __init__(
-        self, *, api_key: str, base_url: str | None, model_id: str, stall_timeout_s: float = STALL_TIMEOUT_S
+        self, *, api_key: str, base_url: str, model_id: str, stall_timeout_s: float = STALL_TIMEOUT_S
     ) -> None:
         from cartesia import Cartesia
 
