@@ -25,13 +25,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="voicebridge", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
-    local = commands.add_parser("local", help="the local cloud").add_subparsers(
-        dest="local_command", required=True
-    )
+    local = commands.add_parser("local", help="the local cloud").add_subparsers(dest="local_command", required=True)
     up = local.add_parser("up", help="run moto and the emulators in the foreground; Ctrl-C stops them")
-    up.add_argument(
-        "--port-base", type=int, default=4566, help="moto on this port, emulators on the next ones"
-    )
+    up.add_argument("--port-base", type=int, default=4566, help="moto on this port, emulators on the next ones")
     up.add_argument("--template", default="template.yaml")
     up.add_argument("--engine", choices=("auto", "standin", "piper"), default="auto")
     up.add_argument("--sonic-ttfb-ms", type=float, default=40.0, help="emulated Sonic time to first byte")
@@ -48,7 +44,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo.add_argument("--report", help="write a JSON report to this file")
     demo.add_argument("--out", default="out", help="folder for the files the demo writes")
     demo.add_argument("--engine", choices=("auto", "standin", "piper"), default="auto")
-    demo.add_argument("--text", default=None, help="the sentence to synthesize")
+    demo.add_argument("--scenario", choices=("normal", "silence", "model-failure"), default="normal")
+    demo.add_argument(
+        "--text", default=None, help="a sentence the caller says first (spoken by the local speech engine)"
+    )
 
     bench = commands.add_parser("bench", help="benchmarks against named peers (run from the repository root)")
     bench.add_argument("--json", action="store_true", help="print the figures as JSON")
@@ -65,21 +64,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     flows = commands.add_parser("flows", help="exported contact flows").add_subparsers(
         dest="flows_command", required=True
     )
-    check = flows.add_parser(
-        "validate", help="exit 0 when every flow is valid; each problem as file: action: reason"
-    )
+    check = flows.add_parser("validate", help="exit 0 when every flow is valid; each problem as file: action: reason")
     check.add_argument("paths", nargs="*", help="flow files (default: contact_flows/*.json)")
     check.add_argument("--template", default="template.yaml")
-    render = flows.add_parser(
-        "render", help="print a flow with its placeholders filled, for a console import"
-    )
+    render = flows.add_parser("render", help="print a flow with its placeholders filled, for a console import")
     render.add_argument("path")
     source = render.add_mutually_exclusive_group(required=True)
     source.add_argument("--stack", help="name of the deployed stack whose outputs fill the placeholders")
     source.add_argument("--output", nargs="+", metavar="KEY=VALUE", help="outputs given by hand")
-    render.add_argument(
-        "--set", nargs="*", default=[], metavar="NAME=VALUE", help="values for other placeholders"
-    )
+    render.add_argument("--set", nargs="*", default=[], metavar="NAME=VALUE", help="values for other placeholders")
 
     args = parser.parse_args(argv)
     if args.command == "mkv":
@@ -93,7 +86,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "demo":
         from voicebridge.local.demo import run_demo
 
-        return run_demo(out=Path(args.out), report=args.report, engine=args.engine, text=args.text)
+        return run_demo(
+            out=Path(args.out), report=args.report, engine=args.engine, scenario=args.scenario, text=args.text
+        )
     if args.command == "bench":
         return _bench(args)
     parser.error(f"unknown command {args.command}")
