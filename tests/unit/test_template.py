@@ -212,11 +212,18 @@ def test_every_function_runs_python313_on_arm64_with_tracing_from_one_code_uri()
 
 def test_powertools_names_the_service_and_namespace_for_every_function() -> None:
     variables = TEMPLATE["Globals"]["Function"]["Environment"]["Variables"]
-    assert variables == {
+    assert {name: value for name, value in variables.items() if name.startswith("POWERTOOLS_")} == {
         "POWERTOOLS_SERVICE_NAME": "voicebridge",
         "POWERTOOLS_METRICS_NAMESPACE": "VoiceBridge",
         "POWERTOOLS_LOG_LEVEL": {"Ref": "LogLevel"},
     }
+
+
+def test_endpoint_variables_are_declared_empty_so_sam_local_can_point_them_at_the_local_cloud() -> None:
+    variables = TEMPLATE["Globals"]["Function"]["Environment"]["Variables"]
+    endpoints = {name: value for name, value in variables.items() if name.startswith("AWS_ENDPOINT_URL_")}
+    services = {"S3", "DYNAMODB", "SECRETS_MANAGER", "SAGEMAKER_RUNTIME", "KINESIS_VIDEO", "LAMBDA"}
+    assert endpoints == {f"AWS_ENDPOINT_URL_{service}": "" for service in services}
 
 
 @pytest.mark.parametrize("function", sorted(ENVIRONMENT))
