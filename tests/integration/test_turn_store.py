@@ -77,8 +77,9 @@ def test_await_turn_times_out_inside_its_bound(store: TurnStore) -> None:
     contact = str(uuid.uuid4())
     store.claim(contact, "arn:stream", "100", [CUSTOMER])
     started = time.monotonic()
-    found, _ = await_turn(contact, {"MaxWaitMs": "400"}, store=store, max_wait_ms=7000, poll_interval_ms=40,
-                          remaining_ms=None)
+    found, _ = await_turn(
+        contact, {"MaxWaitMs": "400"}, store=store, max_wait_ms=7000, poll_interval_ms=40, remaining_ms=None
+    )
     assert found is None
     assert 0.35 < time.monotonic() - started < 1.5
 
@@ -88,11 +89,10 @@ def test_await_turn_for_a_contact_nobody_listens_to_is_an_error(store: TurnStore
         await_turn(str(uuid.uuid4()), {}, store=store, max_wait_ms=200, poll_interval_ms=40, remaining_ms=None)
 
 
-def test_await_turn_function_answers_connect(invoke_function: Invoker, cloud_env: LocalCloud,
-                                            store: TurnStore) -> None:
+def test_await_turn_function_answers_connect(invoke_function: Invoker, cloud_env: LocalCloud, store: TurnStore) -> None:
     import copy
 
-    from tests.integration.test_synthesize import EVENT
+    from tests.integration.conftest import EVENT
 
     contact = str(uuid.uuid4())
     store.claim(contact, "arn:stream", "100", [CUSTOMER])
@@ -101,7 +101,10 @@ def test_await_turn_function_answers_connect(invoke_function: Invoker, cloud_env
     event["Details"]["ContactData"]["ContactId"] = contact
     event["Details"]["Parameters"] = {"AfterTurn": "-1"}
     assert invoke_function("AwaitTurnFunction", event) == {
-        "Result": "Turn", "Transcript": "check my balance", "TurnIndex": "0"}
+        "Result": "Turn",
+        "Transcript": "check my balance",
+        "TurnIndex": "0",
+    }
     event["Details"]["Parameters"] = {"AfterTurn": "0", "MaxWaitMs": "200"}
     assert invoke_function("AwaitTurnFunction", event) == {"Result": "Timeout"}
     event["Details"]["Parameters"] = {"AfterTurn": "zero"}
