@@ -144,6 +144,7 @@ def test_a_continuation_and_a_media_cut_lose_and_repeat_nothing(
 ) -> None:
     call = Call(env, caller[0])
     env.kvs.inject_fault(KvsFault(kind="cut", after_bytes=30_000))
+
     def short_on_time() -> int:
         # Plenty of time for the first four seconds of audio; then inside the hand-over window.
         sent = sum(len(s.received_audio) for s in call.ink_sessions())
@@ -202,8 +203,13 @@ def _invoke(cloud: LocalCloud, function: str, event: dict[str, Any]) -> dict[str
 
     import boto3
 
-    client = boto3.client("lambda", endpoint_url=cloud.env()["AWS_ENDPOINT_URL_LAMBDA"], region_name=cloud.region,
-                          aws_access_key_id="testing", aws_secret_access_key="testing")
+    client = boto3.client(
+        "lambda",
+        endpoint_url=cloud.env()["AWS_ENDPOINT_URL_LAMBDA"],
+        region_name=cloud.region,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
     answer = client.invoke(FunctionName=function, Payload=json.dumps(event).encode())
     assert "FunctionError" not in answer, answer["Payload"].read()
     result: dict[str, str] = json.loads(answer["Payload"].read())
@@ -298,3 +304,57 @@ def test_manual_finalize_mode_finds_the_turns_itself(env: LocalCloud, caller: tu
     assert consumer.run().reason == "stream ended"
     assert call.transcripts() == UTTERANCES
     assert all(s.endpoint == "manual" for s in call.ink_sessions())
+
+
+def test_the_consumer_hands_over_to_its_next_invocation_through_lambda(
+    env: LocalCloud, caller: tuple[bytes, list[bytes]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real handler, short on time, checkpoints and invokes itself; the Lambda emulator runs the sequel."""
+    import threading
+    import time
+
+    from tests.integration.conftest import ROOT
+    from voicebridge.config import settings
+    from voicebridge.handlers import start_listening, transcribe_stream
+    from voicebridge.local.runner import invoke
+    from voicebridge.local.template import function_spec, load_template
+
+    contact_id = str(uuid.uuid4())
+    arn = env.kvs.create_stream(f"connect-handover-{contact_id[:8]}")
+    stream = env.kvs.stream(arn)
+    start = stream.begin_contact(contact_id, "instance-1")
+    store = TurnStore(local_physical_id("TurnTable"))
+    assert store.claim(contact_id, arn, start, [CUSTOMER])
+
+    def live_call() -> None:
+        # The caller's audio arrives as the call goes on, so the stream is still live at the hand-over.
+        source = caller[0]
+        for at in range(0, len(source), 16000):
+            stream.append("AUDIO_FROM_CUSTOMER", source[at : at + 16000])
+            time.sleep(0.4)
+        stream.end_contact()
+
+    feeder = threading.Thread(target=live_call, daemon=True)
+    feeder.start()
+    spec = function_spec(load_template(ROOT / "template.yaml"), "TranscribeStreamFunction")
+    spec.environment.update({"CONSUMER_HANDOFF_MS": "20000", "KVS_READ_TIMEOUT_MS": "1000"})
+    spec.timeout_s = 22  # inside the hand-over window after two seconds
+    for cached in (settings, start_listening.turn_store, transcribe_stream.ink_client):
+        cached.cache_clear()
+    try:
+        first = invoke(spec, {"ContactId": contact_id, "Generation": 0})
+    finally:
+        for cached in (settings, start_listening.turn_store, transcribe_stream.ink_client):
+            cached.cache_clear()
+    assert (first["Result"], first["Reason"]) == ("OK", "handoff")
+    feeder.join(15)
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        checkpoint = store.load(contact_id)
+        if checkpoint is not None and checkpoint.state == "stopped":
+            break
+        time.sleep(0.2)
+    assert checkpoint is not None and (checkpoint.state, checkpoint.generation) == ("stopped", 1)
+    assert checkpoint.invocations == 2
+    assert [t.transcript for t in store.turns_after(contact_id, after=-1, limit=10)] == UTTERANCES
