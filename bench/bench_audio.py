@@ -68,9 +68,7 @@ def _chunks(data: bytes, rate: int, width: int) -> list[bytes]:
     return [data[i : i + step] for i in range(0, len(data), step)]
 
 
-def _throughput(
-    make: Callable[[], MulawConverter], chunks: list[bytes], audio_seconds: float
-) -> dict[str, float]:
+def _throughput(make: Callable[[], MulawConverter], chunks: list[bytes], audio_seconds: float) -> dict[str, float]:
     best = float("inf")
     for _ in range(REPEATS):
         converter = make()
@@ -155,10 +153,7 @@ def run(seconds: float = 30.0) -> dict[str, Any]:
 
     factories: dict[str, Callable[[], StreamResampler]] = {
         "numpy": partial(NumpyResampler, SOURCE_RATE, TARGET_RATE),
-        **{
-            f"soxr {preset}": partial(SoxrResampler, SOURCE_RATE, TARGET_RATE, preset)
-            for preset in SOXR_PRESETS
-        },
+        **{f"soxr {preset}": partial(SoxrResampler, SOURCE_RATE, TARGET_RATE, preset) for preset in SOXR_PRESETS},
     }
     resamplers = {
         name: {
@@ -197,9 +192,7 @@ def report(figures: dict[str, Any]) -> str:
         lines.append(f"{name:<24}{row['x_realtime']:>12.0f}{row['us_per_chunk']:>10.1f}{quality}")
     lines += ["", f"{'resampler alone':<24}{'x real time':>12}{'SNR dB':>19}{'alias dB':>10}"]
     for name, row in figures["resamplers"].items():
-        lines.append(
-            f"{name:<24}{row['x_realtime']:>12.0f}{row['snr_db']:>19.1f}{row['alias_rejection_db']:>10.1f}"
-        )
+        lines.append(f"{name:<24}{row['x_realtime']:>12.0f}{row['snr_db']:>19.1f}{row['alias_rejection_db']:>10.1f}")
     lines += [
         "",
         f"winner: {figures['winner']} ({figures['speedup']:.1f}x faster), quality at least equal: "

@@ -185,9 +185,7 @@ def parse_pyav(data: bytes) -> int:
     return payload
 
 
-def _best_times(
-    contenders: dict[str, Callable[[bytes], int]], data: bytes, expected: int
-) -> dict[str, float]:
+def _best_times(contenders: dict[str, Callable[[bytes], int]], data: bytes, expected: int) -> dict[str, float]:
     """Best CPU time of each contender over REPEAT rounds, run in turns so a busy machine slows all alike."""
     best = dict.fromkeys(contenders, float("inf"))
     for _ in range(REPEAT):

@@ -219,12 +219,8 @@ class Fragment:
     crc: bool = False
 
     def encode(self) -> bytes:
-        info = master(
-            INFO, [uint(TIMECODE_SCALE, self.timecode_scale), text(MUXING_APP, "fixture")], crc=self.crc
-        )
-        tracks = master(
-            TRACKS, [track_entry(t, noise=self.noise, crc=self.crc) for t in self.tracks], crc=self.crc
-        )
+        info = master(INFO, [uint(TIMECODE_SCALE, self.timecode_scale), text(MUXING_APP, "fixture")], crc=self.crc)
+        tracks = master(TRACKS, [track_entry(t, noise=self.noise, crc=self.crc) for t in self.tracks], crc=self.crc)
         cluster_children = [uint(TIMECODE, self.cluster_timecode)]
         for i, block in enumerate(self.blocks):
             if self.noise and i % 3 == 1:
@@ -301,9 +297,7 @@ def connect_stream(
                     whole = pcm_frame(seed, frame_bytes)
                     frames = tuple(whole[cut[j] : cut[j + 1]] for j in range(3))
                 blocks.append(
-                    Block(
-                        track.number, k * block_ms, frames, lacing, group, track_vint_length=track_vint_length
-                    )
+                    Block(track.number, k * block_ms, frames, lacing, group, track_vint_length=track_vint_length)
                 )
         cluster_ms = start_ms + index * blocks_per_track * block_ms
         fragments.append(

@@ -19,9 +19,7 @@ def api_key(secret_arn: str) -> str:
     try:
         value = str(aws.client("secretsmanager").get_secret_value(SecretId=secret_arn)["SecretString"])
     except ClientError as exc:
-        raise ConfigurationError(
-            f"cannot read the Cartesia API key secret ({exc.response['Error']['Code']})"
-        ) from None
+        raise ConfigurationError(f"cannot read the Cartesia API key secret ({exc.response['Error']['Code']})") from None
     except BotoCoreError as exc:
         raise ConfigurationError(f"cannot reach Secrets Manager ({type(exc).__name__})") from None
     key = value.strip()

@@ -283,9 +283,7 @@ def test_unknown_stream_raises_the_modeled_resource_not_found(kvs: KvsEmulator) 
 # -- GetMedia payload --
 
 
-def test_get_media_from_the_start_fragment_returns_the_whole_contact(
-    kvs: KvsEmulator, tmp_path: Path
-) -> None:
+def test_get_media_from_the_start_fragment_returns_the_whole_contact(kvs: KvsEmulator, tmp_path: Path) -> None:
     customer, agent = _pcm(2.5, seed=1), _pcm(2.5, seed=2)
     arn = kvs.create_stream("connect-demo-contact")
     start = kvs.stream(arn).load_wavs(
@@ -392,9 +390,7 @@ def test_fragment_number_selector_starts_at_that_fragment(kvs: KvsEmulator) -> N
     assert kvs.stream(arn).wait_idle(5)
     numbers = kvs.stream(arn).fragment_numbers
 
-    fragments = _read_all(
-        _media(kvs, arn).get_media(StreamARN=arn, StartSelector=_from(numbers[1]))["Payload"]
-    )
+    fragments = _read_all(_media(kvs, arn).get_media(StreamARN=arn, StartSelector=_from(numbers[1]))["Payload"])
 
     assert [fragment.number for fragment in fragments.fragments] == numbers[1:]
 
@@ -599,9 +595,7 @@ def test_cut_fault_breaks_the_payload_after_the_given_bytes(kvs: KvsEmulator) ->
 def test_stall_fault_makes_the_client_read_time_out(kvs: KvsEmulator) -> None:
     arn, start = _contact(kvs, "connect-stall", _pcm(2.0, 1), _pcm(2.0, 2))
     kvs.inject_fault(Fault("stall", after_bytes=3000, seconds=3))
-    payload = _media(kvs, arn, read_timeout=0.5).get_media(StreamARN=arn, StartSelector=_from(start))[
-        "Payload"
-    ]
+    payload = _media(kvs, arn, read_timeout=0.5).get_media(StreamARN=arn, StartSelector=_from(start))["Payload"]
 
     assert len(payload.read(3000)) == 3000
     with pytest.raises(ReadTimeoutError):
@@ -644,9 +638,7 @@ def test_throttle_fault_raises_client_limit_exceeded_once(kvs: KvsEmulator) -> N
 
 
 def _post_fault(kvs: KvsEmulator, body: dict[str, Any]) -> int:
-    request = urllib.request.Request(
-        f"{kvs.url}/_emulator/faults", data=json.dumps(body).encode(), method="POST"
-    )
+    request = urllib.request.Request(f"{kvs.url}/_emulator/faults", data=json.dumps(body).encode(), method="POST")
     try:
         with urllib.request.urlopen(request, timeout=5) as response:
             return int(response.status)
@@ -734,9 +726,7 @@ needs_mkvtoolnix = pytest.mark.skipif(
 )
 
 
-def _pcm_payload(
-    make_emulator: Callable[..., KvsEmulator], customer: bytes, agent: bytes
-) -> tuple[list[bytes], int]:
+def _pcm_payload(make_emulator: Callable[..., KvsEmulator], customer: bytes, agent: bytes) -> tuple[list[bytes], int]:
     """A contact written with the PCM codec id and renumbered tracks, cut into one file per fragment."""
     kvs = make_emulator(pace=0, codec_id=CODEC_PCM)
     arn, start = _contact(kvs, "connect-pcm", customer, agent, track_numbers=(2, 1))

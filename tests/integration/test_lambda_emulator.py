@@ -229,9 +229,7 @@ def test_timeout_answers_sandbox_timedout_once_the_function_s_timeout_runs_out(c
     assert 1.0 <= elapsed < 5.0
 
 
-def test_after_a_timeout_the_next_call_succeeds_in_a_new_container(
-    client: Any, emulator: LambdaEmulator
-) -> None:
+def test_after_a_timeout_the_next_call_succeeds_in_a_new_container(client: Any, emulator: LambdaEmulator) -> None:
     _, timed_out = invoke(client, "SleepFunction", {"seconds": 10})
     _, after = invoke(client, "SleepFunction", {"seconds": 0})
 
@@ -367,9 +365,7 @@ def test_event_answers_202_at_once_and_runs_the_handler_in_the_background(
     assert record.status is InvocationStatus.OK
 
 
-def test_wait_for_idle_is_false_while_an_event_is_still_running(
-    client: Any, emulator: LambdaEmulator
-) -> None:
+def test_wait_for_idle_is_false_while_an_event_is_still_running(client: Any, emulator: LambdaEmulator) -> None:
     client.invoke(FunctionName="ParallelFunction", InvocationType="Event", Payload=json.dumps({"seconds": 1}))
 
     assert not emulator.wait_for_idle(0.1)
@@ -377,9 +373,7 @@ def test_wait_for_idle_is_false_while_an_event_is_still_running(
 
 
 def test_a_failed_event_is_recorded_with_its_error(client: Any, emulator: LambdaEmulator) -> None:
-    answer = client.invoke(
-        FunctionName="FailFunction", InvocationType="Event", Payload=b'{"message": "later"}'
-    )
+    answer = client.invoke(FunctionName="FailFunction", InvocationType="Event", Payload=b'{"message": "later"}')
 
     assert emulator.wait_for_idle(10)
     record = record_of(emulator, answer["ResponseMetadata"]["RequestId"])
@@ -454,9 +448,7 @@ def test_handler_output_is_kept_in_the_record_and_forwarded_to_the_logger(
         _, answer = invoke(client, "LogFunction", {"stdout": "forward me", "stderr": "me too"})
 
     assert "forward me\nme too\n" in record_of(emulator, answer["ResponseMetadata"]["RequestId"]).logs
-    forwarded = [
-        r.getMessage() for r in caplog.records if r.name == "voicebridge.local.lambda_emulator.LogFunction"
-    ]
+    forwarded = [r.getMessage() for r in caplog.records if r.name == "voicebridge.local.lambda_emulator.LogFunction"]
     assert {"forward me", "me too"} <= set(forwarded)
 
 
@@ -483,9 +475,7 @@ def test_a_synchronous_call_beyond_the_concurrency_is_throttled(tmp_path: Path) 
     started = tmp_path / "started"
     with LambdaEmulator(template, env=CREDENTIALS, concurrency=1) as emu:
         client = lambda_client(emu)
-        busy = threading.Thread(
-            target=invoke, args=(client, "SleepFunction", {"seconds": 1, "started": str(started)})
-        )
+        busy = threading.Thread(target=invoke, args=(client, "SleepFunction", {"seconds": 1, "started": str(started)}))
         busy.start()
         wait_for_file(started)
 

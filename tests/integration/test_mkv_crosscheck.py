@@ -169,9 +169,7 @@ def test_an_mkvmerge_file_with_laced_blocks_reads_as_the_wav_it_came_from(tmp_pa
 def test_mkvmerge_tags_are_read(tmp_path: Path) -> None:
     source = sine_mkv(tmp_path / "sine.mkv", seconds=1.0)
     tags_xml = tmp_path / "tags.xml"
-    tags_xml.write_text(
-        "<Tags><Tag><Simple><Name>ContactId</Name><String>4a573372</String></Simple></Tag></Tags>"
-    )
+    tags_xml.write_text("<Tags><Tag><Simple><Name>ContactId</Name><String>4a573372</String></Simple></Tag></Tags>")
     merged = tmp_path / "tagged.mkv"
     run(tool("mkvmerge"), "-q", "-o", str(merged), "--global-tags", str(tags_xml), str(source))
     tags = [e.tags for e in read(merged.read_bytes()) if isinstance(e, Tags)]

@@ -182,9 +182,7 @@ def test_each_utterance_is_heard_and_answered_with_what_was_heard(normal_call: C
 
     assert [turn["heard"] for turn in report["turns"]] == NORMAL_UTTERANCES
     assert [turn["said"] for turn in report["turns"]] == NORMAL_UTTERANCES
-    assert [p["text"] for p in prompts(normal_call)] == [GREETING] + [
-        f"You said: {u}" for u in NORMAL_UTTERANCES
-    ]
+    assert [p["text"] for p in prompts(normal_call)] == [GREETING] + [f"You said: {u}" for u in NORMAL_UTTERANCES]
     assert {p["source"] for p in prompts(normal_call)} == {"prompt"}
 
 
@@ -272,12 +270,7 @@ def test_turn_latencies_are_the_gaps_between_moments_of_the_recording(normal_cal
 
     for turn, (_, speech_end) in zip(report["turns"], caller_regions, strict=True):
         assert -START_MS <= turn["speech_end_ms"] - speech_end * 1000 <= END_MS
-        assert (
-            turn["speech_end_ms"]
-            < turn["turn_available_ms"]
-            <= turn["reply_ready_ms"]
-            <= turn["reply_start_ms"]
-        )
+        assert turn["speech_end_ms"] < turn["turn_available_ms"] <= turn["reply_ready_ms"] <= turn["reply_start_ms"]
         reply_start = next(start for start, _ in bot_regions if start * 1000 >= turn["turn_available_ms"])
         assert abs(turn["reply_start_ms"] - reply_start * 1000) <= START_MS
         latency = turn["latency_ms"]
@@ -472,9 +465,7 @@ def test_a_hold_keeps_the_line_silent_then_takes_the_input_timeout_branch(
 
     hold, thanks = prompts(result)
     assert (hold["source"], hold["end_ms"] - hold["start_ms"]) == ("hold", 3000)
-    assert not result.recording[
-        round(hold["start_ms"] * RATE / 1000) : round(hold["end_ms"] * RATE / 1000)
-    ].any()
+    assert not result.recording[round(hold["start_ms"] * RATE / 1000) : round(hold["end_ms"] * RATE / 1000)].any()
     assert outcomes(result, "Hold") == ["InputTimeLimitExceeded"]
     assert thanks["start_ms"] - hold["end_ms"] >= 2000
     assert thanks["text"] == "Thanks for waiting."

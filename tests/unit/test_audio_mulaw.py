@@ -61,9 +61,7 @@ def test_known_samples_encode_to_their_table_codes(sample: int, code: int) -> No
     assert mulaw_encode(np.array([sample], dtype=np.int16)) == bytes([code])
 
 
-@pytest.mark.parametrize(
-    ("code", "sample"), [(0xFF, 0), (0x7F, 0), (0x80, 32124), (0x00, -32124), (0xF2, 104)]
-)
+@pytest.mark.parametrize(("code", "sample"), [(0xFF, 0), (0x7F, 0), (0x80, 32124), (0x00, -32124), (0xF2, 104)])
 def test_known_codes_decode_to_their_table_samples(code: int, sample: int) -> None:
     assert mulaw_decode(bytes([code])).tolist() == [sample]
 

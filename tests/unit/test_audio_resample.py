@@ -71,12 +71,8 @@ def test_sample_by_sample_feeding_gives_the_same_output_as_one_piece(kind: Resam
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize(
-    ("rate", "length"), [(24000, 7), (24000, 2), (22050, 100), (44100, 12345), (16000, 3)]
-)
-def test_output_length_is_the_scaled_input_length_rounded_half_up(
-    kind: ResamplerKind, rate: int, length: int
-) -> None:
+@pytest.mark.parametrize(("rate", "length"), [(24000, 7), (24000, 2), (22050, 100), (44100, 12345), (16000, 3)])
+def test_output_length_is_the_scaled_input_length_rounded_half_up(kind: ResamplerKind, rate: int, length: int) -> None:
     out = resample(make_resampler(rate, 8000, kind), np.zeros(length, dtype=np.int16))
     assert len(out) == (2 * length * 8000 + rate) // (2 * rate)
 

@@ -98,9 +98,7 @@ def test_ffmpeg_decodes_every_mulaw_code_as_the_reader_does() -> None:
 def test_pcm16_file_lays_out_a_plain_pcm_fmt_chunk() -> None:
     data = pcm16_wav_bytes(np.array([[1, -1], [2, -2]], dtype=np.int16), 16000, channels=2)
     assert data[:12] == b"RIFF" + le32(36 + 8) + b"WAVE"
-    assert data[12:36] == b"fmt " + le32(16) + le16(1) + le16(2) + le32(16000) + le32(64000) + le16(4) + le16(
-        16
-    )
+    assert data[12:36] == b"fmt " + le32(16) + le16(1) + le16(2) + le32(16000) + le32(64000) + le16(4) + le16(16)
     assert data[36:] == b"data" + le32(8) + struct.pack("<4h", 1, -1, 2, -2)
 
 

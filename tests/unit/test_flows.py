@@ -181,11 +181,7 @@ def lambda_name(flow: Flow, identifier: str) -> str:
 
 
 def invokes(flow: Flow, function: str) -> list[str]:
-    return [
-        a.identifier
-        for a in flow.of_type("InvokeLambdaFunction")
-        if lambda_name(flow, a.identifier) == function
-    ]
+    return [a.identifier for a in flow.of_type("InvokeLambdaFunction") if lambda_name(flow, a.identifier) == function]
 
 
 def is_sonic_prompt(flow: Flow, identifier: str) -> bool:
@@ -213,9 +209,7 @@ def test_every_sonic_prompt_is_followed_by_await_turn_or_by_the_end_of_the_call(
 def test_conversation_prompts_hand_over_straight_to_await_turn_with_no_hold(voice_agent: Flow) -> None:
     (await_turn,) = invokes(voice_agent, "AwaitTurnFunction")
     conversation = [
-        a
-        for a in voice_agent.actions
-        if is_sonic_prompt(voice_agent, a) and voice_agent[a].next_action == await_turn
+        a for a in voice_agent.actions if is_sonic_prompt(voice_agent, a) and voice_agent[a].next_action == await_turn
     ]
     assert {"Play greeting", "Play reply", "Play still-there prompt"} <= set(conversation)
     assert not voice_agent.of_type("GetParticipantInput")
@@ -230,10 +224,7 @@ def test_await_turn_fits_connects_eight_second_limit(voice_agent: Flow) -> None:
 
 def test_await_turn_asks_for_the_turn_after_the_one_last_handled(voice_agent: Flow) -> None:
     (await_turn,) = invokes(voice_agent, "AwaitTurnFunction")
-    assert (
-        voice_agent[await_turn].parameters["LambdaInvocationAttributes"]["AfterTurn"]
-        == "$.Attributes.LastTurn"
-    )
+    assert voice_agent[await_turn].parameters["LambdaInvocationAttributes"]["AfterTurn"] == "$.Attributes.LastTurn"
     check = voice_agent[voice_agent[await_turn].next_action or ""]
     remember = voice_agent[check.condition_target("Turn") or ""]
     assert remember.type == "UpdateContactAttributes"
@@ -272,11 +263,7 @@ def test_no_prompt_free_chain_of_lambdas_exceeds_connects_twenty_second_budget(v
         current = voice_agent[identifier]
         if current.type == "MessageParticipant":
             return 0
-        own = (
-            int(current.parameters["InvocationTimeLimitSeconds"])
-            if current.type == "InvokeLambdaFunction"
-            else 0
-        )
+        own = int(current.parameters["InvocationTimeLimitSeconds"]) if current.type == "InvokeLambdaFunction" else 0
         return own + max((longest(t, seen | {t}) for t in current.targets() if t not in seen), default=0)
 
     for start in voice_agent.of_type("InvokeLambdaFunction"):
@@ -294,10 +281,7 @@ def test_the_conversation_loop_counts_timeouts_and_rounds_with_loops(voice_agent
 
 
 def test_a_problem_reads_as_action_colon_reason() -> None:
-    assert (
-        str(Problem("Play greeting", "Media.SourceType must be S3"))
-        == "Play greeting: Media.SourceType must be S3"
-    )
+    assert str(Problem("Play greeting", "Media.SourceType must be S3")) == "Play greeting: Media.SourceType must be S3"
 
 
 def test_validate_accepts_the_flow_as_json_text_or_as_a_parsed_document() -> None:
@@ -365,9 +349,7 @@ def test_unknown_parameter_is_rejected() -> None:
 def test_invocation_time_limit_must_be_a_string_from_1_to_8(limit: Any) -> None:
     document = flow_document()
     action(document, "Await caller turn")["Parameters"]["InvocationTimeLimitSeconds"] = limit
-    assert any(
-        r.startswith("InvocationTimeLimitSeconds must be") for r in reasons_for(document, "Await caller turn")
-    )
+    assert any(r.startswith("InvocationTimeLimitSeconds must be") for r in reasons_for(document, "Await caller turn"))
 
 
 def test_asynchronous_invocation_may_wait_up_to_sixty_seconds() -> None:
@@ -431,9 +413,7 @@ def test_loop_count_must_be_from_0_to_100(count: Any) -> None:
 def test_loop_needs_both_its_conditions(missing: str) -> None:
     document = flow_document()
     transitions = action(document, "Count rounds")["Transitions"]
-    transitions["Conditions"] = [
-        c for c in transitions["Conditions"] if c["Condition"]["Operands"] != [missing]
-    ]
+    transitions["Conditions"] = [c for c in transitions["Conditions"] if c["Condition"]["Operands"] != [missing]]
     assert f"Loop needs a condition Equals {missing}" in reasons_for(document, "Count rounds")
 
 
@@ -442,9 +422,7 @@ def test_loop_allows_no_other_condition() -> None:
     action(document, "Count rounds")["Transitions"]["Conditions"].append(
         {"NextAction": "Synthesize reply", "Condition": {"Operator": "Equals", "Operands": ["NotDone"]}}
     )
-    assert any(
-        "only one ContinueLooping and one DoneLooping" in r for r in reasons_for(document, "Count rounds")
-    )
+    assert any("only one ContinueLooping and one DoneLooping" in r for r in reasons_for(document, "Count rounds"))
 
 
 def test_message_participant_takes_exactly_one_prompt() -> None:
@@ -454,9 +432,7 @@ def test_message_participant_takes_exactly_one_prompt() -> None:
         "exactly one of Text, SSML, PromptId, Media is allowed, found Text, Media"
     ]
     action(document, "Play greeting")["Parameters"] = {}
-    assert reasons_for(document, "Play greeting") == [
-        "exactly one of Text, SSML, PromptId, Media is required"
-    ]
+    assert reasons_for(document, "Play greeting") == ["exactly one of Text, SSML, PromptId, Media is required"]
 
 
 @pytest.mark.parametrize(
@@ -501,9 +477,7 @@ def test_compare_value_must_be_a_single_jsonpath() -> None:
 def test_contact_attributes_are_a_flat_string_map() -> None:
     document = flow_document()
     action(document, "Remember turn")["Parameters"]["Attributes"]["LastTurn"] = -1
-    assert reasons_for(document, "Remember turn") == [
-        "Attributes.LastTurn must be a string (flat string map)"
-    ]
+    assert reasons_for(document, "Remember turn") == ["Attributes.LastTurn must be a string (flat string map)"]
 
 
 def test_target_queue_needs_a_queue_reference() -> None:
@@ -562,15 +536,11 @@ def test_identifier_may_not_contain_reserved_characters(char: str) -> None:
 
 def test_identifier_is_at_most_fifty_characters() -> None:
     assert reasons_for(minimal_flow(say("x" * 50, "Hi")), "x" * 50) == []
-    assert reasons_for(minimal_flow(say("x" * 51, "Hi")), "x" * 51) == [
-        "Identifier is longer than 50 characters"
-    ]
+    assert reasons_for(minimal_flow(say("x" * 51, "Hi")), "x" * 51) == ["Identifier is longer than 50 characters"]
 
 
 def test_identifier_may_not_be_a_reserved_word() -> None:
-    assert reasons_for(minimal_flow(say("constructor", "Hi")), "constructor") == [
-        "Identifier is a reserved word"
-    ]
+    assert reasons_for(minimal_flow(say("constructor", "Hi")), "constructor") == ["Identifier is a reserved word"]
 
 
 def test_identifiers_are_unique() -> None:
@@ -661,10 +631,7 @@ def test_render_names_every_unresolved_placeholder() -> None:
 def test_cli_render_takes_outputs_and_overrides() -> None:
     outputs = {k: v for k, v in STACK_OUTPUTS.items() if k != "AgentQueueArn"}
     rendered = cli_render(LISTEN_ONLY, outputs, overrides={"AgentQueueArn": STACK_OUTPUTS["AgentQueueArn"]})
-    assert (
-        action(json.loads(rendered), "Set working queue")["Parameters"]["QueueId"]
-        == STACK_OUTPUTS["AgentQueueArn"]
-    )
+    assert action(json.loads(rendered), "Set working queue")["Parameters"]["QueueId"] == STACK_OUTPUTS["AgentQueueArn"]
 
 
 def test_cli_render_reads_the_outputs_of_a_deployed_stack(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -678,9 +645,7 @@ def test_cli_render_reads_the_outputs_of_a_deployed_stack(monkeypatch: pytest.Mo
         "Outputs": {key: {"Value": value} for key, value in STACK_OUTPUTS.items()},
     }
     with mock_aws():
-        boto3.client("cloudformation").create_stack(
-            StackName="voicebridge", TemplateBody=json.dumps(template)
-        )
+        boto3.client("cloudformation").create_stack(StackName="voicebridge", TemplateBody=json.dumps(template))
         rendered = json.loads(cli_render(VOICE_AGENT, "voicebridge"))
         with pytest.raises(StackOutputsError):
             cli_render(VOICE_AGENT, "no-such-stack")
@@ -750,9 +715,7 @@ def test_a_template_that_is_not_yaml_is_a_template_error(tmp_path: Path) -> None
 def project(tmp_path: Path) -> Path:
     """A project tree: a template declaring the four functions and the queue, and the shipped flows."""
     functions = "".join(f"  {name}:\n    Type: AWS::Serverless::Function\n" for name in sorted(FUNCTIONS))
-    (tmp_path / "template.yaml").write_text(
-        f"Parameters:\n  AgentQueueArn:\n    Type: String\nResources:\n{functions}"
-    )
+    (tmp_path / "template.yaml").write_text(f"Parameters:\n  AgentQueueArn:\n    Type: String\nResources:\n{functions}")
     (tmp_path / "contact_flows").mkdir()
     for path in (VOICE_AGENT, LISTEN_ONLY):
         (tmp_path / "contact_flows" / path.name).write_text(path.read_text(encoding="utf-8"))
@@ -766,9 +729,7 @@ def test_cli_validate_exits_0_silently_when_every_flow_is_valid(
     assert capsys.readouterr().out == ""
 
 
-def test_cli_validate_prints_file_action_reason_and_exits_1(
-    project: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_cli_validate_prints_file_action_reason_and_exits_1(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     broken = project / "contact_flows" / "broken.json"
     document = flow_document()
     action(document, "Play greeting")["Parameters"]["Media"]["SourceType"] = "HTTP"
@@ -778,9 +739,7 @@ def test_cli_validate_prints_file_action_reason_and_exits_1(
         template=str(project / "template.yaml"),
     )
     assert status == 1
-    assert capsys.readouterr().out.splitlines() == [
-        f"{broken}: Play greeting: Media.SourceType must be S3, not 'HTTP'"
-    ]
+    assert capsys.readouterr().out.splitlines() == [f"{broken}: Play greeting: Media.SourceType must be S3, not 'HTTP'"]
 
 
 def test_cli_validate_checks_lambda_placeholders_against_the_template(
@@ -965,9 +924,7 @@ def test_a_synthesis_error_is_answered_with_connects_own_voice(voice_agent: Flow
 
 
 def test_a_call_that_cannot_be_transcribed_ends_with_an_apology(voice_agent: Flow) -> None:
-    events = Call(
-        voice_agent, scripted([], start_listening={"Result": "Error", "ErrorCode": "NoMediaStream"})
-    ).run()
+    events = Call(voice_agent, scripted([], start_listening={"Result": "Error", "ErrorCode": "NoMediaStream"})).run()
     assert heard(events) == ["Sorry, we're having technical difficulties. Please call again later. Goodbye."]
     assert events[-2:] == [("streaming", "Disabled"), ("disconnect", "")]
 
@@ -1005,9 +962,7 @@ def test_listen_only_streams_both_directions_and_transfers_to_the_queue(listen_o
         for a in listen_only.of_type("UpdateContactMediaStreamingBehavior")
         if a.parameters["MediaStreamingState"] == "Enabled"
     ]
-    assert start.parameters["Participants"] == [
-        {"ParticipantType": "Customer", "MediaDirections": ["From", "To"]}
-    ]
+    assert start.parameters["Participants"] == [{"ParticipantType": "Customer", "MediaDirections": ["From", "To"]}]
 
 
 def test_listen_only_still_reaches_an_agent_when_listening_fails(listen_only: Flow) -> None:

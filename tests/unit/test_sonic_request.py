@@ -49,9 +49,7 @@ def test_bad_input_is_refused_with_a_reason(parameters: dict[str, object], reaso
 
 
 def test_body_is_sonics_generation_request_without_model_id() -> None:
-    request = SpeechRequest.from_parameters(
-        {"Text": "Hi", "Voice": VOICE, "Speed": "1.2", "Emotion": "calm"}, SETTINGS
-    )
+    request = SpeechRequest.from_parameters({"Text": "Hi", "Voice": VOICE, "Speed": "1.2", "Emotion": "calm"}, SETTINGS)
     body = request.body(encoding="pcm_s16le", sample_rate=24000, context_id="ctx")
     assert body == {
         "context_id": "ctx",
@@ -69,15 +67,11 @@ def test_cache_key_changes_with_everything_that_changes_the_audio() -> None:
     key = base.cache_key("sagemaker:sonic", "pcm_s16le@24000/soxr")
     variants = [
         SpeechRequest("Hello!", VOICE, "en").cache_key("sagemaker:sonic", "pcm_s16le@24000/soxr"),
-        SpeechRequest("Hello", VOICE.replace("a0", "b0"), "en").cache_key(
-            "sagemaker:sonic", "pcm_s16le@24000/soxr"
-        ),
+        SpeechRequest("Hello", VOICE.replace("a0", "b0"), "en").cache_key("sagemaker:sonic", "pcm_s16le@24000/soxr"),
         SpeechRequest("Hello", VOICE, "fr").cache_key("sagemaker:sonic", "pcm_s16le@24000/soxr"),
         SpeechRequest("Hello", VOICE, "en", speed=1.1).cache_key("sagemaker:sonic", "pcm_s16le@24000/soxr"),
         SpeechRequest("Hello", VOICE, "en", volume=1.1).cache_key("sagemaker:sonic", "pcm_s16le@24000/soxr"),
-        SpeechRequest("Hello", VOICE, "en", emotion="calm").cache_key(
-            "sagemaker:sonic", "pcm_s16le@24000/soxr"
-        ),
+        SpeechRequest("Hello", VOICE, "en", emotion="calm").cache_key("sagemaker:sonic", "pcm_s16le@24000/soxr"),
         base.cache_key("sagemaker:sonic-turbo", "pcm_s16le@24000/soxr"),
         base.cache_key("sagemaker:sonic", "pcm_mulaw@8000"),
     ]

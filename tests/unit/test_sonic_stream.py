@@ -39,11 +39,7 @@ def _chunk(audio: bytes) -> bytes:
 
 RECORDED = b"".join(
     [_chunk(bytes([i]) * 320) for i in range(1, 40)]
-    + [
-        _line(
-            {"type": "timestamps", "context_id": "c1", "word_timestamps": {"words": ["hi"], "start": [0.0]}}
-        )
-    ]
+    + [_line({"type": "timestamps", "context_id": "c1", "word_timestamps": {"words": ["hi"], "start": [0.0]}})]
     + [_line({"type": "done", "context_id": "c1", "status_code": 200, "done": True})]
 )
 
@@ -75,9 +71,7 @@ def test_any_split_of_the_stream_yields_the_same_events(cuts: list[int]) -> None
 
 
 def test_single_byte_parts_yield_the_same_audio() -> None:
-    assert _audio(_decode_in_parts(RECORDED, list(range(len(RECORDED))))) == _audio(
-        _decode_in_parts(RECORDED, [])
-    )
+    assert _audio(_decode_in_parts(RECORDED, list(range(len(RECORDED))))) == _audio(_decode_in_parts(RECORDED, []))
 
 
 def test_several_objects_in_one_part_are_all_yielded() -> None:
@@ -100,9 +94,7 @@ def test_a_final_object_without_newline_counts_at_close() -> None:
 
 
 def test_error_event_carries_the_models_reason_and_status() -> None:
-    events = _decode_in_parts(
-        _line({"type": "error", "status_code": 422, "error": "transcript is empty"}), []
-    )
+    events = _decode_in_parts(_line({"type": "error", "status_code": 422, "error": "transcript is empty"}), [])
     assert events == [StreamError("transcript is empty", 422)]
 
 

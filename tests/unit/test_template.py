@@ -97,8 +97,7 @@ SECRET_ARN = {
 TRANSCRIBE_STREAM_NAME = "${AWS::StackName}-TranscribeStream"
 RESOURCE_OF = {
     "sonic": {
-        "Fn::Sub": "arn:${AWS::Partition}:sagemaker:${AWS::Region}:${AWS::AccountId}"
-        ":endpoint/${SonicEndpointName}"
+        "Fn::Sub": "arn:${AWS::Partition}:sagemaker:${AWS::Region}:${AWS::AccountId}:endpoint/${SonicEndpointName}"
     },
     "prompts": {"Fn::Sub": "${PromptBucket.Arn}/prompts/*"},
     "secret": SECRET_ARN,
@@ -109,8 +108,7 @@ RESOURCE_OF = {
         ":stream/${KvsStreamNamePrefix}*/*"
     },
     "itself": {
-        "Fn::Sub": "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:"
-        + TRANSCRIBE_STREAM_NAME
+        "Fn::Sub": "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:" + TRANSCRIBE_STREAM_NAME
     },
 }
 
@@ -283,10 +281,7 @@ def test_no_function_policy_statement_allows_every_resource() -> None:
 
 def test_no_function_gets_a_managed_or_template_policy() -> None:
     for function in FUNCTIONS:
-        assert all(
-            isinstance(policy, dict) and set(policy) == {"Statement"}
-            for policy in _props(function)["Policies"]
-        )
+        assert all(isinstance(policy, dict) and set(policy) == {"Statement"} for policy in _props(function)["Policies"])
 
 
 # --- Amazon Connect ----------------------------------------------------------------------------------------
@@ -330,9 +325,7 @@ def test_each_function_a_flow_calls_is_associated_with_the_instance(function: st
 
 def test_connect_resources_are_created_only_with_an_instance_arn() -> None:
     conditions = TEMPLATE["Conditions"]
-    assert conditions["HasConnectInstance"] == {
-        "Fn::Not": [{"Fn::Equals": [{"Ref": "ConnectInstanceArn"}, ""]}]
-    }
+    assert conditions["HasConnectInstance"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "ConnectInstanceArn"}, ""]}]}
     connect_kinds = {
         "AWS::Lambda::Permission",
         "AWS::Connect::IntegrationAssociation",
@@ -383,10 +376,7 @@ def test_flows_sync_leaves_a_synced_template_byte_for_byte() -> None:
     flows_sync = _load_flows_sync()
     text = (ROOT / "template.yaml").read_text(encoding="utf-8")
     files = flows_sync.embedded_flow_files(ROOT / "template.yaml")
-    assert (
-        flows_sync.sync(text, {name: path.read_text(encoding="utf-8") for name, path in files.items()})
-        == text
-    )
+    assert flows_sync.sync(text, {name: path.read_text(encoding="utf-8") for name, path in files.items()}) == text
 
 
 # --- storage and the secret --------------------------------------------------------------------------------
@@ -532,8 +522,7 @@ def _alarms() -> dict[str, dict[str, Any]]:
 
 def test_alarms_watch_latency_errors_lag_and_throttling() -> None:
     watched = {
-        (a["Namespace"], a["MetricName"], a.get("ExtendedStatistic", a.get("Statistic")))
-        for a in _alarms().values()
+        (a["Namespace"], a["MetricName"], a.get("ExtendedStatistic", a.get("Statistic"))) for a in _alarms().values()
     }
     assert {
         ("VoiceBridge", "SonicTimeToFirstByte", "p90"),
@@ -595,9 +584,7 @@ def _requirement_lines(text: str) -> list[str]:
 
 
 def test_every_runtime_requirement_is_a_project_dependency_with_the_same_range() -> None:
-    dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
-        "dependencies"
-    ]
+    dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
     requirements = _requirement_lines((ROOT / "src" / "requirements.txt").read_text(encoding="utf-8"))
     assert requirements
     assert set(requirements) <= set(dependencies)
@@ -613,9 +600,7 @@ def test_the_lambda_package_leaves_out_what_the_runtime_has_or_only_tools_use() 
 
 
 def test_the_lambda_package_has_every_other_project_dependency() -> None:
-    dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
-        "dependencies"
-    ]
+    dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
     requirements = _requirement_lines((ROOT / "src" / "requirements.txt").read_text(encoding="utf-8"))
     needed = {d for d in dependencies if _distribution(d) not in LEFT_OUT_OF_THE_LAMBDA_PACKAGE}
     assert needed <= set(requirements)

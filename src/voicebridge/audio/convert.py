@@ -47,9 +47,7 @@ class MulawConverter:
     (160, 20.0, 218)
     """
 
-    def __init__(
-        self, source_encoding: SourceEncoding, source_rate: int, resampler: ResamplerKind = "soxr"
-    ) -> None:
+    def __init__(self, source_encoding: SourceEncoding, source_rate: int, resampler: ResamplerKind = "soxr") -> None:
         if source_encoding not in SOURCE_ENCODINGS:
             raise AudioFormatError(f"unsupported source encoding {source_encoding!r}")
         if source_rate not in SOURCE_RATES:

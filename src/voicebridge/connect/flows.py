@@ -83,12 +83,8 @@ _LEGACY_TYPES = {
 _PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
 _SUB_NAME = re.compile(r"[A-Za-z0-9_]+(::[A-Za-z0-9_]+)?(\.[A-Za-z0-9_.]+)?")
 _FUNCTION_ARN_PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9]+)\.Arn\}")
-_LAMBDA_ARN = re.compile(
-    r"arn:aws[a-z-]*:lambda:[a-z0-9-]+:\d{12}:function:[A-Za-z0-9_-]{1,64}(:[A-Za-z0-9_$-]+)?"
-)
-_QUEUE_ARN = re.compile(
-    r"arn:aws[a-z-]*:connect:[a-z0-9-]+:\d{12}:instance/[0-9a-f-]+/(queue|agent)/[0-9a-f-]+"
-)
+_LAMBDA_ARN = re.compile(r"arn:aws[a-z-]*:lambda:[a-z0-9-]+:\d{12}:function:[A-Za-z0-9_-]{1,64}(:[A-Za-z0-9_$-]+)?")
+_QUEUE_ARN = re.compile(r"arn:aws[a-z-]*:connect:[a-z0-9-]+:\d{12}:instance/[0-9a-f-]+/(queue|agent)/[0-9a-f-]+")
 _RESOURCE_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _JSONPATH = re.compile(r"\$\.[A-Za-z0-9_.\[\]'\"-]+")
 _PLACEHOLDER_ONLY = re.compile(r"\$\{[A-Za-z0-9_:.]+\}")
@@ -306,9 +302,7 @@ def _check_get_input(params: Mapping[str, Any], ctx: _Context) -> list[str]:
 def _check_streaming(params: Mapping[str, Any], ctx: _Context) -> list[str]:
     reasons: list[str] = []
     if params.get("MediaStreamingState") not in ("Enabled", "Disabled"):
-        reasons.append(
-            f"MediaStreamingState must be Enabled or Disabled, not {params.get('MediaStreamingState')!r}"
-        )
+        reasons.append(f"MediaStreamingState must be Enabled or Disabled, not {params.get('MediaStreamingState')!r}")
     if params.get("MediaStreamType") != "Audio":
         reasons.append(f"MediaStreamType must be Audio, not {params.get('MediaStreamType')!r}")
     participants = params.get("Participants")
@@ -369,9 +363,7 @@ def _check_target_queue(params: Mapping[str, Any], ctx: _Context) -> list[str]:
         or _RESOURCE_ID.fullmatch(value)
         or _is_jsonpath(value)
     ):
-        return [
-            f"{given[0]} must be an ID, an ARN, a single JSONPath or a ${{Name}} placeholder, not {value!r}"
-        ]
+        return [f"{given[0]} must be an ID, an ARN, a single JSONPath or a ${{Name}} placeholder, not {value!r}"]
     return []
 
 
@@ -399,9 +391,7 @@ ACTION_TYPES: Mapping[str, _ActionSpec] = {
         frozenset({"MediaStreamingState", "MediaStreamType", "Participants"}), _check_streaming, _NO_MATCH
     ),
     "MessageParticipant": _ActionSpec(frozenset(_PROMPT_KINDS), _check_message, _NO_MATCH),
-    "UpdateContactAttributes": _ActionSpec(
-        frozenset({"Attributes", "TargetContact"}), _check_attributes, _NO_MATCH
-    ),
+    "UpdateContactAttributes": _ActionSpec(frozenset({"Attributes", "TargetContact"}), _check_attributes, _NO_MATCH),
     "Compare": _ActionSpec(
         frozenset({"ComparisonValue"}), _check_compare, frozenset({"NoMatchingCondition"}), conditions=True
     ),
@@ -423,9 +413,7 @@ ACTION_TYPES: Mapping[str, _ActionSpec] = {
     ),
     "DisconnectParticipant": _ActionSpec(frozenset(), _check_nothing, frozenset(), terminal=True),
     "UpdateFlowLoggingBehavior": _ActionSpec(frozenset({"FlowLoggingBehavior"}), _check_logging, frozenset()),
-    "UpdateContactTargetQueue": _ActionSpec(
-        frozenset({"QueueId", "AgentId"}), _check_target_queue, _NO_MATCH
-    ),
+    "UpdateContactTargetQueue": _ActionSpec(frozenset({"QueueId", "AgentId"}), _check_target_queue, _NO_MATCH),
     "TransferContactToQueue": _ActionSpec(
         frozenset(), _check_nothing, frozenset({"QueueAtCapacity", "NoMatchingError"})
     ),
@@ -480,9 +468,7 @@ def validate(
 
     problems: list[Problem] = []
     if document.get("Version") != FLOW_LANGUAGE_VERSION:
-        problems.append(
-            Problem(FLOW, f"Version must be {FLOW_LANGUAGE_VERSION!r}, not {document.get('Version')!r}")
-        )
+        problems.append(Problem(FLOW, f"Version must be {FLOW_LANGUAGE_VERSION!r}, not {document.get('Version')!r}"))
     raw_actions = document.get("Actions")
     if not isinstance(raw_actions, list) or not raw_actions:
         return [*problems, Problem(FLOW, "Actions must be a non-empty list")]
@@ -549,9 +535,7 @@ def _check_identifier(raw: Any, index: int, seen: Mapping[str, Any]) -> tuple[st
     if identifier in RESERVED_IDENTIFIERS:
         problems.append(Problem(identifier, "Identifier is a reserved word"))
     if identifier in seen:
-        problems.append(
-            Problem(identifier, f"Identifier is used by more than one action ({where} repeats it)")
-        )
+        problems.append(Problem(identifier, f"Identifier is used by more than one action ({where} repeats it)"))
     return identifier, problems
 
 
@@ -673,11 +657,7 @@ def _raw_targets(raw: JsonObject) -> list[str]:
     for key in ("Errors", "Conditions"):
         branches = transitions.get(key)
         if isinstance(branches, list):
-            found += [
-                b["NextAction"]
-                for b in branches
-                if isinstance(b, dict) and isinstance(b.get("NextAction"), str)
-            ]
+            found += [b["NextAction"] for b in branches if isinstance(b, dict) and isinstance(b.get("NextAction"), str)]
     return found
 
 
@@ -833,8 +813,7 @@ def template_functions(template_path: str | Path) -> set[str]:
     return {
         name
         for name, resource in resources.items()
-        if isinstance(resource, dict)
-        and resource.get("Type") in ("AWS::Serverless::Function", "AWS::Lambda::Function")
+        if isinstance(resource, dict) and resource.get("Type") in ("AWS::Serverless::Function", "AWS::Lambda::Function")
     }
 
 

@@ -76,9 +76,7 @@ def _synthesize(event: ContactFlowEvent, context: Any) -> dict[str, str]:
         PromptUri=prompt.uri,
         DurationMs=prompt.duration_ms,
         CacheHit=prompt.cache_hit,
-        TimeToFirstByteMs=round(prompt.time_to_first_byte_ms)
-        if prompt.time_to_first_byte_ms is not None
-        else 0,
+        TimeToFirstByteMs=round(prompt.time_to_first_byte_ms) if prompt.time_to_first_byte_ms is not None else 0,
     )
 
 

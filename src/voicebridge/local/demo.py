@@ -141,9 +141,7 @@ def run_demo(
     }
     if report:
         Path(report).parent.mkdir(parents=True, exist_ok=True)
-        Path(report).write_text(
-            json.dumps(build_report(result, **context), indent=2) + "\n", encoding="utf-8"
-        )
+        Path(report).write_text(json.dumps(build_report(result, **context), indent=2) + "\n", encoding="utf-8")
         files["report"] = Path(report)
     for name, path in files.items():
         print(f"{name:>10}: {path}")

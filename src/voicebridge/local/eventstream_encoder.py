@@ -115,9 +115,7 @@ def _pack_int(fmt: str, value: int, type_byte: int, name: str) -> bytes:
 
 def _length_prefixed(type_byte: int, data: bytes, name: str) -> bytes:
     if len(data) > MAX_HEADER_VALUE_BYTES:
-        raise EventStreamEncodeError(
-            f"header {name!r}: value of {len(data)} bytes exceeds {MAX_HEADER_VALUE_BYTES}"
-        )
+        raise EventStreamEncodeError(f"header {name!r}: value of {len(data)} bytes exceeds {MAX_HEADER_VALUE_BYTES}")
     return bytes([type_byte]) + struct.pack(">H", len(data)) + data
 
 
@@ -153,9 +151,7 @@ def encode_headers(headers: Mapping[str, HeaderValue]) -> bytes:
     for name, value in headers.items():
         raw_name = name.encode("utf-8")
         if not 0 < len(raw_name) <= MAX_HEADER_NAME_BYTES:
-            raise EventStreamEncodeError(
-                f"header name {name!r} must be 1..{MAX_HEADER_NAME_BYTES} bytes of UTF-8"
-            )
+            raise EventStreamEncodeError(f"header name {name!r} must be 1..{MAX_HEADER_NAME_BYTES} bytes of UTF-8")
         out.append(len(raw_name))
         out += raw_name
         out += _encode_value(name, value)
@@ -178,9 +174,7 @@ def encode_message(headers: Mapping[str, HeaderValue], payload: bytes = b"") -> 
 
 def encode_event(event_type: str, payload: bytes, content_type: str = "application/octet-stream") -> bytes:
     """An ``event`` message, e.g. a SageMaker ``PayloadPart`` carrying raw bytes."""
-    return encode_message(
-        {":message-type": "event", ":event-type": event_type, ":content-type": content_type}, payload
-    )
+    return encode_message({":message-type": "event", ":event-type": event_type, ":content-type": content_type}, payload)
 
 
 def encode_exception(exception_type: str, payload: bytes, content_type: str = "application/json") -> bytes:
@@ -193,6 +187,4 @@ def encode_exception(exception_type: str, payload: bytes, content_type: str = "a
 
 def encode_error(error_code: str, error_message: str) -> bytes:
     """An unmodelled ``error`` message: the code and text travel in headers, the payload is empty."""
-    return encode_message(
-        {":message-type": "error", ":error-code": error_code, ":error-message": error_message}
-    )
+    return encode_message({":message-type": "error", ":error-code": error_code, ":error-message": error_message})

@@ -250,9 +250,7 @@ class _Settings:
 class EmulatedStream:
     """One stream: its fragments, the live contact that produces them, and GetMedia bookkeeping."""
 
-    def __init__(
-        self, name: str, arn: str, creation_ms: int, settings: _Settings, numbers: _FragmentNumbers
-    ) -> None:
+    def __init__(self, name: str, arn: str, creation_ms: int, settings: _Settings, numbers: _FragmentNumbers) -> None:
         self.name = name
         self.arn = arn
         self.creation_ms = creation_ms
@@ -271,9 +269,7 @@ class EmulatedStream:
 
     # -- contact lifecycle --
 
-    def begin_contact(
-        self, contact_id: str, instance_id: str, track_numbers: tuple[int, int] = (1, 2)
-    ) -> str:
+    def begin_contact(self, contact_id: str, instance_id: str, track_numbers: tuple[int, int] = (1, 2)) -> str:
         """Start media streaming for a contact; returns the StartFragmentNumber Connect would report.
 
         ``track_numbers`` are the TrackNumbers of AUDIO_FROM_CUSTOMER and AUDIO_TO_CUSTOMER in this contact's
@@ -288,9 +284,7 @@ class EmulatedStream:
                 )
             # A stream's producer clock never goes back, even after a contact produced faster than real time.
             start_ms = max(_epoch_ms(), self._fragments[-1].end_ms if self._fragments else 0)
-            session = _Session(
-                contact_id, instance_id, *track_numbers, start_ms=start_ms, started=time.monotonic()
-            )
+            session = _Session(contact_id, instance_id, *track_numbers, start_ms=start_ms, started=time.monotonic())
             fragment = self._open_fragment(session)
             self._session = session
             self._producer = threading.Thread(
@@ -298,9 +292,7 @@ class EmulatedStream:
             )
             self._producer.start()
             self._cond.notify_all()
-        logger.info(
-            "KVS emulator: contact %s live on %s from fragment %s", contact_id, self.name, fragment.number
-        )
+        logger.info("KVS emulator: contact %s live on %s from fragment %s", contact_id, self.name, fragment.number)
         return str(fragment.number)
 
     def append(self, track: str, pcm: bytes) -> None:
@@ -552,9 +544,7 @@ def _timestamp_ms(selector: Mapping[str, Any]) -> int:
     try:
         seconds = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
-        raise _ApiError(
-            "InvalidArgumentException", f"StartTimestamp must be epoch seconds, got {value!r}"
-        ) from None
+        raise _ApiError("InvalidArgumentException", f"StartTimestamp must be epoch seconds, got {value!r}") from None
     if not math.isfinite(seconds) or seconds < 0:
         raise _ApiError("InvalidArgumentException", f"StartTimestamp {value!r} is out of range")
     return round(seconds * 1000)
@@ -756,9 +746,7 @@ class KvsEmulator(LocalService):
         if operation == "getDataEndpoint":
             api = body.get("APIName")
             if api != "GET_MEDIA":
-                raise _ApiError(
-                    "InvalidArgumentException", f"the KVS emulator serves GET_MEDIA only, not {api!r}"
-                )
+                raise _ApiError("InvalidArgumentException", f"the KVS emulator serves GET_MEDIA only, not {api!r}")
             self._resolve(body)
             return {"DataEndpoint": self.url}
         if operation == "listStreams":
@@ -840,9 +828,7 @@ class _Handler(BaseHTTPRequestHandler):
             raise _ApiError("SerializationException", "body must be a JSON object")
         return body
 
-    def _send_json(
-        self, payload: Mapping[str, Any], status: int = HTTPStatus.OK, code: str | None = None
-    ) -> None:
+    def _send_json(self, payload: Mapping[str, Any], status: int = HTTPStatus.OK, code: str | None = None) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -869,9 +855,7 @@ class _Handler(BaseHTTPRequestHandler):
             start = stream._start_index(selector)
         faults = emulator._take_faults(stream)
         if any(fault.kind == "throttle" for fault in faults):
-            raise _ApiError(
-                "ClientLimitExceededException", "The KVS emulator throttled this GetMedia call (fault)."
-            )
+            raise _ApiError("ClientLimitExceededException", "The KVS emulator throttled this GetMedia call (fault).")
         with stream._cond:
             if stream._active_get_media >= stream._settings.max_get_media_connections:
                 raise _ApiError(

@@ -247,15 +247,11 @@ def _stack(error: BaseException, skip: int = 0) -> list[str]:
 def _import_handler(dotted: str) -> Callable[[Any, InvokeContext], Any]:
     module_name, _, attribute = dotted.rpartition(".")
     if not module_name or not attribute:
-        raise _InitFailure(
-            "Runtime.MalformedHandlerName", f"Bad handler '{dotted}': expected module.function"
-        )
+        raise _InitFailure("Runtime.MalformedHandlerName", f"Bad handler '{dotted}': expected module.function")
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise _InitFailure(
-            "Runtime.ImportModuleError", f"Unable to import module '{module_name}': {exc}"
-        ) from exc
+        raise _InitFailure("Runtime.ImportModuleError", f"Unable to import module '{module_name}': {exc}") from exc
     except SyntaxError as exc:
         raise _InitFailure(
             "Runtime.UserCodeSyntaxError", f"Syntax error in module '{module_name}': {exc}", _stack(exc, 1)
@@ -265,9 +261,7 @@ def _import_handler(dotted: str) -> Callable[[Any, InvokeContext], Any]:
         raise _InitFailure(type(exc).__name__, str(exc), _stack(exc, 1)) from exc
     handler = getattr(module, attribute, None)
     if not callable(handler):
-        raise _InitFailure(
-            "Runtime.HandlerNotFound", f"Handler '{attribute}' missing on module '{module_name}'"
-        )
+        raise _InitFailure("Runtime.HandlerNotFound", f"Handler '{attribute}' missing on module '{module_name}'")
     return cast(Callable[[Any, InvokeContext], Any], handler)
 
 
@@ -455,12 +449,8 @@ class _Container:
         assert self.process.stdout is not None
         name = f"lambda-{function.logical_id}-{number}"
         self._readers = [
-            threading.Thread(
-                target=self._read_replies, args=(reply_read,), name=f"{name}-replies", daemon=True
-            ),
-            threading.Thread(
-                target=self._read_logs, args=(self.process.stdout,), name=f"{name}-logs", daemon=True
-            ),
+            threading.Thread(target=self._read_replies, args=(reply_read,), name=f"{name}-replies", daemon=True),
+            threading.Thread(target=self._read_logs, args=(self.process.stdout,), name=f"{name}-logs", daemon=True),
         ]
         for reader in self._readers:
             reader.start()
@@ -473,9 +463,7 @@ class _Container:
                 try:
                     message = json.loads(raw)
                 except ValueError:
-                    logger.error(
-                        "%s: container %d wrote a malformed reply: %r", _LABEL, self.number, raw[:200]
-                    )
+                    logger.error("%s: container %d wrote a malformed reply: %r", _LABEL, self.number, raw[:200])
                     break
                 self._replies.put(message)
         self._replies.put(None)
@@ -541,11 +529,7 @@ class _Container:
                 "errorType": "Emulator.Stopped",
             }
             return _error_outcome(InvocationStatus.CANCELLED, error, self._collect_logs(None))
-        reason = (
-            f"signal: {signal.Signals(-code).name}"
-            if code is not None and code < 0
-            else f"exit status {code}"
-        )
+        reason = f"signal: {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit status {code}"
         error = {
             "errorMessage": f"RequestId: {request_id} Error: Runtime exited with error: {reason}",
             "errorType": "Runtime.ExitError",
@@ -625,9 +609,7 @@ class _Stopping(Exception):
 class _ApiError(Exception):
     """An error the Lambda API answers with instead of running the function."""
 
-    def __init__(
-        self, status: int, error_type: str, message: str, extra: Mapping[str, str] | None = None
-    ) -> None:
+    def __init__(self, status: int, error_type: str, message: str, extra: Mapping[str, str] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.error_type = error_type
@@ -958,9 +940,7 @@ class LambdaEmulator(LocalService):
 
     # -- the Invoke operation
 
-    def _answer_invoke(
-        self, name: str, qualifier: str | None, headers: Mapping[str, str], body: bytes
-    ) -> _Answer:
+    def _answer_invoke(self, name: str, qualifier: str | None, headers: Mapping[str, str], body: bytes) -> _Answer:
         """Answer one Invoke request; ``headers`` are keyed in lower case."""
         function = self._resolve(name, qualifier)
         try:
@@ -991,9 +971,7 @@ class LambdaEmulator(LocalService):
         outcome, logs = self._invoke_now(function, call)
         if outcome.status is InvocationStatus.CANCELLED:
             raise _ApiError(500, "ServiceException", "the Lambda emulator stopped during the invocation")
-        answer = _Answer(
-            200, {"x-amzn-RequestId": call.request_id, "X-Amz-Executed-Version": LATEST}, outcome.payload
-        )
+        answer = _Answer(200, {"x-amzn-RequestId": call.request_id, "X-Amz-Executed-Version": LATEST}, outcome.payload)
         if outcome.status is not InvocationStatus.OK:
             answer.headers["X-Amz-Function-Error"] = "Unhandled"
         if log_type == "Tail":
@@ -1154,9 +1132,7 @@ class LambdaEmulator(LocalService):
             raise _Stopping
         return container
 
-    def _run(
-        self, function: _Function, call: _Call, container: _Container | None
-    ) -> tuple[_Outcome, list[str]]:
+    def _run(self, function: _Function, call: _Call, container: _Container | None) -> tuple[_Outcome, list[str]]:
         """Run ``call`` in ``container`` (a new one when None) and record it; its outcome and log lines."""
         started, clock = time.time(), time.perf_counter()
         init_ms: float | None = None
@@ -1198,9 +1174,7 @@ class LambdaEmulator(LocalService):
         return outcome, lines
 
     @staticmethod
-    def _report(
-        function: _Function, call: _Call, outcome: _Outcome, invoke_ms: float, init_ms: float | None
-    ) -> str:
+    def _report(function: _Function, call: _Call, outcome: _Outcome, invoke_ms: float, init_ms: float | None) -> str:
         fields = [
             f"REPORT RequestId: {call.request_id}",
             f"Duration: {invoke_ms:.2f} ms",

@@ -184,9 +184,7 @@ def _open_segment() -> bytes:
 
 def _simple_tags(tags: Sequence[tuple[str, str]]) -> bytes:
     """One Tags element holding one Tag of SimpleTags; like KVS, it carries no Targets (whole segment)."""
-    simple = [
-        _master(_SIMPLE_TAG, (_string(_TAG_NAME, name), _string(_TAG_STRING, value))) for name, value in tags
-    ]
+    simple = [_master(_SIMPLE_TAG, (_string(_TAG_NAME, name), _string(_TAG_STRING, value))) for name, value in tags]
     return _master(_TAGS, (_master(_TAG, simple),))
 
 
@@ -342,9 +340,7 @@ def encode_fragment(
 
 def error_tags(error_code: str, error_id: int) -> bytes:
     """The Tags element GetMedia sends before it stops because of an error (e.g. ``5000``, internal error)."""
-    return _simple_tags(
-        (("AWS_KINESISVIDEO_ERROR_CODE", error_code), ("AWS_KINESISVIDEO_ERROR_ID", str(error_id)))
-    )
+    return _simple_tags((("AWS_KINESISVIDEO_ERROR_CODE", error_code), ("AWS_KINESISVIDEO_ERROR_ID", str(error_id))))
 
 
 def error_document(error_code: str, error_id: int) -> bytes:

@@ -169,15 +169,11 @@ def _within(config: Mapping[str, Any], key: str, bounds: tuple[float, float]) ->
     value = config.get(key, 1.0)
     low, high = bounds
     if not _number(value) or not low <= value <= high:
-        raise InvalidSonicRequest(
-            f"generation_config.{key} must be a number in [{low}, {high}], got {value!r}"
-        )
+        raise InvalidSonicRequest(f"generation_config.{key} must be a number in [{low}, {high}], got {value!r}")
     return float(value)
 
 
-def _output_format(
-    value: Any, accepted_encodings: Collection[str], rates: Collection[int] | None
-) -> tuple[str, int]:
+def _output_format(value: Any, accepted_encodings: Collection[str], rates: Collection[int] | None) -> tuple[str, int]:
     if not isinstance(value, dict):
         raise InvalidSonicRequest("output_format must be an object")
     if value.get("container") != "raw":
@@ -194,8 +190,7 @@ def _output_format(
     rate = value.get("sample_rate")
     if not isinstance(rate, int) or isinstance(rate, bool) or not MIN_SAMPLE_RATE <= rate <= MAX_SAMPLE_RATE:
         raise InvalidSonicRequest(
-            "output_format.sample_rate must be an integer in "
-            f"[{MIN_SAMPLE_RATE}, {MAX_SAMPLE_RATE}], got {rate!r}"
+            f"output_format.sample_rate must be an integer in [{MIN_SAMPLE_RATE}, {MAX_SAMPLE_RATE}], got {rate!r}"
         )
     if rates is not None and rate not in rates:
         choices = ", ".join(map(str, sorted(rates)))

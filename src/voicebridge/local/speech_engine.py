@@ -159,11 +159,7 @@ class StandInSpeechEngine:
         formants = [_smooth(formant_targets[character, column], _SYLLABLE_SMOOTHING) for column in range(3)]
         base_f0 = 95.0 + seed % 60
         # Declination over the utterance plus a slow wobble, like a speaker's intonation.
-        f0 = (
-            base_f0
-            * (1.12 - 0.22 * control_t / control_t[-1])
-            * (1 + 0.04 * np.sin(2 * np.pi * 3.1 * control_t))
-        )
+        f0 = base_f0 * (1.12 - 0.22 * control_t / control_t[-1]) * (1 + 0.04 * np.sin(2 * np.pi * 3.1 * control_t))
 
         # Linear interpolation from the uniform control grid, set up once for every track.
         position = np.arange(total) * (_CONTROL_RATE / sample_rate)

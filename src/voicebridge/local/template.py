@@ -194,13 +194,9 @@ def function_spec(
     resource = template["Resources"].get(logical_id)
     if resource is None or resource.get("Type") not in ("AWS::Serverless::Function", "AWS::Lambda::Function"):
         functions = sorted(
-            name
-            for name, res in template["Resources"].items()
-            if res.get("Type") == "AWS::Serverless::Function"
+            name for name, res in template["Resources"].items() if res.get("Type") == "AWS::Serverless::Function"
         )
-        raise TemplateError(
-            f"{logical_id} is not a function in the template (functions: {', '.join(functions)})"
-        )
+        raise TemplateError(f"{logical_id} is not a function in the template (functions: {', '.join(functions)})")
     glob = template.get("Globals", {}).get("Function", {})
     props = resource.get("Properties", {})
     resolver = Resolver(template, region=region, parameters=parameters or {})

@@ -109,9 +109,7 @@ class CartesiaApiBackend:
     ``CARTESIA_BASE_URL``).
     """
 
-    def __init__(
-        self, *, api_key: str, base_url: str, model_id: str, stall_timeout_s: float = STALL_TIMEOUT_S
-    ) -> None:
+    def __init__(self, *, api_key: str, base_url: str, model_id: str, stall_timeout_s: float = STALL_TIMEOUT_S) -> None:
         from cartesia import Cartesia
 
         self.identity = f"cartesia-api:{model_id}"
@@ -193,9 +191,7 @@ def _from_client_error(exc: ClientError) -> Exception:
 def _reason(raw: Any) -> str:
     """The model's reason, short: Sonic's JSON error bodies carry it in ``error``/``message``/``detail``."""
     if isinstance(raw, dict):
-        text = (
-            raw.get("error") or raw.get("message") or raw.get("detail") or raw.get("title") or json.dumps(raw)
-        )
+        text = raw.get("error") or raw.get("message") or raw.get("detail") or raw.get("title") or json.dumps(raw)
         return str(text)[:200]
     if isinstance(raw, str):
         try:

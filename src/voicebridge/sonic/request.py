@@ -52,9 +52,7 @@ class SpeechRequest:
             raise InvalidInput("Prefix must be a string")
         full = " ".join((prefix + text).split())
         if len(full) > settings.sonic_max_text_chars:
-            raise InvalidInput(
-                f"Text is {len(full)} characters; the limit is {settings.sonic_max_text_chars}"
-            )
+            raise InvalidInput(f"Text is {len(full)} characters; the limit is {settings.sonic_max_text_chars}")
         voice = _string(parameters, "Voice") or settings.sonic_default_voice
         if not _VOICE_ID.match(voice):
             raise InvalidInput("Voice must be a Cartesia voice id (a UUID)")

@@ -69,9 +69,7 @@ class Synthesizer:
         if cached is not None:
             return Prompt(cached.uri, cached.duration_ms, cache_hit=True)
         generation, attempts = self._generate_with_retries(request, deadline)
-        stored = self._store.put(
-            digest, generation.wav, duration_ms=generation.duration_ms, text=request.text
-        )
+        stored = self._store.put(digest, generation.wav, duration_ms=generation.duration_ms, text=request.text)
         return Prompt(
             stored.uri,
             generation.duration_ms,

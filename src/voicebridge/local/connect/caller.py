@@ -94,9 +94,7 @@ def load_clips(folder: str | Path) -> dict[str, Clip]:
         for entry in entries:
             samples, rate = read_wav((root / entry["file"]).read_bytes())
             if rate != SAMPLE_RATE or samples.ndim != 1:
-                raise CallerScriptError(
-                    f"{entry['file']}: expected 8 kHz mono, got {rate} Hz {samples.shape}"
-                )
+                raise CallerScriptError(f"{entry['file']}: expected 8 kHz mono, got {rate} Hz {samples.shape}")
             clips[entry["name"]] = Clip(entry["name"], entry["transcript"], samples)
     except (OSError, ValueError, KeyError, TypeError, AudioFormatError) as exc:
         raise CallerScriptError(f"cannot read the caller's script in {root}: {exc}") from exc

@@ -68,9 +68,7 @@ class Contact:
             "CustomerEndpoint": {"Address": self.customer_number, "Type": "TELEPHONE_NUMBER"},
             "SystemEndpoint": {"Address": self.system_number, "Type": "TELEPHONE_NUMBER"},
             "Queue": None if self.queue is None else {"ARN": self.queue},
-            "MediaStreams": {
-                "Customer": {"Audio": None if self.audio_stream is None else dict(self.audio_stream)}
-            },
+            "MediaStreams": {"Customer": {"Audio": None if self.audio_stream is None else dict(self.audio_stream)}},
         }
 
     def event(self, parameters: Mapping[str, str]) -> dict[str, Any]:

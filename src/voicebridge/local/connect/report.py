@@ -50,9 +50,7 @@ def prompt_texts(calls: Sequence[LambdaCall]) -> dict[str, str]:
     for call in calls:
         uri = (call.response or {}).get("PromptUri")
         if isinstance(uri, str):
-            texts[uri] = " ".join(
-                (call.parameters.get("Prefix", "") + call.parameters.get("Text", "")).split()
-            )
+            texts[uri] = " ".join((call.parameters.get("Prefix", "") + call.parameters.get("Text", "")).split())
     return texts
 
 
@@ -259,8 +257,7 @@ def transcript(result: CallResult) -> str:
 def latency_table(result: CallResult) -> str:
     """The per-turn latencies as a table for the terminal."""
     header = (
-        f"{'turn':>4}  {'heard':<40}  {'stop->turn':>10}  {'turn->ready':>11}  "
-        f"{'ready->play':>11}  {'stop->play':>10}"
+        f"{'turn':>4}  {'heard':<40}  {'stop->turn':>10}  {'turn->ready':>11}  {'ready->play':>11}  {'stop->play':>10}"
     )
     rows = [header, "-" * len(header)]
 

@@ -403,17 +403,13 @@ class FlowSimulator:
                 raise
             self.log.record(ActionRun(now, action.identifier, action.type, branch.outcome, branch.target))
             if branch.target is None:
-                raise FlowRuntimeError(
-                    f"action {action.identifier!r} took {branch.outcome}, which leads nowhere"
-                )
+                raise FlowRuntimeError(f"action {action.identifier!r} took {branch.outcome}, which leads nowhere")
             identifier = branch.target
 
     def _error(self, action: Action, error_type: str, reason: str) -> _Branch:
         target = action.error_target(error_type)
         if target is None:
-            raise FlowRuntimeError(
-                f"action {action.identifier!r} failed ({reason}) and has no {error_type} branch"
-            )
+            raise FlowRuntimeError(f"action {action.identifier!r} failed ({reason}) and has no {error_type} branch")
         logger.info("flow simulator: %s took %s: %s", action.identifier, error_type, reason)
         return _Branch(error_type, target)
 
@@ -483,9 +479,7 @@ class FlowSimulator:
             try:
                 outcome, response, error = self._call(arn, payload, start + allowed, response_type)
             except _CallOver as over:
-                self._record_call(
-                    action, arn, start, inputs, "abandoned", None, f"the call ended: {over.reason}"
-                )
+                self._record_call(action, arn, start, inputs, "abandoned", None, f"the call ended: {over.reason}")
                 raise
             if outcome == "timeout" and allowed < limit:
                 outcome = "budget-exhausted"
@@ -694,9 +688,7 @@ class FlowSimulator:
         updated.update({name: self.contact.value(str(value)) for name, value in params["Attributes"].items()})
         size = sum(len(k.encode()) + len(v.encode()) for k, v in updated.items())
         if size > MAX_ATTRIBUTES_BYTES:
-            raise _ActionFailed(
-                f"contact attributes would take {size} bytes, over Connect's {MAX_ATTRIBUTES_BYTES}"
-            )
+            raise _ActionFailed(f"contact attributes would take {size} bytes, over Connect's {MAX_ATTRIBUTES_BYTES}")
         self.contact.attributes = updated
         return _Branch("next", action.next_action)
 
@@ -713,9 +705,7 @@ class FlowSimulator:
         try:
             count = int(raw)
         except ValueError:
-            raise FlowRuntimeError(
-                f"action {action.identifier!r}: LoopCount {raw!r} is not a number"
-            ) from None
+            raise FlowRuntimeError(f"action {action.identifier!r}: LoopCount {raw!r} is not a number") from None
         done = self._loops.get(action.identifier, 0)
         if done < count:
             self._loops[action.identifier] = done + 1
@@ -804,9 +794,7 @@ def _check_playable(data: bytes) -> None:
         if chunk == b"fmt " and offset + 16 <= len(data):
             tag, channels, rate = struct.unpack_from("<HHI", data, offset + 8)
             if (tag, channels, rate) != (_WAVE_FORMAT_MULAW, 1, SAMPLE_RATE):
-                raise AudioFormatError(
-                    f"format {tag}, {channels} channel(s), {rate} Hz: not 8 kHz mono µ-law"
-                )
+                raise AudioFormatError(f"format {tag}, {channels} channel(s), {rate} Hz: not 8 kHz mono µ-law")
             return
         offset += 8 + size + (size & 1)
     raise AudioFormatError("no fmt chunk")
@@ -815,9 +803,7 @@ def _check_playable(data: bytes) -> None:
 def _client(service: str, env: Mapping[str, str], **config: Any) -> Any:
     endpoint = env.get(f"AWS_ENDPOINT_URL_{service.upper().replace('-', '_')}") or env.get("AWS_ENDPOINT_URL")
     if not endpoint:
-        raise SimulatorError(
-            f"AWS_ENDPOINT_URL_{service.upper()} is not set: the simulator runs on the local cloud"
-        )
+        raise SimulatorError(f"AWS_ENDPOINT_URL_{service.upper()} is not set: the simulator runs on the local cloud")
     return boto3.client(
         service,
         endpoint_url=endpoint,
