@@ -31,7 +31,8 @@ bench: $(DEV_STAMP) system-deps
 	$(VENV)/bin/voicebridge bench
 
 lint: $(DEV_STAMP)
-	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff check src tests bench tools
+	$(VENV)/bin/ruff format --check src tests bench tools
 
 typecheck: $(DEV_STAMP)
 	$(VENV)/bin/mypy
@@ -43,7 +44,6 @@ template: $(DEV_STAMP)
 	$(VENV)/bin/cfn-lint template.yaml
 	$(VENV)/bin/voicebridge flows validate
 	$(PY) tools/flows_sync.py --check
-	$(VENV)/bin/ruff check tools
 	$(VENV)/bin/mypy tools/flows_sync.py
 
 sam-validate: $(SAM_STAMP)
