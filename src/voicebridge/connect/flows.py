@@ -710,21 +710,24 @@ def parse_flow(
     if problems:
         raise InvalidFlowError(problems)
     document = json.loads(flow) if isinstance(flow, str) else flow
-    actions: dict[str, Action] = {}
-    for raw in document["Actions"]:
-        transitions = raw["Transitions"]
-        actions[raw["Identifier"]] = Action(
-            identifier=raw["Identifier"],
-            type=raw["Type"],
-            parameters=raw.get("Parameters", {}),
-            next_action=transitions.get("NextAction"),
-            errors=tuple(ErrorBranch(e["ErrorType"], e["NextAction"]) for e in transitions.get("Errors", [])),
-            conditions=tuple(
-                Condition(c["Condition"]["Operator"], tuple(c["Condition"]["Operands"]), c["NextAction"])
-                for c in transitions.get("Conditions", [])
-            ),
-        )
+    actions = {raw["Identifier"]: action_from_json(raw) for raw in document["Actions"]}
     return Flow(start_action=document["StartAction"], actions=actions, metadata=document.get("Metadata", {}))
+
+
+def action_from_json(raw: Mapping[str, Any]) -> Action:
+    """The model of one action of a validated flow."""
+    transitions = raw["Transitions"]
+    return Action(
+        identifier=raw["Identifier"],
+        type=raw["Type"],
+        parameters=raw.get("Parameters", {}),
+        next_action=transitions.get("NextAction"),
+        errors=tuple(ErrorBranch(e["ErrorType"], e["NextAction"]) for e in transitions.get("Errors", [])),
+        conditions=tuple(
+            Condition(c["Condition"]["Operator"], tuple(c["Condition"]["Operands"]), c["NextAction"])
+            for c in transitions.get("Conditions", [])
+        ),
+    )
 
 
 def load_flow(

@@ -52,10 +52,9 @@ from voicebridge.audio.wav import read_wav
 from voicebridge.connect.flows import (
     ACTION_TYPES,
     Action,
-    Condition,
-    ErrorBranch,
     Flow,
     InvalidFlowError,
+    action_from_json,
     parse_flow,
     render,
     template_functions,
@@ -185,19 +184,8 @@ def _flow_with_unknown_actions(document: Mapping[str, Any], unknown: set[Any]) -
         identifier = raw["Identifier"]
         if identifier in unknown:
             actions[identifier] = Action(identifier, raw["Type"], raw.get("Parameters") or {}, None)
-            continue
-        transitions = raw["Transitions"]
-        actions[identifier] = Action(
-            identifier=identifier,
-            type=raw["Type"],
-            parameters=raw.get("Parameters", {}),
-            next_action=transitions.get("NextAction"),
-            errors=tuple(ErrorBranch(e["ErrorType"], e["NextAction"]) for e in transitions.get("Errors", [])),
-            conditions=tuple(
-                Condition(c["Condition"]["Operator"], tuple(c["Condition"]["Operands"]), c["NextAction"])
-                for c in transitions.get("Conditions", [])
-            ),
-        )
+        else:
+            actions[identifier] = action_from_json(raw)
     return Flow(start_action=document["StartAction"], actions=actions, metadata=document.get("Metadata", {}))
 
 
