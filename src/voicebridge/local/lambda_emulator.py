@@ -78,7 +78,6 @@ import queue
 import re
 import resource
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -89,13 +88,12 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import IO, Any, Final, Self, cast
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from voicebridge.local.runner import LambdaContext
-from voicebridge.local.service import LocalService
+from voicebridge.local.service import LocalService, TrackedHandler, TrackingHTTPServer
 from voicebridge.local.template import (
     LOCAL_ACCOUNT,
     FunctionSpec,
@@ -651,39 +649,18 @@ def _log_tail(lines: list[str]) -> str:
 # --- HTTP ------------------------------------------------------------------------------------------------
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = False
-    block_on_close = True
-
+class _Server(TrackingHTTPServer):
     def __init__(self, address: tuple[str, int], emulator: LambdaEmulator) -> None:
         self.emulator = emulator
-        self.connections: set[socket.socket] = set()
-        self.connections_lock = threading.Lock()
         super().__init__(address, _Handler)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(TrackedHandler):
     server_version = "LambdaEmulator/1.0"
-    # Idle keep-alive connections from botocore's pool are dropped after this many seconds.
-    timeout = 60
 
     @property
     def emulator(self) -> LambdaEmulator:
         return cast(_Server, self.server).emulator
-
-    def setup(self) -> None:
-        super().setup()
-        server = cast(_Server, self.server)
-        with server.connections_lock:
-            server.connections.add(self.connection)
-
-    def finish(self) -> None:
-        server = cast(_Server, self.server)
-        with server.connections_lock:
-            server.connections.discard(self.connection)
-        with contextlib.suppress(OSError):
-            super().finish()
 
     def log_message(self, format: str, *args: Any) -> None:
         logger.debug("%s: " + format, _LABEL, *args)
@@ -841,14 +818,7 @@ class LambdaEmulator(LocalService):
                 function.dispatchers.clear()
                 function.idle.clear()
                 function.containers = 0
-        server.shutdown()
-        # Pooled keep-alive connections would keep their handler threads reading: cut them.
-        with server.connections_lock:
-            open_connections = list(server.connections)
-        for connection in open_connections:
-            with contextlib.suppress(OSError):
-                connection.shutdown(socket.SHUT_RDWR)
-        server.server_close()
+        server.close_all()
         if self._thread is not None:
             self._thread.join(timeout=_KILL_WAIT_S)
             self._thread = None

@@ -1,10 +1,15 @@
-"""What every local-cloud service shares: started and stopped around a ``with`` block."""
+"""What the local cloud's services share: a ``with`` block around start and stop, and an HTTP server that can cut
+its keep-alive connections when it stops."""
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import threading
 from abc import ABC, abstractmethod
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Self
+from typing import Self, cast
 
 
 class LocalService(ABC):
@@ -25,3 +30,47 @@ class LocalService(ABC):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+
+class TrackingHTTPServer(ThreadingHTTPServer):
+    """A threading HTTP server that knows its open connections, so stopping it can cut idle keep-alive ones
+    (a client's connection pool would otherwise keep their handler threads reading)."""
+
+    daemon_threads = False
+    block_on_close = True
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        self.connections: set[socket.socket] = set()
+        self.connections_lock = threading.Lock()
+        super().__init__(address, handler)
+
+    def close_all(self) -> None:
+        """Stop serving, cut every open connection and close the listening socket."""
+        self.shutdown()
+        with self.connections_lock:
+            open_connections = list(self.connections)
+        for connection in open_connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+        self.server_close()
+
+
+class TrackedHandler(BaseHTTPRequestHandler):
+    """Registers its connection with a :class:`TrackingHTTPServer` for as long as it is open."""
+
+    protocol_version = "HTTP/1.1"
+    # Idle keep-alive connections from a client's pool are dropped after this many seconds.
+    timeout = 60
+
+    def setup(self) -> None:
+        super().setup()
+        server = cast(TrackingHTTPServer, self.server)
+        with server.connections_lock:
+            server.connections.add(self.connection)
+
+    def finish(self) -> None:
+        server = cast(TrackingHTTPServer, self.server)
+        with server.connections_lock:
+            server.connections.discard(self.connection)
+        with contextlib.suppress(OSError):
+            super().finish()

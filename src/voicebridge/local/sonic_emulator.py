@@ -65,7 +65,6 @@ Marketplace package accepts ``pcm_mulaw`` is undocumented, so tests can make it 
 from __future__ import annotations
 
 import base64
-import contextlib
 import dataclasses
 import hashlib
 import hmac
@@ -84,7 +83,6 @@ from collections import deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar, Final, Literal, Self, cast
 from urllib.parse import unquote, urlsplit
 
@@ -92,7 +90,7 @@ import numpy as np
 import numpy.typing as npt
 
 from voicebridge.local.eventstream_encoder import encode_event, encode_exception
-from voicebridge.local.service import LocalService
+from voicebridge.local.service import LocalService, TrackedHandler, TrackingHTTPServer
 from voicebridge.local.speech_engine import SpeechEngine, SpeechEngineError, load_engine
 
 __all__ = [
@@ -680,14 +678,9 @@ class _Invocation:
     recorded: bool = False
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = False
-    block_on_close = True
-
+class _Server(TrackingHTTPServer):
     def __init__(self, address: tuple[str, int], emulator: SonicEmulator) -> None:
         self.emulator = emulator
-        self.connections: set[socket.socket] = set()
-        self.connections_lock = threading.Lock()
         super().__init__(address, _Handler)
 
 
@@ -863,11 +856,8 @@ def _sse_event(message: Mapping[str, Any]) -> bytes:
 # -- the server's request handler
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(TrackedHandler):
     server_version = "SonicEndpointEmulator/1.0"
-    # Idle keep-alive connections from a client's pool are dropped after this many seconds.
-    timeout = 60
 
     @property
     def emulator(self) -> SonicEmulator:
@@ -877,16 +867,6 @@ class _Handler(BaseHTTPRequestHandler):
         super().setup()
         # Each flush is a small write; Nagle's algorithm would hold it back for the client's delayed ACK.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        server = cast(_Server, self.server)
-        with server.connections_lock:
-            server.connections.add(self.connection)
-
-    def finish(self) -> None:
-        server = cast(_Server, self.server)
-        with server.connections_lock:
-            server.connections.discard(self.connection)
-        with contextlib.suppress(OSError):
-            super().finish()
 
     def handle_one_request(self) -> None:
         try:
@@ -1264,14 +1244,7 @@ class SonicEmulator(LocalService):
         if server is None:
             return
         self._stopping.set()
-        server.shutdown()
-        # Pooled keep-alive connections would keep their handler threads reading: cut them.
-        with server.connections_lock:
-            open_connections = list(server.connections)
-        for connection in open_connections:
-            with contextlib.suppress(OSError):
-                connection.shutdown(socket.SHUT_RDWR)
-        server.server_close()
+        server.close_all()
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
