@@ -86,6 +86,7 @@ class StreamConsumer:
         self._stop = threading.Event()
         self._media_reconnects = 0
         self._current_fragment: str | None = None
+        self._previous_fragment: str | None = None
 
     def run(self) -> Outcome:
         checkpoint = self._store.load(self.contact_id)
@@ -151,7 +152,9 @@ class StreamConsumer:
                 reason = "payload ended"
             except MediaInterrupted as exc:
                 reason = exc.safe_message
-            resume = self._current_fragment or resume
+            # Whether AfterFragmentNumber includes that fragment is ambiguous: starting one fragment earlier
+            # loses nothing either way, and positions skip what was already sent.
+            resume = self._previous_fragment or self._current_fragment or resume
             if progressed:
                 idle_since, backoff = None, 0.1
             else:
@@ -216,7 +219,8 @@ class StreamConsumer:
         number = tags.get("AWS_KINESISVIDEO_FRAGMENT_NUMBER")
         if number:
             fragment.number = number
-            self._current_fragment = number
+            if self._current_fragment is None or int(number) > int(self._current_fragment):
+                self._previous_fragment, self._current_fragment = self._current_fragment, number
         producer = tags.get("AWS_KINESISVIDEO_PRODUCER_TIMESTAMP")
         if producer:
             fragment.producer_ms = float(producer) * 1000
