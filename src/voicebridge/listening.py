@@ -18,7 +18,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from voicebridge.connect.events import ContactFlowEvent
-from voicebridge.errors import InvalidInput, StorageError, VoiceBridgeError
+from voicebridge.errors import InvalidInput, VoiceBridgeError
 from voicebridge.store.turns import AGENT, CUSTOMER, Turn, TurnStore
 
 
@@ -116,6 +116,3 @@ def _int(raw: Any, name: str, *, default: int, low: int) -> int:
     if value < low:
         raise InvalidInput(f"{name} must be at least {low}")
     return value
-
-
-__all__ = ["HandOffFailed", "NoMediaStream", "NotListening", "StorageError", "await_turn", "start_listening"]

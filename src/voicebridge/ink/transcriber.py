@@ -115,8 +115,6 @@ class TrackTranscriber(TurnListener):
         self._next_open_at = 0.0
         self._last_send = time.monotonic()
         self.audio_bytes_sent = 0
-        self.keepalive_bytes_sent = 0
-        self.reconnects = 0
         self.turns_stored = 0
 
     # -- audio in
@@ -166,9 +164,7 @@ class TrackTranscriber(TurnListener):
         with self._lock:
             self._settle_silence()
             if (time.monotonic() - self._last_send) * 1000 >= idle_ms:
-                silence = bytes(self._frame_bytes)
-                if self._send(silence):
-                    self.keepalive_bytes_sent += len(silence)
+                self._send(bytes(self._frame_bytes))
         self._recover()
 
     def _send(self, pcm: bytes) -> bool:
@@ -201,7 +197,6 @@ class TrackTranscriber(TurnListener):
                 return
             if lost is not None:
                 self._session = None
-                self.reconnects += 1
                 self._sink.add("InkReconnects", MetricUnit.Count, 1)
             try:
                 session = self._open_session(self, f"ink-{self.track}")

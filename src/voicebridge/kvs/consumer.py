@@ -45,7 +45,6 @@ class Outcome:
     audio_seconds: float = 0.0
     turns: int = 0
     reconnects: int = 0
-    details: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
