@@ -14,15 +14,18 @@ SAM_CLI_VERSION ?= 1.170.0
 CHECKOV_VERSION ?= 3.3.30
 SAM_STAMP := $(SAM_VENV)/.installed-sam-$(SAM_CLI_VERSION)
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed-checkov-$(CHECKOV_VERSION)
-# `sam build` pip-installs src/requirements.txt with the Lambda runtime's Python, which must be on PATH; on a pyenv
+# `sam build` pip-installs src/runtime/requirements.txt with the Lambda runtime's Python, which must be on PATH; on a pyenv
 # machine PYENV_VERSION exposes it next to the default one. No telemetry, and a region for an offline validate.
 LAMBDA_PYTHON := python3.13
 SAM_PYENV_VERSION ?= 3.11.7:3.12.1:3.13.0
 SAM_ENV := SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} PYENV_VERSION=$(SAM_PYENV_VERSION)
 
-.PHONY: test demo lint typecheck unit template sam-validate sam-build checkov flows-sync system-deps bench clean
+.PHONY: test demo lint typecheck unit integration artifact template sam-validate sam-build checkov flows-sync \
+	system-deps bench clean
 
-test: $(DEV_STAMP) system-deps lint typecheck unit template sam-validate sam-build checkov
+# Everything, in the order a failure is cheapest to find: lint and types, unit tests (seconds), the template, the
+# integration tests (the local cloud, a few minutes), then the Lambda artifacts as `sam build` makes them.
+test: $(DEV_STAMP) system-deps lint typecheck unit template integration sam-validate sam-build artifact checkov
 
 demo: $(SPEECH_STAMP)
 	$(VENV)/bin/voicebridge demo --report out/demo-report.json
@@ -37,14 +40,21 @@ lint: $(DEV_STAMP)
 typecheck: $(DEV_STAMP)
 	$(VENV)/bin/mypy
 
-unit: $(DEV_STAMP) system-deps
-	$(VENV)/bin/pytest -q
+# Tests are marked by folder (tests/conftest.py): anything under an integration/ folder needs the local cloud.
+unit: $(DEV_STAMP)
+	$(VENV)/bin/pytest -q -m unit
+
+integration: $(DEV_STAMP) system-deps
+	$(VENV)/bin/pytest -q -m integration
+
+# What `sam build` put in each function's folder: the runtime alone (tests/artifact, skipped without a build).
+artifact: sam-build
+	VOICEBRIDGE_BUILD_DIR=.aws-sam/build $(VENV)/bin/pytest -q -m artifact
 
 template: $(DEV_STAMP)
 	$(VENV)/bin/cfn-lint template.yaml
 	$(VENV)/bin/voicebridge flows validate
 	$(PY) tools/flows_sync.py --check
-	$(VENV)/bin/mypy tools/flows_sync.py
 
 sam-validate: $(SAM_STAMP)
 	$(SAM_ENV) $(SAM_VENV)/bin/sam validate --lint

@@ -29,13 +29,13 @@ import boto3
 
 from voicebridge.audio import MulawConverter
 from voicebridge.config import Settings
-from voicebridge.local.cloud import LOCAL_ENDPOINT_NAME, local_cloud_process
-from voicebridge.local.runner import environment, invoke
-from voicebridge.local.template import function_spec, load_template
 from voicebridge.sonic.backends import OutputFormat, SageMakerBackend
 from voicebridge.sonic.request import SpeechRequest
 from voicebridge.sonic.synthesizer import Generation, Synthesizer
 from voicebridge.store.prompts import PromptStore
+from voicebridge_dev.local.cloud import LOCAL_ENDPOINT_NAME, local_cloud_process
+from voicebridge_dev.local.runner import environment, invoke
+from voicebridge_dev.template import function_spec, load_template
 
 ROOT = Path(__file__).resolve().parents[1]
 LONG_TEXT = (
@@ -88,7 +88,7 @@ def _head_miss_ms(bucket: str, rounds: int = 15) -> float:
 
 
 def _event(text: str) -> dict[str, Any]:
-    event = json.loads((ROOT / "events" / "synthesize.json").read_text())
+    event: dict[str, Any] = json.loads((ROOT / "events" / "synthesize.json").read_text())
     event["Details"]["Parameters"] = {"Text": text}
     return event
 

@@ -27,7 +27,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from voicebridge.local.template import TemplateError, load_template
+from voicebridge_dev.template import TemplateError, load_template
 
 CONTACT_FLOW = "AWS::Connect::ContactFlow"
 FLOW_FILE_KEY = "FlowFile"

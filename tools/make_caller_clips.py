@@ -1,4 +1,4 @@
-"""Makes the simulated caller's scripted utterances: ``tests/data/caller/*.wav`` and ``script.json``.
+"""Makes the simulated caller's scripted utterances: ``clips/*.wav`` and ``script.json`` of the simulator.
 
 Each utterance is spoken by piper (voice ``joe``, from the ``speech`` extra) a little slower than its natural
 pace and with its noise terms at zero, so the same text always gives the same samples; it is resampled to
@@ -71,7 +71,7 @@ def trim(samples: npt.NDArray[np.int16]) -> npt.NDArray[np.int16]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=Path("tests/data/caller"))
+    parser.add_argument("--out", type=Path, default=Path("src/dev/voicebridge_dev/simulator/clips"))
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     clips = []

@@ -1,0 +1,218 @@
+"""``voicebridge`` — the command line: the local cloud, Docker-free invokes, the demo, benchmarks and tools.
+
+voicebridge local up                         run the local cloud in the foreground, print its exports
+voicebridge invoke LOGICAL_ID --event FILE   run a template function locally (a Docker-free sam local invoke)
+voicebridge demo [--report FILE]             the product on the local cloud, end to end
+voicebridge bench [--json]                   benchmarks against named peers
+voicebridge flows validate [PATH...]         check exported contact flows
+voicebridge flows render PATH --stack NAME   fill ARNs from a deployed stack for a console import
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="voicebridge", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    local = commands.add_parser("local", help="the local cloud").add_subparsers(dest="local_command", required=True)
+    up = local.add_parser("up", help="run moto and the emulators in the foreground; Ctrl-C stops them")
+    up.add_argument("--port-base", type=int, default=4566, help="moto on this port, emulators on the next ones")
+    up.add_argument("--template", default="template.yaml")
+    up.add_argument("--engine", choices=("auto", "standin", "piper"), default="auto")
+    up.add_argument("--sonic-ttfb-ms", type=float, default=40.0, help="emulated Sonic time to first byte")
+    up.add_argument("--sonic-speed", type=float, default=20.0, help="emulated generation speed, x real time")
+
+    inv = commands.add_parser("invoke", help="run a template function locally with an event file")
+    inv.add_argument("logical_id")
+    inv.add_argument("--event", "-e", required=True, help="event JSON file, or - for standard input")
+    inv.add_argument("--template", "-t", default="template.yaml")
+    inv.add_argument("--env-vars", "-n", help="JSON overrides in sam local invoke's --env-vars format")
+    inv.add_argument("--parameter-overrides", nargs="*", default=[], metavar="KEY=VALUE")
+
+    demo = commands.add_parser("demo", help="the product end to end on the local cloud")
+    demo.add_argument("--report", help="write a JSON report to this file")
+    demo.add_argument("--out", default="out", help="folder for the files the demo writes")
+    demo.add_argument("--engine", choices=("auto", "standin", "piper"), default="auto")
+    demo.add_argument("--scenario", choices=("normal", "silence", "model-failure"), default="normal")
+    demo.add_argument(
+        "--text", default=None, help="a sentence the caller says first (spoken by the local speech engine)"
+    )
+
+    bench = commands.add_parser("bench", help="benchmarks against named peers (run from the repository root)")
+    bench.add_argument("--json", action="store_true", help="print the figures as JSON")
+    bench.add_argument("--only", nargs="*", default=None, help="bench names to run (default: all)")
+
+    mkv = commands.add_parser("mkv", help="Kinesis Video Streams payloads").add_subparsers(
+        dest="mkv_command", required=True
+    )
+    dump = mkv.add_parser("dump", help="raw s16le PCM of one track on stdout; exit 2 on malformed input")
+    dump.add_argument("file", help="a GetMedia payload, or - for standard input")
+    dump.add_argument("--track", required=True, help="track name, e.g. AUDIO_FROM_CUSTOMER")
+    dump.add_argument("--tags", help="write each fragment's tags as JSON lines to this file")
+
+    flows = commands.add_parser("flows", help="exported contact flows").add_subparsers(
+        dest="flows_command", required=True
+    )
+    check = flows.add_parser("validate", help="exit 0 when every flow is valid; each problem as file: action: reason")
+    check.add_argument("paths", nargs="*", help="flow files (default: contact_flows/*.json)")
+    check.add_argument("--template", default="template.yaml")
+    render = flows.add_parser("render", help="print a flow with its placeholders filled, for a console import")
+    render.add_argument("path")
+    source = render.add_mutually_exclusive_group(required=True)
+    source.add_argument("--stack", help="name of the deployed stack whose outputs fill the placeholders")
+    source.add_argument("--output", nargs="+", metavar="KEY=VALUE", help="outputs given by hand")
+    render.add_argument("--set", nargs="*", default=[], metavar="NAME=VALUE", help="values for other placeholders")
+
+    args = parser.parse_args(argv)
+    if args.command == "mkv":
+        return _mkv_dump(args)
+    if args.command == "flows":
+        return _flows(args)
+    if args.command == "local":
+        return _local_up(args)
+    if args.command == "invoke":
+        return _invoke(args)
+    if args.command == "demo":
+        from voicebridge_dev.demo import run_demo
+
+        return run_demo(
+            out=Path(args.out), report=args.report, engine=args.engine, scenario=args.scenario, text=args.text
+        )
+    if args.command == "bench":
+        return _bench(args)
+    parser.error(f"unknown command {args.command}")
+    return 2
+
+
+def _local_up(args: argparse.Namespace) -> int:
+    from voicebridge_dev.local.cloud import LocalCloud
+    from voicebridge_dev.local.speech_engine import load_engine
+
+    cloud = LocalCloud(
+        template=args.template,
+        port_base=args.port_base,
+        engine=load_engine(args.engine),
+        sonic_time_to_first_byte_ms=args.sonic_ttfb_ms,
+        sonic_realtime_factor=args.sonic_speed,
+    )
+    cloud.start()
+    stop = threading.Event()
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        print("# voicebridge local cloud (emulators, not the real services). Paste into another shell:")
+        for name, value in sorted(cloud.env().items()):
+            print(f"export {name}={value}")
+        print("# Ctrl-C stops it.", flush=True)
+        stop.wait()
+    finally:
+        cloud.stop()
+        print("local cloud stopped", file=sys.stderr)
+    return 0
+
+
+def _invoke(args: argparse.Namespace) -> int:
+    from voicebridge_dev.local.runner import invoke
+    from voicebridge_dev.template import TemplateError, function_spec, load_template
+
+    result_out: TextIO = sys.stdout
+    # The handler's logs and metrics go to stderr, so stdout carries only the result, as with sam local invoke.
+    sys.stdout = sys.stderr
+    try:
+        event = _read_json(args.event)
+        overrides = _read_json(args.env_vars) if args.env_vars else {}
+        parameters = dict(item.split("=", 1) for item in args.parameter_overrides)
+        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+        spec = function_spec(
+            load_template(args.template),
+            args.logical_id,
+            region=region,
+            parameters=parameters,
+            overrides=overrides,
+        )
+        result = invoke(spec, event, region=region)
+    except (OSError, ValueError, TemplateError) as exc:
+        print(f"voicebridge invoke: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        sys.stdout = result_out
+    print(json.dumps(result, indent=2), file=result_out)
+    return 0
+
+
+def _bench(args: argparse.Namespace) -> int:
+    import importlib.util
+
+    folder = Path("bench")
+    if not folder.is_dir():
+        print("voicebridge bench: run it from the repository root (no bench/ folder here)", file=sys.stderr)
+        return 2
+    figures: dict[str, Any] = {}
+    for path in sorted(folder.glob("bench_*.py")):
+        name = path.stem.removeprefix("bench_")
+        if args.only and name not in args.only:
+            continue
+        spec = importlib.util.spec_from_file_location(f"voicebridge_bench_{name}", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        if not args.json:
+            print(f"== {name}", flush=True)
+        figures[name] = module.run()
+        if not args.json:
+            text = module.report(figures[name]) if hasattr(module, "report") else json.dumps(figures[name], indent=2)
+            print(text, flush=True)
+    if args.json:
+        print(json.dumps(figures, indent=2, default=str))
+    return 0
+
+
+def _mkv_dump(args: argparse.Namespace) -> int:
+    import contextlib
+
+    from voicebridge_dev.mkv_dump import DumpError, dump
+
+    try:
+        with contextlib.ExitStack() as stack:
+            source = sys.stdin.buffer if args.file == "-" else stack.enter_context(open(args.file, "rb"))
+            tags = stack.enter_context(open(args.tags, "w", encoding="utf-8")) if args.tags else None
+            return dump(source, sys.stdout.buffer, args.track, tags)
+    except (DumpError, OSError) as exc:
+        print(f"voicebridge mkv dump: {exc}", file=sys.stderr)
+        return 2
+
+
+def _flows(args: argparse.Namespace) -> int:
+    from voicebridge_dev.flows import FlowError, cli_render, cli_validate
+
+    if args.flows_command == "validate":
+        return cli_validate(args.paths, args.template)
+    try:
+        outputs = args.stack or dict(item.split("=", 1) for item in args.output)
+        print(cli_render(args.path, outputs, overrides=dict(item.split("=", 1) for item in args.set)))
+    except (FlowError, OSError, ValueError) as exc:
+        print(f"voicebridge flows render: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _read_json(path: str) -> Any:
+    if path == "-":
+        return json.load(sys.stdin)
+    with open(path, encoding="utf-8") as stream:
+        return json.load(stream)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,112 @@
+"""The simulated contact: identity, attributes, the last Lambda result, and the event a function receives.
+
+References are Connect's JSONPath-like names (PROTOCOLS.md §2): ``$.Attributes.X`` (contact attributes),
+``$.External.X`` (the latest Invoke-Lambda result), and the contact's own fields (``$.ContactId``,
+``$.Channel``, ``$.CustomerEndpoint.Address``, ``$.MediaStreams.Customer.Audio.StreamARN``, …). A parameter
+whose whole value is one reference takes the referenced value; prompt text may also hold references inline
+("You said: $.Attributes.LastTranscript"). A reference to nothing is the empty string, as Connect renders it.
+
+The event (PROTOCOLS.md §1)::
+
+    {"Name": "ContactFlowEvent",
+     "Details": {"ContactData": {"Attributes": {...}, "Channel": "VOICE", "ContactId": "...", ...,
+                                 "MediaStreams": {"Customer": {"Audio": null | {
+                                     "StreamARN", "StartFragmentNumber", "StartTimestamp", "Stop..."}}}},
+                 "Parameters": {...}}}
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from voicebridge_dev.local.kvs_emulator import EMULATED_ACCOUNT_ID, EMULATED_INSTANCE_ID
+
+__all__ = ["MAX_ATTRIBUTES_BYTES", "Contact", "is_reference"]
+
+MAX_ATTRIBUTES_BYTES = 32_768
+_REFERENCE = re.compile(r"\$(?:\.[A-Za-z_][A-Za-z0-9_-]*)+")
+
+
+def is_reference(value: str) -> bool:
+    """True when ``value`` is exactly one reference (``$.External.Result``)."""
+    return _REFERENCE.fullmatch(value) is not None
+
+
+@dataclass
+class Contact:
+    """One inbound voice contact as a flow sees it."""
+
+    contact_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    region: str = "us-east-1"
+    customer_number: str = "+15555550100"
+    system_number: str = "+15555550199"
+    language: str = "en-US"
+    attributes: dict[str, str] = field(default_factory=dict)
+    external: dict[str, Any] = field(default_factory=dict)
+    audio_stream: dict[str, str] | None = None
+    queue: str | None = None
+
+    @property
+    def instance_arn(self) -> str:
+        return f"arn:aws:connect:{self.region}:{EMULATED_ACCOUNT_ID}:instance/{EMULATED_INSTANCE_ID}"
+
+    def contact_data(self) -> dict[str, Any]:
+        return {
+            "Attributes": dict(self.attributes),
+            "Channel": "VOICE",
+            "ContactId": self.contact_id,
+            "InitialContactId": self.contact_id,
+            "PreviousContactId": self.contact_id,
+            "InitiationMethod": "INBOUND",
+            "LanguageCode": self.language,
+            "InstanceARN": self.instance_arn,
+            "CustomerEndpoint": {"Address": self.customer_number, "Type": "TELEPHONE_NUMBER"},
+            "SystemEndpoint": {"Address": self.system_number, "Type": "TELEPHONE_NUMBER"},
+            "Queue": None if self.queue is None else {"ARN": self.queue},
+            "MediaStreams": {"Customer": {"Audio": None if self.audio_stream is None else dict(self.audio_stream)}},
+        }
+
+    def event(self, parameters: Mapping[str, str]) -> dict[str, Any]:
+        """The event an Invoke-Lambda block sends with these function input parameters."""
+        return {
+            "Name": "ContactFlowEvent",
+            "Details": {"ContactData": self.contact_data(), "Parameters": dict(parameters)},
+        }
+
+    def lookup(self, reference: str) -> Any:
+        """The value ``reference`` names (None when it names nothing)."""
+        path = reference.split(".")[1:]
+        head, rest = path[0], path[1:]
+        current: Any
+        if head == "External":
+            current = self.external
+        elif head == "Attributes":
+            current = self.attributes
+        else:
+            current, rest = self.contact_data(), path
+        for name in rest:
+            if not isinstance(current, Mapping):
+                return None
+            current = current.get(name)
+        return current
+
+    def value(self, raw: str) -> str:
+        """A parameter's value: the referenced value when ``raw`` is one reference, else ``raw`` itself."""
+        return self._text(self.lookup(raw)) if is_reference(raw) else raw
+
+    def interpolate(self, text: str) -> str:
+        """``text`` with each reference in it replaced by its value."""
+        return _REFERENCE.sub(lambda match: self._text(self.lookup(match.group(0))), text)
+
+    @staticmethod
+    def _text(value: Any) -> str:
+        if value is None:
+            return ""
+        if isinstance(value, str):
+            return value
+        return json.dumps(value)

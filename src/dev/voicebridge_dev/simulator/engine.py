@@ -1,0 +1,848 @@
+"""The Amazon Connect flow simulator: runs an exported flow (flow language 2019-10-30) for one inbound call.
+
+This is an emulator of Connect's flow engine for local runs, not Amazon Connect. It executes a flow's actions
+against the local cloud (PROTOCOLS.md §1–§4):
+
+- ``InvokeLambdaFunction`` — boto3 ``lambda.invoke`` against ``AWS_ENDPOINT_URL_LAMBDA`` with the Connect
+  event (:class:`~voicebridge_dev.simulator.contact.Contact`); the function is the block's
+  ``LambdaFunctionARN`` once the template's placeholders are filled with the local ARNs. The answer becomes
+  ``$.External`` when it is a flat string map (``STRING_MAP``) or a JSON object (``JSON``); a function error,
+  an invalid answer, or no answer within ``InvocationTimeLimitSeconds`` takes ``NoMatchingError``. Throttling
+  and 5xx are retried inside that limit, as Connect does. Lambda blocks chained without a prompt between them
+  share a 20 s budget: each call gets what is left of it, and the longest chain is reported.
+- ``MessageParticipant`` — ``Media`` is fetched from S3 and must be an 8 kHz mono µ-law WAV; ``Text`` and
+  ``SSML`` are spoken by a local speech engine standing in for Connect's own voice (``<break time=…/>`` is
+  silence).
+- ``GetParticipantInput`` — plays its prompt, then waits ``InputTimeLimitSeconds`` for DTMF the simulated
+  caller never sends (``InputTimeLimitExceeded``); with an SSML break as its prompt it holds the call.
+- ``UpdateContactMediaStreamingBehavior`` — starts or stops streaming both tracks into the KVS emulator
+  (one stream per call, ``connect-local-contact-<ContactId>``); ``MediaStreams`` in the event follows.
+- ``UpdateContactAttributes``, ``Compare`` (Equals, Number…, Text…), ``Loop`` (a counter per action, reset
+  after ``DoneLooping``), ``UpdateFlowLoggingBehavior``, ``UpdateContactTargetQueue``.
+- ``DisconnectParticipant`` ends the call; ``TransferContactToQueue`` ends it as transferred.
+
+Any other action (or parameter choice, such as ``PromptId`` or an ``ASYNCHRONOUS`` Lambda) stops the call
+with an :class:`UnsupportedActionError` naming it. The simulated caller
+(:mod:`voicebridge_dev.simulator.caller`) may hang up at any moment; the flow then stops, as Connect stops it.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+import re
+import struct
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import boto3
+import numpy as np
+import numpy.typing as npt
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from voicebridge.audio import AudioFormatError
+from voicebridge.audio.wav import read_wav
+from voicebridge_dev.flows import (
+    ACTION_TYPES,
+    Action,
+    Flow,
+    InvalidFlowError,
+    action_from_json,
+    parse_flow,
+    render,
+    template_functions,
+    validate,
+)
+from voicebridge_dev.local.kvs_emulator import EMULATED_INSTANCE_ID, EmulatedStream, KvsEmulator, KvsEmulatorError
+from voicebridge_dev.local.speech_engine import SpeechEngine, SpeechEngineError
+from voicebridge_dev.simulator.caller import SimulatedCaller
+from voicebridge_dev.simulator.clock import Clock, RealClock
+from voicebridge_dev.simulator.contact import MAX_ATTRIBUTES_BYTES, Contact
+from voicebridge_dev.simulator.events import (
+    BOT,
+    ActionRun,
+    CallEnded,
+    CallEvent,
+    CallLog,
+    EndReason,
+    LambdaCall,
+    LambdaOutcome,
+    Segment,
+    SegmentKind,
+    StreamingChanged,
+)
+from voicebridge_dev.simulator.media import SAMPLE_RATE, MediaPlane
+from voicebridge_dev.template import Resolver, load_template
+
+__all__ = [
+    "CHAIN_BUDGET_S",
+    "CallResult",
+    "FlowRuntimeError",
+    "FlowSimulator",
+    "LoadedFlow",
+    "SimulatorError",
+    "UnsupportedActionError",
+    "load_flow_for_simulation",
+    "simulate_call",
+]
+
+logger = logging.getLogger(__name__)
+
+CHAIN_BUDGET_S = 20.0
+"""Connect's limit for Lambda blocks chained without a prompt between them."""
+MAX_RESPONSE_BYTES = 32 * 1024
+_RETRY_BASE_S = 0.1
+_WAIT_SLICE_S = 0.05
+_STREAM_DRAIN_S = 5.0
+_DEFAULT_BREAK_S = 0.5
+_WAVE_FORMAT_MULAW = 7
+_RETRYABLE_CODES = frozenset({"TooManyRequestsException", "ServiceException", "ThrottlingException"})
+
+
+class SimulatorError(Exception):
+    """Base class of the flow simulator's errors."""
+
+
+class UnsupportedActionError(SimulatorError):
+    """The flow reached an action (or a parameter choice) the simulator does not implement."""
+
+    def __init__(self, action: Action, detail: str | None = None) -> None:
+        what = f"action {action.identifier!r} ({action.type}"
+        what += f", {detail})" if detail else ")"
+        super().__init__(f"{what} is not supported by the flow simulator")
+        self.identifier = action.identifier
+        self.type = action.type
+
+
+class FlowRuntimeError(SimulatorError):
+    """The flow cannot go on: a failed action without an error branch, a runaway loop, a call too long."""
+
+
+# --- loading -----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LoadedFlow:
+    """A flow ready to run, its placeholders filled with local ARNs; ``functions`` maps ARN to logical ID."""
+
+    flow: Flow
+    functions: Mapping[str, str]
+
+
+def load_flow_for_simulation(
+    flow_path: str | Path,
+    template_path: str | Path,
+    *,
+    region: str = "us-east-1",
+    parameters: Mapping[str, str] | None = None,
+    placeholders: Mapping[str, str] | None = None,
+) -> LoadedFlow:
+    """Read a flow, fill its ``${X.Arn}``/``${X}`` placeholders for the local cloud, and check it.
+
+    ``parameters`` are template parameter values (else their defaults); ``placeholders`` adds or replaces
+    values (``{"AgentQueueArn": "arn:…"}``). Actions of a type the validator does not know are kept, so the
+    call stops when it reaches one; every other problem raises :class:`InvalidFlowError`.
+    """
+    template = load_template(template_path)
+    resolver = Resolver(template, region=region, parameters=dict(parameters or {}))
+    pseudo = ("AWS::Region", "AWS::AccountId", "AWS::StackName", "AWS::Partition")
+    values = {name: resolver.ref(name) for name in (*pseudo, *(template.get("Parameters") or {}))}
+    for name in template["Resources"]:
+        values[name] = resolver.ref(name)
+        values[f"{name}Arn"] = resolver.arn(name)
+    values.update(placeholders or {})
+    rendered = render(Path(flow_path).read_text(encoding="utf-8"), values)
+    try:
+        document = json.loads(rendered)
+    except ValueError:
+        raise InvalidFlowError(validate(rendered)) from None
+    raw_actions = document.get("Actions") if isinstance(document, dict) else None
+    unknown = {
+        raw.get("Identifier")
+        for raw in raw_actions or []
+        if isinstance(raw, dict) and raw.get("Type") not in ACTION_TYPES
+    }
+    problems = [problem for problem in validate(document) if problem.action not in unknown]
+    if problems:
+        raise InvalidFlowError(problems)
+    flow = parse_flow(document) if not unknown else _flow_with_unknown_actions(document, unknown)
+    functions = {resolver.arn(name): name for name in template_functions(template_path)}
+    return LoadedFlow(flow, functions)
+
+
+def _flow_with_unknown_actions(document: Mapping[str, Any], unknown: set[Any]) -> Flow:
+    """The models of a flow whose other actions are valid; an unknown action keeps no transitions."""
+    actions: dict[str, Action] = {}
+    for raw in document["Actions"]:
+        identifier = raw["Identifier"]
+        if identifier in unknown:
+            actions[identifier] = Action(identifier, raw["Type"], raw.get("Parameters") or {}, None)
+        else:
+            actions[identifier] = action_from_json(raw)
+    return Flow(start_action=document["StartAction"], actions=actions, metadata=document.get("Metadata", {}))
+
+
+# --- the result --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CallResult:
+    """A finished call: how it ended, everything that happened, and its recording (caller left, bot right)."""
+
+    contact_id: str
+    ended_by: EndReason
+    detail: str | None
+    duration: float
+    events: list[CallEvent]
+    segments: list[Segment]
+    recording: npt.NDArray[np.int16]
+    virtual_clock: bool
+    longest_lambda_chain: float
+    sample_rate: int = SAMPLE_RATE
+
+    @property
+    def error(self) -> str | None:
+        return self.detail if self.ended_by == "error" else None
+
+    @property
+    def actions(self) -> list[ActionRun]:
+        return [event for event in self.events if isinstance(event, ActionRun)]
+
+    @property
+    def lambda_calls(self) -> list[LambdaCall]:
+        return [event for event in self.events if isinstance(event, LambdaCall)]
+
+
+# --- the interpreter ---------------------------------------------------------------------------------------
+
+
+class _CallOver(Exception):
+    """The call ends here (the flow disconnected or transferred it, or the caller hung up)."""
+
+    def __init__(self, reason: EndReason, detail: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason: EndReason = reason
+        self.detail = detail
+
+
+class _ActionFailed(Exception):
+    """The action failed in a way the flow handles with an error branch."""
+
+    def __init__(self, reason: str, error_type: str = "NoMatchingError") -> None:
+        super().__init__(reason)
+        self.error_type = error_type
+
+
+@dataclass
+class _Branch:
+    outcome: str
+    target: str | None
+
+
+class _Attempt:
+    """One ``lambda.invoke`` running in a thread of its own, so the flow can give up on it."""
+
+    def __init__(self, client: Any, function: str, payload: bytes) -> None:
+        self.done = threading.Event()
+        self.payload: bytes | None = None
+        self.function_error: str | None = None
+        self.error: BotoCoreError | ClientError | None = None
+        threading.Thread(
+            target=self._run, args=(client, function, payload), name="connect-sim-invoke", daemon=True
+        ).start()
+
+    def _run(self, client: Any, function: str, payload: bytes) -> None:
+        try:
+            answer = client.invoke(FunctionName=function, InvocationType="RequestResponse", Payload=payload)
+            self.payload = answer["Payload"].read()
+            self.function_error = answer.get("FunctionError")
+        except (BotoCoreError, ClientError) as exc:
+            self.error = exc
+        finally:
+            self.done.set()
+
+    @property
+    def retryable(self) -> bool:
+        if not isinstance(self.error, ClientError):
+            return False
+        code = self.error.response.get("Error", {}).get("Code", "")
+        status = self.error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+        return code in _RETRYABLE_CODES or status >= 500
+
+
+@dataclass
+class _Prompt:
+    samples: npt.NDArray[np.int16]
+    kind: SegmentKind
+    text: str | None = None
+    uri: str | None = None
+
+
+class FlowSimulator:
+    """Runs one call through a flow on the local cloud (the module docstring lists what it supports)."""
+
+    def __init__(
+        self,
+        flow: LoadedFlow,
+        *,
+        lambda_client: Any,
+        s3_client: Any,
+        kvs: KvsEmulator,
+        voice: SpeechEngine,
+        caller: SimulatedCaller,
+        clock: Clock | None = None,
+        contact: Contact | None = None,
+        log: CallLog | None = None,
+        max_actions: int = 1000,
+        max_call_s: float = 1800.0,
+    ) -> None:
+        self.flow = flow.flow
+        self.functions = flow.functions
+        self.lambda_client = lambda_client
+        self.s3 = s3_client
+        self.kvs = kvs
+        self.voice = voice
+        self.caller = caller
+        self.clock: Clock = clock if clock is not None else RealClock()
+        self.contact = contact if contact is not None else Contact()
+        self.log = log if log is not None else CallLog()
+        self.media = MediaPlane(self.clock, self.log)
+        self.max_actions = max_actions
+        self.max_call_s = max_call_s
+        self._loops: dict[str, int] = {}
+        self._chain = 0.0
+        self._longest_chain = 0.0
+        self._stream: EmulatedStream | None = None
+        self._start_fragment: str | None = None
+        self._epoch = time.time()
+        self._handlers: dict[str, Callable[[Action], _Branch]] = {
+            "InvokeLambdaFunction": self._invoke_lambda,
+            "MessageParticipant": self._message,
+            "GetParticipantInput": self._get_input,
+            "UpdateContactMediaStreamingBehavior": self._media_streaming,
+            "UpdateContactAttributes": self._update_attributes,
+            "Compare": self._compare,
+            "Loop": self._loop,
+            "UpdateFlowLoggingBehavior": self._next,
+            "UpdateContactTargetQueue": self._target_queue,
+            "TransferContactToQueue": self._transfer,
+            "DisconnectParticipant": self._disconnect,
+        }
+
+    def run(self) -> CallResult:
+        """Run the call to its end and return what happened."""
+        self.media.start()
+        reason: EndReason
+        try:
+            self._run_flow()
+        except _CallOver as over:
+            reason, detail = over.reason, over.detail
+        except SimulatorError as exc:
+            reason, detail = "error", str(exc)
+        else:
+            reason, detail = "error", f"the flow ran {self.max_actions} actions without ending"
+        end = self.clock.now()
+        try:
+            if self.media.streaming:
+                self._stop_streaming(at=end)
+        finally:
+            self.media.stop()
+        self.media.finish(end)
+        self.log.record(CallEnded(end, reason, detail))
+        return CallResult(
+            contact_id=self.contact.contact_id,
+            ended_by=reason,
+            detail=detail,
+            duration=end,
+            events=self.log.events,
+            segments=self.media.segments,
+            recording=self.media.recording(end),
+            virtual_clock=self.clock.virtual,
+            longest_lambda_chain=self._longest_chain,
+        )
+
+    # -- the flow
+
+    def _run_flow(self) -> None:
+        identifier = self.flow.start_action
+        for _ in range(self.max_actions):
+            now = self.clock.now()
+            if self.caller.hung_up(now):
+                raise _CallOver("caller hung up")
+            if now > self.max_call_s:
+                raise FlowRuntimeError(f"the call ran longer than {self.max_call_s:.0f} s")
+            action = self.flow.actions[identifier]
+            handler = self._handlers.get(action.type)
+            if handler is None:
+                raise UnsupportedActionError(action)
+            try:
+                branch = handler(action)
+            except _ActionFailed as failure:
+                branch = self._error(action, failure.error_type, str(failure))
+            except _CallOver as over:
+                self.log.record(ActionRun(now, action.identifier, action.type, over.reason, None))
+                raise
+            self.log.record(ActionRun(now, action.identifier, action.type, branch.outcome, branch.target))
+            if branch.target is None:
+                raise FlowRuntimeError(f"action {action.identifier!r} took {branch.outcome}, which leads nowhere")
+            identifier = branch.target
+
+    def _error(self, action: Action, error_type: str, reason: str) -> _Branch:
+        target = action.error_target(error_type)
+        if target is None:
+            raise FlowRuntimeError(f"action {action.identifier!r} failed ({reason}) and has no {error_type} branch")
+        logger.info("flow simulator: %s took %s: %s", action.identifier, error_type, reason)
+        return _Branch(error_type, target)
+
+    def _next(self, action: Action) -> _Branch:
+        return _Branch("next", action.next_action)
+
+    # -- time passing
+
+    def _pass_time(self, until: float) -> None:
+        """Let the call go on until ``until``, unless the caller hangs up first."""
+        while True:
+            now = self.clock.now()
+            if self.caller.hung_up(now):
+                raise _CallOver("caller hung up")
+            if now >= until:
+                return
+            upcoming = self.caller.next_event(now)
+            self.clock.sleep_until(until if upcoming is None else min(until, upcoming))
+            self.media.pump()
+
+    def _wait_for(self, attempt: _Attempt, deadline: float) -> bool:
+        """Wait for ``attempt`` until ``deadline``; False when it did not answer in time.
+
+        On a virtual clock nothing the caller does is waited for: the clock skips to the end of the caller's
+        speech (streamed at once), and the function's own work then takes its real time.
+        """
+        while not attempt.done.is_set():
+            now = self.clock.now()
+            if self.caller.hung_up(now):
+                raise _CallOver("caller hung up")
+            if now >= deadline:
+                return False
+            upcoming = self.caller.next_event(now)
+            if self.clock.virtual and upcoming is not None and upcoming <= deadline:
+                self.clock.sleep_until(upcoming)
+                self.media.pump()
+                continue
+            wake = deadline if upcoming is None else min(deadline, upcoming)
+            attempt.done.wait(min(max(wake - now, 0.0), _WAIT_SLICE_S))
+        return True
+
+    # -- Lambda
+
+    def _invoke_lambda(self, action: Action) -> _Branch:
+        params = action.parameters
+        if params.get("InvocationType", "SYNCHRONOUS") != "SYNCHRONOUS":
+            raise UnsupportedActionError(action, f"InvocationType {params.get('InvocationType')}")
+        arn = str(params["LambdaFunctionARN"])
+        limit = float(params["InvocationTimeLimitSeconds"])
+        response_type = (params.get("ResponseValidation") or {}).get("ResponseType", "STRING_MAP")
+        inputs = {
+            name: self.contact.value(str(value))
+            for name, value in (params.get("LambdaInvocationAttributes") or {}).items()
+        }
+        start = self.clock.now()
+        allowed = min(limit, CHAIN_BUDGET_S - self._chain)
+        outcome: LambdaOutcome
+        response: dict[str, Any] | None = None
+        error: str | None = None
+        if allowed <= 0:
+            outcome, error = (
+                "budget-exhausted",
+                f"chained Lambda blocks used Connect's {CHAIN_BUDGET_S:.0f} s",
+            )
+        else:
+            payload = json.dumps(self.contact.event(inputs)).encode()
+            try:
+                outcome, response, error = self._call(arn, payload, start + allowed, response_type)
+            except _CallOver as over:
+                self._record_call(action, arn, start, inputs, "abandoned", None, f"the call ended: {over.reason}")
+                raise
+            if outcome == "timeout" and allowed < limit:
+                outcome = "budget-exhausted"
+        self._record_call(action, arn, start, inputs, outcome, response, error)
+        self.contact.external = response if response is not None else {}
+        if outcome != "ok":
+            raise _ActionFailed(error or outcome)
+        return _Branch("next", action.next_action)
+
+    def _record_call(
+        self,
+        action: Action,
+        arn: str,
+        start: float,
+        inputs: dict[str, str],
+        outcome: LambdaOutcome,
+        response: dict[str, Any] | None,
+        error: str | None,
+    ) -> None:
+        end = self.clock.now()
+        self._chain += end - start
+        self._longest_chain = max(self._longest_chain, self._chain)
+        self.log.record(
+            LambdaCall(
+                action=action.identifier,
+                function=self.functions.get(arn, arn),
+                start=start,
+                end=end,
+                parameters=inputs,
+                outcome=outcome,
+                response=response,
+                error=error,
+            )
+        )
+
+    def _call(
+        self, function: str, payload: bytes, deadline: float, response_type: str
+    ) -> tuple[LambdaOutcome, dict[str, Any] | None, str | None]:
+        retries = 0
+        while True:
+            attempt = _Attempt(self.lambda_client, function, payload)
+            if not self._wait_for(attempt, deadline):
+                return "timeout", None, f"no answer within {deadline:.1f} s of the call"
+            if attempt.error is None or not attempt.retryable:
+                break
+            pause = _RETRY_BASE_S * 2**retries
+            if self.clock.now() + pause >= deadline:
+                break
+            retries += 1
+            self._pass_time(self.clock.now() + pause)
+        if attempt.error is not None:
+            return "error", None, f"{type(attempt.error).__name__}: {attempt.error}"
+        raw = attempt.payload or b""
+        if attempt.function_error is not None:
+            return (
+                "error",
+                None,
+                f"function error ({attempt.function_error}): {raw[:300].decode(errors='replace')}",
+            )
+        if len(raw) > MAX_RESPONSE_BYTES:
+            return "invalid-response", None, f"response of {len(raw)} bytes is over Connect's 32 KB"
+        try:
+            answer = json.loads(raw)
+        except ValueError:
+            return "invalid-response", None, "response is not JSON"
+        if not isinstance(answer, dict):
+            return "invalid-response", None, f"response is a JSON {type(answer).__name__}, not an object"
+        if response_type == "STRING_MAP" and not all(isinstance(value, str) for value in answer.values()):
+            return "invalid-response", None, "response is not a flat map of strings (STRING_MAP)"
+        return "ok", answer, None
+
+    # -- prompts
+
+    def _message(self, action: Action) -> _Branch:
+        prompt = self._prompt(action)
+        if prompt is None:
+            raise FlowRuntimeError(f"action {action.identifier!r} has no prompt")
+        self._play(action, prompt)
+        return _Branch("next", action.next_action)
+
+    def _get_input(self, action: Action) -> _Branch:
+        prompt = self._prompt(action)
+        if prompt is not None:
+            self._play(action, prompt)
+        # The simulated caller never presses a key: the block always times out.
+        self._pass_time(self.clock.now() + float(action.parameters["InputTimeLimitSeconds"]))
+        raise _ActionFailed("no input before InputTimeLimitSeconds", "InputTimeLimitExceeded")
+
+    def _prompt(self, action: Action) -> _Prompt | None:
+        params = action.parameters
+        if "PromptId" in params:
+            raise UnsupportedActionError(action, "PromptId prompts")
+        if "Media" in params:
+            uri = self.contact.value(str(params["Media"]["Uri"]))
+            return _Prompt(self._fetch_prompt(uri), "prompt", uri=uri)
+        if "Text" in params:
+            text = " ".join(self.contact.interpolate(str(params["Text"])).split())
+            return _Prompt(self._speak(text), "connect-voice", text=text)
+        if "SSML" in params:
+            return self._speak_ssml(self.contact.interpolate(str(params["SSML"])))
+        return None
+
+    def _play(self, action: Action, prompt: _Prompt) -> None:
+        segment = self.media.play(
+            BOT, prompt.samples, prompt.kind, text=prompt.text, uri=prompt.uri, action=action.identifier
+        )
+        self._chain = 0.0
+        self.media.pump()
+        try:
+            self._pass_time(segment.end)
+        except _CallOver:
+            self.media.cut(segment, self.clock.now())
+            raise
+        if prompt.kind != "hold" and segment.samples.size:
+            self.caller.bot_stopped(segment.end, self.media)
+
+    def _fetch_prompt(self, uri: str) -> npt.NDArray[np.int16]:
+        bucket, key = _s3_location(uri)
+        try:
+            data = self.s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+        except (BotoCoreError, ClientError) as exc:
+            raise _ActionFailed(f"cannot fetch {uri}: {exc}") from exc
+        try:
+            _check_playable(data)
+            samples, _ = read_wav(data)
+        except AudioFormatError as exc:
+            raise _ActionFailed(f"{uri} will not play: {exc}") from exc
+        return samples
+
+    def _speak(self, text: str) -> npt.NDArray[np.int16]:
+        try:
+            return self.voice.synthesize(text, SAMPLE_RATE, 1.0) if text else np.zeros(0, np.int16)
+        except SpeechEngineError as exc:
+            raise _ActionFailed(f"Connect's voice (stand-in) failed: {exc}") from exc
+
+    def _speak_ssml(self, ssml: str) -> _Prompt:
+        pieces: list[npt.NDArray[np.int16]] = []
+        words: list[str] = []
+        position = 0
+        for match in _BREAK.finditer(ssml):
+            words.append(_ssml_text(ssml[position : match.start()]))
+            pieces.append(self._speak(words[-1]))
+            pieces.append(np.zeros(round(_break_seconds(match.group(1)) * SAMPLE_RATE), np.int16))
+            position = match.end()
+        words.append(_ssml_text(ssml[position:]))
+        pieces.append(self._speak(words[-1]))
+        text = " ".join(word for word in words if word)
+        samples = np.concatenate(pieces) if pieces else np.zeros(0, np.int16)
+        return _Prompt(samples, "connect-voice" if text else "hold", text=text or None)
+
+    # -- media streaming
+
+    def _media_streaming(self, action: Action) -> _Branch:
+        params = action.parameters
+        directions = {d for p in params["Participants"] for d in p.get("MediaDirections", [])}
+        if params["MediaStreamingState"] == "Enabled":
+            if not self.media.streaming:
+                self._start_streaming(customer="From" in directions, agent="To" in directions)
+        elif self.media.streaming:
+            self._stop_streaming(at=self.clock.now())
+        return _Branch("next", action.next_action)
+
+    def _start_streaming(self, *, customer: bool, agent: bool) -> None:
+        try:
+            if self._stream is None:
+                arn = self.kvs.create_stream(f"connect-local-contact-{self.contact.contact_id}")
+                self._stream = self.kvs.stream(arn)
+            fragment = self._stream.begin_contact(self.contact.contact_id, EMULATED_INSTANCE_ID)
+        except (KvsEmulatorError, ValueError) as exc:
+            raise _ActionFailed(f"media streaming could not start: {exc}") from exc
+        now = self.clock.now()
+        self.media.start_streaming(self._stream, customer=customer, agent=agent)
+        self._start_fragment = fragment
+        self.contact.audio_stream = {
+            "StreamARN": self._stream.arn,
+            "StartFragmentNumber": fragment,
+            "StartTimestamp": str(self._epoch_ms(now)),
+        }
+        self.log.record(StreamingChanged(now, True, self._stream.arn, fragment))
+
+    def _stop_streaming(self, *, at: float) -> None:
+        stream = self.media.stop_streaming()
+        if stream is None:
+            return
+        if not stream.wait_idle(_STREAM_DRAIN_S):
+            logger.warning("flow simulator: the KVS emulator did not finish the contact's last fragment")
+        numbers = stream.fragment_numbers
+        stop = numbers[-1] if numbers else self._start_fragment or ""
+        self.contact.audio_stream = {
+            **(self.contact.audio_stream or {}),
+            "StopFragmentNumber": stop,
+            "StopTimestamp": str(self._epoch_ms(at)),
+        }
+        self.log.record(StreamingChanged(at, False, stream.arn, stop))
+
+    def _epoch_ms(self, moment: float) -> int:
+        return round((self._epoch + moment) * 1000)
+
+    # -- contact data and branching
+
+    def _update_attributes(self, action: Action) -> _Branch:
+        params = action.parameters
+        if params.get("TargetContact", "Current") != "Current":
+            raise UnsupportedActionError(action, f"TargetContact {params.get('TargetContact')}")
+        updated = {**self.contact.attributes}
+        updated.update({name: self.contact.value(str(value)) for name, value in params["Attributes"].items()})
+        size = sum(len(k.encode()) + len(v.encode()) for k, v in updated.items())
+        if size > MAX_ATTRIBUTES_BYTES:
+            raise _ActionFailed(f"contact attributes would take {size} bytes, over Connect's {MAX_ATTRIBUTES_BYTES}")
+        self.contact.attributes = updated
+        return _Branch("next", action.next_action)
+
+    def _compare(self, action: Action) -> _Branch:
+        value = self.contact.value(str(action.parameters["ComparisonValue"]))
+        for condition in action.conditions:
+            if _matches(condition.operator, value, condition.operands[0]):
+                return _Branch(f"{condition.operator} {condition.operands[0]}", condition.next_action)
+        target = action.error_target("NoMatchingCondition")
+        return _Branch("NoMatchingCondition", target if target is not None else action.next_action)
+
+    def _loop(self, action: Action) -> _Branch:
+        raw = self.contact.value(str(action.parameters["LoopCount"]))
+        try:
+            count = int(raw)
+        except ValueError:
+            raise FlowRuntimeError(f"action {action.identifier!r}: LoopCount {raw!r} is not a number") from None
+        done = self._loops.get(action.identifier, 0)
+        if done < count:
+            self._loops[action.identifier] = done + 1
+            return _Branch("ContinueLooping", action.condition_target("ContinueLooping"))
+        self._loops[action.identifier] = 0
+        return _Branch("DoneLooping", action.condition_target("DoneLooping"))
+
+    def _target_queue(self, action: Action) -> _Branch:
+        params = action.parameters
+        self.contact.queue = self.contact.value(str(params.get("QueueId", params.get("AgentId", ""))))
+        return _Branch("next", action.next_action)
+
+    def _transfer(self, action: Action) -> _Branch:
+        if not self.contact.queue:
+            raise _ActionFailed("no working queue is set (UpdateContactTargetQueue)")
+        raise _CallOver("transferred", self.contact.queue)
+
+    def _disconnect(self, action: Action) -> _Branch:
+        raise _CallOver("disconnected")
+
+
+# --- helpers -----------------------------------------------------------------------------------------------
+
+_BREAK = re.compile(r"<break\b([^>]*?)/?>", re.IGNORECASE)
+_BREAK_TIME = re.compile(r"""time\s*=\s*["']\s*([\d.]+)\s*(ms|s)\s*["']""", re.IGNORECASE)
+_TAG = re.compile(r"<[^>]*>")
+
+
+def _ssml_text(fragment: str) -> str:
+    return " ".join(html.unescape(_TAG.sub(" ", fragment)).split())
+
+
+def _break_seconds(attributes: str) -> float:
+    match = _BREAK_TIME.search(attributes)
+    if match is None:
+        return _DEFAULT_BREAK_S
+    value = float(match.group(1))
+    return value / 1000 if match.group(2).lower() == "ms" else value
+
+
+def _matches(operator: str, value: str, operand: str) -> bool:
+    if operator == "Equals":
+        return value == operand
+    if operator == "TextStartsWith":
+        return value.startswith(operand)
+    if operator == "TextEndsWith":
+        return value.endswith(operand)
+    if operator == "TextContains":
+        return operand in value
+    try:
+        left, right = float(value), float(operand)
+    except ValueError:
+        return False
+    comparisons: dict[str, Callable[[float, float], bool]] = {
+        "NumberGreaterThan": lambda a, b: a > b,
+        "NumberGreaterOrEqualTo": lambda a, b: a >= b,
+        "NumberLessThan": lambda a, b: a < b,
+        "NumberLessOrEqualTo": lambda a, b: a <= b,
+    }
+    compare = comparisons.get(operator)
+    return compare is not None and compare(left, right)
+
+
+def _s3_location(uri: str) -> tuple[str, str]:
+    """Bucket and key of a prompt URL, virtual-hosted (``https://b.s3.<region>.amazonaws.com/k``) or path."""
+    parts = urlsplit(uri)
+    host = parts.hostname or ""
+    path = unquote(parts.path.lstrip("/"))
+    if parts.scheme == "s3":
+        return host, path
+    if ".s3." in host or host.endswith(".s3.amazonaws.com"):
+        return host.split(".s3.", 1)[0], path
+    if host.startswith("s3.") or host == "s3.amazonaws.com":
+        bucket, _, key = path.partition("/")
+        return bucket, key
+    raise _ActionFailed(f"{uri} is not an S3 object URL")
+
+
+def _check_playable(data: bytes) -> None:
+    """Connect plays 8 kHz mono µ-law WAVs only (PROTOCOLS.md §3)."""
+    if len(data) < 12 or data[:4] != b"RIFF" or data[8:12] != b"WAVE":
+        raise AudioFormatError("not a RIFF/WAVE file")
+    offset = 12
+    while offset + 8 <= len(data):
+        chunk, size = struct.unpack_from("<4sI", data, offset)
+        if chunk == b"fmt " and offset + 16 <= len(data):
+            tag, channels, rate = struct.unpack_from("<HHI", data, offset + 8)
+            if (tag, channels, rate) != (_WAVE_FORMAT_MULAW, 1, SAMPLE_RATE):
+                raise AudioFormatError(f"format {tag}, {channels} channel(s), {rate} Hz: not 8 kHz mono µ-law")
+            return
+        offset += 8 + size + (size & 1)
+    raise AudioFormatError("no fmt chunk")
+
+
+def _client(service: str, env: Mapping[str, str], **config: Any) -> Any:
+    endpoint = env.get(f"AWS_ENDPOINT_URL_{service.upper().replace('-', '_')}") or env.get("AWS_ENDPOINT_URL")
+    if not endpoint:
+        raise SimulatorError(f"AWS_ENDPOINT_URL_{service.upper()} is not set: the simulator runs on the local cloud")
+    return boto3.client(
+        service,
+        endpoint_url=endpoint,
+        region_name=env.get("AWS_DEFAULT_REGION", "us-east-1"),
+        aws_access_key_id=env.get("AWS_ACCESS_KEY_ID", "testing"),
+        aws_secret_access_key=env.get("AWS_SECRET_ACCESS_KEY", "testing"),
+        config=Config(**config),
+    )
+
+
+def simulate_call(
+    flow_path: str | Path,
+    *,
+    template_path: str | Path,
+    env: Mapping[str, str],
+    kvs: KvsEmulator,
+    voice: SpeechEngine,
+    caller: SimulatedCaller,
+    clock: Clock | None = None,
+    log: CallLog | None = None,
+    parameters: Mapping[str, str] | None = None,
+    placeholders: Mapping[str, str] | None = None,
+) -> CallResult:
+    """One inbound call through ``flow_path`` on the local cloud whose endpoints ``env`` holds.
+
+    ``env`` is :meth:`LocalCloud.env` plus ``AWS_ENDPOINT_URL_LAMBDA`` (the Lambda emulator); ``kvs`` is the
+    local cloud's KVS emulator, fed in-process.
+    """
+    region = env.get("AWS_DEFAULT_REGION", "us-east-1")
+    loaded = load_flow_for_simulation(
+        flow_path, template_path, region=region, parameters=parameters, placeholders=placeholders
+    )
+    # The flow enforces its own time limit; botocore must neither give up first nor retry behind its back.
+    lambda_client = _client(
+        "lambda",
+        env,
+        read_timeout=60,
+        connect_timeout=5,
+        retries={"total_max_attempts": 1},
+        max_pool_connections=10,
+    )
+    s3 = _client("s3", env, retries={"total_max_attempts": 2})
+    simulator = FlowSimulator(
+        loaded,
+        lambda_client=lambda_client,
+        s3_client=s3,
+        kvs=kvs,
+        voice=voice,
+        caller=caller,
+        clock=clock,
+        contact=Contact(region=region),
+        log=log,
+    )
+    return simulator.run()

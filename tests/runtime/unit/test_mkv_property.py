@@ -1,0 +1,185 @@
+"""Properties of the Matroska reader: chunking never changes what it reads, and no input makes it raise."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.fixtures.mkv import CONNECT_TRACKS, LACINGS, Block, Fragment, Stream, Track, connect_stream
+from voicebridge.kvs.mkv import AudioFrame, DocumentStart, Event, MalformedInput, MatroskaReader
+
+VARIANTS = {
+    "connect": {},
+    "known-sizes": {"unknown_sizes": False},
+    "xiph": {"lacing": "xiph"},
+    "ebml-lacing": {"lacing": "ebml"},
+    "fixed-lacing": {"lacing": "fixed"},
+    "block-groups": {"group": True},
+    "void-crc": {"noise": True, "crc": True},
+    "renumbered": {"renumber": True},
+    "long-track-vints": {"track_vint_length": 3},
+    "large-blocks": {},
+}
+
+
+@cache
+def variant(name: str) -> Stream:
+    if name == "large-blocks":
+        # Blocks above the size the reader searches for a following EBML header.
+        return connect_stream(2, blocks_per_track=1, frame_bytes=17_000)
+    return connect_stream(3, blocks_per_track=2, frame_bytes=96, **VARIANTS[name])  # type: ignore[arg-type]
+
+
+def read_chunked(data: bytes, cuts: list[int]) -> list[Event]:
+    reader = MatroskaReader()
+    events: list[Event] = []
+    previous = 0
+    for cut in [*sorted(set(cuts)), len(data)]:
+        events.extend(reader.feed(data[previous:cut]))
+        previous = cut
+    events.extend(reader.close())
+    return events
+
+
+def read_whole(data: bytes) -> list[Event]:
+    reader = MatroskaReader()
+    return [*reader.feed(data), *reader.close()]
+
+
+def cuts_in(data: bytes) -> st.SearchStrategy[list[int]]:
+    return st.lists(st.integers(0, len(data)), max_size=40)
+
+
+names = st.sampled_from(sorted(VARIANTS))
+common = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_feeding_one_byte_at_a_time_yields_the_same_events(name: str) -> None:
+    data = variant(name).data
+    assert read_chunked(data, list(range(len(data)))) == read_whole(data)
+
+
+@common
+@given(data=st.data(), name=names)
+def test_any_chunking_yields_the_same_events(data: st.DataObject, name: str) -> None:
+    stream = variant(name).data
+    cuts = data.draw(cuts_in(stream))
+    assert read_chunked(stream, cuts) == read_whole(stream)
+
+
+@st.composite
+def corrupted(draw: st.DrawFn) -> bytes:
+    stream = bytearray(variant(draw(names)).data)
+    for _ in range(draw(st.integers(1, 4))):
+        at = draw(st.integers(0, len(stream) - 1))
+        action = draw(st.sampled_from(["overwrite", "insert", "delete"]))
+        junk = draw(st.binary(min_size=1, max_size=12))
+        if action == "overwrite":
+            stream[at : at + len(junk)] = junk
+        elif action == "insert":
+            stream[at:at] = junk
+        else:
+            del stream[at : at + len(junk)]
+    return bytes(stream)
+
+
+@common
+@given(data=st.data(), stream=corrupted())
+def test_corrupted_input_reads_the_same_under_any_chunking(data: st.DataObject, stream: bytes) -> None:
+    assert read_chunked(stream, data.draw(cuts_in(stream))) == read_whole(stream)
+
+
+@common
+@given(stream=corrupted())
+def test_every_frame_read_from_corrupted_input_is_bytes_of_the_input(stream: bytes) -> None:
+    for event in read_whole(stream):
+        if isinstance(event, AudioFrame):
+            assert stream[event.offset : event.offset + len(event.pcm)] == event.pcm
+
+
+@common
+@given(data=st.data(), noise=st.binary(max_size=600), prefix=st.booleans())
+def test_arbitrary_bytes_never_raise_and_read_the_same_under_any_chunking(
+    data: st.DataObject, noise: bytes, prefix: bool
+) -> None:
+    stream = (variant("connect").data[:200] if prefix else b"") + noise
+    events = read_chunked(stream, data.draw(cuts_in(stream)))
+    assert events == read_whole(stream)
+    assert all(0 <= e.offset <= len(stream) for e in events if isinstance(e, MalformedInput))
+
+
+@common
+@given(data=st.data())
+def test_a_document_cut_short_anywhere_reads_the_same_under_any_chunking(data: st.DataObject) -> None:
+    stream = variant("large-blocks")
+    cut = data.draw(st.integers(1, stream.offsets[1] - 1))
+    spliced = stream.data[:cut] + stream.data[stream.offsets[1] :]
+    assert read_chunked(spliced, data.draw(cuts_in(spliced))) == read_whole(spliced)
+
+
+@common
+@given(data=st.data())
+def test_the_next_document_is_found_inside_a_large_block_cut_short(data: st.DataObject) -> None:
+    stream = variant("large-blocks")
+    blocks = [e for e in read_whole(stream.data[: stream.offsets[1]]) if isinstance(e, AudioFrame)]
+    block = data.draw(st.sampled_from(blocks))
+    # The reader needs the whole magic (4 bytes) inside the block to recognise the next document.
+    cut = data.draw(st.integers(block.offset, block.offset + len(block.pcm) - 4))
+    spliced = stream.data[:cut] + stream.data[stream.offsets[1] :]
+    events = read_chunked(spliced, data.draw(cuts_in(spliced)))
+    assert cut in [e.offset for e in events if isinstance(e, DocumentStart)]
+
+
+track_numbers = st.sampled_from([1, 2, 126, 127, 200, 16383, 16384, 1 << 20])
+
+
+@st.composite
+def fragments(draw: st.DrawFn) -> Fragment:
+    numbers = draw(st.lists(track_numbers, min_size=2, max_size=2, unique=True))
+    tracks = [Track(n, t.name, t.uid) for n, t in zip(numbers, CONNECT_TRACKS, strict=True)]
+    blocks = []
+    for _ in range(draw(st.integers(1, 6))):
+        lacing = draw(st.sampled_from(LACINGS))
+        count = 1 if lacing == "none" else draw(st.integers(1, 5))
+        if lacing == "fixed":
+            size = draw(st.integers(0, 300)) * 2
+            frames = tuple(draw(st.binary(min_size=size, max_size=size)) for _ in range(count))
+        else:
+            frames = tuple(draw(st.binary(max_size=700)) for _ in range(count))
+        blocks.append(
+            Block(
+                draw(st.sampled_from(numbers)),
+                draw(st.integers(-32768, 32767)),
+                frames,
+                lacing,
+                group=draw(st.booleans()),
+                track_vint_length=draw(st.sampled_from([None, 8])),
+            )
+        )
+    return Fragment(
+        blocks,
+        cluster_timecode=draw(st.integers(0, 1 << 40)),
+        tracks=tracks,
+        unknown_segment=draw(st.booleans()),
+        unknown_cluster=draw(st.booleans()),
+        noise=draw(st.booleans()),
+        crc=draw(st.booleans()),
+    )
+
+
+@common
+@given(written=st.lists(fragments(), min_size=1, max_size=3))
+def test_the_reader_returns_exactly_the_frames_written(written: list[Fragment]) -> None:
+    events = read_whole(b"".join(f.encode() for f in written))
+    expected = [
+        (next(t.name for t in f.tracks if t.number == b.track), frame)
+        for f in written
+        for b in f.blocks
+        for frame in b.frames
+    ]
+    assert not [e for e in events if isinstance(e, MalformedInput)]
+    assert [(e.track_name, e.pcm) for e in events if isinstance(e, AudioFrame)] == expected
