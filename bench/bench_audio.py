@@ -27,14 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from voicebridge.audio import (
-    MulawConverter,
-    NumpyResampler,
-    SoxrResampler,
-    StreamResampler,
-    make_resampler,
-    mulaw_encode,
-)
+from voicebridge.audio.convert import MulawConverter
+from voicebridge.audio.mulaw import mulaw_encode
+from voicebridge.audio.resample import NumpyResampler, SoxrResampler, StreamResampler, make_resampler
 
 SOURCE_RATE = 24000
 TARGET_RATE = 8000

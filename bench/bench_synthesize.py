@@ -27,9 +27,10 @@ from typing import Any
 
 import boto3
 
-from voicebridge.audio import MulawConverter
+from voicebridge import container
+from voicebridge.audio.convert import MulawConverter
 from voicebridge.config import Settings
-from voicebridge.sonic.backends import OutputFormat, SageMakerBackend
+from voicebridge.sonic.backends import STALL_TIMEOUT_S, OutputFormat, SageMakerBackend
 from voicebridge.sonic.request import SpeechRequest
 from voicebridge.sonic.synthesizer import Generation, Synthesizer
 from voicebridge.store.prompts import PromptStore
@@ -124,8 +125,10 @@ def run() -> dict[str, Any]:
         head = _head_miss_ms(bucket)
 
         settings = Settings.from_env({**spec.environment, "AWS_REGION": env["AWS_DEFAULT_REGION"]})
-        store = PromptStore(bucket, region=settings.aws_region)
-        backend = SageMakerBackend(settings.sonic_endpoint_name)
+        store = PromptStore(bucket, container.client("s3"), region=settings.aws_region)
+        backend = SageMakerBackend(
+            settings.sonic_endpoint_name, container.client("sagemaker-runtime", read_timeout=STALL_TIMEOUT_S, pool=32)
+        )
         synthesizers = {
             "streaming (ours)": Synthesizer(settings, backend, store),
             "buffer-then-convert": BufferThenConvert(settings, backend, store),
@@ -138,15 +141,13 @@ def run() -> dict[str, Any]:
                 synth.synthesize(request, deadline=time.monotonic() + 30)
                 peers[name].append(((time.perf_counter() - started) * 1000, _last_generation_ms(sonic_url)))
 
-        from voicebridge.handlers.synthesize import synthesizer
-
         hit_event = _event(f"{LONG_TEXT} Reference 0.")
         index_hits, s3_hits = [], []
         for _ in range(ROUNDS):
             started = time.perf_counter()
             assert invoke(spec, hit_event)["CacheHit"] == "true"
             index_hits.append((time.perf_counter() - started) * 1000)
-            synthesizer()._store._index.clear()
+            container.prompt_store()._index.clear()
             started = time.perf_counter()
             assert invoke(spec, hit_event)["CacheHit"] == "true"
             s3_hits.append((time.perf_counter() - started) * 1000)

@@ -1,23 +1,23 @@
-"""The Cartesia API key, read from Secrets Manager once per container; never logged, never in an error."""
+"""The Cartesia API key, read from Secrets Manager (once per container, by :mod:`voicebridge.container`); never
+logged, never in an error."""
 
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from voicebridge import aws
 from voicebridge.errors import ConfigurationError
 
 
-@lru_cache(maxsize=4)
-def api_key(secret_arn: str) -> str:
-    """The key stored in ``secret_arn``: a plain string, or JSON with an ``api_key`` field."""
+def read_api_key(secret_arn: str, secrets: Any) -> str:
+    """The key stored in ``secret_arn`` (read with the ``secretsmanager`` client ``secrets``): a plain string, or
+    JSON with an ``api_key`` field."""
     if not secret_arn:
         raise ConfigurationError("CARTESIA_API_KEY_SECRET_ARN is not set")
     try:
-        value = str(aws.client("secretsmanager").get_secret_value(SecretId=secret_arn)["SecretString"])
+        value = str(secrets.get_secret_value(SecretId=secret_arn)["SecretString"])
     except ClientError as exc:
         raise ConfigurationError(f"cannot read the Cartesia API key secret ({exc.response['Error']['Code']})") from None
     except BotoCoreError as exc:

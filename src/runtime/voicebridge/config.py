@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -93,9 +92,3 @@ class Settings(BaseModel):
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors())
             raise ConfigurationError(f"invalid configuration: {problems}") from exc
-
-
-@lru_cache(maxsize=1)
-def settings() -> Settings:
-    """The container's settings, read once."""
-    return Settings.from_env()

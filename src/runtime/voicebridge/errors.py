@@ -1,20 +1,29 @@
-"""Errors as types, each with the stable code a contact flow sees as ``ErrorCode``.
+"""Errors as types, each with the stable code a contact flow sees as ``ErrorCode``: the one list of them.
 
 Handlers catch :class:`VoiceBridgeError` at the edge and map ``code`` and ``safe_message`` to the Connect
-response; messages are short, safe to log, and never carry a secret.
+response; messages are short, safe to log, and never carry a secret. :data:`ERROR_CODES` maps every code to its
+type, and the error-code table in ``docs/reference.md`` is checked against it::
+
+    >>> ERROR_CODES["NoMediaStream"].__name__
+    'NoMediaStream'
+
+Codes marked *internal* below never reach a flow: the consumer handles them itself (it reconnects, or stops).
 """
 
 from __future__ import annotations
 
 
 class VoiceBridgeError(Exception):
-    """Base of every error the product reports to a contact flow."""
+    """Base of every error the product reports; unexpected failures are answered with its code."""
 
     code = "InternalError"
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.safe_message = message[:240]
+
+
+# -- what a flow can be answered
 
 
 class InvalidInput(VoiceBridgeError):
@@ -43,3 +52,66 @@ class StorageError(VoiceBridgeError):
     """The prompt bucket or the turn table could not be read or written."""
 
     code = "StorageError"
+
+
+class AudioFormatError(VoiceBridgeError, ValueError):
+    """Audio that cannot be handled: unsupported encoding or rate, malformed WAV, truncated sample."""
+
+    code = "AudioFormatError"
+
+
+class NoMediaStream(VoiceBridgeError):
+    """The contact is not streaming media yet: the flow must start media streaming before listening."""
+
+    code = "NoMediaStream"
+
+
+class NotListening(VoiceBridgeError):
+    """AwaitTurn was called for a contact nobody is listening to."""
+
+    code = "NotListening"
+
+
+class HandOffFailed(VoiceBridgeError):
+    """The consumer could not be started."""
+
+    code = "HandOffFailed"
+
+
+# -- internal: handled by the consumer, reported only in its logs and its own invocation result
+
+
+class MediaInterrupted(VoiceBridgeError):
+    """The media connection ended abnormally; the consumer resumes from its last fragment."""
+
+    code = "MediaInterrupted"
+
+
+class InkUnavailable(VoiceBridgeError):
+    """An Ink session could not be opened or was lost; the consumer reopens it and replays what is unsettled."""
+
+    code = "InkUnavailable"
+
+
+class Superseded(VoiceBridgeError):
+    """Another consumer generation owns this contact now; this one must stop without writing."""
+
+    code = "Superseded"
+
+
+def _registry() -> dict[str, type[VoiceBridgeError]]:
+    found: dict[str, type[VoiceBridgeError]] = {VoiceBridgeError.code: VoiceBridgeError}
+    pending = [VoiceBridgeError]
+    while pending:
+        for sub in pending.pop().__subclasses__():
+            # A subclass that keeps its parent's code (RetryableModelError) is a refinement, not a new code.
+            found.setdefault(sub.code, sub)
+            pending.append(sub)
+    return found
+
+
+ERROR_CODES: dict[str, type[VoiceBridgeError]] = _registry()
+"""Every ``ErrorCode`` the product can answer or log, and its type."""
+
+INTERNAL_CODES = frozenset({"MediaInterrupted", "InkUnavailable", "Superseded"})
+"""Codes the consumer handles itself: no Connect-facing handler answers them."""

@@ -18,26 +18,8 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from voicebridge.connect.events import ContactFlowEvent
-from voicebridge.errors import InvalidInput, VoiceBridgeError
+from voicebridge.errors import HandOffFailed, InvalidInput, NoMediaStream, NotListening
 from voicebridge.store.turns import AGENT, CUSTOMER, Turn, TurnStore
-
-
-class NoMediaStream(VoiceBridgeError):
-    """The contact is not streaming media yet: the flow must start media streaming before listening."""
-
-    code = "NoMediaStream"
-
-
-class NotListening(VoiceBridgeError):
-    """AwaitTurn was called for a contact nobody is listening to."""
-
-    code = "NotListening"
-
-
-class HandOffFailed(VoiceBridgeError):
-    """The consumer could not be started."""
-
-    code = "HandOffFailed"
 
 
 @dataclass(frozen=True)

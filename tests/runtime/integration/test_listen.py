@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from voicebridge import container
 from voicebridge.config import Settings
 from voicebridge.ink.session import InkSession, TurnListener
 from voicebridge.kvs.consumer import StreamConsumer
@@ -69,12 +70,7 @@ def _no_silence(received: bytes) -> bytes:
 def env(cloud: LocalCloud, monkeypatch: pytest.MonkeyPatch) -> LocalCloud:
     for name, value in cloud.env().items():
         monkeypatch.setenv(name, value)
-    from voicebridge import aws
-    from voicebridge.kvs import media
-
-    aws.client.cache_clear()
-    media._data_endpoint.cache_clear()
-    media._media_client.cache_clear()
+    container.reset()
     cloud.ink.clear_faults()
     cloud.kvs.clear_faults()
     return cloud
@@ -91,7 +87,7 @@ class Call:
         self.start_fragment = stream.begin_contact(self.contact_id, "instance-1")
         stream.append("AUDIO_FROM_CUSTOMER", caller_pcm)
         stream.end_contact()
-        self.store = TurnStore(local_physical_id("TurnTable"))
+        self.store = TurnStore(local_physical_id("TurnTable"), container.client("dynamodb"))
         assert self.store.claim(self.contact_id, arn, self.start_fragment, [CUSTOMER])
         self.sessions_before = len(cloud.ink.sessions)
         self.handed_over: list[dict[str, Any]] = []
@@ -112,6 +108,7 @@ class Call:
             open_session=open_session,
             continue_with=self.handed_over.append,
             remaining_ms=remaining_ms or (lambda: 600_000),
+            media=container.media_source,
         )
 
     def ink_sessions(self) -> list[Any]:
@@ -273,7 +270,7 @@ def test_both_directions_are_transcribed_for_a_full_call_transcript(
     # The bot speaks the first utterance while the caller is silent, then the caller speaks the second.
     stream.append_tracks(customer=silence + caller[1][1] + bytes(24000), agent=caller[1][0] + bytes(len(silence)))
     stream.end_contact()
-    store = TurnStore(local_physical_id("TurnTable"))
+    store = TurnStore(local_physical_id("TurnTable"), container.client("dynamodb"))
     assert store.claim(contact_id, arn, start, [CUSTOMER, AGENT])
     call = Call.__new__(Call)
     call.cloud, call.contact_id, call.store, call.handed_over = env, contact_id, store, []
@@ -300,6 +297,7 @@ def test_manual_finalize_mode_finds_the_turns_itself(env: LocalCloud, caller: tu
         open_session=open_session,
         continue_with=call.handed_over.append,
         remaining_ms=lambda: 600_000,
+        media=container.media_source,
     )
     assert consumer.run().reason == "stream ended"
     assert call.transcripts() == UTTERANCES
@@ -314,8 +312,6 @@ def test_the_consumer_hands_over_to_its_next_invocation_through_lambda(
     import time
 
     from tests.fixtures.cloud import ROOT
-    from voicebridge.config import settings
-    from voicebridge.handlers import start_listening, transcribe_stream
     from voicebridge_dev.local.runner import invoke
     from voicebridge_dev.template import function_spec, load_template
 
@@ -323,7 +319,7 @@ def test_the_consumer_hands_over_to_its_next_invocation_through_lambda(
     arn = env.kvs.create_stream(f"connect-handover-{contact_id[:8]}")
     stream = env.kvs.stream(arn)
     start = stream.begin_contact(contact_id, "instance-1")
-    store = TurnStore(local_physical_id("TurnTable"))
+    store = TurnStore(local_physical_id("TurnTable"), container.client("dynamodb"))
     assert store.claim(contact_id, arn, start, [CUSTOMER])
 
     def live_call() -> None:
@@ -339,13 +335,11 @@ def test_the_consumer_hands_over_to_its_next_invocation_through_lambda(
     spec = function_spec(load_template(ROOT / "template.yaml"), "TranscribeStreamFunction")
     spec.environment.update({"CONSUMER_HANDOFF_MS": "20000", "KVS_READ_TIMEOUT_MS": "1000"})
     spec.timeout_s = 22  # inside the hand-over window after two seconds
-    for cached in (settings, start_listening.turn_store, transcribe_stream.ink_client):
-        cached.cache_clear()
+    container.reset()
     try:
         first = invoke(spec, {"ContactId": contact_id, "Generation": 0})
     finally:
-        for cached in (settings, start_listening.turn_store, transcribe_stream.ink_client):
-            cached.cache_clear()
+        container.reset()
     assert (first["Result"], first["Reason"]) == ("OK", "handoff")
     feeder.join(15)
 

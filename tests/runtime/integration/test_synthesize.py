@@ -14,7 +14,7 @@ from urllib.parse import urlparse
 import pytest
 
 from tests.fixtures.cloud import ROOT, Invoker, event_with, fetch, prompt_location
-from voicebridge.audio import read_wav
+from voicebridge.audio.wav import read_wav
 from voicebridge_dev.local.cloud import LocalCloud
 from voicebridge_dev.local.sonic_emulator import Fault, FaultKind
 

@@ -8,12 +8,13 @@ import json
 import logging
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from tests.fixtures.cloud import Invoker, _fresh_container, event_with, fetch
 from voicebridge import cartesia_key
-from voicebridge.audio import read_wav
+from voicebridge.audio.wav import read_wav
 from voicebridge_dev.local.cloud import LOCAL_API_KEY, LocalCloud
 from voicebridge_dev.local.sonic_emulator import Fault, FaultKind, InvocationRecord
 
@@ -174,13 +175,20 @@ def test_a_wrong_api_key_is_a_configuration_error_and_the_key_is_never_shown(
 
 
 def test_the_api_key_is_read_from_secrets_manager_once_per_container(
-    invoke_function: Invoker, cloud_env: LocalCloud, api_backend: dict[str, str]
+    invoke_function: Invoker, cloud_env: LocalCloud, api_backend: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    reads: list[str] = []
+    read_api_key = cartesia_key.read_api_key
+
+    def counted(secret_arn: str, secrets: Any) -> str:
+        reads.append(secret_arn)
+        return read_api_key(secret_arn, secrets)
+
+    monkeypatch.setattr(cartesia_key, "read_api_key", counted)
     for text in ("First of three.", "Second of three.", "Third of three."):
         assert invoke_function("SynthesizeFunction", event_with(Text=text), env=api_backend)["Result"] == "OK"
 
-    reads = cartesia_key.api_key.cache_info()
-    assert (reads.misses, reads.currsize) == (1, 1)
+    assert len(reads) == 1
 
 
 def test_a_stalled_api_stream_falls_back_within_the_deadline(

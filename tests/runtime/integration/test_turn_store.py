@@ -10,15 +10,17 @@ import uuid
 import pytest
 
 from tests.fixtures.cloud import Invoker
-from voicebridge.listening import NotListening, await_turn
-from voicebridge.store.turns import CUSTOMER, Superseded, Turn, TurnStore
+from voicebridge import container
+from voicebridge.errors import NotListening, Superseded
+from voicebridge.listening import await_turn
+from voicebridge.store.turns import CUSTOMER, Turn, TurnStore
 from voicebridge_dev.local.cloud import LocalCloud
 from voicebridge_dev.template import local_physical_id
 
 
 @pytest.fixture
 def store(cloud_env: LocalCloud) -> TurnStore:
-    return TurnStore(local_physical_id("TurnTable"))
+    return TurnStore(local_physical_id("TurnTable"), container.client("dynamodb"))
 
 
 def turn(contact: str, seq: int, text: str = "hello") -> Turn:

@@ -12,17 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from voicebridge.audio import (
-    AudioFormatError,
-    ConverterFinishedError,
-    MulawConverter,
-    ResamplerKind,
-    SourceEncoding,
-    mulaw_encode,
-    mulaw_wav_bytes,
-    read_wav,
-)
-from voicebridge.errors import VoiceBridgeError
+from voicebridge.audio.convert import ConverterFinishedError, MulawConverter, SourceEncoding
+from voicebridge.audio.mulaw import mulaw_encode
+from voicebridge.audio.resample import ResamplerKind
+from voicebridge.audio.wav import mulaw_wav_bytes, read_wav
+from voicebridge.errors import AudioFormatError, VoiceBridgeError
 
 
 def tone(frequency: float, rate: int, seconds: float, amplitude: float = 0.5) -> np.ndarray:

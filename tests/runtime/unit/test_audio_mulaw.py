@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from voicebridge.audio import DECODE_TABLE, ENCODE_TABLE, mulaw_decode, mulaw_encode
+from voicebridge.audio.mulaw import DECODE_TABLE, ENCODE_TABLE, mulaw_decode, mulaw_encode
 
 BIAS = 0x84
 CLIP = 32635

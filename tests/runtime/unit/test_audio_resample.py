@@ -10,8 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from voicebridge.audio import (
-    AudioFormatError,
+from voicebridge.audio.resample import (
     NumpyResampler,
     PassthroughResampler,
     ResamplerKind,
@@ -19,6 +18,7 @@ from voicebridge.audio import (
     StreamResampler,
     make_resampler,
 )
+from voicebridge.errors import AudioFormatError
 
 KINDS: tuple[ResamplerKind, ...] = ("numpy", "soxr")
 SONIC_RATES = (16000, 22050, 24000, 44100, 48000)

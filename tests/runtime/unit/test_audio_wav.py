@@ -12,13 +12,8 @@ import wave
 import numpy as np
 import pytest
 
-from voicebridge.audio import (
-    AudioFormatError,
-    mulaw_wav_bytes,
-    mulaw_wav_header,
-    pcm16_wav_bytes,
-    read_wav,
-)
+from voicebridge.audio.wav import mulaw_wav_bytes, mulaw_wav_header, pcm16_wav_bytes, read_wav
+from voicebridge.errors import AudioFormatError
 
 
 def le32(value: int) -> bytes:

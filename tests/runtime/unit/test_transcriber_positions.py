@@ -8,7 +8,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from voicebridge.ink.session import InkUnavailable, TurnListener
+from voicebridge.errors import InkUnavailable
+from voicebridge.ink.session import TurnListener
 from voicebridge.ink.transcriber import MetricSink, TrackTranscriber
 from voicebridge.store.turns import TrackProgress, Turn
 

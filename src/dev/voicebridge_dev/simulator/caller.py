@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from voicebridge.audio import AudioFormatError
 from voicebridge.audio.wav import read_wav
+from voicebridge.errors import AudioFormatError
 from voicebridge_dev.simulator.events import CALLER, Segment
 from voicebridge_dev.simulator.media import SAMPLE_RATE, MediaPlane
 

@@ -47,8 +47,8 @@ import numpy.typing as npt
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from voicebridge.audio import AudioFormatError
 from voicebridge.audio.wav import read_wav
+from voicebridge.errors import AudioFormatError
 from voicebridge_dev.flows import (
     ACTION_TYPES,
     Action,

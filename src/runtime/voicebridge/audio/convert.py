@@ -16,17 +16,22 @@ from typing import Literal, get_args
 import numpy as np
 from numpy.typing import NDArray
 
-from voicebridge.audio import AudioFormatError, ConverterFinishedError
 from voicebridge.audio.mulaw import DECODE_TABLE, ENCODE_TABLE
 from voicebridge.audio.resample import ResamplerKind, StreamResampler, make_resampler
 from voicebridge.audio.wav import MULAW_RATE, mulaw_wav_bytes
+from voicebridge.errors import AudioFormatError
 
-__all__ = ["SOURCE_ENCODINGS", "SOURCE_RATES", "MulawConverter", "SourceEncoding"]
+__all__ = ["SOURCE_ENCODINGS", "SOURCE_RATES", "ConverterFinishedError", "MulawConverter", "SourceEncoding"]
 
 SourceEncoding = Literal["pcm_s16le", "pcm_f32le", "pcm_mulaw"]
 SOURCE_ENCODINGS: frozenset[str] = frozenset(get_args(SourceEncoding))
 SOURCE_RATES: frozenset[int] = frozenset({8000, 16000, 22050, 24000, 44100, 48000})
 """The sample rates Sonic's raw output format offers."""
+
+
+class ConverterFinishedError(RuntimeError):
+    """A converter was fed or finished again after :meth:`MulawConverter.finish` returned its file."""
+
 
 _SAMPLE_WIDTH: dict[str, int] = {"pcm_s16le": 2, "pcm_f32le": 4, "pcm_mulaw": 1}
 _DTYPE: dict[str, np.dtype[np.generic]] = {

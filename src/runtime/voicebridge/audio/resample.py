@@ -27,7 +27,7 @@ import soxr
 from numpy.lib.stride_tricks import sliding_window_view
 from numpy.typing import NDArray
 
-from voicebridge.audio import AudioFormatError
+from voicebridge.errors import AudioFormatError
 
 __all__ = [
     "NumpyResampler",

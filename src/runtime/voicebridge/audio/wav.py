@@ -19,8 +19,8 @@ import struct
 import numpy as np
 from numpy.typing import NDArray
 
-from voicebridge.audio import AudioFormatError
 from voicebridge.audio.mulaw import DECODE_TABLE
+from voicebridge.errors import AudioFormatError
 
 __all__ = ["MULAW_RATE", "mulaw_wav_bytes", "mulaw_wav_header", "pcm16_wav_bytes", "read_wav"]
 

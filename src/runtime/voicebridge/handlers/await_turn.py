@@ -10,10 +10,9 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from voicebridge.config import settings
+from voicebridge import container
 from voicebridge.connect.events import ContactFlowEvent, response
 from voicebridge.handlers._edge import connect_edge
-from voicebridge.handlers.start_listening import turn_store
 from voicebridge.listening import await_turn
 from voicebridge.telemetry import metrics
 
@@ -24,9 +23,9 @@ def _await(event: ContactFlowEvent, context: Any) -> dict[str, str]:
     turn, waited_ms = await_turn(
         event.contact_id,
         event.parameters,
-        store=turn_store(),
-        max_wait_ms=settings().await_max_wait_ms,
-        poll_interval_ms=settings().await_poll_interval_ms,
+        store=container.turn_store(),
+        max_wait_ms=container.settings().await_max_wait_ms,
+        poll_interval_ms=container.settings().await_poll_interval_ms,
         remaining_ms=remaining,
     )
     metrics.add_metric(name="AwaitTurnWait", unit=MetricUnit.Milliseconds, value=waited_ms)

@@ -9,47 +9,30 @@ with ``Text`` when Sonic cannot answer in time (the flow speaks it with Connect'
 from __future__ import annotations
 
 import time
-from functools import lru_cache
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from voicebridge.config import settings
+from voicebridge import container
 from voicebridge.connect.events import ContactFlowEvent, response
 from voicebridge.errors import ModelUnavailable, VoiceBridgeError
 from voicebridge.handlers._edge import connect_edge
-from voicebridge.sonic.backends import make_backend
 from voicebridge.sonic.request import SpeechRequest
-from voicebridge.sonic.synthesizer import Synthesizer
-from voicebridge.store.prompts import PromptStore
 from voicebridge.telemetry import logger, metrics
 
 LAMBDA_MARGIN_MS = 300
 """Kept back from the Lambda's remaining time to store the prompt and answer."""
 
 
-@lru_cache(maxsize=1)
-def synthesizer() -> Synthesizer:
-    """The container's synthesizer: clients and caches live as long as the container."""
-    config = settings()
-    api_key = None
-    if config.sonic_backend == "cartesia-api":
-        from voicebridge.cartesia_key import api_key as read_key
-
-        api_key = read_key(config.cartesia_api_key_secret_arn)
-    store = PromptStore(config.prompt_bucket, region=config.aws_region, prefix=config.prompt_prefix)
-    return Synthesizer(config, make_backend(config, api_key=api_key), store)
-
-
 @connect_edge
 def _synthesize(event: ContactFlowEvent, context: Any) -> dict[str, str]:
     started = time.perf_counter()
     try:
-        request = SpeechRequest.from_parameters(event.parameters, settings())
-        budget_ms = settings().sonic_deadline_ms
+        request = SpeechRequest.from_parameters(event.parameters, container.settings())
+        budget_ms = container.settings().sonic_deadline_ms
         if context is not None and hasattr(context, "get_remaining_time_in_millis"):
             budget_ms = min(budget_ms, context.get_remaining_time_in_millis() - LAMBDA_MARGIN_MS)
-        prompt = synthesizer().synthesize(request, deadline=time.monotonic() + budget_ms / 1000)
+        prompt = container.synthesizer().synthesize(request, deadline=time.monotonic() + budget_ms / 1000)
     except ModelUnavailable as exc:
         metrics.add_metric(name="SynthesisErrors", unit=MetricUnit.Count, value=1)
         logger.warning("falling back to Connect's voice", reason=exc.safe_message)

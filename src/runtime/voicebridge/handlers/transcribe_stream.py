@@ -9,35 +9,21 @@ asynchronous failure would be retried by Lambda and start a second consumer, so 
 from __future__ import annotations
 
 import json
-from functools import cache
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from voicebridge import aws
-from voicebridge.config import settings
+from voicebridge import container
 from voicebridge.errors import VoiceBridgeError
-from voicebridge.handlers.start_listening import turn_store
 from voicebridge.ink.session import InkSession, TurnListener
 from voicebridge.kvs.consumer import StreamConsumer
 from voicebridge.telemetry import logger, metrics
 
 
-@cache
-def ink_client() -> Any:
-    """The Cartesia client, its key read from Secrets Manager once per container."""
-    from cartesia import Cartesia
-
-    from voicebridge.cartesia_key import api_key
-
-    config = settings()
-    return Cartesia(api_key=api_key(config.cartesia_api_key_secret_arn), base_url=config.cartesia_base_url)
-
-
 def _open_session(listener: TurnListener, name: str) -> InkSession:
-    config = settings()
+    config = container.settings()
     return InkSession(
-        ink_client(),
+        container.ink_client(),
         listener,
         mode=config.ink_mode,
         model=config.ink_model,
@@ -56,17 +42,20 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     myself = getattr(context, "invoked_function_arn", None) or getattr(context, "function_name", "")
 
     def continue_with(payload: dict[str, Any]) -> None:
-        aws.client("lambda").invoke(FunctionName=myself, InvocationType="Event", Payload=json.dumps(payload).encode())
+        container.client("lambda").invoke(
+            FunctionName=myself, InvocationType="Event", Payload=json.dumps(payload).encode()
+        )
 
     try:
         outcome = StreamConsumer(
-            settings(),
-            turn_store(),
+            container.settings(),
+            container.turn_store(),
             contact_id=contact_id,
             generation=int(event.get("Generation", 0)),
             open_session=_open_session,
             continue_with=continue_with,
             remaining_ms=context.get_remaining_time_in_millis,
+            media=container.media_source,
         ).run()
     except VoiceBridgeError as exc:
         logger.error("transcription stopped", error_code=exc.code, reason=exc.safe_message)

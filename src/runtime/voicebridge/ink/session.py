@@ -22,14 +22,8 @@ import json
 import threading
 from typing import Any, Protocol
 
-from voicebridge.errors import ConfigurationError, VoiceBridgeError
+from voicebridge.errors import ConfigurationError, InkUnavailable
 from voicebridge.telemetry import logger
-
-
-class InkUnavailable(VoiceBridgeError):
-    """The session could not be opened or was lost."""
-
-    code = "InkUnavailable"
 
 
 class TurnListener(Protocol):

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from aws_lambda_powertools.metrics import MetricUnit
 
 from voicebridge.audio.vad import BYTES_PER_MS, VoiceActivity
-from voicebridge.errors import StorageError
-from voicebridge.ink.session import InkSession, InkUnavailable, TurnListener
+from voicebridge.errors import InkUnavailable, StorageError
+from voicebridge.ink.session import InkSession, TurnListener
 from voicebridge.store.turns import TrackProgress, Turn, TurnStore
 from voicebridge.telemetry import logger, metrics
 

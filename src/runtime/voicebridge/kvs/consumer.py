@@ -24,11 +24,11 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 
 from voicebridge.config import Settings
-from voicebridge.errors import ConfigurationError, VoiceBridgeError
+from voicebridge.errors import ConfigurationError, MediaInterrupted, Superseded, VoiceBridgeError
 from voicebridge.ink.transcriber import MetricSink, SessionFactory, TrackTranscriber
-from voicebridge.kvs.media import MediaInterrupted, MediaSource
+from voicebridge.kvs.media import MediaSource
 from voicebridge.kvs.mkv import AudioFrame, ClusterStart, DocumentStart, MatroskaReader, Tags
-from voicebridge.store.turns import AGENT, CUSTOMER, Checkpoint, Superseded, TurnStore
+from voicebridge.store.turns import AGENT, CUSTOMER, Checkpoint, TurnStore
 from voicebridge.telemetry import logger, metrics
 
 TRACKS = {"AUDIO_FROM_CUSTOMER": CUSTOMER, "Track_audio/L16": CUSTOMER, "AUDIO_TO_CUSTOMER": AGENT}
@@ -70,7 +70,7 @@ class StreamConsumer:
         open_session: SessionFactory,
         continue_with: Callable[[dict[str, Any]], None],
         remaining_ms: Callable[[], int],
-        media: Callable[[str], MediaSource] | None = None,
+        media: Callable[[str], MediaSource],
     ) -> None:
         self._settings = settings
         self._store = store
@@ -79,7 +79,7 @@ class StreamConsumer:
         self._open_session = open_session
         self._continue_with = continue_with
         self._remaining_ms = remaining_ms
-        self._media = media or (lambda arn: MediaSource(arn, read_timeout_s=settings.kvs_read_timeout_ms / 1000))
+        self._media = media
         self._sink = MetricSink(threading.Lock())
         self._transcribers: dict[str, TrackTranscriber] = {}
         self._stop = threading.Event()

@@ -1,6 +1,6 @@
 """GetMedia, read as it arrives: the caller's audio from Kinesis Video Streams.
 
-``GetDataEndpoint(APIName=GET_MEDIA)`` gives the stream's data endpoint (cached per container), then ``GetMedia``
+``GetDataEndpoint(APIName=GET_MEDIA)`` gives the stream's data endpoint (asked once per source), then ``GetMedia``
 with a ``FRAGMENT_NUMBER`` start selector returns a long-lived HTTP response whose body is a concatenation of
 Matroska fragments. The body is read with ``read1``: whatever bytes have arrived are handed on at once, rather than
 waiting to fill a buffer. A read timeout (KVS sends nothing for ~3 s when the producer stalls), a dropped connection
@@ -9,30 +9,21 @@ or a limit error is raised as :class:`MediaInterrupted`; the consumer resumes fr
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from functools import lru_cache
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 from urllib3.exceptions import HTTPError as Urllib3Error
 
-from voicebridge import aws
-from voicebridge.errors import ConfigurationError, VoiceBridgeError
+from voicebridge.errors import ConfigurationError, MediaInterrupted
 
 READ_SIZE = 64 * 1024
 
 
-class MediaInterrupted(VoiceBridgeError):
-    """The media connection ended abnormally; resume from the last fragment."""
-
-    code = "MediaInterrupted"
-
-
-@lru_cache(maxsize=64)
-def _data_endpoint(stream_arn: str) -> str:
+def data_endpoint(control: Any, stream_arn: str) -> str:
+    """The stream's GetMedia endpoint (``GetDataEndpoint``); MediaInterrupted when it is worth asking again."""
     try:
-        answer = aws.client("kinesisvideo").get_data_endpoint(StreamARN=stream_arn, APIName="GET_MEDIA")
+        answer = control.get_data_endpoint(StreamARN=stream_arn, APIName="GET_MEDIA")
     except ClientError as exc:
         code = exc.response.get("Error", {}).get("Code", "")
         if code in ("ResourceNotFoundException", "NotAuthorizedException", "AccessDeniedException"):
@@ -43,22 +34,23 @@ def _data_endpoint(stream_arn: str) -> str:
     return str(answer["DataEndpoint"])
 
 
-@lru_cache(maxsize=16)
-def _media_client(endpoint: str, read_timeout_s: float) -> Any:
-    config = Config(connect_timeout=2, read_timeout=read_timeout_s, retries={"mode": "standard", "max_attempts": 2})
-    return aws.session().client("kinesis-video-media", endpoint_url=endpoint, config=config)
-
-
 class MediaSource:
-    """The media of one stream, from a given fragment on."""
+    """The media of one stream, from a given fragment on.
 
-    def __init__(self, stream_arn: str, *, read_timeout_s: float = 3.0) -> None:
+    ``control`` is a ``kinesisvideo`` client; ``media_client`` gives a ``kinesis-video-media`` client for a data
+    endpoint. The endpoint is looked up on the first read and kept."""
+
+    def __init__(self, stream_arn: str, *, control: Any, media_client: Callable[[str], Any]) -> None:
         self.stream_arn = stream_arn
-        self._read_timeout_s = read_timeout_s
+        self._control = control
+        self._media_client = media_client
+        self._endpoint: str | None = None
 
     def read_from(self, fragment_number: str) -> Iterator[bytes]:
         """Bytes of the payload from ``fragment_number`` (included) as they arrive; returns at its clean end."""
-        client = _media_client(_data_endpoint(self.stream_arn), self._read_timeout_s)
+        if self._endpoint is None:
+            self._endpoint = data_endpoint(self._control, self.stream_arn)
+        client = self._media_client(self._endpoint)
         try:
             answer = client.get_media(
                 StreamARN=self.stream_arn,

@@ -24,9 +24,7 @@ from typing import Any, Protocol
 from botocore.exceptions import BotoCoreError, ClientError, EventStreamError
 from urllib3.exceptions import HTTPError as Urllib3Error
 
-from voicebridge import aws
-from voicebridge.audio import SourceEncoding
-from voicebridge.config import Settings
+from voicebridge.audio.convert import SourceEncoding
 from voicebridge.errors import ConfigurationError, InvalidInput, RetryableModelError
 from voicebridge.sonic.request import SpeechRequest
 from voicebridge.sonic.stream import Chunk, SonicStreamDecoder, SonicStreamError, StreamError
@@ -57,13 +55,13 @@ class SonicBackend(Protocol):
 class SageMakerBackend:
     """Sonic on a SageMaker real-time endpoint, invoked with a response stream."""
 
-    def __init__(self, endpoint_name: str, *, stall_timeout_s: float = STALL_TIMEOUT_S, runtime: Any = None) -> None:
+    def __init__(self, endpoint_name: str, runtime: Any) -> None:
+        """``runtime`` is a ``sagemaker-runtime`` client whose read timeout bounds a stall between two parts."""
         if not endpoint_name:
             raise ConfigurationError("SONIC_ENDPOINT_NAME is not set")
         self.endpoint_name = endpoint_name
         self.identity = f"sagemaker:{endpoint_name}"
-        # The read timeout bounds a stall between two parts, not the whole generation.
-        self._runtime = runtime or aws.client("sagemaker-runtime", read_timeout=stall_timeout_s, pool=32)
+        self._runtime = runtime
 
     def stream(self, request: SpeechRequest, fmt: OutputFormat, *, deadline: float) -> Iterator[bytes]:
         body = json.dumps(request.body(encoding=fmt.encoding, sample_rate=fmt.sample_rate))
@@ -200,14 +198,3 @@ def _reason(raw: Any) -> str:
             return raw[:200]
         return _reason(parsed) if isinstance(parsed, dict) else raw[:200]
     return "no reason given"
-
-
-def make_backend(settings: Settings, *, api_key: str | None = None) -> SonicBackend:
-    """The backend the settings name."""
-    if settings.sonic_backend == "cartesia-api":
-        if not api_key:
-            raise ConfigurationError("the cartesia-api backend needs CARTESIA_API_KEY_SECRET_ARN")
-        # A self-hosted Sonic (SONIC_BASE_URL) may live apart from the Cartesia API that serves Ink.
-        base_url = settings.sonic_base_url or settings.cartesia_base_url
-        return CartesiaApiBackend(api_key=api_key, base_url=base_url, model_id=settings.sonic_model_id)
-    return SageMakerBackend(settings.sonic_endpoint_name)

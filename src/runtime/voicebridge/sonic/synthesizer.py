@@ -14,9 +14,9 @@ import random
 import time
 from dataclasses import dataclass
 
-from voicebridge.audio import AudioFormatError, MulawConverter
+from voicebridge.audio.convert import MulawConverter
 from voicebridge.config import Settings
-from voicebridge.errors import InvalidInput, ModelUnavailable, RetryableModelError
+from voicebridge.errors import AudioFormatError, InvalidInput, ModelUnavailable, RetryableModelError
 from voicebridge.sonic.backends import OutputFormat, SonicBackend
 from voicebridge.sonic.request import SpeechRequest
 from voicebridge.store.prompts import PromptStore

@@ -14,7 +14,6 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from voicebridge import aws
 from voicebridge.errors import ConfigurationError, StorageError
 
 
@@ -30,15 +29,13 @@ class StoredPrompt:
 class PromptStore:
     """Prompts in ``bucket`` under ``prefix``, with a per-container index of keys known to exist."""
 
-    def __init__(
-        self, bucket: str, *, region: str, prefix: str = "prompts/", s3: Any = None, index_size: int = 4096
-    ) -> None:
+    def __init__(self, bucket: str, s3: Any, *, region: str, prefix: str = "prompts/", index_size: int = 4096) -> None:
         if not bucket:
             raise ConfigurationError("PROMPT_BUCKET is not set")
         self.bucket = bucket
         self.region = region
         self.prefix = prefix
-        self._s3 = s3 or aws.client("s3")
+        self._s3 = s3
         self._index: OrderedDict[str, StoredPrompt] = OrderedDict()
         self._index_size = index_size
 

@@ -21,18 +21,11 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from voicebridge import aws
-from voicebridge.errors import ConfigurationError, StorageError, VoiceBridgeError
+from voicebridge.errors import ConfigurationError, StorageError, Superseded
 
 CHECKPOINT = "checkpoint"
 CUSTOMER = "customer"
 AGENT = "agent"
-
-
-class Superseded(VoiceBridgeError):
-    """Another consumer generation owns this contact now; this one must stop without writing."""
-
-    code = "Superseded"
 
 
 @dataclass
@@ -107,12 +100,12 @@ def turn_key(track: str, seq: int) -> str:
 class TurnStore:
     """Turns and checkpoints of every live contact, in one table."""
 
-    def __init__(self, table: str, *, ttl_days: int = 7, dynamodb: Any = None) -> None:
+    def __init__(self, table: str, dynamodb: Any, *, ttl_days: int = 7) -> None:
         if not table:
             raise ConfigurationError("TURN_TABLE is not set")
         self.table = table
         self._ttl_s = ttl_days * 86400
-        self._db = dynamodb or aws.client("dynamodb")
+        self._db = dynamodb
 
     # -- checkpoint
 

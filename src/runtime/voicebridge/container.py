@@ -1,0 +1,157 @@
+"""Per-container wiring: everything a Lambda container builds once and every invocation reuses.
+
+Settings, AWS clients, the Cartesia API key, the turn table, the prompt store, the synthesizer, the Ink client and
+the KVS media sources are built lazily, on first use, and kept for the container's lifetime. Handlers take them from
+here; nothing else in the runtime builds a client or caches one. Each factory imports what it builds when it first
+builds it, so a function loads only the libraries it uses (AwaitTurn never loads numpy, soxr or the Cartesia SDK)::
+
+    from voicebridge import container
+
+    store = container.turn_store()          # built on the first call, the same object afterwards
+    container.reset()                       # a new container: tests only
+
+A factory that fails (an empty secret, a missing setting) stores nothing, so the next invocation tries again.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+if TYPE_CHECKING:
+    from voicebridge.config import Settings
+    from voicebridge.kvs.media import MediaSource
+    from voicebridge.sonic.synthesizer import Synthesizer
+    from voicebridge.store.prompts import PromptStore
+    from voicebridge.store.turns import TurnStore
+
+T = TypeVar("T")
+
+_lock = threading.RLock()
+_built: dict[tuple[Any, ...], Any] = {}
+
+
+def _once(key: tuple[Any, ...], build: Callable[[], T]) -> T:
+    try:
+        return cast(T, _built[key])
+    except KeyError:
+        pass
+    with _lock:
+        if key not in _built:
+            _built[key] = build()
+        return cast(T, _built[key])
+
+
+def reset() -> None:
+    """Forget everything built so far, as a new container would start."""
+    with _lock:
+        _built.clear()
+
+
+def settings() -> Settings:
+    """The container's settings, read from the environment once."""
+    from voicebridge.config import Settings
+
+    return _once(("settings",), Settings.from_env)
+
+
+def client(service: str, *, read_timeout: float = 10.0, pool: int = 16, endpoint_url: str | None = None) -> Any:
+    """A shared boto3 client; keep-alive connections in a pool sized for concurrent generations.
+
+    Endpoints come from boto3's own ``AWS_ENDPOINT_URL_<SERVICE>`` variables (the local cloud sets them), or from
+    ``endpoint_url`` for services whose data endpoint is discovered at run time (KVS GetMedia)."""
+
+    def build() -> Any:
+        from botocore.config import Config
+
+        from voicebridge.aws import session
+
+        config = Config(
+            connect_timeout=2,
+            read_timeout=read_timeout,
+            max_pool_connections=pool,
+            retries={"mode": "standard", "max_attempts": 2},
+            tcp_keepalive=True,
+        )
+        return session().client(service, config=config, endpoint_url=endpoint_url)
+
+    return _once(("client", service, read_timeout, pool, endpoint_url), build)
+
+
+def cartesia_api_key() -> str:
+    """The Cartesia API key from Secrets Manager, read again on every call while the secret is still empty."""
+    from voicebridge.cartesia_key import read_api_key
+
+    arn = settings().cartesia_api_key_secret_arn
+    return _once(("cartesia_api_key", arn), lambda: read_api_key(arn, client("secretsmanager")))
+
+
+def turn_store() -> TurnStore:
+    """The DynamoDB turn table: turns and the consumer's checkpoints."""
+    from voicebridge.store.turns import TurnStore
+
+    config = settings()
+    return _once(
+        ("turn_store",), lambda: TurnStore(config.turn_table, client("dynamodb"), ttl_days=config.turn_ttl_days)
+    )
+
+
+def prompt_store() -> PromptStore:
+    """The S3 prompt cache, with its per-container index of prompts known to exist."""
+    from voicebridge.store.prompts import PromptStore
+
+    config = settings()
+    return _once(
+        ("prompt_store",),
+        lambda: PromptStore(config.prompt_bucket, client("s3"), region=config.aws_region, prefix=config.prompt_prefix),
+    )
+
+
+def synthesizer() -> Synthesizer:
+    """The Speak path's synthesizer on the configured Sonic backend."""
+
+    def build() -> Synthesizer:
+        from voicebridge.sonic.backends import STALL_TIMEOUT_S, CartesiaApiBackend, SageMakerBackend, SonicBackend
+        from voicebridge.sonic.synthesizer import Synthesizer
+
+        config = settings()
+        backend: SonicBackend
+        if config.sonic_backend == "cartesia-api":
+            # A self-hosted Sonic (SONIC_BASE_URL) may live apart from the Cartesia API that serves Ink.
+            backend = CartesiaApiBackend(
+                api_key=cartesia_api_key(),
+                base_url=config.sonic_base_url or config.cartesia_base_url,
+                model_id=config.sonic_model_id,
+            )
+        else:
+            # The read timeout bounds a stall between two parts, not the whole generation.
+            runtime = client("sagemaker-runtime", read_timeout=STALL_TIMEOUT_S, pool=32)
+            backend = SageMakerBackend(config.sonic_endpoint_name, runtime)
+        return Synthesizer(config, backend, prompt_store())
+
+    return _once(("synthesizer",), build)
+
+
+def ink_client() -> Any:
+    """The Cartesia SDK client that opens Ink sessions."""
+
+    def build() -> Any:
+        from cartesia import Cartesia
+
+        return Cartesia(api_key=cartesia_api_key(), base_url=settings().cartesia_base_url)
+
+    return _once(("ink_client",), build)
+
+
+def media_source(stream_arn: str) -> MediaSource:
+    """GetMedia for one stream, on the container's clients (one per data endpoint)."""
+
+    from voicebridge.kvs.media import MediaSource
+
+    timeout_s = settings().kvs_read_timeout_ms / 1000
+    return MediaSource(
+        stream_arn,
+        control=client("kinesisvideo"),
+        media_client=lambda endpoint: client("kinesis-video-media", read_timeout=timeout_s, endpoint_url=endpoint),
+    )
