@@ -194,7 +194,8 @@ def _mkv_dump(args: argparse.Namespace) -> int:
 
 
 def _flows(args: argparse.Namespace) -> int:
-    from voicebridge_dev.flows import FlowError, cli_render, cli_validate
+    from voicebridge_dev.flows import FlowError
+    from voicebridge_dev.flows.cli import cli_render, cli_validate
 
     if args.flows_command == "validate":
         return cli_validate(args.paths, args.template)

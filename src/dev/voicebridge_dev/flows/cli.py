@@ -1,0 +1,77 @@
+"""The ``voicebridge flows`` commands: read the flow files, print what is wrong, give the exit status::
+
+    voicebridge flows validate                                       # contact_flows/*.json, template.yaml
+    voicebridge flows render contact_flows/voice-agent.json --stack voicebridge
+
+Each command is one function here; :mod:`voicebridge_dev.cli` parses the arguments and calls it.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from voicebridge_dev.flows.errors import InvalidFlowError
+from voicebridge_dev.flows.render import render
+from voicebridge_dev.flows.stack import stack_outputs, template_functions, template_names
+from voicebridge_dev.flows.validate import FLOW, Problem, validate
+from voicebridge_dev.template import TemplateError
+
+
+def cli_validate(paths: list[str], template: str = "template.yaml") -> int:
+    """``voicebridge flows validate [PATH…]``: print each problem as ``file: action: reason``.
+
+    With no paths, validates ``contact_flows/*.json`` beside the template. Returns the exit status: 0 when
+    every flow is valid, 1 otherwise.
+    """
+    template_path = Path(template)
+    known_functions: set[str] | None = None
+    known_names: set[str] | None = None
+    if template_path.is_file():
+        try:
+            known_functions = template_functions(template_path)
+            known_names = template_names(template_path)
+        except TemplateError as exc:
+            print(f"{template_path}: {exc}", file=sys.stderr)
+            return 1
+    else:
+        print(f"{template_path}: not found; placeholders are checked for form only", file=sys.stderr)
+    files = [Path(p) for p in paths] or sorted((template_path.parent / "contact_flows").glob("*.json"))
+    if not files:
+        print("no flow files to validate", file=sys.stderr)
+        return 1
+    failed = False
+    for path in files:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            problems = [Problem(FLOW, f"cannot read: {exc.strerror or exc}")]
+        else:
+            problems = validate(text, known_functions=known_functions, known_names=known_names)
+        for problem in problems:
+            print(f"{path}: {problem}")
+        failed = failed or bool(problems)
+    return 1 if failed else 0
+
+
+def cli_render(
+    path: str | Path,
+    outputs: Mapping[str, str] | str,
+    *,
+    overrides: Mapping[str, str] | None = None,
+) -> str:
+    """``voicebridge flows render PATH --stack NAME``: the flow, placeholders filled, for a console import.
+
+    ``outputs`` is either a stack name (its outputs are read with :func:`stack_outputs`) or the values
+    themselves; ``overrides`` adds or replaces values (e.g. ``{"AgentQueueArn": "arn:…"}``). Raises
+    :class:`UnresolvedPlaceholderError` when a placeholder has no value and :class:`InvalidFlowError` when the
+    rendered flow is not valid.
+    """
+    values = dict(stack_outputs(outputs) if isinstance(outputs, str) else outputs)
+    values.update(overrides or {})
+    rendered = render(Path(path).read_text(encoding="utf-8"), values)
+    problems = validate(rendered)
+    if problems:
+        raise InvalidFlowError(problems)
+    return rendered

@@ -1,0 +1,89 @@
+"""The ``voicebridge flows`` commands: ``validate`` prints ``file: action: reason``, ``render`` fills a flow from a
+stack's outputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from tests.fixtures.flows import FUNCTIONS, LISTEN_ONLY, STACK_OUTPUTS, VOICE_AGENT, action, flow_document
+from voicebridge_dev.flows import FLOW, StackOutputsError
+from voicebridge_dev.flows.cli import cli_render, cli_validate
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A project tree: a template declaring the four functions and the queue, and the shipped flows."""
+    functions = "".join(f"  {name}:\n    Type: AWS::Serverless::Function\n" for name in sorted(FUNCTIONS))
+    (tmp_path / "template.yaml").write_text(f"Parameters:\n  AgentQueueArn:\n    Type: String\nResources:\n{functions}")
+    (tmp_path / "contact_flows").mkdir()
+    for path in (VOICE_AGENT, LISTEN_ONLY):
+        (tmp_path / "contact_flows" / path.name).write_text(path.read_text(encoding="utf-8"))
+    return tmp_path
+
+
+def test_cli_validate_exits_0_silently_when_every_flow_is_valid(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli_validate([], template=str(project / "template.yaml")) == 0
+    assert capsys.readouterr().out == ""
+
+
+def test_cli_validate_prints_file_action_reason_and_exits_1(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    broken = project / "contact_flows" / "broken.json"
+    document = flow_document()
+    action(document, "Play greeting")["Parameters"]["Media"]["SourceType"] = "HTTP"
+    broken.write_text(json.dumps(document))
+    status = cli_validate(
+        [str(broken), str(project / "contact_flows" / "voice-agent.json")],
+        template=str(project / "template.yaml"),
+    )
+    assert status == 1
+    assert capsys.readouterr().out.splitlines() == [f"{broken}: Play greeting: Media.SourceType must be S3, not 'HTTP'"]
+
+
+def test_cli_validate_checks_lambda_placeholders_against_the_template(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    template = project / "template.yaml"
+    template.write_text(template.read_text().replace("AwaitTurnFunction", "WaitForTurnFunction"))
+    assert cli_validate([], template=str(template)) == 1
+    out = capsys.readouterr().out
+    assert "voice-agent.json: Await caller turn: LambdaFunctionARN names AwaitTurnFunction" in out
+
+
+def test_cli_validate_reports_an_unreadable_file(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = project / "contact_flows" / "missing.json"
+    assert cli_validate([str(missing)], template=str(project / "template.yaml")) == 1
+    assert capsys.readouterr().out.startswith(f"{missing}: {FLOW}: cannot read")
+
+
+def test_cli_render_takes_outputs_and_overrides() -> None:
+    outputs = {k: v for k, v in STACK_OUTPUTS.items() if k != "AgentQueueArn"}
+    rendered = cli_render(LISTEN_ONLY, outputs, overrides={"AgentQueueArn": STACK_OUTPUTS["AgentQueueArn"]})
+    assert action(json.loads(rendered), "Set working queue")["Parameters"]["QueueId"] == STACK_OUTPUTS["AgentQueueArn"]
+
+
+def test_cli_render_reads_the_outputs_of_a_deployed_stack(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    for variable in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_CLOUDFORMATION", "AWS_PROFILE"):
+        monkeypatch.delenv(variable, raising=False)
+    template = {
+        "Resources": {"Topic": {"Type": "AWS::SNS::Topic"}},
+        "Outputs": {key: {"Value": value} for key, value in STACK_OUTPUTS.items()},
+    }
+    with mock_aws():
+        boto3.client("cloudformation").create_stack(StackName="voicebridge", TemplateBody=json.dumps(template))
+        rendered = json.loads(cli_render(VOICE_AGENT, "voicebridge"))
+        with pytest.raises(StackOutputsError):
+            cli_render(VOICE_AGENT, "no-such-stack")
+    assert (
+        action(rendered, "Await caller turn")["Parameters"]["LambdaFunctionARN"]
+        == (STACK_OUTPUTS["AwaitTurnFunctionArn"])
+    )
