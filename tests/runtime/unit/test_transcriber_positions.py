@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import threading
-import time
 from typing import ClassVar
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from tests.fixtures.clock import ManualClock
 from voicebridge.errors import InkUnavailable
 from voicebridge.ink.session import TurnListener
 from voicebridge.ink.transcriber import MetricSink, TrackTranscriber
@@ -59,7 +61,9 @@ def quiet(ms: int) -> bytes:
     return np.full(ms * 8, 1, dtype="<i2").tobytes()
 
 
-def transcriber(progress: TrackProgress | None = None) -> tuple[TrackTranscriber, MemoryStore]:
+def transcriber(
+    progress: TrackProgress | None = None, clock: ManualClock | None = None
+) -> tuple[TrackTranscriber, MemoryStore]:
     RecordingSession.opened = []
     store = MemoryStore()
     t = TrackTranscriber(
@@ -69,7 +73,8 @@ def transcriber(progress: TrackProgress | None = None) -> tuple[TrackTranscriber
         store=store,  # type: ignore[arg-type]
         open_session=RecordingSession,  # type: ignore[arg-type]
         sink=MetricSink(threading.Lock()),
-        ack_ms=0,
+        ack_ms=400,
+        clock=clock or ManualClock(),
     )
     return t, store
 
@@ -106,12 +111,13 @@ def test_a_resumed_track_starts_at_its_settled_position() -> None:
 
 
 def test_a_new_session_replays_the_unfinished_utterance_only() -> None:
-    t, store = transcriber()
+    clock = ManualClock()
+    t, store = transcriber(clock=clock)
     first = quiet(500) + voice(800) + quiet(600)
     feed(t, "100", first)
     t.on_turn_start()
     t.on_turn_end("pay my bill")
-    time.sleep(0.01)
+    clock.advance(0.5)
     t.keepalive(idle_ms=10_000)
     second = voice(700)
     feed(t, "101", second)
@@ -144,10 +150,50 @@ def test_an_empty_transcript_is_not_a_turn() -> None:
     assert store.turns == {} and t.settled.next_seq == 0
 
 
-def test_silence_settles_once_no_turn_is_open() -> None:
-    t, _ = transcriber()
+def test_silence_settles_once_ink_has_had_time_to_start_a_turn() -> None:
+    clock = ManualClock()
+    t, _ = transcriber(clock=clock)
     feed(t, "100", quiet(1000))
+    assert not t.quiet
+    clock.advance(0.4)
     assert t.quiet
     t.on_turn_start()
     feed(t, "101", voice(200))
     assert not t.quiet
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    utterances=st.lists(st.tuples(st.integers(0, 900), st.integers(0, 900)), min_size=1, max_size=5),
+    block=st.integers(min_value=64, max_value=2048),
+    drops=st.lists(st.integers(min_value=0, max_value=400), max_size=4),
+    turn_ends=st.lists(st.booleans(), max_size=5),
+)
+def test_every_session_gets_a_gapless_slice_starting_where_the_audio_is_settled(
+    utterances: list[tuple[int, int]], block: int, drops: list[int], turn_ends: list[bool]
+) -> None:
+    clock = ManualClock()
+    t, _ = transcriber(clock=clock)
+    stream = b"".join(quiet(q) + voice(v) for q, v in utterances) + quiet(600)
+    block -= block % 2
+    blocks = [stream[i : i + block] for i in range(0, len(stream), block)]
+    drop_at = {d % max(1, len(blocks)) for d in drops}
+    starts: list[int] = []
+    offset = 0
+    for i, data in enumerate(blocks):
+        if i in drop_at and RecordingSession.opened:
+            RecordingSession.opened[-1].alive = False
+            # The next session must start exactly at the settled position, with no gap and nothing settled resent.
+            starts.append(t.settled.stream_bytes)
+        t.audio("100", offset, data, None)
+        offset += len(data)
+        clock.advance(len(data) / 16000)
+        if turn_ends and i % 7 == 3 and turn_ends[i % len(turn_ends)]:
+            t.on_turn_start()
+            t.on_turn_end("a turn")
+    sessions = RecordingSession.opened
+    assert len(sessions) == len(starts) + 1
+    for session, start in zip(sessions, [0, *starts], strict=True):
+        assert bytes(session.sent) == stream[start : start + len(session.sent)]
+    # The last session has everything from its start to the end of the stream.
+    assert bytes(sessions[-1].sent) == stream[([0, *starts])[-1] :]

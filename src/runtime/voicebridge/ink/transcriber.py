@@ -2,10 +2,9 @@
 
 The transcriber sits between the KVS reader and an :class:`~voicebridge.ink.session.InkSession`.
 
-- **Positions.** Audio arrives addressed by (fragment number, byte offset into that fragment's audio of this track)
-  and is also counted in bytes since the start of the contact's stream. ``sent`` is how far audio has gone to Ink;
-  ``settled`` is how far it belongs to finished turns or to silence. Audio seen again (a GetMedia reconnect, a
-  continuation that starts at an earlier fragment) is recognised by its position and skipped: Ink receives each
+- **Positions** are kept by a :class:`~voicebridge.ink.ledger.PositionLedger`: what has been sent, what is settled
+  (belongs to finished turns or to silence), and what a new session replays. Audio seen again (a GetMedia reconnect,
+  a continuation that starts at an earlier fragment) is recognised by its position and skipped: Ink receives each
   byte once.
 - **Settling.** A finished turn settles the audio up to the end of its utterance (found in the PCM), so a replay
   never repeats a finished turn. Silence settles too, once no turn is open and Ink has had ``ack_ms`` to react to it
@@ -22,15 +21,15 @@ The transcriber sits between the KVS reader and an :class:`~voicebridge.ink.sess
 from __future__ import annotations
 
 import threading
-import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from aws_lambda_powertools.metrics import MetricUnit
 
 from voicebridge.audio.vad import BYTES_PER_MS, VoiceActivity
+from voicebridge.clock import SYSTEM_CLOCK, Clock
 from voicebridge.errors import InkUnavailable, StorageError
+from voicebridge.ink.ledger import PositionLedger
 from voicebridge.ink.session import InkSession, TurnListener
 from voicebridge.store.turns import TrackProgress, Turn, TurnStore
 from voicebridge.telemetry import logger, metrics
@@ -52,25 +51,6 @@ class MetricSink:
             metrics.add_metric(name=name, unit=unit, value=value)
 
 
-@dataclass
-class _Chunk:
-    """Unsettled audio: where it came from, where it sits in the stream, and when it was sent."""
-
-    stream_start: int
-    fragment: str
-    offset: int
-    length: int
-    produced_end_ms: float | None
-
-
-@dataclass(frozen=True)
-class _Candidate:
-    """A silent point at which everything sent could be settled, once Ink has had time to react."""
-
-    sent_at: float
-    stream_bytes: int
-
-
 class TrackTranscriber(TurnListener):
     """Sends one track's audio to Ink and stores its finished turns."""
 
@@ -88,13 +68,12 @@ class TrackTranscriber(TurnListener):
         settle_ms: int = 300,
         ack_ms: int = 400,
         manual_end_silence_ms: int = 700,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.contact_id = contact_id
         self.track = track
-        self.settled = TrackProgress(progress.fragment, progress.offset, progress.stream_bytes, progress.next_seq)
-        self._sent_fragment = progress.fragment
-        self._sent_offset = progress.offset
-        self._sent_bytes = progress.stream_bytes
+        self._ledger = PositionLedger(progress, max_unsettled_bytes=MAX_REPLAY_BYTES)
+        self._clock = clock
         self._store = store
         self._open_session = open_session
         self._sink = sink
@@ -103,9 +82,6 @@ class TrackTranscriber(TurnListener):
         self._ack_s = ack_ms / 1000
         self._manual_end_silence_ms = manual_end_silence_ms
         self._lock = threading.RLock()
-        self._replay = bytearray()
-        self._chunks: deque[_Chunk] = deque()
-        self._candidates: deque[_Candidate] = deque()
         self._vad = VoiceActivity(close_ms=settle_ms, position_ms=progress.stream_bytes / BYTES_PER_MS)
         self._turn_open = False
         self._finalizing = False
@@ -113,7 +89,7 @@ class TrackTranscriber(TurnListener):
         self._delivered = True
         self._open_failures = 0
         self._next_open_at = 0.0
-        self._last_send = time.monotonic()
+        self._last_send = clock.monotonic()
         self.audio_bytes_sent = 0
         self.turns_stored = 0
 
@@ -124,46 +100,26 @@ class TrackTranscriber(TurnListener):
 
         Returns whether any of it was new."""
         with self._lock:
-            fresh = self._unsent(fragment, offset, pcm)
+            # Kept in the ledger until settled, delivered or not: a new session replays it.
+            fresh = self._ledger.admit(fragment, offset, pcm, produced_end_ms)
             if not fresh:
                 return False
-            start_offset = offset + len(pcm) - len(fresh)
-            self._chunks.append(_Chunk(self._sent_bytes, fragment, start_offset, len(fresh), produced_end_ms))
-            self._sent_fragment, self._sent_offset = fragment, offset + len(pcm)
-            self._sent_bytes += len(fresh)
             self._vad.feed(fresh)
             if self._send(fresh):
                 self.audio_bytes_sent += len(fresh)
-            # Kept until settled, delivered or not: a new session replays it.
-            self._replay += fresh
-            if len(self._replay) > MAX_REPLAY_BYTES:
-                self._settle_to(self._sent_bytes - MAX_REPLAY_BYTES)
             if self._mode == "manual":
                 self._manual_turn_boundary()
             if not self._turn_open and not self._vad.speaking and self._delivered:
-                self._candidates.append(_Candidate(time.monotonic(), self._sent_bytes))
+                self._ledger.mark_silent_point(self._clock.monotonic())
             self._settle_silence()
         self._recover()
         return True
-
-    def _unsent(self, fragment: str, offset: int, pcm: bytes) -> bytes:
-        if self._sent_fragment is None:
-            return pcm
-        here, sent = int(fragment), int(self._sent_fragment)
-        if here < sent:
-            return b""
-        if here == sent:
-            end = offset + len(pcm)
-            if end <= self._sent_offset:
-                return b""
-            return pcm[max(0, self._sent_offset - offset) :]
-        return pcm
 
     def keepalive(self, idle_ms: float) -> None:
         """Send silence when nothing has been sent for ``idle_ms`` (the source stalled); settle what can be."""
         with self._lock:
             self._settle_silence()
-            if (time.monotonic() - self._last_send) * 1000 >= idle_ms:
+            if (self._clock.monotonic() - self._last_send) * 1000 >= idle_ms:
                 self._send(bytes(self._frame_bytes))
         self._recover()
 
@@ -178,7 +134,7 @@ class TrackTranscriber(TurnListener):
         except InkUnavailable:
             self._delivered = False
             return False
-        self._last_send = time.monotonic()
+        self._last_send = self._clock.monotonic()
         self._delivered = True
         return True
 
@@ -188,7 +144,7 @@ class TrackTranscriber(TurnListener):
         Called without the lock: the lost session's receiver must be able to deliver the events it already has
         (a turn that ended just before the drop settles its audio, which then is not replayed)."""
         lost = self._session
-        if (lost is not None and lost.alive) or time.monotonic() < self._next_open_at:
+        if (lost is not None and lost.alive) or self._clock.monotonic() < self._next_open_at:
             return
         if lost is not None:
             lost.close(timeout_s=0.5)
@@ -203,14 +159,14 @@ class TrackTranscriber(TurnListener):
                 session.open()
             except InkUnavailable as exc:
                 self._open_failures += 1
-                self._next_open_at = time.monotonic() + min(5.0, 0.1 * 2**self._open_failures)
+                self._next_open_at = self._clock.monotonic() + min(5.0, 0.1 * 2**self._open_failures)
                 logger.warning("ink unavailable; audio kept for replay", track=self.track, reason=exc.safe_message)
                 return
             self._open_failures = 0
             self._turn_open = self._finalizing = False
-            self._candidates.clear()
+            self._ledger.forget_silent_points()
             self._session = session
-            replay = bytes(self._replay)
+            replay = self._ledger.unsettled
             for start in range(0, len(replay), self._frame_bytes):
                 if not self._send(replay[start : start + self._frame_bytes]):
                     return
@@ -222,43 +178,11 @@ class TrackTranscriber(TurnListener):
         """Settle up to the latest silent point Ink has had time to react to, if no turn opened since."""
         if self._turn_open or self._vad.closed or not self._delivered:
             return
-        if not self._candidates and not self._vad.speaking and self._sent_bytes > self.settled.stream_bytes:
-            # Nothing new arrives (the source stalled or ended after a turn): the tail can settle once Ink has seen it.
-            self._candidates.append(_Candidate(time.monotonic(), self._sent_bytes))
-        horizon = time.monotonic() - self._ack_s
-        target = None
-        while self._candidates and self._candidates[0].sent_at <= horizon:
-            target = self._candidates.popleft().stream_bytes
-        if target is not None:
-            self._settle_to(target)
-
-    def _settle_to(self, stream_bytes: int) -> None:
-        """Settle everything before ``stream_bytes`` (never beyond what was sent)."""
-        stream_bytes = min(stream_bytes, self._sent_bytes)
-        drop = stream_bytes - self.settled.stream_bytes
-        if drop <= 0:
-            return
-        del self._replay[:drop]
-        while self._chunks and self._chunks[0].stream_start + self._chunks[0].length <= stream_bytes:
-            self._chunks.popleft()
-        if self._chunks and self._chunks[0].stream_start < stream_bytes:
-            head = self._chunks[0]
-            cut = stream_bytes - head.stream_start
-            self._chunks[0] = _Chunk(stream_bytes, head.fragment, head.offset + cut, head.length - cut, None)
-        if self._chunks:
-            self.settled.fragment, self.settled.offset = self._chunks[0].fragment, self._chunks[0].offset
-        else:
-            self.settled.fragment, self.settled.offset = self._sent_fragment, self._sent_offset
-        self.settled.stream_bytes = stream_bytes
-
-    def _wall_ms_at(self, stream_ms: float) -> float | None:
-        """When the audio at ``stream_ms`` was produced (Connect's clock), if it is still in the replay window."""
-        position = stream_ms * BYTES_PER_MS
-        for chunk in self._chunks:
-            end = chunk.stream_start + chunk.length
-            if chunk.stream_start <= position <= end and chunk.produced_end_ms is not None:
-                return chunk.produced_end_ms - (end - position) / BYTES_PER_MS
-        return None
+        now = self._clock.monotonic()
+        if not self._vad.speaking:
+            # Nothing new may arrive (the source stalled or ended after a turn): the tail can settle once Ink saw it.
+            self._ledger.mark_silent_point(now)
+        self._ledger.settle_acknowledged(now, self._ack_s)
 
     def _manual_turn_boundary(self) -> None:
         """Manual mode: ask for the transcript once an utterance has been followed by enough silence."""
@@ -281,28 +205,33 @@ class TrackTranscriber(TurnListener):
         """Nothing unsettled: handing over now replays nothing."""
         with self._lock:
             self._settle_silence()
-            return self.settled.stream_bytes == self._sent_bytes
+            return self._ledger.quiet
+
+    @property
+    def settled(self) -> TrackProgress:
+        """Where the track's audio is settled: what a hand-over checkpoints."""
+        return self._ledger.settled
 
     # -- Ink events (on the session's receiver thread)
 
     def on_turn_start(self) -> None:
         with self._lock:
             self._turn_open = True
-            self._candidates.clear()
+            self._ledger.forget_silent_points()
 
     def on_turn_end(self, transcript: str) -> None:
-        now_ms = time.time() * 1000
+        now_ms = self._clock.time() * 1000
         with self._lock:
             self._turn_open = self._finalizing = False
-            self._candidates.clear()
+            self._ledger.forget_silent_points()
             utterance = self._vad.take()
             voiced_end_wall = None
             if utterance is not None:
-                voiced_end_wall = self._wall_ms_at(utterance.end_ms)
+                voiced_end_wall = self._ledger.produced_at(utterance.end_ms)
                 # The turn's audio is done: settle through its trailing silence, up to where the next one begins.
                 end = utterance.end_ms + self._vad.close_ms
                 following = self._vad.next_start_ms()
-                self._settle_to(int(min(end, following if following is not None else end) * BYTES_PER_MS))
+                self._ledger.settle_to(int(min(end, following if following is not None else end) * BYTES_PER_MS))
             if not transcript.strip():
                 return
             seq = self.settled.next_seq
@@ -334,7 +263,7 @@ class TrackTranscriber(TurnListener):
                 return self._store.put_turn(turn)
             except StorageError as exc:
                 logger.warning("turn write failed", track=self.track, seq=turn.seq, reason=exc.safe_message)
-                time.sleep(0.05 * 2**attempt)
+                self._clock.sleep(0.05 * 2**attempt)
         self._sink.add("ListenErrors", MetricUnit.Count, 1)
         return False
 
@@ -357,10 +286,10 @@ class TrackTranscriber(TurnListener):
                 else:
                     for _ in range(max(1, flush_ms * BYTES_PER_MS // self._frame_bytes)):
                         self._send(bytes(self._frame_bytes))
-        deadline = time.monotonic() + timeout_s
-        while flush_ms and time.monotonic() < deadline:
+        deadline = self._clock.monotonic() + timeout_s
+        while flush_ms and self._clock.monotonic() < deadline:
             with self._lock:
                 if not self._turn_open and not self._vad.closed:
                     break
-            time.sleep(0.02)
-        session.close(timeout_s=max(0.2, deadline - time.monotonic()))
+            self._clock.sleep(0.02)
+        session.close(timeout_s=max(0.2, deadline - self._clock.monotonic()))

@@ -16,13 +16,13 @@ Each invocation owns the contact for one *generation* (recorded in the checkpoin
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
+from voicebridge.clock import SYSTEM_CLOCK, Clock
 from voicebridge.config import Settings
 from voicebridge.errors import ConfigurationError, MediaInterrupted, Superseded, VoiceBridgeError
 from voicebridge.ink.transcriber import MetricSink, SessionFactory, TrackTranscriber
@@ -71,6 +71,7 @@ class StreamConsumer:
         continue_with: Callable[[dict[str, Any]], None],
         remaining_ms: Callable[[], int],
         media: Callable[[str], MediaSource],
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self._settings = settings
         self._store = store
@@ -80,6 +81,7 @@ class StreamConsumer:
         self._continue_with = continue_with
         self._remaining_ms = remaining_ms
         self._media = media
+        self._clock = clock
         self._sink = MetricSink(threading.Lock())
         self._transcribers: dict[str, TrackTranscriber] = {}
         self._stop = threading.Event()
@@ -105,6 +107,7 @@ class StreamConsumer:
                 sink=self._sink,
                 mode=self._settings.ink_mode,
                 frame_ms=self._settings.ink_frame_ms,
+                clock=self._clock,
             )
             for track, progress in checkpoint.tracks.items()
         }
@@ -136,7 +139,7 @@ class StreamConsumer:
         resume = checkpoint.resume_fragment()
         idle_since: float | None = None
         backoff = 0.1
-        last_metrics = time.monotonic()
+        last_metrics = self._clock.monotonic()
         while True:
             progressed = False
             try:
@@ -144,10 +147,10 @@ class StreamConsumer:
                     if outcome is not None:
                         return outcome
                     progressed = True
-                    if time.monotonic() - last_metrics > 60:
+                    if self._clock.monotonic() - last_metrics > 60:
                         self._add("ActiveStreams", MetricUnit.Count, 1)
                         self._flush_metrics()
-                        last_metrics = time.monotonic()
+                        last_metrics = self._clock.monotonic()
                 reason = "payload ended"
             except MediaInterrupted as exc:
                 reason = exc.safe_message
@@ -157,16 +160,16 @@ class StreamConsumer:
             if progressed:
                 idle_since, backoff = None, 0.1
             else:
-                idle_since = idle_since or time.monotonic()
+                idle_since = idle_since or self._clock.monotonic()
                 # Connect stopped streaming, or the call ended: nothing new arrives any more.
-                if time.monotonic() - idle_since > self._settings.kvs_read_timeout_ms / 1000 + 1:
+                if self._clock.monotonic() - idle_since > self._settings.kvs_read_timeout_ms / 1000 + 1:
                     return Outcome("stream ended")
             handoff = self._maybe_hand_off(checkpoint)
             if handoff is not None:
                 return handoff
             self._media_reconnects += 1
             logger.info("media resumed", reason=reason, fragment=resume, attempt=self._media_reconnects)
-            time.sleep(min(backoff, 1.0) if not progressed else 0)
+            self._clock.sleep(min(backoff, 1.0) if not progressed else 0)
             backoff *= 2
 
     def _consume(self, source: MediaSource, resume: str, checkpoint: Checkpoint) -> Iterator[Outcome | None]:
@@ -246,9 +249,9 @@ class StreamConsumer:
         quiet = all(t.quiet for t in self._transcribers.values())
         if not quiet and all(t.settling for t in self._transcribers.values()):
             # Silence with nothing pending: stop reading (KVS keeps the audio) until Ink has caught up.
-            until = time.monotonic() + 1.0
-            while not quiet and time.monotonic() < until:
-                time.sleep(0.05)
+            until = self._clock.monotonic() + 1.0
+            while not quiet and self._clock.monotonic() < until:
+                self._clock.sleep(0.05)
                 quiet = all(t.quiet for t in self._transcribers.values())
         # Prefer a quiet moment (nothing to replay); past half the margin, hand over regardless.
         if not quiet and remaining > self._settings.consumer_handoff_ms / 2:
@@ -277,7 +280,7 @@ class StreamConsumer:
     def _keepalive(self) -> None:
         # GetMedia delivers with jitter; only a real stall (not a late block mid-utterance) earns silence.
         idle_ms = max(KEEPALIVE_AFTER_MS, self._settings.ink_frame_ms * 2)
-        while not self._stop.wait(self._settings.ink_frame_ms / 1000):
+        while not self._clock.wait(self._stop, self._settings.ink_frame_ms / 1000):
             for transcriber in self._transcribers.values():
                 try:
                     transcriber.keepalive(idle_ms)
