@@ -14,8 +14,9 @@ SAM_CLI_VERSION ?= 1.170.0
 CHECKOV_VERSION ?= 3.3.30
 SAM_STAMP := $(SAM_VENV)/.installed-sam-$(SAM_CLI_VERSION)
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed-checkov-$(CHECKOV_VERSION)
-# `sam build` pip-installs src/runtime/requirements.txt with the Lambda runtime's Python, which must be on PATH; on a pyenv
-# machine PYENV_VERSION exposes it next to the default one. No telemetry, and a region for an offline validate.
+# `sam build` runs src/runtime/Makefile, which installs each function's requirements and compiles its bytecode with
+# the Lambda runtime's Python; it must be on PATH, and on a pyenv machine PYENV_VERSION exposes it next to the default
+# one. No telemetry, and a region for an offline validate.
 LAMBDA_PYTHON := python3.13
 SAM_PYENV_VERSION ?= 3.11.7:3.12.1:3.13.0
 SAM_ENV := SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} PYENV_VERSION=$(SAM_PYENV_VERSION)
@@ -30,8 +31,9 @@ test: $(DEV_STAMP) system-deps lint typecheck unit template integration sam-vali
 demo: $(SPEECH_STAMP)
 	$(VENV)/bin/voicebridge demo --report out/demo-report.json
 
+# bench/bench_coldstart.py times the Lambda runtime's Python (python3.13), exposed as for sam build.
 bench: $(DEV_STAMP) system-deps
-	$(VENV)/bin/voicebridge bench
+	PYENV_VERSION=$(SAM_PYENV_VERSION) $(VENV)/bin/voicebridge bench
 
 lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check src tests bench tools

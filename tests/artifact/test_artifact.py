@@ -1,4 +1,4 @@
-"""The Lambda artifacts as ``sam build`` makes them hold the runtime alone.
+"""The Lambda artifacts as ``sam build`` makes them hold the runtime alone, with bytecode for the runtime's Python.
 
 Run by ``make artifact`` after ``sam build`` (``VOICEBRIDGE_BUILD_DIR`` names the build folder). The functions are
 built for arm64, so their compiled dependencies do not load on every machine: the handlers are imported from the
@@ -7,6 +7,7 @@ artifact's own ``voicebridge`` folder with this interpreter's dependencies behin
 
 from __future__ import annotations
 
+import _imp
 import os
 import shutil
 from pathlib import Path
@@ -19,6 +20,11 @@ from tests.fixtures.imports import loaded_modules
 
 RUNTIME = ROOT / "src" / "runtime" / "voicebridge"
 DEVELOPER_WORDS = ("emulator", "simulator", "demo", "cli", "voicebridge_dev", "tests", "bench")
+LAMBDA_BYTECODE_TAG = "cpython-313"
+LAMBDA_MAGIC = (3571).to_bytes(2, "little") + b"\r\n"
+"""What CPython 3.13 (the functions' runtime) writes first in a ``.pyc``: its bytecode version, then CR LF."""
+CHECKED_HASH = 0b11
+"""The ``.pyc`` flags of hash-based bytecode that the interpreter checks against its source (PEP 552)."""
 
 
 def _build_dir() -> Path:
@@ -58,6 +64,31 @@ def test_the_function_ships_the_runtime_package_exactly(function: str) -> None:
 
 
 @pytest.mark.parametrize("function", sorted(FUNCTIONS))
+def test_every_module_shipped_has_hash_checked_bytecode_for_the_lambda_runtime(function: str) -> None:
+    folder = _build_dir() / function
+    prefix = LAMBDA_MAGIC + CHECKED_HASH.to_bytes(4, "little")
+    wrong = []
+    for source in sorted(folder.rglob("*.py")):
+        compiled = source.parent / "__pycache__" / f"{source.stem}.{LAMBDA_BYTECODE_TAG}.pyc"
+        header = compiled.read_bytes()[:16] if compiled.is_file() else b""
+        # The source hash is keyed by the bytecode version, as the runtime computes it when it checks the file.
+        digest = _imp.source_hash(int.from_bytes(LAMBDA_MAGIC, "little"), source.read_bytes())
+        if header != prefix + digest:
+            wrong.append(str(source.relative_to(folder)))
+    assert wrong == []
+
+
+@pytest.mark.parametrize("function", sorted(FUNCTIONS))
+def test_the_runtime_package_ships_no_bytecode_without_its_source(function: str) -> None:
+    shipped = _build_dir() / function / "voicebridge"
+    compiled = {str(p.relative_to(shipped)) for p in shipped.rglob("*.pyc")}
+    assert compiled == {
+        str(Path(name).parent / "__pycache__" / f"{Path(name).stem}.{LAMBDA_BYTECODE_TAG}.pyc")
+        for name in _python_files(RUNTIME)
+    }
+
+
+@pytest.mark.parametrize("function", sorted(FUNCTIONS))
 def test_no_developer_code_is_in_the_function_folder(function: str) -> None:
     folder = _build_dir() / function
     installed = _installed_by_pip(folder)
@@ -79,8 +110,12 @@ def test_the_shipped_handler_imports_no_developer_module(function: str, tmp_path
 
 
 def _installed_by_pip(folder: Path) -> set[str]:
-    """Top-level names the distributions' RECORD files claim, their metadata folders, and sam's requirements copy."""
-    names = {"requirements.txt"}
+    """Top-level names the distributions' RECORD files claim and their metadata folders; ``__pycache__`` too when it
+    holds only the bytecode of top-level modules they claim."""
+    names: set[str] = set()
     for record in folder.glob("*.dist-info/RECORD"):
         names |= {line.split(",", 1)[0].split("/", 1)[0] for line in record.read_text(encoding="utf-8").splitlines()}
+    compiled = folder / "__pycache__"
+    if compiled.is_dir() and all(f"{p.name.split('.', 1)[0]}.py" in names for p in compiled.iterdir()):
+        names.add("__pycache__")
     return names

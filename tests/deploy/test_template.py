@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import re
@@ -13,6 +14,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from packaging.requirements import Requirement
 
 from tests.fixtures import ROOT
 from voicebridge.config import Settings
@@ -233,7 +235,7 @@ def test_each_function_sets_every_variable_its_handler_reads(function: str) -> N
 
 
 def test_every_variable_the_template_sets_is_a_setting_the_code_reads() -> None:
-    settings = {name.upper() for name in Settings.model_fields}
+    settings = {setting.name.upper() for setting in dataclasses.fields(Settings)}
     for function in FUNCTIONS:
         assert set(_props(function)["Environment"]["Variables"]) <= settings, function
 
@@ -575,35 +577,55 @@ def test_every_environment_variable_the_template_sets_is_documented_in_the_readm
             assert f"| `{name}` |" in section, name
 
 
-# boto3 ships with the Lambda runtime; PyYAML serves the template tooling only.
-LEFT_OUT_OF_THE_LAMBDA_PACKAGE = {"boto3", "botocore", "pyyaml"}
+# boto3 ships with the Lambda runtime; PyYAML serves the template tooling only; pydantic serves the developer
+# package's emulators (the cartesia SDK brings its own to the functions that use it).
+LEFT_OUT_OF_THE_LAMBDA_PACKAGE = {"boto3", "botocore", "pyyaml", "pydantic"}
+REQUIREMENTS = ROOT / "src" / "runtime" / "requirements"
+# What each function ships besides the runtime package: AwaitTurn and StartListening only log and count.
+SHIPPED_DISTRIBUTIONS = {
+    "SynthesizeFunction": {"aws-lambda-powertools", "numpy", "soxr", "cartesia", "httpx"},
+    "StartListeningFunction": {"aws-lambda-powertools"},
+    "TranscribeStreamFunction": {"aws-lambda-powertools", "numpy", "cartesia", "websockets"},
+    "AwaitTurnFunction": {"aws-lambda-powertools"},
+}
 
 
-def _requirement_lines(text: str) -> list[str]:
-    return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+def _requirements(function: str) -> list[Requirement]:
+    text = (REQUIREMENTS / f"{function}.txt").read_text(encoding="utf-8")
+    return [
+        Requirement(line.strip()) for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")
+    ]
 
 
-def test_every_runtime_requirement_is_a_project_dependency_with_the_same_range() -> None:
+def _project_dependencies() -> dict[str, Requirement]:
     dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
-    requirements = _requirement_lines((ROOT / "src" / "runtime" / "requirements.txt").read_text(encoding="utf-8"))
-    assert requirements
-    assert set(requirements) <= set(dependencies)
+    return {requirement.name.lower(): requirement for requirement in map(Requirement, dependencies)}
 
 
-def _distribution(requirement: str) -> str:
-    return re.split(r"[\[<>=!~; ]", requirement, maxsplit=1)[0].lower()
+@pytest.mark.parametrize("function", sorted(FUNCTIONS))
+def test_each_function_is_built_from_its_own_requirements(function: str) -> None:
+    assert RESOURCES[function]["Metadata"]["BuildMethod"] == "makefile"
+    assert {requirement.name.lower() for requirement in _requirements(function)} == SHIPPED_DISTRIBUTIONS[function]
+
+
+@pytest.mark.parametrize("function", sorted(FUNCTIONS))
+def test_every_function_requirement_is_a_project_dependency_with_the_same_range(function: str) -> None:
+    dependencies = _project_dependencies()
+    for requirement in _requirements(function):
+        declared = dependencies[requirement.name.lower()]
+        assert requirement.specifier == declared.specifier, requirement
+        assert requirement.extras <= declared.extras, requirement
+        assert requirement.marker is None and requirement.url is None, requirement
 
 
 def test_the_lambda_package_leaves_out_what_the_runtime_has_or_only_tools_use() -> None:
-    requirements = _requirement_lines((ROOT / "src" / "runtime" / "requirements.txt").read_text(encoding="utf-8"))
-    assert {_distribution(line) for line in requirements}.isdisjoint(LEFT_OUT_OF_THE_LAMBDA_PACKAGE)
+    shipped = {requirement.name.lower() for function in FUNCTIONS for requirement in _requirements(function)}
+    assert shipped.isdisjoint(LEFT_OUT_OF_THE_LAMBDA_PACKAGE)
 
 
-def test_the_lambda_package_has_every_other_project_dependency() -> None:
-    dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
-    requirements = _requirement_lines((ROOT / "src" / "runtime" / "requirements.txt").read_text(encoding="utf-8"))
-    needed = {d for d in dependencies if _distribution(d) not in LEFT_OUT_OF_THE_LAMBDA_PACKAGE}
-    assert needed <= set(requirements)
+def test_some_function_ships_every_other_project_dependency() -> None:
+    shipped = {requirement.name.lower() for function in FUNCTIONS for requirement in _requirements(function)}
+    assert set(_project_dependencies()) - LEFT_OUT_OF_THE_LAMBDA_PACKAGE == shipped
 
 
 def test_samconfig_deploys_dev_by_default_and_confirms_prod_changes() -> None:

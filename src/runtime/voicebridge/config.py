@@ -2,16 +2,25 @@
 
 Every setting is an environment variable (the template sets them from its parameters); the README's configuration
 table lists them all. ``Settings.from_env()`` validates them together so a bad deployment fails with one clear
-message instead of at the first call that needs the value.
+message instead of at the first call that needs the value::
+
+    >>> Settings.from_env({"SONIC_SAMPLE_RATE": "16000"}).sonic_sample_rate
+    16000
+    >>> Settings(sonic_deadline_ms=90000)
+    Traceback (most recent call last):
+    voicebridge.errors.ConfigurationError: invalid configuration: SONIC_DEADLINE_MS: must be at most 8000
+
+The standard library does the checking: every Connect-facing function reads this module while Lambda initializes
+it, and a validation library would cost more import time than such a function's whole budget.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal, get_args
 
 from voicebridge.errors import ConfigurationError
 
@@ -23,72 +32,129 @@ InkMode = Literal["turns", "manual"]
 CARTESIA_API_URL = "https://api.cartesia.ai"
 """Used when CARTESIA_BASE_URL is empty: the SDK itself would take an empty variable as the URL."""
 _SONIC_RATES = frozenset({8000, 16000, 22050, 24000, 44100, 48000})
+_WHOLE_NUMBER = re.compile(r"[+-]?\d+(?:_\d+)*(?:\.0*)?")
+"""What a variable may hold for a whole-number setting: ``16000``, ``16_000``, ``+16000`` or ``16000.0``."""
+
+Check = Callable[[Any], Any]
+"""A setting's check: the value as the setting holds it, or ValueError saying what is wrong."""
 
 
-class Settings(BaseModel):
-    """Everything a function of this product can be configured with."""
+def _text(value: Any) -> str:
+    """The check of a plain text setting."""
+    if not isinstance(value, str):
+        raise ValueError("must be a string")
+    return value
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+
+def _optional_text(value: Any) -> str | None:
+    return None if value is None else _text(value)
+
+
+def _prefix(value: Any) -> str:
+    text = _text(value)
+    return text if not text or text.endswith("/") else text + "/"
+
+
+def _checked_by(check: Check) -> dict[str, Check]:
+    """A field's metadata naming its check (a field without one is plain text)."""
+    return {"check": check}
+
+
+def _one_of(choices: object) -> dict[str, Check]:
+    allowed = get_args(choices)
+
+    def check(value: Any) -> str:
+        text = _text(value)
+        if text not in allowed:
+            raise ValueError(f"must be {' or '.join(repr(choice) for choice in allowed)}")
+        return text
+
+    return _checked_by(check)
+
+
+def _whole(low: int, high: int, *, among: frozenset[int] | None = None, optional: bool = False) -> dict[str, Check]:
+    def check(value: Any) -> int | None:
+        if value is None and optional:
+            return None
+        number = _whole_number(value)
+        if number < low:
+            raise ValueError(f"must be at least {low}")
+        if number > high:
+            raise ValueError(f"must be at most {high}")
+        if among is not None and number not in among:
+            raise ValueError(f"must be one of {', '.join(map(str, sorted(among)))}")
+        return number
+
+    return _checked_by(check)
+
+
+def _whole_number(value: Any) -> int:
+    # The environment gives text: a whole-number setting keeps the number it names.
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and _WHOLE_NUMBER.fullmatch(value.strip()):
+        return int(value.strip().split(".")[0])
+    raise ValueError("must be a whole number")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything a function of this product can be configured with; a bad value raises ConfigurationError."""
 
     # Speak path
-    sonic_backend: SonicBackendName = "sagemaker"
+    sonic_backend: SonicBackendName = field(default="sagemaker", metadata=_one_of(SonicBackendName))
     sonic_endpoint_name: str = ""
     sonic_default_voice: str = "a0e99841-438c-4a64-b679-ae501e7d6091"
     sonic_default_language: str = "en"
     sonic_model_id: str = "sonic-3"
-    sonic_encoding: SonicEncoding = "pcm_s16le"
-    sonic_sample_rate: int = Field(default=24000, ge=8000, le=48000)
-    sonic_resampler: ResamplerName = "soxr"
-    sonic_max_text_chars: int = Field(default=1000, ge=1, le=10000)
-    sonic_deadline_ms: int = Field(default=6500, ge=500, le=8000)
-    sonic_max_attempts: int = Field(default=4, ge=1, le=10)
+    sonic_encoding: SonicEncoding = field(default="pcm_s16le", metadata=_one_of(SonicEncoding))
+    sonic_sample_rate: int = field(default=24000, metadata=_whole(8000, 48000, among=_SONIC_RATES))
+    sonic_resampler: ResamplerName = field(default="soxr", metadata=_one_of(ResamplerName))
+    sonic_max_text_chars: int = field(default=1000, metadata=_whole(1, 10000))
+    sonic_deadline_ms: int = field(default=6500, metadata=_whole(500, 8000))
+    sonic_max_attempts: int = field(default=4, metadata=_whole(1, 10))
     cartesia_base_url: str = CARTESIA_API_URL
-    sonic_base_url: str | None = None
+    sonic_base_url: str | None = field(default=None, metadata=_checked_by(_optional_text))
     cartesia_api_key_secret_arn: str = ""
     prompt_bucket: str = ""
-    prompt_prefix: str = "prompts/"
+    prompt_prefix: str = field(default="prompts/", metadata=_checked_by(_prefix))
     aws_region: str = "us-east-1"
 
     # Listen path
     turn_table: str = ""
-    turn_ttl_days: int = Field(default=7, ge=1, le=3650)
+    turn_ttl_days: int = field(default=7, metadata=_whole(1, 3650))
     transcribe_function_name: str = ""
-    listen_tracks: ListenTracks = "customer"
+    listen_tracks: ListenTracks = field(default="customer", metadata=_one_of(ListenTracks))
     ink_model: str = "ink-2"
-    ink_mode: InkMode = "turns"
+    ink_mode: InkMode = field(default="turns", metadata=_one_of(InkMode))
     ink_language: str = "en"
-    ink_turn_end_timeout_ms: int | None = Field(default=None, ge=640, le=11200)
-    ink_frame_ms: int = Field(default=100, ge=20, le=500)
-    consumer_handoff_ms: int = Field(default=30000, ge=5000, le=600000)
-    kvs_read_timeout_ms: int = Field(default=3000, ge=500, le=30000)
-    await_max_wait_ms: int = Field(default=7000, ge=100, le=7800)
-    await_poll_interval_ms: int = Field(default=40, ge=10, le=1000)
+    ink_turn_end_timeout_ms: int | None = field(default=None, metadata=_whole(640, 11200, optional=True))
+    ink_frame_ms: int = field(default=100, metadata=_whole(20, 500))
+    consumer_handoff_ms: int = field(default=30000, metadata=_whole(5000, 600000))
+    kvs_read_timeout_ms: int = field(default=3000, metadata=_whole(500, 30000))
+    await_max_wait_ms: int = field(default=7000, metadata=_whole(100, 7800))
+    await_poll_interval_ms: int = field(default=40, metadata=_whole(10, 1000))
 
-    @field_validator("sonic_sample_rate")
-    @classmethod
-    def _rate_the_converter_takes(cls, value: int) -> int:
-        if value not in _SONIC_RATES:
-            raise ValueError(f"must be one of {', '.join(map(str, sorted(_SONIC_RATES)))}")
-        return value
-
-    @field_validator("prompt_prefix")
-    @classmethod
-    def _prefix_ends_with_slash(cls, value: str) -> str:
-        return value if not value or value.endswith("/") else value + "/"
+    def __post_init__(self) -> None:
+        problems: list[str] = []
+        for setting in fields(self):
+            check: Check = setting.metadata.get("check", _text)
+            try:
+                object.__setattr__(self, setting.name, check(getattr(self, setting.name)))
+            except ValueError as exc:
+                problems.append(f"{setting.name.upper()}: {exc}")
+        if problems:
+            raise ConfigurationError(f"invalid configuration: {'; '.join(problems)}")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         """Read settings from ``environ`` (default: the process environment); raise ConfigurationError if invalid."""
         env = os.environ if environ is None else environ
-        values: dict[str, str] = {}
-        for name in cls.model_fields:
-            key = name.upper()
+        values: dict[str, Any] = {}
+        for setting in fields(cls):
+            key = setting.name.upper()
             if key in env and env[key] != "":
-                values[name] = env[key]
+                values[setting.name] = env[key]
         if "aws_region" not in values:
             values["aws_region"] = env.get("AWS_DEFAULT_REGION") or "us-east-1"
-        try:
-            return cls.model_validate(values)
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors())
-            raise ConfigurationError(f"invalid configuration: {problems}") from exc
+        return cls(**values)

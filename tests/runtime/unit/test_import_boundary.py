@@ -1,9 +1,11 @@
-"""The runtime stands alone: importing a handler loads nothing of the developer package, nor a library that the
-functions' requirements leave out."""
+"""The runtime stands alone: importing a handler loads nothing of the developer package, nor a library that its
+function's requirements (``src/runtime/requirements/<LogicalId>.txt``) leave out; and a library only one path of a
+function needs is loaded by that path, not while Lambda initializes the function."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -11,10 +13,57 @@ import pytest
 
 from tests.fixtures import ROOT
 from tests.fixtures.imports import HANDLER_MODULES, loaded_modules
+from voicebridge_dev.template import load_template
 
 STDLIB = sys.stdlib_module_names
-# boto3 and its own dependencies come with the Lambda runtime; the rest must be in src/runtime/requirements.txt.
+# boto3 and its own dependencies come with the Lambda runtime; the rest must be in the function's requirements.
 LAMBDA_RUNTIME = {"boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six"}
+FUNCTION_OF_MODULE = {
+    resource["Properties"]["Handler"].rsplit(".", 1)[0]: name
+    for name, resource in load_template(ROOT / "template.yaml")["Resources"].items()
+    if resource["Type"] == "AWS::Serverless::Function"
+}
+
+
+# Imported where they are used: the cartesia SDK (and its pydantic) by the Ink client and the cartesia-api backend,
+# soxr and numpy by the Speak path's converter; numpy is the consumer's from the start (voice activity).
+LOADED_WHEN_USED = {"cartesia", "pydantic", "soxr", "numpy"}
+LOADED_AT_IMPORT = {"voicebridge.handlers.transcribe_stream": {"numpy"}}
+CACHE_HIT = """
+import json, sys
+from voicebridge.config import Settings
+from voicebridge.sonic.backends import SageMakerBackend
+from voicebridge.sonic.request import SpeechRequest
+from voicebridge.sonic.synthesizer import Synthesizer
+from voicebridge.store.prompts import PromptStore
+
+class StoredPrompts:
+    def head_object(self, **request):
+        return {"Metadata": {"duration-ms": "900"}}
+
+settings = Settings(prompt_bucket="prompts")
+store = PromptStore("prompts", StoredPrompts(), region="us-east-1")
+synthesizer = Synthesizer(settings, SageMakerBackend("sonic", runtime=None), store)
+prompt = synthesizer.synthesize(SpeechRequest.from_parameters({"Text": "Hello"}, settings), deadline=float("inf"))
+assert prompt.cache_hit, prompt
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+@pytest.mark.parametrize("module", HANDLER_MODULES)
+def test_a_handler_leaves_the_libraries_of_one_path_to_that_path(module: str) -> None:
+    top_level = {name.split(".")[0] for name in loaded_modules(module, path=[ROOT / "src" / "runtime"])}
+    assert top_level & LOADED_WHEN_USED == LOADED_AT_IMPORT.get(module, set())
+
+
+def test_a_prompt_answered_from_the_cache_loads_no_audio_library() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src" / "runtime")}
+    answer = subprocess.run(
+        [sys.executable, "-c", CACHE_HIT], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
+    assert answer.returncode == 0, answer.stderr[-2000:]
+    top_level = {name.split(".")[0] for name in json.loads(answer.stdout.splitlines()[-1])}
+    assert top_level & LOADED_WHEN_USED == set()
 
 
 @pytest.mark.parametrize("module", HANDLER_MODULES)
@@ -25,7 +74,8 @@ def test_a_handler_loads_no_module_of_the_developer_package(module: str) -> None
 
 @pytest.mark.parametrize("module", HANDLER_MODULES)
 def test_a_handler_loads_only_the_standard_library_the_lambda_runtime_and_its_requirements(module: str) -> None:
-    requirements = (ROOT / "src" / "runtime" / "requirements.txt").read_text(encoding="utf-8")
+    function = FUNCTION_OF_MODULE[module]
+    requirements = (ROOT / "src" / "runtime" / "requirements" / f"{function}.txt").read_text(encoding="utf-8")
     allowed = _importable_names(requirements) | LAMBDA_RUNTIME | STDLIB | {"voicebridge"}
     top_level = {name.split(".")[0] for name in loaded_modules(module, path=[ROOT / "src" / "runtime"])}
     assert sorted(name for name in top_level - allowed if not name.startswith("_")) == []

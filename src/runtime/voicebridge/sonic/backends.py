@@ -19,15 +19,18 @@ import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError, EventStreamError
 from urllib3.exceptions import HTTPError as Urllib3Error
 
-from voicebridge.audio.convert import SourceEncoding
 from voicebridge.errors import ConfigurationError, InvalidInput, RetryableModelError
 from voicebridge.sonic.request import SpeechRequest
 from voicebridge.sonic.stream import Chunk, SonicStreamDecoder, SonicStreamError, StreamError
+
+if TYPE_CHECKING:
+    # The audio package needs numpy and soxr, which a prompt answered from the cache never loads.
+    from voicebridge.audio.convert import SourceEncoding
 
 STALL_TIMEOUT_S = 1.0
 """A healthy Sonic stream never pauses this long between parts; a longer silence is a stall worth a retry."""

@@ -6,6 +6,9 @@
 3. Retry throttling and stream failures with jittered exponential backoff, but only inside the deadline: Connect
    waits at most 8 s, and a caller is better served by Connect's own voice (``Fallback``) than by silence.
 4. Store the finished WAV (one PutObject: never half-written) and return its URL.
+
+The converter (numpy, soxr) is imported by the first generation, so a container whose prompts come from the cache
+never loads it.
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ import random
 import time
 from dataclasses import dataclass
 
-from voicebridge.audio.convert import MulawConverter
 from voicebridge.config import Settings
 from voicebridge.errors import AudioFormatError, InvalidInput, ModelUnavailable, RetryableModelError
 from voicebridge.sonic.backends import OutputFormat, SonicBackend
@@ -108,6 +110,8 @@ class Synthesizer:
             return generation
 
     def _run(self, request: SpeechRequest, fmt: OutputFormat, deadline: float) -> Generation:
+        from voicebridge.audio.convert import MulawConverter
+
         converter = MulawConverter(fmt.encoding, fmt.sample_rate, resampler=self._settings.sonic_resampler)
         started = time.perf_counter()
         first: float | None = None
