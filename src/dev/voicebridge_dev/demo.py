@@ -26,8 +26,8 @@ from typing import Any
 
 from voicebridge.audio.wav import pcm16_wav_bytes
 from voicebridge_dev.local.cloud import LocalCloud
-from voicebridge_dev.local.ink_emulator import Recogniser, RecogniserUnavailableError, load_recogniser
-from voicebridge_dev.local.sonic_emulator import Fault, FaultKind
+from voicebridge_dev.local.ink import Recogniser, RecogniserUnavailableError, load_recogniser
+from voicebridge_dev.local.sonic import Fault, FaultKind
 from voicebridge_dev.local.speech_engine import SpeechEngine, load_engine
 from voicebridge_dev.simulator import (
     CallerScriptError,
@@ -196,5 +196,5 @@ def _call(
         )
         # The consumer is still making sure the stream has ended (it retries GetMedia for a few seconds) when
         # the emulator stops: its cancellation is expected, not worth a warning on the demo's screen.
-        logging.getLogger("voicebridge_dev.local.lambda_emulator").setLevel(logging.ERROR)
+        logging.getLogger("voicebridge_dev.local.lambda_").setLevel(logging.ERROR)
     return result

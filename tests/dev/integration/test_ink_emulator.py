@@ -22,7 +22,7 @@ import pytest
 from cartesia import Cartesia
 from websockets.exceptions import ConnectionClosedError, InvalidStatus
 
-from voicebridge_dev.local.ink_emulator import (
+from voicebridge_dev.local.ink import (
     DropFault,
     ErrorFault,
     InkEmulator,
@@ -571,6 +571,24 @@ def test_stall_holds_events_then_delivers_them_in_order(emulator: InkEmulator, c
         waited = time.monotonic() - sent_at
     assert waited >= 1.0
     assert types(received)[0] == "turn.start"
+
+
+def test_pending_faults_show_the_connections_a_reject_has_left(emulator: InkEmulator, client: Cartesia) -> None:
+    emulator.inject(RejectFault(connections=3))
+    with pytest.raises(InvalidStatus):
+        turns(client).__enter__()
+    assert emulator.pending_faults == [RejectFault(connections=2)]
+    assert emulator.clear_faults() == 2
+
+
+def test_the_emulator_is_idle_once_its_sessions_have_closed(emulator: InkEmulator, client: Cartesia) -> None:
+    with turns(client) as connection:
+        events = Events(connection)
+        assert events.next().type == "connected"
+        assert not emulator.wait_idle(0.1)
+        connection.send({"type": "close"})
+        events.rest()
+    assert emulator.wait_idle(5)
 
 
 def test_faults_can_be_armed_over_http(emulator: InkEmulator, client: Cartesia) -> None:

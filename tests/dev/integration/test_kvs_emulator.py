@@ -28,8 +28,8 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ReadTimeoutError, ResponseStreamingError
 
-from voicebridge_dev.local.kvs_emulator import ContactStateError, Fault, KvsEmulator
-from voicebridge_dev.local.mkv_writer import AGENT_TRACK, CODEC_AAC, CODEC_PCM, CUSTOMER_TRACK, EBML_MAGIC
+from voicebridge_dev.local.kvs import ContactStateError, Fault, KvsEmulator
+from voicebridge_dev.local.kvs.matroska import AGENT_TRACK, CODEC_AAC, CODEC_PCM, CUSTOMER_TRACK, EBML_MAGIC
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -714,6 +714,21 @@ def test_stream_figures_are_served_over_http(kvs: KvsEmulator) -> None:
         }
     ]
     assert streams[0]["BytesSent"] > 16000
+
+
+def test_the_emulator_is_idle_once_every_payload_is_read_and_no_contact_is_live(
+    make_emulator: Callable[..., KvsEmulator],
+) -> None:
+    kvs = make_emulator(pace=1.0)
+    arn = kvs.create_stream("connect-idle")
+    stream = kvs.stream(arn)
+    start = stream.begin_contact(CONTACT_ID, INSTANCE_ID)
+    payload = _media(kvs, arn).get_media(StreamARN=arn, StartSelector=_from(start))["Payload"]
+
+    assert not kvs.wait_idle(0.1)
+    stream.end_contact()
+    _read_all(payload)
+    assert kvs.wait_idle(5)
 
 
 # -- independent readers: ffmpeg and mkvtoolnix --

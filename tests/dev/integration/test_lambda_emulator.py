@@ -12,6 +12,7 @@ import logging
 import os
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +24,7 @@ import yaml
 from botocore.config import Config
 
 from tests.fixtures import ROOT
-from voicebridge_dev.local.lambda_emulator import InvocationStatus, InvocationType, LambdaEmulator
+from voicebridge_dev.local.lambda_ import Fault, FaultKind, InvocationStatus, InvocationType, LambdaEmulator
 from voicebridge_dev.template import LOCAL_ACCOUNT, Resolver, load_template, local_physical_id
 
 pytestmark = pytest.mark.timeout(30)
@@ -444,13 +445,11 @@ def test_the_log_of_a_failed_invocation_holds_the_error(client: Any) -> None:
 def test_handler_output_is_kept_in_the_record_and_forwarded_to_the_logger(
     client: Any, emulator: LambdaEmulator, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.INFO, logger="voicebridge_dev.local.lambda_emulator"):
+    with caplog.at_level(logging.INFO, logger="voicebridge_dev.local.lambda_"):
         _, answer = invoke(client, "LogFunction", {"stdout": "forward me", "stderr": "me too"})
 
     assert "forward me\nme too\n" in record_of(emulator, answer["ResponseMetadata"]["RequestId"]).logs
-    forwarded = [
-        r.getMessage() for r in caplog.records if r.name == "voicebridge_dev.local.lambda_emulator.LogFunction"
-    ]
+    forwarded = [r.getMessage() for r in caplog.records if r.name == "voicebridge_dev.local.lambda_.LogFunction"]
     assert {"forward me", "me too"} <= set(forwarded)
 
 
@@ -467,6 +466,100 @@ def test_the_invocations_endpoint_lists_finished_invocations(client: Any, emulat
     assert record["status"] == "ok"
     assert record["finished"] >= record["started"]
     assert f"START RequestId: {request_id}" in record["logs"]
+
+
+# --- injected faults ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def faults(emulator: LambdaEmulator) -> Iterator[LambdaEmulator]:
+    """The module's emulator, its faults cleared after the test."""
+    yield emulator
+    emulator.clear_faults()
+
+
+@pytest.fixture
+def once(emulator: LambdaEmulator) -> Any:
+    """A client that makes each call once: boto3 would retry a throttled or failed one."""
+    return boto3.client(
+        "lambda",
+        endpoint_url=emulator.url,
+        region_name=REGION,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        config=Config(retries={"total_max_attempts": 1}, connect_timeout=5, read_timeout=20),
+    )
+
+
+def post_faults(emulator: LambdaEmulator, body: Any) -> tuple[int, Any]:
+    request = urllib.request.Request(f"{emulator.url}/_emulator/faults", data=json.dumps(body).encode(), method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return int(response.status), json.load(response)
+    except urllib.error.HTTPError as error:
+        return error.code, json.load(error)
+
+
+def test_a_throttle_fault_refuses_the_next_invocations_without_running_them(once: Any, faults: LambdaEmulator) -> None:
+    faults.inject(Fault(FaultKind.THROTTLE, count=2))
+    before = len(faults.invocations)
+
+    for _ in range(2):
+        with pytest.raises(once.exceptions.TooManyRequestsException):
+            invoke(once, "EchoFunction", {"n": 1})
+
+    assert len(faults.invocations) == before
+    assert invoke(once, "EchoFunction", {"n": 2})[0] == {"n": 2}
+
+
+def test_a_service_error_fault_answers_service_exception(once: Any, faults: LambdaEmulator) -> None:
+    faults.inject(Fault(FaultKind.SERVICE_ERROR, message="Lambda is having a bad day"))
+
+    with pytest.raises(once.exceptions.ServiceException, match="bad day"):
+        invoke(once, "EchoFunction")
+
+
+def test_a_fault_strikes_event_invocations_too(once: Any, faults: LambdaEmulator) -> None:
+    faults.inject(Fault(FaultKind.THROTTLE))
+
+    with pytest.raises(once.exceptions.TooManyRequestsException):
+        invoke(once, "EchoFunction", InvocationType="Event")
+
+
+def test_a_fault_for_another_function_leaves_this_one_alone(once: Any, faults: LambdaEmulator) -> None:
+    faults.inject(Fault(FaultKind.THROTTLE, function="CountFunction"))
+
+    assert invoke(once, "EchoFunction", {"spared": True})[0] == {"spared": True}
+    assert faults.pending_faults == [Fault(FaultKind.THROTTLE, function="CountFunction")]
+
+
+def test_refused_and_dry_run_requests_do_not_consume_faults(once: Any, faults: LambdaEmulator) -> None:
+    faults.inject(Fault(FaultKind.THROTTLE))
+
+    with pytest.raises(once.exceptions.ResourceNotFoundException):
+        invoke(once, "NoSuchFunction")
+    once.invoke(FunctionName="EchoFunction", InvocationType="DryRun")
+
+    assert faults.pending_faults == [Fault(FaultKind.THROTTLE)]
+
+
+def test_faults_are_injected_listed_and_cleared_over_http(faults: LambdaEmulator) -> None:
+    status, answer = post_faults(faults, [{"kind": "throttle", "count": 2}, {"kind": "service_error"}])
+
+    assert status == 201
+    assert [(fault["kind"], fault["count"]) for fault in answer["pending"]] == [("throttle", 2), ("service_error", 1)]
+    request = urllib.request.Request(f"{faults.url}/_emulator/faults", method="DELETE")
+    with urllib.request.urlopen(request, timeout=5) as response:
+        assert json.load(response) == {"cleared": 3}
+    assert faults.pending_faults == []
+
+
+def test_a_malformed_fault_is_refused_over_http(faults: LambdaEmulator) -> None:
+    status, answer = post_faults(faults, {"kind": "meteor"})
+
+    assert status == 400
+    assert "meteor" in answer["message"]
+    assert faults.pending_faults == []
 
 
 # --- concurrency limit and shutdown ------------------------------------------------------------------

@@ -52,7 +52,7 @@ from voicebridge_dev.local.eventstream_encoder import (
     encode_exception,
     encode_message,
 )
-from voicebridge_dev.local.sonic_emulator import ENCODINGS, EmulatorConfigError, Fault, FaultKind, SonicEmulator
+from voicebridge_dev.local.sonic import ENCODINGS, EmulatorConfigError, Fault, FaultKind, SonicEmulator
 from voicebridge_dev.local.speech_engine import (
     SECONDS_PER_CHARACTER,
     SpeechEngineError,

@@ -20,8 +20,8 @@ from voicebridge.ink.session import InkSession, TurnListener
 from voicebridge.kvs.consumer import StreamConsumer
 from voicebridge.store.turns import CUSTOMER, TurnStore
 from voicebridge_dev.local.cloud import LOCAL_API_KEY, LocalCloud
-from voicebridge_dev.local.ink_emulator import DropFault
-from voicebridge_dev.local.kvs_emulator import Fault as KvsFault
+from voicebridge_dev.local.ink import DropFault
+from voicebridge_dev.local.kvs import Fault as KvsFault
 from voicebridge_dev.local.speech_engine import StandInSpeechEngine
 from voicebridge_dev.template import local_physical_id
 

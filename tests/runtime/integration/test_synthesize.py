@@ -16,7 +16,7 @@ import pytest
 from tests.fixtures.cloud import ROOT, Invoker, event_with, fetch, prompt_location
 from voicebridge.audio.wav import read_wav
 from voicebridge_dev.local.cloud import LocalCloud
-from voicebridge_dev.local.sonic_emulator import Fault, FaultKind
+from voicebridge_dev.local.sonic import Fault, FaultKind
 
 
 def model_calls(cloud: LocalCloud) -> int:

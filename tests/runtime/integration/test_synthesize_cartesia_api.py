@@ -16,7 +16,7 @@ from tests.fixtures.cloud import Invoker, _fresh_container, event_with, fetch
 from voicebridge import cartesia_key
 from voicebridge.audio.wav import read_wav
 from voicebridge_dev.local.cloud import LOCAL_API_KEY, LocalCloud
-from voicebridge_dev.local.sonic_emulator import Fault, FaultKind, InvocationRecord
+from voicebridge_dev.local.sonic import Fault, FaultKind, InvocationRecord
 
 pytestmark = pytest.mark.timeout(30)
 

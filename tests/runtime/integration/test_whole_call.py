@@ -23,9 +23,9 @@ import pytest
 
 from tests.fixtures import ROOT
 from voicebridge_dev.local.cloud import LocalCloud
-from voicebridge_dev.local.kvs_emulator import EMULATED_INSTANCE_ID
-from voicebridge_dev.local.lambda_emulator import LambdaEmulator
-from voicebridge_dev.local.sonic_emulator import Fault, FaultKind
+from voicebridge_dev.local.kvs import EMULATED_INSTANCE_ID
+from voicebridge_dev.local.lambda_ import LambdaEmulator
+from voicebridge_dev.local.sonic import Fault, FaultKind
 from voicebridge_dev.local.speech_engine import StandInSpeechEngine
 from voicebridge_dev.simulator import (
     SCENARIOS,

@@ -2,9 +2,9 @@
 
 - moto's server: S3, DynamoDB, Secrets Manager, CloudWatch (and anything else boto3 asks it for).
 - The project's emulators where moto has nothing: the Sonic SageMaker endpoint's response stream and the Cartesia
-  API's /tts/sse (:mod:`voicebridge_dev.local.sonic_emulator`), Kinesis Video Streams GetMedia
-  (:mod:`voicebridge_dev.local.kvs_emulator`), Ink's WebSockets (:mod:`voicebridge_dev.local.ink_emulator`), and Lambda
-  Invoke running the template's own handlers in warm worker processes (:mod:`voicebridge_dev.local.lambda_emulator`).
+  API's /tts/sse (:mod:`voicebridge_dev.local.sonic`), Kinesis Video Streams GetMedia
+  (:mod:`voicebridge_dev.local.kvs`), Ink's WebSockets (:mod:`voicebridge_dev.local.ink`), and Lambda
+  Invoke running the template's own handlers in warm worker processes (:mod:`voicebridge_dev.local.lambda_`).
 
 :class:`LocalCloud` starts them, creates the resources template.yaml declares under their local names
 (:func:`voicebridge_dev.template.local_physical_id`), and hands out the ``AWS_ENDPOINT_URL_*`` variables that point
@@ -27,10 +27,10 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from voicebridge_dev.local.ink_emulator import InkEmulator, Recogniser
-from voicebridge_dev.local.kvs_emulator import KvsEmulator
-from voicebridge_dev.local.lambda_emulator import LambdaEmulator
-from voicebridge_dev.local.sonic_emulator import SonicEmulator
+from voicebridge_dev.local.ink import InkEmulator, Recogniser
+from voicebridge_dev.local.kvs import KvsEmulator
+from voicebridge_dev.local.lambda_ import LambdaEmulator
+from voicebridge_dev.local.sonic import SonicEmulator
 from voicebridge_dev.local.speech_engine import SpeechEngine
 from voicebridge_dev.template import load_template, local_physical_id
 

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from voicebridge_dev.local.kvs_emulator import EMULATED_ACCOUNT_ID, EMULATED_INSTANCE_ID
+from voicebridge_dev.local.kvs import EMULATED_ACCOUNT_ID, EMULATED_INSTANCE_ID
 
 __all__ = ["MAX_ATTRIBUTES_BYTES", "Contact", "is_reference"]
 

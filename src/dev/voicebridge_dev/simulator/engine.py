@@ -60,7 +60,7 @@ from voicebridge_dev.flows import (
     template_functions,
     validate,
 )
-from voicebridge_dev.local.kvs_emulator import EMULATED_INSTANCE_ID, EmulatedStream, KvsEmulator, KvsEmulatorError
+from voicebridge_dev.local.kvs import EMULATED_INSTANCE_ID, EmulatedStream, KvsEmulator, KvsEmulatorError
 from voicebridge_dev.local.speech_engine import SpeechEngine, SpeechEngineError
 from voicebridge_dev.simulator.caller import SimulatedCaller
 from voicebridge_dev.simulator.clock import Clock, RealClock

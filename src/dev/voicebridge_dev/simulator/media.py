@@ -16,7 +16,7 @@ import threading
 import numpy as np
 import numpy.typing as npt
 
-from voicebridge_dev.local.kvs_emulator import EmulatedStream, KvsEmulatorError
+from voicebridge_dev.local.kvs import EmulatedStream, KvsEmulatorError
 from voicebridge_dev.simulator.clock import Clock
 from voicebridge_dev.simulator.events import BOT, CALLER, CallLog, Segment, SegmentKind, SpeechStarted, Track
 

@@ -1,35 +1,13 @@
-"""What the local cloud's services share: a ``with`` block around start and stop, and an HTTP server that can cut
-its keep-alive connections when it stops."""
+"""An HTTP server that knows its open connections, so stopping it can cut its keep-alive ones, and the request
+handler that registers with it."""
 
 from __future__ import annotations
 
 import contextlib
 import socket
 import threading
-from abc import ABC, abstractmethod
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from typing import Self, cast
-
-
-class LocalService(ABC):
-    """A loopback service of the local cloud."""
-
-    @abstractmethod
-    def start(self) -> Self:
-        """Start serving; returns the service."""
-
-    @abstractmethod
-    def stop(self) -> None:
-        """Stop serving and free the port."""
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
+from typing import cast
 
 
 class TrackingHTTPServer(ThreadingHTTPServer):
@@ -74,3 +52,10 @@ class TrackedHandler(BaseHTTPRequestHandler):
             server.connections.discard(self.connection)
         with contextlib.suppress(OSError):
             super().finish()
+
+    def read_body(self) -> bytes:
+        """The request's body as its Content-Length announces it; empty without one."""
+        length = self.headers.get("Content-Length")
+        if length is None or not length.isdigit():
+            return b""
+        return self.rfile.read(int(length))

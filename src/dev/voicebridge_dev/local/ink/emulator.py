@@ -1,0 +1,183 @@
+"""The Ink emulator itself: its clips, faults and sessions, and the asyncio loop, on a thread of its own, that
+serves them."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from typing import ClassVar, Self, cast
+
+from voicebridge_dev.local.ink.clips import ClipRegistry
+from voicebridge_dev.local.ink.errors import EmulatorNotRunningError, InkEmulatorError
+from voicebridge_dev.local.ink.faults import DropFault, ErrorFault, Fault, RejectFault, StallFault
+from voicebridge_dev.local.ink.recognisers import Recogniser
+from voicebridge_dev.local.ink.records import HandshakeRecord, InkSession
+from voicebridge_dev.local.ink.server import InkServer
+from voicebridge_dev.local.ink.turns import TurnSettings
+from voicebridge_dev.local.service import Emulator
+
+__all__ = ["IDLE_TIMEOUT_S", "InkEmulator"]
+
+logger = logging.getLogger(__name__)
+
+IDLE_TIMEOUT_S = 20.0
+
+
+class InkEmulator(Emulator[DropFault | ErrorFault | RejectFault | StallFault]):
+    """Ink WebSocket emulator on loopback, run by its own asyncio loop in a background thread.
+
+    ``recogniser`` is the embedded engine used when no registered clip matches (pass :func:`load_recogniser`'s
+    result for PocketSphinx); without one, unmatched speech gets a deterministic stand-in transcript.
+    :meth:`wait_idle` waits until no connection is being served (open sessions included).
+    """
+
+    label: ClassVar[str] = "Ink emulator"
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        api_key: str | None = None,
+        recogniser: Recogniser | None = None,
+        *,
+        turn_settings: TurnSettings | None = None,
+        idle_timeout_s: float = IDLE_TIMEOUT_S,
+        update_interval_ms: float = 300.0,
+    ) -> None:
+        super().__init__()
+        self.host = host
+        self.api_key = api_key
+        self.recogniser = recogniser
+        self.turn_settings = turn_settings or TurnSettings()
+        self.idle_timeout_s = idle_timeout_s
+        self.update_interval_ms = update_interval_ms
+        self.clips = ClipRegistry(self.turn_settings)
+        self._requested_port = port
+        self._port: int | None = None
+        self._sessions: list[InkSession] = []
+        self._handshakes: list[HandshakeRecord] = []
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop_event: asyncio.Event | None = None
+        self._startup_error: BaseException | None = None
+
+    # ---- lifecycle
+
+    def start(self) -> Self:
+        if self._thread is not None:
+            return self
+        ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(ready,), name="ink-emulator", daemon=True)
+        self._thread.start()
+        ready.wait()
+        if self._startup_error is not None:
+            self._thread.join()
+            self._thread = None
+            raise InkEmulatorError(f"Ink emulator failed to start: {self._startup_error}") from self._startup_error
+        logger.info("Ink emulator listening on %s", self.url)
+        return self
+
+    def stop(self) -> None:
+        thread, loop, stop_event = self._thread, self._loop, self._stop_event
+        if thread is None or loop is None or stop_event is None:
+            return
+        loop.call_soon_threadsafe(stop_event.set)
+        thread.join(timeout=10)
+        self._thread = None
+        self._port = None
+        logger.info("Ink emulator stopped")
+
+    @property
+    def port(self) -> int:
+        if self._port is None:
+            raise EmulatorNotRunningError("the Ink emulator is not running")
+        return self._port
+
+    @property
+    def url(self) -> str:
+        """``http://host:port``: the SDK's ``base_url`` (it derives ``ws://`` from it)."""
+        return f"http://{self.host}:{self.port}"
+
+    # ---- test-facing API
+
+    def register(self, pcm: bytes, transcript: str, sample_rate: int = 8000) -> None:
+        """Register the transcript of a mono s16le clip; any turn that carries the clip's audio gets it."""
+        self.clips.register(pcm, transcript, sample_rate)
+
+    @property
+    def sessions(self) -> list[InkSession]:
+        return list(self._sessions)
+
+    @property
+    def handshakes(self) -> list[HandshakeRecord]:
+        return list(self._handshakes)
+
+    @property
+    def connect_count(self) -> int:
+        """WebSocket handshakes attempted, accepted or not."""
+        return len(self._handshakes)
+
+    def wait_for_sessions(self, count: int, timeout: float) -> list[InkSession]:
+        """The first ``count`` sessions once that many have connected and finished; raises TimeoutError."""
+        deadline = time.monotonic() + timeout
+        while len(self._sessions) < count:
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"{len(self._sessions)} of {count} sessions connected")
+            time.sleep(0.01)
+        sessions = self._sessions[:count]
+        for session in sessions:
+            if not session.wait_closed(max(0.0, deadline - time.monotonic())):
+                raise TimeoutError(f"session {session.request_id} still open")
+        return sessions
+
+    # ---- what the server tells and asks
+
+    def note_handshake(self, record: HandshakeRecord) -> None:
+        self._handshakes.append(record)
+
+    def note_session(self, session: InkSession) -> None:
+        self._sessions.append(session)
+
+    def take_faults(self, session: InkSession, turn_ends: int) -> list[DropFault | ErrorFault | StallFault]:
+        """The session faults whose trigger ``session`` has reached after ``turn_ends`` turn.end events."""
+        audio_ms = session.audio_ms
+
+        def due(fault: Fault) -> bool:
+            if isinstance(fault, RejectFault):
+                return False
+            if isinstance(fault, DropFault) and fault.after_turn_end is not None:
+                return turn_ends >= fault.after_turn_end
+            threshold = fault.after_audio_ms
+            return threshold is not None and audio_ms >= threshold and len(session.received_audio) > 0
+
+        return cast(list[DropFault | ErrorFault | StallFault], self.faults.take_all(due))
+
+    def take_reject(self) -> RejectFault | None:
+        """The oldest handshake rejection armed, one of its connections spent."""
+        return cast(RejectFault | None, self.faults.take(lambda fault: isinstance(fault, RejectFault)))
+
+    # ---- server
+
+    def _run(self, ready: threading.Event) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            loop.run_until_complete(self._serve(ready))
+        except OSError as exc:
+            self._startup_error = exc
+            ready.set()
+        finally:
+            loop.close()
+
+    async def _serve(self, ready: threading.Event) -> None:
+        self._stop_event = asyncio.Event()
+        front = InkServer(self)
+        server = await asyncio.start_server(front.on_connection, self.host, self._requested_port)
+        self._port = int(server.sockets[0].getsockname()[1])
+        ready.set()
+        async with server:
+            await self._stop_event.wait()
+            server.close()
+            await front.close()

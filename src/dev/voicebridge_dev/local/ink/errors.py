@@ -1,0 +1,58 @@
+"""The Ink emulator's errors: what it refuses from Python, and how a session or a handshake ends early."""
+
+from __future__ import annotations
+
+from voicebridge_dev.local.service import FaultSpecError
+
+__all__ = [
+    "ConnectionLost",
+    "EmulatorNotRunningError",
+    "EndSession",
+    "FaultSpecError",
+    "HandshakeRejected",
+    "InkEmulatorError",
+    "InvalidClipError",
+    "InvalidTurnSettingsError",
+    "RecogniserUnavailableError",
+]
+
+
+class InkEmulatorError(Exception):
+    """Base class of the Ink emulator's errors."""
+
+
+class EmulatorNotRunningError(InkEmulatorError):
+    """The emulator was asked for its address before start() or after stop()."""
+
+
+class RecogniserUnavailableError(InkEmulatorError):
+    """The requested embedded recogniser is not installed (it comes with the ``speech`` extra)."""
+
+
+class InvalidClipError(InkEmulatorError, ValueError):
+    """A clip offered for registration holds no voiced audio to recognise it by."""
+
+
+class InvalidTurnSettingsError(InkEmulatorError, ValueError):
+    """Turn-detection settings outside the ranges the service accepts."""
+
+
+class ConnectionLost(Exception):
+    """The peer went away mid-write."""
+
+
+class EndSession(Exception):
+    """The session is over; ``reason`` is what its record's ``ended_by`` says."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class HandshakeRejected(Exception):
+    """A WebSocket handshake refused with ``status`` and ``message``."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message

@@ -1,0 +1,304 @@
+"""The Ink emulator's one port: WebSocket handshakes that open sessions, and the control plane, on asyncio.
+
+A handshake is admitted as the service admits it: a known path, the API key (``Authorization: Bearer <key>``
+or ``X-API-Key: <key>``) when the emulator has one, a supported model, encoding and sample rate, and turn
+settings within the service's ranges; the API version arrives as the ``Cartesia-Version`` header (or the
+``cartesia_version`` query parameter) and is recorded per session. A refused handshake is answered with its
+status and ``{"error", "status_code"}``.
+
+Control plane, JSON over plain HTTP on the same port (:class:`~voicebridge_dev.local.service.ControlPlane`)::
+
+    POST   /_emulator/transcripts  {"pcm_base64", "transcript", "sample_rate"?}  register a clip
+    POST   /_emulator/faults       {"kind": "drop" | "error" | "reject" | "stall", ...}  arm a fault
+    DELETE /_emulator/faults                                                   disarm all faults
+    GET    /_emulator/sessions                                                 session summaries
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import logging
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import parse_qsl, urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field
+from websockets.http11 import Request, Response
+from websockets.server import ServerProtocol
+
+from voicebridge_dev.local.ink.audio import BYTES_PER_SAMPLE
+from voicebridge_dev.local.ink.errors import ConnectionLost, EndSession, HandshakeRejected
+from voicebridge_dev.local.ink.faults import fault_from_json
+from voicebridge_dev.local.ink.records import HandshakeRecord, InkSession
+from voicebridge_dev.local.ink.sessions import ManualRunner, SessionRunner, TurnsRunner
+from voicebridge_dev.local.ink.turns import CLIENT_RANGES, TurnSettings
+from voicebridge_dev.local.ink.websocket import WebSocket
+from voicebridge_dev.local.service import CONTROL_PREFIX, ControlAnswer, ControlPlane
+
+if TYPE_CHECKING:
+    from voicebridge_dev.local.ink.emulator import InkEmulator
+
+__all__ = ["MANUAL_PATH", "TURNS_PATH", "InkServer"]
+
+logger = logging.getLogger(__name__)
+
+TURNS_PATH = "/stt/turns/websocket"
+MANUAL_PATH = "/stt/websocket"
+_TURN_MODELS = ("ink-2",)
+_MANUAL_MODELS = ("ink-2", "ink-whisper")
+_MIN_RATE, _MAX_RATE = 8000, 48000
+_MAX_HTTP_BODY = 64 * 1024 * 1024
+_MAX_WS_MESSAGE = 4 * 1024 * 1024
+
+
+class _RegisterRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    pcm_base64: str
+    transcript: str
+    sample_rate: int = Field(default=8000, ge=_MIN_RATE, le=_MAX_RATE)
+
+
+def control_plane(emulator: InkEmulator) -> ControlPlane:
+    """The ``/_emulator/...`` routes: clips, faults and the sessions' summaries."""
+
+    def register(body: bytes) -> ControlAnswer:
+        registration = _RegisterRequest.model_validate_json(body)
+        pcm = base64.b64decode(registration.pcm_base64, validate=True)
+        emulator.register(pcm, registration.transcript, registration.sample_rate)
+        return ControlAnswer(HTTPStatus.CREATED, {"registered": len(emulator.clips)})
+
+    def inject(body: bytes) -> ControlAnswer:
+        fault = fault_from_json(body)
+        emulator.inject(fault)
+        return ControlAnswer(HTTPStatus.CREATED, {"armed": fault.model_dump()})
+
+    def clear(_: bytes) -> ControlAnswer:
+        emulator.clear_faults()
+        return ControlAnswer(HTTPStatus.OK, {"cleared": True})
+
+    def sessions(_: bytes) -> ControlAnswer:
+        return ControlAnswer(HTTPStatus.OK, [session.summary() for session in emulator.sessions])
+
+    control = ControlPlane(refusal=lambda reason: ControlAnswer(HTTPStatus.BAD_REQUEST, {"message": reason}))
+    control.route("POST", "transcripts", register)
+    control.route("POST", "faults", inject)
+    control.route("DELETE", "faults", clear)
+    control.route("GET", "sessions", sessions)
+    return control
+
+
+@dataclass(frozen=True)
+class _HttpRequest:
+    method: str
+    target: str
+    headers: dict[str, str]
+    head: bytes
+
+
+def _parse_head(head: bytes) -> _HttpRequest | None:
+    try:
+        text = head.decode("latin-1")
+        request_line, *header_lines = text.split("\r\n")
+        method, target, _version = request_line.split(" ", 2)
+    except ValueError:
+        return None
+    headers: dict[str, str] = {}
+    for line in header_lines:
+        name, sep, value = line.partition(":")
+        if sep:
+            headers[name.strip().lower()] = value.strip()
+    return _HttpRequest(method.upper(), target, headers, head)
+
+
+def _http_response(status: int, body: Mapping[str, Any] | list[Any]) -> bytes:
+    payload = json.dumps(body).encode()
+    reason = {200: "OK", 201: "Created", 400: "Bad Request", 404: "Not Found"}[status]
+    head = (
+        f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(payload)}\r\nConnection: close\r\nServer: ink-emulator\r\n\r\n"
+    )
+    return head.encode() + payload
+
+
+class InkServer:
+    """Serves one emulator's connections: each is a WebSocket session or a control request."""
+
+    def __init__(self, emulator: InkEmulator) -> None:
+        self.emulator = emulator
+        self.control = control_plane(emulator)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._sockets: set[WebSocket] = set()
+
+    async def close(self) -> None:
+        """End every open session and connection (the emulator is stopping)."""
+        for socket in list(self._sockets):
+            socket.close_now(1001, "Ink emulator stopping")
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        try:
+            with self.emulator.in_flight.serving():
+                await self._serve(reader, writer)
+        finally:
+            writer.close()
+            if task is not None:
+                self._tasks.discard(task)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            async with asyncio.timeout(10):
+                head = await reader.readuntil(b"\r\n\r\n")
+            request = _parse_head(head)
+            if request is None:
+                writer.write(_http_response(400, {"message": "malformed request"}))
+            elif request.target.startswith(CONTROL_PREFIX):
+                writer.write(await self._control(request, reader))
+            elif request.headers.get("upgrade", "").lower() == "websocket":
+                await self._websocket(request, reader, writer)
+            else:
+                writer.write(_http_response(404, {"message": f"no route for {request.target}"}))
+            with contextlib.suppress(ConnectionError, OSError):
+                await writer.drain()
+        except (
+            TimeoutError,
+            asyncio.IncompleteReadError,
+            asyncio.LimitOverrunError,
+            ConnectionError,
+            OSError,
+        ):
+            pass
+
+    # ---- control plane
+
+    async def _control(self, request: _HttpRequest, reader: asyncio.StreamReader) -> bytes:
+        try:
+            length = int(request.headers.get("content-length", "0") or 0)
+        except ValueError:
+            return _http_response(400, {"message": "invalid Content-Length"})
+        if not 0 <= length <= _MAX_HTTP_BODY:
+            return _http_response(400, {"message": "body too large"})
+        body = await reader.readexactly(length) if length else b""
+        answer = self.control.dispatch(request.method, request.target, body)
+        if answer is None:
+            return _http_response(404, {"message": f"no route for {request.method} {request.target}"})
+        return _http_response(answer.status, answer.payload)
+
+    # ---- WebSocket
+
+    async def _websocket(
+        self, request: _HttpRequest, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        protocol = ServerProtocol(max_size=_MAX_WS_MESSAGE)
+        protocol.receive_data(request.head)
+        events = protocol.events_received()
+        handshake = events[0] if events and isinstance(events[0], Request) else None
+        if handshake is None:
+            for data in protocol.data_to_send():
+                writer.write(data)
+            return
+        target = urlsplit(handshake.path)
+        query = dict(parse_qsl(target.query))
+        version = handshake.headers.get("Cartesia-Version") or query.get("cartesia_version")
+        try:
+            endpoint, settings = self._admit(target.path, query, handshake)
+            response = protocol.accept(handshake)
+        except HandshakeRejected as rejected:
+            response = self._reject(protocol, rejected)
+        response.headers["Server"] = "ink-emulator"
+        self.emulator.note_handshake(HandshakeRecord(target.path, query, response.status_code, version))
+        protocol.send_response(response)
+        socket = WebSocket(protocol, reader, writer)
+        await socket.flush()
+        if response.status_code != 101:
+            logger.info("Ink emulator: refused %s with %d", target.path, response.status_code)
+            return
+        session = InkSession(
+            request_id=str(uuid.uuid4()),
+            endpoint=endpoint,
+            model=query["model"],
+            encoding=query["encoding"],
+            sample_rate=int(query["sample_rate"]),
+            query=query,
+            cartesia_version=version,
+        )
+        self.emulator.note_session(session)
+        runner: SessionRunner
+        if endpoint == "turns":
+            runner = TurnsRunner(self.emulator, session, socket, settings)
+        else:
+            runner = ManualRunner(self.emulator, session, socket)
+        logger.info("Ink emulator: session %s opened on %s", session.request_id, target.path)
+        self._sockets.add(socket)
+        try:
+            await runner.run()
+        except asyncio.CancelledError:
+            session.ended_by = "emulator_stopped"
+            raise
+        except Exception:
+            logger.exception("Ink emulator: session %s failed", session.request_id)
+            session.ended_by = "emulator_error"
+            with contextlib.suppress(ConnectionLost, EndSession):
+                await runner.emit_error(500, "Internal Server Error", "Ink emulator failure", "internal_error")
+                await socket.close(1011, "emulator failure")
+        finally:
+            self._sockets.discard(socket)
+            logger.info("Ink emulator: session %s ended (%s)", session.request_id, session.ended_by)
+            session.mark_closed()
+
+    def _admit(
+        self, path: str, query: Mapping[str, str], handshake: Request
+    ) -> tuple[Literal["turns", "manual"], TurnSettings]:
+        if path not in (TURNS_PATH, MANUAL_PATH):
+            raise HandshakeRejected(404, f"No route for {path}")
+        if self.emulator.api_key is not None:
+            bearer = handshake.headers.get("Authorization", "")
+            keys = {handshake.headers.get("X-API-Key"), bearer.removeprefix("Bearer ").strip() or None}
+            if self.emulator.api_key not in keys:
+                raise HandshakeRejected(401, "Invalid API key")
+        reject = self.emulator.take_reject()
+        if reject is not None:
+            raise HandshakeRejected(reject.status_code, "Concurrency limit exceeded (injected by the Ink emulator)")
+        endpoint: Literal["turns", "manual"] = "turns" if path == TURNS_PATH else "manual"
+        models = _TURN_MODELS if endpoint == "turns" else _MANUAL_MODELS
+        model = query.get("model", "")
+        if not model.startswith(models):
+            raise HandshakeRejected(400, f"Unsupported model {model!r} for {path}")
+        if query.get("encoding") not in BYTES_PER_SAMPLE:
+            raise HandshakeRejected(400, f"encoding must be one of {sorted(BYTES_PER_SAMPLE)}")
+        try:
+            rate = int(query.get("sample_rate", ""))
+        except ValueError:
+            rate = 0
+        if not _MIN_RATE <= rate <= _MAX_RATE:
+            raise HandshakeRejected(400, f"sample_rate must be an integer in [{_MIN_RATE}, {_MAX_RATE}]")
+        settings = self.emulator.turn_settings
+        if endpoint == "turns":
+            names = {f"turn_{f.name}": f.name for f in fields(TurnSettings) if f.name in CLIENT_RANGES}
+            try:
+                values = {names[key]: float(value) for key, value in query.items() if key in names}
+                settings = settings.with_client_values(values)
+            except ValueError as exc:
+                raise HandshakeRejected(400, str(exc)) from exc
+        return endpoint, settings
+
+    @staticmethod
+    def _reject(protocol: ServerProtocol, rejected: HandshakeRejected) -> Response:
+        response = protocol.reject(rejected.status, "")
+        body = json.dumps({"error": rejected.message, "status_code": rejected.status}).encode()
+        response.headers["Content-Type"] = "application/json"
+        del response.headers["Content-Length"]
+        response.headers["Content-Length"] = str(len(body))
+        response.body = body
+        return response

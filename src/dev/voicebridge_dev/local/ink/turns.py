@@ -1,0 +1,166 @@
+"""Turn detection from signal energy, sans-I/O: audio in, ``start`` / ``eager_end`` / ``resume`` / ``end`` out.
+
+The service's turn settings (``start_threshold``, ``eager_end_threshold``, ``end_threshold``,
+``end_timeout_ms``) act on an emulated speaking probability, within the ranges the service accepts from a client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Literal
+
+import numpy as np
+
+from voicebridge_dev.local.ink.audio import Samples, level_dbfs
+from voicebridge_dev.local.ink.errors import InvalidTurnSettingsError
+
+__all__ = ["CLIENT_RANGES", "TurnDetector", "TurnSettings", "TurnSignal", "voiced_span"]
+
+CLIENT_RANGES: dict[str, tuple[float, float]] = {
+    "start_threshold": (0.5, 0.9),
+    "eager_end_threshold": (0.3, 0.6),
+    "end_threshold": (0.05, 0.5),
+    "end_timeout_ms": (640.0, 11200.0),
+}
+
+
+@dataclass(frozen=True)
+class TurnSettings:
+    """How the emulator finds turns in the signal.
+
+    A frame is voiced at or above ``voiced_dbfs`` and silent below ``silence_dbfs``; frames in between
+    continue whatever is happening (hysteresis). The service's thresholds act on an emulated speaking
+    probability: it rises by one per ``start_ramp_ms`` of consecutive voiced audio (turn.start once it reaches
+    ``start_threshold``: 100 ms with the defaults) and, after the last voiced frame, falls linearly so that it
+    crosses ``end_threshold`` exactly ``end_timeout_ms`` later (turn.end); turn.eager_end fires when it
+    crosses ``eager_end_threshold``. The service defaults end_timeout_ms to 5600 ms, an upper bound its model
+    rarely needs; the emulator, having no model, ends turns after 500 ms of silence unless a client asks
+    otherwise.
+    """
+
+    start_threshold: float = 0.8
+    eager_end_threshold: float = 0.4
+    end_threshold: float = 0.2
+    end_timeout_ms: float = 500.0
+    voiced_dbfs: float = -40.0
+    silence_dbfs: float = -50.0
+    start_ramp_ms: float = 125.0
+    frame_ms: float = 20.0
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.end_threshold < self.start_threshold <= 1.0:
+            raise InvalidTurnSettingsError("end_threshold must lie below start_threshold, both within [0, 1]")
+        if not 0.0 < self.eager_end_threshold < 1.0:
+            raise InvalidTurnSettingsError("eager_end_threshold must lie within (0, 1)")
+        if self.end_timeout_ms <= 0 or self.start_ramp_ms <= 0 or self.frame_ms <= 0:
+            raise InvalidTurnSettingsError("durations must be positive")
+        if self.silence_dbfs > self.voiced_dbfs:
+            raise InvalidTurnSettingsError("silence_dbfs must not exceed voiced_dbfs")
+
+    def with_client_values(self, values: Mapping[str, float]) -> TurnSettings:
+        """These settings as updated by a client (query or config command), within the service's ranges."""
+        for name, value in values.items():
+            low, high = CLIENT_RANGES[name]
+            if not low <= value <= high:
+                raise InvalidTurnSettingsError(f"{name} must be within [{low:g}, {high:g}], got {value:g}")
+        updated = replace(self, **values)
+        if not updated.end_threshold < updated.eager_end_threshold < updated.start_threshold:
+            raise InvalidTurnSettingsError("eager_end_threshold must stay between end_threshold and start_threshold")
+        return updated
+
+
+@dataclass(frozen=True)
+class TurnSignal:
+    """A decision of the detector, at a sample offset of the received audio."""
+
+    kind: Literal["start", "eager_end", "resume", "end"]
+    at_sample: int
+
+
+class TurnDetector:
+    """Sans-I/O energy turn detector: ``feed(samples)`` returns the turn signals those samples complete."""
+
+    def __init__(self, settings: TurnSettings, sample_rate: int) -> None:
+        self.settings = settings
+        self._rate = sample_rate
+        self._frame_len = max(1, round(sample_rate * settings.frame_ms / 1000.0))
+        self._pending: Samples = np.zeros(0, np.float32)
+        self.samples_seen = 0
+        self.in_turn = False
+        self.speech_start_sample = 0
+        self.speech_end_sample = 0
+        self._run_frames = 0
+        self._run_start = 0
+        self._silent_frames = 0
+        self._eager = False
+
+    def feed(self, samples: Samples) -> list[TurnSignal]:
+        buffered = np.concatenate((self._pending, samples)) if self._pending.size else samples
+        whole = buffered.size // self._frame_len * self._frame_len
+        self._pending = buffered[whole:].copy()
+        signals: list[TurnSignal] = []
+        for begin in range(0, whole, self._frame_len):
+            signal = self._frame(buffered[begin : begin + self._frame_len])
+            if signal is not None:
+                signals.append(signal)
+        return signals
+
+    def end_turn(self) -> None:
+        """Leave the current turn without a decision of the signal (the client closed the session)."""
+        self.in_turn = False
+        self._run_frames = 0
+
+    def _frame(self, frame: Samples) -> TurnSignal | None:
+        s = self.settings
+        frame_start = self.samples_seen
+        self.samples_seen += frame.size
+        frame_ms = frame.size * 1000.0 / self._rate
+        level = level_dbfs(frame)
+        if not self.in_turn:
+            if level < s.voiced_dbfs:
+                self._run_frames = 0
+                return None
+            if self._run_frames == 0:
+                self._run_start = frame_start
+            self._run_frames += 1
+            if self._run_frames * frame_ms / s.start_ramp_ms < s.start_threshold:
+                return None
+            self.in_turn = True
+            self.speech_start_sample = self._run_start
+            self.speech_end_sample = self.samples_seen
+            self._silent_frames = 0
+            self._eager = False
+            return TurnSignal("start", self.samples_seen)
+        if level >= s.silence_dbfs:
+            self.speech_end_sample = self.samples_seen
+            self._silent_frames = 0
+            if self._eager:
+                self._eager = False
+                return TurnSignal("resume", self.samples_seen)
+            return None
+        self._silent_frames += 1
+        silence_ms = self._silent_frames * frame_ms
+        if silence_ms >= s.end_timeout_ms:
+            self.end_turn()
+            return TurnSignal("end", self.samples_seen)
+        probability = 1.0 - (1.0 - s.end_threshold) * silence_ms / s.end_timeout_ms
+        if not self._eager and probability <= s.eager_end_threshold:
+            self._eager = True
+            return TurnSignal("eager_end", self.samples_seen)
+        return None
+
+
+def voiced_span(samples: Samples, settings: TurnSettings, sample_rate: int) -> tuple[int, int] | None:
+    """First and one-past-last sample of the voiced frames, or None when nothing is voiced."""
+    frame_len = max(1, round(sample_rate * settings.frame_ms / 1000.0))
+    usable = samples.size // frame_len * frame_len
+    if usable == 0:
+        return None
+    frames = samples[:usable].astype(np.float64).reshape(-1, frame_len)
+    rms = np.sqrt(np.mean(np.square(frames), axis=1))
+    levels = 20.0 * np.log10(np.maximum(rms, 1e-6))
+    voiced = np.flatnonzero(levels >= settings.voiced_dbfs)
+    if voiced.size == 0:
+        return None
+    return int(voiced[0]) * frame_len, (int(voiced[-1]) + 1) * frame_len

@@ -1,0 +1,91 @@
+"""The failures the Lambda emulator injects into Invoke calls, answered as the Lambda API answers them.
+
+Faults wait in the order they were injected; each invocation that would run a function (RequestResponse or
+Event, optionally only of ``function``, a logical ID or local name) takes one count of the oldest that strikes
+it, and is refused instead of run. Requests the API refuses anyway (an unknown function, a bad header or body)
+and DryRun take no count. From Python: ``emu.inject(Fault(FaultKind.THROTTLE, count=2))``; over HTTP::
+
+    POST   /_emulator/faults   {"kind": "throttle", "count": 2, "function": "SynthesizeFunction"}  (or a list)
+    GET    /_emulator/faults   pending faults
+    DELETE /_emulator/faults   drop every pending fault
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Final, Self
+
+from voicebridge_dev.local.lambda_.errors import ApiError, FaultSpecError
+
+__all__ = ["Fault", "FaultKind"]
+
+
+class FaultKind(StrEnum):
+    THROTTLE = "throttle"
+    """429 TooManyRequestsException (Reason ConcurrentInvocationLimitExceeded), as when the account's
+    concurrency is used up; boto3 retries it."""
+    SERVICE_ERROR = "service_error"
+    """500 ServiceException: Lambda failed before running the function."""
+
+
+_FAULT_FIELDS: Final = frozenset({"kind", "count", "function", "message"})
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A refusal to inject into the next ``count`` invocations (of ``function`` only, when given)."""
+
+    kind: FaultKind
+    count: int = 1
+    function: str | None = None
+    message: str | None = None
+
+    def __post_init__(self) -> None:
+        try:
+            object.__setattr__(self, "kind", FaultKind(self.kind))
+        except ValueError as exc:
+            kinds = ", ".join(kind.value for kind in FaultKind)
+            raise FaultSpecError(f"unknown fault kind {self.kind!r}; one of {kinds}") from exc
+        if not isinstance(self.count, int) or isinstance(self.count, bool) or self.count < 1:
+            raise FaultSpecError(f"count must be a positive integer, got {self.count!r}")
+        if self.function is not None and not isinstance(self.function, str):
+            raise FaultSpecError(f"function must be a function's name, got {self.function!r}")
+        if self.message is not None and not isinstance(self.message, str):
+            raise FaultSpecError(f"message must be a string, got {self.message!r}")
+
+    @classmethod
+    def from_json(cls, data: Any) -> Fault:
+        """A fault from its JSON form (the ``POST /_emulator/faults`` body)."""
+        if not isinstance(data, dict) or "kind" not in data:
+            raise FaultSpecError("a fault is an object with at least a 'kind'")
+        unknown = set(data) - _FAULT_FIELDS
+        if unknown:
+            raise FaultSpecError(f"unknown fault fields: {', '.join(sorted(unknown))}")
+        return cls(**data)
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @property
+    def uses(self) -> int:
+        return self.count
+
+    def with_uses(self, uses: int) -> Self:
+        return dataclasses.replace(self, count=uses)
+
+    def strikes(self, logical_id: str, physical_name: str) -> bool:
+        """Whether the fault applies to an invocation of the function of that logical ID and local name."""
+        return self.function in (None, logical_id, physical_name)
+
+    def refusal(self) -> ApiError:
+        """The error the Lambda API answers the struck invocation with."""
+        if self.kind is FaultKind.THROTTLE:
+            return ApiError(
+                429,
+                "TooManyRequestsException",
+                self.message or "Rate Exceeded. (injected by the Lambda emulator)",
+                {"Reason": "ConcurrentInvocationLimitExceeded"},
+            )
+        return ApiError(500, "ServiceException", self.message or "Lambda failed (injected by the Lambda emulator)")

@@ -1,0 +1,192 @@
+"""The Sonic emulator itself: its settings, faults and statistics, and the server that answers on its port."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterable
+from typing import Any, ClassVar, Self
+
+from voicebridge_dev.local.service import Emulator
+from voicebridge_dev.local.sonic.errors import EmulatorConfigError
+from voicebridge_dev.local.sonic.faults import Fault
+from voicebridge_dev.local.sonic.records import Invocation, InvocationRecord
+from voicebridge_dev.local.sonic.requests import ENCODINGS
+from voicebridge_dev.local.sonic.server import Server
+from voicebridge_dev.local.speech_engine import SpeechEngine, load_engine
+
+__all__ = ["SonicEmulator"]
+
+logger = logging.getLogger(__name__)
+
+
+class SonicEmulator(Emulator[Fault]):
+    """A local Sonic, as a SageMaker runtime endpoint and as the Cartesia API (an emulator, not the model).
+
+    ``endpoint_name`` — when set, other names get SageMaker's ValidationError; None serves every name.
+    ``time_to_first_byte_ms`` — delay from request to the first audio chunk (synthesis counts towards it).
+    ``realtime_factor`` — seconds of audio produced per wall-clock second after the first chunk.
+    ``engine`` — the speech engine; by default piper when installed, else the deterministic stand-in.
+    ``api_key`` — when set, ``POST /tts/sse`` answers 401 unless called with this key; None accepts any.
+    ``accepted_encodings`` — the raw encodings the model produces; others get a 422 on either transport.
+    Both ``api_key`` and ``accepted_encodings`` may be changed while the emulator runs.
+    :meth:`wait_idle` waits until no invocation is being served (e.g. a stalled stream its client gave up on).
+    """
+
+    label: ClassVar[str] = "sonic endpoint emulator (not the model)"
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        endpoint_name: str | None = None,
+        time_to_first_byte_ms: float = 40.0,
+        realtime_factor: float = 20.0,
+        engine: SpeechEngine | None = None,
+        api_key: str | None = None,
+        accepted_encodings: Iterable[str] = ENCODINGS,
+    ) -> None:
+        if time_to_first_byte_ms < 0:
+            raise ValueError(f"time_to_first_byte_ms must be >= 0, got {time_to_first_byte_ms}")
+        if not realtime_factor > 0:
+            raise ValueError(f"realtime_factor must be > 0, got {realtime_factor}")
+        super().__init__()
+        self.host = host
+        self.port = port
+        self.endpoint_name = endpoint_name
+        self.time_to_first_byte_ms = time_to_first_byte_ms
+        self.realtime_factor = realtime_factor
+        self.engine: SpeechEngine = engine if engine is not None else load_engine("auto")
+        self.api_key = api_key
+        self._accepted_encodings = _encodings(accepted_encodings)
+        self._records: list[InvocationRecord] = []
+        self._records_lock = threading.Lock()
+        self.stopping = threading.Event()
+        self._server: Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle
+
+    def start(self) -> Self:
+        if self._server is not None:
+            return self
+        self.stopping.clear()
+        self._server = Server((self.host, self.port), self)
+        self.port = int(self._server.server_address[1])
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="sonic-emulator",
+            daemon=True,
+        )
+        self._thread.start()
+        logger.info("%s listening on %s (engine: %s)", self.label, self.url, self.engine.name)
+        return self
+
+    def stop(self) -> None:
+        server, self._server = self._server, None
+        if server is None:
+            return
+        self.stopping.set()
+        server.close_all()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+        logger.info("%s stopped", self.label)
+
+    # -- state
+
+    @property
+    def url(self) -> str:
+        if self._server is None:
+            raise RuntimeError("the Sonic emulator is not running; call start() first")
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def accepted_encodings(self) -> frozenset[str]:
+        """The raw encodings the emulated model produces (all four by default)."""
+        return self._accepted_encodings
+
+    @accepted_encodings.setter
+    def accepted_encodings(self, encodings: Iterable[str]) -> None:
+        self._accepted_encodings = _encodings(encodings)
+
+    def config(self) -> dict[str, Any]:
+        """The settings ``/_emulator/config`` reads and writes; the API key itself is never shown."""
+        return {
+            "accepted_encodings": [name for name in ENCODINGS if name in self._accepted_encodings],
+            "api_key_required": self.api_key is not None,
+        }
+
+    def configure(self, changes: Any) -> None:
+        """Apply a ``POST /_emulator/config`` body; a bad one raises :class:`EmulatorConfigError`."""
+        if not isinstance(changes, dict):
+            raise EmulatorConfigError("the configuration is a JSON object")
+        unknown = set(changes) - {"accepted_encodings"}
+        if unknown:
+            raise EmulatorConfigError(f"unknown configuration fields: {', '.join(sorted(unknown))}")
+        if "accepted_encodings" in changes:
+            encodings = changes["accepted_encodings"]
+            if not isinstance(encodings, list):
+                raise EmulatorConfigError("accepted_encodings is a list of encoding names")
+            self.accepted_encodings = encodings
+            accepted = ", ".join(self.config()["accepted_encodings"])
+            logger.info("%s: accepted encodings now %s", self.label, accepted)
+
+    @property
+    def stats(self) -> list[InvocationRecord]:
+        """Invocations so far, oldest first (a copy)."""
+        with self._records_lock:
+            return list(self._records)
+
+    def record(self, state: Invocation) -> None:
+        """Keep the record of a finished invocation, and log it."""
+        record = InvocationRecord(
+            endpoint_name=state.endpoint_name,
+            body=state.body,
+            http_status=state.http_status,
+            outcome=state.outcome,
+            started=state.started,
+            first_byte_at=state.first_byte_at,
+            finished=time.perf_counter(),
+            generation_seconds=state.generation_seconds,
+            audio_seconds=state.audio_seconds,
+            chunks=state.chunks,
+            payload_parts=state.payload_parts,
+            fault=state.fault,
+            transport=state.transport,
+            cartesia_version=state.cartesia_version,
+        )
+        with self._records_lock:
+            self._records.append(record)
+        ttfb = f"{(record.first_byte_at - record.started) * 1000:.0f}ms" if record.first_byte_at else "-"
+        target = "/tts/sse" if record.endpoint_name is None else f"/endpoints/{record.endpoint_name}"
+        logger.info(
+            "%s: POST %s -> %d %s context_id=%s chunks=%d parts=%d audio=%.2fs ttfb=%s total=%.0fms",
+            self.label,
+            target,
+            record.http_status,
+            record.outcome,
+            state.context_id or "-",
+            record.chunks,
+            record.payload_parts,
+            record.audio_seconds,
+            ttfb,
+            (record.finished - record.started) * 1000,
+        )
+
+
+def _encodings(names: Iterable[str]) -> frozenset[str]:
+    if isinstance(names, str):
+        raise EmulatorConfigError("accepted encodings are a collection of names, not one string")
+    listed = list(names)
+    unknown = sorted({repr(name) for name in listed if not isinstance(name, str) or name not in ENCODINGS})
+    if unknown:
+        known = ", ".join(ENCODINGS)
+        raise EmulatorConfigError(f"unknown encodings {', '.join(unknown)}; the model knows {known}")
+    chosen = frozenset(listed)
+    if not chosen:
+        raise EmulatorConfigError("a model accepts at least one encoding")
+    return chosen

@@ -1,0 +1,100 @@
+"""The failures the Sonic emulator injects, as each transport tells them.
+
+Faults wait in the emulator's queue in the order they were injected; each invocation that reaches the model
+takes one count of the oldest. Requests the model rejects (422) or the endpoint refuses (unknown name) take no
+count. From Python: ``emu.inject(Fault(FaultKind.THROTTLE, count=2))``; over HTTP::
+
+    POST   /_emulator/faults   {"kind": "stall", "count": 1, "after_chunks": 3, "seconds": 2.0}  (or a list)
+    GET    /_emulator/faults   pending faults
+    DELETE /_emulator/faults   drop every pending fault
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Final, Self
+
+from voicebridge_dev.local.sonic.errors import FaultSpecError
+from voicebridge_dev.local.sonic.requests import finite_number
+
+__all__ = ["Fault", "FaultKind"]
+
+
+class FaultKind(StrEnum):
+    """A failure, as each transport tells it: SageMaker's event stream, or the Cartesia API's SSE.
+
+    On the Cartesia API every failure after the response headers is a last ``error`` event, then the end of
+    the stream: the API has no other in-stream channel.
+    """
+
+    THROTTLE = "throttle"
+    """No capacity: ModelError with OriginalStatusCode 429; HTTP 429 on the Cartesia API."""
+    ERROR_BEFORE_AUDIO = "error_before_audio"
+    """HTTP 200, then a ModelStreamError (an SSE ``error`` event) as the very first message."""
+    ERROR_MID_STREAM = "error_mid_stream"
+    """A ModelStreamError (an SSE ``error`` event) after ``after_chunks`` audio chunks."""
+    ERROR_EVENT = "error_event"
+    """A Sonic ``{"type": "error"}`` message after ``after_chunks`` chunks, and no ``done``."""
+    STALL = "stall"
+    """Nothing sent for ``seconds`` after ``after_chunks`` chunks, then the stream resumes."""
+    INTERNAL_FAILURE = "internal_failure"
+    """An InternalStreamFailure (an SSE ``error`` event, status 500) after ``after_chunks`` chunks."""
+
+
+_FAULT_FIELDS: Final = frozenset({"kind", "count", "after_chunks", "seconds", "message", "error_code"})
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A failure to inject into the next ``count`` invocations that reach the model."""
+
+    kind: FaultKind
+    count: int = 1
+    after_chunks: int = 3
+    seconds: float = 1.0
+    message: str | None = None
+    error_code: str = "ModelInvocationTimeExceeded"
+
+    def __post_init__(self) -> None:
+        try:
+            object.__setattr__(self, "kind", FaultKind(self.kind))
+        except ValueError as exc:
+            kinds = ", ".join(kind.value for kind in FaultKind)
+            raise FaultSpecError(f"unknown fault kind {self.kind!r}; one of {kinds}") from exc
+        if not isinstance(self.count, int) or self.count < 1:
+            raise FaultSpecError(f"count must be a positive integer, got {self.count!r}")
+        if not isinstance(self.after_chunks, int) or self.after_chunks < 0:
+            raise FaultSpecError(f"after_chunks must be a non-negative integer, got {self.after_chunks!r}")
+        if not finite_number(self.seconds) or self.seconds < 0:
+            raise FaultSpecError(f"seconds must be a non-negative number, got {self.seconds!r}")
+
+    @classmethod
+    def from_json(cls, data: Any) -> Fault:
+        """A fault from its JSON form (the ``POST /_emulator/faults`` body)."""
+        if not isinstance(data, dict) or "kind" not in data:
+            raise FaultSpecError("a fault is an object with at least a 'kind'")
+        unknown = set(data) - _FAULT_FIELDS
+        if unknown:
+            raise FaultSpecError(f"unknown fault fields: {', '.join(sorted(unknown))}")
+        try:
+            return cls(**data)
+        except TypeError as exc:
+            raise FaultSpecError(str(exc)) from exc
+
+    @property
+    def uses(self) -> int:
+        return self.count
+
+    def with_uses(self, uses: int) -> Self:
+        return dataclasses.replace(self, count=uses)
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def describe(self) -> str:
+        """The text carried by the injected error."""
+        if self.message is not None:
+            return self.message
+        return f"injected {self.kind.value} fault (emulator)"

@@ -1,0 +1,245 @@
+"""Sonic requests as the two transports receive them, validated as the model (and the API) validate them.
+
+**SageMaker runtime**, the Sonic model package (no ``model_id``: the endpoint serves a single model)::
+
+    POST /endpoints/{EndpointName}/invocations-response-stream
+         {"context_id", "transcript", "voice": {"mode": "id", "id": "<uuid>"}, "output_format", "language"?,
+          "generation_config"?: {"speed", "volume", "emotion"}, "add_timestamps"?}
+
+**Cartesia API**, as the official ``cartesia`` SDK's ``client.tts.generate_sse`` sends it::
+
+    POST /tts/sse   {"model_id", "transcript", "voice": "<uuid>" | {"id": …}, "output_format",
+                     "context_id"?, "language"? | "locale"?, "generation_config"?, "add_timestamps"?}
+
+A request either transport refuses raises :class:`~voicebridge_dev.local.sonic.errors.InvalidSonicRequest`
+with the reason the model (or the API) gives in its 422 answer.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import uuid
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from voicebridge_dev.local.sonic.errors import InvalidSonicRequest
+
+__all__ = [
+    "API_SAMPLE_RATES",
+    "ENCODINGS",
+    "SonicRequest",
+    "finite_number",
+    "parse_cartesia_request",
+    "parse_sonic_request",
+]
+
+ENCODINGS: Final = ("pcm_s16le", "pcm_f32le", "pcm_mulaw", "pcm_alaw")
+MIN_SAMPLE_RATE: Final = 8000
+MAX_SAMPLE_RATE: Final = 48000
+API_SAMPLE_RATES: Final = frozenset({8000, 16000, 22050, 24000, 44100, 48000})
+SPEED_RANGE: Final = (0.6, 1.5)
+VOLUME_RANGE: Final = (0.5, 2.0)
+_INLINE_TAG = re.compile(r"<[^<>]*>")
+_CONTEXT_ID = re.compile(r"^[A-Za-z0-9_-]+$")
+_LANGUAGE = re.compile(r"^[a-z]{2}$")
+_LOCALE = re.compile(r"^[a-z]{2}(-[A-Z]{2})?$")
+
+
+@dataclass(frozen=True)
+class SonicRequest:
+    """A validated Sonic request, transcript already stripped of inline tags.
+
+    ``context_id`` is None only on the Cartesia API, where it is optional and echoed back only when given.
+    """
+
+    context_id: str | None
+    transcript: str
+    voice_id: str
+    encoding: str
+    sample_rate: int
+    language: str | None = None
+    speed: float = 1.0
+    volume: float = 1.0
+    emotion: str | None = None
+    add_timestamps: bool = False
+    model_id: str | None = None
+
+
+def finite_number(value: Any) -> bool:
+    """A real number: an int or a float, not a bool, neither infinite nor NaN."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _within(config: Mapping[str, Any], key: str, bounds: tuple[float, float]) -> float:
+    value = config.get(key, 1.0)
+    low, high = bounds
+    if not finite_number(value) or not low <= value <= high:
+        raise InvalidSonicRequest(f"generation_config.{key} must be a number in [{low}, {high}], got {value!r}")
+    return float(value)
+
+
+def _output_format(value: Any, accepted_encodings: Collection[str], rates: Collection[int] | None) -> tuple[str, int]:
+    if not isinstance(value, dict):
+        raise InvalidSonicRequest("output_format must be an object")
+    if value.get("container") != "raw":
+        raise InvalidSonicRequest(f"output_format.container must be 'raw', got {value.get('container')!r}")
+    encoding = value.get("encoding")
+    if encoding not in ENCODINGS:
+        choices = ", ".join(ENCODINGS)
+        raise InvalidSonicRequest(f"output_format.encoding must be one of {choices}, got {encoding!r}")
+    if encoding not in accepted_encodings:
+        supported = ", ".join(name for name in ENCODINGS if name in accepted_encodings)
+        raise InvalidSonicRequest(
+            f"output_format.encoding {encoding!r} is not supported by this model; use one of {supported}"
+        )
+    rate = value.get("sample_rate")
+    if not isinstance(rate, int) or isinstance(rate, bool) or not MIN_SAMPLE_RATE <= rate <= MAX_SAMPLE_RATE:
+        raise InvalidSonicRequest(
+            f"output_format.sample_rate must be an integer in [{MIN_SAMPLE_RATE}, {MAX_SAMPLE_RATE}], got {rate!r}"
+        )
+    if rates is not None and rate not in rates:
+        choices = ", ".join(map(str, sorted(rates)))
+        raise InvalidSonicRequest(f"output_format.sample_rate must be one of {choices}, got {rate}")
+    return str(encoding), rate
+
+
+def _voice_uuid(value: Any, field: str) -> str:
+    try:
+        return str(uuid.UUID(str(value)))
+    except ValueError as exc:
+        raise InvalidSonicRequest(f"{field} must be a UUID, got {value!r}") from exc
+
+
+def _spoken(transcript: Any) -> str:
+    if not isinstance(transcript, str):
+        raise InvalidSonicRequest("transcript must be a string")
+    spoken = " ".join(_INLINE_TAG.sub(" ", transcript).split())
+    if not spoken:
+        raise InvalidSonicRequest("transcript has no text to speak")
+    return spoken
+
+
+def _context_id(value: Any) -> str:
+    if not isinstance(value, str) or not _CONTEXT_ID.match(value):
+        raise InvalidSonicRequest("context_id must be a non-empty string of letters, digits, '_' and '-'")
+    return value
+
+
+def _language(value: Any, field: str, pattern: re.Pattern[str], example: str) -> str | None:
+    if value is not None and (not isinstance(value, str) or not pattern.match(value)):
+        raise InvalidSonicRequest(f"{field} must be a code such as {example!r}, got {value!r}")
+    return value
+
+
+def _generation(
+    body: Mapping[str, Any],
+    *,
+    context_id: str | None,
+    voice_id: str,
+    language: str | None,
+    accepted_encodings: Collection[str],
+    rates: Collection[int] | None = None,
+    model_id: str | None = None,
+) -> SonicRequest:
+    """The fields both transports validate alike: transcript, output format, generation config, timestamps."""
+    spoken = _spoken(body["transcript"])
+    encoding, sample_rate = _output_format(body["output_format"], accepted_encodings, rates)
+    config = body.get("generation_config", {})
+    if not isinstance(config, dict):
+        raise InvalidSonicRequest("generation_config must be an object")
+    emotion = config.get("emotion")
+    if emotion is not None and not isinstance(emotion, str):
+        raise InvalidSonicRequest("generation_config.emotion must be a string")
+    add_timestamps = body.get("add_timestamps", False)
+    if add_timestamps is None:
+        # The API declares it Optional[bool]: null means the default.
+        add_timestamps = False
+    if not isinstance(add_timestamps, bool):
+        raise InvalidSonicRequest("add_timestamps must be a boolean")
+    return SonicRequest(
+        context_id=context_id,
+        transcript=spoken,
+        voice_id=voice_id,
+        encoding=encoding,
+        sample_rate=sample_rate,
+        language=language,
+        speed=_within(config, "speed", SPEED_RANGE),
+        volume=_within(config, "volume", VOLUME_RANGE),
+        emotion=emotion,
+        add_timestamps=add_timestamps,
+        model_id=model_id,
+    )
+
+
+def parse_sonic_request(body: Any, *, accepted_encodings: Collection[str] = ENCODINGS) -> SonicRequest:
+    """Validate a decoded request body as the Sonic model package on SageMaker does.
+
+    Raises :class:`InvalidSonicRequest` with the reason the model gives in its 422 answer.
+    """
+    if not isinstance(body, dict):
+        raise InvalidSonicRequest("request body must be a JSON object")
+    if "model_id" in body:
+        raise InvalidSonicRequest("model_id is not accepted: this endpoint serves a single model")
+    for required in ("context_id", "transcript", "voice", "output_format"):
+        if required not in body:
+            raise InvalidSonicRequest(f"missing required field: {required}")
+
+    context_id = _context_id(body["context_id"])
+    voice = body["voice"]
+    if not isinstance(voice, dict) or voice.get("mode") != "id":
+        raise InvalidSonicRequest('voice must be {"mode": "id", "id": "<voice uuid>"}')
+    voice_id = _voice_uuid(voice.get("id"), "voice.id")
+    language = _language(body.get("language"), "language", _LANGUAGE, "en")
+    return _generation(
+        body,
+        context_id=context_id,
+        voice_id=voice_id,
+        language=language,
+        accepted_encodings=accepted_encodings,
+    )
+
+
+def parse_cartesia_request(body: Any, *, accepted_encodings: Collection[str] = ENCODINGS) -> SonicRequest:
+    """Validate a decoded ``POST /tts/sse`` body as the Cartesia API does.
+
+    Unlike the SageMaker package the API serves many models, so ``model_id`` is required; ``voice`` is a voice
+    id or an object with an ``id``; ``context_id`` is optional; ``language`` and ``locale`` exclude each
+    other.
+    Raises :class:`InvalidSonicRequest` with the reason the API gives in its 422 answer.
+    """
+    if not isinstance(body, dict):
+        raise InvalidSonicRequest("request body must be a JSON object")
+    for required in ("model_id", "transcript", "voice", "output_format"):
+        if required not in body:
+            raise InvalidSonicRequest(f"missing required field: {required}")
+
+    model_id = body["model_id"]
+    if not isinstance(model_id, str) or not model_id.strip():
+        raise InvalidSonicRequest("model_id must be a non-empty string such as 'sonic-3'")
+    voice = body["voice"]
+    if isinstance(voice, dict):
+        if voice.get("mode", "id") != "id" or "id" not in voice:
+            raise InvalidSonicRequest('voice must be a voice id, or {"id": "<voice uuid>"}')
+        voice_id = _voice_uuid(voice["id"], "voice.id")
+    elif isinstance(voice, str):
+        voice_id = _voice_uuid(voice, "voice")
+    else:
+        raise InvalidSonicRequest('voice must be a voice id, or {"id": "<voice uuid>"}')
+    context_id = body.get("context_id")
+    if context_id is not None:
+        context_id = _context_id(context_id)
+    language = _language(body.get("language"), "language", _LANGUAGE, "en")
+    locale = _language(body.get("locale"), "locale", _LOCALE, "en-GB")
+    if language is not None and locale is not None:
+        raise InvalidSonicRequest("a request may set language or locale, never both")
+    return _generation(
+        body,
+        context_id=context_id,
+        voice_id=voice_id,
+        language=language or locale,
+        accepted_encodings=accepted_encodings,
+        rates=API_SAMPLE_RATES,
+        model_id=model_id,
+    )

@@ -1,0 +1,370 @@
+"""The Sonic emulator's HTTP/1.1 server: routing, the two transports' invocations and their error answers, and
+the paced generation loop both share.
+
+**SageMaker runtime** ``InvokeEndpointWithResponseStream`` (rest-json protocol)::
+
+    POST /endpoints/{EndpointName}/invocations-response-stream      body: a Sonic request (JSON, no model_id)
+
+    200  an event stream (:mod:`voicebridge_dev.local.sonic.stream`)
+    424  x-amzn-ErrorType: ModelError   {"OriginalStatusCode": 422 | 429 | 500, "OriginalMessage": …, …}
+    400  x-amzn-ErrorType: ValidationError   (an endpoint name other than the configured one)
+
+Requests are not authenticated: SigV4 headers are accepted and ignored.
+
+**Cartesia API** ``POST /tts/sse``, as the official ``cartesia`` SDK's ``client.tts.generate_sse`` calls it::
+
+    POST /tts/sse   Authorization: Bearer <key>   Cartesia-Version: <date>
+                    body: {"model_id", "transcript", "voice": "<uuid>" | {"id": …}, "output_format", …}
+
+    200  server-sent events (:mod:`voicebridge_dev.local.sonic.stream`)
+    4xx/5xx  {"error_code": …, "title": …, "message": …, "request_id": …}  — 401 wrong or missing key (checked
+         only when the emulator has an ``api_key``), 400 no Cartesia-Version or a body that is not JSON,
+         422 a request the model rejects, 429 throttled, 500 the speech engine failed before any audio.
+
+Audio is paced: the first chunk leaves after ``time_to_first_byte_ms`` (or once the first sentence is
+synthesised, if that takes longer), the rest at ``realtime_factor`` seconds of audio per wall second, each
+flushed when "generated".
+
+The control plane (:class:`~voicebridge_dev.local.service.ControlPlane`)::
+
+    POST   /_emulator/faults   {"kind": "stall", "count": 1, "after_chunks": 3, "seconds": 2.0}  (or a list)
+    GET    /_emulator/faults   pending faults
+    DELETE /_emulator/faults   drop every pending fault
+    GET    /_emulator/stats    one record per invocation (times on the time.perf_counter() clock)
+    POST   /_emulator/config   {"accepted_encodings": ["pcm_s16le", …]}
+    GET    /_emulator/config   the current configuration
+"""
+
+from __future__ import annotations
+
+import base64
+import hmac
+import itertools
+import json
+import logging
+import math
+import re
+import socket
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Any, Final, cast
+from urllib.parse import unquote, urlsplit
+
+from voicebridge_dev.local.service import ControlAnswer, ControlPlane, TrackedHandler, TrackingHTTPServer
+from voicebridge_dev.local.sonic.errors import ClientGone, InvalidSonicRequest, Stopping
+from voicebridge_dev.local.sonic.faults import Fault, FaultKind
+from voicebridge_dev.local.sonic.records import Invocation
+from voicebridge_dev.local.sonic.requests import parse_cartesia_request, parse_sonic_request
+from voicebridge_dev.local.sonic.stream import EventStreamFraming, Framing, SseFraming
+from voicebridge_dev.local.sonic.synthesis import Synthesis, encode_audio
+from voicebridge_dev.local.speech_engine import SpeechEngineError
+
+if TYPE_CHECKING:
+    from voicebridge_dev.local.sonic.emulator import SonicEmulator
+
+__all__ = ["Handler", "Server"]
+
+logger = logging.getLogger(__name__)
+
+ACCOUNT_ID: Final = "123456789012"
+REGION: Final = "us-east-1"
+_INVOKE_PATH = re.compile(r"^/endpoints/(?P<name>[^/]+)/invocations-response-stream$")
+
+
+def control_plane(emulator: SonicEmulator) -> ControlPlane:
+    """The ``/_emulator/...`` routes: faults, statistics and the model's configuration."""
+    control = ControlPlane(refusal=lambda reason: ControlAnswer(HTTPStatus.BAD_REQUEST, {"message": reason}))
+    control.add_fault_routes(emulator, Fault.from_json, Fault.to_json)
+
+    def stats(_: bytes) -> ControlAnswer:
+        invocations = [record.to_json() for record in emulator.stats]
+        payload = {"emulator": emulator.label, "engine": emulator.engine.name, "invocations": invocations}
+        return ControlAnswer(HTTPStatus.OK, payload)
+
+    def configure(body: bytes) -> ControlAnswer:
+        emulator.configure(json.loads(body or b"null"))
+        return ControlAnswer(HTTPStatus.OK, emulator.config())
+
+    control.route("GET", "stats", stats)
+    control.route("POST", "config", configure)
+    control.route("GET", "config", lambda _: ControlAnswer(HTTPStatus.OK, emulator.config()))
+    return control
+
+
+class Server(TrackingHTTPServer):
+    def __init__(self, address: tuple[str, int], emulator: SonicEmulator) -> None:
+        self.emulator = emulator
+        self.control = control_plane(emulator)
+        super().__init__(address, Handler)
+
+
+class Handler(TrackedHandler):
+    server_version = "SonicEndpointEmulator/1.0"
+
+    @property
+    def emulator(self) -> SonicEmulator:
+        return cast(Server, self.server).emulator
+
+    def setup(self) -> None:
+        super().setup()
+        # Each flush is a small write; Nagle's algorithm would hold it back for the client's delayed ACK.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def handle_one_request(self) -> None:
+        try:
+            super().handle_one_request()
+        except ClientGone:
+            self.close_connection = True
+
+    def log_message(self, format: str, *args: Any) -> None:
+        logger.debug("%s: " + format, self.emulator.label, *args)
+
+    # -- plain responses
+
+    def _send_json(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
+        body = json.dumps(payload).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("x-amzn-RequestId", str(uuid.uuid4()))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        try:
+            self.end_headers()
+            self.wfile.write(body)
+        except OSError as exc:
+            raise ClientGone from exc
+
+    # -- routing
+
+    def do_POST(self) -> None:
+        path = urlsplit(self.path).path
+        match = _INVOKE_PATH.match(path)
+        if match:
+            state = Invocation("sagemaker", time.perf_counter(), endpoint_name=unquote(match.group("name")))
+            self._invoke(state, self._serve_sagemaker)
+        elif path == "/tts/sse":
+            self._invoke(Invocation("cartesia-api", time.perf_counter()), self._serve_cartesia_api)
+        else:
+            self._serve_control()
+
+    def do_GET(self) -> None:
+        self._serve_control()
+
+    def do_DELETE(self) -> None:
+        self._serve_control()
+
+    def _serve_control(self) -> None:
+        answer = cast(Server, self.server).control.dispatch(self.command, self.path, self.read_body())
+        if answer is None:
+            self._send_json(
+                404,
+                {"message": f"{self.command} {self.path} is not an operation of this emulator"},
+                {"x-amzn-ErrorType": "UnknownOperationException"},
+            )
+        else:
+            self._send_json(answer.status, answer.payload, answer.headers)
+
+    # -- invocations, either transport
+
+    def _invoke(self, state: Invocation, serve: Callable[[Invocation, bytes], None]) -> None:
+        raw = self.read_body()
+        self.emulator.in_flight.begin()
+        try:
+            serve(state, raw)
+        except ClientGone:
+            state.outcome = "client_disconnected"
+            self.close_connection = True
+        except Stopping:
+            state.outcome = "emulator_stopped"
+            self.close_connection = True
+        finally:
+            self.complete(state)
+            self.emulator.in_flight.end()
+
+    def complete(self, state: Invocation) -> None:
+        """Records the invocation once, just before its last byte goes out.
+
+        Recording first means the record exists by the time a client has read the whole response.
+        """
+        if not state.recorded:
+            state.recorded = True
+            self.emulator.record(state)
+
+    # -- SageMaker InvokeEndpointWithResponseStream
+
+    def _serve_sagemaker(self, state: Invocation, raw: bytes) -> None:
+        emulator = self.emulator
+        if emulator.endpoint_name is not None and state.endpoint_name != emulator.endpoint_name:
+            state.http_status, state.outcome = 400, "validation_error"
+            self.complete(state)
+            self._send_json(
+                400,
+                {"message": f"Endpoint {state.endpoint_name} of account {ACCOUNT_ID} not found."},
+                {"x-amzn-ErrorType": "ValidationError:http://internal.amazon.com/coral/com.amazon.coral.validate/"},
+            )
+            return
+        try:
+            state.body = json.loads(raw)
+        except ValueError:
+            state.body = raw.decode("utf-8", errors="replace")
+        try:
+            request = parse_sonic_request(state.body, accepted_encodings=emulator.accepted_encodings)
+        except InvalidSonicRequest as exc:
+            self.model_error(state, 422, str(exc))
+            return
+        state.context_id = request.context_id
+
+        fault = emulator.faults.take()
+        state.fault = fault.kind.value if fault else None
+        if fault is not None and fault.kind is FaultKind.THROTTLE:
+            self.model_error(state, 429, fault.message or "model is at capacity; retry later (emulator)")
+            return
+        self._generate(EventStreamFraming(self, state, request), fault)
+
+    def model_error(self, state: Invocation, original_status: int, reason: str) -> None:
+        state.http_status, state.outcome = 424, f"model_error_{original_status}"
+        log_group = f"/aws/sagemaker/Endpoints/{state.endpoint_name}"
+        kind = "client" if original_status < 500 else "server"
+        self.complete(state)
+        self._send_json(
+            424,
+            {
+                "ErrorCode": f"{kind.upper()}_ERROR_FROM_MODEL",
+                "LogStreamArn": f"arn:aws:logs:{REGION}:{ACCOUNT_ID}:log-group:{log_group}",
+                "Message": (
+                    f'Received {kind} error ({original_status}) from primary with message "{reason}". '
+                    f"See the log group {log_group} in account {ACCOUNT_ID} for more information."
+                ),
+                "OriginalMessage": reason,
+                "OriginalStatusCode": original_status,
+            },
+            {"x-amzn-ErrorType": "ModelError"},
+        )
+
+    # -- Cartesia API POST /tts/sse
+
+    def _serve_cartesia_api(self, state: Invocation, raw: bytes) -> None:
+        emulator = self.emulator
+        state.cartesia_version = self.headers.get("Cartesia-Version")
+        try:
+            state.body = json.loads(raw)
+            readable = True
+        except ValueError:
+            state.body, readable = raw.decode("utf-8", errors="replace"), False
+        if emulator.api_key is not None and not self._authorized(emulator.api_key):
+            message = "the API key is missing or not valid; send it as 'Authorization: Bearer <key>'"
+            self.api_error(state, 401, "Invalid API key", message, "unauthorized")
+            return
+        if not state.cartesia_version:
+            message = "the Cartesia-Version header is required"
+            self.api_error(state, 400, "Bad request", message, "bad_request")
+            return
+        if not readable:
+            self.api_error(state, 400, "Bad request", "the request body is not valid JSON", "bad_request")
+            return
+        try:
+            request = parse_cartesia_request(state.body, accepted_encodings=emulator.accepted_encodings)
+        except InvalidSonicRequest as exc:
+            self.api_error(state, 422, "Invalid request", str(exc), "invalid_request")
+            return
+        state.context_id = request.context_id
+
+        fault = emulator.faults.take()
+        state.fault = fault.kind.value if fault else None
+        if fault is not None and fault.kind is FaultKind.THROTTLE:
+            message = fault.message or "model is at capacity; retry later (emulator)"
+            self.api_error(state, 429, "Too many concurrent requests", message, "concurrency_limited")
+            return
+        self._generate(SseFraming(self, state, request), fault)
+
+    def _authorized(self, api_key: str) -> bool:
+        scheme, _, token = self.headers.get("Authorization", "").partition(" ")
+        presented = token.strip() if scheme.lower() == "bearer" else self.headers.get("X-API-Key", "")
+        return hmac.compare_digest(presented.encode("utf-8"), api_key.encode("utf-8"))
+
+    def api_error(self, state: Invocation, status: int, title: str, message: str, error_code: str) -> None:
+        """The Cartesia API's structured error object; its SDK raises it as the status's exception class."""
+        state.http_status, state.outcome = status, f"api_error_{status}"
+        self.complete(state)
+        self._send_json(
+            status,
+            {"error_code": error_code, "title": title, "message": message, "request_id": state.request_id},
+            {"X-Request-Id": state.request_id},
+        )
+
+    # -- the generation loop, shared by both transports
+
+    def _wait_until(self, state: Invocation, due: float) -> None:
+        delay = due - time.perf_counter()
+        if delay > 0:
+            self._pause(state, delay)
+
+    def _pause(self, state: Invocation, seconds: float) -> None:
+        began = time.perf_counter()
+        stopped = self.emulator.stopping.wait(seconds)
+        state.generation_seconds += time.perf_counter() - began
+        if stopped:
+            raise Stopping
+
+    def _generate(self, framing: Framing, fault: Fault | None) -> None:
+        emulator, state, request = self.emulator, framing.state, framing.request
+        synthesis = Synthesis(emulator.engine, request)
+        chunk_wall = synthesis.per_chunk / request.sample_rate / emulator.realtime_factor
+        first_due = state.started + emulator.time_to_first_byte_ms / 1000.0
+        if fault is not None and fault.kind is FaultKind.ERROR_BEFORE_AUDIO:
+            self._wait_until(state, first_due)
+            framing.fail(fault)
+            return
+
+        chunks = synthesis.chunks()
+        for index in itertools.count():
+            # Pulling a chunk may synthesise the next sentence: generation time, spent in the pacing slack.
+            began = time.perf_counter()
+            try:
+                piece = next(chunks, None)
+            except SpeechEngineError as exc:
+                self._engine_failed(framing, exc)
+                return
+            finally:
+                state.generation_seconds += time.perf_counter() - began
+            # A fault due after more chunks than the audio has strikes at the end, before "done".
+            if fault is not None and (index == fault.after_chunks or piece is None):
+                if fault.kind is not FaultKind.STALL:
+                    self._wait_until(state, first_due + index * chunk_wall)
+                    framing.fail(fault)
+                    return
+                framing.flush()
+                self._pause(state, fault.seconds)
+                # The stall pushes the rest of the schedule back, as a stuck model would.
+                first_due += fault.seconds
+                fault = None
+            if piece is None:
+                break
+            self._wait_until(state, first_due + index * chunk_wall)
+            chunk = {
+                "type": "chunk",
+                "context_id": request.context_id,
+                "status_code": 206,
+                "done": False,
+                "data": base64.b64encode(encode_audio(piece, request.encoding)).decode("ascii"),
+                "step_time": round(chunk_wall * 1000.0, 3),
+            }
+            state.chunks += 1
+            state.audio_seconds += len(piece) / request.sample_rate
+            framing.send([chunk, *synthesis.timestamp_messages(state.audio_seconds)])
+
+        done = {"type": "done", "context_id": request.context_id, "status_code": 200, "done": True}
+        framing.send([*synthesis.timestamp_messages(math.inf), done], last=True)
+        framing.end()
+
+    def _engine_failed(self, framing: Framing, error: SpeechEngineError) -> None:
+        """A broken engine is a model failure: an error answer before audio, a stream failure after."""
+        message = f"synthesis failed: {error}"
+        if framing.state.first_byte_at is None:
+            framing.reject(500, message)
+        else:
+            failure = Fault(FaultKind.ERROR_MID_STREAM, message=message, error_code="ModelError")
+            framing.fail(failure, outcome="engine_error")

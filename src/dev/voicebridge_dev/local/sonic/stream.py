@@ -1,0 +1,258 @@
+"""How a generation goes on the wire: the one part of the Sonic emulator that differs between its transports.
+
+**SageMaker runtime** ``InvokeEndpointWithResponseStream`` (rest-json protocol), so an unmodified botocore
+client decodes the answer itself::
+
+    200  Content-Type: application/vnd.amazon.eventstream, Transfer-Encoding: chunked
+         event-stream messages with headers :message-type=event, :event-type=PayloadPart and
+         :content-type=application/octet-stream,
+         whose concatenated payloads are Sonic's newline-terminated JSON objects:
+             {"type":"chunk","context_id":…,"status_code":206,"done":false,"data":"<base64, ≤ 20 ms>",…}\\n
+             {"type":"timestamps",…}\\n            (only with "add_timestamps": true)
+             {"type":"done","context_id":…,"status_code":200,"done":true}\\n
+         Lines are split across PayloadParts and several lines share one part, deterministically per
+         ``context_id``, so a client has to buffer bytes and split on newlines, as with the real one.
+
+In-stream failures are event-stream ``exception`` messages (``ModelStreamError`` {Message, ErrorCode},
+``InternalStreamFailure`` {Message}), which botocore raises as ``EventStreamError`` while iterating.
+
+**Cartesia API** ``POST /tts/sse``, as the official ``cartesia`` SDK's ``client.tts.generate_sse`` reads it::
+
+    200  Content-Type: text/event-stream, Transfer-Encoding: chunked, one event per generated message:
+             event: chunk\\ndata: {"type":"chunk","data":…,"done":false,"status_code":206,"step_time":…,
+                                   "context_id":…}\\n\\n
+             event: timestamps\\ndata: {…}\\n\\n      (only with "add_timestamps": true)
+             event: done\\ndata: {"type":"done","done":true,"status_code":200,"context_id":…}\\n\\n
+         or, when generation fails after the headers, a last
+             event: error\\ndata: {"type":"error","done":true,"status_code":…,"title":…,"message":…,
+                                   "request_id":…,"error_code":…}\\n\\n
+
+The event-stream framing itself is :mod:`voicebridge_dev.local.eventstream_encoder`'s.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Final
+
+from voicebridge_dev.local.eventstream_encoder import encode_event, encode_exception
+from voicebridge_dev.local.sonic.errors import ClientGone
+from voicebridge_dev.local.sonic.faults import Fault, FaultKind
+from voicebridge_dev.local.sonic.records import Invocation
+from voicebridge_dev.local.sonic.requests import SonicRequest
+
+if TYPE_CHECKING:
+    from voicebridge_dev.local.sonic.server import Handler
+
+__all__ = ["EventStreamFraming", "Framing", "SseFraming"]
+
+# What the emulated container declares for its stream; clients must not depend on it.
+MODEL_CONTENT_TYPE: Final = "application/jsonlines"
+
+
+class PartPacker:
+    """Decides PayloadPart boundaries: some lines are held back and merged with the next, some are cut.
+
+    Seeded by the context id, so the same request is always framed the same way. The first line is never
+    held back, so the emulated time to first byte is not inflated by merging.
+    """
+
+    _MAX_HELD_LINES = 2
+
+    def __init__(self, context_id: str) -> None:
+        seed = int.from_bytes(hashlib.sha256(context_id.encode("utf-8")).digest()[:8], "big")
+        self._rng = random.Random(seed)
+        self._held = b""
+        self._held_lines = 0
+        self._first = True
+
+    def add(self, line: bytes) -> list[bytes]:
+        data = self._held + line
+        roll = self._rng.random()
+        if not self._first and self._held_lines < self._MAX_HELD_LINES and roll < 0.3:
+            self._held, self._held_lines = data, self._held_lines + 1
+            return []
+        self._held, self._held_lines, self._first = b"", 0, False
+        if roll < 0.6 or len(data) < 3:
+            return [data]
+        cuts = sorted(self._rng.sample(range(1, len(data)), k=min(len(data) - 1, self._rng.choice((1, 2)))))
+        return [data[start:end] for start, end in zip([0, *cuts], [*cuts, len(data)], strict=True)]
+
+    def flush(self) -> list[bytes]:
+        held, self._held, self._held_lines = self._held, b"", 0
+        return [held] if held else []
+
+
+def _json_line(message: Mapping[str, Any]) -> bytes:
+    return json.dumps(message, separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+class Framing(ABC):
+    """Puts one generation's messages on the wire as a chunked HTTP response.
+
+    The response headers go out with the first bytes, when the model starts answering, so a client's time to
+    first byte is the model's. Subclasses decide how messages are framed and how a failure is told.
+    """
+
+    content_type: ClassVar[str]
+
+    def __init__(self, handler: Handler, state: Invocation, request: SonicRequest) -> None:
+        self.handler = handler
+        self.state = state
+        self.request = request
+
+    @abstractmethod
+    def headers(self) -> dict[str, str]:
+        """Response headers besides Content-Type and Transfer-Encoding."""
+
+    @abstractmethod
+    def send(self, messages: list[dict[str, Any]], *, last: bool = False) -> None:
+        """Deliver Sonic messages now; ``last`` also delivers anything held back."""
+
+    @abstractmethod
+    def flush(self) -> None:
+        """Deliver anything held back, before the stream goes quiet."""
+
+    @abstractmethod
+    def fail(self, fault: Fault, outcome: str | None = None) -> None:
+        """End the stream the way ``fault`` says, after delivering what was already generated."""
+
+    @abstractmethod
+    def reject(self, status: int, reason: str) -> None:
+        """Answer an error instead of a stream: nothing has been sent yet."""
+
+    def write(self, data: bytes) -> None:
+        """One HTTP chunk, preceded by the response headers the first time."""
+        handler, state = self.handler, self.state
+        try:
+            if state.first_byte_at is None:
+                handler.send_response(200)
+                handler.send_header("Content-Type", self.content_type)
+                handler.send_header("Transfer-Encoding", "chunked")
+                for name, value in self.headers().items():
+                    handler.send_header(name, value)
+                handler.end_headers()
+                state.first_byte_at = time.perf_counter()
+            handler.wfile.write(f"{len(data):x}\r\n".encode("ascii") + data + b"\r\n")
+        except OSError as exc:
+            raise ClientGone from exc
+
+    def end(self) -> None:
+        self.handler.complete(self.state)
+        try:
+            self.handler.wfile.write(b"0\r\n\r\n")
+        except OSError as exc:
+            raise ClientGone from exc
+
+
+class EventStreamFraming(Framing):
+    """SageMaker: Sonic's JSON lines, cut into PayloadPart events; failures are event-stream exceptions."""
+
+    content_type = "application/vnd.amazon.eventstream"
+
+    def __init__(self, handler: Handler, state: Invocation, request: SonicRequest) -> None:
+        super().__init__(handler, state, request)
+        self._packer = PartPacker(request.context_id or "")
+
+    def headers(self) -> dict[str, str]:
+        return {
+            "X-Amzn-SageMaker-Content-Type": MODEL_CONTENT_TYPE,
+            "x-Amzn-Invoked-Production-Variant": "AllTraffic",
+            "x-amzn-RequestId": self.state.request_id,
+        }
+
+    def send(self, messages: list[dict[str, Any]], *, last: bool = False) -> None:
+        parts = [part for message in messages for part in self._packer.add(_json_line(self._sonic(message)))]
+        self._send_parts(parts + self._packer.flush() if last else parts)
+
+    def flush(self) -> None:
+        self._send_parts(self._packer.flush())
+
+    def fail(self, fault: Fault, outcome: str | None = None) -> None:
+        self.state.outcome = outcome or f"fault_{fault.kind.value}"
+        message = fault.describe()
+        if fault.kind is FaultKind.ERROR_EVENT:
+            error = {
+                "type": "error",
+                "context_id": self.request.context_id,
+                "status_code": 500,
+                "done": True,
+                "error": message,
+            }
+            self.send([error], last=True)
+        else:
+            self.flush()
+            if fault.kind is FaultKind.INTERNAL_FAILURE:
+                frame = encode_exception("InternalStreamFailure", json.dumps({"Message": message}).encode())
+            else:
+                payload = {"Message": message, "ErrorCode": fault.error_code}
+                frame = encode_exception("ModelStreamError", json.dumps(payload).encode())
+            self.write(frame)
+        self.end()
+
+    def reject(self, status: int, reason: str) -> None:
+        self.handler.model_error(self.state, status, reason)
+
+    def _sonic(self, message: dict[str, Any]) -> dict[str, Any]:
+        # The package's chunks also name their rate; the API's do not.
+        if message["type"] == "chunk":
+            return {**message, "sampling_rate": self.request.sample_rate}
+        return message
+
+    def _send_parts(self, parts: list[bytes]) -> None:
+        if parts:
+            self.state.payload_parts += len(parts)
+            self.write(b"".join(encode_event("PayloadPart", part) for part in parts))
+
+
+_SSE_ERROR_TITLES: Final = {
+    FaultKind.ERROR_BEFORE_AUDIO: "Model error",
+    FaultKind.ERROR_MID_STREAM: "Model error",
+    FaultKind.ERROR_EVENT: "Generation failed",
+    FaultKind.INTERNAL_FAILURE: "Internal server error",
+}
+
+
+class SseFraming(Framing):
+    """Cartesia API: one server-sent event per message, named by its type; a failure is a last ``error``."""
+
+    content_type = "text/event-stream"
+
+    def headers(self) -> dict[str, str]:
+        return {"Cache-Control": "no-cache", "X-Request-Id": self.state.request_id}
+
+    def send(self, messages: list[dict[str, Any]], *, last: bool = False) -> None:
+        if messages:
+            self.state.payload_parts += len(messages)
+            self.write(b"".join(_sse_event(message) for message in messages))
+
+    def flush(self) -> None:
+        """Nothing is held back: every event leaves as soon as it is made."""
+
+    def fail(self, fault: Fault, outcome: str | None = None) -> None:
+        self.state.outcome = outcome or f"fault_{fault.kind.value}"
+        error = {
+            "type": "error",
+            "done": True,
+            "status_code": 500,
+            "title": _SSE_ERROR_TITLES.get(fault.kind, "Model error"),
+            "message": fault.describe(),
+            "error_code": fault.error_code,
+            "request_id": self.state.request_id,
+            "context_id": self.request.context_id,
+        }
+        self.send([error], last=True)
+        self.end()
+
+    def reject(self, status: int, reason: str) -> None:
+        self.handler.api_error(self.state, status, "Internal server error", reason, "internal_error")
+
+
+def _sse_event(message: Mapping[str, Any]) -> bytes:
+    data = json.dumps(message, separators=(",", ":"))
+    return f"event: {message['type']}\ndata: {data}\n\n".encode()
