@@ -180,11 +180,12 @@ def _load_flows_sync() -> ModuleType:
     return module
 
 
-def _readme_section(title: str) -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = text.index(f"\n## {title}\n")
-    end = text.find("\n## ", start + 1)
-    return text[start : end if end != -1 else len(text)]
+CONFIGURATION_REFERENCE = ROOT / "docs" / "configuration.md"
+"""The page listing every template parameter and every environment variable the functions read."""
+
+
+def _configuration_reference() -> str:
+    return CONFIGURATION_REFERENCE.read_text(encoding="utf-8")
 
 
 # --- functions ---------------------------------------------------------------------------------------------
@@ -563,18 +564,17 @@ def test_outputs_give_what_an_operator_needs_after_a_deploy() -> None:
     } <= set(TEMPLATE["Outputs"])
 
 
-def test_every_parameter_is_documented_in_the_readme_configuration() -> None:
-    section = _readme_section("Configuration")
-    rows = "\n".join(line for line in section.splitlines() if line.startswith("|"))
+def test_every_parameter_is_documented_in_the_configuration_reference() -> None:
+    rows = "\n".join(line for line in _configuration_reference().splitlines() if line.startswith("|"))
     documented = set(re.findall(r"`([A-Za-z0-9]+)`", rows))
     assert set(PARAMETERS) - documented == set()
 
 
-def test_every_environment_variable_the_template_sets_is_documented_in_the_readme() -> None:
-    section = _readme_section("Configuration")
+def test_every_environment_variable_the_template_sets_is_documented_in_the_configuration_reference() -> None:
+    reference = _configuration_reference()
     for function in FUNCTIONS:
         for name in _props(function)["Environment"]["Variables"]:
-            assert f"| `{name}` |" in section, name
+            assert f"| `{name}` |" in reference, name
 
 
 # boto3 ships with the Lambda runtime; PyYAML serves the template tooling only; pydantic serves the developer
