@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import shutil
 import subprocess
 import threading
@@ -52,7 +53,15 @@ from voicebridge_dev.local.eventstream_encoder import (
     encode_exception,
     encode_message,
 )
-from voicebridge_dev.local.sonic import ENCODINGS, EmulatorConfigError, Fault, FaultKind, SonicEmulator
+from voicebridge_dev.local.sonic import (
+    DEFAULT_MODEL,
+    ENCODINGS,
+    SAMPLE_RATES,
+    EmulatorConfigError,
+    Fault,
+    FaultKind,
+    SonicEmulator,
+)
 from voicebridge_dev.local.speech_engine import (
     SECONDS_PER_CHARACTER,
     SpeechEngineError,
@@ -448,7 +457,8 @@ def test_model_id_is_rejected_because_the_package_serves_one_model(client: Any) 
         {"generation_config": {"speed": 2.0}},
         {"generation_config": {"volume": 0.1}},
         {"generation_config": {"emotion": 3}},
-        {"language": "en-US"},
+        {"language": "english"},
+        {"language": "en_US"},
         {"transcript": "<break time='1s'/>"},
         {"context_id": "has spaces"},
     ],
@@ -547,7 +557,17 @@ def test_error_event_is_a_sonic_error_line_and_no_done(client: Any, emulator: So
 
     assert [m["type"] for m in messages] == ["chunk"] * 3 + ["error"]
     assert messages[-1]["context_id"] == request["context_id"]
-    assert messages[-1]["error"] == "voice not found"
+
+
+def test_error_event_carries_its_message_in_data_as_cartesias_notebook_reads_it(
+    client: Any, emulator: SonicEmulator
+) -> None:
+    emulator.faults.push(Fault(FaultKind.ERROR_EVENT, after_chunks=1, message="voice not found"))
+
+    error = ndjson(payload_parts(invoke(client, sonic_request())))[-1]
+
+    assert error["type"] == "error"
+    assert error["data"] == "voice not found"
 
 
 def test_stall_pauses_the_stream_then_it_completes(client: Any, emulator: SonicEmulator) -> None:
@@ -1004,16 +1024,201 @@ def test_the_config_says_whether_a_key_is_required_but_never_shows_it(emulator: 
         {"accepted_encodings": "pcm_s16le"},
         {"accepted_encodings": [["pcm_s16le"]]},
         {"realtime_factor": 2},
+        {"model": "sonic-3.6"},
+        {"model": 3},
+        {"model": "sonic-3", "accepted_encodings": []},
+        {"model": "sonic-2", "accepted_encodings": ["pcm_s16le"]},
         ["pcm_s16le"],
     ],
     ids=json.dumps,
 )
-def test_malformed_config_is_refused_over_http(emulator: SonicEmulator, change: Any) -> None:
+def test_malformed_config_is_refused_over_http_and_changes_nothing(emulator: SonicEmulator, change: Any) -> None:
     status, answer = http_json("POST", emulator.url + "/_emulator/config", change)
 
     assert status == 400
     assert answer["message"]
     assert emulator.accepted_encodings == frozenset(ENCODINGS)
+    assert emulator.model == DEFAULT_MODEL
+
+
+# --- model packages: Sonic 3 and Sonic 3.5 -----------------------------------------------------------
+
+PCM = {"container": "raw", "encoding": "pcm", "sample_rate": 8000}
+
+
+@pytest.fixture
+def sonic_3(emulator: SonicEmulator) -> SonicEmulator:
+    emulator.model = "sonic-3"
+    return emulator
+
+
+def test_the_endpoint_runs_sonic_3_5_unless_told_otherwise(emulator: SonicEmulator) -> None:
+    assert emulator.model == DEFAULT_MODEL == "sonic-3.5"
+    assert http_json("GET", emulator.url + "/_emulator/config")[1]["model"] == "sonic-3.5"
+
+
+def test_sonic_3_refuses_pcm_s16le_with_a_422_that_names_the_field(client: Any, sonic_3: SonicEmulator) -> None:
+    with pytest.raises(client.exceptions.ModelError) as caught:
+        invoke(client, sonic_request())
+
+    assert caught.value.response["Error"]["Code"] == "ModelError"
+    assert caught.value.response["ResponseMetadata"]["HTTPStatusCode"] == 424
+    assert caught.value.response["OriginalStatusCode"] == 422
+    assert "output_format.encoding" in caught.value.response["OriginalMessage"]
+    assert "'pcm_s16le'" in caught.value.response["Error"]["Message"]
+
+
+def test_sonic_3_gives_16_bit_pcm_for_pcm(client: Any, emulator: SonicEmulator) -> None:
+    reference = synthesize_over_http(client)
+    emulator.model = "sonic-3"
+
+    assert synthesize_over_http(client, output_format=PCM) == reference
+
+
+@pytest.mark.parametrize("encoding", ["pcm_f32le", "pcm_mulaw", "pcm_alaw"])
+def test_sonic_3_takes_the_other_raw_encodings_by_their_api_names(
+    client: Any, sonic_3: SonicEmulator, encoding: str
+) -> None:
+    messages = ndjson(payload_parts(invoke(client, sonic_request(output_format={**PCM, "encoding": encoding}))))
+
+    assert messages[-1]["type"] == "done"
+
+
+def test_sonic_3_requires_a_language(client: Any, sonic_3: SonicEmulator) -> None:
+    request = sonic_request(output_format=PCM)
+    del request["language"]
+
+    with pytest.raises(client.exceptions.ModelError) as caught:
+        invoke(client, request)
+
+    assert caught.value.response["OriginalStatusCode"] == 422
+    assert caught.value.response["OriginalMessage"] == "missing required field: language"
+
+
+@pytest.mark.parametrize("language", ["pt-BR", "en-US", "eng", "EN"])
+def test_sonic_3_takes_only_a_two_letter_language(client: Any, sonic_3: SonicEmulator, language: str) -> None:
+    with pytest.raises(client.exceptions.ModelError) as caught:
+        invoke(client, sonic_request(output_format=PCM, language=language))
+
+    assert caught.value.response["OriginalStatusCode"] == 422
+    assert caught.value.response["OriginalMessage"].startswith("language must be a two-letter code")
+    assert repr(language) in caught.value.response["OriginalMessage"]
+
+
+@pytest.mark.parametrize("language", ["pt-BR", "en-US", "de-DE", "en", None])
+def test_sonic_3_5_takes_a_locale_a_language_or_neither(client: Any, language: str | None) -> None:
+    request = sonic_request(language=language)
+    if language is None:
+        del request["language"]
+
+    assert ndjson(payload_parts(invoke(client, request)))[-1]["type"] == "done"
+
+
+def test_sonic_3_5_gives_the_same_pcm_for_pcm_s16le_and_pcm(client: Any) -> None:
+    assert synthesize_over_http(client, output_format=PCM) == synthesize_over_http(client)
+
+
+def test_the_model_is_chosen_in_the_constructor(stand_in: StandInSpeechEngine) -> None:
+    with SonicEmulator(engine=stand_in, model="sonic-3") as emu:
+        client = make_client(emu.url)
+        with pytest.raises(client.exceptions.ModelError):
+            invoke(client, sonic_request())
+        assert ndjson(payload_parts(invoke(client, sonic_request(output_format=PCM))))[-1]["type"] == "done"
+
+
+@pytest.mark.parametrize("model", ["sonic-3.6", "sonic", ""])
+def test_an_unknown_model_is_refused_from_python(stand_in: StandInSpeechEngine, model: str) -> None:
+    with pytest.raises(EmulatorConfigError, match=re.escape("one of sonic-3, sonic-3.5")):
+        SonicEmulator(engine=stand_in, model=model)
+
+
+def test_the_model_is_changed_over_http(client: Any, emulator: SonicEmulator) -> None:
+    status, config = http_json("POST", emulator.url + "/_emulator/config", {"model": "sonic-3"})
+
+    assert (status, config["model"], emulator.model) == (200, "sonic-3", "sonic-3")
+    with pytest.raises(client.exceptions.ModelError):
+        invoke(client, sonic_request())
+    assert http_json("POST", emulator.url + "/_emulator/config", {"model": "sonic-3.5"})[1]["model"] == "sonic-3.5"
+    assert ndjson(payload_parts(invoke(client, sonic_request())))[-1]["type"] == "done"
+
+
+def test_the_model_setting_leaves_the_cartesia_api_alone(api: Cartesia, sonic_3: SonicEmulator) -> None:
+    assert isinstance(tts_sse(api, output_format=PCM_8K)[-1], TTSSSEDoneEvent)
+    with pytest.raises(cartesia.UnprocessableEntityError):
+        tts_sse(api, output_format={**PCM_8K, "encoding": "pcm"})
+
+
+# --- sample rates: the set of the raw output format --------------------------------------------------
+
+
+@pytest.mark.parametrize("rate", sorted(SAMPLE_RATES))
+def test_every_rate_of_the_raw_output_format_is_served(client: Any, rate: int) -> None:
+    messages = ndjson(payload_parts(invoke(client, sonic_request(output_format={**PCM_8K, "sample_rate": rate}))))
+
+    assert {m["sampling_rate"] for m in messages if m["type"] == "chunk"} == {rate}
+
+
+@pytest.mark.parametrize("rate", [11025, 12000, 32000, 8000.0, "8000"])
+def test_a_rate_between_those_of_the_raw_output_format_is_a_model_error_422(client: Any, rate: Any) -> None:
+    with pytest.raises(client.exceptions.ModelError) as caught:
+        invoke(client, sonic_request(output_format={**PCM_8K, "sample_rate": rate}))
+
+    assert caught.value.response["OriginalStatusCode"] == 422
+    assert (
+        "output_format.sample_rate must be one of 8000, 16000, 22050, 24000, 44100, 48000"
+        in (caught.value.response["OriginalMessage"])
+    )
+
+
+# --- request headers: Accept travels as X-Amzn-SageMaker-Accept --------------------------------------
+
+
+def test_botocore_sends_accept_as_x_amzn_sagemaker_accept_and_the_endpoint_reads_it(
+    client: Any, emulator: SonicEmulator
+) -> None:
+    sent: dict[str, str] = {}
+
+    def capture(request: Any, **_: Any) -> None:
+        sent.update(
+            {name: value.decode() if isinstance(value, bytes) else value for name, value in request.headers.items()}
+        )
+
+    client.meta.events.register("before-send.sagemaker-runtime.InvokeEndpointWithResponseStream", capture)
+    payload_parts(invoke(client, sonic_request()))
+
+    assert sent["X-Amzn-SageMaker-Accept"] == "text/event-stream"
+    assert "Accept" not in sent
+    assert emulator.stats[-1].accept == "text/event-stream"
+
+
+@pytest.mark.parametrize(("parameter", "member"), [("Accept", "accept"), ("ContentType", "contentType")])
+def test_a_media_type_longer_than_the_service_model_allows_is_a_validation_error(
+    client: Any, emulator: SonicEmulator, parameter: str, member: str
+) -> None:
+    emulator.faults.push(Fault(FaultKind.THROTTLE))
+    arguments = {"ContentType": "application/json", "Accept": "text/event-stream", parameter: "x" * 1025}
+
+    with pytest.raises(ClientError) as caught:
+        client.invoke_endpoint_with_response_stream(
+            EndpointName=ENDPOINT, Body=json.dumps(sonic_request()), **arguments
+        )
+
+    assert caught.value.response["Error"]["Code"] == "ValidationError"
+    assert caught.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+    assert f"'{member}'" in caught.value.response["Error"]["Message"]
+    assert "1024" in caught.value.response["Error"]["Message"]
+    assert len(emulator.faults) == 1, "a request the service refuses never reaches the model"
+
+
+def test_any_accept_within_the_service_model_reaches_the_model_and_is_served(
+    client: Any, emulator: SonicEmulator
+) -> None:
+    response = client.invoke_endpoint_with_response_stream(
+        EndpointName=ENDPOINT, Body=json.dumps(sonic_request()), ContentType="application/json", Accept="*/*"
+    )
+
+    assert ndjson(payload_parts(response))[-1]["type"] == "done"
+    assert emulator.stats[-1].accept == "*/*"
 
 
 # --- lifecycle ---------------------------------------------------------------------------------------

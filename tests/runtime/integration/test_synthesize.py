@@ -119,12 +119,47 @@ def test_bad_input_is_an_error_with_no_model_call(
 def test_a_422_from_the_model_is_invalid_input_with_the_models_reason(
     invoke_function: Invoker, cloud_env: LocalCloud
 ) -> None:
-    # Only an inline tag: nothing to speak, which the model (and its emulator) rejects with 422.
+    # The container has made a prompt, so it knows the endpoint's name for PCM: a 422 is the request's fault.
+    assert invoke_function("SynthesizeFunction", event_with(Text="Warm up."))["Result"] == "OK"
     calls = model_calls(cloud_env)
+    # Only an inline tag: nothing to speak, which the model (and its emulator) rejects with 422.
     result = invoke_function("SynthesizeFunction", event_with(Text="<emotion value='calm'/>"))
     assert (result["Result"], result["ErrorCode"]) == ("Error", "InvalidInput")
     assert result["ErrorMessage"] == "model rejected the request: transcript has no text to speak"
     assert model_calls(cloud_env) == calls + 1
+
+
+def test_a_422_in_a_new_container_is_asked_again_as_pcm_then_reported_with_the_models_reason(
+    invoke_function: Invoker, cloud_env: LocalCloud
+) -> None:
+    before = model_calls(cloud_env)
+    result = invoke_function("SynthesizeFunction", event_with(Text="<emotion value='calm'/>"))
+
+    assert (result["Result"], result["ErrorCode"]) == ("Error", "InvalidInput")
+    assert result["ErrorMessage"] == "model rejected the request: transcript has no text to speak"
+    asked = [(r.body["output_format"]["encoding"], r.http_status) for r in cloud_env.sonic.stats[before:]]
+    assert asked == [("pcm_s16le", 424), ("pcm", 424)]
+
+
+def test_an_error_lines_data_reaches_the_log_and_the_stream_is_retried(
+    invoke_function: Invoker, cloud_env: LocalCloud, caplog: pytest.LogCaptureFixture
+) -> None:
+    cloud_env.sonic.faults.push(Fault(FaultKind.ERROR_EVENT, after_chunks=2, message="voice not found"))
+    result = invoke_function("SynthesizeFunction", event_with(Text="An error line, once."))
+
+    assert result["Result"] == "OK", result
+    [retry] = [record for record in caplog.records if record.getMessage() == "sonic attempt failed; retrying"]
+    assert retry.__dict__["reason"] == "model reported an error: voice not found"
+
+
+def test_a_persistent_error_line_reaches_the_flow_as_the_fallbacks_reason(
+    invoke_function: Invoker, cloud_env: LocalCloud
+) -> None:
+    cloud_env.sonic.faults.push(Fault(FaultKind.ERROR_EVENT, count=100, after_chunks=0, message="voice not found"))
+    result = invoke_function("SynthesizeFunction", event_with(Text="An error line, always."))
+
+    assert (result["Result"], result["ErrorCode"]) == ("Fallback", "ModelUnavailable")
+    assert result["ErrorMessage"].endswith("model reported an error: voice not found")
 
 
 def test_throttling_is_retried_until_the_model_answers(invoke_function: Invoker, cloud_env: LocalCloud) -> None:
@@ -264,3 +299,112 @@ def test_metrics_are_emitted_in_embedded_metric_format(
     names = {m["Name"] for blob in blobs for d in blob["_aws"]["CloudWatchMetrics"] for m in d["Metrics"]}
     assert {"SonicTimeToFirstByte", "SonicSynthesisTime", "PromptCacheHit", "PromptAudioSeconds"} <= names
     assert blobs[0]["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "VoiceBridge"
+
+
+# --- the endpoint's model package: Sonic 3 names 16-bit PCM "pcm" and takes no locale
+
+
+@pytest.fixture
+def sonic_3(cloud_env: LocalCloud) -> Iterator[LocalCloud]:
+    """The endpoint, for this test only, runs the Sonic 3 package."""
+    saved = cloud_env.sonic.model
+    cloud_env.sonic.model = "sonic-3"
+    yield cloud_env
+    cloud_env.sonic.model = saved
+
+
+def test_sonic_3_is_asked_for_pcm_once_it_refuses_pcm_s16le_and_from_then_on(
+    invoke_function: Invoker, sonic_3: LocalCloud, caplog: pytest.LogCaptureFixture
+) -> None:
+    before = model_calls(sonic_3)
+    first = invoke_function("SynthesizeFunction", event_with(Text="Sonic three, first prompt."))
+
+    assert first["Result"] == "OK", first
+    asked = [(r.body["output_format"]["encoding"], r.http_status) for r in sonic_3.sonic.stats[before:]]
+    assert asked == [("pcm_s16le", 424), ("pcm", 200)]
+    assert read_wav(fetch(sonic_3, first["PromptUri"]))[1] == 8000
+
+    before = model_calls(sonic_3)
+    second = invoke_function("SynthesizeFunction", event_with(Text="Sonic three, second prompt."))
+
+    assert second["Result"] == "OK", second
+    [call] = sonic_3.sonic.stats[before:]
+    assert (call.body["output_format"]["encoding"], call.http_status) == ("pcm", 200)
+    [switch] = [record for record in caplog.records if "asking for pcm from now on" in record.getMessage()]
+    assert switch.getMessage() == "endpoint rejected pcm_s16le; asking for pcm from now on"
+    assert "output_format.encoding" in switch.__dict__["reason"]
+
+
+def test_a_sonic_3_endpoint_that_refuses_mulaw_is_served_from_pcm_by_its_name(
+    invoke_function: Invoker, sonic_3: LocalCloud
+) -> None:
+    mulaw = {"SONIC_ENCODING": "pcm_mulaw"}
+    saved = sonic_3.sonic.accepted_encodings
+    sonic_3.sonic.accepted_encodings = saved - {"pcm_mulaw"}
+    try:
+        before = model_calls(sonic_3)
+        first = invoke_function("SynthesizeFunction", event_with(Text="Mu-law from Sonic three."), env=mulaw)
+        after_first = model_calls(sonic_3)
+        second = invoke_function("SynthesizeFunction", event_with(Text="Then PCM by its name."), env=mulaw)
+    finally:
+        sonic_3.sonic.accepted_encodings = saved
+
+    assert (first["Result"], second["Result"]) == ("OK", "OK")
+    asked = [(r.body["output_format"]["encoding"], r.http_status) for r in sonic_3.sonic.stats[before:]]
+    assert asked[: after_first - before] == [("pcm_mulaw", 424), ("pcm_s16le", 424), ("pcm", 200)]
+    assert asked[after_first - before :] == [("pcm", 200)]
+
+
+def test_pcm_from_sonic_3_is_the_prompt_pcm_s16le_from_sonic_3_5_makes(
+    invoke_function: Invoker, sonic_3: LocalCloud
+) -> None:
+    from tests.fixtures.cloud import _fresh_container
+
+    event = event_with(Text="The same samples by another name.")
+    from_sonic_3 = invoke_function("SynthesizeFunction", event)
+    bucket, key = prompt_location(from_sonic_3["PromptUri"])
+    sonic_3.client("s3").delete_object(Bucket=bucket, Key=key)
+    _fresh_container()
+    sonic_3.sonic.model = "sonic-3.5"
+    from_sonic_3_5 = invoke_function("SynthesizeFunction", event)
+
+    assert (from_sonic_3["Result"], from_sonic_3_5["CacheHit"]) == ("OK", "false")
+    assert sonic_3.sonic.stats[-1].body["output_format"]["encoding"] == "pcm_s16le"
+    assert fetch(sonic_3, from_sonic_3["PromptUri"]) == fetch(sonic_3, from_sonic_3_5["PromptUri"])
+
+
+def test_a_locale_sonic_3_refuses_is_invalid_input_with_the_models_reason(
+    invoke_function: Invoker, sonic_3: LocalCloud
+) -> None:
+    result = invoke_function("SynthesizeFunction", event_with(Text="Olá.", Language="pt-BR"))
+
+    assert (result["Result"], result["ErrorCode"]) == ("Error", "InvalidInput")
+    assert result["ErrorMessage"] == (
+        "model rejected the request: language must be a two-letter code such as 'en' (Sonic 3 takes no locale), "
+        "got 'pt-BR'"
+    )
+
+
+def test_a_locale_sonic_3_refuses_once_pcm_is_known_costs_one_call(
+    invoke_function: Invoker, sonic_3: LocalCloud
+) -> None:
+    assert invoke_function("SynthesizeFunction", event_with(Text="Learn the name."))["Result"] == "OK"
+    before = model_calls(sonic_3)
+
+    result = invoke_function("SynthesizeFunction", event_with(Text="Olá.", Language="pt-BR"))
+
+    assert result["ErrorCode"] == "InvalidInput" and "language" in result["ErrorMessage"]
+    assert [(r.body["output_format"]["encoding"], r.http_status) for r in sonic_3.sonic.stats[before:]] == [
+        ("pcm", 424)
+    ]
+
+
+@pytest.mark.parametrize("language", ["pt-BR", "en-US"])
+def test_sonic_3_5_speaks_a_locale_the_flow_asks_for(
+    invoke_function: Invoker, cloud_env: LocalCloud, language: str
+) -> None:
+    result = invoke_function("SynthesizeFunction", event_with(Text=f"Speak {language}.", Language=language))
+
+    assert result["Result"] == "OK", result
+    body = cloud_env.sonic.stats[-1].body
+    assert (body["language"], body["output_format"]["encoding"]) == (language, "pcm_s16le")

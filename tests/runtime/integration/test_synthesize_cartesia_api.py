@@ -68,6 +68,16 @@ def test_the_api_request_names_the_model_and_carries_the_flows_controls(
     assert body["voice"] == DEFAULT_VOICE
 
 
+def test_a_locale_goes_to_the_api_as_locale_and_never_with_a_language(
+    invoke_function: Invoker, cloud_env: LocalCloud, api_backend: dict[str, str]
+) -> None:
+    result = invoke_function("SynthesizeFunction", event_with(Text="Olá.", Language="pt-BR"), env=api_backend)
+
+    assert result["Result"] == "OK", result
+    body = api_calls(cloud_env)[-1].body
+    assert body["locale"] == "pt-BR" and "language" not in body
+
+
 def test_a_prompt_made_through_the_api_is_not_the_sagemaker_prompt(
     invoke_function: Invoker, cloud_env: LocalCloud, api_backend: dict[str, str]
 ) -> None:

@@ -36,6 +36,11 @@ def test_prefix_builds_a_reply_from_a_turn_and_whitespace_is_normalised() -> Non
         ({"Text": "x" * 51}, "limit is 50"),
         ({"Text": "hi", "Voice": "not-a-uuid"}, "Voice"),
         ({"Text": "hi", "Language": "english"}, "Language"),
+        ({"Text": "hi", "Language": "en_US"}, "Language"),
+        ({"Text": "hi", "Language": "en-USA"}, "Language"),
+        ({"Text": "hi", "Language": "pt-BR-x"}, "Language"),
+        ({"Text": "hi", "Language": "e"}, "Language"),
+        ({"Text": "hi", "Language": "é"}, "Language"),
         ({"Text": "hi", "Speed": "fast"}, "Speed"),
         ({"Text": "hi", "Speed": "3"}, "Speed must be between"),
         ({"Text": "hi", "Volume": "nan"}, "Volume"),
@@ -46,6 +51,26 @@ def test_prefix_builds_a_reply_from_a_turn_and_whitespace_is_normalised() -> Non
 def test_bad_input_is_refused_with_a_reason(parameters: dict[str, object], reason: str) -> None:
     with pytest.raises(InvalidInput, match=reason):
         SpeechRequest.from_parameters(parameters, SETTINGS)
+
+
+@pytest.mark.parametrize(
+    ("language", "sent"),
+    [("fr", "fr"), ("pt-BR", "pt-BR"), ("en-US", "en-US"), ("EN", "en"), ("pt-br", "pt-BR"), (" es-MX ", "es-MX")],
+)
+def test_a_language_or_a_locale_is_passed_through_as_sonic_writes_it(language: str, sent: str) -> None:
+    request = SpeechRequest.from_parameters({"Text": "Olá", "Language": language}, SETTINGS)
+
+    assert request.language == sent
+    assert request.body(encoding="pcm_s16le", sample_rate=24000)["language"] == sent
+
+
+def test_a_locale_is_another_prompt_than_its_language() -> None:
+    def key(language: str) -> str:
+        request = SpeechRequest.from_parameters({"Text": "Olá", "Language": language}, SETTINGS)
+        return request.cache_key("sagemaker:sonic", "pcm_s16le@24000/soxr")
+
+    assert key("pt-BR") != key("pt")
+    assert key("pt-BR") == key("PT-br")
 
 
 def test_body_is_sonics_generation_request_without_model_id() -> None:

@@ -5,12 +5,15 @@ from __future__ import annotations
 import base64
 import itertools
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from voicebridge.errors import InvalidInput, RetryableModelError
+from voicebridge.sonic.backends import OutputFormat, SageMakerBackend
+from voicebridge.sonic.request import SpeechRequest
 from voicebridge.sonic.stream import (
     Chunk,
     Done,
@@ -94,9 +97,76 @@ def test_a_final_object_without_newline_counts_at_close() -> None:
     assert list(decoder.close()) == [Done(None)]
 
 
-def test_error_event_carries_the_models_reason_and_status() -> None:
-    events = _decode_in_parts(_line({"type": "error", "status_code": 422, "error": "transcript is empty"}), [])
+def test_error_event_carries_its_message_in_data_as_cartesias_notebook_reads_it() -> None:
+    events = _decode_in_parts(_line({"type": "error", "data": "voice not found"}), [])
+    assert events == [StreamError("voice not found", None)]
+
+
+def test_error_event_carries_the_models_status_when_it_gives_one() -> None:
+    events = _decode_in_parts(_line({"type": "error", "status_code": 422, "data": "transcript is empty"}), [])
     assert events == [StreamError("transcript is empty", 422)]
+
+
+@pytest.mark.parametrize(
+    ("error", "message"),
+    [
+        ({"data": "from data", "message": "from message", "error": "from error"}, "from data"),
+        ({"title": "Model error", "message": "from message"}, "from message"),
+        ({"error": "legacy"}, "legacy"),
+        ({"data": {"reason": "nested"}}, '{"reason": "nested"}'),
+        ({"data": ""}, "model error"),
+    ],
+)
+def test_error_event_message_prefers_data_then_the_cartesia_api_shapes(error: dict[str, object], message: str) -> None:
+    assert _decode_in_parts(_line({"type": "error", **error}), []) == [StreamError(message, None)]
+
+
+class _Events:
+    """What botocore's EventStream yields, as a list one can close."""
+
+    def __init__(self, parts: Sequence[bytes]) -> None:
+        self._events = [{"PayloadPart": {"Bytes": part}} for part in parts]
+
+    def __iter__(self) -> Iterator[dict[str, dict[str, bytes]]]:
+        return iter(self._events)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class _Runtime:
+    def __init__(self, parts: Sequence[bytes]) -> None:
+        self._parts = parts
+
+    def invoke_endpoint_with_response_stream(self, **_: object) -> dict[str, object]:
+        return {"Body": _Events(self._parts)}
+
+
+def _stream(*lines: bytes) -> list[bytes]:
+    backend = SageMakerBackend("sonic", _Runtime(list(lines)))
+    request = SpeechRequest("Hello", "a0e99841-438c-4a64-b679-ae501e7d6091", "en")
+    return list(backend.stream(request, OutputFormat("pcm_s16le", 8000), deadline=float("inf")))
+
+
+def test_an_error_lines_data_is_the_retryable_errors_message() -> None:
+    with pytest.raises(RetryableModelError) as caught:
+        _stream(_chunk(b"\x01\x02"), _line({"type": "error", "data": "voice not found"}))
+
+    assert caught.value.safe_message == "model reported an error: voice not found"
+
+
+def test_an_error_lines_long_data_is_cut_to_a_models_reason() -> None:
+    with pytest.raises(RetryableModelError) as caught:
+        _stream(_line({"type": "error", "data": "why " * 500}))
+
+    assert caught.value.safe_message == "model reported an error: " + ("why " * 50)[:200]
+
+
+def test_an_error_line_with_status_422_is_invalid_input_with_its_data() -> None:
+    with pytest.raises(InvalidInput) as caught:
+        _stream(_line({"type": "error", "status_code": 422, "data": "voice not found"}))
+
+    assert caught.value.safe_message == "model rejected the request: voice not found"
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,18 @@ were asked for, as the model produces them. They translate each transport's fail
 SageMaker (``InvokeEndpointWithResponseStream``): the HTTP response is an AWS event stream of ``PayloadPart`` events
 whose bytes carry Sonic's newline-delimited JSON (decoded by :mod:`voicebridge.sonic.stream`); failures arrive as
 ``ModelError`` (with ``OriginalStatusCode``) before the stream, or as ``ModelStreamError``/``InternalStreamFailure``
-events inside it. botocore decodes the event stream; this module never touches its framing.
+events inside it. botocore decodes the event stream; this module never touches its framing. Per
+``cartesia-ai/cartesia-aws`` (both READMEs, Error Handling; the notebooks read ``e.response["OriginalStatusCode"]``)
+and botocore's ``sagemaker-runtime`` model, ``ModelError`` is HTTP 424 wrapping the model's 422 (malformed input, the
+reason in the message) or 429 (no capacity). A Sonic ``error`` object inside the stream carries its message in
+``data`` (:mod:`voicebridge.sonic.stream`); it reaches the error, and so the logs, cut to the length of every
+model reason here.
+
+The two packages name 16-bit PCM differently. The Sonic 3 package's README and notebook ask for ``"pcm"``
+(``sonic-3-jumpstart/README.md`` Data Sample); Sonic 3.5's say ``"pcm_s16le"`` since commit 2c7787c ("update
+examples to use specific pcm encoding", June 2026), as the Cartesia API does. Whether either package accepts the
+other's name is undocumented, so :attr:`SageMakerBackend.pcm_names` offers both and the synthesizer settles on the
+one the endpoint takes.
 """
 
 from __future__ import annotations
@@ -42,6 +53,13 @@ class OutputFormat:
 
     encoding: SourceEncoding
     sample_rate: int
+    name: str | None = None
+    """The model's own name for ``encoding`` when it is not the Cartesia API's (Sonic 3 calls 16-bit PCM ``pcm``)."""
+
+    @property
+    def wire_encoding(self) -> str:
+        """``output_format.encoding`` as the request carries it."""
+        return self.name or self.encoding
 
 
 class SonicBackend(Protocol):
@@ -50,6 +68,9 @@ class SonicBackend(Protocol):
     identity: str
     """Names the model for the prompt cache key (endpoint or model id)."""
 
+    pcm_names: tuple[str, ...]
+    """The names the model may know 16-bit PCM by, in the order to ask for them."""
+
     def stream(self, request: SpeechRequest, fmt: OutputFormat, *, deadline: float) -> Iterator[bytes]:
         """Yield audio bytes as they arrive; stop at ``deadline`` (``time.monotonic()`` seconds)."""
         ...
@@ -57,6 +78,9 @@ class SonicBackend(Protocol):
 
 class SageMakerBackend:
     """Sonic on a SageMaker real-time endpoint, invoked with a response stream."""
+
+    pcm_names: tuple[str, ...] = ("pcm_s16le", "pcm")
+    """Sonic 3.5's name, then Sonic 3's: the package behind the endpoint is not known until it answers."""
 
     def __init__(self, endpoint_name: str, runtime: Any) -> None:
         """``runtime`` is a ``sagemaker-runtime`` client whose read timeout bounds a stall between two parts."""
@@ -67,7 +91,7 @@ class SageMakerBackend:
         self._runtime = runtime
 
     def stream(self, request: SpeechRequest, fmt: OutputFormat, *, deadline: float) -> Iterator[bytes]:
-        body = json.dumps(request.body(encoding=fmt.encoding, sample_rate=fmt.sample_rate))
+        body = json.dumps(request.body(encoding=fmt.wire_encoding, sample_rate=fmt.sample_rate))
         try:
             response = self._runtime.invoke_endpoint_with_response_stream(
                 EndpointName=self.endpoint_name,
@@ -107,8 +131,12 @@ class CartesiaApiBackend:
     """Sonic through the Cartesia API (or a self-hosted Sonic container behind a private load balancer).
 
     Speaks ``POST /tts/sse`` through the official ``cartesia`` SDK; its base URL comes from ``SONIC_BASE_URL`` (else
-    ``CARTESIA_BASE_URL``).
+    ``CARTESIA_BASE_URL``). The API names 16-bit PCM ``pcm_s16le`` only (the SDK's ``RawEncoding``), and takes a
+    locale in ``locale`` rather than ``language`` ("A request may set `language` or `locale`, never both", the SDK's
+    ``tts.generate_sse``).
     """
+
+    pcm_names: tuple[str, ...] = ("pcm_s16le",)
 
     def __init__(self, *, api_key: str, base_url: str, model_id: str, stall_timeout_s: float = STALL_TIMEOUT_S) -> None:
         from cartesia import Cartesia
@@ -123,14 +151,16 @@ class CartesiaApiBackend:
         import httpx
         from cartesia.types.tts_sse_event import TTSSSEChunkEvent, TTSSSEDoneEvent, TTSSSEErrorEvent
 
-        body = request.body(encoding=fmt.encoding, sample_rate=fmt.sample_rate)
+        body = request.body(encoding=fmt.wire_encoding, sample_rate=fmt.sample_rate)
+        locale = "-" in request.language
         try:
             events = self._client.tts.generate_sse(
                 model_id=self._model_id,
                 transcript=body["transcript"],
                 voice=request.voice,
                 output_format=body["output_format"],
-                language=body["language"],
+                language=cartesia.omit if locale else body["language"],
+                locale=body["language"] if locale else cartesia.omit,
                 generation_config=body["generation_config"],
                 context_id=body["context_id"],
                 timeout=max(0.2, min(self._stall_timeout_s, deadline - time.monotonic())),
@@ -169,8 +199,8 @@ def _audio(events: Iterator[Any]) -> Iterator[bytes]:
                 yield event.audio
         elif isinstance(event, StreamError):
             if event.status_code == 422:
-                raise InvalidInput(f"model rejected the request: {event.message}")
-            raise RetryableModelError(f"model reported an error: {event.message}")
+                raise InvalidInput(f"model rejected the request: {_reason(event.message)}")
+            raise RetryableModelError(f"model reported an error: {_reason(event.message)}")
 
 
 def _from_client_error(exc: ClientError) -> Exception:

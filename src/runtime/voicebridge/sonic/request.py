@@ -5,6 +5,13 @@ Sonic's generation request (PROTOCOLS.md §5; one model per SageMaker package, s
     {"context_id": "…", "transcript": "…", "voice": {"mode": "id", "id": "<uuid>"},
      "output_format": {"container": "raw", "encoding": "pcm_s16le", "sample_rate": 24000},
      "language": "en", "generation_config": {"speed": 1.0, "volume": 1.0, "emotion": "…"}}
+
+``language`` is a two-letter code (``en``) or a language-REGION locale (``pt-BR``), passed through as the flow
+wrote it, case aside. Which of them the model takes is the model's business: per ``cartesia-ai/cartesia-aws``
+(``sonic-3-jumpstart/README.md``, ``sonic-3-5-jumpstart/README.md``, Input Parameters), Sonic 3 requires a two-letter
+``language`` while Sonic 3.5 makes it optional and also takes ``en-US``, ``de-DE``, ``es-MX``, ``fr-FR``, ``hi-IN``,
+``it-IT``, ``ja-JP``, ``nl-NL`` and ``pt-BR``. A model that refuses a locale answers 422, which reaches the flow as
+``InvalidInput`` with the model's reason. That repository has no Sonic 3.6, so nothing here is said of one.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ CACHE_FORMAT_VERSION = 1
 """Bump when the conversion changes the bytes of a prompt, so stale prompts are never served."""
 
 _VOICE_ID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
-_LANGUAGE = re.compile(r"^[a-z]{2}$")
+_LANGUAGE = re.compile(r"(?P<language>[a-z]{2})(?:-(?P<region>[a-z]{2}))?", re.IGNORECASE | re.ASCII)
 _EMOTION = re.compile(r"^[a-z][a-z_:]{0,31}$")
 SPEED_RANGE = (0.6, 1.5)
 VOLUME_RANGE = (0.5, 2.0)
@@ -56,9 +63,7 @@ class SpeechRequest:
         voice = _string(parameters, "Voice") or settings.sonic_default_voice
         if not _VOICE_ID.match(voice):
             raise InvalidInput("Voice must be a Cartesia voice id (a UUID)")
-        language = _string(parameters, "Language") or settings.sonic_default_language
-        if not _LANGUAGE.match(language):
-            raise InvalidInput("Language must be a two-letter language code such as 'en' or 'pt'")
+        language = _language(_string(parameters, "Language") or settings.sonic_default_language)
         emotion = _string(parameters, "Emotion")
         if emotion is not None and not _EMOTION.match(emotion):
             raise InvalidInput("Emotion must be a Sonic emotion name such as 'calm' or 'excited'")
@@ -104,6 +109,15 @@ def _string(parameters: Mapping[str, Any], name: str) -> str | None:
     if not isinstance(value, str):
         raise InvalidInput(f"{name} must be a string")
     return value.strip()
+
+
+def _language(raw: str) -> str:
+    match = _LANGUAGE.fullmatch(raw)
+    if match is None:
+        raise InvalidInput("Language must be a two-letter code such as 'en', or a locale such as 'pt-BR'")
+    # Written as Sonic's documentation writes them, so 'PT-br' and 'pt-BR' name the same prompt.
+    language, region = match.group("language", "region")
+    return f"{language.lower()}-{region.upper()}" if region else language.lower()
 
 
 def _ratio(parameters: Mapping[str, Any], name: str, bounds: tuple[float, float]) -> float:

@@ -6,7 +6,12 @@ terminated by ``\\n``::
     {"type": "chunk", "context_id": "…", "status_code": 206, "done": false, "data": "<base64 audio>", …}\\n
     {"type": "timestamps", "context_id": "…", "word_timestamps": {…}}\\n
     {"type": "done", "context_id": "…", "status_code": 200, "done": true}\\n
-    {"type": "error", "context_id": "…", "status_code": 500, "error": "…"}\\n
+    {"type": "error", "data": "<the model's message>", …}\\n
+
+An ``error`` object carries its message in ``data``: Cartesia's notebooks read it there
+(``cartesia-ai/cartesia-aws``, ``Sonic-3-5-Jumpstart.ipynb`` cell 12, ``print(f"[ERROR] {chunk['data']}")``; the
+Sonic 3 notebook is the same). Its other fields are undocumented; a ``status_code`` is honoured when present, and the
+Cartesia API's own error shapes (``message``/``title``, the legacy ``error``) are read when ``data`` is absent.
 
 PayloadPart boundaries mean nothing: one object may be split across several parts, and one part may hold several
 objects. :class:`SonicStreamDecoder` buffers bytes, splits on newlines and yields typed events; it does no I/O, so
@@ -127,8 +132,9 @@ def _parse_line(line: bytes) -> SonicEvent:
         return Done(obj.get("context_id"))
     if kind == "error":
         status = obj.get("status_code")
-        message = obj.get("error") or obj.get("message") or obj.get("title") or "model error"
-        return StreamError(str(message), status if isinstance(status, int) else None)
+        texts = (obj.get(field) for field in ("data", "message", "error", "title"))
+        message = next((text if isinstance(text, str) else json.dumps(text) for text in texts if text), "model error")
+        return StreamError(message, status if isinstance(status, int) else None)
     if kind in ("timestamps", "phoneme_timestamps"):
         return Timestamps(obj)
     raise SonicStreamError(f"unknown event type {kind!r}")

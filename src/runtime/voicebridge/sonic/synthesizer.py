@@ -7,6 +7,14 @@
    waits at most 8 s, and a caller is better served by Connect's own voice (``Fallback``) than by silence.
 4. Store the finished WAV (one PutObject: never half-written) and return its URL.
 
+What the endpoint accepts is learnt once per container and kept, since the package behind it never changes while
+the container lives: an endpoint that refuses ``pcm_mulaw`` (undocumented either way) is served by converting from
+PCM, and one that refuses ``pcm_s16le`` is asked for ``pcm``, Sonic 3's name for the same samples
+(``cartesia-ai/cartesia-aws``: ``sonic-3-jumpstart/README.md`` says ``pcm``, Sonic 3.5's README ``pcm_s16le``). Each
+switch is logged once. A model's 422 carries its reason, but what Sonic 3 says of an encoding it does not know is
+undocumented, so until a PCM name has worked any 422 is tried once more under the next name; after that, a 422 is
+the request's own fault and goes straight to the flow.
+
 The converter (numpy, soxr) is imported by the first generation, so a container whose prompts come from the cache
 never loads it.
 """
@@ -58,6 +66,9 @@ class Synthesizer:
         self._backend = backend
         self._store = store
         self._mulaw_native = settings.sonic_encoding == "pcm_mulaw"
+        names = backend.pcm_names
+        self._pcm_name: str | None = names[0] if len(names) == 1 else None
+        """The model's name for 16-bit PCM, once known: before it is, each name is tried in turn."""
         self._output_identity = (
             f"{settings.sonic_encoding}@{settings.sonic_sample_rate}/{settings.sonic_resampler}"
             if settings.sonic_encoding == "pcm_s16le"
@@ -96,18 +107,41 @@ class Synthesizer:
                 time.sleep(delay)
 
     def _generate(self, request: SpeechRequest, deadline: float) -> Generation:
-        pcm = OutputFormat("pcm_s16le", self._settings.sonic_sample_rate)
         if not self._mulaw_native:
-            return self._run(request, pcm, deadline)
+            return self._pcm(request, deadline)
         try:
             return self._run(request, OutputFormat("pcm_mulaw", 8000), deadline)
         except InvalidInput:
             # Whether the package accepts 8 kHz µ-law is undocumented: when PCM succeeds where µ-law was
             # rejected, convert from PCM for the rest of this container's life.
-            generation = self._run(request, pcm, deadline)
+            generation = self._pcm(request, deadline)
             logger.warning("endpoint rejected pcm_mulaw@8000; converting from pcm_s16le from now on")
             self._mulaw_native = False
             return generation
+
+    def _pcm(self, request: SpeechRequest, deadline: float) -> Generation:
+        """16-bit PCM at the configured rate, asked for under the name the model knows it by."""
+        rate = self._settings.sonic_sample_rate
+        if self._pcm_name is not None:
+            return self._run(request, OutputFormat("pcm_s16le", rate, self._pcm_name), deadline)
+        first, *others = self._backend.pcm_names
+        try:
+            generation = self._run(request, OutputFormat("pcm_s16le", rate, first), deadline)
+        except InvalidInput as refused:
+            for name in others:
+                try:
+                    generation = self._run(request, OutputFormat("pcm_s16le", rate, name), deadline)
+                except InvalidInput as again:
+                    # Refused under every name, the request is wrong in another way too: the refusal that does not
+                    # speak of the encoding is the one that says how.
+                    refused = again if _about_encoding(refused) else refused
+                    continue
+                logger.warning(f"endpoint rejected {first}; asking for {name} from now on", reason=refused.safe_message)
+                self._pcm_name = name
+                return generation
+            raise refused from None
+        self._pcm_name = first
+        return generation
 
     def _run(self, request: SpeechRequest, fmt: OutputFormat, deadline: float) -> Generation:
         from voicebridge.audio.convert import MulawConverter
@@ -132,3 +166,8 @@ class Synthesizer:
             time_to_first_byte_ms=(first - started) * 1000,
             synthesis_ms=(finished - started) * 1000,
         )
+
+
+def _about_encoding(error: InvalidInput) -> bool:
+    """Whether a refusal is about ``output_format.encoding``: its reason names the field or a PCM name."""
+    return "encoding" in error.safe_message or "pcm" in error.safe_message

@@ -16,11 +16,12 @@ stand-in), synthesised sentence by sentence (:mod:`~.synthesis`).
 
 Faults (:mod:`~.faults`) are injected from Python (``emu.inject(Fault(FaultKind.THROTTLE, count=2))``) or
 over HTTP by another process, on the control plane :mod:`~.server` lists, next to per-request statistics
-(:mod:`~.records`) and the model's accepted encodings (whether the Sonic Marketplace package accepts
-``pcm_mulaw`` is undocumented, so tests can make it refuse). Errors are :mod:`~.errors`; the emulator itself,
+(:mod:`~.records`), the model package the endpoint runs (``sonic-3`` or ``sonic-3.5``, which differ in the name of
+16-bit PCM and in what ``language`` must be) and the model's accepted encodings (whether the Sonic Marketplace package
+accepts ``pcm_mulaw`` is undocumented, so tests can make it refuse). Errors are :mod:`~.errors`; the emulator itself,
 :class:`SonicEmulator`, is :mod:`~.emulator`.
 
->>> with SonicEmulator(endpoint_name="sonic", api_key="local") as emu:  # doctest: +SKIP
+>>> with SonicEmulator(endpoint_name="sonic", api_key="local", model="sonic-3") as emu:  # doctest: +SKIP
 ...     runtime = boto3.client("sagemaker-runtime", endpoint_url=emu.url, region_name="us-east-1")
 ...     api = cartesia.Cartesia(api_key="local", base_url=emu.url)
 """
@@ -30,16 +31,20 @@ from voicebridge_dev.local.sonic.errors import EmulatorConfigError, FaultSpecErr
 from voicebridge_dev.local.sonic.faults import Fault, FaultKind
 from voicebridge_dev.local.sonic.records import InvocationRecord, Transport
 from voicebridge_dev.local.sonic.requests import (
-    API_SAMPLE_RATES,
+    DEFAULT_MODEL,
     ENCODINGS,
+    PACKAGE_MODELS,
+    SAMPLE_RATES,
     SonicRequest,
     parse_cartesia_request,
     parse_sonic_request,
 )
 
 __all__ = [
-    "API_SAMPLE_RATES",
+    "DEFAULT_MODEL",
     "ENCODINGS",
+    "PACKAGE_MODELS",
+    "SAMPLE_RATES",
     "EmulatorConfigError",
     "Fault",
     "FaultKind",

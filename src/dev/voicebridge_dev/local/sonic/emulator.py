@@ -12,7 +12,7 @@ from voicebridge_dev.local.service import Emulator
 from voicebridge_dev.local.sonic.errors import EmulatorConfigError
 from voicebridge_dev.local.sonic.faults import Fault
 from voicebridge_dev.local.sonic.records import Invocation, InvocationRecord
-from voicebridge_dev.local.sonic.requests import ENCODINGS
+from voicebridge_dev.local.sonic.requests import DEFAULT_MODEL, ENCODINGS, PACKAGE_MODELS
 from voicebridge_dev.local.sonic.server import Server
 from voicebridge_dev.local.speech_engine import SpeechEngine, load_engine
 
@@ -30,7 +30,11 @@ class SonicEmulator(Emulator[Fault]):
     ``engine`` — the speech engine; by default piper when installed, else the deterministic stand-in.
     ``api_key`` — when set, ``POST /tts/sse`` answers 401 unless called with this key; None accepts any.
     ``accepted_encodings`` — the raw encodings the model produces; others get a 422 on either transport.
-    Both ``api_key`` and ``accepted_encodings`` may be changed while the emulator runs.
+    ``model`` — the Sonic model package the SageMaker endpoint runs, ``"sonic-3"`` or ``"sonic-3.5"`` (the default:
+    the product's docs name no version, and 3.5 is the newer package ``cartesia-ai/cartesia-aws`` documents). It
+    decides the name of 16-bit PCM and what ``language`` must be (:mod:`~.requests`); the Cartesia API names its
+    model in each request and is not affected. That repository has no Sonic 3.6, so neither has the emulator.
+    ``api_key``, ``accepted_encodings`` and ``model`` may be changed while the emulator runs.
     :meth:`wait_idle` waits until no invocation is being served (e.g. a stalled stream its client gave up on).
     """
 
@@ -47,6 +51,7 @@ class SonicEmulator(Emulator[Fault]):
         engine: SpeechEngine | None = None,
         api_key: str | None = None,
         accepted_encodings: Iterable[str] = ENCODINGS,
+        model: str = DEFAULT_MODEL,
     ) -> None:
         if time_to_first_byte_ms < 0:
             raise ValueError(f"time_to_first_byte_ms must be >= 0, got {time_to_first_byte_ms}")
@@ -61,6 +66,7 @@ class SonicEmulator(Emulator[Fault]):
         self.engine: SpeechEngine = engine if engine is not None else load_engine("auto")
         self.api_key = api_key
         self._accepted_encodings = _encodings(accepted_encodings)
+        self._model = _model(model)
         self._records: list[InvocationRecord] = []
         self._records_lock = threading.Lock()
         self.stopping = threading.Event()
@@ -113,27 +119,42 @@ class SonicEmulator(Emulator[Fault]):
     def accepted_encodings(self, encodings: Iterable[str]) -> None:
         self._accepted_encodings = _encodings(encodings)
 
+    @property
+    def model(self) -> str:
+        """The Sonic model package the SageMaker endpoint runs."""
+        return self._model
+
+    @model.setter
+    def model(self, model: str) -> None:
+        self._model = _model(model)
+
     def config(self) -> dict[str, Any]:
         """The settings ``/_emulator/config`` reads and writes; the API key itself is never shown."""
         return {
             "accepted_encodings": [name for name in ENCODINGS if name in self._accepted_encodings],
             "api_key_required": self.api_key is not None,
+            "model": self._model,
         }
 
     def configure(self, changes: Any) -> None:
-        """Apply a ``POST /_emulator/config`` body; a bad one raises :class:`EmulatorConfigError`."""
+        """Apply a ``POST /_emulator/config`` body; a bad one raises :class:`EmulatorConfigError`, changing nothing."""
         if not isinstance(changes, dict):
             raise EmulatorConfigError("the configuration is a JSON object")
-        unknown = set(changes) - {"accepted_encodings"}
+        unknown = set(changes) - {"accepted_encodings", "model"}
         if unknown:
             raise EmulatorConfigError(f"unknown configuration fields: {', '.join(sorted(unknown))}")
+        encodings = self._accepted_encodings
         if "accepted_encodings" in changes:
-            encodings = changes["accepted_encodings"]
-            if not isinstance(encodings, list):
+            if not isinstance(changes["accepted_encodings"], list):
                 raise EmulatorConfigError("accepted_encodings is a list of encoding names")
-            self.accepted_encodings = encodings
+            encodings = _encodings(changes["accepted_encodings"])
+        model = _model(changes["model"]) if "model" in changes else self._model
+        self._accepted_encodings, self._model = encodings, model
+        if "accepted_encodings" in changes:
             accepted = ", ".join(self.config()["accepted_encodings"])
             logger.info("%s: accepted encodings now %s", self.label, accepted)
+        if "model" in changes:
+            logger.info("%s: the endpoint now runs %s", self.label, model)
 
     @property
     def stats(self) -> list[InvocationRecord]:
@@ -158,6 +179,7 @@ class SonicEmulator(Emulator[Fault]):
             fault=state.fault,
             transport=state.transport,
             cartesia_version=state.cartesia_version,
+            accept=state.accept,
         )
         with self._records_lock:
             self._records.append(record)
@@ -190,3 +212,9 @@ def _encodings(names: Iterable[str]) -> frozenset[str]:
     if not chosen:
         raise EmulatorConfigError("a model accepts at least one encoding")
     return chosen
+
+
+def _model(name: Any) -> str:
+    if not isinstance(name, str) or name not in PACKAGE_MODELS:
+        raise EmulatorConfigError(f"unknown model {name!r}; one of {', '.join(PACKAGE_MODELS)}")
+    return name

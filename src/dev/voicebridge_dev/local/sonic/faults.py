@@ -36,7 +36,7 @@ class FaultKind(StrEnum):
     ERROR_MID_STREAM = "error_mid_stream"
     """A ModelStreamError (an SSE ``error`` event) after ``after_chunks`` audio chunks."""
     ERROR_EVENT = "error_event"
-    """A Sonic ``{"type": "error"}`` message after ``after_chunks`` chunks, and no ``done``."""
+    """A Sonic ``{"type": "error", "data": message}`` line after ``after_chunks`` chunks, and no ``done``."""
     STALL = "stall"
     """Nothing sent for ``seconds`` after ``after_chunks`` chunks, then the stream resumes."""
     INTERNAL_FAILURE = "internal_failure"

@@ -30,7 +30,9 @@ class InvocationRecord:
 
     ``transport`` is ``"sagemaker"`` or ``"cartesia-api"``; ``endpoint_name`` is None on the Cartesia API, and
     ``cartesia_version`` the ``Cartesia-Version`` header it was called with. ``payload_parts`` counts
-    event-stream PayloadParts on SageMaker and server-sent events on the Cartesia API.
+    event-stream PayloadParts on SageMaker and server-sent events on the Cartesia API. ``accept`` is the
+    invocation's ``Accept`` parameter, which botocore sends as the ``X-Amzn-SageMaker-Accept`` header (None when
+    absent, and on the Cartesia API).
     """
 
     endpoint_name: str | None
@@ -47,6 +49,7 @@ class InvocationRecord:
     fault: str | None = None
     transport: Transport = "sagemaker"
     cartesia_version: str | None = None
+    accept: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -61,6 +64,7 @@ class Invocation:
     endpoint_name: str | None = None
     request_id: str = dataclasses.field(default_factory=lambda: str(uuid.uuid4()))
     cartesia_version: str | None = None
+    accept: str | None = None
     body: Any = None
     first_byte_at: float | None = None
     generation_seconds: float = 0.0

@@ -6,6 +6,24 @@
          {"context_id", "transcript", "voice": {"mode": "id", "id": "<uuid>"}, "output_format", "language"?,
           "generation_config"?: {"speed", "volume", "emotion"}, "add_timestamps"?}
 
+Which package the endpoint runs changes what it accepts (:data:`PACKAGE_MODELS`; ``cartesia-ai/cartesia-aws``,
+``sonic-3-jumpstart/README.md`` and ``sonic-3-5-jumpstart/README.md``, Input Parameters and Data Sample):
+
+- **Sonic 3** requires ``language``, a two-letter code, and names 16-bit PCM ``"pcm"`` (README and notebook).
+- **Sonic 3.5** makes ``language`` optional and also takes locales (``en-US``, ``pt-BR``, …), and names 16-bit PCM
+  ``"pcm_s16le"`` (so since commit 2c7787c, June 2026; before that its examples said ``"pcm"`` too).
+
+Whether either package also accepts the other's name for PCM is not documented (Sonic 3's README also says its
+``output_format`` "Must match the ``raw`` option" of the Cartesia API, whose name is ``pcm_s16le``). The emulator
+takes the strict view of Sonic 3, refusing ``pcm_s16le`` with a 422 that names ``output_format.encoding``, since that
+is the case a client has to survive; its Sonic 3.5 accepts both, since 3.5's own examples said ``"pcm"`` until June
+2026. Both READMEs list the codes they support with "Supported codes include", so the emulator checks a code's form,
+not that list. ``cartesia-ai/cartesia-aws`` has no Sonic 3.6 anywhere in its history, so there is no model of one
+here.
+
+Either package takes the raw output format of the Cartesia API ("Must match the ``raw`` option"): the rates 8000,
+16000, 22050, 24000, 44100 and 48000 and nothing between (cartesia-python ``types/raw_output_format_param.py``).
+
 **Cartesia API**, as the official ``cartesia`` SDK's ``client.tts.generate_sse`` sends it::
 
     POST /tts/sse   {"model_id", "transcript", "voice": "<uuid>" | {"id": …}, "output_format",
@@ -27,8 +45,11 @@ from typing import Any, Final
 from voicebridge_dev.local.sonic.errors import InvalidSonicRequest
 
 __all__ = [
-    "API_SAMPLE_RATES",
+    "DEFAULT_MODEL",
     "ENCODINGS",
+    "PACKAGE_MODELS",
+    "SAMPLE_RATES",
+    "PackageModel",
     "SonicRequest",
     "finite_number",
     "parse_cartesia_request",
@@ -36,15 +57,46 @@ __all__ = [
 ]
 
 ENCODINGS: Final = ("pcm_s16le", "pcm_f32le", "pcm_mulaw", "pcm_alaw")
-MIN_SAMPLE_RATE: Final = 8000
-MAX_SAMPLE_RATE: Final = 48000
-API_SAMPLE_RATES: Final = frozenset({8000, 16000, 22050, 24000, 44100, 48000})
+"""The audio a model produces, by the Cartesia API's names (cartesia-python ``types/raw_encoding.py``)."""
+SAMPLE_RATES: Final = frozenset({8000, 16000, 22050, 24000, 44100, 48000})
 SPEED_RANGE: Final = (0.6, 1.5)
 VOLUME_RANGE: Final = (0.5, 2.0)
 _INLINE_TAG = re.compile(r"<[^<>]*>")
 _CONTEXT_ID = re.compile(r"^[A-Za-z0-9_-]+$")
-_LANGUAGE = re.compile(r"^[a-z]{2}$")
-_LOCALE = re.compile(r"^[a-z]{2}(-[A-Z]{2})?$")
+_LANGUAGE = re.compile(r"[a-z]{2}")
+_LOCALE = re.compile(r"[a-z]{2}(-[A-Z]{2})?")
+
+
+@dataclass(frozen=True)
+class PackageModel:
+    """What one Sonic model package on SageMaker accepts where another differs."""
+
+    encodings: Mapping[str, str]
+    """The names ``output_format.encoding`` may take, each with the audio it asks for (one of :data:`ENCODINGS`)."""
+    language_required: bool
+    language: re.Pattern[str]
+    language_form: str
+    """What ``language`` must be, as the 422 says it."""
+
+
+_G711_AND_FLOAT: Final = {"pcm_f32le": "pcm_f32le", "pcm_mulaw": "pcm_mulaw", "pcm_alaw": "pcm_alaw"}
+PACKAGE_MODELS: Final = {
+    "sonic-3": PackageModel(
+        encodings={"pcm": "pcm_s16le", **_G711_AND_FLOAT},
+        language_required=True,
+        language=_LANGUAGE,
+        language_form="a two-letter code such as 'en' (Sonic 3 takes no locale)",
+    ),
+    "sonic-3.5": PackageModel(
+        encodings={"pcm_s16le": "pcm_s16le", "pcm": "pcm_s16le", **_G711_AND_FLOAT},
+        language_required=False,
+        language=_LOCALE,
+        language_form="a two-letter code such as 'en' or a locale such as 'en-US'",
+    ),
+}
+_API_ENCODINGS: Final = {name: name for name in ENCODINGS}
+DEFAULT_MODEL: Final = "sonic-3.5"
+"""The product's docs name no package version; 3.5 is the newer of the two cartesia-aws documents."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +110,7 @@ class SonicRequest:
     transcript: str
     voice_id: str
     encoding: str
+    """The audio asked for, by its name in :data:`ENCODINGS` (a package's ``"pcm"`` is ``"pcm_s16le"`` here)."""
     sample_rate: int
     language: str | None = None
     speed: float = 1.0
@@ -80,29 +133,26 @@ def _within(config: Mapping[str, Any], key: str, bounds: tuple[float, float]) ->
     return float(value)
 
 
-def _output_format(value: Any, accepted_encodings: Collection[str], rates: Collection[int] | None) -> tuple[str, int]:
+def _output_format(value: Any, names: Mapping[str, str], accepted_encodings: Collection[str]) -> tuple[str, int]:
+    """The audio asked for, by its name in :data:`ENCODINGS`, and the rate."""
     if not isinstance(value, dict):
         raise InvalidSonicRequest("output_format must be an object")
     if value.get("container") != "raw":
         raise InvalidSonicRequest(f"output_format.container must be 'raw', got {value.get('container')!r}")
     encoding = value.get("encoding")
-    if encoding not in ENCODINGS:
-        choices = ", ".join(ENCODINGS)
+    if not isinstance(encoding, str) or encoding not in names:
+        choices = ", ".join(names)
         raise InvalidSonicRequest(f"output_format.encoding must be one of {choices}, got {encoding!r}")
-    if encoding not in accepted_encodings:
-        supported = ", ".join(name for name in ENCODINGS if name in accepted_encodings)
+    if names[encoding] not in accepted_encodings:
+        supported = ", ".join(name for name, audio in names.items() if audio in accepted_encodings)
         raise InvalidSonicRequest(
             f"output_format.encoding {encoding!r} is not supported by this model; use one of {supported}"
         )
     rate = value.get("sample_rate")
-    if not isinstance(rate, int) or isinstance(rate, bool) or not MIN_SAMPLE_RATE <= rate <= MAX_SAMPLE_RATE:
-        raise InvalidSonicRequest(
-            f"output_format.sample_rate must be an integer in [{MIN_SAMPLE_RATE}, {MAX_SAMPLE_RATE}], got {rate!r}"
-        )
-    if rates is not None and rate not in rates:
-        choices = ", ".join(map(str, sorted(rates)))
-        raise InvalidSonicRequest(f"output_format.sample_rate must be one of {choices}, got {rate}")
-    return str(encoding), rate
+    if not isinstance(rate, int) or isinstance(rate, bool) or rate not in SAMPLE_RATES:
+        choices = ", ".join(map(str, sorted(SAMPLE_RATES)))
+        raise InvalidSonicRequest(f"output_format.sample_rate must be one of {choices}, got {rate!r}")
+    return names[encoding], rate
 
 
 def _voice_uuid(value: Any, field: str) -> str:
@@ -127,9 +177,9 @@ def _context_id(value: Any) -> str:
     return value
 
 
-def _language(value: Any, field: str, pattern: re.Pattern[str], example: str) -> str | None:
-    if value is not None and (not isinstance(value, str) or not pattern.match(value)):
-        raise InvalidSonicRequest(f"{field} must be a code such as {example!r}, got {value!r}")
+def _language(value: Any, field: str, pattern: re.Pattern[str], form: str) -> str | None:
+    if value is not None and (not isinstance(value, str) or not pattern.fullmatch(value)):
+        raise InvalidSonicRequest(f"{field} must be {form}, got {value!r}")
     return value
 
 
@@ -139,13 +189,13 @@ def _generation(
     context_id: str | None,
     voice_id: str,
     language: str | None,
+    encodings: Mapping[str, str],
     accepted_encodings: Collection[str],
-    rates: Collection[int] | None = None,
     model_id: str | None = None,
 ) -> SonicRequest:
     """The fields both transports validate alike: transcript, output format, generation config, timestamps."""
     spoken = _spoken(body["transcript"])
-    encoding, sample_rate = _output_format(body["output_format"], accepted_encodings, rates)
+    encoding, sample_rate = _output_format(body["output_format"], encodings, accepted_encodings)
     config = body.get("generation_config", {})
     if not isinstance(config, dict):
         raise InvalidSonicRequest("generation_config must be an object")
@@ -173,30 +223,37 @@ def _generation(
     )
 
 
-def parse_sonic_request(body: Any, *, accepted_encodings: Collection[str] = ENCODINGS) -> SonicRequest:
-    """Validate a decoded request body as the Sonic model package on SageMaker does.
+def parse_sonic_request(
+    body: Any, *, accepted_encodings: Collection[str] = ENCODINGS, model: str = DEFAULT_MODEL
+) -> SonicRequest:
+    """Validate a decoded request body as the Sonic model package ``model`` (a :data:`PACKAGE_MODELS` key) does.
 
     Raises :class:`InvalidSonicRequest` with the reason the model gives in its 422 answer.
     """
+    package = PACKAGE_MODELS[model]
     if not isinstance(body, dict):
         raise InvalidSonicRequest("request body must be a JSON object")
     if "model_id" in body:
         raise InvalidSonicRequest("model_id is not accepted: this endpoint serves a single model")
-    for required in ("context_id", "transcript", "voice", "output_format"):
-        if required not in body:
-            raise InvalidSonicRequest(f"missing required field: {required}")
+    required = ["context_id", "transcript", "voice", "output_format"]
+    if package.language_required:
+        required.append("language")
+    for field in required:
+        if field not in body:
+            raise InvalidSonicRequest(f"missing required field: {field}")
 
     context_id = _context_id(body["context_id"])
     voice = body["voice"]
     if not isinstance(voice, dict) or voice.get("mode") != "id":
         raise InvalidSonicRequest('voice must be {"mode": "id", "id": "<voice uuid>"}')
     voice_id = _voice_uuid(voice.get("id"), "voice.id")
-    language = _language(body.get("language"), "language", _LANGUAGE, "en")
+    language = _language(body.get("language"), "language", package.language, package.language_form)
     return _generation(
         body,
         context_id=context_id,
         voice_id=voice_id,
         language=language,
+        encodings=package.encodings,
         accepted_encodings=accepted_encodings,
     )
 
@@ -230,8 +287,8 @@ def parse_cartesia_request(body: Any, *, accepted_encodings: Collection[str] = E
     context_id = body.get("context_id")
     if context_id is not None:
         context_id = _context_id(context_id)
-    language = _language(body.get("language"), "language", _LANGUAGE, "en")
-    locale = _language(body.get("locale"), "locale", _LOCALE, "en-GB")
+    language = _language(body.get("language"), "language", _LANGUAGE, "a code such as 'en'")
+    locale = _language(body.get("locale"), "locale", _LOCALE, "a code such as 'en-GB'")
     if language is not None and locale is not None:
         raise InvalidSonicRequest("a request may set language or locale, never both")
     return _generation(
@@ -239,7 +296,7 @@ def parse_cartesia_request(body: Any, *, accepted_encodings: Collection[str] = E
         context_id=context_id,
         voice_id=voice_id,
         language=language or locale,
+        encodings=_API_ENCODINGS,
         accepted_encodings=accepted_encodings,
-        rates=API_SAMPLE_RATES,
         model_id=model_id,
     )

@@ -4,12 +4,18 @@ the paced generation loop both share.
 **SageMaker runtime** ``InvokeEndpointWithResponseStream`` (rest-json protocol)::
 
     POST /endpoints/{EndpointName}/invocations-response-stream      body: a Sonic request (JSON, no model_id)
+         Content-Type: <ContentType>   X-Amzn-SageMaker-Accept: <Accept>
 
     200  an event stream (:mod:`voicebridge_dev.local.sonic.stream`)
     424  x-amzn-ErrorType: ModelError   {"OriginalStatusCode": 422 | 429 | 500, "OriginalMessage": …, …}
-    400  x-amzn-ErrorType: ValidationError   (an endpoint name other than the configured one)
+    400  x-amzn-ErrorType: ValidationError   (an endpoint name other than the configured one, or an Accept or
+         ContentType longer than 1024 characters or not ASCII)
 
-Requests are not authenticated: SigV4 headers are accepted and ignored.
+botocore's ``sagemaker-runtime`` model puts the ``Accept`` parameter on the wire as ``X-Amzn-SageMaker-Accept``, not
+``Accept``, and declares it, like ``ContentType``, a ``Header`` of at most 1024 ASCII characters; botocore itself
+checks only minimum lengths, so the service is the one to refuse a longer value, with its ValidationError. What the
+Sonic container does with the value it is handed is undocumented (the notebooks send ``text/event-stream``), so the
+emulated model takes any. Requests are not authenticated: SigV4 headers are accepted and ignored.
 
 **Cartesia API** ``POST /tts/sse``, as the official ``cartesia`` SDK's ``client.tts.generate_sse`` calls it::
 
@@ -31,7 +37,7 @@ The control plane (:class:`~voicebridge_dev.local.service.ControlPlane`)::
     GET    /_emulator/faults   pending faults
     DELETE /_emulator/faults   drop every pending fault
     GET    /_emulator/stats    one record per invocation (times on the time.perf_counter() clock)
-    POST   /_emulator/config   {"accepted_encodings": ["pcm_s16le", …]}
+    POST   /_emulator/config   {"accepted_encodings": ["pcm_s16le", …], "model": "sonic-3" | "sonic-3.5"}
     GET    /_emulator/config   the current configuration
 """
 
@@ -71,6 +77,9 @@ logger = logging.getLogger(__name__)
 ACCOUNT_ID: Final = "123456789012"
 REGION: Final = "us-east-1"
 _INVOKE_PATH = re.compile(r"^/endpoints/(?P<name>[^/]+)/invocations-response-stream$")
+_VALIDATION_ERROR: Final = "ValidationError:http://internal.amazon.com/coral/com.amazon.coral.validate/"
+_MAX_HEADER_CHARS: Final = 1024
+_MEDIA_TYPE_HEADERS: Final = {"accept": "X-Amzn-SageMaker-Accept", "contentType": "Content-Type"}
 
 
 def control_plane(emulator: SonicEmulator) -> ControlPlane:
@@ -91,6 +100,17 @@ def control_plane(emulator: SonicEmulator) -> ControlPlane:
     control.route("POST", "config", configure)
     control.route("GET", "config", lambda _: ControlAnswer(HTTPStatus.OK, emulator.config()))
     return control
+
+
+def _header_constraint(value: str | None) -> str | None:
+    """How a media-type header breaks its ``Header`` shape, in the words of AWS's validation errors; None if not."""
+    if value is None:
+        return None
+    if len(value) > _MAX_HEADER_CHARS:
+        return f"failed to satisfy constraint: Member must have length less than or equal to {_MAX_HEADER_CHARS}"
+    if not value.isascii():
+        return "failed to satisfy constraint: Member must satisfy regular expression pattern: \\p{ASCII}*"
+    return None
 
 
 class Server(TrackingHTTPServer):
@@ -197,21 +217,23 @@ class Handler(TrackedHandler):
 
     def _serve_sagemaker(self, state: Invocation, raw: bytes) -> None:
         emulator = self.emulator
+        state.accept = self.headers.get("X-Amzn-SageMaker-Accept")
+        for member, header in _MEDIA_TYPE_HEADERS.items():
+            broken = _header_constraint(self.headers.get(header))
+            if broken is not None:
+                self._validation_error(state, f"1 validation error detected: Value at '{member}' {broken}")
+                return
         if emulator.endpoint_name is not None and state.endpoint_name != emulator.endpoint_name:
-            state.http_status, state.outcome = 400, "validation_error"
-            self.complete(state)
-            self._send_json(
-                400,
-                {"message": f"Endpoint {state.endpoint_name} of account {ACCOUNT_ID} not found."},
-                {"x-amzn-ErrorType": "ValidationError:http://internal.amazon.com/coral/com.amazon.coral.validate/"},
-            )
+            self._validation_error(state, f"Endpoint {state.endpoint_name} of account {ACCOUNT_ID} not found.")
             return
         try:
             state.body = json.loads(raw)
         except ValueError:
             state.body = raw.decode("utf-8", errors="replace")
         try:
-            request = parse_sonic_request(state.body, accepted_encodings=emulator.accepted_encodings)
+            request = parse_sonic_request(
+                state.body, accepted_encodings=emulator.accepted_encodings, model=emulator.model
+            )
         except InvalidSonicRequest as exc:
             self.model_error(state, 422, str(exc))
             return
@@ -223,6 +245,11 @@ class Handler(TrackedHandler):
             self.model_error(state, 429, fault.message or "model is at capacity; retry later (emulator)")
             return
         self._generate(EventStreamFraming(self, state, request), fault)
+
+    def _validation_error(self, state: Invocation, message: str) -> None:
+        state.http_status, state.outcome = 400, "validation_error"
+        self.complete(state)
+        self._send_json(400, {"message": message}, {"x-amzn-ErrorType": _VALIDATION_ERROR})
 
     def model_error(self, state: Invocation, original_status: int, reason: str) -> None:
         state.http_status, state.outcome = 424, f"model_error_{original_status}"

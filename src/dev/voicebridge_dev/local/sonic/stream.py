@@ -10,11 +10,16 @@ client decodes the answer itself::
              {"type":"chunk","context_id":…,"status_code":206,"done":false,"data":"<base64, ≤ 20 ms>",…}\\n
              {"type":"timestamps",…}\\n            (only with "add_timestamps": true)
              {"type":"done","context_id":…,"status_code":200,"done":true}\\n
+         or, for an injected ``error_event`` fault, a last
+             {"type":"error","context_id":…,"status_code":500,"done":true,"data":"<message>"}\\n
          Lines are split across PayloadParts and several lines share one part, deterministically per
          ``context_id``, so a client has to buffer bytes and split on newlines, as with the real one.
 
-In-stream failures are event-stream ``exception`` messages (``ModelStreamError`` {Message, ErrorCode},
-``InternalStreamFailure`` {Message}), which botocore raises as ``EventStreamError`` while iterating.
+The ``error`` object carries its message in ``data``, where Cartesia's notebooks read it
+(``cartesia-ai/cartesia-aws``, ``Sonic-3-5-Jumpstart.ipynb`` cell 12: ``print(f"[ERROR] {chunk['data']}")``); its
+other fields are undocumented and follow the chunk's. Other in-stream failures are event-stream ``exception``
+messages (``ModelStreamError`` {Message, ErrorCode}, ``InternalStreamFailure`` {Message}), which botocore raises as
+``EventStreamError`` while iterating.
 
 **Cartesia API** ``POST /tts/sse``, as the official ``cartesia`` SDK's ``client.tts.generate_sse`` reads it::
 
@@ -182,7 +187,7 @@ class EventStreamFraming(Framing):
                 "context_id": self.request.context_id,
                 "status_code": 500,
                 "done": True,
-                "error": message,
+                "data": message,
             }
             self.send([error], last=True)
         else:
