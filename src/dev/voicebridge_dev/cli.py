@@ -1,10 +1,11 @@
 """``voicebridge`` — the command line: the local cloud, Docker-free invokes, the demo, benchmarks and tools.
 
 voicebridge local up                         run the local cloud in the foreground, print its exports
+voicebridge local call --caller WAV          feed a running local cloud a contact's audio, as Connect would
 voicebridge invoke LOGICAL_ID --event FILE   run a template function locally (a Docker-free sam local invoke)
 voicebridge demo [--report FILE]             the product on the local cloud, end to end
 voicebridge bench [--json]                   benchmarks against named peers
-voicebridge flows validate [PATH...]         check exported contact flows
+voicebridge flows validate [PATH...|DIR]     check exported contact flows
 voicebridge flows render PATH --stack NAME   fill ARNs from a deployed stack for a console import
 """
 
@@ -16,9 +17,12 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from voicebridge_dev.local.cloud import LocalCall
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -30,8 +34,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     up.add_argument("--port-base", type=int, default=4566, help="moto on this port, emulators on the next ones")
     up.add_argument("--template", default="template.yaml")
     up.add_argument("--engine", choices=("auto", "standin", "piper"), default="auto")
+    up.add_argument(
+        "--recogniser",
+        choices=("auto", "pocketsphinx", "none"),
+        default="auto",
+        help="the Ink emulator's recogniser for speech no registered transcript matches (auto: pocketsphinx when "
+        "installed, else stand-ins)",
+    )
     up.add_argument("--sonic-ttfb-ms", type=float, default=40.0, help="emulated Sonic time to first byte")
     up.add_argument("--sonic-speed", type=float, default=20.0, help="emulated generation speed, x real time")
+    call = local.add_parser(
+        "call",
+        help="stream WAV files to a running local up's KVS emulator in real time, as Connect would; print the "
+        "StartListeningFunction event on stdout once streaming has started",
+    )
+    call.add_argument("--caller", required=True, metavar="WAV", help="what the caller says (AUDIO_FROM_CUSTOMER)")
+    call.add_argument("--agent", metavar="WAV", help="what the caller hears (AUDIO_TO_CUSTOMER); silence without it")
+    call.add_argument("--contact-id", help="the contact's id (default: a new UUID)")
+    call.add_argument("--stream-name", help="the stream to use or create (default: connect-local-contact-<id>)")
 
     inv = commands.add_parser("invoke", help="run a template function locally with an event file")
     inv.add_argument("logical_id")
@@ -80,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "flows":
         return _flows(args)
     if args.command == "local":
-        return _local_up(args)
+        return _local_call(args) if args.local_command == "call" else _local_up(args)
     if args.command == "invoke":
         return _invoke(args)
     if args.command == "demo":
@@ -97,12 +117,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _local_up(args: argparse.Namespace) -> int:
     from voicebridge_dev.local.cloud import LocalCloud
-    from voicebridge_dev.local.speech_engine import load_engine
+    from voicebridge_dev.local.ink import RecogniserUnavailableError, load_recogniser
+    from voicebridge_dev.local.speech_engine import SpeechEngineError, load_engine
 
+    try:
+        engine, recogniser = load_engine(args.engine), load_recogniser(args.recogniser)
+    except (SpeechEngineError, RecogniserUnavailableError) as exc:
+        print(f"voicebridge local up: {exc}", file=sys.stderr)
+        return 2
     cloud = LocalCloud(
         template=args.template,
         port_base=args.port_base,
-        engine=load_engine(args.engine),
+        engine=engine,
+        recogniser=recogniser,
         sonic_time_to_first_byte_ms=args.sonic_ttfb_ms,
         sonic_realtime_factor=args.sonic_speed,
     )
@@ -120,6 +147,51 @@ def _local_up(args: argparse.Namespace) -> int:
         cloud.stop()
         print("local cloud stopped", file=sys.stderr)
     return 0
+
+
+def _local_call(args: argparse.Namespace) -> int:
+    import uuid
+
+    from voicebridge_dev.local.cloud import LocalCall, LocalCallError, call_audio
+
+    def progress(message: str) -> None:
+        print(f"voicebridge local call: {message}", file=sys.stderr, flush=True)
+
+    call: LocalCall | None = None
+    try:
+        caller = call_audio(args.caller)
+        agent = call_audio(args.agent) if args.agent else b""
+        call = LocalCall(caller, agent, contact_id=args.contact_id or str(uuid.uuid4()), stream_name=args.stream_name)
+        event = call.begin()
+        progress(f"contact {call.contact_id} live on {call.stream_name}, {call.duration_s:.1f} s of audio")
+
+        def announce() -> None:
+            # Flushed at once: the reader (a pipe into `voicebridge invoke --event -`) acts while the call goes on.
+            print(json.dumps(event, indent=2), flush=True)
+
+        call.play(on_started=announce)
+        call.end()
+    except LocalCallError as exc:
+        progress(str(exc))
+        return 2
+    except KeyboardInterrupt:
+        return _hang_up(call, progress)
+    progress(f"contact {call.contact_id} ended")
+    return 0
+
+
+def _hang_up(call: LocalCall | None, progress: Callable[[str], None]) -> int:
+    """Ctrl-C during a local call: the contact ends at once, its queued audio dropped, as a caller hanging up."""
+    from voicebridge_dev.local.cloud import LocalCallError
+
+    try:
+        if call is not None:
+            call.end(drain=False)
+    except LocalCallError as exc:
+        progress(f"hung up, but the contact may still be live: {exc}")
+        return 130
+    progress("hung up")
+    return 130
 
 
 def _invoke(args: argparse.Namespace) -> int:
@@ -183,13 +255,17 @@ def _mkv_dump(args: argparse.Namespace) -> int:
 
     from voicebridge_dev.mkv_dump import DumpError, dump
 
+    def report(problem: Exception) -> None:
+        # One line per damaged region, as it is found: the dump goes on and exits 2 at the end.
+        print(f"voicebridge mkv dump: {problem}", file=sys.stderr, flush=True)
+
     try:
         with contextlib.ExitStack() as stack:
             source = sys.stdin.buffer if args.file == "-" else stack.enter_context(open(args.file, "rb"))
             tags = stack.enter_context(open(args.tags, "w", encoding="utf-8")) if args.tags else None
-            return dump(source, sys.stdout.buffer, args.track, tags)
+            return dump(source, sys.stdout.buffer, args.track, tags, report)
     except (DumpError, OSError) as exc:
-        print(f"voicebridge mkv dump: {exc}", file=sys.stderr)
+        report(exc)
         return 2
 
 
@@ -210,9 +286,24 @@ def _flows(args: argparse.Namespace) -> int:
 
 def _read_json(path: str) -> Any:
     if path == "-":
-        return json.load(sys.stdin)
+        return _first_json_value(sys.stdin)
     with open(path, encoding="utf-8") as stream:
         return json.load(stream)
+
+
+def _first_json_value(stream: TextIO) -> Any:
+    """The first JSON value on ``stream``, read as soon as it is whole: a writer such as ``voicebridge local call``
+    keeps the pipe open after it."""
+    decoder = json.JSONDecoder()
+    text = ""
+    for line in stream:
+        text += line
+        if text.strip():
+            try:
+                return decoder.raw_decode(text.lstrip())[0]
+            except json.JSONDecodeError:
+                continue
+    return json.loads(text)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,9 @@
-"""The Ink emulator, spoken to by the unmodified ``cartesia`` SDK over loopback WebSockets."""
+"""The Ink emulator, spoken to by the unmodified ``cartesia`` SDK over loopback WebSockets.
+
+Most tests here are about the protocols and turn detection and send their audio at once, so their emulators
+accept audio at any rate (``realtime="off"``); the pacing tests run the emulator's default, which refuses audio
+sent faster than real time, as every other test of the project meets it.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ import shutil
 import subprocess
 import threading
 import time
+import urllib.error
 import urllib.request
 import wave
 from collections.abc import Callable, Iterator
@@ -20,16 +26,21 @@ from typing import Any, Literal
 import numpy as np
 import pytest
 from cartesia import Cartesia
-from websockets.exceptions import ConnectionClosedError, InvalidStatus
+from websockets.exceptions import ConnectionClosed, ConnectionClosedError, InvalidStatus
 
 from voicebridge_dev.local.ink import (
+    END_DELAY_MS,
+    IDLE_TIMEOUT_S,
+    REALTIME_TOLERANCE_MS,
     DropFault,
     ErrorFault,
     InkEmulator,
     InkSession,
     InvalidClipError,
+    InvalidTurnSettingsError,
     RejectFault,
     StallFault,
+    TurnSettings,
     load_recogniser,
 )
 
@@ -119,9 +130,17 @@ def send(connection: Any, audio: bytes, chunk: int = CHUNK) -> None:
         connection.send_raw(audio[start : start + chunk])
 
 
+def send_in_real_time(connection: Any, audio: bytes, chunk: int = CHUNK, bytes_per_second: int = RATE * 2) -> None:
+    """Sends as the SDK's examples do: each 100 ms chunk once its audio would exist on a live call."""
+    began = time.monotonic()
+    for start in range(0, len(audio), chunk):
+        time.sleep(max(0.0, began + start / bytes_per_second - time.monotonic()))
+        connection.send_raw(audio[start : start + chunk])
+
+
 def send_until_dropped(connection: Any, audio: bytes) -> None:
-    """Sends like a client whose connection may be cut mid-stream."""
-    with contextlib.suppress(ConnectionClosedError, OSError):
+    """Sends like a client whose connection may be cut or closed mid-stream."""
+    with contextlib.suppress(ConnectionClosed, OSError):
         send(connection, audio)
 
 
@@ -142,9 +161,17 @@ def post(emulator: InkEmulator, path: str, body: dict[str, Any]) -> Any:
         return json.loads(response.read())
 
 
+def post_status(emulator: InkEmulator, path: str, body: dict[str, Any]) -> int:
+    try:
+        post(emulator, path, body)
+    except urllib.error.HTTPError as error:
+        return error.code
+    return 200
+
+
 @pytest.fixture
 def emulator() -> Iterator[InkEmulator]:
-    with InkEmulator(api_key=API_KEY) as emu:
+    with InkEmulator(api_key=API_KEY, realtime="off") as emu:
         yield emu
 
 
@@ -159,10 +186,12 @@ StartEmulator = Callable[..., tuple[InkEmulator, Cartesia]]
 
 @pytest.fixture
 def start_emulator() -> Iterator[StartEmulator]:
-    """Starts emulators with other settings, each with a client; all are stopped after the test."""
+    """Starts emulators with other settings (audio at any rate unless ``realtime`` says otherwise), each with a
+    client; all are stopped after the test."""
     started: list[tuple[InkEmulator, Cartesia]] = []
 
     def start(**settings: Any) -> tuple[InkEmulator, Cartesia]:
+        settings.setdefault("realtime", "off")
         emu = InkEmulator(**settings).start()
         started.append((emu, Cartesia(api_key=API_KEY, base_url=emu.url)))
         return started[-1]
@@ -246,7 +275,7 @@ def test_turn_offsets_bracket_the_voiced_audio(emulator: InkEmulator, client: Ca
     assert turn.speech_start_ms == pytest.approx(500, abs=20)
     assert turn.start_ms == pytest.approx(600, abs=20)
     assert turn.speech_end_ms == pytest.approx(1700, abs=20)
-    assert turn.end_ms == pytest.approx(2200, abs=20)
+    assert turn.end_ms == pytest.approx(1700 + END_DELAY_MS, abs=20)
     assert session.events_of("turn.start")[0].audio_ms == pytest.approx(turn.start_ms, abs=100)
     assert session.events_of("turn.end")[0].audio_ms == pytest.approx(turn.end_ms, abs=100)
 
@@ -260,22 +289,54 @@ def test_unregistered_speech_gets_a_deterministic_stand_in_transcript(emulator: 
 
 
 def test_no_turn_end_while_audio_stops_after_speech(client: Cartesia) -> None:
+    """The model decides on audio it receives: a paused stream holds the turn open, as pipecat and Cartesia's
+    troubleshooting page describe."""
     with turns(client) as connection:
         events = Events(connection)
         send(connection, silence(0.5) + UTTERANCE)
         events.until("turn.start")
         assert "turn.end" not in types(events.within(1.2))
-        send(connection, silence(0.6))
+        send(connection, silence(END_DELAY_MS / 1000 + 0.1))
         assert events.until("turn.end")[-1].type == "turn.end"
 
 
-def test_config_command_changes_when_the_turn_ends(emulator: InkEmulator, client: Cartesia) -> None:
+def test_a_turn_ends_a_confident_models_delay_after_the_voice_stops(emulator: InkEmulator, client: Cartesia) -> None:
+    """Sooner than the 5,600 ms end_timeout_ms the service defaults to, which is only an upper bound."""
     with turns(client) as connection:
+        events = Events(connection)
+        send(connection, silence(0.5) + UTTERANCE + silence(1.0))
+        events.until("turn.end")
+    (turn,) = only_session(emulator).turns
+    assert turn.end_ms is not None and turn.speech_end_ms is not None
+    assert END_DELAY_MS == 700
+    assert turn.end_ms - turn.speech_end_ms == pytest.approx(END_DELAY_MS, abs=20)
+
+
+def test_the_models_end_delay_is_an_emulator_setting(start_emulator: StartEmulator) -> None:
+    emu, cartesia = start_emulator(turn_settings=TurnSettings(end_delay_ms=1500))
+    with turns(cartesia) as connection:
+        events = Events(connection)
+        send(connection, silence(0.5) + UTTERANCE + silence(2.0))
+        events.until("turn.end")
+    (turn,) = only_session(emu).turns
+    assert turn.end_ms is not None and turn.speech_end_ms is not None
+    assert turn.end_ms - turn.speech_end_ms == pytest.approx(1500, abs=20)
+
+
+@pytest.mark.parametrize("end_delay_ms", [500.0, 12000.0])
+def test_an_end_delay_outside_the_services_range_is_refused(end_delay_ms: float) -> None:
+    with pytest.raises(InvalidTurnSettingsError, match="640"):
+        TurnSettings(end_delay_ms=end_delay_ms)
+
+
+def test_config_command_bounds_when_the_turn_ends(start_emulator: StartEmulator) -> None:
+    emu, cartesia = start_emulator(turn_settings=TurnSettings(end_delay_ms=2000))
+    with turns(cartesia) as connection:
         events = Events(connection)
         connection.send({"type": "config", "turn": {"end_timeout_ms": 1000}})
         send(connection, silence(0.5) + UTTERANCE + silence(1.5))
         events.until("turn.end")
-    session = only_session(emulator)
+    session = only_session(emu)
     assert [json.loads(command) for command in session.commands] == [
         {"type": "config", "turn": {"end_timeout_ms": 1000}}
     ]
@@ -284,24 +345,47 @@ def test_config_command_changes_when_the_turn_ends(emulator: InkEmulator, client
     assert turn.end_ms - turn.speech_end_ms == pytest.approx(1000, abs=20)
 
 
-def test_turn_end_timeout_query_parameter_applies(emulator: InkEmulator, client: Cartesia) -> None:
-    with turns(client, turn_end_timeout_ms=800) as connection:
+def test_turn_end_timeout_query_parameter_bounds_when_the_turn_ends(start_emulator: StartEmulator) -> None:
+    emu, cartesia = start_emulator(turn_settings=TurnSettings(end_delay_ms=2000))
+    with turns(cartesia, turn_end_timeout_ms=800) as connection:
         events = Events(connection)
         send(connection, silence(0.5) + UTTERANCE + silence(1.2))
         events.until("turn.end")
-    (turn,) = only_session(emulator).turns
+    (turn,) = only_session(emu).turns
     assert turn.end_ms is not None and turn.speech_end_ms is not None
     assert turn.end_ms - turn.speech_end_ms == pytest.approx(800, abs=20)
 
 
-def test_out_of_range_config_is_answered_with_an_error_and_the_session_goes_on(client: Cartesia) -> None:
+def test_a_shorter_end_timeout_than_the_models_delay_ends_the_turn_sooner(
+    emulator: InkEmulator, client: Cartesia
+) -> None:
+    with turns(client, turn_end_timeout_ms=640) as connection:
+        events = Events(connection)
+        send(connection, silence(0.5) + UTTERANCE + silence(1.0))
+        events.until("turn.end")
+    (turn,) = only_session(emulator).turns
+    assert turn.end_ms is not None and turn.speech_end_ms is not None
+    assert turn.end_ms - turn.speech_end_ms == pytest.approx(640, abs=20)
+
+
+def test_out_of_range_config_is_a_final_error_that_ends_the_session(emulator: InkEmulator, client: Cartesia) -> None:
+    """Error events are ``done: true`` (Cartesia's API-errors page): this test used to expect the session to go
+    on after one, a belief no source supports."""
     with turns(client) as connection:
         events = Events(connection)
         connection.send({"type": "config", "turn": {"end_timeout_ms": 50}})
-        error = events.until("error")[-1]
-        send(connection, silence(0.5) + UTTERANCE + silence(1.0))
-        assert events.until("turn.end")[-1].type == "turn.end"
-    assert (error.status_code, error.error_code) == (400, "invalid_config")
+        received = events.rest()
+    error = received[-1]
+    assert (error.type, error.status_code, error.error_code, error.done) == ("error", 400, "invalid_config", True)
+    assert isinstance(events.error, ConnectionClosedError)
+    assert events.error.rcvd is not None and events.error.rcvd.code == 1008
+    assert only_session(emulator).ended_by == "invalid_config"
+
+
+def test_an_out_of_range_end_timeout_query_parameter_is_refused_at_the_handshake(client: Cartesia) -> None:
+    with pytest.raises(InvalidStatus) as caught:
+        turns(client, turn_end_timeout_ms=600).__enter__()
+    assert caught.value.response.status_code == 400
 
 
 def test_a_short_pause_gives_eager_end_then_resume_within_one_turn(emulator: InkEmulator, client: Cartesia) -> None:
@@ -309,7 +393,7 @@ def test_a_short_pause_gives_eager_end_then_resume_within_one_turn(emulator: Ink
         events = Events(connection)
         send(
             connection,
-            silence(0.5) + voiced(0.6, seed=3) + silence(0.42) + voiced(0.6, seed=4) + silence(1.0),
+            silence(0.5) + voiced(0.6, seed=3) + silence(0.6) + voiced(0.6, seed=4) + silence(1.0),
         )
         received = [t for t in types(events.until("turn.end")) if t != "turn.update"]
     assert received == [
@@ -412,7 +496,25 @@ def test_a_session_without_audio_is_dropped_after_the_idle_timeout(start_emulato
     with turns(cartesia) as connection:
         received = Events(connection).rest()
     assert types(received) == ["connected", "error"]
-    assert (received[1].status_code, received[1].error_code) == (408, "idle_timeout")
+    assert (received[1].status_code, received[1].error_code, received[1].done) == (408, "idle_timeout", True)
+    assert only_session(emu).ended_by == "idle_timeout"
+
+
+def test_the_idle_timeout_is_the_stricter_of_the_two_documented_by_default() -> None:
+    """20 s in Cartesia's STT reference, 3 minutes according to pipecat: the emulator takes 20 s."""
+    assert InkEmulator().idle_timeout_s == IDLE_TIMEOUT_S == 20.0
+
+
+def test_a_text_command_resets_the_idle_timeout(start_emulator: StartEmulator) -> None:
+    """ "The timeout resets with each message (audio data or text command)" (Cartesia's STT reference)."""
+    emu, cartesia = start_emulator(idle_timeout_s=0.6)
+    with turns(cartesia) as connection:
+        events = Events(connection)
+        for _ in range(4):
+            time.sleep(0.3)
+            connection.send({"type": "config", "turn": {"end_timeout_ms": 1000}})
+        assert types(events.within(0.2)) == ["connected"]
+        assert types(events.rest()) == ["error"]
     assert only_session(emu).ended_by == "idle_timeout"
 
 
@@ -480,6 +582,175 @@ def test_close_sends_the_remaining_finals_then_done_and_closes(emulator: InkEmul
     assert only_session(emulator).endpoint == "manual"
 
 
+def test_done_closes_like_close_as_older_clients_send_it(emulator: InkEmulator, client: Cartesia) -> None:
+    """Cartesia's older STT reference and pipecat name the closing command "done"; the SDK names it "close"."""
+    emulator.register(UTTERANCE, "check my balance")
+    with manual(client) as connection:
+        events = Events(connection)
+        send(connection, silence(0.2) + UTTERANCE + silence(0.2))
+        connection.send("done")
+        received = events.rest()
+    assert types(received) == ["transcript", "done"]
+    assert received[0].text == "check my balance"
+    assert events.error is None
+    assert only_session(emulator).ended_by == "close_command"
+
+
+def test_an_unknown_command_is_a_final_error(emulator: InkEmulator, client: Cartesia) -> None:
+    with manual(client) as connection:
+        events = Events(connection)
+        connection.send("flush")
+        received = events.rest()
+    assert [(e.type, e.status_code, e.error_code, e.done) for e in received] == [
+        ("error", 400, "invalid_command", True)
+    ]
+    assert only_session(emulator).ended_by == "invalid_command"
+
+
+# ---- real-time pacing
+
+
+def test_a_burst_is_refused_with_a_final_429_by_default() -> None:
+    with (
+        InkEmulator(api_key=API_KEY) as emu,
+        Cartesia(api_key=API_KEY, base_url=emu.url) as cartesia,
+        turns(cartesia) as connection,
+    ):
+        events = Events(connection)
+        send_until_dropped(connection, silence(0.5) + UTTERANCE + silence(1.0))
+        received = events.rest()
+    error = received[-1]
+    assert (error.type, error.status_code, error.error_code, error.done) == (
+        "error",
+        429,
+        "audio_faster_than_realtime",
+        True,
+    )
+    assert isinstance(events.error, ConnectionClosedError)
+    assert events.error.rcvd is not None and events.error.rcvd.code == 1008
+    session = only_session(emu)
+    assert session.ended_by == "realtime_exceeded"
+    assert len(session.received_audio) <= RATE * 2 * REALTIME_TOLERANCE_MS / 1000
+
+
+def test_audio_sent_in_real_time_is_accepted(start_emulator: StartEmulator) -> None:
+    emu, cartesia = start_emulator(realtime="reject")
+    emu.register(UTTERANCE, "check my balance")
+    with turns(cartesia) as connection:
+        events = Events(connection)
+        send_in_real_time(connection, silence(0.3) + UTTERANCE + silence(0.9))
+        assert events.until("turn.end")[-1].transcript == "check my balance"
+        connection.send({"type": "close"})
+        events.rest()
+    assert only_session(emu).ended_by == "close_command"
+
+
+def test_a_burst_within_the_tolerance_is_accepted(start_emulator: StartEmulator) -> None:
+    emu, cartesia = start_emulator(realtime="reject")
+    with turns(cartesia) as connection:
+        events = Events(connection)
+        send(connection, silence(REALTIME_TOLERANCE_MS / 1000 - 0.1))
+        connection.send({"type": "close"})
+        assert "error" not in types(events.rest())
+    assert only_session(emu).ended_by == "close_command"
+
+
+def test_the_tolerance_is_a_setting(start_emulator: StartEmulator) -> None:
+    emu, cartesia = start_emulator(realtime="reject", realtime_tolerance_ms=2000)
+    with turns(cartesia) as connection:
+        events = Events(connection)
+        send(connection, silence(1.8))
+        connection.send({"type": "close"})
+        assert "error" not in types(events.rest())
+    assert only_session(emu).ended_by == "close_command"
+
+
+def test_audio_is_counted_in_the_sessions_encoding_and_sample_rate(start_emulator: StartEmulator) -> None:
+    """0.8 s of 8 kHz µ-law is 6,400 bytes, which would be 0.4 s of 8 kHz s16le; 0.4 s of 16 kHz s16le is
+    12,800 bytes, which would be 0.8 s at 8 kHz."""
+    emu, cartesia = start_emulator(realtime="reject")
+    sessions: list[tuple[Literal["pcm_mulaw", "pcm_s16le"], int, bytes]] = [
+        ("pcm_mulaw", 8000, bytes([0xFF]) * 6400),
+        ("pcm_s16le", 16000, bytes(12800)),
+    ]
+    outcomes = []
+    for encoding, rate, audio in sessions:
+        with cartesia.stt.auto_finalize.websocket(model="ink-2", encoding=encoding, sample_rate=rate) as connection:
+            events = Events(connection)
+            with contextlib.suppress(ConnectionClosed):
+                connection.send_raw(audio)
+                connection.send({"type": "close"})
+            outcomes.append([event.type for event in events.rest()])
+    assert outcomes == [["connected", "error"], ["connected"]]
+    assert [session.ended_by for session in emu.wait_for_sessions(2, timeout=5)] == [
+        "realtime_exceeded",
+        "close_command",
+    ]
+
+
+def test_delay_mode_accepts_a_burst_and_ends_the_turn_by_real_time(start_emulator: StartEmulator) -> None:
+    emu, cartesia = start_emulator(realtime="delay")
+    audio = silence(0.5) + UTTERANCE + silence(1.0)
+    with turns(cartesia) as connection:
+        events = Events(connection)
+        assert events.next().type == "connected"
+        connected = time.monotonic()
+        send(connection, audio)
+        sent = time.monotonic() - connected
+        received = events.until("turn.end")
+        ended = time.monotonic() - connected
+        connection.send({"type": "close"})
+        events.rest()
+    voice_stops = 0.5 + 1.2
+    assert sent < 0.5
+    assert ended >= voice_stops + END_DELAY_MS / 1000 - REALTIME_TOLERANCE_MS / 1000 - 0.05
+    assert "error" not in types(received)
+    session = only_session(emu)
+    assert bytes(session.received_audio) == audio
+    assert session.ended_by == "close_command"
+
+
+def test_in_delay_mode_close_waits_for_the_audio_sent_before_it(start_emulator: StartEmulator) -> None:
+    emu, cartesia = start_emulator(realtime="delay")
+    emu.register(UTTERANCE, "check my balance")
+    with turns(cartesia) as connection:
+        events = Events(connection)
+        began = time.monotonic()
+        send(connection, silence(0.5) + UTTERANCE)
+        connection.send({"type": "close"})
+        received = events.rest()
+        closed = time.monotonic() - began
+    assert received[-1].type == "turn.end"
+    assert received[-1].transcript == "check my balance"
+    assert closed >= 0.5 + 1.2 - REALTIME_TOLERANCE_MS / 1000 - 0.05
+    assert only_session(emu).ended_by == "close_command"
+
+
+def test_pacing_and_turn_settings_are_changed_over_http(emulator: InkEmulator, client: Cartesia) -> None:
+    answer = post(emulator, "/_emulator/config", {"realtime": "reject", "end_delay_ms": 900})
+    with turns(client) as connection:
+        events = Events(connection)
+        send_until_dropped(connection, silence(2.0))
+        received = events.rest()
+    assert answer == {
+        "config": {
+            "realtime": "reject",
+            "realtime_tolerance_ms": REALTIME_TOLERANCE_MS,
+            "end_delay_ms": 900.0,
+            "idle_timeout_s": IDLE_TIMEOUT_S,
+        }
+    }
+    assert received[-1].error_code == "audio_faster_than_realtime"
+    assert emulator.turn_settings.end_delay_ms == 900.0
+
+
+@pytest.mark.parametrize("body", [{"realtime": "sometimes"}, {"end_delay_ms": 100}, {"idle_timeout_s": 0}, {"pace": 2}])
+def test_settings_out_of_range_are_refused_over_http(emulator: InkEmulator, body: dict[str, Any]) -> None:
+    assert post_status(emulator, "/_emulator/config", body) == 400
+    with urllib.request.urlopen(emulator.url + "/_emulator/config", timeout=5) as response:
+        assert json.loads(response.read())["config"]["realtime"] == "off"
+
+
 # ---- handshake
 
 
@@ -543,7 +814,7 @@ def test_error_fault_sends_an_error_event_then_closes(emulator: InkEmulator, cli
         503,
         "Unavailable",
     )
-    assert error.error_code == "internal_error"
+    assert (error.error_code, error.done) == ("internal_error", True)
     assert isinstance(events.error, ConnectionClosedError)
     assert events.error.rcvd is not None and events.error.rcvd.code == 1011
 

@@ -1,9 +1,12 @@
 """The Kinesis Video Streams emulator, spoken to by real botocore over loopback HTTP.
 
-Control plane, GetMedia start selectors, live timing, faults and the connection limit go through unmodified
+Control plane, GetMedia start selectors, live timing, faults and GetMedia's limits go through unmodified
 ``kinesisvideo`` / ``kinesis-video-media`` clients. The Matroska the emulator writes is read back by ffmpeg
 and mkvtoolnix (independent readers) and, for what they cannot express (tags, timing, block layout), by the
 small EBML walker below, which shares nothing with the project's parser.
+
+A whole contact is read as a client should read it: with a PRODUCER_TIMESTAMP selector from Connect's
+StartTimestamp (``FRAGMENT_NUMBER`` with the StartFragmentNumber skips the contact's first fragment).
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ReadTimeoutError, ResponseStreamingError
 
-from voicebridge_dev.local.kvs import ContactStateError, Fault, KvsEmulator
+from voicebridge_dev.local.kvs import ContactStart, ContactStateError, Fault, KvsEmulator
+from voicebridge_dev.local.kvs.emulator import CONTACT_GAP_MS, IDLE_CLOSE_SECONDS
 from voicebridge_dev.local.kvs.matroska import AGENT_TRACK, CODEC_AAC, CODEC_PCM, CUSTOMER_TRACK, EBML_MAGIC
 
 pytestmark = pytest.mark.timeout(30)
@@ -93,8 +97,8 @@ def _write_wav(path: Path, pcm: bytes, rate: int = 8000, channels: int = 1) -> P
     return path
 
 
-def _contact(kvs: KvsEmulator, name: str, customer: bytes, agent: bytes, **begin: Any) -> tuple[str, str]:
-    """A whole contact on a new stream; returns (stream ARN, start fragment number)."""
+def _contact(kvs: KvsEmulator, name: str, customer: bytes, agent: bytes, **begin: Any) -> tuple[str, ContactStart]:
+    """A whole contact on a new stream; returns (stream ARN, the contact's start)."""
     arn = kvs.create_stream(name)
     stream = kvs.stream(arn)
     start = stream.begin_contact(begin.pop("contact_id", CONTACT_ID), INSTANCE_ID, **begin)
@@ -103,8 +107,35 @@ def _contact(kvs: KvsEmulator, name: str, customer: bytes, agent: bytes, **begin
     return arn, start
 
 
-def _from(number: str) -> dict[str, str]:
+def _after(number: str) -> dict[str, str]:
     return {"StartSelectorType": "FRAGMENT_NUMBER", "AfterFragmentNumber": number}
+
+
+def _at(seconds: float, kind: str = "PRODUCER_TIMESTAMP") -> dict[str, Any]:
+    return {"StartSelectorType": kind, "StartTimestamp": seconds}
+
+
+def _from(start: ContactStart) -> dict[str, Any]:
+    """The whole contact: the chunk containing Connect's StartTimestamp, and everything after it."""
+    return _at(start.timestamp_ms / 1000)
+
+
+def _post(kvs: KvsEmulator, route: str, body: dict[str, Any]) -> tuple[int, Any]:
+    """POST to the emulator's control plane; (status, decoded answer)."""
+    request = urllib.request.Request(f"{kvs.url}/_emulator/{route}", data=json.dumps(body).encode(), method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return int(response.status), json.load(response)
+    except urllib.error.HTTPError as error:
+        return error.code, json.load(error)
+
+
+_DEFAULT_CONFIG = {
+    "fragment_number_selector": "exclusive",
+    "idle_close_seconds": 0.2,
+    "max_get_media_connections": 3,
+    "max_get_media_calls_per_second": 5,
+}
 
 
 # -- a minimal EBML walker for what ffmpeg and mkvtoolnix cannot tell --
@@ -283,7 +314,7 @@ def test_unknown_stream_raises_the_modeled_resource_not_found(kvs: KvsEmulator) 
 # -- GetMedia payload --
 
 
-def test_get_media_from_the_start_fragment_returns_the_whole_contact(kvs: KvsEmulator, tmp_path: Path) -> None:
+def test_get_media_from_the_start_timestamp_returns_the_whole_contact(kvs: KvsEmulator, tmp_path: Path) -> None:
     customer, agent = _pcm(2.5, seed=1), _pcm(2.5, seed=2)
     arn = kvs.create_stream("connect-demo-contact")
     start = kvs.stream(arn).load_wavs(
@@ -294,7 +325,7 @@ def test_get_media_from_the_start_fragment_returns_the_whole_contact(kvs: KvsEmu
     fragments = _read_all(response["Payload"])
 
     numbers = [fragment.number for fragment in fragments.fragments]
-    assert numbers[0] == start
+    assert numbers[0] == start.fragment_number
     assert all(len(number) == 47 and number.isdigit() for number in numbers)
     assert [int(number) for number in numbers] == sorted({int(number) for number in numbers})
     assert (fragments.pcm(CUSTOMER_TRACK), fragments.pcm(AGENT_TRACK)) == (customer, agent)
@@ -362,15 +393,51 @@ def test_track_numbers_may_differ_per_contact_while_names_stay(kvs: KvsEmulator)
     assert (fragments.pcm(CUSTOMER_TRACK), fragments.pcm(AGENT_TRACK)) == (customer, agent)
 
 
-def test_connect_tags_can_follow_the_cluster(make_emulator: Callable[..., KvsEmulator]) -> None:
-    kvs = make_emulator(pace=0, contact_tags_after_cluster=True)
-    arn, start = _contact(kvs, "connect-late-tags", _pcm(0.5, 1), _pcm(0.5, 2))
+def test_tags_come_in_the_order_connect_writes_them(kvs: KvsEmulator) -> None:
+    """Fragment number and timestamps before the Cluster; the contact's tags after it; GetMedia's last."""
+    arn, start = _contact(kvs, "connect-tag-order", _pcm(0.5, 1), _pcm(0.5, 2))
 
-    fragment = _read_all(_media(kvs, arn).get_media(StreamARN=arn, StartSelector=_from(start))["Payload"])
-    order = fragment.fragments[0].order
+    fragments = _read_all(_media(kvs, arn).get_media(StreamARN=arn, StartSelector=_from(start))["Payload"])
+    order = fragments.fragments[0].order
+    blocks = [index for index, item in enumerate(order) if item == "block"]
 
-    assert order.index("AWS_KINESISVIDEO_FRAGMENT_NUMBER") < order.index("block")
-    assert order.index("ContactId") > len(order) - 1 - order[::-1].index("block")
+    assert order[: blocks[0]] == [
+        "AWS_KINESISVIDEO_FRAGMENT_NUMBER",
+        "AWS_KINESISVIDEO_SERVER_TIMESTAMP",
+        "AWS_KINESISVIDEO_PRODUCER_TIMESTAMP",
+    ]
+    assert order[blocks[-1] + 1 :] == [
+        "ContactId",
+        "InstanceId",
+        "MimeType",
+        CUSTOMER_TRACK,
+        AGENT_TRACK,
+        "AWS_KINESISVIDEO_MILLIS_BEHIND_NOW",
+        "AWS_KINESISVIDEO_CONTINUATION_TOKEN",
+    ]
+
+
+def test_a_live_reader_learns_the_contact_only_after_the_fragments_audio(
+    make_emulator: Callable[..., KvsEmulator],
+) -> None:
+    kvs = make_emulator(pace=4.0)
+    arn = kvs.create_stream("connect-contact-last")
+    stream = kvs.stream(arn)
+    start = stream.begin_contact(CONTACT_ID, INSTANCE_ID)
+    stream.append(CUSTOMER_TRACK, _pcm(1.5, 1))
+    stream.end_contact()
+    raw = _media(kvs, arn).get_media(StreamARN=arn, StartSelector=_from(start))["Payload"]._raw_stream
+    fragments = _Fragments()
+
+    while "ContactId" not in (fragments.fragments[0].tags if fragments.fragments else {}):
+        chunk = raw.read1(65536)
+        assert chunk, "the payload ended before the first fragment's contact tags"
+        fragments.feed(chunk)
+        assert "ContactId" in fragments.fragments[0].tags or len(fragments.fragments[0].blocks) <= 32
+
+    first = fragments.fragments[0]
+    assert len(first.blocks) == 32
+    assert first.order.index("ContactId") > first.order.index("block") + 31
 
 
 def test_payload_content_type_is_the_one_getmedia_reports(kvs: KvsEmulator) -> None:
@@ -385,27 +452,109 @@ def test_payload_content_type_is_the_one_getmedia_reports(kvs: KvsEmulator) -> N
 # -- start selectors --
 
 
-def test_fragment_number_selector_starts_at_that_fragment(kvs: KvsEmulator) -> None:
+def test_fragment_number_selector_starts_after_that_fragment(kvs: KvsEmulator) -> None:
+    """Exclusive, as AWS's StartSelector reference says ("Start with the chunk after a specific fragment").
+
+    This test used to expect the payload to start *at* AfterFragmentNumber: that inclusive belief was the
+    emulator's, shared by a consumer that passed every test and lost a contact's first second on AWS.
+    """
     arn, _ = _contact(kvs, "connect-selector", _pcm(3.0, 1), _pcm(3.0, 2))
     assert kvs.stream(arn).wait_idle(5)
     numbers = kvs.stream(arn).fragment_numbers
 
-    fragments = _read_all(_media(kvs, arn).get_media(StreamARN=arn, StartSelector=_from(numbers[1]))["Payload"])
+    fragments = _read_all(_media(kvs, arn).get_media(StreamARN=arn, StartSelector=_after(numbers[1]))["Payload"])
 
-    assert [fragment.number for fragment in fragments.fragments] == numbers[1:]
+    assert [fragment.number for fragment in fragments.fragments] == numbers[2:]
+
+
+def test_after_the_start_fragment_number_the_contacts_first_fragment_is_skipped(kvs: KvsEmulator) -> None:
+    customer = _pcm(2.0, 1)
+    arn, start = _contact(kvs, "connect-skipped-start", customer, b"")
+
+    fragments = _read_all(
+        _media(kvs, arn).get_media(StreamARN=arn, StartSelector=_after(start.fragment_number))["Payload"]
+    )
+
+    assert fragments.fragments[0].number != start.fragment_number
+    assert fragments.pcm(CUSTOMER_TRACK) == customer[16 * 1024 :]
+
+
+def test_the_inclusive_reading_of_fragment_number_is_a_constructor_switch(
+    make_emulator: Callable[..., KvsEmulator],
+) -> None:
+    kvs = make_emulator(pace=0, fragment_number_selector="inclusive")
+    arn, start = _contact(kvs, "connect-inclusive", _pcm(2.0, 1), b"")
+
+    fragments = _read_all(
+        _media(kvs, arn).get_media(StreamARN=arn, StartSelector=_after(start.fragment_number))["Payload"]
+    )
+
+    assert [fragment.number for fragment in fragments.fragments] == kvs.stream(arn).fragment_numbers
+
+
+def test_the_fragment_number_reading_can_be_switched_over_http(kvs: KvsEmulator) -> None:
+    arn, start = _contact(kvs, "connect-switched", _pcm(2.0, 1), b"")
+    media = _media(kvs, arn)
+
+    config = _post(kvs, "config", {"fragment_number_selector": "inclusive"})
+    inclusive = _read_all(media.get_media(StreamARN=arn, StartSelector=_after(start.fragment_number))["Payload"])
+    _post(kvs, "config", {"fragment_number_selector": "exclusive"})
+    exclusive = _read_all(media.get_media(StreamARN=arn, StartSelector=_after(start.fragment_number))["Payload"])
+
+    assert config == (200, {"Config": {**_DEFAULT_CONFIG, "fragment_number_selector": "inclusive"}})
+    assert inclusive.fragments[0].number == start.fragment_number
+    assert exclusive.fragments[0].number != start.fragment_number
+
+
+def test_settings_are_read_and_refused_over_http_like_the_service_refuses_arguments(kvs: KvsEmulator) -> None:
+    with urllib.request.urlopen(f"{kvs.url}/_emulator/config", timeout=5) as response:
+        assert json.load(response) == {"Config": _DEFAULT_CONFIG}
+
+    for body in ({"fragment_number_selector": "sometimes"}, {"idle_close_seconds": "soon"}, {"pace": 2}):
+        status, answer = _post(kvs, "config", body)
+        assert status == 400, body
+        assert answer["Message"]
+    assert kvs.settings.fragment_number_selector == "exclusive"
+
+
+def _continue(token: str) -> dict[str, str]:
+    return {"StartSelectorType": "CONTINUATION_TOKEN", "ContinuationToken": token}
 
 
 def test_continuation_token_resumes_after_the_fragment_that_carried_it(kvs: KvsEmulator) -> None:
     arn, start = _contact(kvs, "connect-continue", _pcm(3.0, 1), _pcm(3.0, 2))
     media = _media(kvs, arn)
     first = _read_all(media.get_media(StreamARN=arn, StartSelector=_from(start))["Payload"]).fragments
-    token = first[0].tags["AWS_KINESISVIDEO_CONTINUATION_TOKEN"]
+
+    for index, fragment in enumerate(first):
+        resumed = media.get_media(
+            StreamARN=arn, StartSelector=_continue(fragment.tags["AWS_KINESISVIDEO_CONTINUATION_TOKEN"])
+        )
+        assert [f.number for f in _read_all(resumed["Payload"]).fragments] == [f.number for f in first[index + 1 :]]
+
+
+def test_the_last_fragments_continuation_token_waits_for_the_next_fragment(
+    make_emulator: Callable[..., KvsEmulator],
+) -> None:
+    kvs = make_emulator(pace=0)
+    arn = kvs.create_stream("connect-continue-live")
+    stream = kvs.stream(arn)
+    start = stream.begin_contact(CONTACT_ID, INSTANCE_ID)
+    stream.append(CUSTOMER_TRACK, _pcm(1.024, 1))
+    media = _media(kvs, arn)
+    raw = media.get_media(StreamARN=arn, StartSelector=_from(start))["Payload"]._raw_stream
+    first = _Fragments()
+    while "AWS_KINESISVIDEO_CONTINUATION_TOKEN" not in (first.fragments[0].tags if first.fragments else {}):
+        first.feed(raw.read1(65536))
+    raw.close()
 
     resumed = media.get_media(
-        StreamARN=arn, StartSelector={"StartSelectorType": "CONTINUATION_TOKEN", "ContinuationToken": token}
+        StreamARN=arn, StartSelector=_continue(first.fragments[0].tags["AWS_KINESISVIDEO_CONTINUATION_TOKEN"])
     )
+    stream.append(CUSTOMER_TRACK, _pcm(0.5, 2))
+    stream.end_contact()
 
-    assert [f.number for f in _read_all(resumed["Payload"]).fragments] == [f.number for f in first[1:]]
+    assert [f.number for f in _read_all(resumed["Payload"]).fragments] == stream.fragment_numbers[1:]
 
 
 def test_earliest_selector_starts_with_the_oldest_fragment_of_a_reused_stream(kvs: KvsEmulator) -> None:
@@ -427,14 +576,68 @@ def test_producer_timestamp_selector_starts_at_the_fragment_containing_it(kvs: K
     arn, start = _contact(kvs, "connect-producer-time", _pcm(3.0, 1), _pcm(3.0, 2))
     media = _media(kvs, arn)
     everything = _read_all(media.get_media(StreamARN=arn, StartSelector=_from(start))["Payload"]).fragments
-    inside_second = (everything[1].timecode + 500) / 1000
 
-    response = media.get_media(
-        StreamARN=arn,
-        StartSelector={"StartSelectorType": "PRODUCER_TIMESTAMP", "StartTimestamp": inside_second},
-    )
+    for offset_ms, expected in ((0, 1), (500, 1), (1023, 1), (1024, 2)):
+        response = media.get_media(StreamARN=arn, StartSelector=_at((everything[1].timecode + offset_ms) / 1000))
+        assert _read_all(response["Payload"]).fragments[0].number == everything[expected].number, offset_ms
 
-    assert _read_all(response["Payload"]).fragments[0].number == everything[1].number
+
+def test_the_start_timestamp_is_the_first_fragments_producer_timestamp(kvs: KvsEmulator) -> None:
+    arn, start = _contact(kvs, "connect-start-time", _pcm(1.5, 1), b"")
+
+    first = _read_all(_media(kvs, arn).get_media(StreamARN=arn, StartSelector=_from(start))["Payload"]).fragments[0]
+
+    assert first.number == start.fragment_number
+    assert first.timecode == start.timestamp_ms
+    assert first.tags["AWS_KINESISVIDEO_PRODUCER_TIMESTAMP"] == f"{start.timestamp_ms / 1000:.3f}"
+    assert start.start_timestamp == str(start.timestamp_ms)
+
+
+def test_a_timestamp_before_the_first_fragment_starts_with_the_first(kvs: KvsEmulator) -> None:
+    arn, start = _contact(kvs, "connect-early-time", _pcm(2.0, 1), b"")
+
+    response = _media(kvs, arn).get_media(StreamARN=arn, StartSelector=_at(start.timestamp_ms / 1000 - 60))
+
+    assert [f.number for f in _read_all(response["Payload"]).fragments] == kvs.stream(arn).fragment_numbers
+
+
+def test_a_timestamp_between_two_contacts_starts_with_the_second(kvs: KvsEmulator) -> None:
+    arn, first = _contact(kvs, "connect-between", _pcm(1.0, 1), b"", contact_id="first-contact")
+    stream = kvs.stream(arn)
+    assert stream.wait_idle(5)
+    second = stream.begin_contact("second-contact", INSTANCE_ID)
+    stream.append(CUSTOMER_TRACK, _pcm(1.0, 2))
+    stream.end_contact()
+
+    response = _media(kvs, arn).get_media(StreamARN=arn, StartSelector=_at((first.timestamp_ms + 2500) / 1000))
+    fragments = _read_all(response["Payload"]).fragments
+
+    assert fragments[0].number == second.fragment_number
+    assert {fragment.tags["ContactId"] for fragment in fragments} == {"second-contact"}
+
+
+def test_a_timestamp_after_the_last_fragment_waits_for_the_next_one(make_emulator: Callable[..., KvsEmulator]) -> None:
+    kvs = make_emulator(pace=0, idle_close_seconds=2.0)
+    arn, first = _contact(kvs, "connect-late-time", _pcm(1.0, 1), b"", contact_id="first-contact")
+    stream = kvs.stream(arn)
+    assert stream.wait_idle(5)
+    response = _media(kvs, arn).get_media(StreamARN=arn, StartSelector=_at((first.timestamp_ms + 1500) / 1000))
+    second = stream.begin_contact("second-contact", INSTANCE_ID)
+    stream.append(CUSTOMER_TRACK, _pcm(0.5, 2))
+    stream.end_contact()
+
+    fragments = _read_all(response["Payload"]).fragments
+
+    assert [fragment.number for fragment in fragments] == [second.fragment_number]
+
+
+def test_a_timestamp_after_the_last_fragment_of_an_ended_stream_ends_the_payload_empty(kvs: KvsEmulator) -> None:
+    arn, start = _contact(kvs, "connect-after-the-end", _pcm(1.0, 1), b"")
+    assert kvs.stream(arn).wait_idle(5)
+
+    data = _media(kvs, arn).get_media(StreamARN=arn, StartSelector=_at(start.timestamp_ms / 1000 + 60))["Payload"]
+
+    assert data.read() == b""
 
 
 def test_server_timestamp_selector_starts_at_the_fragment_containing_it(
@@ -446,10 +649,7 @@ def test_server_timestamp_selector_starts_at_the_fragment_containing_it(
     everything = _read_all(media.get_media(StreamARN=arn, StartSelector=_from(start))["Payload"]).fragments
     last_server_time = float(everything[-1].tags["AWS_KINESISVIDEO_SERVER_TIMESTAMP"])
 
-    response = media.get_media(
-        StreamARN=arn,
-        StartSelector={"StartSelectorType": "SERVER_TIMESTAMP", "StartTimestamp": last_server_time},
-    )
+    response = media.get_media(StreamARN=arn, StartSelector=_at(last_server_time, "SERVER_TIMESTAMP"))
 
     assert [f.number for f in _read_all(response["Payload"]).fragments] == [everything[-1].number]
 
@@ -479,24 +679,35 @@ def test_stream_name_selects_the_stream_like_its_arn(kvs: KvsEmulator) -> None:
 
     response = _media(kvs, arn).get_media(StreamName="connect-by-name", StartSelector=_from(start))
 
-    assert _read_all(response["Payload"]).fragments[0].number == start
+    assert _read_all(response["Payload"]).fragments[0].number == start.fragment_number
 
 
 def test_fragment_number_selector_without_a_number_is_an_invalid_argument(kvs: KvsEmulator) -> None:
     arn = kvs.create_stream("connect-invalid")
     media = _media(kvs, arn)
 
-    with pytest.raises(media.exceptions.InvalidArgumentException):
-        media.get_media(StreamARN=arn, StartSelector={"StartSelectorType": "FRAGMENT_NUMBER"})
+    for selector in ({"StartSelectorType": "FRAGMENT_NUMBER"}, _after("12a4"), _continue("not/a/token")):
+        with pytest.raises(media.exceptions.InvalidArgumentException) as caught:
+            media.get_media(StreamARN=arn, StartSelector=selector)
+        assert caught.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
 
 
-def test_unknown_fragment_number_ends_the_payload_with_error_4000(kvs: KvsEmulator) -> None:
+@pytest.mark.parametrize("reading", ["exclusive", "inclusive"])
+def test_unknown_fragment_number_ends_the_payload_with_error_4000(
+    reading: str, make_emulator: Callable[..., KvsEmulator]
+) -> None:
+    kvs = make_emulator(pace=0, fragment_number_selector=reading)
     arn, _ = _contact(kvs, "connect-not-found", _pcm(1.0, 1), b"")
+    media = _media(kvs, arn)
 
-    response = _media(kvs, arn).get_media(StreamARN=arn, StartSelector=_from("1" * 47))
-    tags = _read_all(response["Payload"]).fragments[-1].tags
-
-    assert tags["AWS_KINESISVIDEO_ERROR_ID"] == "4000"
+    for selector in (_after("1" * 47), _continue("1" * 47)):
+        response = media.get_media(StreamARN=arn, StartSelector=selector)
+        tags = _read_all(response["Payload"]).fragments[-1].tags
+        assert response["ResponseMetadata"]["HTTPStatusCode"] == 200
+        assert (tags["AWS_KINESISVIDEO_ERROR_ID"], tags["AWS_KINESISVIDEO_ERROR_CODE"]) == (
+            "4000",
+            "Requested fragment is not found",
+        )
 
 
 # -- live contacts --
@@ -527,6 +738,31 @@ def test_live_blocks_arrive_as_soon_as_their_audio_exists(make_emulator: Callabl
     assert len(lateness) == round(2.0 / BLOCK_SECONDS + 0.5)
     assert min(lateness) > -0.02, "a block was sent before its audio existed"
     assert max(lateness) < 0.5
+
+
+def test_the_next_contact_on_a_stream_starts_a_gap_after_the_last_one_ended(kvs: KvsEmulator) -> None:
+    """A new call reaches its streaming block seconds after the previous call's audio ended, even when the
+    emulator produced that one faster than real time."""
+    arn, first = _contact(kvs, "connect-next-call", _pcm(1.0, 1), b"", contact_id="first-contact")
+    stream = kvs.stream(arn)
+    assert stream.wait_idle(5)
+
+    second = stream.begin_contact("second-contact", INSTANCE_ID)
+
+    assert second.timestamp_ms == first.timestamp_ms + 1000 + CONTACT_GAP_MS
+    stream.end_contact()
+
+
+def test_the_gap_between_contacts_is_a_setting(make_emulator: Callable[..., KvsEmulator]) -> None:
+    kvs = make_emulator(pace=0, contact_gap_ms=250)
+    arn, first = _contact(kvs, "connect-short-gap", _pcm(1.0, 1), b"", contact_id="first-contact")
+    stream = kvs.stream(arn)
+    assert stream.wait_idle(5)
+
+    second = stream.begin_contact("second-contact", INSTANCE_ID)
+    stream.end_contact()
+
+    assert second.timestamp_ms == first.timestamp_ms + 1000 + 250
 
 
 def test_a_stream_carries_one_live_contact_at_a_time(kvs: KvsEmulator) -> None:
@@ -638,12 +874,7 @@ def test_throttle_fault_raises_client_limit_exceeded_once(kvs: KvsEmulator) -> N
 
 
 def _post_fault(kvs: KvsEmulator, body: dict[str, Any]) -> int:
-    request = urllib.request.Request(f"{kvs.url}/_emulator/faults", data=json.dumps(body).encode(), method="POST")
-    try:
-        with urllib.request.urlopen(request, timeout=5) as response:
-            return int(response.status)
-    except urllib.error.HTTPError as error:
-        return error.code
+    return _post(kvs, "faults", body)[0]
 
 
 def test_faults_can_be_armed_over_http_for_a_number_of_calls(kvs: KvsEmulator) -> None:
@@ -684,8 +915,9 @@ def test_a_fourth_concurrent_get_media_is_refused(make_emulator: Callable[..., K
     media = _media(kvs, arn)
     open_payloads = [media.get_media(StreamARN=arn, StartSelector=_from(start))["Payload"] for _ in range(3)]
 
-    with pytest.raises(media.exceptions.ConnectionLimitExceededException):
+    with pytest.raises(media.exceptions.ConnectionLimitExceededException) as caught:
         media.get_media(StreamARN=arn, StartSelector=_from(start))
+    assert caught.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
 
     open_payloads.pop().close()
     deadline = time.monotonic() + 3
@@ -693,6 +925,63 @@ def test_a_fourth_concurrent_get_media_is_refused(make_emulator: Callable[..., K
         time.sleep(0.02)
     assert media.get_media(StreamARN=arn, StartSelector=_from(start))["Payload"].read(100)
     stream.end_contact(drain=False)
+
+
+def test_a_sixth_get_media_call_within_a_second_is_client_limit_exceeded(
+    make_emulator: Callable[..., KvsEmulator],
+) -> None:
+    kvs = make_emulator(pace=0, max_get_media_connections=10, idle_close_seconds=5.0)
+    arn, start = _contact(kvs, "connect-five-a-second", _pcm(0.5, 1), b"")
+    media = _media(kvs, arn)
+    began = time.monotonic()
+    payloads = [media.get_media(StreamARN=arn, StartSelector=_from(start))["Payload"] for _ in range(5)]
+
+    with pytest.raises(media.exceptions.ClientLimitExceededException) as caught:
+        media.get_media(StreamARN=arn, StartSelector=_from(start))
+    assert time.monotonic() - began < 1.0, "the calls were too slow to test the limit"
+    time.sleep(max(0.0, began + 1.05 - time.monotonic()))
+    payloads.append(media.get_media(StreamARN=arn, StartSelector=_from(start))["Payload"])
+
+    assert caught.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+    assert "per second" in caught.value.response["Error"]["Message"]
+    for payload in payloads:
+        payload.close()
+
+
+def test_the_call_rate_is_counted_per_stream(make_emulator: Callable[..., KvsEmulator]) -> None:
+    kvs = make_emulator(pace=0, max_get_media_connections=10)
+    arns = [_contact(kvs, f"connect-rate-{index}", _pcm(0.2, 1), b"")[0] for index in range(2)]
+    media = _media(kvs, arns[0])
+
+    payloads = [
+        media.get_media(StreamARN=arn, StartSelector={"StartSelectorType": "EARLIEST"})["Payload"]
+        for arn in arns
+        for _ in range(5)
+    ]
+
+    assert len(payloads) == 10
+    for payload in payloads:
+        payload.close()
+
+
+def test_the_payload_ends_three_seconds_after_the_last_fragment_by_default(
+    make_emulator: Callable[..., KvsEmulator],
+) -> None:
+    kvs = make_emulator(pace=0, idle_close_seconds=IDLE_CLOSE_SECONDS)
+    arn, start = _contact(kvs, "connect-idle-close", _pcm(1.0, 1), b"")
+    assert kvs.stream(arn).wait_idle(5)
+    raw = _media(kvs, arn).get_media(StreamARN=arn, StartSelector=_from(start))["Payload"]._raw_stream
+    fragments = _Fragments()
+
+    last_data = time.monotonic()
+    while chunk := raw.read1(65536):
+        fragments.feed(chunk)
+        last_data = time.monotonic()
+    ended = time.monotonic()
+
+    assert IDLE_CLOSE_SECONDS == 3.0
+    assert len(fragments.fragments) == 1
+    assert 2.8 < ended - last_data < 4.0
 
 
 def test_stream_figures_are_served_over_http(kvs: KvsEmulator) -> None:

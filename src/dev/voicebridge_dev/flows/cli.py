@@ -1,6 +1,7 @@
 """The ``voicebridge flows`` commands: read the flow files, print what is wrong, give the exit status::
 
     voicebridge flows validate                                       # contact_flows/*.json, template.yaml
+    voicebridge flows validate contact_flows other/flow.json         # every *.json in a folder, and files
     voicebridge flows render contact_flows/voice-agent.json --stack voicebridge
 
 Each command is one function here; :mod:`voicebridge_dev.cli` parses the arguments and calls it.
@@ -20,10 +21,10 @@ from voicebridge_dev.template import TemplateError
 
 
 def cli_validate(paths: list[str], template: str = "template.yaml") -> int:
-    """``voicebridge flows validate [PATH…]``: print each problem as ``file: action: reason``.
+    """``voicebridge flows validate [PATH…|DIR]``: print each problem as ``file: action: reason``.
 
-    With no paths, validates ``contact_flows/*.json`` beside the template. Returns the exit status: 0 when
-    every flow is valid, 1 otherwise.
+    A folder stands for every ``*.json`` file in it; with no paths, validates ``contact_flows/*.json`` beside
+    the template. Returns the exit status: 0 when every flow is valid, 1 otherwise (a folder without flows too).
     """
     template_path = Path(template)
     known_functions: set[str] | None = None
@@ -37,11 +38,12 @@ def cli_validate(paths: list[str], template: str = "template.yaml") -> int:
             return 1
     else:
         print(f"{template_path}: not found; placeholders are checked for form only", file=sys.stderr)
-    files = [Path(p) for p in paths] or sorted((template_path.parent / "contact_flows").glob("*.json"))
+    files, failed = (
+        _flow_files(paths) if paths else (sorted((template_path.parent / "contact_flows").glob("*.json")), False)
+    )
     if not files:
         print("no flow files to validate", file=sys.stderr)
         return 1
-    failed = False
     for path in files:
         try:
             text = path.read_text(encoding="utf-8")
@@ -53,6 +55,22 @@ def cli_validate(paths: list[str], template: str = "template.yaml") -> int:
             print(f"{path}: {problem}")
         failed = failed or bool(problems)
     return 1 if failed else 0
+
+
+def _flow_files(paths: list[str]) -> tuple[list[Path], bool]:
+    """The files ``paths`` name, a folder standing for its ``*.json``; and whether a folder held none."""
+    files: list[Path] = []
+    empty_folder = False
+    for given in map(Path, paths):
+        if not given.is_dir():
+            files.append(given)
+            continue
+        found = sorted(given.glob("*.json"))
+        if not found:
+            print(f"{given}: no flow files (*.json) in this folder", file=sys.stderr)
+            empty_folder = True
+        files.extend(found)
+    return files, empty_folder
 
 
 def cli_render(

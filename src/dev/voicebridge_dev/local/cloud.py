@@ -10,25 +10,44 @@
 (:func:`voicebridge_dev.template.local_physical_id`), and hands out the ``AWS_ENDPOINT_URL_*`` variables that point
 unmodified boto3 at them. These are emulators: their timings and audio stand in for the real services, they are not
 the real services.
+
+From another process, :func:`local_cloud_process` runs ``voicebridge local up`` and reads its exports, and
+:class:`LocalCall` feeds a running local cloud's KVS emulator a contact's audio as Amazon Connect would
+(``voicebridge local call``).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
+import os
+import queue
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import boto3
+import numpy as np
+from botocore import UNSIGNED
 from botocore.config import Config
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
 
 from voicebridge_dev.local.ink import InkEmulator, Recogniser
-from voicebridge_dev.local.kvs import KvsEmulator
+from voicebridge_dev.local.kvs import (
+    AGENT_TRACK,
+    CUSTOMER_TRACK,
+    EMULATED_ACCOUNT_ID,
+    EMULATED_INSTANCE_ID,
+    KvsEmulator,
+)
 from voicebridge_dev.local.lambda_ import LambdaEmulator
 from voicebridge_dev.local.sonic import SonicEmulator
 from voicebridge_dev.local.speech_engine import SpeechEngine
@@ -37,7 +56,9 @@ from voicebridge_dev.template import load_template, local_physical_id
 log = logging.getLogger("voicebridge_dev.local")
 
 LOCAL_API_KEY = "local-cartesia-key"
-LOCAL_ENDPOINT_NAME = "sonic-local"
+LOCAL_ENDPOINT_NAME = "sonic"
+"""The Sonic endpoint's name when the template declares no ``SonicEndpointName`` default. Otherwise the local cloud
+serves the template's default (this name in the repository's), so functions reach it with no parameter override."""
 _CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
 _ALREADY_THERE = {"BucketAlreadyOwnedByYou", "ResourceExistsException", "ResourceInUseException"}
 _MOTO_SERVICES = ("S3", "DYNAMODB", "SECRETS_MANAGER", "CLOUDWATCH", "LOGS", "STS")
@@ -62,9 +83,11 @@ class LocalCloud:
         self.region = region
         self._port_base = port_base
         self._moto: Any = None
+        declared = load_template(self.template_path).get("Parameters", {}).get("SonicEndpointName", {})
+        self.endpoint_name = str(declared.get("Default") or LOCAL_ENDPOINT_NAME)
         self.sonic = SonicEmulator(
             port=port_base + 1 if port_base else 0,
-            endpoint_name=LOCAL_ENDPOINT_NAME,
+            endpoint_name=self.endpoint_name,
             time_to_first_byte_ms=sonic_time_to_first_byte_ms,
             realtime_factor=sonic_realtime_factor,
             engine=engine,
@@ -122,7 +145,7 @@ class LocalCloud:
             self._moto = None
 
     def env(self) -> dict[str, str]:
-        """Variables that point boto3 and the product at this local cloud."""
+        """Variables that point boto3, the ``cartesia`` SDK and the product at this local cloud."""
         variables = {f"AWS_ENDPOINT_URL_{name}": self.moto_url for name in _MOTO_SERVICES}
         variables["AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME"] = self.sonic.url
         variables["AWS_ENDPOINT_URL_KINESIS_VIDEO"] = self.kvs.url
@@ -130,13 +153,14 @@ class LocalCloud:
             variables["AWS_ENDPOINT_URL_LAMBDA"] = self.lambdas.url
         variables["SONIC_BASE_URL"] = self.sonic.url
         variables["CARTESIA_BASE_URL"] = self.ink.url
+        variables["CARTESIA_API_KEY"] = LOCAL_API_KEY
         variables["AWS_DEFAULT_REGION"] = self.region
         variables.update(_CREDENTIALS)
         return variables
 
     def parameters(self) -> dict[str, str]:
         """Template parameter values for a local run."""
-        return {"SonicEndpointName": LOCAL_ENDPOINT_NAME}
+        return {"SonicEndpointName": self.endpoint_name}
 
     def client(self, service: str) -> Any:
         return boto3.client(
@@ -174,12 +198,17 @@ class LocalCloud:
 
 @contextmanager
 def local_cloud_process(
-    *, template: str | Path = "template.yaml", options: Sequence[str] = (), stop_timeout_s: float = 30.0
+    *,
+    template: str | Path = "template.yaml",
+    options: Sequence[str] = (),
+    start_timeout_s: float = 60.0,
+    stop_timeout_s: float = 30.0,
+    stderr: IO[bytes] | int = subprocess.DEVNULL,
 ) -> Iterator[dict[str, str]]:
     """``voicebridge local up`` in a child process on ephemeral ports; yields its exports, stops it on exit.
 
     Measurements use this: the services then run on their own interpreter, as the real ones run on other machines,
-    instead of competing with the code under test for this process's GIL.
+    instead of competing with the code under test for this process's GIL. ``stderr`` takes the child's logs.
     """
     command = [
         sys.executable,
@@ -192,19 +221,9 @@ def local_cloud_process(
         "--template",
         str(template),
     ]
-    child = subprocess.Popen([*command, *options], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    child = subprocess.Popen([*command, *options], stdout=subprocess.PIPE, stderr=stderr, text=True)
     try:
-        env: dict[str, str] = {}
-        assert child.stdout is not None
-        for line in child.stdout:
-            if line.startswith("export "):
-                name, _, value = line.removeprefix("export ").strip().partition("=")
-                env[name] = value
-            elif line.startswith("# Ctrl-C"):
-                break
-        if child.poll() is not None or not env:
-            raise RuntimeError("voicebridge local up did not start")
-        yield env
+        yield _exports_of(child, start_timeout_s)
     finally:
         child.terminate()
         try:
@@ -212,3 +231,249 @@ def local_cloud_process(
         except subprocess.TimeoutExpired:
             child.kill()
             child.wait()
+
+
+def _exports_of(child: subprocess.Popen[str], timeout_s: float) -> dict[str, str]:
+    """The exports ``local up`` prints, read within ``timeout_s``; a thread reads, as a pipe cannot be waited on
+    with a deadline, and keeps draining the child's output after."""
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:
+        assert child.stdout is not None
+        for line in child.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, name="local-up-output", daemon=True).start()
+    deadline = time.monotonic() + timeout_s
+    env: dict[str, str] = {}
+    while True:
+        try:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            raise RuntimeError(f"voicebridge local up printed no exports within {timeout_s:g} s") from None
+        if line is None or line.startswith("# Ctrl-C"):
+            break
+        if line.startswith("export "):
+            name, _, value = line.removeprefix("export ").strip().partition("=")
+            env[name] = value
+    if child.poll() is not None or not env:
+        raise RuntimeError("voicebridge local up did not start")
+    return env
+
+
+# -- a call placed from another process --
+
+_SAMPLE_RATE = 8000
+_BYTES_PER_SECOND = 2 * _SAMPLE_RATE
+_CHUNK_BYTES = _BYTES_PER_SECOND * 256 // 1000
+# Audio is queued this far ahead of the emulator's clock, so a late wake-up here never leaves a tick without audio
+# (the emulator would fill it with silence, as Connect does, and split the caller's words).
+_LEAD_S = 0.5
+_CONTROL_TIMEOUT_S = 10.0
+
+
+class LocalCallError(Exception):
+    """A local call cannot be placed or go on: no local cloud to reach, audio it cannot play, or a refusal."""
+
+
+def call_audio(path: str | Path) -> bytes:
+    """A WAV file (16-bit PCM or µ-law, any rate and channels) as Connect streams audio: s16le, 8 kHz, mono.
+
+    Channels are averaged and other rates resampled; any other file is refused with the reason.
+    """
+    from voicebridge.audio.resample import make_resampler
+    from voicebridge.audio.wav import read_wav
+    from voicebridge.errors import AudioFormatError
+
+    try:
+        samples, rate = read_wav(Path(path).read_bytes())
+        if samples.ndim == 2:
+            samples = np.rint(samples.mean(axis=1)).astype(np.int16)
+        resampler = make_resampler(rate, _SAMPLE_RATE)
+        samples = np.concatenate([resampler.process(samples), resampler.flush()])
+    except OSError as exc:
+        raise LocalCallError(f"{path}: {exc.strerror or exc}") from None
+    except AudioFormatError as exc:
+        raise LocalCallError(f"{path}: {exc} (a 16-bit PCM or µ-law WAV file is needed)") from None
+    if not samples.size:
+        raise LocalCallError(f"{path}: the file holds no audio")
+    return samples.astype("<i2").tobytes()
+
+
+def connect_stream_name(contact_id: str) -> str:
+    """The name of the stream Connect's live media streaming would carry the contact on (instance alias ``local``)."""
+    return f"connect-local-contact-{contact_id}"
+
+
+def start_listening_event(
+    contact_id: str, stream_arn: str, start_fragment: str, start_timestamp: str, *, tracks: str = "customer"
+) -> dict[str, Any]:
+    """The Connect event StartListeningFunction receives once media streaming has started (events/start-listening.json's
+    shape), for a contact of the KVS emulator's instance in the stream's region."""
+    region = stream_arn.split(":")[3]
+    return {
+        "Name": "ContactFlowEvent",
+        "Details": {
+            "ContactData": {
+                "Attributes": {},
+                "Channel": "VOICE",
+                "ContactId": contact_id,
+                "InitialContactId": contact_id,
+                "InitiationMethod": "INBOUND",
+                "LanguageCode": "en-US",
+                "InstanceARN": f"arn:aws:connect:{region}:{EMULATED_ACCOUNT_ID}:instance/{EMULATED_INSTANCE_ID}",
+                "CustomerEndpoint": {"Address": "+15555550100", "Type": "TELEPHONE_NUMBER"},
+                "SystemEndpoint": {"Address": "+15555550199", "Type": "TELEPHONE_NUMBER"},
+                "Queue": None,
+                "MediaStreams": {
+                    "Customer": {
+                        "Audio": {
+                            "StreamARN": stream_arn,
+                            "StartFragmentNumber": start_fragment,
+                            "StartTimestamp": start_timestamp,
+                        }
+                    }
+                },
+            },
+            "Parameters": {"Tracks": tracks},
+        },
+    }
+
+
+class LocalCall:
+    """One contact fed to a running local cloud's KVS emulator as Amazon Connect feeds its stream, in real time.
+
+    It finds the emulator through ``AWS_ENDPOINT_URL_KINESIS_VIDEO`` (one of ``voicebridge local up``'s exports),
+    creates the stream with kinesisvideo's CreateStream (or reuses it), and drives the contact through the
+    emulator's ``/_emulator/contacts`` routes::
+
+        call = LocalCall(call_audio("caller.wav"), contact_id="c-1")
+        event = call.begin()              # the contact is live; event is what StartListeningFunction receives
+        call.play(on_started=announce)    # the audio at real time; announce() once the first of it is queued
+        call.end()                        # the queued audio plays out, then the contact's last fragment
+    """
+
+    def __init__(self, caller: bytes, agent: bytes = b"", *, contact_id: str, stream_name: str | None = None) -> None:
+        url = os.environ.get("AWS_ENDPOINT_URL_KINESIS_VIDEO", "")
+        if not url:
+            raise LocalCallError(
+                "AWS_ENDPOINT_URL_KINESIS_VIDEO is not set: run `voicebridge local up` and paste its exports here"
+            )
+        self.url = url.rstrip("/")
+        self.caller, self.agent = caller, agent
+        self.contact_id = contact_id
+        self.stream_name = stream_name or connect_stream_name(contact_id)
+        self.stream_arn = ""
+        self._region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+        self._live = False
+
+    @property
+    def duration_s(self) -> float:
+        return max(len(self.caller), len(self.agent)) / _BYTES_PER_SECOND
+
+    def begin(self) -> dict[str, Any]:
+        """Create (or reuse) the stream and begin the contact; returns the StartListeningFunction event."""
+        self.stream_arn = self._stream()
+        started = self._control("POST", "contacts", {"StreamARN": self.stream_arn, "ContactId": self.contact_id})
+        self._live = True
+        return start_listening_event(
+            self.contact_id,
+            self.stream_arn,
+            str(started["StartFragmentNumber"]),
+            str(started["StartTimestamp"]),
+            tracks="both" if self.agent else "customer",
+        )
+
+    def play(self, on_started: Callable[[], None]) -> None:
+        """Queue the audio chunk by chunk as its time comes, a little ahead; ``on_started`` after the first chunk."""
+        total = max(len(self.caller), len(self.agent))
+        started, sent = time.monotonic(), 0
+        while sent < total:
+            due = min(total, (time.monotonic() - started + _LEAD_S) * _BYTES_PER_SECOND)
+            while sent < due:
+                end = min(sent + _CHUNK_BYTES, total)
+                self._control(
+                    "POST",
+                    "contacts/audio",
+                    {
+                        "StreamARN": self.stream_arn,
+                        CUSTOMER_TRACK: base64.b64encode(self.caller[sent:end]).decode(),
+                        AGENT_TRACK: base64.b64encode(self.agent[sent:end]).decode(),
+                    },
+                )
+                if not sent:
+                    on_started()
+                sent = end
+            time.sleep(max(0.0, started + sent / _BYTES_PER_SECOND - _LEAD_S - time.monotonic()))
+
+    def end(self, *, drain: bool = True, timeout_s: float = _LEAD_S + 10.0) -> None:
+        """End the contact: with ``drain`` its queued audio plays out first; waits (up to ``timeout_s``) for its
+        last fragment. Does nothing once the contact has ended."""
+        if not self._live:
+            return
+        self._control("POST", "contacts/end", {"StreamARN": self.stream_arn, "Drain": drain})
+        self._live = False
+        deadline = time.monotonic() + timeout_s
+        while self._live_contact() == self.contact_id:
+            if time.monotonic() >= deadline:
+                raise LocalCallError(f"the contact was still live on {self.stream_name} after {timeout_s:g} s")
+            time.sleep(0.05)
+
+    def _stream(self) -> str:
+        """The stream's ARN, creating it when Connect would not have yet."""
+        # Unsigned: the emulator checks no signature, so a shell with only the endpoint export can place a call.
+        config = Config(
+            signature_version=UNSIGNED,
+            retries={"max_attempts": 1},
+            connect_timeout=5,
+            read_timeout=_CONTROL_TIMEOUT_S,
+        )
+        client = boto3.client("kinesisvideo", endpoint_url=self.url, region_name=self._region, config=config)
+        try:
+            try:
+                return str(client.create_stream(StreamName=self.stream_name)["StreamARN"])
+            except ClientError as exc:
+                if exc.response["Error"]["Code"] != "ResourceInUseException":
+                    raise
+            return str(client.describe_stream(StreamName=self.stream_name)["StreamInfo"]["StreamARN"])
+        except EndpointConnectionError:
+            raise LocalCallError(self._unreachable()) from None
+        except (ClientError, BotoCoreError) as exc:
+            raise LocalCallError(f"stream {self.stream_name}: {exc}") from None
+
+    def _live_contact(self) -> str | None:
+        streams = self._control("GET", "streams", None)["Streams"]
+        return next((s["LiveContactId"] for s in streams if s["StreamARN"] == self.stream_arn), None)
+
+    def _control(self, method: str, route: str, body: Mapping[str, Any] | None) -> Any:
+        """One request to the KVS emulator's control plane; its refusal becomes a LocalCallError."""
+        request = urllib.request.Request(
+            f"{self.url}/_emulator/{route}",
+            data=None if body is None else json.dumps(body).encode(),
+            method=method,
+            headers={"Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=_CONTROL_TIMEOUT_S) as answer:
+                return json.load(answer)
+        except urllib.error.HTTPError as exc:
+            raise LocalCallError(f"the KVS emulator refused {route}: {_refusal(exc)}") from None
+        except urllib.error.URLError as exc:
+            if isinstance(exc.reason, ConnectionRefusedError):
+                raise LocalCallError(self._unreachable()) from None
+            raise LocalCallError(f"the KVS emulator at {self.url} cannot be reached: {exc.reason}") from None
+        except (OSError, ValueError) as exc:
+            raise LocalCallError(f"the KVS emulator gave no answer to {route}: {exc or type(exc).__name__}") from None
+
+    def _unreachable(self) -> str:
+        return f"no local cloud at {self.url}: is `voicebridge local up` running, and are its exports pasted here?"
+
+
+def _refusal(error: urllib.error.HTTPError) -> str:
+    """The reason the KVS emulator gives in a refusal's ``{"Message"}``, else the HTTP status."""
+    try:
+        message = json.loads(error.read()).get("Message")
+    except (OSError, ValueError, AttributeError):
+        message = None
+    return str(message or f"HTTP {error.code} {error.reason}")

@@ -635,18 +635,20 @@ class FlowSimulator:
             if self._stream is None:
                 arn = self.kvs.create_stream(f"connect-local-contact-{self.contact.contact_id}")
                 self._stream = self.kvs.stream(arn)
-            fragment = self._stream.begin_contact(self.contact.contact_id, EMULATED_INSTANCE_ID)
+            start = self._stream.begin_contact(self.contact.contact_id, EMULATED_INSTANCE_ID)
         except (KvsEmulatorError, ValueError) as exc:
             raise _ActionFailed(f"media streaming could not start: {exc}") from exc
         now = self.clock.now()
         self.media.start_streaming(self._stream, customer=customer, agent=agent)
-        self._start_fragment = fragment
+        self._start_fragment = start.fragment_number
+        # Connect's StartTimestamp is when the stream's audio began, on the stream's own (producer) clock,
+        # not the simulator's: a PRODUCER_TIMESTAMP selector from it must find the first fragment.
         self.contact.audio_stream = {
             "StreamARN": self._stream.arn,
-            "StartFragmentNumber": fragment,
-            "StartTimestamp": str(self._epoch_ms(now)),
+            "StartFragmentNumber": start.fragment_number,
+            "StartTimestamp": start.start_timestamp,
         }
-        self.log.record(StreamingChanged(now, True, self._stream.arn, fragment))
+        self.log.record(StreamingChanged(now, True, self._stream.arn, start.fragment_number))
 
     def _stop_streaming(self, *, at: float) -> None:
         stream = self.media.stop_streaming()

@@ -7,6 +7,10 @@ optional embedded recogniser (PocketSphinx, :mod:`~.recognisers`), or with deter
 ``[speech 1.23 s]``. Handshakes and the ``/_emulator/...`` control plane share one port (:mod:`~.server`);
 faults are :mod:`~.faults`, what tests inspect :mod:`~.records`, errors :mod:`~.errors`.
 
+It is as strict as the service's documentation allows: audio no faster than real time (:mod:`~.pacing`; refused
+by default), turns that end only while audio flows, errors that end the session, the ranges the SDK documents;
+where the sources are silent or disagree, the module says so and the choice is a setting (:mod:`~.emulator`).
+
 Usage::
 
     with InkEmulator(api_key="test-key") as ink:
@@ -24,14 +28,18 @@ from voicebridge_dev.local.ink.errors import (
     RecogniserUnavailableError,
 )
 from voicebridge_dev.local.ink.faults import DropFault, ErrorFault, Fault, RejectFault, StallFault
+from voicebridge_dev.local.ink.pacing import REALTIME_MODES, REALTIME_TOLERANCE_MS, RealtimeMode
 from voicebridge_dev.local.ink.recognisers import PocketsphinxRecogniser, Recogniser, load_recogniser
 from voicebridge_dev.local.ink.records import HandshakeRecord, InkSession, SentEvent, TurnRecord
 from voicebridge_dev.local.ink.server import MANUAL_PATH, TURNS_PATH
-from voicebridge_dev.local.ink.turns import TurnDetector, TurnSettings, TurnSignal
+from voicebridge_dev.local.ink.turns import END_DELAY_MS, TurnDetector, TurnSettings, TurnSignal
 
 __all__ = [
+    "END_DELAY_MS",
     "IDLE_TIMEOUT_S",
     "MANUAL_PATH",
+    "REALTIME_MODES",
+    "REALTIME_TOLERANCE_MS",
     "TURNS_PATH",
     "DropFault",
     "EmulatorNotRunningError",
@@ -45,6 +53,7 @@ __all__ = [
     "InvalidClipError",
     "InvalidTurnSettingsError",
     "PocketsphinxRecogniser",
+    "RealtimeMode",
     "Recogniser",
     "RecogniserUnavailableError",
     "RejectFault",

@@ -1,17 +1,34 @@
 """The Ink emulator itself: its clips, faults and sessions, and the asyncio loop, on a thread of its own, that
-serves them."""
+serves them.
+
+Its settings stand for what the sources leave open (each module says where they come from):
+
+    realtime                reject | delay | off      audio faster than real time (:mod:`~.pacing`)
+    realtime_tolerance_ms   500                       how far audio may run ahead of the session's clock
+    end_delay_ms            700                       when the emulated model ends a turn (:mod:`~.turns`)
+    idle_timeout_s          20                        a session with no message is closed (:mod:`~.sessions`)
+
+They are given to the constructor (``end_delay_ms`` within ``turn_settings``), or changed on a running emulator
+with :meth:`InkEmulator.configure` or over the control plane, and apply to sessions opened afterwards::
+
+    POST /_emulator/config  {"realtime": "delay", "end_delay_ms": 900}  -> {"config": {...every setting...}}
+    GET  /_emulator/config                                               -> {"config": {...}}
+"""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
+import math
 import threading
 import time
-from typing import ClassVar, Self, cast
+from typing import Any, ClassVar, Self, cast
 
 from voicebridge_dev.local.ink.clips import ClipRegistry
 from voicebridge_dev.local.ink.errors import EmulatorNotRunningError, InkEmulatorError
 from voicebridge_dev.local.ink.faults import DropFault, ErrorFault, Fault, RejectFault, StallFault
+from voicebridge_dev.local.ink.pacing import REALTIME_TOLERANCE_MS, RealtimeMode, check_realtime
 from voicebridge_dev.local.ink.recognisers import Recogniser
 from voicebridge_dev.local.ink.records import HandshakeRecord, InkSession
 from voicebridge_dev.local.ink.server import InkServer
@@ -30,7 +47,9 @@ class InkEmulator(Emulator[DropFault | ErrorFault | RejectFault | StallFault]):
 
     ``recogniser`` is the embedded engine used when no registered clip matches (pass :func:`load_recogniser`'s
     result for PocketSphinx); without one, unmatched speech gets a deterministic stand-in transcript.
-    :meth:`wait_idle` waits until no connection is being served (open sessions included).
+    ``realtime`` and ``realtime_tolerance_ms`` say what happens to audio sent faster than real time (refused by
+    default), ``turn_settings.end_delay_ms`` when a turn ends, ``idle_timeout_s`` when a silent session is
+    closed. :meth:`wait_idle` waits until no connection is being served (open sessions included).
     """
 
     label: ClassVar[str] = "Ink emulator"
@@ -45,14 +64,20 @@ class InkEmulator(Emulator[DropFault | ErrorFault | RejectFault | StallFault]):
         turn_settings: TurnSettings | None = None,
         idle_timeout_s: float = IDLE_TIMEOUT_S,
         update_interval_ms: float = 300.0,
+        realtime: RealtimeMode = "reject",
+        realtime_tolerance_ms: float = REALTIME_TOLERANCE_MS,
     ) -> None:
         super().__init__()
+        check_realtime(realtime, realtime_tolerance_ms)
+        _check_idle_timeout(idle_timeout_s)
         self.host = host
         self.api_key = api_key
         self.recogniser = recogniser
         self.turn_settings = turn_settings or TurnSettings()
         self.idle_timeout_s = idle_timeout_s
         self.update_interval_ms = update_interval_ms
+        self.realtime: RealtimeMode = realtime
+        self.realtime_tolerance_ms = realtime_tolerance_ms
         self.clips = ClipRegistry(self.turn_settings)
         self._requested_port = port
         self._port: int | None = None
@@ -99,6 +124,45 @@ class InkEmulator(Emulator[DropFault | ErrorFault | RejectFault | StallFault]):
     def url(self) -> str:
         """``http://host:port``: the SDK's ``base_url`` (it derives ``ws://`` from it)."""
         return f"http://{self.host}:{self.port}"
+
+    # ---- settings
+
+    def configure(
+        self,
+        *,
+        realtime: RealtimeMode | None = None,
+        realtime_tolerance_ms: float | None = None,
+        end_delay_ms: float | None = None,
+        idle_timeout_s: float | None = None,
+    ) -> dict[str, Any]:
+        """Change the settings sessions opened from now on get; returns them all (:meth:`settings`).
+
+        >>> ink.configure(realtime="delay", end_delay_ms=900)  # doctest: +SKIP
+
+        Raises ValueError (:class:`InvalidTurnSettingsError` for ``end_delay_ms``), changing nothing, for a
+        value out of range.
+        """
+        mode = self.realtime if realtime is None else realtime
+        tolerance = self.realtime_tolerance_ms if realtime_tolerance_ms is None else float(realtime_tolerance_ms)
+        idle = self.idle_timeout_s if idle_timeout_s is None else float(idle_timeout_s)
+        check_realtime(mode, tolerance)
+        _check_idle_timeout(idle)
+        turn_settings = self.turn_settings
+        if end_delay_ms is not None:
+            turn_settings = dataclasses.replace(turn_settings, end_delay_ms=float(end_delay_ms))
+        self.realtime, self.realtime_tolerance_ms, self.idle_timeout_s = mode, tolerance, idle
+        self.turn_settings = turn_settings
+        logger.info("Ink emulator: settings now %s", self.settings())
+        return self.settings()
+
+    def settings(self) -> dict[str, Any]:
+        """The settings :meth:`configure` changes, by name."""
+        return {
+            "realtime": self.realtime,
+            "realtime_tolerance_ms": self.realtime_tolerance_ms,
+            "end_delay_ms": self.turn_settings.end_delay_ms,
+            "idle_timeout_s": self.idle_timeout_s,
+        }
 
     # ---- test-facing API
 
@@ -181,3 +245,8 @@ class InkEmulator(Emulator[DropFault | ErrorFault | RejectFault | StallFault]):
             await self._stop_event.wait()
             server.close()
             await front.close()
+
+
+def _check_idle_timeout(seconds: float) -> None:
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ValueError(f"idle_timeout_s must be a positive number, got {seconds}")

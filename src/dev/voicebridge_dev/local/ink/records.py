@@ -48,7 +48,11 @@ class HandshakeRecord:
 
 @dataclass(eq=False)
 class InkSession:
-    """Accounting of one accepted WebSocket session, for tests to inspect."""
+    """Accounting of one accepted WebSocket session, for tests to inspect.
+
+    ``received_audio`` is the audio the emulator has processed, in order: all that arrived, except a ``delay``
+    backlog not yet reached or a message refused for running ahead of real time.
+    """
 
     request_id: str
     endpoint: Literal["turns", "manual"]

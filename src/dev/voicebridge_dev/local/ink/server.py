@@ -12,6 +12,8 @@ Control plane, JSON over plain HTTP on the same port (:class:`~voicebridge_dev.l
     POST   /_emulator/faults       {"kind": "drop" | "error" | "reject" | "stall", ...}  arm a fault
     DELETE /_emulator/faults                                                   disarm all faults
     GET    /_emulator/sessions                                                 session summaries
+    POST   /_emulator/config       {"realtime"?, "realtime_tolerance_ms"?, "end_delay_ms"?, "idle_timeout_s"?}
+    GET    /_emulator/config                                                   the settings new sessions get
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from websockets.server import ServerProtocol
 from voicebridge_dev.local.ink.audio import BYTES_PER_SAMPLE
 from voicebridge_dev.local.ink.errors import ConnectionLost, EndSession, HandshakeRejected
 from voicebridge_dev.local.ink.faults import fault_from_json
+from voicebridge_dev.local.ink.pacing import RealtimeMode
 from voicebridge_dev.local.ink.records import HandshakeRecord, InkSession
 from voicebridge_dev.local.ink.sessions import ManualRunner, SessionRunner, TurnsRunner
 from voicebridge_dev.local.ink.turns import CLIENT_RANGES, TurnSettings
@@ -65,6 +68,17 @@ class _RegisterRequest(BaseModel):
     sample_rate: int = Field(default=8000, ge=_MIN_RATE, le=_MAX_RATE)
 
 
+class _ConfigRequest(BaseModel):
+    """The settings :meth:`InkEmulator.configure` changes; each one left out stays as it is."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    realtime: RealtimeMode | None = None
+    realtime_tolerance_ms: float | None = None
+    end_delay_ms: float | None = None
+    idle_timeout_s: float | None = None
+
+
 def control_plane(emulator: InkEmulator) -> ControlPlane:
     """The ``/_emulator/...`` routes: clips, faults and the sessions' summaries."""
 
@@ -86,11 +100,17 @@ def control_plane(emulator: InkEmulator) -> ControlPlane:
     def sessions(_: bytes) -> ControlAnswer:
         return ControlAnswer(HTTPStatus.OK, [session.summary() for session in emulator.sessions])
 
+    def configure(body: bytes) -> ControlAnswer:
+        changes = _ConfigRequest.model_validate_json(body or b"{}")
+        return ControlAnswer(HTTPStatus.OK, {"config": emulator.configure(**changes.model_dump())})
+
     control = ControlPlane(refusal=lambda reason: ControlAnswer(HTTPStatus.BAD_REQUEST, {"message": reason}))
     control.route("POST", "transcripts", register)
     control.route("POST", "faults", inject)
     control.route("DELETE", "faults", clear)
     control.route("GET", "sessions", sessions)
+    control.route("POST", "config", configure)
+    control.route("GET", "config", lambda _: ControlAnswer(HTTPStatus.OK, {"config": emulator.settings()}))
     return control
 
 

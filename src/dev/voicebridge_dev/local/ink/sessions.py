@@ -4,7 +4,7 @@ Turn detection — ``GET /stt/turns/websocket?model=ink-2&encoding=pcm_s16le&sam
 
     client → binary audio frames; text {"type": "config", "turn": {...}} | {"type": "close"}
     server → connected, then per turn: turn.start → turn.update* → (turn.eager_end → turn.resume)* → turn.end;
-             error {message, status_code, title, error_code} at any time
+             error {message, status_code, title, error_code, done} at any time, then the socket closes
 
 Manual finalize — ``GET /stt/websocket?model=ink-2&encoding=pcm_s16le&sample_rate=8000``::
 
@@ -12,8 +12,30 @@ Manual finalize — ``GET /stt/websocket?model=ink-2&encoding=pcm_s16le&sample_r
     server → transcript {text (a delta), is_final, duration, language, words}* → flush_done per finalize;
              on close: the remaining finals → done → the socket closes
 
-Every event carries ``request_id``. Event fields are exactly those of the SDK's ``cartesia.types.stt`` models.
-A session with no audio for ``idle_timeout_s`` (20 s, as the service) receives an ``error`` and is closed.
+Every event carries ``request_id``. Event fields are those of the SDK's ``cartesia.types.stt`` models
+(cartesia-python), and the turns page (https://docs.cartesia.ai/use-the-api/stt/turns) gives their order. What
+else each session does, and where it comes from:
+
+- Audio is accepted no faster than real time (:mod:`~voicebridge_dev.local.ink.pacing`: reject, delay or off).
+  Messages are handled in the order they arrived; in ``delay`` mode a command waits behind the audio before it.
+- A turn ends only while audio keeps arriving (:mod:`~voicebridge_dev.local.ink.turns`). ``{"type": "close"}``
+  flushes: the open turn ends with its transcript, then the socket closes with 1000. Cartesia's troubleshooting
+  page for turn detection (https://docs.cartesia.ai/ja-jp/use-the-api/stt/troubleshooting/auto) says that on
+  close the server processes the audio it holds and sends the remaining events before it closes the socket,
+  and that a client skipping ``close`` loses that audio.
+- Manual finalize closes on ``close`` (the SDK's ``Literal["finalize", "close"]``) and on ``done``, the name in
+  Cartesia's older STT reference (API version 2025-04-16) that pipecat still sends.
+- Error events have the shape of Cartesia's API-errors page for ``Cartesia-Version`` 2026-03-01 and newer (the
+  SDK sends 2026-08-14): ``type``, ``status_code``, ``error_code``, ``title``, ``message``, ``request_id`` and
+  ``done: true`` — "Currently always true for error events" — so every error ends the session: the emulator
+  sends it, then closes the socket (1008 for a client's mistake; no source documents close codes).
+- A session that receives no message for ``idle_timeout_s`` gets an ``error`` (408, ``idle_timeout``) and is
+  closed. The sources disagree on the timeout: Cartesia's STT reference (API version 2025-04-16) says 20 s, "The
+  timeout resets with each message (audio data or text command)"; pipecat (``services/cartesia/stt.py``) says
+  Cartesia disconnects "after 3 minutes of inactivity". The default is the stricter 20 s
+  (:data:`~voicebridge_dev.local.ink.emulator.IDLE_TIMEOUT_S`), configurable; a session still working through
+  a ``delay`` backlog is not idle.
+
 Transcripts come from clips registered alongside their audio, then the embedded recogniser, then a
 deterministic stand-in such as ``[speech 1.23 s]``.
 """
@@ -21,13 +43,16 @@ deterministic stand-in such as ``[speech 1.23 s]``.
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+import math
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from voicebridge_dev.local.ink.audio import BYTES_PER_SAMPLE, as_s16le, decode
 from voicebridge_dev.local.ink.errors import ConnectionLost, EndSession
 from voicebridge_dev.local.ink.faults import DropFault, ErrorFault, StallFault
+from voicebridge_dev.local.ink.pacing import RealtimeBudget
 from voicebridge_dev.local.ink.records import InkSession, SentEvent, TurnRecord
 from voicebridge_dev.local.ink.turns import CLIENT_RANGES, TurnDetector, TurnSettings, TurnSignal, voiced_span
 from voicebridge_dev.local.ink.websocket import WebSocket
@@ -43,10 +68,14 @@ logger = logging.getLogger(__name__)
 # frames, so a clip's first or last syllable may sit just outside the voiced frames.
 _PREROLL_MS = 100.0
 _TAIL_MS = 200.0
+# A delayed backlog is processed in pieces of at most this much audio, so events come out at their pace.
+_BACKLOG_STEP_MS = 20.0
+# WebSocket close code after an error the client caused (RFC 6455: policy violation).
+_CLIENT_ERROR_CLOSE = 1008
 
 
 class SessionRunner:
-    """What both endpoints share: audio accounting, event delivery, faults, the idle timeout."""
+    """What both endpoints share: message order, pacing, audio accounting, events, faults, the idle timeout."""
 
     def __init__(self, emulator: InkEmulator, session: InkSession, socket: WebSocket) -> None:
         self.emulator = emulator
@@ -57,33 +86,43 @@ class SessionRunner:
         self._stall_until = 0.0
         self._turn_ends = 0
         self._transcripts: dict[tuple[int, int], str] = {}
+        self._idle_timeout_s = emulator.idle_timeout_s
+        self._realtime_mode = emulator.realtime
+        self._realtime_tolerance_ms = emulator.realtime_tolerance_ms
+        # Messages received and not yet handled, oldest first; only a delay-mode backlog keeps any here.
+        self._pending: collections.deque[bytes | str] = collections.deque()
+        self._arrived = 0
+        self._active_at = 0.0
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
-        idle_deadline = loop.time() + self.emulator.idle_timeout_s
+        budget = RealtimeBudget(
+            self._realtime_mode,
+            self._realtime_tolerance_ms,
+            bytes_per_second=self.session.sample_rate * self._width,
+            opened_at=loop.time(),
+        )
+        self._active_at = loop.time()
         try:
             await self.on_open()
             while True:
-                deadline = idle_deadline
-                if self._held:
-                    deadline = min(deadline, self._stall_until)
                 try:
-                    message = await self.socket.receive(deadline)
+                    message = await self.socket.receive(self._next_wake(budget))
                 except TimeoutError:
-                    if loop.time() >= idle_deadline:
+                    if not self._pending and loop.time() >= self._active_at + self._idle_timeout_s:
                         await self._fail_idle()
+                    await self._drain(budget)
                     await self._release_held()
                     continue
                 if message is None:
                     raise EndSession("client_closed" if self.socket.peer_closed else "connection_lost")
+                self._active_at = loop.time()
                 if isinstance(message, bytes):
-                    self.session.received_audio += message
-                    idle_deadline = loop.time() + self.emulator.idle_timeout_s
-                    await self.on_audio(message)
-                    await self._apply_faults()
-                else:
-                    self.session.commands.append(message)
-                    await self.on_command(message)
+                    self._arrived += len(message)
+                    if not budget.admits(self._arrived, loop.time()):
+                        await self._fail_realtime(budget)
+                self._pending.append(message)
+                await self._drain(budget)
                 await self._release_held()
         except EndSession as end:
             self.session.ended_by = end.reason
@@ -91,6 +130,41 @@ class SessionRunner:
             self.session.ended_by = "connection_lost"
         finally:
             self.on_end()
+
+    def _next_wake(self, budget: RealtimeBudget) -> float:
+        """When the loop must act without a message: idle timeout, held events, the next backlog step."""
+        deadline = math.inf if self._pending else self._active_at + self._idle_timeout_s
+        if self._held:
+            deadline = min(deadline, self._stall_until)
+        if self._pending and isinstance(self._pending[0], bytes):
+            step = max(self._width, round(budget.bytes_per_second * _BACKLOG_STEP_MS / 1000.0))
+            wanted = min(len(self._pending[0]), step)
+            deadline = min(deadline, budget.due(len(self.session.received_audio), wanted))
+        return deadline
+
+    async def _drain(self, budget: RealtimeBudget) -> None:
+        """Handle the pending messages, in order, as far as real time allows (audio waits in ``delay`` mode)."""
+        loop = asyncio.get_running_loop()
+        while self._pending:
+            message = self._pending[0]
+            if isinstance(message, str):
+                self._pending.popleft()
+                self.session.commands.append(message)
+                await self.on_command(message)
+                continue
+            allowed = budget.processable(len(self.session.received_audio), loop.time())
+            take = len(message) if allowed >= len(message) else int(allowed) // self._width * self._width
+            if take == 0:
+                return
+            if take == len(message):
+                self._pending.popleft()
+            else:
+                self._pending[0] = message[take:]
+            piece = message[:take]
+            self.session.received_audio += piece
+            self._active_at = loop.time()
+            await self.on_audio(piece)
+            await self._apply_faults()
 
     # ---- overridden per endpoint
 
@@ -119,13 +193,19 @@ class SessionRunner:
     async def emit_error(self, status_code: int, title: str, message: str, error_code: str | None) -> None:
         payload: dict[str, Any] = {
             "type": "error",
-            "message": message,
+            "done": True,
             "status_code": status_code,
+            "error_code": error_code,
             "title": title,
+            "message": message,
         }
-        if error_code is not None:
-            payload["error_code"] = error_code
         await self.emit(payload)
+
+    async def fail(self, status_code: int, title: str, message: str, error_code: str, ended_by: str) -> NoReturn:
+        """End the session for a client's mistake: the error event, then the socket closes."""
+        logger.info("Ink emulator: session %s: %s", self.session.request_id, message)
+        await self.emit_error(status_code, title, message, error_code)
+        await self.finish(_CLIENT_ERROR_CLOSE, title, ended_by)
 
     async def _release_held(self) -> None:
         if self._held and asyncio.get_running_loop().time() >= self._stall_until:
@@ -133,20 +213,31 @@ class SessionRunner:
             for payload in held:
                 await self.socket.send_json(payload)
 
-    async def finish(self, code: int, reason: str, ended_by: str) -> None:
+    async def finish(self, code: int, reason: str, ended_by: str) -> NoReturn:
         """Deliver anything still held, close the WebSocket cleanly and end the session."""
         self._stall_until = 0.0
         await self._release_held()
         await self.socket.close(code, reason)
         raise EndSession(ended_by)
 
-    async def _fail_idle(self) -> None:
-        seconds = self.emulator.idle_timeout_s
+    async def _fail_idle(self) -> NoReturn:
+        seconds = self._idle_timeout_s
         await self.emit_error(
-            408, "Request Timeout", f"No audio received for {seconds:g} s; session closed.", "idle_timeout"
+            408, "Request Timeout", f"No message received for {seconds:g} s; session closed.", "idle_timeout"
         )
         logger.info("Ink emulator: session %s idle for %g s, closing", self.session.request_id, seconds)
         await self.finish(1000, "idle timeout", "idle_timeout")
+
+    async def _fail_realtime(self, budget: RealtimeBudget) -> NoReturn:
+        ahead_ms = budget.ahead_ms(self._arrived, asyncio.get_running_loop().time())
+        await self.fail(
+            429,
+            "Too Many Requests",
+            f"Audio arrived {ahead_ms:.0f} ms ahead of real time (allowed: {budget.tolerance_ms:g} ms); realtime "
+            "endpoints accept one second of audio per second (Ink emulator).",
+            "audio_faster_than_realtime",
+            "realtime_exceeded",
+        )
 
     # ---- faults
 
@@ -154,7 +245,7 @@ class SessionRunner:
         for fault in self.emulator.take_faults(self.session, self._turn_ends):
             logger.info("Ink emulator: session %s hit injected fault %s", self.session.request_id, fault.kind)
             if isinstance(fault, DropFault):
-                self.socket.abort()
+                await self.socket.drop()
                 raise EndSession("fault_drop")
             if isinstance(fault, ErrorFault):
                 await self.emit_error(fault.status_code, fault.title, fault.message, fault.error_code)
@@ -305,18 +396,19 @@ class TurnsRunner(SessionRunner):
         elif kind == "config":
             await self._configure(command.get("turn") or {})
         else:
-            await self.emit_error(400, "Bad Request", f"Unknown command: {text[:200]}", "invalid_command")
+            await self.fail(400, "Bad Request", f"Unknown command: {text[:200]}", "invalid_command", "invalid_command")
 
     async def _configure(self, turn: Any) -> None:
         allowed = set(CLIENT_RANGES)
         if not isinstance(turn, dict) or not set(turn) <= allowed:
-            await self.emit_error(400, "Bad Request", f"config.turn accepts {sorted(allowed)}", "invalid_config")
-            return
+            await self.fail(
+                400, "Bad Request", f"config.turn accepts {sorted(allowed)}", "invalid_config", "invalid_config"
+            )
         try:
             values = {name: float(value) for name, value in turn.items() if value is not None}
             self.detector.settings = self.detector.settings.with_client_values(values)
         except (TypeError, ValueError) as exc:
-            await self.emit_error(400, "Bad Request", str(exc), "invalid_config")
+            await self.fail(400, "Bad Request", str(exc), "invalid_config", "invalid_config")
 
 
 class ManualRunner(SessionRunner):
@@ -337,7 +429,9 @@ class ManualRunner(SessionRunner):
             await self.emit({"type": "done"})
             await self.finish(1000, "", "close_command")
         else:
-            await self.emit_error(400, "Bad Request", f"Unknown command: {command[:200]}", "invalid_command")
+            await self.fail(
+                400, "Bad Request", f"Unknown command: {command[:200]}", "invalid_command", "invalid_command"
+            )
 
     async def _finalize(self) -> None:
         start = self._segment_start

@@ -1,7 +1,24 @@
 """Turn detection from signal energy, sans-I/O: audio in, ``start`` / ``eager_end`` / ``resume`` / ``end`` out.
 
 The service's turn settings (``start_threshold``, ``eager_end_threshold``, ``end_threshold``,
-``end_timeout_ms``) act on an emulated speaking probability, within the ranges the service accepts from a client.
+``end_timeout_ms``) act on an emulated speaking probability, within the ranges the service accepts from a
+client: the SDK documents them (``cartesia.types.stt.AutoFinalizeWebsocketParams`` and the ``config`` command's
+``turn``: start 0.5–0.9, eager end 0.3–0.6, end 0.05–0.5, strictly ordered start > eager end > end, and
+``end_timeout_ms`` "Default: 5600. Range: 640-11200"). A value out of range is refused: at the handshake with
+HTTP 400, in a ``config`` command with an error event (:mod:`~voicebridge_dev.local.ink.sessions`). The SDK's
+docs give the ranges but not the server's answer to a value outside them; refusing is the strict reading.
+
+When a turn ends. ``end_timeout_ms`` is the "Maximum amount of time in milliseconds that the model will wait
+after the user stops speaking before ending the turn" (SDK): an upper bound. The real model usually ends a
+turn sooner, once it is confident; Cartesia's troubleshooting page for turn detection puts what it adds to the
+final transcript at about 0.5 s. The emulator has no model, so its confidence is a fixed delay,
+``end_delay_ms`` (700 ms by default: a confident model, just above the shortest ``end_timeout_ms`` the service
+accepts, and validated to that same 640–11,200 ms range), bounded by the session's ``end_timeout_ms``: a turn
+ends ``min(end_delay_ms, end_timeout_ms)`` after the last voiced frame. The detector advances only on audio it
+is fed, so a turn ends only while audio keeps arriving, as pipecat (``services/cartesia/turns/stt.py``: "If we
+stop sending audio after a `turn.start`, the server never emits `turn.end` unless we resume sending audio") and
+Cartesia's troubleshooting page for turn detection (https://docs.cartesia.ai/ja-jp/use-the-api/stt/troubleshooting/
+auto: the API expects a continuous stream, and a muted client should send silence) describe.
 """
 
 from __future__ import annotations
@@ -15,7 +32,15 @@ import numpy as np
 from voicebridge_dev.local.ink.audio import Samples, level_dbfs
 from voicebridge_dev.local.ink.errors import InvalidTurnSettingsError
 
-__all__ = ["CLIENT_RANGES", "TurnDetector", "TurnSettings", "TurnSignal", "voiced_span"]
+__all__ = [
+    "CLIENT_RANGES",
+    "END_DELAY_MS",
+    "END_TIMEOUT_MS",
+    "TurnDetector",
+    "TurnSettings",
+    "TurnSignal",
+    "voiced_span",
+]
 
 CLIENT_RANGES: dict[str, tuple[float, float]] = {
     "start_threshold": (0.5, 0.9),
@@ -23,6 +48,8 @@ CLIENT_RANGES: dict[str, tuple[float, float]] = {
     "end_threshold": (0.05, 0.5),
     "end_timeout_ms": (640.0, 11200.0),
 }
+END_TIMEOUT_MS = 5600.0
+END_DELAY_MS = 700.0
 
 
 @dataclass(frozen=True)
@@ -33,16 +60,16 @@ class TurnSettings:
     continue whatever is happening (hysteresis). The service's thresholds act on an emulated speaking
     probability: it rises by one per ``start_ramp_ms`` of consecutive voiced audio (turn.start once it reaches
     ``start_threshold``: 100 ms with the defaults) and, after the last voiced frame, falls linearly so that it
-    crosses ``end_threshold`` exactly ``end_timeout_ms`` later (turn.end); turn.eager_end fires when it
-    crosses ``eager_end_threshold``. The service defaults end_timeout_ms to 5600 ms, an upper bound its model
-    rarely needs; the emulator, having no model, ends turns after 500 ms of silence unless a client asks
-    otherwise.
+    crosses ``end_threshold`` exactly :attr:`end_after_ms` later (turn.end); turn.eager_end fires when it
+    crosses ``eager_end_threshold``. ``end_timeout_ms`` is the client's bound (the service's default, 5600 ms,
+    unless the session sets it); ``end_delay_ms`` is the emulated model's own delay (see the module).
     """
 
     start_threshold: float = 0.8
     eager_end_threshold: float = 0.4
     end_threshold: float = 0.2
-    end_timeout_ms: float = 500.0
+    end_timeout_ms: float = END_TIMEOUT_MS
+    end_delay_ms: float = END_DELAY_MS
     voiced_dbfs: float = -40.0
     silence_dbfs: float = -50.0
     start_ramp_ms: float = 125.0
@@ -53,10 +80,21 @@ class TurnSettings:
             raise InvalidTurnSettingsError("end_threshold must lie below start_threshold, both within [0, 1]")
         if not 0.0 < self.eager_end_threshold < 1.0:
             raise InvalidTurnSettingsError("eager_end_threshold must lie within (0, 1)")
-        if self.end_timeout_ms <= 0 or self.start_ramp_ms <= 0 or self.frame_ms <= 0:
+        if self.start_ramp_ms <= 0 or self.frame_ms <= 0:
             raise InvalidTurnSettingsError("durations must be positive")
+        low, high = CLIENT_RANGES["end_timeout_ms"]
+        for name in ("end_timeout_ms", "end_delay_ms"):
+            if not low <= getattr(self, name) <= high:
+                raise InvalidTurnSettingsError(
+                    f"{name} must be within [{low:g}, {high:g}], got {getattr(self, name):g}"
+                )
         if self.silence_dbfs > self.voiced_dbfs:
             raise InvalidTurnSettingsError("silence_dbfs must not exceed voiced_dbfs")
+
+    @property
+    def end_after_ms(self) -> float:
+        """How long after the last voiced frame a turn ends: the model's delay, bounded by the client's timeout."""
+        return min(self.end_delay_ms, self.end_timeout_ms)
 
     def with_client_values(self, values: Mapping[str, float]) -> TurnSettings:
         """These settings as updated by a client (query or config command), within the service's ranges."""
@@ -141,10 +179,11 @@ class TurnDetector:
             return None
         self._silent_frames += 1
         silence_ms = self._silent_frames * frame_ms
-        if silence_ms >= s.end_timeout_ms:
+        end_after_ms = s.end_after_ms
+        if silence_ms >= end_after_ms:
             self.end_turn()
             return TurnSignal("end", self.samples_seen)
-        probability = 1.0 - (1.0 - s.end_threshold) * silence_ms / s.end_timeout_ms
+        probability = 1.0 - (1.0 - s.end_threshold) * silence_ms / end_after_ms
         if not self._eager and probability <= s.eager_end_threshold:
             self._eager = True
             return TurnSignal("eager_end", self.samples_seen)

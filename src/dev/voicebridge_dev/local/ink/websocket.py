@@ -125,5 +125,19 @@ class WebSocket:
                     self._writer.write(data)
         self._writer.close()
 
-    def abort(self) -> None:
+    async def drop(self) -> None:
+        """End the connection without a close frame (the client sees 1006), once what was written has left.
+
+        The write side is shut first, so the events already sent reach the client ahead of the end of the
+        stream; the connection is cut once the client lets go of it, or after a grace period. Cutting it at
+        once could reset it with those events still in flight.
+        """
+        with contextlib.suppress(OSError, RuntimeError):
+            if self._writer.can_write_eof():
+                self._writer.write_eof()
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(TimeoutError, ConnectionError, OSError):
+            async with asyncio.timeout_at(loop.time() + _CLOSE_GRACE_S):
+                while await self._reader.read(65536):
+                    pass
         self._writer.transport.abort()

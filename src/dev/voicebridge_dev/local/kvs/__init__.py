@@ -7,9 +7,14 @@ This is an emulator for local runs and tests, not AWS. botocore talks to it unmo
 :mod:`~.fragments` states and writes the payload as :mod:`~.media` does, with the faults of :mod:`~.faults`.
 Errors are :mod:`~.errors`; the emulator itself, :class:`KvsEmulator`, is :mod:`~.emulator`.
 
+Every behaviour follows AWS's documentation where it says something (FRAGMENT_NUMBER is exclusive, five GetMedia
+calls per second and three connections per stream, the payload ending 3 s after the last fragment); where the
+sources are silent or disagree the module that implements it says so and the choice is a setting.
+
 >>> with KvsEmulator(pace=0) as kvs:
 ...     arn = kvs.create_stream("connect-demo-contact")
 ...     start = kvs.stream(arn).load_wavs("caller.wav", None, contact_id="c-1")  # doctest: +SKIP
+...     start.fragment_number, start.start_timestamp  # Connect's StartFragmentNumber and StartTimestamp
 """
 
 from voicebridge_dev.local.kvs.emulator import EMULATED_ACCOUNT_ID, KvsEmulator
@@ -22,8 +27,9 @@ from voicebridge_dev.local.kvs.errors import (
     UnplayableAudioError,
 )
 from voicebridge_dev.local.kvs.faults import Fault, FaultKind
+from voicebridge_dev.local.kvs.fragments import FragmentNumberSelector
 from voicebridge_dev.local.kvs.matroska import AGENT_TRACK, CODEC_AAC, CODEC_PCM, CUSTOMER_TRACK
-from voicebridge_dev.local.kvs.streams import EMULATED_INSTANCE_ID, EmulatedStream
+from voicebridge_dev.local.kvs.streams import EMULATED_INSTANCE_ID, ContactStart, EmulatedStream, Settings
 
 __all__ = [
     "AGENT_TRACK",
@@ -32,13 +38,16 @@ __all__ = [
     "CUSTOMER_TRACK",
     "EMULATED_ACCOUNT_ID",
     "EMULATED_INSTANCE_ID",
+    "ContactStart",
     "ContactStateError",
     "EmulatedStream",
     "Fault",
     "FaultKind",
     "FaultSpecError",
+    "FragmentNumberSelector",
     "KvsEmulator",
     "KvsEmulatorError",
+    "Settings",
     "StreamExistsError",
     "StreamNotFoundError",
     "UnplayableAudioError",

@@ -1,33 +1,65 @@
-"""A stream's fragments, and where a GetMedia payload starts among them.
+"""A stream's fragments, and where a GetMedia payload starts among them (the ``StartSelector``).
 
-StartSelector choices, where the documentation leaves room:
+What each selector does, and where the behaviour comes from. "The reference" is AWS's StartSelector page
+(https://docs.aws.amazon.com/kinesisvideostreams/latest/dg/API_dataplane_StartSelector.html), whose text is
+botocore's ``kinesis-video-media`` model (``StartSelector``) word for word.
 
-- ``FRAGMENT_NUMBER`` starts *at* ``AfterFragmentNumber`` (inclusive; consumers de-duplicate by number). A
-  number the stream does not hold ends the payload with the error tags of code 4000 (fragment not found).
-- ``CONTINUATION_TOKEN`` resumes *after* the fragment whose trailing tags carried the token.
-- ``NOW`` starts with the next fragment to begin (or one begun without audio yet), so the rest of an ongoing
-  fragment is not sent.
-- ``EARLIEST`` starts with the oldest fragment held (the emulator keeps every fragment).
-- ``PRODUCER_TIMESTAMP`` / ``SERVER_TIMESTAMP`` start with the fragment containing ``StartTimestamp``, or
-  the first one after it.
+- ``FRAGMENT_NUMBER`` — "Start with the chunk *after* a specific fragment" (the reference): **exclusive**, the
+  default. AWS's parser library agrees: ``ContinuousGetMediaWorker`` resumes with the last fragment it processed
+  as ``AfterFragmentNumber`` and asserts every later number is greater. The member's own text is looser ("the
+  fragment number from where you want the GetMedia API to start returning the fragments"), and in 2018 an AWS
+  engineer quoted an older wording, "Start with the chunk containing the specific fragment"
+  (amazon-kinesis-video-streams-parser-library issue #26). Because the sources once disagreed, the other reading
+  is a switch: ``fragment_number_selector="inclusive"`` starts *at* that fragment, so a consumer can be run
+  under both. Connect's ``StartFragmentNumber`` is "the fragment in which the customer audio stream started"
+  (Connect admin guide, media-streaming-attributes), so the exclusive reading skips a contact's first fragment
+  when a consumer passes it as ``AfterFragmentNumber``.
+- An ``AfterFragmentNumber`` (or continuation token) the stream does not hold: the response is 200 and its
+  payload is the error tags ``AWS_KINESISVIDEO_ERROR_ID`` 4000, "Requested fragment is not found" — the one
+  error of GetMedia's documented list that names a missing fragment (botocore, ``GetMediaOutput.Payload``).
+  ResourceNotFoundException is documented as "The stream with the given name does not exist" and
+  InvalidArgumentException as an invalid parameter value, so neither fits a well-formed number; no source
+  shows the service's answer itself. A number that is not ``^[0-9]+$`` of 1–128 digits (the member's pattern)
+  is an InvalidArgumentException.
+- ``PRODUCER_TIMESTAMP`` / ``SERVER_TIMESTAMP`` — "Start with the chunk containing a fragment with the specified
+  producer or server timestamp" (the reference): the fragment whose span holds ``StartTimestamp`` is sent
+  whole, **inclusive**. Sources are silent on a timestamp no fragment holds; the emulator starts with the first
+  fragment after it — the first of the stream for a time before it, the next contact's first across the gap
+  between two contacts — and, past the last fragment, with the next fragment to be produced, as ``NOW`` does:
+  GetMedia is a long-lived connection whose payload only ends once no fragment has arrived for a while
+  (:mod:`~voicebridge_dev.local.kvs.streams`).
+- ``CONTINUATION_TOKEN`` — "Read using the specified continuation token"; the token lets a client "get the next
+  chunk where the last request terminated" (botocore, ``GetMediaOutput.Payload``). The emulator's token is the
+  number of the fragment whose trailing GetMedia tags carried it, and reading resumes with the fragment *after*
+  it. The token's form is not documented (the public dump's value is redacted); clients treat it as opaque.
+- ``NOW`` — "Start with the latest chunk on the stream": the next fragment to begin (or one begun without audio
+  yet), so the rest of an ongoing fragment is not sent.
+- ``EARLIEST`` — "Start with earliest available chunk": the oldest fragment held (the emulator keeps every one).
 """
 
 from __future__ import annotations
 
 import bisect
 import math
+import re
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 from voicebridge_dev.local.kvs.errors import ApiError
 from voicebridge_dev.local.kvs.matroska import FragmentInfo, FragmentWriter
 
-__all__ = ["Fragment", "FragmentNumbers", "start_index"]
+__all__ = ["FRAGMENT_NUMBER_SELECTORS", "Fragment", "FragmentNumberSelector", "FragmentNumbers", "start_index"]
+
+FragmentNumberSelector = Literal["exclusive", "inclusive"]
+FRAGMENT_NUMBER_SELECTORS: tuple[FragmentNumberSelector, ...] = get_args(FragmentNumberSelector)
 
 # Real fragment numbers are 47-digit decimals; this prefix keeps ours the same length and shape.
 _FRAGMENT_PREFIX = 91343852333 * 10**36
+# The FragmentNumberString and ContinuationToken shapes of botocore's model.
+_FRAGMENT_NUMBER = re.compile(r"[0-9]{1,128}")
+_CONTINUATION_TOKEN = re.compile(r"[a-zA-Z0-9_\.\-]{1,128}")
 
 
 class FragmentNumbers:
@@ -59,10 +91,16 @@ class Fragment:
         return self.info.server_ms + self.end_ms - self.info.producer_ms
 
 
-def start_index(fragments: Sequence[Fragment], producing: Fragment | None, selector: Mapping[str, Any]) -> int | None:
+def start_index(
+    fragments: Sequence[Fragment],
+    producing: Fragment | None,
+    selector: Mapping[str, Any],
+    fragment_number_selector: FragmentNumberSelector = "exclusive",
+) -> int | None:
     """Index of the first fragment to send, or None when the requested fragment does not exist.
 
-    ``producing`` is the fragment the live contact is filling, if any.
+    ``producing`` is the fragment the live contact is filling, if any; ``fragment_number_selector`` is the
+    reading of ``FRAGMENT_NUMBER`` (see the module's docstring).
     """
     kind = selector.get("StartSelectorType")
     if kind == "EARLIEST":
@@ -72,9 +110,14 @@ def start_index(fragments: Sequence[Fragment], producing: Fragment | None, selec
             return len(fragments) - 1
         return len(fragments)
     if kind == "FRAGMENT_NUMBER":
-        return _index_of(fragments, _fragment_number(selector, "AfterFragmentNumber"))
+        index = _index_of(fragments, int(_valid(selector, "AfterFragmentNumber", _FRAGMENT_NUMBER)))
+        if index is None or fragment_number_selector == "inclusive":
+            return index
+        return index + 1
     if kind == "CONTINUATION_TOKEN":
-        index = _index_of(fragments, _fragment_number(selector, "ContinuationToken"))
+        # The emulator's tokens are fragment numbers; any other well-formed token names no fragment.
+        token = _valid(selector, "ContinuationToken", _CONTINUATION_TOKEN)
+        index = _index_of(fragments, int(token)) if token.isdecimal() else None
         return None if index is None else index + 1
     if kind in ("PRODUCER_TIMESTAMP", "SERVER_TIMESTAMP"):
         return _index_at(fragments, _timestamp_ms(selector), producer=kind == "PRODUCER_TIMESTAMP")
@@ -82,7 +125,7 @@ def start_index(fragments: Sequence[Fragment], producing: Fragment | None, selec
 
 
 def _index_at(fragments: Sequence[Fragment], at_ms: int, producer: bool) -> int:
-    """The fragment whose time span holds ``at_ms``, else the first one after it."""
+    """The fragment whose time span holds ``at_ms``, else the first one after it (``len`` past the last)."""
 
     def start(fragment: Fragment) -> int:
         return fragment.info.producer_ms if producer else fragment.info.server_ms
@@ -105,11 +148,12 @@ def _index_of(fragments: Sequence[Fragment], number: int) -> int | None:
     return None
 
 
-def _fragment_number(selector: Mapping[str, Any], key: str) -> int:
+def _valid(selector: Mapping[str, Any], key: str, shape: re.Pattern[str]) -> str:
+    """``selector[key]``, which must have the shape botocore's model gives it."""
     value = selector.get(key)
-    if not isinstance(value, str) or not value.isdigit():
-        raise ApiError("InvalidArgumentException", f"{key} must be a fragment number, got {value!r}")
-    return int(value)
+    if not isinstance(value, str) or not shape.fullmatch(value):
+        raise ApiError("InvalidArgumentException", f"{key} must match {shape.pattern}, got {value!r}")
+    return value
 
 
 def _timestamp_ms(selector: Mapping[str, Any]) -> int:

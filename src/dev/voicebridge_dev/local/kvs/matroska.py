@@ -4,32 +4,40 @@ Written from the EBML/Matroska specifications and public dumps of what Amazon Co
 the local emulator only. It shares no code with any Matroska parser in the project, so an independent reader
 (ffmpeg, mkvtoolnix, the project's own parser) is a real judge of what is written here.
 
-A GetMedia payload is a concatenation of Matroska documents, one per fragment::
+A GetMedia payload is a concatenation of Matroska documents, one per fragment, in this order::
 
     EBML header                      DocType "matroska", DocTypeVersion 2
     Segment (size unknown)           0x18538067 01 FF FF FF FF FF FF FF
       Info                           TimecodeScale 1000000 (ms), MuxingApp, WritingApp[, SegmentUID]
       Tracks                         TrackEntry AUDIO_FROM_CUSTOMER (TrackUID 1),
                                      TrackEntry AUDIO_TO_CUSTOMER (TrackUID 2)
-      Tags                           ContactId, InstanceId, MimeType, AUDIO_FROM_CUSTOMER "1",
-                                     AUDIO_TO_CUSTOMER "2", AWS_KINESISVIDEO_FRAGMENT_NUMBER,
-                                     AWS_KINESISVIDEO_SERVER_TIMESTAMP, AWS_KINESISVIDEO_PRODUCER_TIMESTAMP
+      Tags                           AWS_KINESISVIDEO_FRAGMENT_NUMBER, AWS_KINESISVIDEO_SERVER_TIMESTAMP,
+                                     AWS_KINESISVIDEO_PRODUCER_TIMESTAMP
       Cluster (size unknown)         Timecode = producer time in ms
         SimpleBlock*                 track VINT | int16 relative ms | flags 0x80 | 1024 bytes s16le (64 ms)
+      Tags * 5                       one each: ContactId, InstanceId, MimeType, AUDIO_FROM_CUSTOMER "1",
+                                     AUDIO_TO_CUSTOMER "2" (Connect's, after the Cluster)
       Tags                           added by GetMedia: AWS_KINESISVIDEO_MILLIS_BEHIND_NOW,
                                      AWS_KINESISVIDEO_CONTINUATION_TOKEN
+
+The order is the one of a dump of a real Connect fragment (N. Neudeck, "Building Python Audio Consumers for
+Amazon Connect Kinesis Media Streams", 2024, https://nicolasneudeck.com/blog/python-kvs-audio-consumer): the
+fragment number and both timestamps in a Tags element before the Cluster, Connect's contact tags in separate
+Tags elements after it, GetMedia's own tags last. So a reader learns which contact a fragment belongs to only
+once it has read the fragment's audio, as it does on a real stream. The names of GetMedia's tags are those of
+botocore's ``kinesis-video-media`` model (``GetMediaOutput.Payload``); it gives no order.
 
 Both sizes are unknown so a fragment can be sent while it is produced: :meth:`FragmentWriter.header` first,
 then each :meth:`FragmentWriter.block` the moment its audio exists, then :meth:`FragmentWriter.trailer`.
 A level-1 element (the trailing Tags, or the next document's EBML header) ends the open Cluster.
 
-Connect labels the tracks ``A_AAC`` although they carry 16-bit little-endian PCM at 8 kHz; ``A_PCM/INT/LIT``
-is available so that general-purpose readers decode the audio. Track *numbers* differ between calls, which is
-why they are a parameter while the TrackUIDs stay 1 and 2. With ``contact_tags_after_cluster`` the Connect
-tags follow the Cluster, one Tags element each, as in some dumps of real streams.
+Connect labels the tracks ``A_AAC`` although they carry 16-bit little-endian PCM at 8 kHz (same dump);
+``A_PCM/INT/LIT`` is available so that general-purpose readers decode the audio. Track *numbers* differ
+between calls, which is why they are a parameter while the TrackUIDs stay 1 and 2.
 
 Errors that end a GetMedia response mid-stream are a Tags element carrying ``AWS_KINESISVIDEO_ERROR_CODE`` and
-``AWS_KINESISVIDEO_ERROR_ID`` (:func:`error_tags`; :func:`error_document` when no document is open yet).
+``AWS_KINESISVIDEO_ERROR_ID`` (:func:`error_tags`; :func:`error_document` when no document is open yet), as
+botocore's ``GetMediaOutput.Payload`` documentation lists them.
 
 >>> info = FragmentInfo("91343852333181452199722691208580038832309429352", 1641312355374, 1641312355374,
 ...                     contact_id="c-1", instance_id="i-1")
@@ -206,7 +214,6 @@ class FragmentInfo:
     agent_track_number: int = 2
     codec_id: str = CODEC_AAC
     segment_uid: bytes | None = None
-    contact_tags_after_cluster: bool = False
 
     def __post_init__(self) -> None:
         numbers = (self.customer_track_number, self.agent_track_number)
@@ -239,7 +246,7 @@ class FragmentWriter:
             _open_segment()
             + self._info()
             + self._tracks()
-            + _simple_tags(self._fragment_tags() if info.contact_tags_after_cluster else self._all_tags())
+            + _simple_tags(self._fragment_tags())
             + _element_id(_CLUSTER)
             + _UNKNOWN_SIZE
             + _uint(_TIMECODE, info.producer_ms)
@@ -258,12 +265,8 @@ class FragmentWriter:
         continuation_token: str,
         extra_tags: Sequence[tuple[str, str]] = (),
     ) -> bytes:
-        """The Tags that close the fragment: what GetMedia adds (and the Connect tags when they come last)."""
-        connect = (
-            b"".join(_simple_tags((tag,)) for tag in self._connect_tags())
-            if self.info.contact_tags_after_cluster
-            else b""
-        )
+        """The Tags that close the fragment: Connect's contact tags, one Tags element each, then GetMedia's."""
+        connect = b"".join(_simple_tags((tag,)) for tag in self._connect_tags())
         getmedia = [
             ("AWS_KINESISVIDEO_MILLIS_BEHIND_NOW", str(millis_behind_now)),
             ("AWS_KINESISVIDEO_CONTINUATION_TOKEN", continuation_token),
@@ -317,9 +320,6 @@ class FragmentWriter:
             ("AWS_KINESISVIDEO_SERVER_TIMESTAMP", format_timestamp(self.info.server_ms)),
             ("AWS_KINESISVIDEO_PRODUCER_TIMESTAMP", format_timestamp(self.info.producer_ms)),
         ]
-
-    def _all_tags(self) -> list[tuple[str, str]]:
-        return self._connect_tags() + self._fragment_tags()
 
 
 def encode_fragment(

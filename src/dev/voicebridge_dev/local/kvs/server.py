@@ -11,18 +11,36 @@ the emulator unmodified::
                                                 -> 200, Content-Type video/webm, chunked Matroska payload
 
 Errors are ``{"Message": ...}`` with the exception name in the ``x-amzn-ErrorType`` header, which is where
-botocore looks for the code of a rest-json error: ResourceNotFoundException (404), InvalidArgumentException,
-ResourceInUseException, ClientLimitExceededException and ConnectionLimitExceededException (400).
+botocore looks for the code of a rest-json error, and the statuses of botocore's service models:
+ResourceNotFoundException (404), InvalidArgumentException, ResourceInUseException, ClientLimitExceededException
+(past five GetMedia calls per second per stream) and ConnectionLimitExceededException (past three open GetMedia
+connections per stream), all 400. GetMedia's status comes at once; its errors after that are tags in the
+payload (:mod:`~voicebridge_dev.local.kvs.media`).
 
 The emulator's own control plane (:class:`~voicebridge_dev.local.service.ControlPlane`)::
 
     POST   /_emulator/faults    {"fault": "cut", "after_bytes": 4096, "count": 1}  -> {"PendingFaults": [...]}
     DELETE /_emulator/faults    drop pending faults                               -> {"PendingFaults": []}
     GET    /_emulator/streams   per-stream figures                                -> {"Streams": [...]}
+    POST   /_emulator/config    {"fragment_number_selector": "inclusive", ...}    -> {"Config": {...}}
+    GET    /_emulator/config    the settings GetMedia calls read                  -> {"Config": {...}}
+
+and the contact routes through which another process feeds a stream as Amazon Connect does (``voicebridge local
+call``); the stream is named in the body as the kinesisvideo operations name it, audio is base64 s16le, 8 kHz mono::
+
+    POST   /_emulator/contacts        {"StreamName" | "StreamARN", "ContactId", "InstanceId"?}
+                                      -> 201 {"StreamARN", "ContactId", "StartFragmentNumber", "StartTimestamp"}
+    POST   /_emulator/contacts/audio  {"StreamName" | "StreamARN", "AUDIO_FROM_CUSTOMER"?, "AUDIO_TO_CUSTOMER"?}
+                                      -> 200 the stream's figures; the audio plays out on the emulator's clock
+    POST   /_emulator/contacts/end    {"StreamName" | "StreamARN", "Drain"?: true}  -> 200 the stream's figures
+
+``StartTimestamp`` is the contact's first producer timestamp in epoch milliseconds, as Connect's event gives it. A
+refused contact request is answered like a refused fault (400), an unknown stream with ResourceNotFoundException.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import uuid
@@ -31,10 +49,17 @@ from dataclasses import asdict
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
-from voicebridge_dev.local.kvs.errors import ApiError, ConnectionLost, StreamExistsError, StreamNotFoundError
+from voicebridge_dev.local.kvs.errors import (
+    ApiError,
+    ConnectionLost,
+    KvsEmulatorError,
+    StreamExistsError,
+    StreamNotFoundError,
+)
 from voicebridge_dev.local.kvs.faults import Fault
+from voicebridge_dev.local.kvs.matroska import AGENT_TRACK, CUSTOMER_TRACK
 from voicebridge_dev.local.kvs.media import MediaResponse
-from voicebridge_dev.local.kvs.streams import STREAM_NAME, EmulatedStream
+from voicebridge_dev.local.kvs.streams import EMULATED_INSTANCE_ID, STREAM_NAME, EmulatedStream
 from voicebridge_dev.local.service import ControlAnswer, ControlPlane, TrackedHandler, TrackingHTTPServer
 
 if TYPE_CHECKING:
@@ -75,7 +100,87 @@ def control_plane(emulator: KvsEmulator) -> ControlPlane:
     control.route("POST", "faults", inject)
     control.route("DELETE", "faults", clear)
     control.route("GET", "streams", streams)
+    _add_config_routes(control, emulator)
+    _add_contact_routes(control, emulator)
     return control
+
+
+def _add_config_routes(control: ControlPlane, emulator: KvsEmulator) -> None:
+    """``/_emulator/config``: the settings a GetMedia call reads (:meth:`KvsEmulator.configure`)."""
+
+    def configure(raw: bytes) -> ControlAnswer:
+        try:
+            changes = _json_object(raw)
+        except ApiError as exc:
+            raise ValueError(exc.message) from None
+        emulator.configure_from_json(changes)
+        return ControlAnswer(HTTPStatus.OK, {"Config": emulator.runtime_settings()})
+
+    control.route("POST", "config", configure)
+    control.route("GET", "config", lambda _: ControlAnswer(HTTPStatus.OK, {"Config": emulator.runtime_settings()}))
+
+
+def _add_contact_routes(control: ControlPlane, emulator: KvsEmulator) -> None:
+    """``/_emulator/contacts...``: begin a contact on a stream, queue its audio, end it."""
+
+    def stream_in(body: Mapping[str, Any]) -> EmulatedStream:
+        named = body.get("StreamARN", body.get("StreamName"))
+        if not isinstance(named, str) or not named:
+            raise ValueError("StreamName or StreamARN is required")
+        try:
+            return emulator.stream(named)
+        except StreamNotFoundError:
+            raise ApiError(
+                "ResourceNotFoundException", f"The stream {named} does not exist.", HTTPStatus.NOT_FOUND
+            ) from None
+
+    def pcm(body: Mapping[str, Any], track: str) -> bytes:
+        encoded = body.get(track, "")
+        if not isinstance(encoded, str):
+            raise ValueError(f"{track} must be base64 text")
+        return base64.b64decode(encoded, validate=True)
+
+    def begin(raw: bytes) -> ControlAnswer:
+        body = _json_object(raw)
+        stream = stream_in(body)
+        contact_id, instance_id = body.get("ContactId"), body.get("InstanceId", EMULATED_INSTANCE_ID)
+        if not isinstance(contact_id, str) or not contact_id or not isinstance(instance_id, str):
+            raise ValueError("ContactId (and InstanceId, when given) must be non-empty text")
+        try:
+            start = stream.begin_contact(contact_id, instance_id)
+        except KvsEmulatorError as exc:
+            raise ValueError(str(exc)) from None
+        answer = {
+            "StreamARN": stream.arn,
+            "ContactId": contact_id,
+            "StartFragmentNumber": start.fragment_number,
+            "StartTimestamp": start.start_timestamp,
+        }
+        return ControlAnswer(HTTPStatus.CREATED, answer)
+
+    def audio(raw: bytes) -> ControlAnswer:
+        body = _json_object(raw)
+        stream = stream_in(body)
+        try:
+            stream.append_tracks(customer=pcm(body, CUSTOMER_TRACK), agent=pcm(body, AGENT_TRACK))
+        except KvsEmulatorError as exc:
+            raise ValueError(str(exc)) from None
+        return ControlAnswer(HTTPStatus.OK, stream.stats())
+
+    def end(raw: bytes) -> ControlAnswer:
+        body = _json_object(raw)
+        stream, drain = stream_in(body), body.get("Drain", True)
+        if not isinstance(drain, bool):
+            raise ValueError("Drain must be true or false")
+        try:
+            stream.end_contact(drain=drain)
+        except KvsEmulatorError as exc:
+            raise ValueError(str(exc)) from None
+        return ControlAnswer(HTTPStatus.OK, stream.stats())
+
+    control.route("POST", "contacts", begin)
+    control.route("POST", "contacts/audio", audio)
+    control.route("POST", "contacts/end", end)
 
 
 def _json_object(raw: bytes) -> dict[str, Any]:

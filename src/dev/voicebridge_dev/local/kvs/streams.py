@@ -7,15 +7,44 @@ SimpleBlock per track, from what was :meth:`EmulatedStream.append`-ed or silence
 as Connect does. ``pace`` 0 means as fast as the appended audio allows: a tick happens as soon as a track holds a
 whole block, and a last partial block at the contact's end. Sixteen block pairs (1.024 s) make a fragment
 (:mod:`voicebridge_dev.local.kvs.matroska` writes them). A GetMedia reader gets each block the moment its audio
-exists, and the trailing GetMedia tags when its fragment ends; once no contact is live and everything was sent,
-its payload ends after ``idle_close_seconds``.
+exists, and the trailing tags when its fragment ends.
 
-At most ``max_get_media_connections`` (3) GetMedia responses are open per stream; one more is refused with
-ConnectionLimitExceededException.
+Where a contact starts, and what Connect tells the flow of it:
+
+- :meth:`EmulatedStream.begin_contact` answers a :class:`ContactStart`: ``fragment_number`` is Connect's
+  ``StartFragmentNumber`` ("the fragment in which the customer audio stream started") and ``timestamp_ms`` its
+  ``StartTimestamp`` ("the time at which the customer audio stream started"; Connect admin guide,
+  media-streaming-attributes), which the Lambda event carries as epoch milliseconds in a string
+  (``"1571360125131"`` in N. Neudeck's example event). No source says which clock that time is on; the
+  emulator gives the producer time of the contact's first fragment, the clock a ``PRODUCER_TIMESTAMP``
+  selector reads.
+- Connect's producer timestamps are its wall clock. Streams are reused across contacts, and the next contact's
+  audio starts when that call reached its streaming block, seconds after the previous call's audio ended. So a
+  contact starts at ``max(now, previous contact's end + contact_gap_ms)``: the gap (3 s by default: the call
+  ringing, the flow starting) keeps a stream's producer clock increasing, with a gap between contacts, even when
+  the previous contact was produced faster than real time. No source gives the gap's length.
+
+GetMedia's limits, from AWS's GetMedia reference (https://docs.aws.amazon.com/kinesisvideostreams/latest/dg/
+API_dataplane_GetMedia.html) and botocore's ``kinesis-video-media`` model (errors, HTTP 400):
+
+- "A client can call GetMedia up to five times per second per stream": a call past
+  ``max_get_media_calls_per_second`` (5) within the last second is refused with ClientLimitExceededException.
+  The reference does not say whether refused calls count; the emulator counts the calls it served, so a client
+  that backs off gets through.
+- "If you attempt more than three concurrent GetMedia connections, Kinesis Video Streams throttles the latest
+  connections with a ConnectionLimitExceededException error": at most ``max_get_media_connections`` (3) open
+  responses per stream.
+- "The GetMedia HTTP response status code will be returned immediately, but the reading of the HTTP response
+  payload will timeout after 3 seconds if there are no ingested fragments available for playback": once no
+  contact is live and a reader has everything, its payload ends after ``idle_close_seconds`` (3 s). The
+  reference does not say how it ends; the emulator ends the chunked body cleanly. While a contact is live
+  Connect produces a fragment about every second, so a live stream never idles (at ``pace`` 0 the emulator has
+  no clock and waits for the next audio instead).
 """
 
 from __future__ import annotations
 
+import collections
 import logging
 import re
 import threading
@@ -32,7 +61,7 @@ import numpy as np
 import soxr
 
 from voicebridge_dev.local.kvs.errors import ApiError, ConnectionLost, ContactStateError, UnplayableAudioError
-from voicebridge_dev.local.kvs.fragments import Fragment, FragmentNumbers, start_index
+from voicebridge_dev.local.kvs.fragments import Fragment, FragmentNumbers, FragmentNumberSelector, start_index
 from voicebridge_dev.local.kvs.matroska import (
     AGENT_TRACK,
     BLOCK_BYTES,
@@ -42,7 +71,7 @@ from voicebridge_dev.local.kvs.matroska import (
     FragmentWriter,
 )
 
-__all__ = ["EMULATED_INSTANCE_ID", "STREAM_NAME", "EmulatedStream", "Settings", "epoch_ms"]
+__all__ = ["EMULATED_INSTANCE_ID", "STREAM_NAME", "ContactStart", "EmulatedStream", "Settings", "epoch_ms"]
 
 logger = logging.getLogger(__name__)
 
@@ -71,20 +100,41 @@ class _Session:
 
 @dataclass(frozen=True)
 class Settings:
-    """What every stream of one emulator shares: pacing, fragment layout and GetMedia limits."""
+    """What every stream of one emulator shares: pacing, fragment layout, start selectors and GetMedia limits."""
 
     pace: float
     codec_id: str
     blocks_per_fragment: int
-    contact_tags_after_cluster: bool
+    contact_gap_ms: int
+    fragment_number_selector: FragmentNumberSelector
     idle_close_seconds: float
     max_get_media_connections: int
+    max_get_media_calls_per_second: int
+
+
+@dataclass(frozen=True)
+class ContactStart:
+    """Where a contact's audio starts, as Connect tells a flow: ``StartFragmentNumber`` and ``StartTimestamp``.
+
+    ``timestamp_ms`` is the producer time of the contact's first fragment, in epoch milliseconds (the event
+    carries it as a string: :attr:`start_timestamp`).
+    """
+
+    fragment_number: str
+    timestamp_ms: int
+
+    @property
+    def start_timestamp(self) -> str:
+        """``StartTimestamp`` as the Lambda event carries it."""
+        return str(self.timestamp_ms)
 
 
 class EmulatedStream:
     """One stream: its fragments, the live contact that produces them, and GetMedia bookkeeping."""
 
-    def __init__(self, name: str, arn: str, creation_ms: int, settings: Settings, numbers: FragmentNumbers) -> None:
+    def __init__(
+        self, name: str, arn: str, creation_ms: int, settings: Callable[[], Settings], numbers: FragmentNumbers
+    ) -> None:
         self.name = name
         self.arn = arn
         self.creation_ms = creation_ms
@@ -99,12 +149,13 @@ class EmulatedStream:
         self._closed = False
         self._active_get_media = 0
         self._get_media_calls = 0
+        self._recent_calls: collections.deque[float] = collections.deque()
         self._bytes_sent = 0
 
     # -- contact lifecycle --
 
-    def begin_contact(self, contact_id: str, instance_id: str, track_numbers: tuple[int, int] = (1, 2)) -> str:
-        """Start media streaming for a contact; returns the StartFragmentNumber Connect would report.
+    def begin_contact(self, contact_id: str, instance_id: str, track_numbers: tuple[int, int] = (1, 2)) -> ContactStart:
+        """Start media streaming for a contact; returns its start as Connect reports it to the flow.
 
         ``track_numbers`` are the TrackNumbers of AUDIO_FROM_CUSTOMER and AUDIO_TO_CUSTOMER in this contact's
         fragments.
@@ -116,8 +167,11 @@ class EmulatedStream:
                 raise ContactStateError(
                     f"contact {self._session.contact_id} is live on {self.name}; end it and wait_idle() first"
                 )
-            # A stream's producer clock never goes back, even after a contact produced faster than real time.
-            start_ms = max(epoch_ms(), self._fragments[-1].end_ms if self._fragments else 0)
+            # A stream's producer clock never goes back, even after a contact produced faster than real time,
+            # and the next call's audio begins a while after the last one's ended.
+            start_ms = epoch_ms()
+            if self._fragments:
+                start_ms = max(start_ms, self._fragments[-1].end_ms + self._settings().contact_gap_ms)
             session = _Session(contact_id, instance_id, *track_numbers, start_ms=start_ms, started=time.monotonic())
             fragment = self._open_fragment(session)
             self._session = session
@@ -127,7 +181,7 @@ class EmulatedStream:
             self._producer.start()
             self._cond.notify_all()
         logger.info("KVS emulator: contact %s live on %s from fragment %s", contact_id, self.name, fragment.number)
-        return str(fragment.number)
+        return ContactStart(str(fragment.number), fragment.info.producer_ms)
 
     def append(self, track: str, pcm: bytes) -> None:
         """Queue live audio (s16le, 8 kHz, mono) on ``track``; it plays out on the emulator's clock."""
@@ -164,8 +218,8 @@ class EmulatedStream:
         agent_wav: str | PathLike[str] | None,
         contact_id: str,
         instance_id: str = EMULATED_INSTANCE_ID,
-    ) -> str:
-        """Play a whole recording as one contact; returns its start fragment number at once.
+    ) -> ContactStart:
+        """Play a whole recording as one contact; returns its start at once.
 
         The recording is begun, appended and ended here; it then plays out on the emulator's clock.
         """
@@ -242,9 +296,8 @@ class EmulatedStream:
             instance_id=session.instance_id,
             customer_track_number=session.customer_track_number,
             agent_track_number=session.agent_track_number,
-            codec_id=self._settings.codec_id,
+            codec_id=self._settings().codec_id,
             segment_uid=self._segment_uid,
-            contact_tags_after_cluster=self._settings.contact_tags_after_cluster,
         )
         writer = FragmentWriter(info)
         fragment = Fragment(number, info, writer, [writer.header()], end_ms=producer_ms)
@@ -255,7 +308,7 @@ class EmulatedStream:
 
     def _produce(self, session: _Session) -> None:
         """Advance the producer clock one 64 ms tick at a time until the contact ends."""
-        pace = self._settings.pace
+        pace = self._settings().pace
         with self._cond:
             while not self._closed:
                 if session.ending and (not session.drain or not any(session.buffers.values())):
@@ -294,7 +347,7 @@ class EmulatedStream:
         session.ticks += 1
         session.blocks_in_fragment += 1
         fragment.end_ms = fragment.info.producer_ms + offset_ms + size // 2 * 1000 // SAMPLE_RATE
-        if session.blocks_in_fragment >= self._settings.blocks_per_fragment:
+        if session.blocks_in_fragment >= self._settings().blocks_per_fragment:
             fragment.complete = True
             session.fragment = None
         self._cond.notify_all()
@@ -305,16 +358,28 @@ class EmulatedStream:
         """Index of the first fragment a GetMedia with ``selector`` sends, None when that fragment does not exist."""
         with self._cond:
             session = self._session
-            return start_index(self._fragments, None if session is None else session.fragment, selector)
+            producing = None if session is None else session.fragment
+            return start_index(self._fragments, producing, selector, self._settings().fragment_number_selector)
 
     def open_get_media(self) -> None:
-        """Count a GetMedia response opening; refused beyond ``max_get_media_connections``."""
+        """Count a GetMedia response opening; refused past the calls per second or the open connections allowed."""
+        settings = self._settings()
         with self._cond:
-            if self._active_get_media >= self._settings.max_get_media_connections:
+            now = time.monotonic()
+            while self._recent_calls and now - self._recent_calls[0] >= 1.0:
+                self._recent_calls.popleft()
+            if len(self._recent_calls) >= settings.max_get_media_calls_per_second:
+                raise ApiError(
+                    "ClientLimitExceededException",
+                    f"GetMedia was called {len(self._recent_calls)} times in the last second on {self.name}; "
+                    f"the limit is {settings.max_get_media_calls_per_second} per second per stream",
+                )
+            if self._active_get_media >= settings.max_get_media_connections:
                 raise ApiError(
                     "ConnectionLimitExceededException",
                     f"{self._active_get_media} GetMedia connections are already open on {self.name}",
                 )
+            self._recent_calls.append(now)
             self._active_get_media += 1
             self._get_media_calls += 1
 
@@ -345,7 +410,7 @@ class EmulatedStream:
                     return piece
                 if self._session is None:
                     idle_since = time.monotonic() if idle_since is None else idle_since
-                    remaining = idle_since + self._settings.idle_close_seconds - time.monotonic()
+                    remaining = idle_since + self._settings().idle_close_seconds - time.monotonic()
                     if remaining <= 0:
                         return None
                     self._cond.wait(min(remaining, _POLL_SECONDS))
