@@ -297,6 +297,9 @@ class MatroskaError(Exception):
 _Open: TypeAlias = tuple[int, int, int | None, int]
 """An open master: ID, start offset, end offset (None when unknown), the offset its children must end by."""
 
+_UNKNOWN = -1
+"""The data size :func:`_element_header` gives an element whose size VINT says "unknown"."""
+
 
 class _TrackEntry:
     __slots__ = ("bit_depth", "channels", "codec_id", "name", "number", "sampling_rate", "uid")
@@ -317,8 +320,144 @@ def _text(src: bytes, a: int, b: int) -> str:
     return src[a:b].rstrip(b"\x00").decode("utf-8", "replace")
 
 
+class _Corrupt(Exception):
+    """A step of the reader found the input malformed.
+
+    The reader reports ``offset`` (by default the stream offset of the element the step was reading) and
+    scans for the next EBML header from buffer index ``resume`` (by default the byte after that element's
+    first).
+    """
+
+    def __init__(self, reason: str, offset: int | None = None, resume: int | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.offset = offset
+        self.resume = resume
+
+
+def _element_header(buf: bytes, pos: int) -> tuple[int, int, int] | None:
+    """The ID, data size and data offset of the element at ``buf[pos]``; None until its header has arrived.
+
+    The size is :data:`_UNKNOWN` when its VINT has all value bits set. Raises :class:`_Corrupt` on a byte
+    that cannot start a VINT.
+
+        >>> _element_header(bytes.fromhex("e7 81 05"), 0)  # Timecode, 1 byte of data at index 2
+        (231, 1, 2)
+    """
+    end = len(buf)
+    if end - pos < 2:
+        return None
+    first = buf[pos]
+    id_len = _VINT_LEN[first]
+    if id_len > 4:
+        raise _Corrupt(f"invalid element ID byte 0x{first:02x}")
+    size_at = pos + id_len
+    if size_at >= end:
+        return None
+    size_first = buf[size_at]
+    size_len = _VINT_LEN[size_first]
+    if size_len > 8:
+        raise _Corrupt("invalid element size")
+    data_at = size_at + size_len
+    if data_at > end:
+        return None
+    if id_len == 1:
+        eid = first
+    elif id_len == 2:
+        eid = (first << 8) | buf[pos + 1]
+    else:
+        eid = int.from_bytes(buf[pos:size_at], "big")
+    if size_len == 1:
+        size = size_first & 0x7F
+    elif size_len == 2:
+        size = ((size_first & 0x3F) << 8) | buf[size_at + 1]
+    else:
+        size = int.from_bytes(buf[size_at:data_at], "big") & _VINT_MASK[size_len]
+    return eid, _UNKNOWN if size == _VINT_MASK[size_len] else size, data_at
+
+
+def _connect_blocks(
+    buf: bytes, pos: int, bound: int, base: int, by_byte: list[TrackInfo | None], cluster_tc: int, out: list[Event]
+) -> int:
+    """Read the run of Connect blocks at ``buf[pos]`` that ends by index ``bound``; return the index after it.
+
+    Connect's every block is an unlaced SimpleBlock (A3) with a 2-byte size and the one-byte track number of a
+    known track, so its frame is read inline: the time of reading a stream goes here. Anything else ends the
+    run, for the element-wise path to read. A 2-byte size stays below _SCAN_ABOVE, so the element-wise path
+    would not search the block for an EBML header either. Timecodes are ``cluster_tc`` plus the block's, as
+    milliseconds: the caller runs this only at the default TimecodeScale.
+
+        pos = _connect_blocks(buf, pos, min(len(buf), limit - base), base, by_byte, cluster_tc, out)
+    """
+    append = out.append
+    new = _new
+    set_track_name = _set_track_name
+    set_track_number = _set_track_number
+    set_timecode_ms = _set_timecode_ms
+    set_pcm = _set_pcm
+    set_offset = _set_offset
+    end = len(buf)
+    while end - pos > 7 and buf[pos] == 0xA3:
+        size_first = buf[pos + 1]
+        if not 0x40 <= size_first < 0x80:
+            break
+        size = ((size_first & 0x3F) << 8) | buf[pos + 2]
+        stop = pos + 3 + size
+        info = by_byte[buf[pos + 3]]
+        if info is None or stop > bound or size < 4 or size == 0x3FFF or buf[pos + 6] & 0x06:
+            break
+        relative = (buf[pos + 4] << 8) | buf[pos + 5]
+        if relative > 0x7FFF:
+            relative -= 0x10000
+        frame = new(AudioFrame)
+        set_track_name(frame, info.name)
+        set_track_number(frame, info.number)
+        set_timecode_ms(frame, cluster_tc + relative)
+        set_pcm(frame, buf[pos + 7 : stop])
+        set_offset(frame, base + pos + 7)
+        append(frame)
+        pos = stop
+    return pos
+
+
 class MatroskaReader:
-    """Sans-I/O incremental reader of concatenated Matroska documents (see the module docstring)."""
+    """Sans-I/O incremental reader of concatenated Matroska documents (see the module docstring).
+
+    A small state machine with three states: at an element boundary, where the innermost open master picks
+    the next step (:meth:`_run`); inside an element that straddles feeds, skipped or collected as its bytes
+    arrive (:meth:`_finish_pending`); scanning for the next EBML header after malformed input
+    (:meth:`_resynchronise`).
+    """
+
+    __slots__ = (
+        "_base",
+        "_buf",
+        "_by_byte",
+        "_closed",
+        "_cluster_tc",
+        "_entry",
+        "_limit",
+        "_need",
+        "_new_tracks",
+        "_parent",
+        "_parts",
+        "_pend_data",
+        "_pend_eid",
+        "_pend_start",
+        "_pos",
+        "_scale",
+        "_scan_pending",
+        "_scanning",
+        "_skip",
+        "_stack",
+        "_tag_stack",
+        "_tags",
+        "_tags_seen",
+        "_tail",
+        "_tracks",
+        "_tracks_pending_raw",
+        "_tracks_raw",
+    )
 
     def __init__(self) -> None:
         self._buf = b""
@@ -338,6 +477,9 @@ class MatroskaReader:
         self._scan_pending = False
         self._tail = b""
         self._stack: list[_Open] = []
+        # The innermost open master's ID and the stream offset its children must end by, kept with the stack.
+        self._parent = _ROOT
+        self._limit = _NO_LIMIT
         self._scale = DEFAULT_TIMECODE_SCALE
         self._cluster_tc = 0
         self._tracks: dict[int, TrackInfo] = {}
@@ -462,6 +604,7 @@ class MatroskaReader:
         self._skip = 0
         self._tail = b""
         self._scanning = True
+        self._parent, self._limit = _ROOT, _NO_LIMIT
 
     def _remember_tags(self, raw: bytes, tags: dict[str, str]) -> None:
         seen = self._tags_seen
@@ -471,264 +614,203 @@ class MatroskaReader:
             del seen[next(iter(seen))]
         seen[raw] = tags
 
-    def _top(self, base: int) -> tuple[int, int]:
-        """The innermost open master's ID and the buffer index its children must end by."""
-        if self._stack:
-            top = self._stack[-1]
-            return top[0], top[3] - base
-        return _ROOT, _NO_LIMIT
-
     def _run(self, out: list[Event]) -> None:
-        """Read elements from self._buf until the next one is incomplete."""
-        # The hot loop keeps its state in locals and reads unlaced SimpleBlocks inline: the time goes here.
+        """Take steps through the buffer until one waits for bytes that have not arrived.
+
+        The reader's state picks each step: scanning for the next EBML header after malformed input, the end
+        of the innermost master once its children are read, a run of Connect's blocks inside a Cluster, or the
+        next element, read from its header as its kind asks. A step that finds the input malformed raises
+        :class:`_Corrupt`; the reader reports it and scans on.
+        """
         buf = self._buf
         pos = self._pos
-        end = len(buf)
-        base = self._base
-        stack = self._stack
-        append = out.append
-        vlen = _VINT_LEN
-        masks = _VINT_MASK
-        spec_get = _SPEC.get
-        by_byte = self._by_byte
-        new = _new
-        set_track_name = _set_track_name
-        set_track_number = _set_track_number
-        set_timecode_ms = _set_timecode_ms
-        set_pcm = _set_pcm
-        set_offset = _set_offset
-        scanning = self._scanning
-        top_eid, lim = self._top(base)
         while True:
-            if scanning:
-                found = buf.find(EBML_MAGIC, pos)
-                if found < 0:
-                    pos = max(pos, end - 3)
+            try:
+                if self._scanning:
+                    pos = self._resynchronise(buf, pos)
+                    if self._scanning:
+                        break
+                    continue
+                if self._base + pos >= self._limit:
+                    pos = self._end_of_master(pos, out)
+                    continue
+                if self._parent == _CLUSTER and self._scale == DEFAULT_TIMECODE_SCALE and buf.startswith(b"\xa3", pos):
+                    after = self._blocks(buf, pos, out)
+                    if after != pos:
+                        pos = after
+                        continue
+                header = _element_header(buf, pos)
+                if header is None:
                     break
-                pos = found
-                scanning = self._scanning = False
-                top_eid, lim = _ROOT, _NO_LIMIT
-            if pos >= lim:
-                eid, start, _, limit = stack.pop()
-                if base + pos > limit:
-                    self._malformed(out, start, f"{_name(eid)} overruns its size")
-                elif eid in _END_HOOKS:
-                    reason = self._end_master(eid, start, out)
-                    if reason is not None:
-                        self._malformed(out, start, reason)
-                    by_byte = self._by_byte
-                scanning = self._scanning
-                top_eid, lim = self._top(base)
-                continue
-            if end - pos < 2:
-                break
-            if top_eid == _CLUSTER and self._scale == DEFAULT_TIMECODE_SCALE:
-                # Connect's every block: an unlaced SimpleBlock (A3) with a 2-byte size and a 1-byte track
-                # number, read and turned into an AudioFrame inline. A 2-byte size stays below _SCAN_ABOVE, so
-                # the element-wise path would not search it for a header either.
-                start = pos
-                cluster_tc = self._cluster_tc
-                bound = min(end, lim)
-                while end - pos > 7 and buf[pos] == 0xA3:
-                    size_first = buf[pos + 1]
-                    if not 0x40 <= size_first < 0x80:
-                        break
-                    size = ((size_first & 0x3F) << 8) | buf[pos + 2]
-                    stop = pos + 3 + size
-                    info = by_byte[buf[pos + 3]]
-                    if info is None or stop > bound or size < 4 or size == 0x3FFF or buf[pos + 6] & 0x06:
-                        break
-                    relative = (buf[pos + 4] << 8) | buf[pos + 5]
-                    if relative > 0x7FFF:
-                        relative -= 0x10000
-                    frame = new(AudioFrame)
-                    set_track_name(frame, info.name)
-                    set_track_number(frame, info.number)
-                    set_timecode_ms(frame, cluster_tc + relative)
-                    set_pcm(frame, buf[pos + 7 : stop])
-                    set_offset(frame, base + pos + 7)
-                    append(frame)
-                    pos = stop
-                if pos != start:
-                    continue
-            first = buf[pos]
-            id_len = vlen[first]
-            if id_len > 4:
-                self._malformed(out, base + pos, f"invalid element ID byte 0x{first:02x}")
-                scanning = True
-                pos += 1
-                continue
-            size_at = pos + id_len
-            if size_at >= end:
-                break
-            size_first = buf[size_at]
-            size_len = vlen[size_first]
-            if size_len > 8:
-                self._malformed(out, base + pos, "invalid element size")
-                scanning = True
-                pos += 1
-                continue
-            data_at = size_at + size_len
-            if data_at > end:
-                break
-            if id_len == 1:
-                eid = first
-            elif id_len == 2:
-                eid = (first << 8) | buf[pos + 1]
-            else:
-                eid = int.from_bytes(buf[pos:size_at], "big")
-            if size_len == 1:
-                size = size_first & 0x7F
-            elif size_len == 2:
-                size = ((size_first & 0x3F) << 8) | buf[size_at + 1]
-            else:
-                size = int.from_bytes(buf[size_at:data_at], "big") & masks[size_len]
-            unknown = size == masks[size_len]
-            stop = data_at + size
-
-            spec = spec_get(eid)
-            if spec is None:
-                if top_eid == _ROOT and eid != _VOID and eid != _CRC32:
-                    self._malformed(out, base + pos, f"unexpected element 0x{eid:x} outside a document")
-                    scanning = True
-                    pos += 1
-                    continue
-                kind = _SKIP
-            else:
-                parents, kind = spec
-                if top_eid not in parents:
-                    reason = self._enter(eid, parents, out)
-                    by_byte = self._by_byte
-                    scanning = self._scanning
-                    top_eid, lim = self._top(base)
-                    if reason is not None:
-                        self._malformed(out, base + pos, reason)
-                        scanning = True
-                        pos += 1
-                        continue
-                    if scanning:
-                        continue
-            if kind in _DESCEND:
-                whole = stop <= end and stop <= lim and not unknown
-                if eid == _TAGS and whole and size <= _SCAN_ABOVE:
-                    # Already whole in the buffer: read it in one pass, or recognise it from a past fragment.
-                    raw = buf[data_at:stop]
-                    tags = self._tags_seen.pop(raw, None)
-                    if tags is not None:
-                        self._tags_seen[raw] = tags
-                    else:
-                        tags = _read_tags(buf, data_at, stop, len(stack) + 1)
-                        if tags is not None:
-                            self._remember_tags(raw, tags)
-                    if tags is not None:
-                        append(Tags(dict(tags), base + pos))
-                        pos = stop
-                        continue
-                elif eid == _TRACKS:
-                    # Connect repeats the same Tracks in every fragment: byte for byte the mapping in force.
-                    raw = buf[data_at:stop] if whole and size <= _RECOGNISED_MAX else b""
-                    if raw and raw == self._tracks_raw:
-                        pos = stop
-                        continue
-                    self._tracks_pending_raw = raw
-                if len(stack) >= MAX_DEPTH:
-                    self._malformed(out, base + pos, "elements nested too deeply")
-                    scanning = True
-                    pos += 1
-                    continue
-                if unknown:
-                    limit = lim + base
-                    stack.append((eid, base + pos, None, limit))
-                elif stop > lim:
-                    self._malformed(out, base + pos, f"{_name(eid)} overruns its parent")
-                    scanning = True
-                    pos += 1
-                    continue
+                eid, size, data_at = header
+                spec = _SPEC.get(eid)
+                kind = spec[1] if spec is not None and self._parent in spec[0] else self._place(eid, spec, pos, out)
+                if kind in _DESCEND:
+                    pos = self._master(buf, pos, eid, kind, size, data_at, out)
                 else:
-                    limit = stop + base
-                    stack.append((eid, base + pos, limit, limit))
-                if kind == _HOOKED:
-                    self._begin_master(eid)
-                top_eid = eid
-                lim = limit - base
-                pos = data_at
-                continue
-            if unknown or size > MAX_ELEMENT_SIZE or stop > lim:
-                if unknown:
-                    reason = f"{_name(eid)} of unknown size"
-                elif size > MAX_ELEMENT_SIZE:
-                    reason = f"{_name(eid)} of {size} bytes exceeds the size limit"
-                else:
-                    reason = f"{_name(eid)} overruns its parent"
-                self._malformed(out, base + pos, reason)
-                scanning = True
-                pos += 1
-                continue
-            if kind == _HEADER:
-                append(DocumentStart(base + pos))
-            whole = stop <= end
-            if size > _SCAN_ABOVE:
-                found = _find_header(buf, data_at, stop if whole else end, whole)
-                if found >= 0:
-                    self._malformed(out, base + pos, f"{_name(eid)} runs into an EBML header")
-                    scanning = True
-                    pos = found
-                    continue
-            if whole:
-                if kind == _LEAF:
-                    reason = self._leaf(eid, buf, data_at, stop, base, out)
-                    if reason is not None:
-                        self._malformed(out, base + pos, reason)
-                        scanning = True
-                        # The payload is scanned too: a corrupt size may have swallowed the next header.
-                        pos = data_at
-                        continue
-                pos = stop
-                continue
-            if kind == _LEAF:
-                self._need = stop - end
-                self._parts = [buf[data_at:]]
-            else:
-                self._skip = stop - end
-            if size > _SCAN_ABOVE:
-                self._tail = buf[max(data_at, end - _HEADER_SIGNATURE + 1) :]
-            self._scan_pending = size > _SCAN_ABOVE
-            self._pend_eid = eid
-            self._pend_start = base + pos
-            self._pend_data = base + data_at
-            pos = end
-            break
-        if pos >= end:
-            self._base = base + end
+                    pos = self._content(buf, pos, eid, kind, size, data_at, out)
+            except _Corrupt as corrupt:
+                pos = self._corrupt(corrupt, pos, out)
+        if pos >= len(buf):
+            self._base += len(buf)
             self._buf = b""
             self._pos = 0
         else:
             self._pos = pos
 
-    def _enter(self, eid: int, parents: frozenset[int], out: list[Event]) -> str | None:
-        """End unknown-size masters that cannot hold ``eid``; say why ``eid`` cannot be placed, if so."""
-        stack = self._stack
-        found_in = stack[-1][0] if stack else _ROOT
-        while True:
-            top = stack[-1] if stack else None
-            if top is None or top[2] is not None:
-                break
-            stack.pop()
-            reason = self._end_master(top[0], top[1], out) if top[0] in _END_HOOKS else None
+    def _resynchronise(self, buf: bytes, pos: int) -> int:
+        """Scan for the next EBML magic; until one arrives, keep only the last bytes, where one may begin."""
+        found = buf.find(EBML_MAGIC, pos)
+        if found < 0:
+            return max(pos, len(buf) - 3)
+        self._scanning = False
+        return found
+
+    def _corrupt(self, corrupt: _Corrupt, pos: int, out: list[Event]) -> int:
+        """Report what the step at ``pos`` found malformed; return where the scan for an EBML header starts."""
+        self._malformed(out, self._base + pos if corrupt.offset is None else corrupt.offset, corrupt.reason)
+        return pos + 1 if corrupt.resume is None else corrupt.resume
+
+    def _end_of_master(self, pos: int, out: list[Event]) -> int:
+        """Close the innermost master, whose children end at ``pos``: a Tags or a Tracks completes here."""
+        eid, start, _, limit = self._stack.pop()
+        self._refresh_parent()
+        if self._base + pos > limit:
+            raise _Corrupt(f"{_name(eid)} overruns its size", start, pos)
+        if eid in _END_HOOKS:
+            reason = self._end_master(eid, start, out)
             if reason is not None:
-                self._malformed(out, top[1], reason)
-                return None
-            if stack and stack[-1][0] in parents:
-                return None
-            if not stack and _ROOT in parents:
-                return None
-        if eid == _EBML and top is not None:
+                raise _Corrupt(reason, start, pos)
+        return pos
+
+    def _refresh_parent(self) -> None:
+        if self._stack:
+            self._parent, _, _, self._limit = self._stack[-1]
+        else:
+            self._parent, self._limit = _ROOT, _NO_LIMIT
+
+    def _blocks(self, buf: bytes, pos: int, out: list[Event]) -> int:
+        """Inside a Cluster at the default TimecodeScale: the run of Connect's blocks at ``pos``."""
+        base = self._base
+        return _connect_blocks(buf, pos, min(len(buf), self._limit - base), base, self._by_byte, self._cluster_tc, out)
+
+    def _place(self, eid: int, spec: tuple[frozenset[int], int] | None, pos: int, out: list[Event]) -> int:
+        """What to do with ``eid``, which ``spec`` does not place in the open master: unlisted, or it ends masters."""
+        if spec is None:
+            if self._parent == _ROOT and eid != _VOID and eid != _CRC32:
+                raise _Corrupt(f"unexpected element 0x{eid:x} outside a document")
+            return _SKIP
+        parents, kind = spec
+        self._enter(eid, parents, pos, out)
+        return kind
+
+    def _enter(self, eid: int, parents: frozenset[int], pos: int, out: list[Event]) -> None:
+        """End unknown-size masters until one can hold ``eid``; raise :class:`_Corrupt` if none can."""
+        stack = self._stack
+        found_in = self._parent
+        while stack and stack[-1][2] is None:
+            top, start, _, _ = stack.pop()
+            reason = self._end_master(top, start, out) if top in _END_HOOKS else None
+            if reason is not None:
+                raise _Corrupt(reason, start, pos)
+            if (stack[-1][0] if stack else _ROOT) in parents:
+                self._refresh_parent()
+                return
+        if eid == _EBML and stack:
             # The previous document stops short; report it and read the new one from its header.
-            out.append(MalformedInput(stack[0][1], f"document ends inside {_name(top[0])}"))
+            out.append(MalformedInput(stack[0][1], f"document ends inside {_name(stack[-1][0])}"))
             stack.clear()
             self._tag_stack.clear()
-            return None
-        return f"{_name(eid)} cannot appear inside {_name(found_in)}"
+            self._refresh_parent()
+            return
+        raise _Corrupt(f"{_name(eid)} cannot appear inside {_name(found_in)}")
+
+    def _master(self, buf: bytes, pos: int, eid: int, kind: int, size: int, data_at: int, out: list[Event]) -> int:
+        """Open the master at ``pos``, or take it whole: Tags read in one pass, Tracks recognised as a repeat."""
+        base = self._base
+        stop = data_at + size
+        whole = size != _UNKNOWN and stop <= len(buf) and base + stop <= self._limit
+        if eid == _TAGS and whole and size <= _SCAN_ABOVE:
+            if self._whole_tags(buf, pos, data_at, stop, out):
+                return stop
+        elif eid == _TRACKS:
+            # Connect repeats the same Tracks in every fragment: byte for byte the mapping in force.
+            raw = buf[data_at:stop] if whole and size <= _RECOGNISED_MAX else b""
+            if raw and raw == self._tracks_raw:
+                return stop
+            self._tracks_pending_raw = raw
+        if len(self._stack) >= MAX_DEPTH:
+            raise _Corrupt("elements nested too deeply")
+        if size == _UNKNOWN:
+            limit = self._limit
+            self._stack.append((eid, base + pos, None, limit))
+        elif base + stop > self._limit:
+            raise _Corrupt(f"{_name(eid)} overruns its parent")
+        else:
+            limit = base + stop
+            self._stack.append((eid, base + pos, limit, limit))
+        self._parent = eid
+        self._limit = limit
+        if kind == _HOOKED:
+            self._begin_master(eid)
+        return data_at
+
+    def _whole_tags(self, buf: bytes, pos: int, data_at: int, stop: int, out: list[Event]) -> bool:
+        """Read a Tags element whole in the buffer in one pass, or recognise it from a past fragment."""
+        raw = buf[data_at:stop]
+        tags = self._tags_seen.pop(raw, None)
+        if tags is not None:
+            self._tags_seen[raw] = tags
+        else:
+            tags = _read_tags(buf, data_at, stop, len(self._stack) + 1)
+            if tags is None:
+                return False
+            self._remember_tags(raw, tags)
+        out.append(Tags(dict(tags), self._base + pos))
+        return True
+
+    def _content(self, buf: bytes, pos: int, eid: int, kind: int, size: int, data_at: int, out: list[Event]) -> int:
+        """Read, skip or start collecting the element at ``pos``, whose children (if any) are not read."""
+        base = self._base
+        stop = data_at + size
+        if size == _UNKNOWN:
+            raise _Corrupt(f"{_name(eid)} of unknown size")
+        if size > MAX_ELEMENT_SIZE:
+            raise _Corrupt(f"{_name(eid)} of {size} bytes exceeds the size limit")
+        if base + stop > self._limit:
+            raise _Corrupt(f"{_name(eid)} overruns its parent")
+        if kind == _HEADER:
+            out.append(DocumentStart(base + pos))
+        end = len(buf)
+        whole = stop <= end
+        if size > _SCAN_ABOVE:
+            found = _find_header(buf, data_at, stop if whole else end, whole)
+            if found >= 0:
+                raise _Corrupt(f"{_name(eid)} runs into an EBML header", resume=found)
+        if not whole:
+            self._begin_pending(buf, pos, eid, kind, size, data_at)
+            return end
+        if kind == _LEAF:
+            reason = self._leaf(eid, buf, data_at, stop, base, out)
+            if reason is not None:
+                # The payload is scanned too: a corrupt size may have swallowed the next header.
+                raise _Corrupt(reason, resume=data_at)
+        return stop
+
+    def _begin_pending(self, buf: bytes, pos: int, eid: int, kind: int, size: int, data_at: int) -> None:
+        """The element at ``pos`` straddles feeds: the rest of the buffer is its first part, to skip or collect."""
+        end = len(buf)
+        if kind == _LEAF:
+            self._need = data_at + size - end
+            self._parts = [buf[data_at:]]
+        else:
+            self._skip = data_at + size - end
+        if size > _SCAN_ABOVE:
+            self._tail = buf[max(data_at, end - _HEADER_SIGNATURE + 1) :]
+        self._scan_pending = size > _SCAN_ABOVE
+        self._pend_eid = eid
+        self._pend_start = self._base + pos
+        self._pend_data = self._base + data_at
 
     def _begin_master(self, eid: int) -> None:
         if eid == _SIMPLETAG:
