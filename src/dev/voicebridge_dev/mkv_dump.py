@@ -5,14 +5,18 @@ track's frames as raw PCM, exactly as carried (Amazon Connect: s16le, 8 kHz, mon
 object per fragment with every tag of that fragment (the producer's Tags and the Tags GetMedia appends), one
 per line.
 
+A damaged region does not stop the dump. The reader resumes at the next fragment's EBML header, every frame
+it can recover is written, each damaged region is reported as it is found (its byte offset and why), and the
+exit code is 2 instead of 0 at the end, as FFmpeg does.
+
     with open("call.mkv", "rb") as source, open("customer.raw", "wb") as out:
-        dump(source, out, "AUDIO_FROM_CUSTOMER", tags_out=None)
+        code = dump(source, out, "AUDIO_FROM_CUSTOMER", tags_out=None, report=print)
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import BinaryIO, TextIO
 
 from voicebridge.kvs.mkv import (
@@ -25,9 +29,11 @@ from voicebridge.kvs.mkv import (
     TracksChanged,
 )
 
-__all__ = ["CHUNK_SIZE", "DumpError", "MalformedStreamError", "TrackNotFoundError", "dump"]
+__all__ = ["CHUNK_SIZE", "DAMAGED", "DumpError", "MalformedStreamError", "TrackNotFoundError", "dump"]
 
 CHUNK_SIZE = 64 * 1024
+DAMAGED = 2
+"""The exit code of a dump that met malformed input, once it has written everything it could recover."""
 
 
 class DumpError(Exception):
@@ -35,7 +41,7 @@ class DumpError(Exception):
 
 
 class MalformedStreamError(DumpError):
-    """The payload is not well-formed Matroska at ``offset``."""
+    """The payload is not well-formed Matroska at ``offset``: one damaged region."""
 
     def __init__(self, offset: int, reason: str) -> None:
         super().__init__(f"malformed Matroska at byte {offset}: {reason}")
@@ -53,12 +59,16 @@ class TrackNotFoundError(DumpError):
 
 
 class _Dumper:
-    def __init__(self, out: BinaryIO, track: str, tags_out: TextIO | None) -> None:
+    def __init__(
+        self, out: BinaryIO, track: str, tags_out: TextIO | None, report: Callable[[MalformedStreamError], None]
+    ) -> None:
         self.out = out
         self.track = track
         self.tags_out = tags_out
+        self.report = report
         self.names: set[str] = set()
         self.fragment_tags: dict[str, str] | None = None
+        self.damaged = 0
 
     def handle(self, events: Iterable[Event]) -> None:
         for event in events:
@@ -74,7 +84,8 @@ class _Dumper:
             elif isinstance(event, TracksChanged):
                 self.names.update(info.name for info in event.tracks.values())
             elif isinstance(event, MalformedInput):
-                raise MalformedStreamError(event.offset, event.reason)
+                self.damaged += 1
+                self.report(MalformedStreamError(event.offset, event.reason))
 
     def end_fragment(self) -> None:
         if self.fragment_tags is not None and self.tags_out is not None:
@@ -82,14 +93,22 @@ class _Dumper:
         self.fragment_tags = None
 
 
-def dump(source: BinaryIO, out: BinaryIO, track: str, tags_out: TextIO | None) -> int:
-    """Write the PCM of ``track`` to ``out`` and each fragment's tags to ``tags_out``; return the exit code 0.
+def dump(
+    source: BinaryIO,
+    out: BinaryIO,
+    track: str,
+    tags_out: TextIO | None,
+    report: Callable[[MalformedStreamError], None],
+) -> int:
+    """Write the PCM of ``track`` to ``out`` and each fragment's tags to ``tags_out``; return the exit code.
 
-    Raises :class:`MalformedStreamError` at the first malformed element and :class:`TrackNotFoundError`
-    when no fragment has the track; both are :class:`DumpError`, whose message is one line.
+    Each damaged region goes to ``report`` as a :class:`MalformedStreamError` as soon as it is found, and
+    the dump goes on; the exit code is then :data:`DAMAGED`, else 0. Raises :class:`TrackNotFoundError`
+    when the fragments read have no track of that name (a :class:`DumpError`, whose message is one line),
+    unless the damage left no Tracks to read at all: the damage reported is then the reason.
     """
     reader = MatroskaReader()
-    dumper = _Dumper(out, track, tags_out)
+    dumper = _Dumper(out, track, tags_out, report)
     while chunk := source.read(CHUNK_SIZE):
         dumper.handle(reader.feed(chunk))
     dumper.handle(reader.close())
@@ -97,6 +116,6 @@ def dump(source: BinaryIO, out: BinaryIO, track: str, tags_out: TextIO | None) -
     out.flush()
     if tags_out is not None:
         tags_out.flush()
-    if track not in dumper.names:
+    if track not in dumper.names and (dumper.names or not dumper.damaged):
         raise TrackNotFoundError(track, dumper.names)
-    return 0
+    return DAMAGED if dumper.damaged else 0

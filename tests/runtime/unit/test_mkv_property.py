@@ -1,4 +1,5 @@
-"""Properties of the Matroska reader: chunking never changes what it reads, and no input makes it raise."""
+"""Properties of the Matroska reader: chunking never changes what it reads, no input makes it raise, and a
+damaged fragment costs only its own frames."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.fixtures.mkv import CONNECT_TRACKS, LACINGS, Block, Fragment, Stream, Track, connect_stream
-from voicebridge.kvs.mkv import AudioFrame, DocumentStart, Event, MalformedInput, MatroskaReader
+from voicebridge.kvs.mkv import AudioFrame, DocumentStart, Event, MalformedInput, MatroskaReader, Tags
+
+Frame = tuple[str, int, int, bytes, int]
 
 VARIANTS = {
     "connect": {},
@@ -122,16 +125,88 @@ def test_a_document_cut_short_anywhere_reads_the_same_under_any_chunking(data: s
 
 
 @common
-@given(data=st.data())
-def test_the_next_document_is_found_inside_a_large_block_cut_short(data: st.DataObject) -> None:
-    stream = variant("large-blocks")
+@given(data=st.data(), name=st.sampled_from(["connect", "large-blocks"]))
+def test_the_next_document_is_found_wherever_a_block_is_cut_short(data: st.DataObject, name: str) -> None:
+    stream = variant(name)
     blocks = [e for e in read_whole(stream.data[: stream.offsets[1]]) if isinstance(e, AudioFrame)]
     block = data.draw(st.sampled_from(blocks))
-    # The reader needs the whole magic (4 bytes) inside the block to recognise the next document.
-    cut = data.draw(st.integers(block.offset, block.offset + len(block.pcm) - 4))
+    cut = data.draw(st.integers(block.offset, block.offset + len(block.pcm) - 1))
     spliced = stream.data[:cut] + stream.data[stream.offsets[1] :]
     events = read_chunked(spliced, data.draw(cuts_in(spliced)))
     assert cut in [e.offset for e in events if isinstance(e, DocumentStart)]
+
+
+DAMAGEABLE = {
+    "connect": {},
+    "known-sizes": {"unknown_sizes": False},
+    "block-groups": {"group": True},
+    "void-crc": {"noise": True, "crc": True},
+}
+
+
+@cache
+def damageable(name: str) -> Stream:
+    # Connect's own frame size, so that damage lands inside blocks as often as it does in real streams.
+    return connect_stream(4, blocks_per_track=2, **DAMAGEABLE[name])  # type: ignore[arg-type]
+
+
+def fragment_end(stream: Stream, index: int) -> int:
+    return stream.offsets[index + 1] if index + 1 < len(stream.offsets) else len(stream.data)
+
+
+@st.composite
+def one_fragment_damaged(draw: st.DrawFn) -> tuple[Stream, int, bytes]:
+    """A stream, one of its fragments, and the stream with damage inside that fragment."""
+    stream = damageable(draw(st.sampled_from(sorted(DAMAGEABLE))))
+    index = draw(st.integers(0, len(stream.offsets) - 1))
+    start, end = stream.offsets[index], fragment_end(stream, index)
+    at = draw(st.integers(start, end - 1))
+    damaged = bytearray(stream.data)
+    damage = draw(st.sampled_from(["cut", "overwrite", "insert", "delete"]))
+    if damage == "cut":
+        del damaged[at:end]
+    elif damage == "overwrite":
+        junk = draw(st.binary(min_size=1, max_size=min(64, end - at)))
+        damaged[at : at + len(junk)] = junk
+    elif damage == "insert":
+        damaged[at:at] = draw(st.binary(min_size=1, max_size=64))
+    else:
+        del damaged[at : draw(st.integers(at + 1, min(end, at + 64)))]
+    return stream, index, bytes(damaged)
+
+
+def frame_rows(events: list[Event]) -> list[Frame]:
+    return [(e.track_name, e.track_number, e.timecode_ms, e.pcm, e.offset) for e in events if isinstance(e, AudioFrame)]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), damaged=one_fragment_damaged())
+def test_a_damaged_fragment_costs_only_its_own_frames_under_any_chunking(
+    data: st.DataObject, damaged: tuple[Stream, int, bytes]
+) -> None:
+    stream, index, damaged_data = damaged
+    start, end = stream.offsets[index], fragment_end(stream, index)
+    moved = len(damaged_data) - len(stream.data)
+    after = end + moved  # where the next fragment starts in the damaged stream
+    read = frame_rows(read_chunked(damaged_data, data.draw(cuts_in(damaged_data))))
+    others = [(*f[:4], f[4] - moved if f[4] >= after else f[4]) for f in read if not start <= f[4] < after]
+    assert others == [f for f in frame_rows(read_whole(stream.data)) if not start <= f[4] < end]
+    # The damaged fragment's frames stop short of the next document's magic; the last may end in its first
+    # bytes, which no reader can tell from chance before the bytes after them arrive.
+    assert all(f[4] + len(f[3]) < after + 4 for f in read if start <= f[4] < after)
+
+
+tag_values = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=6)
+
+
+@common
+@given(data=st.data(), written=st.lists(st.lists(tag_values, min_size=3, max_size=3), min_size=2, max_size=5))
+def test_tags_read_as_written_when_only_their_values_change(data: st.DataObject, written: list[list[str]]) -> None:
+    names = ["AWS_KINESISVIDEO_FRAGMENT_NUMBER", "AWS_KINESISVIDEO_SERVER_TIMESTAMP", "ContactId"]
+    tags = [dict(zip(names, values, strict=True)) for values in written]
+    stream = b"".join(Fragment([], producer_tags={}, trailing_tags=values).encode() for values in tags)
+    events = read_chunked(stream, data.draw(cuts_in(stream)))
+    assert [e.tags for e in events if isinstance(e, Tags) and e.tags] == tags
 
 
 track_numbers = st.sampled_from([1, 2, 126, 127, 200, 16383, 16384, 1 << 20])

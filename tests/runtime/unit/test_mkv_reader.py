@@ -6,6 +6,8 @@ import dataclasses
 import io
 import json
 import struct
+import time
+from pathlib import Path
 
 import pytest
 
@@ -24,6 +26,7 @@ from tests.fixtures.mkv import (
     Block,
     Fragment,
     Lacing,
+    Stream,
     Track,
     connect_stream,
     ebml_header,
@@ -36,6 +39,7 @@ from tests.fixtures.mkv import (
     uint,
 )
 from voicebridge.kvs.mkv import (
+    EBML_MAGIC,
     MAX_ELEMENT_SIZE,
     AudioFrame,
     ClusterStart,
@@ -48,7 +52,8 @@ from voicebridge.kvs.mkv import (
     TrackInfo,
     TracksChanged,
 )
-from voicebridge_dev.mkv_dump import DumpError, MalformedStreamError, TrackNotFoundError, dump
+from voicebridge_dev.cli import main
+from voicebridge_dev.mkv_dump import DAMAGED, DumpError, MalformedStreamError, TrackNotFoundError, dump
 
 
 def read(data: bytes, chunk: int | None = None) -> list[Event]:
@@ -75,6 +80,15 @@ def problems(events: list[Event]) -> list[MalformedInput]:
 
 def one_fragment(blocks: list[Block], timecode_scale: int = 1_000_000) -> bytes:
     return Fragment(blocks, cluster_timecode=5000, timecode_scale=timecode_scale).encode()
+
+
+def last_frame_of_first_fragment(stream: Stream) -> AudioFrame:
+    return [f for f in frames(read(stream.data)) if f.offset < stream.offsets[1]][-1]
+
+
+def frames_from(events: list[Event], start: int, moved_by: int = 0) -> list[tuple[str, int, bytes, int]]:
+    """The frames at ``start`` or later, at the offsets they had before the stream was cut ``moved_by`` bytes."""
+    return [(f.track_name, f.timecode_ms, f.pcm, f.offset + moved_by) for f in frames(events) if f.offset >= start]
 
 
 # Documents and tracks
@@ -129,6 +143,15 @@ def test_producer_tags_and_getmedia_tags_are_separate_events_at_their_offsets() 
     assert [e.tags for e in events] == [stream.fragments[0].producer_tags, stream.fragments[0].trailing_tags]
     for event in events:
         assert data[event.offset : event.offset + 4] == b"\x12\x54\xc3\x67"
+
+
+def test_tags_that_differ_from_an_earlier_fragments_only_in_their_values_are_read_with_their_own() -> None:
+    names = ["AWS_KINESISVIDEO_FRAGMENT_NUMBER", "AWS_KINESISVIDEO_MILLIS_BEHIND_NOW", "ContactId"]
+    written = [
+        dict(zip(names, values, strict=True)) for values in [("1", "120", "a"), ("2", "95", "b"), ("3", "96", "")]
+    ]
+    data = b"".join(Fragment([], producer_tags={}, trailing_tags=values).encode() for values in written)
+    assert [e.tags for e in read(data) if isinstance(e, Tags) and e.tags] == written
 
 
 def test_getmedia_error_tags_arrive_as_tags() -> None:
@@ -311,6 +334,19 @@ def test_memory_stays_bounded_by_one_element_whatever_the_chunking() -> None:
         assert peak <= 1024 + 4
 
 
+def test_polling_buffered_bytes_after_every_feed_costs_the_same_however_much_is_collected() -> None:
+    # A 1 MiB block 16 bytes a feed, polled each time: 65 536 polls, which summing the parts made quadratic.
+    big = pcm_frame(9, 1 << 20)
+    data = one_fragment([Block(1, 0, (big,))])
+    reader = MatroskaReader()
+    started = time.process_time()
+    for at in range(0, len(data), 16):
+        list(reader.feed(data[at : at + 16]))
+        assert reader.buffered_bytes <= len(big) + 4
+        assert time.process_time() - started < 20
+    assert frames([*reader.close()]) == []
+
+
 def test_bytearray_and_memoryview_chunks_are_accepted() -> None:
     stream = connect_stream(1)
     reader = MatroskaReader()
@@ -442,15 +478,72 @@ def test_a_large_block_cut_short_by_the_next_document_loses_only_that_block(step
     assert pcm(events, CUSTOMER) == pcm_frame(6, 64) + stream.pcm(CUSTOMER)
 
 
-def test_a_small_block_cut_short_by_the_next_document_costs_at_most_that_document() -> None:
+@pytest.mark.parametrize("step", [1, 100, 1 << 20])
+def test_a_small_block_cut_short_by_the_next_document_costs_only_its_own_fragment(step: int) -> None:
     stream = connect_stream(3)
-    last = [f for f in frames(read(stream.data)) if f.offset < stream.offsets[1]][-1]
-    data = stream.data[: last.offset + 100] + stream.data[stream.offsets[1] :]
-    events = read(data)
-    assert problems(events)
-    shift = stream.offsets[1] - (last.offset + 100)
-    third = [f.pcm for f in frames(events) if f.offset + shift >= stream.offsets[2]]
-    assert third == [f.pcm for f in frames(read(stream.data)) if f.offset >= stream.offsets[2]]
+    last = last_frame_of_first_fragment(stream)
+    cut = last.offset + 100
+    events = read(stream.data[:cut] + stream.data[stream.offsets[1] :], step)
+    (problem,) = problems(events)
+    assert problem == MalformedInput(last.offset - 7, "SimpleBlock runs into an EBML header")
+    assert frames_from(events, cut, stream.offsets[1] - cut) == frames_from(read(stream.data), stream.offsets[1])
+
+
+def test_a_block_that_runs_over_the_next_documents_header_is_not_audio() -> None:
+    stream = connect_stream(3)
+    last = last_frame_of_first_fragment(stream)
+    cut = last.offset + 100
+    events = read(stream.data[:cut] + stream.data[stream.offsets[1] :])
+    assert [f for f in frames(events) if f.offset <= cut < f.offset + len(f.pcm)] == []
+    assert DocumentStart(cut) in events
+
+
+@pytest.mark.parametrize("step", [1, 1000, 1 << 20])
+def test_a_skipped_element_cut_short_by_the_next_document_costs_only_its_own_fragment(step: int) -> None:
+    stream = connect_stream(3)
+    last = last_frame_of_first_fragment(stream)
+    cluster_end = last.offset + len(last.pcm)
+    cut_short = element(0xEC, b"\x00" * 2000)[:20]
+    events = read(stream.data[:cluster_end] + cut_short + stream.data[stream.offsets[1] :], step)
+    (problem,) = problems(events)
+    assert problem == MalformedInput(cluster_end, "element 0xec runs into an EBML header")
+    assert pcm(events, CUSTOMER) == stream.pcm(CUSTOMER)
+    assert pcm(events, AGENT) == stream.pcm(AGENT)
+
+
+def test_an_ebml_header_that_begins_inside_a_block_header_is_found() -> None:
+    stream = connect_stream(3)
+    block = last_frame_of_first_fragment(stream).offset - 7
+    # Cut two bytes into the block: its ID and the first byte of its size, which the magic then completes.
+    cut = block + 2
+    events = read(stream.data[:cut] + stream.data[stream.offsets[1] :])
+    assert problems(events) == [MalformedInput(block, "SimpleBlock runs into an EBML header")]
+    assert frames_from(events, cut, stream.offsets[1] - cut) == frames_from(read(stream.data), stream.offsets[1])
+
+
+@pytest.mark.parametrize("into", [1, 2, 3])
+@pytest.mark.parametrize("step", [1, 5, 1 << 20])
+def test_a_block_that_ends_inside_the_next_documents_magic_costs_only_its_own_fragment(into: int, step: int) -> None:
+    stream = connect_stream(3)
+    last = last_frame_of_first_fragment(stream)
+    # The block's size runs ``into`` bytes into the magic: its frame cannot wait for the bytes that finish it.
+    cut = last.offset + len(last.pcm) - into
+    events = read(stream.data[:cut] + stream.data[stream.offsets[1] :], step)
+    assert problems(events) == [MalformedInput(cut, "EBML header begins inside the element before it")]
+    (straddling,) = [f for f in frames(events) if f.offset < cut < f.offset + len(f.pcm)]
+    assert straddling.pcm.endswith(EBML_MAGIC[:into])
+    assert frames_from(events, cut, stream.offsets[1] - cut) == frames_from(read(stream.data), stream.offsets[1])
+
+
+@pytest.mark.parametrize("step", [1, 3, 1 << 20])
+def test_a_frame_that_ends_in_the_ebml_magic_by_chance_is_audio(step: int) -> None:
+    frame = b"\x01\x00" * 6 + EBML_MAGIC
+    document = one_fragment([Block(1, 0, (frame,))])
+    # Told from a header by the bytes after it, or at the end of input by there being none.
+    for data in (document + connect_stream(1).data, document):
+        events = read(data, step)
+        assert not problems(events)
+        assert frames(events)[0].pcm == frame
 
 
 def test_malformed_input_converts_to_a_matroska_error_with_its_offset() -> None:
@@ -483,33 +576,78 @@ def test_block_group_outside_a_cluster_is_malformed() -> None:
 # mkv dump
 
 
+def no_damage(problem: MalformedStreamError) -> None:
+    pytest.fail(f"a well-formed stream reported as damaged: {problem}")
+
+
+def damaged_twice(stream: Stream) -> tuple[bytes, list[int]]:
+    """The stream with garbage before its second and its third fragment, and the offsets of the garbage."""
+    garbage = b"\x00garbage\xff"
+    first, second = stream.offsets[1], stream.offsets[2]
+    data = stream.data[:first] + garbage + stream.data[first:second] + garbage + stream.data[second:]
+    return data, [first, second + len(garbage)]
+
+
 def test_dump_writes_the_named_tracks_pcm() -> None:
     stream = connect_stream(3, renumber=True)
     out = io.BytesIO()
-    assert dump(io.BytesIO(stream.data), out, AGENT, tags_out=None) == 0
+    assert dump(io.BytesIO(stream.data), out, AGENT, None, no_damage) == 0
     assert out.getvalue() == stream.pcm(AGENT)
 
 
 def test_dump_writes_one_json_line_of_tags_per_fragment() -> None:
     stream = connect_stream(2)
     tags_out = io.StringIO()
-    dump(io.BytesIO(stream.data), io.BytesIO(), CUSTOMER, tags_out)
+    dump(io.BytesIO(stream.data), io.BytesIO(), CUSTOMER, tags_out, no_damage)
     lines = [json.loads(line) for line in tags_out.getvalue().splitlines()]
     assert lines == [{**f.producer_tags, **(f.trailing_tags or {})} for f in stream.fragments]
 
 
-def test_dump_reports_malformed_input_in_one_line() -> None:
-    data = connect_stream(1).data + b"\x00junk"
-    with pytest.raises(MalformedStreamError) as raised:
-        dump(io.BytesIO(data), io.BytesIO(), CUSTOMER, None)
-    assert isinstance(raised.value, DumpError)
-    assert "\n" not in str(raised.value)
-    assert raised.value.offset == len(connect_stream(1).data)
+def test_dump_writes_every_frame_it_recovers_from_a_damaged_stream_and_returns_2() -> None:
+    stream = connect_stream(4)
+    data, _ = damaged_twice(stream)
+    out = io.BytesIO()
+    assert dump(io.BytesIO(data), out, CUSTOMER, None, lambda _: None) == DAMAGED == 2
+    assert out.getvalue() == stream.pcm(CUSTOMER)
+
+
+def test_dump_names_each_damaged_region_in_one_line_as_soon_as_it_is_found() -> None:
+    stream = connect_stream(4)
+    data, offsets = damaged_twice(stream)
+    out = io.BytesIO()
+    reported: list[tuple[MalformedStreamError, int]] = []
+    dump(io.BytesIO(data), out, CUSTOMER, None, lambda problem: reported.append((problem, out.tell())))
+    assert [str(problem) for problem, _ in reported] == [
+        f"malformed Matroska at byte {offset}: invalid element ID byte 0x00" for offset in offsets
+    ]
+    assert [(problem.offset, isinstance(problem, DumpError)) for problem, _ in reported] == [(o, True) for o in offsets]
+    # Each region is named once the fragments before it are written, before those after it are read.
+    fragment_pcm = [len(b"".join(b.frames[0] for b in f.blocks if b.track == 1)) for f in stream.fragments]
+    assert [written for _, written in reported] == [fragment_pcm[0], fragment_pcm[0] + fragment_pcm[1]]
+
+
+def test_dump_writes_the_tags_of_the_fragments_around_a_damaged_one() -> None:
+    stream = connect_stream(3)
+    last = last_frame_of_first_fragment(stream)
+    data = stream.data[: last.offset + 100] + stream.data[stream.offsets[1] :]
+    tags_out = io.StringIO()
+    dump(io.BytesIO(data), io.BytesIO(), CUSTOMER, tags_out, lambda _: None)
+    lines = [json.loads(line) for line in tags_out.getvalue().splitlines()]
+    assert lines == [stream.fragments[0].producer_tags] + [
+        {**f.producer_tags, **(f.trailing_tags or {})} for f in stream.fragments[1:]
+    ]
+
+
+def test_dump_of_a_stream_with_no_tracks_left_reports_only_the_damage() -> None:
+    source = io.BytesIO(b"\x1aE\xdf\xa3\xff\xff\xff not matroska" * 4)
+    reported: list[MalformedStreamError] = []
+    assert dump(source, io.BytesIO(), CUSTOMER, None, reported.append) == DAMAGED
+    assert [problem.offset for problem in reported] == [0]
 
 
 def test_dump_reports_a_missing_track_with_the_names_present() -> None:
     with pytest.raises(TrackNotFoundError, match="AUDIO_FROM_CUSTOMER"):
-        dump(io.BytesIO(connect_stream(1).data), io.BytesIO(), "Track_audio/L16", None)
+        dump(io.BytesIO(connect_stream(1).data), io.BytesIO(), "Track_audio/L16", None, no_damage)
 
 
 def test_dump_reads_the_legacy_customer_track_name() -> None:
@@ -517,5 +655,21 @@ def test_dump_reads_the_legacy_customer_track_name() -> None:
     frame = pcm_frame(3, 1024)
     data = Fragment([Block(1, 0, (frame,))], tracks=legacy).encode()
     out = io.BytesIO()
-    dump(io.BytesIO(data), out, "Track_audio/L16", None)
+    dump(io.BytesIO(data), out, "Track_audio/L16", None, no_damage)
     assert out.getvalue() == frame
+
+
+def test_the_dump_command_writes_what_it_recovers_names_each_damaged_region_and_exits_2(
+    tmp_path: Path, capfdbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    stream = connect_stream(4)
+    data, offsets = damaged_twice(stream)
+    path = tmp_path / "damaged.mkv"
+    path.write_bytes(data)
+    assert main(["mkv", "dump", str(path), "--track", CUSTOMER, "--tags", str(tmp_path / "tags.jsonl")]) == 2
+    captured = capfdbinary.readouterr()
+    assert captured.out == stream.pcm(CUSTOMER)
+    assert captured.err.decode().splitlines() == [
+        f"voicebridge mkv dump: malformed Matroska at byte {offset}: invalid element ID byte 0x00" for offset in offsets
+    ]
+    assert len((tmp_path / "tags.jsonl").read_text().splitlines()) == 4

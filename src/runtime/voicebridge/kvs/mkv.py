@@ -22,8 +22,13 @@ or fixed-size. Void (EC) and CRC-32 (BF) may appear inside any master. Amazon Co
 leaf being read, so memory stays bounded by one element whatever the chunking, and each event leaves the
 reader as soon as the last byte of its element arrives. An unknown-size master ends when an element
 arrives that the Matroska hierarchy does not allow inside it (a new EBML header, a Cluster or Tags at
-segment level). Malformed input yields :class:`MalformedInput`; the reader then scans for the next EBML
-header, so one corrupt fragment never ends a stream.
+segment level).
+
+Malformed input yields :class:`MalformedInput`, and the reader resumes at the next EBML header wherever it
+starts: every byte is searched for one, and no element is read across one (an element that an EBML header
+begins inside had a corrupt size, or its document was cut short). A damaged fragment so costs at most
+itself, and no frame holds the next document's header; the last one may end in the first bytes of its
+magic, which no reader can tell from audio before the bytes after them arrive.
 
     reader = MatroskaReader()
     for chunk in chunks:
@@ -36,6 +41,7 @@ header, so one corrupt fragment never ends a stream.
 
 from __future__ import annotations
 
+import re
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -174,18 +180,19 @@ _VINT_MASK = tuple((1 << (7 * n)) - 1 for n in range(9))
 """Value bits of an n-byte VINT; a size with all of them set means "unknown"."""
 _NO_LIMIT = 1 << 63
 _TAGS_REMEMBERED = 8
-"""Distinct Tags payloads remembered: Connect repeats its producer Tags in every fragment."""
-_SCAN_ABOVE = 16 * 1024
-"""Elements larger than this are searched for an EBML header: one found means the size was corrupt or the
-document cut short, and the reader resumes there. Smaller ones are not searched (a 4-byte search costs about
-1 ns a byte, as much as reading the stream); a corrupt size below it loses at most that many bytes more."""
+"""Distinct Tags payloads remembered, and Tags shapes: Connect repeats its producer Tags in every fragment,
+and GetMedia's differ only in their values."""
+_search_magic = re.compile(re.escape(EBML_MAGIC)).search
+"""Where the next EBML magic starts; the stream's bytes go through here about once each. CPython's regex
+engine scans for a literal about twice as fast as ``bytes.find`` does for a 4-byte needle."""
 _HEADER_SIGNATURE = 14
 """Bytes that tell an EBML header from chance: magic (4), size VINT (up to 8), first child ID (2)."""
 _EBML_HEADER_CHILDREN = frozenset({0x86, 0xF7, 0xF2, 0xF3, 0x82, 0x87, 0x85})
 """Second bytes of the EBML header's children: EBMLVersion, EBMLReadVersion, EBMLMaxIDLength,
 EBMLMaxSizeLength, DocType, DocTypeVersion, DocTypeReadVersion."""
 _RECOGNISED_MAX = 4096
-"""Largest Tags or Tracks payload kept to recognise a byte-identical repeat in a later fragment."""
+"""Largest Tags or Tracks payload kept to recognise a repeat in a later fragment (for Tags, also one that
+differs in its values only)."""
 
 _LACING_XIPH = 0x02
 _LACING_EBML = 0x06
@@ -251,7 +258,8 @@ class AudioFrame:
 
 @dataclass(frozen=True, slots=True)
 class MalformedInput:
-    """The element at ``offset`` is corrupt or truncated; the reader resumes at the next EBML header."""
+    """The element at ``offset`` is corrupt or truncated, or an EBML header there begins inside the element
+    before it; the reader resumes at the next EBML header."""
 
     offset: int
     reason: str
@@ -294,11 +302,15 @@ class MatroskaError(Exception):
         self.reason = reason
 
 
+_Value: TypeAlias = tuple[str, int, int]
+"""A tag as a Tags payload holds it: TagName, and where its TagString lies in the payload."""
 _Open: TypeAlias = tuple[int, int, int | None, int]
 """An open master: ID, start offset, end offset (None when unknown), the offset its children must end by."""
 
 _UNKNOWN = -1
 """The data size :func:`_element_header` gives an element whose size VINT says "unknown"."""
+_UNDECIDED = -2
+"""What :meth:`MatroskaReader._header_inside` answers while the bytes that tell have not arrived."""
 
 
 class _TrackEntry:
@@ -383,11 +395,11 @@ def _connect_blocks(
 
     Connect's every block is an unlaced SimpleBlock (A3) with a 2-byte size and the one-byte track number of a
     known track, so its frame is read inline: the time of reading a stream goes here. Anything else ends the
-    run, for the element-wise path to read. A 2-byte size stays below _SCAN_ABOVE, so the element-wise path
-    would not search the block for an EBML header either. Timecodes are ``cluster_tc`` plus the block's, as
-    milliseconds: the caller runs this only at the default TimecodeScale.
+    run, for the element-wise path to read, and so does a block that ends past ``bound``, which the caller
+    puts at the next EBML magic too. Timecodes are ``cluster_tc`` plus the block's, as milliseconds: the
+    caller runs this only at the default TimecodeScale.
 
-        pos = _connect_blocks(buf, pos, min(len(buf), limit - base), base, by_byte, cluster_tc, out)
+        pos = _connect_blocks(buf, pos, min(len(buf), limit - base, magic - base), base, by_byte, cluster_tc, out)
     """
     append = out.append
     new = _new
@@ -435,8 +447,11 @@ class MatroskaReader:
         "_by_byte",
         "_closed",
         "_cluster_tc",
+        "_collected",
         "_entry",
+        "_held",
         "_limit",
+        "_magic",
         "_need",
         "_new_tracks",
         "_parent",
@@ -446,13 +461,14 @@ class MatroskaReader:
         "_pend_start",
         "_pos",
         "_scale",
-        "_scan_pending",
         "_scanning",
+        "_search_at",
         "_skip",
         "_stack",
         "_tag_stack",
         "_tags",
         "_tags_seen",
+        "_tags_shapes",
         "_tail",
         "_tracks",
         "_tracks_pending_raw",
@@ -469,13 +485,20 @@ class MatroskaReader:
         self._skip = 0
         self._need = 0
         self._parts: list[bytes] = []
+        self._collected = 0  # bytes in self._parts
         self._pend_eid = 0
         self._pend_start = 0
         self._pend_data = 0
-        # A pending element larger than _SCAN_ABOVE is searched for an EBML header as it arrives; the tail
-        # carries its last bytes, where a header may have begun.
-        self._scan_pending = False
+        # A pending element is searched for an EBML header as it arrives; the tail carries its last bytes,
+        # where a header may have begun.
         self._tail = b""
+        # Bytes of the stream after a magic that the pending element may end inside, taken with the next feed.
+        self._held = b""
+        # The EBML magics in the stream, found as the bytes arrive: the stream offset of the first one the
+        # reader has not read past (_NO_LIMIT while none is known), and where the search goes on. Bytes from
+        # self._search_at on are kept, as they may begin the next document.
+        self._magic = _NO_LIMIT
+        self._search_at = 0
         self._stack: list[_Open] = []
         # The innermost open master's ID and the stream offset its children must end by, kept with the stack.
         self._parent = _ROOT
@@ -489,35 +512,28 @@ class MatroskaReader:
         self._entry = _TrackEntry()
         self._tags: dict[str, str] = {}
         self._tag_stack: list[list[str | None]] = []
-        # Payloads of recent Tags elements and what they held; the raw Tracks behind the mapping in force.
+        # Payloads of recent Tags elements and what they held, their shapes by length; the raw Tracks behind
+        # the mapping in force.
         self._tags_seen: dict[bytes, dict[str, str]] = {}
+        self._tags_shapes: dict[int, _TagsShape] = {}
         self._tracks_raw = b""
         self._tracks_pending_raw = b""
 
     @property
     def buffered_bytes(self) -> int:
         """Bytes held while waiting for the rest of an element (never more than one element)."""
-        return len(self._buf) - self._pos + sum(len(p) for p in self._parts)
+        return len(self._buf) - self._kept() + self._collected + len(self._held)
+
+    def _kept(self) -> int:
+        """The index of the first buffered byte the reader still needs: where it reads, or an earlier magic."""
+        return min(self._pos, self._search_at - self._base)
 
     def feed(self, data: bytes | bytearray | memoryview) -> Iterator[Event]:
         """Take the next bytes of the stream; return the events they complete, in stream order."""
         if self._closed:
             raise MatroskaError(self._base + len(self._buf), "reader is closed")
         out: list[Event] = []
-        chunk = bytes(data)
-        if self._skip or self._need:
-            if not self._finish_pending(chunk, out):
-                return iter(out)
-        elif self._pos < len(self._buf):
-            self._base += self._pos
-            self._buf = self._buf[self._pos :] + chunk
-            self._pos = 0
-        else:
-            self._base += len(self._buf)
-            self._buf = chunk
-            self._pos = 0
-        # Even with no bytes left, the element just completed may have been the last one of its masters.
-        self._run(out)
+        self._take(bytes(data), out)
         return iter(out)
 
     def close(self) -> Iterator[Event]:
@@ -526,6 +542,8 @@ class MatroskaReader:
             return iter(())
         self._closed = True
         out: list[Event] = []
+        # No more bytes will tell a magic near the end from chance: it is none, and reading goes on past it.
+        self._take(b"", out)
         if self._scanning:
             return iter(out)
         truncated: MalformedInput | None = None
@@ -548,82 +566,128 @@ class MatroskaReader:
                 break
         return iter(out)
 
+    def _take(self, chunk: bytes, out: list[Event]) -> None:
+        """Add ``chunk`` to what is buffered, or to the element that straddles feeds, and read on."""
+        if self._held:
+            chunk = self._held + chunk
+            self._held = b""
+        if self._skip or self._need:
+            if not self._finish_pending(chunk, out):
+                return
+        elif (kept := self._kept()) < len(self._buf):
+            self._base += kept
+            self._buf = self._buf[kept:] + chunk
+            self._pos -= kept
+        else:
+            self._base += len(self._buf)
+            self._buf = chunk
+            self._pos = 0
+        # Even with no bytes left, the element just completed may have been the last one of its masters.
+        self._run(out)
+
     def _finish_pending(self, chunk: bytes, out: list[Event]) -> bool:
-        """Feed the element that straddles feeds; once it is done, make the rest of ``chunk`` the buffer."""
+        """Feed the element that straddles feeds; once it is done, make the rest of ``chunk`` the buffer.
+
+        Returns whether reading goes on from the buffer: the element is done, or an EBML header begins inside.
+        """
         # While an element is pending the buffer is empty and self._base is the offset of chunk[0].
         collecting = self._need > 0
         remaining = self._need if collecting else self._skip
         taken = min(remaining, len(chunk))
-        portion = chunk[:taken]
-        done = taken == remaining
-        # The tail carries the last bytes already seen, so a header split across feeds is still found.
-        window = self._tail + portion if self._scan_pending else portion
-        found = _find_header(window, 0, len(window), done) if self._scan_pending else -1
+        tail = self._tail
+        # The element's bytes in this chunk after the last ones already taken, where a magic may have begun,
+        # and the first bytes after the element, which tell a magic near its end from chance.
+        window = tail + chunk[: taken + _HEADER_SIGNATURE]
+        found = _first_header(window, 0, len(tail) + taken, len(window), self._closed)
         if found >= 0:
-            window_base = self._base - len(self._tail)
-            self._malformed(out, self._pend_start, f"{_name(self._pend_eid)} runs into an EBML header")
-            self._buf = window[found:] + chunk[taken:]
-            self._base = window_base + found
-            self._pos = 0
-            return True
-        if not done:
-            if collecting:
-                self._parts.append(portion)
-                self._need -= taken
-            else:
-                self._skip -= taken
-            if self._scan_pending:
-                self._tail = window[-_HEADER_SIGNATURE + 1 :]
+            if _header_at(window, found, len(window)) > 0:
+                self._malformed(out, self._pend_start, f"{_name(self._pend_eid)} runs into an EBML header")
+                self._rebuffer(window[found:] + chunk[len(window) - len(tail) :], self._base - len(tail) + found)
+                return True
+            # The bytes after that magic have not all come: take the ones before it, the rest with the next.
+            taken = max(0, found - len(tail))
+            self._held = chunk[taken:]
+        portion = chunk[:taken]
+        if collecting:
+            self._parts.append(portion)
+            self._collected += taken
+            self._need -= taken
+        else:
+            self._skip -= taken
+        if taken < remaining:
+            self._tail = (tail + portion[-3:])[-3:]
             self._base += taken
+            self._search_at = self._base
             return False
         self._tail = b""
-        self._skip = 0
-        self._buf = chunk
-        self._pos = taken
+        # The element's last bytes may begin a magic that the next ones complete: they stay buffered.
+        lead = _magic_prefix(window, len(tail) + taken)
+        if lead > taken:
+            self._rebuffer(
+                window[len(tail) + taken - lead :] + chunk[len(window) - len(tail) :], self._base + taken - lead
+            )
+            self._pos = lead
+        else:
+            self._buf = chunk
+            self._pos = taken
+            self._search_at = self._base + taken - lead
         if not collecting:
             return True
-        self._parts.append(portion)
         payload = b"".join(self._parts)
         self._parts = []
-        self._need = 0
+        self._collected = 0
         reason = self._leaf(self._pend_eid, payload, 0, len(payload), self._pend_data, out)
         if reason is not None:
             self._malformed(out, self._pend_start, reason)
-            # Resynchronise from the payload: a corrupt size may have swallowed the next header.
-            self._buf = payload + chunk[taken:]
-            self._base = self._pend_data
-            self._pos = 0
+            self._pos = self._kept()
         return True
+
+    def _rebuffer(self, buf: bytes, base: int) -> None:
+        """Read on from ``buf``, which starts at stream offset ``base``, searching it for magics afresh."""
+        self._buf = buf
+        self._base = base
+        self._pos = 0
+        self._magic = _NO_LIMIT
+        self._search_at = base
 
     def _malformed(self, out: list[Event], offset: int, reason: str) -> None:
         out.append(MalformedInput(offset, reason))
         self._stack.clear()
         self._tag_stack.clear()
         self._parts = []
+        self._collected = 0
         self._need = 0
         self._skip = 0
         self._tail = b""
         self._scanning = True
         self._parent, self._limit = _ROOT, _NO_LIMIT
 
-    def _remember_tags(self, raw: bytes, tags: dict[str, str]) -> None:
-        seen = self._tags_seen
+    def _remember_tags(self, raw: bytes, tags: dict[str, str], values: list[_Value]) -> None:
         if len(raw) > _RECOGNISED_MAX:
             return
+        seen = self._tags_seen
         if len(seen) >= _TAGS_REMEMBERED:
             del seen[next(iter(seen))]
         seen[raw] = tags
+        shapes = self._tags_shapes
+        if len(raw) not in shapes and len(shapes) >= _TAGS_REMEMBERED:
+            del shapes[next(iter(shapes))]
+        shapes[len(raw)] = _TagsShape(raw, values)
 
     def _run(self, out: list[Event]) -> None:
         """Take steps through the buffer until one waits for bytes that have not arrived.
 
         The reader's state picks each step: scanning for the next EBML header after malformed input, the end
-        of the innermost master once its children are read, a run of Connect's blocks inside a Cluster, or the
-        next element, read from its header as its kind asks. A step that finds the input malformed raises
-        :class:`_Corrupt`; the reader reports it and scans on.
+        of the innermost master once its children are read, the check of a magic that the element before
+        ended inside, a run of Connect's blocks inside a Cluster, or the next element, read from its header as
+        its kind asks. A step that finds the input malformed raises :class:`_Corrupt`; the reader reports it
+        and scans on.
         """
         buf = self._buf
         pos = self._pos
+        # A magic needs four bytes: fewer new ones cannot hold one.
+        if self._magic == _NO_LIMIT and len(buf) - (self._search_at - self._base) >= len(EBML_MAGIC):
+            self._find_magic(buf, self._search_at - self._base)
         while True:
             try:
                 if self._scanning:
@@ -633,6 +697,12 @@ class MatroskaReader:
                     continue
                 if self._base + pos >= self._limit:
                     pos = self._end_of_master(pos, out)
+                    continue
+                if self._magic < self._base + pos:
+                    after = self._straddled(buf, pos)
+                    if after is None:
+                        break
+                    pos = after
                     continue
                 if self._parent == _CLUSTER and self._scale == DEFAULT_TIMECODE_SCALE and buf.startswith(b"\xa3", pos):
                     after = self._blocks(buf, pos, out)
@@ -646,30 +716,96 @@ class MatroskaReader:
                 spec = _SPEC.get(eid)
                 kind = spec[1] if spec is not None and self._parent in spec[0] else self._place(eid, spec, pos, out)
                 if kind in _DESCEND:
-                    pos = self._master(buf, pos, eid, kind, size, data_at, out)
+                    after = self._master(buf, pos, eid, kind, size, data_at, out)
                 else:
-                    pos = self._content(buf, pos, eid, kind, size, data_at, out)
+                    after = self._content(buf, pos, eid, kind, size, data_at, out)
+                if after is None:
+                    break
+                pos = after
             except _Corrupt as corrupt:
                 pos = self._corrupt(corrupt, pos, out)
-        if pos >= len(buf):
+        self._pos = pos
+        if self._kept() >= len(buf):
             self._base += len(buf)
             self._buf = b""
             self._pos = 0
+
+    def _find_magic(self, buf: bytes, start: int) -> None:
+        """Note the first EBML magic at index ``start`` or later; if none, where to look once more bytes arrive."""
+        match = _search_magic(buf, start)
+        if match is not None:
+            self._magic = self._search_at = self._base + match.start()
         else:
-            self._pos = pos
+            self._magic = _NO_LIMIT
+            self._search_at = self._base + max(start, len(buf) - _magic_prefix(buf, len(buf)))
 
     def _resynchronise(self, buf: bytes, pos: int) -> int:
-        """Scan for the next EBML magic; until one arrives, keep only the last bytes, where one may begin."""
-        found = buf.find(EBML_MAGIC, pos)
-        if found < 0:
-            return max(pos, len(buf) - 3)
-        self._scanning = False
-        return found
+        """Scan for the next EBML header: a magic that the bytes after it confirm. Wait where they have not come."""
+        base = self._base
+        if self._magic < base + pos:
+            self._find_magic(buf, pos)
+        while (magic := self._magic - base) < len(buf):
+            verdict = self._verdict(buf, magic)
+            if verdict:
+                self._scanning = verdict < 0
+                return magic
+            self._find_magic(buf, magic + 1)
+        return self._search_at - base
+
+    def _verdict(self, buf: bytes, magic: int) -> int:
+        """Whether the EBML magic at ``buf[magic]`` begins a header: 1 yes, 0 no, -1 not told by the bytes yet."""
+        verdict = _header_at(buf, magic, len(buf))
+        # At the end of input no more bytes will tell, and a header that cannot be read is none.
+        return 0 if verdict < 0 and self._closed else verdict
 
     def _corrupt(self, corrupt: _Corrupt, pos: int, out: list[Event]) -> int:
         """Report what the step at ``pos`` found malformed; return where the scan for an EBML header starts."""
         self._malformed(out, self._base + pos if corrupt.offset is None else corrupt.offset, corrupt.reason)
-        return pos + 1 if corrupt.resume is None else corrupt.resume
+        resume = pos + 1 if corrupt.resume is None else corrupt.resume
+        if self._magic < self._base + pos:
+            # A magic that the element before ``pos`` ended inside is still to be judged: the scan starts there.
+            resume = min(resume, self._magic - self._base)
+        return resume
+
+    def _straddled(self, buf: bytes, pos: int) -> int | None:
+        """The element before ``pos`` ended inside an EBML magic: if a header begins there, so does a document.
+
+        That element was read on its own bytes, as it had to be: the bytes that finish the magic may come in
+        the next feed, and its frame cannot wait for them.
+        """
+        magic = self._magic - self._base
+        verdict = self._verdict(buf, magic)
+        if verdict < 0:
+            return None
+        if verdict:
+            raise _Corrupt("EBML header begins inside the element before it", self._base + magic, magic)
+        self._find_magic(buf, magic + 1)
+        return pos
+
+    def _header_inside(self, buf: bytes, pos: int, stop: int) -> int:
+        """The index of an EBML header whose magic lies whole inside the element ``buf[pos:stop]``, or -1.
+
+        Each magic is judged by the bytes after it, the element's and the stream's; while they have not all
+        come the answer is :data:`_UNDECIDED` (rare: audio holds the magic by chance about once in 4 GiB, and
+        it must then lie among the last bytes received). A magic that goes on past the element's end is left
+        to :meth:`_straddled`.
+
+            found = self._header_inside(buf, pos, data_at + size)
+        """
+        base = self._base
+        last = min(stop, len(buf)) - 4
+        while True:
+            magic = self._magic - base
+            if magic == pos:
+                # The element's own ID: it is an EBML header, and the magic is read past.
+                self._find_magic(buf, pos + 1)
+                continue
+            if magic > last:
+                return -1
+            verdict = self._verdict(buf, magic)
+            if verdict:
+                return magic if verdict > 0 else _UNDECIDED
+            self._find_magic(buf, magic + 1)
 
     def _end_of_master(self, pos: int, out: list[Event]) -> int:
         """Close the innermost master, whose children end at ``pos``: a Tags or a Tracks completes here."""
@@ -692,7 +828,8 @@ class MatroskaReader:
     def _blocks(self, buf: bytes, pos: int, out: list[Event]) -> int:
         """Inside a Cluster at the default TimecodeScale: the run of Connect's blocks at ``pos``."""
         base = self._base
-        return _connect_blocks(buf, pos, min(len(buf), self._limit - base), base, self._by_byte, self._cluster_tc, out)
+        bound = min(len(buf), self._limit - base, self._magic - base)
+        return _connect_blocks(buf, pos, bound, base, self._by_byte, self._cluster_tc, out)
 
     def _place(self, eid: int, spec: tuple[frozenset[int], int] | None, pos: int, out: list[Event]) -> int:
         """What to do with ``eid``, which ``spec`` does not place in the open master: unlisted, or it ends masters."""
@@ -725,12 +862,21 @@ class MatroskaReader:
             return
         raise _Corrupt(f"{_name(eid)} cannot appear inside {_name(found_in)}")
 
-    def _master(self, buf: bytes, pos: int, eid: int, kind: int, size: int, data_at: int, out: list[Event]) -> int:
+    def _master(
+        self, buf: bytes, pos: int, eid: int, kind: int, size: int, data_at: int, out: list[Event]
+    ) -> int | None:
         """Open the master at ``pos``, or take it whole: Tags read in one pass, Tracks recognised as a repeat."""
         base = self._base
+        if self._magic - base < data_at:
+            found = self._header_inside(buf, pos, data_at)
+            if found == _UNDECIDED:
+                return None
+            if found >= 0:
+                raise _Corrupt(f"{_name(eid)} runs into an EBML header", resume=found)
         stop = data_at + size
-        whole = size != _UNKNOWN and stop <= len(buf) and base + stop <= self._limit
-        if eid == _TAGS and whole and size <= _SCAN_ABOVE:
+        # Whole: all arrived, inside its parent, and no magic inside for its children to be judged by.
+        whole = size != _UNKNOWN and stop <= len(buf) and base + stop <= self._limit and base + stop <= self._magic
+        if eid == _TAGS and whole:
             if self._whole_tags(buf, pos, data_at, stop, out):
                 return stop
         elif eid == _TRACKS:
@@ -762,14 +908,20 @@ class MatroskaReader:
         if tags is not None:
             self._tags_seen[raw] = tags
         else:
-            tags = _read_tags(buf, data_at, stop, len(self._stack) + 1)
+            shape = self._tags_shapes.get(stop - data_at)
+            tags = shape.read(buf, data_at) if shape is not None else None
             if tags is None:
-                return False
-            self._remember_tags(raw, tags)
+                read = _read_tags(buf, data_at, stop, len(self._stack) + 1)
+                if read is None:
+                    return False
+                tags, values = read
+                self._remember_tags(raw, tags, values)
         out.append(Tags(dict(tags), self._base + pos))
         return True
 
-    def _content(self, buf: bytes, pos: int, eid: int, kind: int, size: int, data_at: int, out: list[Event]) -> int:
+    def _content(
+        self, buf: bytes, pos: int, eid: int, kind: int, size: int, data_at: int, out: list[Event]
+    ) -> int | None:
         """Read, skip or start collecting the element at ``pos``, whose children (if any) are not read."""
         base = self._base
         stop = data_at + size
@@ -779,22 +931,21 @@ class MatroskaReader:
             raise _Corrupt(f"{_name(eid)} of {size} bytes exceeds the size limit")
         if base + stop > self._limit:
             raise _Corrupt(f"{_name(eid)} overruns its parent")
+        found = self._header_inside(buf, pos, stop) if self._magic - base < stop else -1
+        if found == _UNDECIDED:
+            return None
         if kind == _HEADER:
             out.append(DocumentStart(base + pos))
+        if found >= 0:
+            raise _Corrupt(f"{_name(eid)} runs into an EBML header", resume=found)
         end = len(buf)
-        whole = stop <= end
-        if size > _SCAN_ABOVE:
-            found = _find_header(buf, data_at, stop if whole else end, whole)
-            if found >= 0:
-                raise _Corrupt(f"{_name(eid)} runs into an EBML header", resume=found)
-        if not whole:
+        if stop > end:
             self._begin_pending(buf, pos, eid, kind, size, data_at)
             return end
         if kind == _LEAF:
             reason = self._leaf(eid, buf, data_at, stop, base, out)
             if reason is not None:
-                # The payload is scanned too: a corrupt size may have swallowed the next header.
-                raise _Corrupt(reason, resume=data_at)
+                raise _Corrupt(reason)
         return stop
 
     def _begin_pending(self, buf: bytes, pos: int, eid: int, kind: int, size: int, data_at: int) -> None:
@@ -803,11 +954,12 @@ class MatroskaReader:
         if kind == _LEAF:
             self._need = data_at + size - end
             self._parts = [buf[data_at:]]
+            self._collected = end - data_at
         else:
             self._skip = data_at + size - end
-        if size > _SCAN_ABOVE:
-            self._tail = buf[max(data_at, end - _HEADER_SIGNATURE + 1) :]
-        self._scan_pending = size > _SCAN_ABOVE
+        # From here the element's own search takes over, from the bytes where a magic may still begin.
+        self._tail = buf[max(pos + 1, end - 3) :]
+        self._search_at = self._base + end
         self._pend_eid = eid
         self._pend_start = self._base + pos
         self._pend_data = self._base + data_at
@@ -1006,21 +1158,31 @@ def _header_at(data: bytes, i: int, stop: int) -> int:
     return 1 if data[child] == 0x42 and data[child + 1] in _EBML_HEADER_CHILDREN else 0
 
 
-def _find_header(data: bytes, start: int, stop: int, final: bool) -> int:
-    """The index of the first EBML header within ``data[start:stop]``, or -1.
+def _magic_prefix(data: bytes, end: int) -> int:
+    """How many of the bytes before ``data[end]`` (three at most) could be the first bytes of an EBML magic.
 
-    Unless ``final``, more bytes follow ``stop``: a magic too near the end to judge is left undecided (-1),
-    for the caller to look again once they arrive. If ``final``, ``stop`` is the end of the element searched,
-    and a whole magic that close to it is taken for a header: an element that ends a few bytes into an EBML
-    header is what a document cut short looks like.
+    >>> _magic_prefix(bytes.fromhex("00 1a 45 00"), 3)
+    2
+    """
+    # The magic holds one 0x1A, its first byte: a prefix can only start at the last one.
+    first = data.rfind(0x1A, max(0, end - 3), end)
+    return end - first if first >= 0 and EBML_MAGIC.startswith(data[first:end]) else 0
+
+
+def _first_header(data: bytes, start: int, stop: int, end: int, final: bool) -> int:
+    """The index of the first EBML header whose magic lies whole in ``data[start:stop]``, or -1.
+
+    Each magic is judged by ``data[:end]``. Unless ``final`` (no more bytes will come), a magic those bytes
+    cannot yet tell from chance counts too, for the caller to judge again once more bytes arrive.
+
+    >>> _first_header(EBML_MAGIC + bytes.fromhex("a3 42 86"), 0, 4, 7, final=True)
+    0
     """
     i = data.find(EBML_MAGIC, start, stop)
     while i >= 0:
-        verdict = _header_at(data, i, stop)
-        if verdict > 0 or (verdict < 0 and final):
+        verdict = _header_at(data, i, end)
+        if verdict > 0 or (verdict < 0 and not final):
             return i
-        if verdict < 0:
-            return -1
         i = data.find(EBML_MAGIC, i + 1, stop)
     return -1
 
@@ -1047,29 +1209,32 @@ def _tags_tree() -> dict[int, dict[int, int]]:
 _TAGS_TREE = _tags_tree()
 
 
-def _read_tags(buf: bytes, a: int, b: int, depth: int) -> dict[str, str] | None:
-    """Read a Tags payload that is whole in ``buf[a:b]`` in one pass.
+def _read_tags(buf: bytes, a: int, b: int, depth: int) -> tuple[dict[str, str], list[_Value]] | None:
+    """Read a Tags payload that is whole in ``buf[a:b]`` in one pass: its tags, and where their values lie.
 
     Returns None on anything unusual (a malformed or misplaced element, too deep a nesting), for the
     element-wise path to read and judge. ``depth`` is the nesting level of the Tags element itself.
     """
     tags: dict[str, str] = {}
+    values: list[_Value] = []
     vlen = _VINT_LEN
     tree = _TAGS_TREE
-    # The open Tag and SimpleTag elements above the current one: their end, children and TagName / TagString.
-    above: list[tuple[int, dict[int, int], str | None, str | None]] = []
+    # The open Tag and SimpleTag elements above the current one: their end, children, TagName and where their
+    # TagString lies.
+    above: list[tuple[int, dict[int, int], str | None, int, int]] = []
     end = b
     children = tree[_TAGS]
     name: str | None = None
-    value: str | None = None
+    value_at = value_end = -1
     p = a
     while True:
         if p == end:
             if not above:
-                return tags
-            if name is not None and value is not None:
-                tags[name] = value
-            end, children, name, value = above.pop()
+                return tags, values
+            if name is not None and value_at >= 0:
+                tags[name] = _text(buf, value_at, value_end)
+                values.append((name, value_at - a, value_end - a))
+            end, children, name, value_at, value_end = above.pop()
             continue
         first = buf[p]
         if first & 0x40 and not first & 0x80:
@@ -1106,18 +1271,48 @@ def _read_tags(buf: bytes, a: int, b: int, depth: int) -> dict[str, str] | None:
             if eid in _SPEC:
                 return None
         elif action == _TAG_STRING:
-            value = _text(buf, data_at, stop)
+            value_at, value_end = data_at, stop
         elif action == _TAG_NAME:
             name = _text(buf, data_at, stop)
         elif action == _OPEN_CHILD:
             if depth + len(above) >= MAX_DEPTH:
                 return None
-            above.append((end, children, name, value))
+            above.append((end, children, name, value_at, value_end))
             end = stop
             children = tree[eid]
-            name = value = None
+            name = None
+            value_at = value_end = -1
             stop = data_at
         p = stop
+
+
+class _TagsShape:
+    """A Tags payload read before, as every byte of it but its TagString values.
+
+    GetMedia's Tags differ from one fragment to the next in their values alone (fragment number, timestamps,
+    continuation token), mostly of the same lengths. A payload whose other bytes are the same reads as this
+    one did, element by element, only with its own values.
+
+        tags = _TagsShape(raw, values).read(buf, data_at)  # None unless buf[data_at:] has the shape
+    """
+
+    __slots__ = ("fixed", "values")
+
+    def __init__(self, raw: bytes, values: list[_Value]) -> None:
+        self.values = values
+        self.fixed: list[tuple[int, bytes]] = []
+        at = 0
+        for _, start, stop in sorted(values, key=lambda value: value[1]):
+            self.fixed.append((at, raw[at:start]))
+            at = stop
+        self.fixed.append((at, raw[at:]))
+
+    def read(self, buf: bytes, a: int) -> dict[str, str] | None:
+        """The tags of the payload at ``buf[a:]``, as long as the shape's, or None if it has another shape."""
+        for at, same in self.fixed:
+            if not buf.startswith(same, a + at):
+                return None
+        return {name: _text(buf, a + start, a + stop) for name, start, stop in self.values}
 
 
 def _name(eid: int) -> str:
