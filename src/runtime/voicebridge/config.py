@@ -1,7 +1,7 @@
 """Configuration: one typed object, built from the environment once per container.
 
-Every setting is an environment variable (the template sets them from its parameters); the README's configuration
-table lists them all. ``Settings.from_env()`` validates them together so a bad deployment fails with one clear
+Every setting is an environment variable (the template sets them from its parameters); docs/configuration.md's
+tables list them all. ``Settings.from_env()`` validates them together so a bad deployment fails with one clear
 message instead of at the first call that needs the value::
 
     >>> Settings.from_env({"SONIC_SAMPLE_RATE": "16000"}).sonic_sample_rate
@@ -29,6 +29,8 @@ SonicEncoding = Literal["pcm_s16le", "pcm_mulaw"]
 ResamplerName = Literal["soxr", "numpy"]
 ListenTracks = Literal["customer", "both"]
 InkMode = Literal["turns", "manual"]
+InkCatchUp = Literal["skip-silence", "off"]
+"""How an Ink session behind the stream gets back to live: by dropping long silences from the backlog, or not."""
 CARTESIA_API_URL = "https://api.cartesia.ai"
 """Used when CARTESIA_BASE_URL is empty: the SDK itself would take an empty variable as the URL."""
 _SONIC_RATES = frozenset({8000, 16000, 22050, 24000, 44100, 48000})
@@ -131,7 +133,9 @@ class Settings:
     ink_turn_end_timeout_ms: int | None = field(default=None, metadata=_whole(640, 11200, optional=True))
     ink_frame_ms: int = field(default=100, metadata=_whole(20, 500))
     consumer_handoff_ms: int = field(default=30000, metadata=_whole(5000, 600000))
+    ink_catch_up: InkCatchUp = field(default="skip-silence", metadata=_one_of(InkCatchUp))
     kvs_read_timeout_ms: int = field(default=3000, metadata=_whole(500, 30000))
+    listen_retry_limit_ms: int = field(default=600_000, metadata=_whole(10_000, 3_600_000))
     await_max_wait_ms: int = field(default=7000, metadata=_whole(100, 7800))
     await_poll_interval_ms: int = field(default=40, metadata=_whole(10, 1000))
 

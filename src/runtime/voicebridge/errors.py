@@ -87,10 +87,21 @@ class MediaInterrupted(VoiceBridgeError):
     code = "MediaInterrupted"
 
 
+class MediaStalled(MediaInterrupted):
+    """GetMedia answered, then sent nothing for the read timeout: the producer stalled or stopped."""
+
+
 class InkUnavailable(VoiceBridgeError):
     """An Ink session could not be opened or was lost; the consumer reopens it and replays what is unsettled."""
 
     code = "InkUnavailable"
+
+
+class ResponderUnavailable(VoiceBridgeError):
+    """The responder could not answer a turn (refused, throttled, timed out, or answered something unreadable); the
+    caller hears the configured apology instead."""
+
+    code = "ResponderUnavailable"
 
 
 class Superseded(VoiceBridgeError):
@@ -113,5 +124,5 @@ def _registry() -> dict[str, type[VoiceBridgeError]]:
 ERROR_CODES: dict[str, type[VoiceBridgeError]] = _registry()
 """Every ``ErrorCode`` the product can answer or log, and its type."""
 
-INTERNAL_CODES = frozenset({"MediaInterrupted", "InkUnavailable", "Superseded"})
+INTERNAL_CODES = frozenset({"MediaInterrupted", "InkUnavailable", "ResponderUnavailable", "Superseded"})
 """Codes the consumer handles itself: no Connect-facing handler answers them."""

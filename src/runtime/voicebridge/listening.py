@@ -1,11 +1,13 @@
 """The Listen path's two Connect-facing steps: start listening to a contact, and await the caller's next turn.
 
 ``start_listening`` validates the contact's media stream, records a listening session (a conditional put, so a flow
-that calls it twice still gets one consumer) and hands the stream to TranscribeStreamFunction with an asynchronous
-invoke — it answers in a few tens of milliseconds.
+that calls it twice still gets one consumer; a stopped or dead consumer's claim is taken over) and hands the stream
+to TranscribeStreamFunction with an asynchronous invoke — it answers in a few tens of milliseconds. If that invoke
+fails, the claim is released, so the flow's retry starts a consumer instead of finding a claim with none.
 
 ``await_turn`` long-polls the turn table for the caller's first finished turn after a given index, at a short
-interval, for a bounded time that always fits Connect's 8 s limit for a synchronous Lambda block.
+interval, for a bounded time that always fits Connect's 8 s limit for a synchronous Lambda block. When nobody is
+listening (never started, stopped, or the consumer died) it says so, with the reason, instead of timing out.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from voicebridge.connect.events import ContactFlowEvent
 from voicebridge.errors import HandOffFailed, InvalidInput, NoMediaStream, NotListening
-from voicebridge.store.turns import AGENT, CUSTOMER, Turn, TurnStore
+from voicebridge.store.turns import AGENT, CUSTOMER, Claim, Turn, TurnStore
 
 
 @dataclass(frozen=True)
@@ -43,17 +45,22 @@ def start_listening(
     if choice not in ("customer", "both"):
         raise InvalidInput("Tracks must be 'customer' or 'both'")
     tracks = [CUSTOMER, AGENT] if choice == "both" else [CUSTOMER]
-    claimed = store.claim(event.contact_id, audio.stream_arn, audio.start_fragment_number, tracks)
-    if claimed:
+    started_ms = _epoch_ms(audio.start_timestamp)
+    claim, generation = store.claim(
+        event.contact_id, audio.stream_arn, audio.start_fragment_number, tracks, start_timestamp_ms=started_ms
+    )
+    if claim is not Claim.ALIVE:
         try:
             lambda_client.invoke(
                 FunctionName=consumer,
                 InvocationType="Event",
-                Payload=json.dumps({"ContactId": event.contact_id, "Generation": 0}).encode(),
+                Payload=json.dumps({"ContactId": event.contact_id, "Generation": generation}).encode(),
             )
         except (ClientError, BotoCoreError) as exc:
-            raise HandOffFailed(f"could not start the transcriber ({type(exc).__name__})") from None
-    return Started(audio.stream_arn, audio.start_fragment_number, tracks, already_listening=not claimed)
+            reason = f"could not start the transcriber ({type(exc).__name__})"
+            store.release(event.contact_id, generation, reason)
+            raise HandOffFailed(reason) from None
+    return Started(audio.stream_arn, audio.start_fragment_number, tracks, already_listening=claim is Claim.ALIVE)
 
 
 def await_turn(
@@ -79,13 +86,23 @@ def await_turn(
         if turns:
             return turns[0], (time.monotonic() - started) * 1000
         if not checked_session:
-            if store.load(contact_id) is None:
+            checkpoint = store.load(contact_id)
+            if checkpoint is None:
                 raise NotListening("nobody is listening to this contact: call StartListening first")
+            if not checkpoint.alive(store.now_ms()):
+                raise NotListening(checkpoint.why_not_listening)
             checked_session = True
         now = time.monotonic()
         if now >= deadline:
             return None, (now - started) * 1000
         time.sleep(min(poll_interval_ms / 1000, deadline - now))
+
+
+def _epoch_ms(raw: str | None) -> int | None:
+    """Connect's epoch-millisecond timestamps are strings; a malformed one is treated as absent."""
+    if raw is None or not raw.strip().isdigit():
+        return None
+    return int(raw.strip())
 
 
 def _int(raw: Any, name: str, *, default: int, low: int) -> int:

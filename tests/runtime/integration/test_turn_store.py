@@ -13,7 +13,7 @@ from tests.fixtures.cloud import Invoker
 from voicebridge import container
 from voicebridge.errors import NotListening, Superseded
 from voicebridge.listening import await_turn
-from voicebridge.store.turns import CUSTOMER, Turn, TurnStore
+from voicebridge.store.turns import CUSTOMER, LISTENING, STARTING, STOPPED, Claim, Turn, TurnStore
 from voicebridge_dev.local.cloud import LocalCloud
 from voicebridge_dev.template import local_physical_id
 
@@ -29,8 +29,49 @@ def turn(contact: str, seq: int, text: str = "hello") -> Turn:
 
 def test_a_contact_is_claimed_once(store: TurnStore) -> None:
     contact = str(uuid.uuid4())
-    assert store.claim(contact, "arn:stream", "123", [CUSTOMER])
-    assert not store.claim(contact, "arn:stream", "123", [CUSTOMER])
+    assert store.claim(contact, "arn:stream", "123", [CUSTOMER]) == (Claim.CLAIMED, 0)
+    assert store.claim(contact, "arn:stream", "123", [CUSTOMER]) == (Claim.ALIVE, 0)
+
+
+def test_a_stopped_claim_is_taken_over_under_the_next_generation_keeping_the_turn_numbers(store: TurnStore) -> None:
+    contact = str(uuid.uuid4())
+    store.claim(contact, "arn:stream", "123", [CUSTOMER])
+    checkpoint = store.load(contact)
+    assert checkpoint is not None
+    checkpoint.tracks[CUSTOMER].next_seq = 4
+    checkpoint.state = STOPPED
+    store.save(checkpoint)
+    assert store.claim(contact, "arn:stream-2", "456", [CUSTOMER]) == (Claim.TAKEN_OVER, 1)
+    taken = store.load(contact)
+    assert taken is not None
+    assert (taken.stream_arn, taken.state, taken.tracks[CUSTOMER].next_seq) == ("arn:stream-2", STARTING, 4)
+
+
+def test_a_claim_whose_consumer_stopped_beating_is_dead_and_taken_over(store: TurnStore) -> None:
+    contact = str(uuid.uuid4())
+    store.claim(contact, "arn:stream", "123", [CUSTOMER], lease_ms=50)
+    time.sleep(0.1)
+    assert store.claim(contact, "arn:stream", "123", [CUSTOMER], lease_ms=50) == (Claim.TAKEN_OVER, 1)
+
+
+def test_a_released_claim_records_why_and_is_not_alive(store: TurnStore) -> None:
+    contact = str(uuid.uuid4())
+    store.claim(contact, "arn:stream", "123", [CUSTOMER])
+    store.release(contact, 0, "could not start the transcriber (ClientError)")
+    checkpoint = store.load(contact)
+    assert checkpoint is not None and not checkpoint.alive(store.now_ms())
+    assert checkpoint.why_not_listening == "listening stopped: could not start the transcriber (ClientError)"
+
+
+def test_a_heartbeat_from_a_superseded_generation_is_refused(store: TurnStore) -> None:
+    contact = str(uuid.uuid4())
+    store.claim(contact, "arn:stream", "123", [CUSTOMER])
+    stale = store.load(contact)
+    assert stale is not None
+    store.save(stale, new_generation=1)
+    stale.generation = 0
+    with pytest.raises(Superseded):
+        store.heartbeat(stale, LISTENING)
 
 
 def test_a_turn_is_stored_once_whatever_replays_it(store: TurnStore) -> None:
@@ -89,6 +130,26 @@ def test_await_turn_times_out_inside_its_bound(store: TurnStore) -> None:
 def test_await_turn_for_a_contact_nobody_listens_to_is_an_error(store: TurnStore) -> None:
     with pytest.raises(NotListening):
         await_turn(str(uuid.uuid4()), {}, store=store, max_wait_ms=200, poll_interval_ms=40, remaining_ms=None)
+
+
+def test_await_turn_says_why_when_listening_stopped(store: TurnStore) -> None:
+    contact = str(uuid.uuid4())
+    store.claim(contact, "arn:stream", "123", [CUSTOMER])
+    checkpoint = store.load(contact)
+    assert checkpoint is not None
+    checkpoint.state, checkpoint.stop_reason = STOPPED, "media unavailable for 600 s"
+    store.save(checkpoint)
+    with pytest.raises(NotListening, match="media unavailable"):
+        await_turn(contact, {}, store=store, max_wait_ms=200, poll_interval_ms=40, remaining_ms=None)
+
+
+def test_await_turn_still_returns_the_turns_heard_before_listening_stopped(store: TurnStore) -> None:
+    contact = str(uuid.uuid4())
+    store.claim(contact, "arn:stream", "123", [CUSTOMER])
+    store.put_turn(turn(contact, 0, "goodbye"))
+    store.release(contact, 0, "stream ended")
+    found, _ = await_turn(contact, {}, store=store, max_wait_ms=200, poll_interval_ms=40, remaining_ms=None)
+    assert found is not None and found.transcript == "goodbye"
 
 
 def test_await_turn_function_answers_connect(invoke_function: Invoker, cloud_env: LocalCloud, store: TurnStore) -> None:

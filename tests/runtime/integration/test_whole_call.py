@@ -44,7 +44,7 @@ from voicebridge_dev.template import LOCAL_ACCOUNT
 TEMPLATE = ROOT / "template.yaml"
 VOICE_AGENT = ROOT / "contact_flows" / "voice-agent.json"
 CLIPS = load_clips()
-AWAIT_MAX_WAIT_MS = "1500"
+AWAIT_MAX_WAIT_MS = "7000"
 RATE = 8000
 
 GREETING = "Hello! Thanks for calling. How can I help you today?"

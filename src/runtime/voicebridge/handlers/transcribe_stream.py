@@ -9,6 +9,7 @@ asynchronous failure would be retried by Lambda and start a second consumer, so 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -18,6 +19,8 @@ from voicebridge.errors import VoiceBridgeError
 from voicebridge.ink.session import InkSession, TurnListener
 from voicebridge.kvs.consumer import StreamConsumer
 from voicebridge.telemetry import logger, metrics
+
+CONTACT_ID = re.compile(r"[A-Za-z0-9-]{1,256}")
 
 
 def _open_session(listener: TurnListener, name: str) -> InkSession:
@@ -33,12 +36,13 @@ def _open_session(listener: TurnListener, name: str) -> InkSession:
     )
 
 
-def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    contact_id = str(event.get("ContactId") or "")
-    logger.set_correlation_id(contact_id or None)
-    if not contact_id:
-        logger.error("event without ContactId", keys=sorted(event))
-        return {"Result": "Error", "ErrorCode": "InvalidInput"}
+def handler(event: Any, context: Any) -> dict[str, Any]:
+    parsed = _parse(event)
+    if isinstance(parsed, str):
+        logger.error("malformed consumer event", reason=parsed)
+        return {"Result": "Error", "ErrorCode": "InvalidInput", "ErrorMessage": parsed}
+    contact_id, generation = parsed
+    logger.set_correlation_id(contact_id)
     myself = getattr(context, "invoked_function_arn", None) or getattr(context, "function_name", "")
 
     def continue_with(payload: dict[str, Any]) -> None:
@@ -51,7 +55,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             container.settings(),
             container.turn_store(),
             contact_id=contact_id,
-            generation=int(event.get("Generation", 0)),
+            generation=generation,
             open_session=_open_session,
             continue_with=continue_with,
             remaining_ms=context.get_remaining_time_in_millis,
@@ -76,3 +80,18 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         media_reconnects=outcome.reconnects,
     )
     return {"Result": "OK", "Reason": outcome.reason, "Turns": outcome.turns}
+
+
+def _parse(event: Any) -> tuple[str, int] | str:
+    """(ContactId, Generation) from the consumer's event, or why it cannot be read."""
+    if not isinstance(event, dict):
+        return f"the event must be an object, not {type(event).__name__}"
+    contact_id = event.get("ContactId")
+    if not isinstance(contact_id, str) or not CONTACT_ID.fullmatch(contact_id):
+        return "ContactId must be a contact id (letters, digits and hyphens, at most 256)"
+    generation = event.get("Generation", 0)
+    if isinstance(generation, str) and generation.isdigit():
+        generation = int(generation)
+    if not isinstance(generation, int) or isinstance(generation, bool) or generation < 0:
+        return "Generation must be a whole number, 0 or more"
+    return contact_id, generation

@@ -163,12 +163,13 @@ class InkSession:
             if event.is_final:
                 self._finals.append(event.text)
         elif kind == "flush_done":
+            # Final texts are joined exactly as sent: "Never strip() it" (Cartesia, STT common pitfalls).
             text, self._finals = "".join(self._finals), []
-            self._listener.on_turn_end(text.strip())
+            self._listener.on_turn_end(text)
         elif kind == "done":
             if self._finals:
                 text, self._finals = "".join(self._finals), []
-                self._listener.on_turn_end(text.strip())
+                self._listener.on_turn_end(text)
             return False
         elif kind == "error":
             self._fail(f"Ink error {getattr(event, 'status_code', '?')}: {getattr(event, 'title', '')}")

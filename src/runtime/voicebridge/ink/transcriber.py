@@ -11,7 +11,10 @@ The transcriber sits between the KVS reader and an :class:`~voicebridge.ink.sess
   (Ink starts a turn a little after the caller does). Everything between ``settled`` and ``sent`` stays in the replay
   buffer.
 - **Dropped sockets.** After a failure the next frame opens a new session and replays the unsettled audio first, so
-  a turn in progress is transcribed whole.
+  a turn in progress is transcribed whole. Reopening backs off (bounded, jittered), and a session lost right after
+  it opened does not reset the back-off, so a failing Ink is not hammered.
+- **Pace.** Everything goes through a :class:`~voicebridge.ink.pacer.Pacer`: Ink accepts at most one second of audio
+  per second, so a replay or a backlog is paced, and catches up with live by dropping long silences.
 - **Turns.** Each finished turn takes the track's next sequence number and is written with a conditional put: a
   replay or a continuation can reproduce a turn, never store it twice.
 - **Keep-alive.** When the source stalls, silence keeps the session alive and lets a turn in progress end (Ink ends
@@ -27,11 +30,14 @@ from dataclasses import dataclass
 from aws_lambda_powertools.metrics import MetricUnit
 
 from voicebridge.audio.vad import BYTES_PER_MS, VoiceActivity
+from voicebridge.backoff import Backoff
 from voicebridge.clock import SYSTEM_CLOCK, Clock
-from voicebridge.errors import InkUnavailable, StorageError
+from voicebridge.errors import InkUnavailable
 from voicebridge.ink.ledger import PositionLedger
+from voicebridge.ink.pacer import FINALIZE, Pacer
 from voicebridge.ink.session import InkSession, TurnListener
 from voicebridge.store.turns import TrackProgress, Turn, TurnStore
+from voicebridge.store.writer import TurnWriter, Written
 from voicebridge.telemetry import logger, metrics
 
 SessionFactory = Callable[[TurnListener, str], InkSession]
@@ -69,12 +75,13 @@ class TrackTranscriber(TurnListener):
         ack_ms: int = 400,
         manual_end_silence_ms: int = 700,
         clock: Clock = SYSTEM_CLOCK,
+        pacer: Pacer | None = None,
     ) -> None:
         self.contact_id = contact_id
         self.track = track
         self._ledger = PositionLedger(progress, max_unsettled_bytes=MAX_REPLAY_BYTES)
         self._clock = clock
-        self._store = store
+        self._writer = TurnWriter(store, on_done=self._written, clock=clock, name=f"turns-{track}")
         self._open_session = open_session
         self._sink = sink
         self._mode = mode
@@ -84,10 +91,12 @@ class TrackTranscriber(TurnListener):
         self._lock = threading.RLock()
         self._vad = VoiceActivity(close_ms=settle_ms, position_ms=progress.stream_bytes / BYTES_PER_MS)
         self._turn_open = False
-        self._finalizing = False
+        self._finalizes_queued = 0
+        """Manual mode: finalizes queued for closed utterances whose transcripts have not arrived yet."""
         self._session: InkSession | None = None
-        self._delivered = True
-        self._open_failures = 0
+        self._pacer = pacer or Pacer()
+        self._session_start = progress.stream_bytes
+        self._open_backoff = Backoff(base_s=0.1, cap_s=5.0, stable_s=10.0)
         self._next_open_at = 0.0
         self._last_send = clock.monotonic()
         self.audio_bytes_sent = 0
@@ -105,38 +114,66 @@ class TrackTranscriber(TurnListener):
             if not fresh:
                 return False
             self._vad.feed(fresh)
-            if self._send(fresh):
-                self.audio_bytes_sent += len(fresh)
+            self._pacer.push(fresh)
+            self._pump()
             if self._mode == "manual":
                 self._manual_turn_boundary()
-            if not self._turn_open and not self._vad.speaking and self._delivered:
+            if not self._turn_open and not self._vad.speaking and self._caught_up:
                 self._ledger.mark_silent_point(self._clock.monotonic())
             self._settle_silence()
         self._recover()
         return True
 
     def keepalive(self, idle_ms: float) -> None:
-        """Send silence when nothing has been sent for ``idle_ms`` (the source stalled); settle what can be."""
+        """Send what the pace now allows; send silence when nothing has been sent for ``idle_ms`` (the source
+        stalled); settle what can be."""
         with self._lock:
+            self._pump()
             self._settle_silence()
-            if (self._clock.monotonic() - self._last_send) * 1000 >= idle_ms:
-                self._send(bytes(self._frame_bytes))
+            idle = (self._clock.monotonic() - self._last_send) * 1000 >= idle_ms
+            if idle and self._caught_up:
+                self._pacer.push(bytes(self._frame_bytes))
+                self._pump()
         self._recover()
 
-    def _send(self, pcm: bytes) -> bool:
-        """Send on the live session (caller holds the lock); False when there is none to take it."""
+    def _pump(self) -> None:
+        """Send on the live session what the pace allows (caller holds the lock)."""
         session = self._session
         if session is None or not session.alive:
-            self._delivered = False
-            return False
-        try:
-            session.send_audio(pcm)
-        except InkUnavailable:
-            self._delivered = False
-            return False
-        self._last_send = self._clock.monotonic()
-        self._delivered = True
-        return True
+            return
+        # While Ink has a turn open it must hear every pause: only silence outside a turn may be dropped.
+        for chunk in self._pacer.due(self._clock.monotonic(), may_skip=not self._turn_open):
+            if isinstance(chunk, str):
+                session.finalize()
+                continue
+            try:
+                session.send_audio(chunk)
+            except InkUnavailable:
+                # Everything not yet settled is replayed to the next session, from the ledger.
+                self._pacer.drop_queue()
+                return
+            self.audio_bytes_sent += len(chunk)
+            self._last_send = self._clock.monotonic()
+
+    @property
+    def _heard_bytes(self) -> int:
+        """How far into the stream the live session has been sent (or has skipped) audio: nothing beyond it may
+        settle, since Ink has not heard it."""
+        if self._session is None or not self._session.alive:
+            return self._ledger.settled.stream_bytes
+        return self._session_start + self._pacer.passed_bytes
+
+    @property
+    def _caught_up(self) -> bool:
+        """Ink has been sent (or has skipped, as silence) everything admitted."""
+        session = self._session
+        return session is not None and session.alive and self._pacer.waiting_ms == 0
+
+    @property
+    def behind_ms(self) -> float:
+        """Audio admitted but not yet sent: how far this track's Ink session is behind the stream."""
+        with self._lock:
+            return self._pacer.waiting_ms
 
     def _recover(self) -> None:
         """Open a session when there is none or it was lost, replaying the unsettled audio first.
@@ -153,30 +190,36 @@ class TrackTranscriber(TurnListener):
                 return
             if lost is not None:
                 self._session = None
+                self._pacer.drop_queue()
                 self._sink.add("InkReconnects", MetricUnit.Count, 1)
+                # A session lost soon after it opened keeps the back-off growing: Ink is not hammered.
+                self._next_open_at = self._clock.monotonic() + self._open_backoff.failure(self._clock.monotonic())
+                if self._clock.monotonic() < self._next_open_at:
+                    return
             try:
                 session = self._open_session(self, f"ink-{self.track}")
                 session.open()
             except InkUnavailable as exc:
-                self._open_failures += 1
-                self._next_open_at = self._clock.monotonic() + min(5.0, 0.1 * 2**self._open_failures)
+                self._next_open_at = self._clock.monotonic() + self._open_backoff.failure(self._clock.monotonic())
                 logger.warning("ink unavailable; audio kept for replay", track=self.track, reason=exc.safe_message)
                 return
-            self._open_failures = 0
-            self._turn_open = self._finalizing = False
+            self._open_backoff.success(self._clock.monotonic())
+            self._turn_open = False
+            self._finalizes_queued = 0
             self._ledger.forget_silent_points()
             self._session = session
+            self._session_start = self._ledger.settled.stream_bytes
+            self._pacer.open(self._clock.monotonic())
             replay = self._ledger.unsettled
             for start in range(0, len(replay), self._frame_bytes):
-                if not self._send(replay[start : start + self._frame_bytes]):
-                    return
-            self._delivered = True
+                self._pacer.push(replay[start : start + self._frame_bytes])
+            self._pump()
 
     # -- settling
 
     def _settle_silence(self) -> None:
         """Settle up to the latest silent point Ink has had time to react to, if no turn opened since."""
-        if self._turn_open or self._vad.closed or not self._delivered:
+        if self._turn_open or self._vad.closed or not self._caught_up:
             return
         now = self._clock.monotonic()
         if not self._vad.speaking:
@@ -185,14 +228,20 @@ class TrackTranscriber(TurnListener):
         self._ledger.settle_acknowledged(now, self._ack_s)
 
     def _manual_turn_boundary(self) -> None:
-        """Manual mode: ask for the transcript once an utterance has been followed by enough silence."""
-        if self._finalizing or not (self._vad.closed or self._vad.speaking):
+        """Manual mode: ask for each utterance's transcript once it has been followed by enough silence.
+
+        Decided on the audio as it is admitted, which may run ahead of what Ink has heard (a backlog being paced),
+        so each finalize is queued in order with the audio, and one is queued per utterance even while earlier
+        ones are still being answered."""
+        if not (self._vad.closed or self._vad.speaking or self._finalizes_queued):
             return
         self._turn_open = True
-        ended = self._vad.closed and not self._vad.speaking
-        if ended and self._vad.silent_for_ms >= self._manual_end_silence_ms and self._session is not None:
-            self._session.finalize()
-            self._finalizing = True
+        unfinalized = len(self._vad.closed) > self._finalizes_queued
+        quiet_enough = not self._vad.speaking and self._vad.silent_for_ms >= self._manual_end_silence_ms
+        if unfinalized and quiet_enough and self._session is not None:
+            self._pacer.push_marker(FINALIZE)
+            self._finalizes_queued += 1
+            self._pump()
 
     @property
     def settling(self) -> bool:
@@ -222,7 +271,8 @@ class TrackTranscriber(TurnListener):
     def on_turn_end(self, transcript: str) -> None:
         now_ms = self._clock.time() * 1000
         with self._lock:
-            self._turn_open = self._finalizing = False
+            self._finalizes_queued = max(0, self._finalizes_queued - 1)
+            self._turn_open = self._finalizes_queued > 0
             self._ledger.forget_silent_points()
             utterance = self._vad.take()
             voiced_end_wall = None
@@ -231,7 +281,8 @@ class TrackTranscriber(TurnListener):
                 # The turn's audio is done: settle through its trailing silence, up to where the next one begins.
                 end = utterance.end_ms + self._vad.close_ms
                 following = self._vad.next_start_ms()
-                self._ledger.settle_to(int(min(end, following if following is not None else end) * BYTES_PER_MS))
+                target = int(min(end, following if following is not None else end) * BYTES_PER_MS)
+                self._ledger.settle_to(min(target, self._heard_bytes))
             if not transcript.strip():
                 return
             seq = self.settled.next_seq
@@ -248,24 +299,24 @@ class TrackTranscriber(TurnListener):
                 ended_at_ms=int(now_ms),
                 latency_ms=None if latency is None else int(latency),
             )
-        if self._put(turn):
+        self._writer.put(turn)
+
+    def _written(self, turn: Turn, outcome: Written) -> None:
+        """The writer's report (on its thread) of what became of a turn."""
+        if outcome is Written.STORED:
             self.turns_stored += 1
             self._sink.add("TurnsTranscribed", MetricUnit.Count, 1)
-            if latency is not None:
-                self._sink.add("InkTurnLatency", MetricUnit.Milliseconds, latency)
-            logger.info("turn stored", track=self.track, seq=seq, chars=len(transcript), latency_ms=turn.latency_ms)
+            if turn.latency_ms is not None:
+                self._sink.add("InkTurnLatency", MetricUnit.Milliseconds, turn.latency_ms)
+            logger.info(
+                "turn stored", track=self.track, seq=turn.seq, chars=len(turn.transcript), latency_ms=turn.latency_ms
+            )
+        elif outcome is Written.REPLAY:
+            logger.info("turn already stored (replay)", track=self.track, seq=turn.seq)
         else:
-            logger.info("turn already stored (replay)", track=self.track, seq=seq)
-
-    def _put(self, turn: Turn) -> bool:
-        for attempt in range(3):
-            try:
-                return self._store.put_turn(turn)
-            except StorageError as exc:
-                logger.warning("turn write failed", track=self.track, seq=turn.seq, reason=exc.safe_message)
-                self._clock.sleep(0.05 * 2**attempt)
-        self._sink.add("ListenErrors", MetricUnit.Count, 1)
-        return False
+            self._sink.add("TurnsLost", MetricUnit.Count, 1)
+            self._sink.add("ListenErrors", MetricUnit.Count, 1)
+            logger.error("turn lost: the turn table refused it until listening ended", track=self.track, seq=turn.seq)
 
     def on_failure(self, reason: str) -> None:
         # The session marks itself dead; the next frame opens a new one and replays what is unsettled.
@@ -273,23 +324,38 @@ class TrackTranscriber(TurnListener):
 
     # -- end
 
-    def close(self, *, flush_ms: int = 1200, timeout_s: float = 3.0) -> None:
-        """End of audio: let a turn in progress finish (silence, or finalize), then close the session."""
+    def drain_writes(self, timeout_s: float) -> bool:
+        """Wait for the finished turns still being written; whether all were within ``timeout_s``."""
+        return self._writer.drain(timeout_s=timeout_s)
+
+    def close(self, *, flush_ms: int = 1200, timeout_s: float = 3.0, write_timeout_s: float = 10.0) -> None:
+        """End of audio: let a turn in progress finish (silence, or finalize), close the session, then write the
+        turns still queued (retrying for at most ``write_timeout_s``)."""
+        try:
+            self._close_session(flush_ms, timeout_s)
+        finally:
+            self._writer.close(timeout_s=write_timeout_s)
+
+    def _close_session(self, flush_ms: int, timeout_s: float) -> None:
         with self._lock:
             session = self._session
             if session is None or not session.alive:
                 return
             if flush_ms and (self._turn_open or self._vad.speaking or self._vad.closed):
                 if self._mode == "manual":
-                    session.finalize()
+                    self._pacer.push_marker(FINALIZE)
                     self._turn_open = True
                 else:
+                    # Ink ends a turn only while audio flows: trailing silence, at the pace it accepts.
                     for _ in range(max(1, flush_ms * BYTES_PER_MS // self._frame_bytes)):
-                        self._send(bytes(self._frame_bytes))
-        deadline = self._clock.monotonic() + timeout_s
+                        self._pacer.push(bytes(self._frame_bytes))
+            self._pump()
+            # Audio still waiting for its pace was admitted: Ink must hear it before its turn can end.
+            deadline = self._clock.monotonic() + timeout_s + self._pacer.waiting_ms / 1000
         while flush_ms and self._clock.monotonic() < deadline:
             with self._lock:
-                if not self._turn_open and not self._vad.closed:
+                self._pump()
+                if not self._turn_open and not self._vad.closed and self._pacer.waiting_ms == 0:
                     break
             self._clock.sleep(0.02)
         session.close(timeout_s=max(0.2, deadline - self._clock.monotonic()))

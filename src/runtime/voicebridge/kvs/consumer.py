@@ -2,38 +2,74 @@
 
 Each invocation owns the contact for one *generation* (recorded in the checkpoint item). It:
 
-1. loads the checkpoint and resumes GetMedia from the earliest fragment any track has not settled;
-2. parses the Matroska stream incrementally and hands each audio frame, with its position (fragment number, byte
-   offset into that fragment's track audio) and producer time, to the track's
-   :class:`~voicebridge.ink.transcriber.TrackTranscriber` the moment its bytes arrive;
-3. on a read timeout or dropped connection, reconnects from the fragment it was in (positions make the repeat
-   harmless), and stops when the stream has ended (media streaming stopped, the call ended), when the stream's
-   ``ContactId`` tag names another contact (streams are reused), or on an error tag it cannot recover from;
-4. when the Lambda's time is short, waits for a quiet moment (nothing unsettled), saves the checkpoint under the
-   next generation and invokes itself asynchronously: the next invocation continues exactly there.
+1. takes ownership: its generation is the checkpoint's, or the predecessor that invoked it is about to save it
+   (it waits for that save, and takes over if the predecessor died before it);
+2. reads GetMedia from where the caller's audio, or the settled position, begins — by producer timestamp for the
+   first read (Connect's ``StartTimestamp``), else after the fragment *before* the one needed — so no audio is lost
+   whether ``FRAGMENT_NUMBER`` is exclusive (AWS's StartSelector reference) or not (the member's own wording);
+3. parses the Matroska stream incrementally and hands each frame of this contact, placed by (fragment, offset), to
+   the track's :class:`~voicebridge.ink.transcriber.TrackTranscriber` the moment it may
+   (:mod:`voicebridge.kvs.fragments` decides whose audio a fragment is);
+4. on a dropped connection, a limit or an error tag, reconnects — with the continuation token of the last complete
+   fragment, else after the predecessor of the fragment in progress — with bounded, jittered back-off, recording
+   ``retrying`` in the checkpoint while it cannot read, for as long as ``LISTEN_RETRY_LIMIT_MS`` allows; it stops
+   when the stream has ended (no new audio for the read timeout plus a second: streaming stopped or the call
+   ended), when the stream carries another contact, or on a configuration error, recording why;
+5. beats its heart in the checkpoint every few seconds, so a dead consumer can be told from a live one;
+6. when the Lambda's time is short, waits for a quiet moment (nothing unsettled), invokes its successor, and only
+   once that invocation is accepted hands the checkpoint over to it: the next invocation continues exactly there.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
+from voicebridge.backoff import Backoff
 from voicebridge.clock import SYSTEM_CLOCK, Clock
 from voicebridge.config import Settings
-from voicebridge.errors import ConfigurationError, MediaInterrupted, Superseded, VoiceBridgeError
+from voicebridge.errors import ConfigurationError, MediaInterrupted, MediaStalled, Superseded, VoiceBridgeError
+from voicebridge.ink.pacer import CATCH_UP_AFTER_MS, Pacer
 from voicebridge.ink.transcriber import MetricSink, SessionFactory, TrackTranscriber
-from voicebridge.kvs.media import MediaSource
-from voicebridge.kvs.mkv import AudioFrame, ClusterStart, DocumentStart, MatroskaReader, Tags
-from voicebridge.store.turns import AGENT, CUSTOMER, Checkpoint, TurnStore
+from voicebridge.kvs.fragments import (
+    Audio,
+    ContactChanged,
+    FragmentHistory,
+    FragmentRouter,
+    Lag,
+    StreamErrorTag,
+    TagProblem,
+)
+from voicebridge.kvs.media import MediaSource, StartSelector
+from voicebridge.kvs.mkv import MatroskaReader
+from voicebridge.store.turns import (
+    AGENT,
+    CUSTOMER,
+    LEASE_MS,
+    LISTENING,
+    RETRYING,
+    STOPPED,
+    Checkpoint,
+    TrackProgress,
+    TurnStore,
+)
 from voicebridge.telemetry import logger, metrics
 
 TRACKS = {"AUDIO_FROM_CUSTOMER": CUSTOMER, "Track_audio/L16": CUSTOMER, "AUDIO_TO_CUSTOMER": AGENT}
-SAMPLE_BYTES_PER_MS = 16
 KEEPALIVE_AFTER_MS = 1000
+HEARTBEAT_S = 5.0
+"""How often a running consumer shows it is alive (well inside the claim's lease)."""
+START_MARGIN_MS = 5000
+"""The first read starts this much before Connect's StartTimestamp: whichever clock the timestamp is on, the chunk
+holding the start fragment is then included (earlier fragments are skipped by number)."""
+HANDOFF_FLOOR_MS = 5000
+"""Below this much remaining time a hand-over that keeps failing is given up, and the reason recorded."""
+METRICS_EVERY_S = 60.0
 
 
 @dataclass
@@ -47,14 +83,12 @@ class Outcome:
     reconnects: int = 0
 
 
-@dataclass
-class _Fragment:
-    number: str | None = None
-    producer_ms: float | None = None
-    cluster_ms: float | None = None
-    offsets: dict[str, int] = field(default_factory=dict)
-    waiting: list[AudioFrame] = field(default_factory=list)
-    """Frames that arrived before the fragment's number (a layout that tags the fragment after its Cluster)."""
+class _Stop(Exception):
+    """Reading is over for this invocation."""
+
+    def __init__(self, outcome: Outcome) -> None:
+        super().__init__(outcome.reason)
+        self.outcome = outcome
 
 
 class StreamConsumer:
@@ -85,18 +119,24 @@ class StreamConsumer:
         self._sink = MetricSink(threading.Lock())
         self._transcribers: dict[str, TrackTranscriber] = {}
         self._stop = threading.Event()
+        self._superseded = threading.Event()
         self._media_reconnects = 0
-        self._current_fragment: str | None = None
-        self._previous_fragment: str | None = None
+        self._state = LISTENING
+        self._state_reason = ""
+        self._history = FragmentHistory()
+        self._media_backoff = Backoff(base_s=0.1, cap_s=5.0, stable_s=2.0)
+        self._handoff_backoff = Backoff(base_s=0.5, cap_s=4.0)
+        self._next_handoff_at = 0.0
+
+    # -- lifecycle
 
     def run(self) -> Outcome:
-        checkpoint = self._store.load(self.contact_id)
+        """Read until the stream ends, the contact changes or the time is short; never leaves a false state."""
+        checkpoint = self._take_ownership()
         if checkpoint is None:
-            raise ConfigurationError(f"contact {self.contact_id} has no listening session")
-        if checkpoint.generation != self.generation or checkpoint.state != "listening":
-            logger.info("not the owner of this contact; exiting", owner=checkpoint.generation, mine=self.generation)
             return Outcome("superseded")
         checkpoint.invocations += 1
+        self._history = FragmentHistory(ours_up_to=_latest_settled(checkpoint))
         self._transcribers = {
             track: TrackTranscriber(
                 contact_id=self.contact_id,
@@ -108,23 +148,29 @@ class StreamConsumer:
                 mode=self._settings.ink_mode,
                 frame_ms=self._settings.ink_frame_ms,
                 clock=self._clock,
+                pacer=Pacer(catch_up_after_ms=CATCH_UP_AFTER_MS if self._settings.ink_catch_up != "off" else math.inf),
             )
             for track, progress in checkpoint.tracks.items()
         }
         self._add("ActiveStreams", MetricUnit.Count, 1)
-        keepalive = threading.Thread(target=self._keepalive, name="ink-keepalive", daemon=True)
-        keepalive.start()
+        ticker = threading.Thread(target=self._tick, args=(checkpoint,), name="consumer-tick", daemon=True)
         try:
+            self._store.heartbeat(checkpoint, LISTENING)
+            ticker.start()
             outcome = self._read(checkpoint)
         except Superseded:
             outcome = Outcome("superseded")
-        finally:
-            self._stop.set()
-            keepalive.join(1.0)
+        except VoiceBridgeError as exc:
+            outcome = Outcome(f"{exc.code}: {exc.safe_message}")
+            self._end(checkpoint, outcome.reason, ticker)
+            raise
+        except Exception:
+            self._end(checkpoint, "internal error (see the consumer's log)", ticker)
+            raise
         if outcome.reason not in ("handoff", "superseded"):
-            for transcriber in self._transcribers.values():
-                transcriber.close()
-            self._finish(checkpoint, outcome.reason)
+            self._end(checkpoint, outcome.reason, ticker)
+        else:
+            self._stop_ticker(ticker)
         outcome.audio_seconds = sum(t.audio_bytes_sent for t in self._transcribers.values()) / 16000
         outcome.turns = sum(t.turns_stored for t in self._transcribers.values())
         outcome.reconnects = self._media_reconnects
@@ -132,119 +178,177 @@ class StreamConsumer:
         self._flush_metrics()
         return outcome
 
+    def _take_ownership(self) -> Checkpoint | None:
+        """The checkpoint, once this generation owns it; None when another generation does."""
+        checkpoint = self._store.load(self.contact_id)
+        if checkpoint is None:
+            raise ConfigurationError(f"contact {self.contact_id} has no listening session")
+        if checkpoint.generation == self.generation - 1 and checkpoint.state != STOPPED:
+            checkpoint = self._await_predecessor(checkpoint)
+        if checkpoint is None or checkpoint.generation != self.generation or checkpoint.state == STOPPED:
+            owner = None if checkpoint is None else checkpoint.generation
+            logger.info("not the owner of this contact; exiting", owner=owner, mine=self.generation)
+            return None
+        return checkpoint
+
+    def _await_predecessor(self, checkpoint: Checkpoint) -> Checkpoint | None:
+        """The predecessor invoked this generation and saves the hand-over next; if it dies first, take over."""
+        deadline = self._clock.monotonic() + LEASE_MS / 1000 + 2
+        while self._clock.monotonic() < deadline:
+            self._clock.sleep(0.1)
+            latest = self._store.load(self.contact_id)
+            if latest is None or latest.generation != self.generation - 1 or latest.state == STOPPED:
+                return latest
+            if not latest.alive(self._store.now_ms()):
+                logger.warning("the predecessor died before handing over; taking over", predecessor=latest.generation)
+                self._store.save(latest, new_generation=self.generation)
+                return latest
+        return None
+
+    def _end(self, checkpoint: Checkpoint, reason: str, ticker: threading.Thread) -> None:
+        """Close the sessions (letting a turn in progress finish) and record why listening stopped."""
+        self._stop_ticker(ticker)
+        for transcriber in self._transcribers.values():
+            transcriber.close()
+        self._record(checkpoint)
+        checkpoint.state, checkpoint.stop_reason = STOPPED, reason[:240]
+        try:
+            self._store.save(checkpoint)
+        except Superseded:
+            logger.info("checkpoint owned by a newer consumer; not marking stopped")
+        except VoiceBridgeError as exc:
+            logger.warning("could not record the end of listening", reason=exc.safe_message)
+        logger.info("listening stopped", reason=reason)
+
+    def _stop_ticker(self, ticker: threading.Thread) -> None:
+        self._stop.set()
+        if ticker.is_alive():
+            ticker.join(2.0)
+
     # -- reading
 
     def _read(self, checkpoint: Checkpoint) -> Outcome:
         source = self._media(checkpoint.stream_arn)
-        resume = checkpoint.resume_fragment()
+        initial = self._initial_selector(checkpoint)
         idle_since: float | None = None
-        backoff = 0.1
-        last_metrics = self._clock.monotonic()
+        failing_since: float | None = None
         while True:
-            progressed = False
+            router = FragmentRouter(
+                self.contact_id, start_fragment=checkpoint.start_fragment, tracks=TRACKS, history=self._history
+            )
+            selector = router.resume_selector() or initial
+            progressed = connected = False
             try:
-                for outcome in self._consume(source, resume, checkpoint):
-                    if outcome is not None:
-                        return outcome
-                    progressed = True
-                    if self._clock.monotonic() - last_metrics > 60:
-                        self._add("ActiveStreams", MetricUnit.Count, 1)
-                        self._flush_metrics()
-                        last_metrics = self._clock.monotonic()
-                reason = "payload ended"
+                for delivered in self._consume(source, selector, router, checkpoint):
+                    connected = True
+                    progressed |= delivered
+                    if delivered:
+                        idle_since = failing_since = None
+                        self._media_backoff.success(self._clock.monotonic())
+                        self._set_state(checkpoint, LISTENING)
+                connected, reason = True, "payload ended"
+            except _Stop as stop:
+                return stop.outcome
+            except MediaStalled as exc:
+                connected, reason = True, exc.safe_message
             except MediaInterrupted as exc:
                 reason = exc.safe_message
-            # Whether AfterFragmentNumber includes that fragment is ambiguous: starting one fragment earlier
-            # loses nothing either way, and positions skip what was already sent.
-            resume = self._previous_fragment or self._current_fragment or resume
-            if progressed:
-                idle_since, backoff = None, 0.1
-            else:
-                idle_since = idle_since or self._clock.monotonic()
+            now = self._clock.monotonic()
+            if connected and not progressed and any(t.behind_ms > 0 for t in self._transcribers.values()):
+                # What was read is still going to Ink at its pace: the stream's quiet is measured after that.
+                idle_since = None
+            elif connected and not progressed:
+                idle_since = idle_since or now
                 # Connect stopped streaming, or the call ended: nothing new arrives any more.
-                if self._clock.monotonic() - idle_since > self._settings.kvs_read_timeout_ms / 1000 + 1:
+                if now - idle_since > self._settings.kvs_read_timeout_ms / 1000 + 1:
                     return Outcome("stream ended")
-            handoff = self._maybe_hand_off(checkpoint)
-            if handoff is not None:
-                return handoff
+            elif not connected:
+                failing_since = failing_since or now
+                self._set_state(checkpoint, RETRYING, reason)
+                limit_ms = self._settings.listen_retry_limit_ms
+                if (now - failing_since) * 1000 > limit_ms:
+                    return Outcome(f"media unavailable for {limit_ms // 1000} s: {reason}")
+            outcome = self._maybe_hand_off(checkpoint)
+            if outcome is not None:
+                return outcome
             self._media_reconnects += 1
-            logger.info("media resumed", reason=reason, fragment=resume, attempt=self._media_reconnects)
-            self._clock.sleep(min(backoff, 1.0) if not progressed else 0)
-            backoff *= 2
+            delay = 0.0 if progressed else self._media_backoff.failure(now)
+            logger.info(
+                "media resumed",
+                reason=reason,
+                selector=str(router.resume_selector() or initial),
+                delay_s=round(delay, 3),
+            )
+            self._add("MediaReconnects", MetricUnit.Count, 1)
+            self._clock.sleep(delay)
 
-    def _consume(self, source: MediaSource, resume: str, checkpoint: Checkpoint) -> Iterator[Outcome | None]:
-        """Yield None after each chunk that delivered audio, or an Outcome to stop."""
+    def _initial_selector(self, checkpoint: Checkpoint) -> StartSelector:
+        """Where this invocation's first read starts: the settled position, else where the caller's audio began."""
+        needed = checkpoint.earliest_needed()
+        if needed is not None and needed.fragment is not None:
+            if needed.previous:
+                return StartSelector.after_fragment(needed.previous)
+            if needed.fragment_ms is not None:
+                return StartSelector.producer_time(needed.fragment_ms)
+        if checkpoint.start_timestamp_ms is not None:
+            return StartSelector.producer_time(checkpoint.start_timestamp_ms - START_MARGIN_MS)
+        logger.warning("no start timestamp: the first fragment may be skipped if FRAGMENT_NUMBER is exclusive")
+        return StartSelector.after_fragment(checkpoint.start_fragment)
+
+    def _consume(
+        self, source: MediaSource, selector: StartSelector, router: FragmentRouter, checkpoint: Checkpoint
+    ) -> Iterator[bool]:
+        """Yield, after each chunk read, whether it delivered new audio; raise _Stop to end the invocation."""
         reader = MatroskaReader()
-        fragment = _Fragment()
-        for chunk in source.read_from(resume):
-            delivered = False
-            for event in reader.feed(chunk):
-                if isinstance(event, AudioFrame):
-                    if fragment.number is None:
-                        fragment.waiting.append(event)
-                    else:
-                        delivered |= self._frame(fragment, event)
-                elif isinstance(event, DocumentStart):
-                    if fragment.waiting:
-                        logger.warning(
-                            "fragment without a number; its audio cannot be placed", frames=len(fragment.waiting)
-                        )
-                    fragment = _Fragment()
-                elif isinstance(event, ClusterStart):
-                    fragment.cluster_ms = event.timecode_ms
-                elif isinstance(event, Tags):
-                    stop = self._tags(event.tags, fragment, checkpoint)
-                    if stop is not None:
-                        yield stop
-                        return
-                    if fragment.number is not None and fragment.waiting:
-                        waiting, fragment.waiting = fragment.waiting, []
-                        for frame in waiting:
-                            delivered |= self._frame(fragment, frame)
-            if delivered:
-                yield None
-            handoff = self._maybe_hand_off(checkpoint)
-            if handoff is not None:
-                yield handoff
-                return
+        try:
+            for chunk in source.read(selector):
+                delivered = False
+                for event in reader.feed(chunk):
+                    for action in router.feed(event):
+                        delivered |= self._act(action)
+                yield delivered
+                if self._superseded.is_set():
+                    raise _Stop(Outcome("superseded"))
+                outcome = self._maybe_hand_off(checkpoint)
+                if outcome is not None:
+                    raise _Stop(outcome)
+        finally:
+            router.end()
 
-    def _frame(self, fragment: _Fragment, frame: AudioFrame) -> bool:
-        track = TRACKS.get(frame.track_name, "")
-        transcriber = self._transcribers.get(track)
-        if transcriber is None or fragment.number is None:
-            return False
-        offset = fragment.offsets.get(track, 0)
-        fragment.offsets[track] = offset + len(frame.pcm)
-        return transcriber.audio(fragment.number, offset, frame.pcm, _produced_end_ms(fragment, frame))
+    def _act(self, action: Any) -> bool:
+        if isinstance(action, Audio):
+            transcriber = self._transcribers.get(action.track)
+            if transcriber is None:
+                return False
+            return transcriber.audio(action.fragment, action.offset, action.pcm, action.produced_end_ms)
+        if isinstance(action, ContactChanged):
+            logger.info("stream now carries another contact; stopping", other_contact=action.other)
+            raise _Stop(Outcome("contact changed"))
+        if isinstance(action, Lag):
+            self._add("KvsLag", MetricUnit.Milliseconds, action.ms)
+        elif isinstance(action, StreamErrorTag):
+            logger.warning("error in the media stream", error_code=action.code, error_id=action.error_id)
+            raise MediaInterrupted(f"stream error {action.code}")
+        elif isinstance(action, TagProblem):
+            logger.warning("unreadable tag in the media stream", tag=action.tag, value=action.value)
+        return False
 
-    def _tags(self, tags: dict[str, str], fragment: _Fragment, checkpoint: Checkpoint) -> Outcome | None:
-        number = tags.get("AWS_KINESISVIDEO_FRAGMENT_NUMBER")
-        if number:
-            fragment.number = number
-            if self._current_fragment is None or int(number) > int(self._current_fragment):
-                self._previous_fragment, self._current_fragment = self._current_fragment, number
-        producer = tags.get("AWS_KINESISVIDEO_PRODUCER_TIMESTAMP")
-        if producer:
-            fragment.producer_ms = float(producer) * 1000
-        contact = tags.get("ContactId")
-        if contact and contact != self.contact_id:
-            logger.info("stream now carries another contact; stopping", other_contact=contact)
-            return Outcome("contact changed")
-        behind = tags.get("AWS_KINESISVIDEO_MILLIS_BEHIND_NOW")
-        if behind is not None and behind.isdigit():
-            self._add("KvsLag", MetricUnit.Milliseconds, float(behind))
-        error = tags.get("AWS_KINESISVIDEO_ERROR_CODE")
-        if error:
-            error_id = tags.get("AWS_KINESISVIDEO_ERROR_ID")
-            logger.warning("error in the media stream", error_code=error, error_id=error_id)
-            raise MediaInterrupted(f"stream error {error}")
-        return None
+    def _set_state(self, checkpoint: Checkpoint, state: str, reason: str = "") -> None:
+        if (state, reason) == (self._state, self._state_reason):
+            return
+        self._state, self._state_reason = state, reason
+        try:
+            self._store.heartbeat(checkpoint, state, reason)
+        except Superseded:
+            self._superseded.set()
+        except VoiceBridgeError as exc:
+            logger.warning("could not record the consumer's state", state=state, reason=exc.safe_message)
 
-    # -- hand-over and end
+    # -- hand-over
 
     def _maybe_hand_off(self, checkpoint: Checkpoint) -> Outcome | None:
         remaining = self._remaining_ms()
-        if remaining > self._settings.consumer_handoff_ms:
+        if remaining > self._settings.consumer_handoff_ms or self._clock.monotonic() < self._next_handoff_at:
             return None
         quiet = all(t.quiet for t in self._transcribers.values())
         if not quiet and all(t.settling for t in self._transcribers.values()):
@@ -256,36 +360,73 @@ class StreamConsumer:
         # Prefer a quiet moment (nothing to replay); past half the margin, hand over regardless.
         if not quiet and remaining > self._settings.consumer_handoff_ms / 2:
             return None
-        for track, transcriber in self._transcribers.items():
-            checkpoint.tracks[track] = transcriber.settled
         successor = self.generation + 1
+        try:
+            self._continue_with({"ContactId": self.contact_id, "Generation": successor})
+        except Exception as exc:
+            if remaining < HANDOFF_FLOOR_MS:
+                return Outcome(f"hand-over failed ({type(exc).__name__})")
+            delay = self._handoff_backoff.failure(self._clock.monotonic())
+            self._next_handoff_at = self._clock.monotonic() + delay
+            logger.warning("the next invocation was refused; trying again", reason=type(exc).__name__, delay_s=delay)
+            return None
+        # Turns are read in order: every turn of this invocation must be in the table before the successor's.
+        budget_s = max(0.0, (remaining - HANDOFF_FLOOR_MS) / 1000)
+        for transcriber in self._transcribers.values():
+            if not transcriber.drain_writes(budget_s):
+                logger.error("turn writes still pending at the hand-over", track=transcriber.track)
+        # Only now that the successor was accepted does the checkpoint name it: it waits for this save.
+        self._stop.set()
+        self._record(checkpoint)
         self._store.save(checkpoint, new_generation=successor)
-        self._continue_with({"ContactId": self.contact_id, "Generation": successor})
         for transcriber in self._transcribers.values():
             transcriber.close(flush_ms=0, timeout_s=0.5)
         logger.info("handed over to the next invocation", generation=successor, quiet=quiet, remaining_ms=remaining)
         return Outcome("handoff", handed_off_to=successor)
 
-    def _finish(self, checkpoint: Checkpoint, reason: str) -> None:
+    def _record(self, checkpoint: Checkpoint) -> None:
+        """Put each track's settled position in the checkpoint, with where GetMedia must resume for it."""
         for track, transcriber in self._transcribers.items():
-            checkpoint.tracks[track] = transcriber.settled
-        checkpoint.state, checkpoint.stop_reason = "stopped", reason
-        try:
-            self._store.save(checkpoint)
-        except Superseded:
-            logger.info("checkpoint owned by a newer consumer; not marking stopped")
-        except VoiceBridgeError as exc:
-            logger.warning("could not record the end of listening", reason=exc.safe_message)
+            settled = transcriber.settled
+            known = self._history.locate(settled.fragment) if settled.fragment else None
+            previous = checkpoint.tracks.get(track)
+            progress = TrackProgress(settled.fragment, settled.offset, settled.stream_bytes, settled.next_seq)
+            if known is not None:
+                progress.previous, progress.fragment_ms = known.previous, known.producer_ms
+            elif previous is not None and previous.fragment == settled.fragment:
+                progress.previous, progress.fragment_ms = previous.previous, previous.fragment_ms
+            checkpoint.tracks[track] = progress
 
-    def _keepalive(self) -> None:
+    # -- the consumer's own thread: keep-alive silence and the heartbeat
+
+    def _tick(self, checkpoint: Checkpoint) -> None:
         # GetMedia delivers with jitter; only a real stall (not a late block mid-utterance) earns silence.
         idle_ms = max(KEEPALIVE_AFTER_MS, self._settings.ink_frame_ms * 2)
+        next_beat = self._clock.monotonic() + HEARTBEAT_S
+        next_metrics = self._clock.monotonic() + METRICS_EVERY_S
         while not self._clock.wait(self._stop, self._settings.ink_frame_ms / 1000):
             for transcriber in self._transcribers.values():
                 try:
                     transcriber.keepalive(idle_ms)
                 except VoiceBridgeError as exc:
                     logger.warning("keep-alive failed", reason=exc.safe_message)
+            if self._clock.monotonic() >= next_beat and not self._stop.is_set():
+                next_beat = self._clock.monotonic() + HEARTBEAT_S
+                self._beat(checkpoint)
+            if self._clock.monotonic() >= next_metrics:
+                # Long calls publish as they go: a stream counts as active in every minute it is read.
+                next_metrics = self._clock.monotonic() + METRICS_EVERY_S
+                self._add("ActiveStreams", MetricUnit.Count, 1)
+                self._flush_metrics()
+
+    def _beat(self, checkpoint: Checkpoint) -> None:
+        try:
+            self._store.heartbeat(checkpoint, self._state, self._state_reason)
+        except Superseded:
+            logger.warning("another consumer took over this contact; stopping")
+            self._superseded.set()
+        except VoiceBridgeError as exc:
+            logger.warning("heartbeat not recorded", reason=exc.safe_message)
 
     def _add(self, name: str, unit: MetricUnit, value: float) -> None:
         self._sink.add(name, unit, value)
@@ -295,7 +436,7 @@ class StreamConsumer:
             metrics.flush_metrics()
 
 
-def _produced_end_ms(fragment: _Fragment, frame: AudioFrame) -> float | None:
-    if fragment.producer_ms is None or fragment.cluster_ms is None:
-        return None
-    return fragment.producer_ms + (frame.timecode_ms - fragment.cluster_ms) + len(frame.pcm) / SAMPLE_BYTES_PER_MS
+def _latest_settled(checkpoint: Checkpoint) -> str | None:
+    """The highest fragment any track has settled audio in: this contact's for certain."""
+    numbers = [p.fragment for p in checkpoint.tracks.values() if p.fragment and p.fragment.isdigit()]
+    return max(numbers, key=int) if numbers else None

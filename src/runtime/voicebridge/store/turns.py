@@ -2,21 +2,30 @@
 
 Items (partition key ``ContactId``, sort key ``TurnKey``):
 
-- ``TurnKey = "checkpoint"`` — one per contact: the stream being read, which consumer generation owns it, and per
-  track the position up to which audio is settled (fragment number + bytes into that fragment's track audio) and
-  the next turn sequence number. A continuation resumes exactly there.
+- ``TurnKey = "checkpoint"`` — one per contact: the stream being read and where Connect said the caller's audio
+  starts, which consumer generation owns it, its state (``starting``, ``listening``, ``retrying`` or ``stopped``
+  with a reason) and heartbeat, and per track the position up to which audio is settled (fragment number + bytes
+  into that fragment's track audio, with the fragment before it and its producer time, so GetMedia can resume
+  there under either reading of its start selector) and the next turn sequence number. A continuation resumes
+  exactly there.
 - ``TurnKey = "<track>#<seq:09d>"`` — one per finished turn: transcript, audio start/end offsets (ms from the
   start of the contact's stream), when it ended and when it was written.
 
 Every write is conditional: a turn is put only if its key is new (a replay after a dropped socket or a
 continuation can never store it twice), and a checkpoint is saved only by the generation that owns it (a stale
 consumer that lost the hand-off cannot overwrite its successor's progress).
+
+**Liveness.** A consumer refreshes ``HeartbeatAt`` while it runs. A claim whose consumer has stopped, or whose
+heartbeat is older than the lease, is dead: :meth:`TurnStore.claim` takes it over under the next generation (so a
+zombie consumer can no longer write), keeping the turn numbering, and AwaitTurn answers ``NotListening``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -26,6 +35,22 @@ from voicebridge.errors import ConfigurationError, StorageError, Superseded
 CHECKPOINT = "checkpoint"
 CUSTOMER = "customer"
 AGENT = "agent"
+
+STARTING, LISTENING, RETRYING, STOPPED = "starting", "listening", "retrying", "stopped"
+"""A consumer's states: claimed but not yet running; reading; unable to read for now and trying again; done."""
+LEASE_MS = 20_000
+"""A claim whose consumer has not beaten its heart for this long is dead (the consumer beats every few seconds)."""
+
+
+class Claim(StrEnum):
+    """What :meth:`TurnStore.claim` did."""
+
+    CLAIMED = "claimed"
+    """No one listened to this contact: a new consumer must be started."""
+    TAKEN_OVER = "taken-over"
+    """The previous consumer stopped or died: a new consumer must be started (under the next generation)."""
+    ALIVE = "alive"
+    """A live consumer already listens to this contact: nothing to do."""
 
 
 @dataclass
@@ -37,14 +62,22 @@ class TrackProgress:
     offset: int = 0
     stream_bytes: int = 0
     next_seq: int = 0
+    previous: str | None = None
+    """The fragment before ``fragment`` in the stream, when known: GetMedia resumes after it."""
+    fragment_ms: int | None = None
+    """``fragment``'s producer timestamp (epoch ms), when known: GetMedia resumes with the chunk containing it."""
 
     def to_item(self) -> dict[str, Any]:
-        return {
+        item: dict[str, Any] = {
             "Fragment": self.fragment or "",
             "Offset": self.offset,
             "StreamBytes": self.stream_bytes,
             "NextSeq": self.next_seq,
+            "Previous": self.previous or "",
         }
+        if self.fragment_ms is not None:
+            item["FragmentMs"] = self.fragment_ms
+        return item
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> TrackProgress:
@@ -53,6 +86,8 @@ class TrackProgress:
             offset=int(item.get("Offset", 0)),
             stream_bytes=int(item.get("StreamBytes", 0)),
             next_seq=int(item.get("NextSeq", 0)),
+            previous=str(item.get("Previous") or "") or None,
+            fragment_ms=int(item["FragmentMs"]) if "FragmentMs" in item else None,
         )
 
 
@@ -63,16 +98,30 @@ class Checkpoint:
     contact_id: str
     stream_arn: str
     start_fragment: str
+    start_timestamp_ms: int | None = None
+    """Connect's ``StartTimestamp``: when the caller's audio began (epoch ms)."""
     tracks: dict[str, TrackProgress] = field(default_factory=dict)
     generation: int = 0
-    state: str = "listening"
+    state: str = STARTING
     stop_reason: str = ""
     invocations: int = 0
+    heartbeat_at_ms: int = 0
 
-    def resume_fragment(self) -> str:
-        """The earliest fragment any track still needs."""
-        pending = [int(p.fragment) for p in self.tracks.values() if p.fragment]
-        return str(min(pending)) if pending else self.start_fragment
+    def earliest_needed(self) -> TrackProgress | None:
+        """The progress of the track that needs the earliest fragment; None when no track has settled any audio."""
+        pending = [p for p in self.tracks.values() if p.fragment]
+        return min(pending, key=lambda p: int(p.fragment or 0)) if pending else None
+
+    def alive(self, now_ms: int, lease_ms: int = LEASE_MS) -> bool:
+        """A consumer runs for this contact (or is being started) and has shown it recently."""
+        return self.state != STOPPED and now_ms - self.heartbeat_at_ms < lease_ms
+
+    @property
+    def why_not_listening(self) -> str:
+        """What a flow is told when nobody listens: the stop reason, or that the consumer stopped answering."""
+        if self.state == STOPPED:
+            return f"listening stopped: {self.stop_reason or 'no reason recorded'}"
+        return "the transcriber stopped answering; call StartListening again"
 
 
 @dataclass(frozen=True)
@@ -109,29 +158,112 @@ class TurnStore:
 
     # -- checkpoint
 
-    def claim(self, contact_id: str, stream_arn: str, start_fragment: str, tracks: list[str]) -> bool:
-        """Create the contact's checkpoint; False when a consumer is already listening to this contact."""
-        checkpoint = Checkpoint(contact_id, stream_arn, start_fragment, {t: TrackProgress() for t in tracks})
+    def claim(
+        self,
+        contact_id: str,
+        stream_arn: str,
+        start_fragment: str,
+        tracks: list[str],
+        *,
+        start_timestamp_ms: int | None = None,
+        lease_ms: int = LEASE_MS,
+    ) -> tuple[Claim, int]:
+        """Record that a consumer must listen to this contact; what was done, and the generation to start.
+
+        A live claim is left alone. A stopped or dead one is taken over under the next generation, keeping each
+        track's turn numbering so new turns never collide with stored ones."""
+        now_ms = _now_ms()
+        fresh = Checkpoint(
+            contact_id,
+            stream_arn,
+            start_fragment,
+            start_timestamp_ms,
+            {t: TrackProgress() for t in tracks},
+            heartbeat_at_ms=now_ms,
+        )
         try:
             self._call(
                 "put_item",
                 TableName=self.table,
-                Item=self._checkpoint_item(checkpoint),
-                ConditionExpression="attribute_not_exists(TurnKey) OR #s = :stopped",
+                Item=self._checkpoint_item(fresh),
+                ConditionExpression="attribute_not_exists(TurnKey)",
+            )
+            return Claim.CLAIMED, 0
+        except _ConditionFailed:
+            pass
+        previous = self.load(contact_id)
+        if previous is None:
+            raise StorageError(f"contact {contact_id}'s checkpoint vanished while being claimed")
+        if previous.alive(now_ms, lease_ms):
+            return Claim.ALIVE, previous.generation
+        fresh.generation = previous.generation + 1
+        for track, progress in fresh.tracks.items():
+            old = previous.tracks.get(track)
+            progress.next_seq = old.next_seq if old else 0
+        try:
+            self._call(
+                "put_item",
+                TableName=self.table,
+                Item=self._checkpoint_item(fresh),
+                ConditionExpression="Generation = :g AND (#s = :stopped OR HeartbeatAt < :stale)",
                 ExpressionAttributeNames={"#s": "State"},
-                ExpressionAttributeValues={":stopped": {"S": "stopped"}},
+                ExpressionAttributeValues={
+                    ":g": {"N": str(previous.generation)},
+                    ":stopped": {"S": STOPPED},
+                    ":stale": {"N": str(now_ms - lease_ms)},
+                },
             )
         except _ConditionFailed:
-            return False
-        return True
+            # Someone else took it over (or the consumer came back) first: theirs is the live claim.
+            return Claim.ALIVE, previous.generation + 1
+        return Claim.TAKEN_OVER, fresh.generation
+
+    def now_ms(self) -> int:
+        """The wall clock every process compares heartbeats with (epoch ms)."""
+        return _now_ms()
+
+    def release(self, contact_id: str, generation: int, reason: str) -> None:
+        """Mark a claim stopped (its consumer could not be started), so the flow's next StartListening starts one."""
+        with contextlib.suppress(_ConditionFailed):
+            self._call(
+                "update_item",
+                TableName=self.table,
+                Key=_checkpoint_key(contact_id),
+                UpdateExpression="SET #s = :stopped, StopReason = :r, UpdatedAt = :now",
+                ConditionExpression="Generation = :g",
+                ExpressionAttributeNames={"#s": "State"},
+                ExpressionAttributeValues={
+                    ":stopped": {"S": STOPPED},
+                    ":r": {"S": reason},
+                    ":now": {"N": str(_now_ms())},
+                    ":g": {"N": str(generation)},
+                },
+            )
+
+    def heartbeat(self, checkpoint: Checkpoint, state: str, reason: str = "") -> None:
+        """Show the consumer is alive, and in which state; Superseded when another generation owns the contact."""
+        now_ms = _now_ms()
+        try:
+            self._call(
+                "update_item",
+                TableName=self.table,
+                Key=_checkpoint_key(checkpoint.contact_id),
+                UpdateExpression="SET HeartbeatAt = :now, #s = :state, StopReason = :r, UpdatedAt = :now",
+                ConditionExpression="Generation = :g",
+                ExpressionAttributeNames={"#s": "State"},
+                ExpressionAttributeValues={
+                    ":now": {"N": str(now_ms)},
+                    ":state": {"S": state},
+                    ":r": {"S": reason},
+                    ":g": {"N": str(checkpoint.generation)},
+                },
+            )
+        except _ConditionFailed:
+            raise Superseded(f"contact {checkpoint.contact_id} is owned by a newer consumer") from None
+        checkpoint.state, checkpoint.stop_reason, checkpoint.heartbeat_at_ms = state, reason, now_ms
 
     def load(self, contact_id: str) -> Checkpoint | None:
-        answer = self._call(
-            "get_item",
-            TableName=self.table,
-            Key={"ContactId": {"S": contact_id}, "TurnKey": {"S": CHECKPOINT}},
-            ConsistentRead=True,
-        )
+        answer = self._call("get_item", TableName=self.table, Key=_checkpoint_key(contact_id), ConsistentRead=True)
         item = answer.get("Item")
         if item is None:
             return None
@@ -140,11 +272,13 @@ class TurnStore:
             contact_id=contact_id,
             stream_arn=plain["StreamArn"],
             start_fragment=plain["StartFragment"],
+            start_timestamp_ms=int(plain["StartTimestampMs"]) if "StartTimestampMs" in plain else None,
             tracks={name: TrackProgress.from_item(p) for name, p in plain.get("Tracks", {}).items()},
             generation=int(plain.get("Generation", 0)),
-            state=plain.get("State", "listening"),
+            state=plain.get("State", LISTENING),
             stop_reason=plain.get("StopReason", ""),
             invocations=int(plain.get("Invocations", 0)),
+            heartbeat_at_ms=int(plain.get("HeartbeatAt", 0)),
         )
 
     def save(self, checkpoint: Checkpoint, *, new_generation: int | None = None) -> None:
@@ -165,21 +299,23 @@ class TurnStore:
             raise Superseded(f"contact {checkpoint.contact_id} is owned by a newer consumer") from None
 
     def _checkpoint_item(self, c: Checkpoint) -> dict[str, Any]:
-        return _typed(
-            {
-                "ContactId": c.contact_id,
-                "TurnKey": CHECKPOINT,
-                "StreamArn": c.stream_arn,
-                "StartFragment": c.start_fragment,
-                "Tracks": {name: p.to_item() for name, p in c.tracks.items()},
-                "Generation": c.generation,
-                "State": c.state,
-                "StopReason": c.stop_reason,
-                "Invocations": c.invocations,
-                "UpdatedAt": int(time.time() * 1000),
-                "ExpiresAt": int(time.time()) + self._ttl_s,
-            }
-        )
+        item: dict[str, Any] = {
+            "ContactId": c.contact_id,
+            "TurnKey": CHECKPOINT,
+            "StreamArn": c.stream_arn,
+            "StartFragment": c.start_fragment,
+            "Tracks": {name: p.to_item() for name, p in c.tracks.items()},
+            "Generation": c.generation,
+            "State": c.state,
+            "StopReason": c.stop_reason,
+            "Invocations": c.invocations,
+            "HeartbeatAt": c.heartbeat_at_ms,
+            "UpdatedAt": _now_ms(),
+            "ExpiresAt": int(time.time()) + self._ttl_s,
+        }
+        if c.start_timestamp_ms is not None:
+            item["StartTimestampMs"] = c.start_timestamp_ms
+        return _typed(item)
 
     # -- turns
 
@@ -257,6 +393,14 @@ class TurnStore:
 
 class _ConditionFailed(Exception):
     pass
+
+
+def _checkpoint_key(contact_id: str) -> dict[str, Any]:
+    return {"ContactId": {"S": contact_id}, "TurnKey": {"S": CHECKPOINT}}
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 def _typed(value: dict[str, Any]) -> dict[str, Any]:
