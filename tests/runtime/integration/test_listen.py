@@ -243,23 +243,88 @@ def test_a_flow_hears_each_turn_through_the_functions(env: LocalCloud, caller: t
     assert late == {"Result": "Timeout"}
 
 
+def test_a_slow_end_of_turn_times_out_once_then_reaches_the_flow_within_its_budget(
+    env: LocalCloud, caller: tuple[bytes, list[bytes]]
+) -> None:
+    env.ink.configure(end_delay_ms=3000)
+    try:
+        contact_id = str(uuid.uuid4())
+        arn = env.kvs.create_stream(f"connect-slow-contact-{contact_id[:8]}")
+        stream = env.kvs.stream(arn)
+        start = stream.begin_contact(contact_id, "instance-1")
+        stream.append("AUDIO_FROM_CUSTOMER", caller[1][0] + bytes(16000 * 5))
+        stream.end_contact()
+        audio = {
+            "StreamARN": arn,
+            "StartFragmentNumber": start.fragment_number,
+            "StartTimestamp": start.start_timestamp,
+        }
+        assert _invoke(env, "StartListeningFunction", _connect_event(contact_id, audio))["Result"] == "OK"
+        # The model takes three seconds to end the turn: a short wait times out (the flow plays a prompt and asks
+        # again, which also resets Connect's chained-Lambda budget), and the next wait, inside 8 s, gets it.
+        first = _invoke(env, "AwaitTurnFunction", _connect_event(contact_id, audio, AfterTurn="-1", MaxWaitMs="1000"))
+        assert first == {"Result": "Timeout"}
+        second = _invoke(env, "AwaitTurnFunction", _connect_event(contact_id, audio, AfterTurn="-1"))
+        assert (second["Result"], second["Transcript"]) == ("Turn", UTTERANCES[0])
+    finally:
+        env.ink.configure(end_delay_ms=700)
+
+
 def test_listening_before_streaming_starts_is_a_clear_error(env: LocalCloud) -> None:
     result = _invoke(env, "StartListeningFunction", _connect_event(str(uuid.uuid4()), None))
     assert (result["Result"], result["ErrorCode"]) == ("Error", "NoMediaStream")
 
 
-def test_a_stream_reused_for_another_contact_stops_the_consumer(
+def test_a_stream_reused_for_another_contact_stops_the_consumer_before_any_of_its_audio_reaches_ink(
     env: LocalCloud, caller: tuple[bytes, list[bytes]]
 ) -> None:
-    call = Call(env, caller[0][: 16000 * 3])
+    mine = caller[0][: 16000 * 3]
+    call = Call(env, mine)
     stream = env.kvs.stream(call.store.load(call.contact_id).stream_arn)  # type: ignore[union-attr]
     stream.wait_idle(5)
+    # The next contact on the stream: its audio is the caller's louder, so any byte of it in Ink would show.
+    theirs = (np.frombuffer(caller[0], dtype="<i2") // 2 * 3).astype("<i2").tobytes()
     stream.begin_contact(str(uuid.uuid4()), "instance-1")
-    stream.append("AUDIO_FROM_CUSTOMER", caller[0])
+    stream.append("AUDIO_FROM_CUSTOMER", theirs)
     stream.end_contact()
-    outcome = call.consumer(0).run()
+    outcome = call.consumer(0, ink_catch_up="off").run()
     assert outcome.reason == "contact changed"
     assert call.store.load(call.contact_id).stop_reason == "contact changed"  # type: ignore[union-attr]
+    received = b"".join(bytes(s.received_audio) for s in call.ink_sessions())
+    assert _no_silence(received) == mine
+
+
+@pytest.mark.parametrize("reading", ["exclusive", "inclusive"])
+@pytest.mark.parametrize("cut_after", [2_000, 30_000])
+def test_no_audio_is_lost_or_repeated_at_the_start_a_cut_or_a_hand_over_under_either_reading(
+    env: LocalCloud, caller: tuple[bytes, list[bytes]], reading: str, cut_after: int
+) -> None:
+    """GetMedia's FRAGMENT_NUMBER is exclusive by AWS's selector text, looser by the member's: right under both.
+    A cut 2,000 bytes in falls inside the first fragment, before a second has been seen."""
+    env.kvs.configure(fragment_number_selector=reading)
+    try:
+        pcm = caller[0][: 16000 * 5]
+        call = Call(env, pcm)
+        env.kvs.inject_fault(KvsFault(kind="cut", after_bytes=cut_after))
+
+        def short_on_time() -> int:
+            # Two seconds in, past half the hand-over margin: it hands over mid-utterance, with audio unsettled.
+            sent = sum(len(s.received_audio) for s in call.ink_sessions())
+            return 600_000 if sent < 2 * 16_000 else 10_000
+
+        first = call.consumer(0, remaining_ms=short_on_time, ink_catch_up="off").run()
+        assert first.reason == "handoff"
+        assert call.consumer(1, ink_catch_up="off").run().reason == "stream ended"
+        before, after = (_no_silence(bytes(s.received_audio)) for s in call.ink_sessions())
+        # The caller's very first block is the first thing Ink hears; the successor's session starts where the
+        # audio was settled — no later than where the first one stopped, no earlier than need be — and runs on
+        # to the end, each byte once within it.
+        assert pcm.startswith(before)
+        restart = len(pcm) - len(after)
+        assert pcm[restart:] == after
+        assert 0 < restart <= len(before)
+    finally:
+        env.kvs.configure(fragment_number_selector="exclusive")
 
 
 def test_both_directions_are_transcribed_for_a_full_call_transcript(
@@ -362,3 +427,136 @@ def test_the_consumer_hands_over_to_its_next_invocation_through_lambda(
     assert checkpoint is not None and (checkpoint.state, checkpoint.generation) == ("stopped", 1)
     assert checkpoint.invocations == 2
     assert [t.transcript for t in store.turns_after(contact_id, after=-1, limit=10)] == UTTERANCES
+
+
+# -- bad days: listening never gets stuck, and always says what is true
+
+
+def test_getmedia_refused_again_and_again_is_retried_until_the_audio_is_read(
+    env: LocalCloud, caller: tuple[bytes, list[bytes]]
+) -> None:
+    call = Call(env, caller[0])
+    env.kvs.inject_fault(KvsFault(kind="throttle", count=8))
+    outcome = call.consumer(0).run()
+    assert outcome.reason == "stream ended" and outcome.reconnects >= 8
+    assert call.transcripts() == UTTERANCES
+
+
+def test_a_consumer_that_fails_records_why_and_a_new_start_takes_over(env: LocalCloud) -> None:
+    from voicebridge.errors import ConfigurationError
+
+    contact_id = str(uuid.uuid4())
+    store = TurnStore(local_physical_id("TurnTable"), container.client("dynamodb"))
+    missing = "arn:aws:kinesisvideo:us-east-1:111111111111:stream/no-such-stream/1"
+    store.claim(contact_id, missing, "91343852333181452199722691208580038832309429352", [CUSTOMER])
+    call = Call.__new__(Call)
+    call.cloud, call.contact_id, call.store, call.handed_over = env, contact_id, store, []
+    call.sessions_before = len(env.ink.sessions)
+    with pytest.raises(ConfigurationError):
+        call.consumer(0).run()
+    stopped = store.load(contact_id)
+    assert stopped is not None and stopped.state == "stopped" and "ConfigurationError" in stopped.stop_reason
+    assert not stopped.alive(store.now_ms())
+    assert store.claim(contact_id, missing, "91343852333181452199722691208580038832309429352", [CUSTOMER])[0] is (
+        Claim.TAKEN_OVER
+    )
+
+
+def test_a_hand_off_that_fails_releases_the_claim_so_the_flows_retry_starts_a_consumer(
+    env: LocalCloud, caller: tuple[bytes, list[bytes]]
+) -> None:
+    from voicebridge_dev.local.lambda_ import Fault as LambdaFault
+    from voicebridge_dev.local.lambda_ import FaultKind as LambdaFaultKind
+
+    contact_id = str(uuid.uuid4())
+    arn = env.kvs.create_stream(f"connect-handoff-contact-{contact_id[:8]}")
+    stream = env.kvs.stream(arn)
+    start = stream.begin_contact(contact_id, "instance-1")
+    stream.append("AUDIO_FROM_CUSTOMER", caller[1][0] + bytes(16000 * 2))
+    stream.end_contact()
+    audio = {"StreamARN": arn, "StartFragmentNumber": start.fragment_number, "StartTimestamp": start.start_timestamp}
+    assert env.lambdas is not None
+    # Throttled for longer than boto3 retries.
+    env.lambdas.inject(LambdaFault(LambdaFaultKind.THROTTLE, count=20, function="TranscribeStreamFunction"))
+    refused = _invoke(env, "StartListeningFunction", _connect_event(contact_id, audio))
+    env.lambdas.clear_faults()
+    assert (refused["Result"], refused["ErrorCode"]) == ("Error", "HandOffFailed")
+    retried = _invoke(env, "StartListeningFunction", _connect_event(contact_id, audio))
+    assert (retried["Result"], retried["AlreadyListening"]) == ("OK", "false")
+    heard = _invoke(env, "AwaitTurnFunction", _connect_event(contact_id, audio, AfterTurn="-1"))
+    assert (heard["Result"], heard["Transcript"]) == ("Turn", UTTERANCES[0])
+
+
+def test_a_refused_hand_over_keeps_the_checkpoint_and_is_tried_again(
+    env: LocalCloud, caller: tuple[bytes, list[bytes]]
+) -> None:
+    call = Call(env, caller[0][: 16000 * 4])
+    attempts: list[int] = []
+
+    def continue_with(payload: dict[str, Any]) -> None:
+        checkpoint = call.store.load(call.contact_id)
+        assert checkpoint is not None
+        # The checkpoint names the successor only once the successor has been accepted.
+        attempts.append(checkpoint.generation)
+        if len(attempts) == 1:
+            raise RuntimeError("TooManyRequestsException")
+        call.handed_over.append(payload)
+
+    consumer = call.consumer(0, remaining_ms=lambda: 10_000, ink_catch_up="off")
+    consumer._continue_with = continue_with
+    outcome = consumer.run()
+    assert outcome.reason == "handoff"
+    assert attempts == [0, 0]
+    assert call.store.load(call.contact_id).generation == 1  # type: ignore[union-attr]
+
+
+def test_ink_failing_right_after_every_connect_is_reopened_with_growing_back_off(
+    env: LocalCloud, caller: tuple[bytes, list[bytes]]
+) -> None:
+    from voicebridge_dev.local.ink import ErrorFault
+
+    call = Call(env, caller[0][: 16000 * 3])
+    for _ in range(200):
+        env.ink.inject(ErrorFault(after_audio_ms=0))
+    call.consumer(0).run()
+    # Three seconds of audio; with back-off doubling from 0.1 s the sessions number a handful, not one per frame.
+    assert len(call.ink_sessions()) <= 12
+
+
+def test_a_throttled_turn_write_is_retried_until_the_turn_is_stored(
+    env: LocalCloud, caller: tuple[bytes, list[bytes]]
+) -> None:
+    from botocore.exceptions import ClientError
+
+    call = Call(env, caller[0])
+    refusals = {"left": 4}
+
+    def throttle_turns(params: dict[str, Any], **_: Any) -> None:
+        if params.get("Item", {}).get("TurnKey", {}).get("S", "").startswith(CUSTOMER) and refusals["left"] > 0:
+            refusals["left"] -= 1
+            error = {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "throttled"}}
+            raise ClientError(error, "PutItem")
+
+    dynamodb = container.client("dynamodb")
+    dynamodb.meta.events.register("provide-client-params.dynamodb.PutItem", throttle_turns)
+    try:
+        call.consumer(0).run()
+    finally:
+        dynamodb.meta.events.unregister("provide-client-params.dynamodb.PutItem", throttle_turns)
+    assert refusals["left"] == 0
+    assert call.transcripts() == UTTERANCES
+
+
+def test_await_turn_answers_not_listening_when_the_consumer_stopped_beating(env: LocalCloud) -> None:
+    from voicebridge.errors import NotListening
+    from voicebridge.listening import await_turn
+
+    contact_id = str(uuid.uuid4())
+    store = TurnStore(local_physical_id("TurnTable"), container.client("dynamodb"))
+    store.claim(contact_id, "arn:stream", "100", [CUSTOMER])
+    checkpoint = store.load(contact_id)
+    assert checkpoint is not None
+    checkpoint.heartbeat_at_ms = store.now_ms() - 60_000
+    store.save(checkpoint)
+    with pytest.raises(NotListening, match="stopped answering"):
+        await_turn(contact_id, {}, store=store, max_wait_ms=200, poll_interval_ms=40, remaining_ms=None)
