@@ -43,6 +43,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     up.add_argument("--sonic-ttfb-ms", type=float, default=40.0, help="emulated Sonic time to first byte")
     up.add_argument("--sonic-speed", type=float, default=20.0, help="emulated generation speed, x real time")
+    up.add_argument(
+        "--bedrock-ttft-ms", type=float, default=300.0, help="the Bedrock emulator's time to first token, in ms"
+    )
+    up.add_argument(
+        "--bedrock-tokens-per-s", type=float, default=60.0, help="the Bedrock emulator's words streamed per second"
+    )
     call = local.add_parser(
         "call",
         help="stream WAV files to a running local up's KVS emulator in real time, as Connect would; print the "
@@ -132,6 +138,8 @@ def _local_up(args: argparse.Namespace) -> int:
         recogniser=recogniser,
         sonic_time_to_first_byte_ms=args.sonic_ttfb_ms,
         sonic_realtime_factor=args.sonic_speed,
+        bedrock_time_to_first_token_ms=args.bedrock_ttft_ms,
+        bedrock_tokens_per_second=args.bedrock_tokens_per_s,
     )
     cloud.start()
     stop = threading.Event()
@@ -139,6 +147,7 @@ def _local_up(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
         print("# voicebridge local cloud (emulators, not the real services). Paste into another shell:")
+        print("# BEDROCK_MODEL_ID and LEX_BOT_* name the emulators' scripted model and bot, not real ones.")
         for name, value in sorted(cloud.env().items()):
             print(f"export {name}={value}")
         print("# Ctrl-C stops it.", flush=True)

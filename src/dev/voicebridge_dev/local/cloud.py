@@ -3,8 +3,10 @@
 - moto's server: S3, DynamoDB, Secrets Manager, CloudWatch (and anything else boto3 asks it for).
 - The project's emulators where moto has nothing: the Sonic SageMaker endpoint's response stream and the Cartesia
   API's /tts/sse (:mod:`voicebridge_dev.local.sonic`), Kinesis Video Streams GetMedia
-  (:mod:`voicebridge_dev.local.kvs`), Ink's WebSockets (:mod:`voicebridge_dev.local.ink`), and Lambda
-  Invoke running the template's own handlers in warm worker processes (:mod:`voicebridge_dev.local.lambda_`).
+  (:mod:`voicebridge_dev.local.kvs`), Ink's WebSockets (:mod:`voicebridge_dev.local.ink`), Lambda
+  Invoke running the template's own handlers in warm worker processes (:mod:`voicebridge_dev.local.lambda_`), and,
+  for the responders, Bedrock Runtime ConverseStream answering from a scripted brain
+  (:mod:`voicebridge_dev.local.bedrock`) and a scripted Lex V2 bot's RecognizeText (:mod:`voicebridge_dev.local.lex`).
 
 :class:`LocalCloud` starts them, creates the resources template.yaml declares under their local names
 (:func:`voicebridge_dev.template.local_physical_id`), and hands out the ``AWS_ENDPOINT_URL_*`` variables that point
@@ -40,6 +42,7 @@ from botocore import UNSIGNED
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
 
+from voicebridge_dev.local.bedrock import BedrockEmulator
 from voicebridge_dev.local.ink import InkEmulator, Recogniser
 from voicebridge_dev.local.kvs import (
     AGENT_TRACK,
@@ -49,6 +52,7 @@ from voicebridge_dev.local.kvs import (
     KvsEmulator,
 )
 from voicebridge_dev.local.lambda_ import LambdaEmulator
+from voicebridge_dev.local.lex import LexEmulator
 from voicebridge_dev.local.sonic import SonicEmulator
 from voicebridge_dev.local.speech_engine import SpeechEngine
 from voicebridge_dev.template import load_template, local_physical_id
@@ -78,6 +82,8 @@ class LocalCloud:
         sonic_realtime_factor: float = 20.0,
         media_pace: float = 1.0,
         recogniser: Recogniser | None = None,
+        bedrock_time_to_first_token_ms: float = 300.0,
+        bedrock_tokens_per_second: float = 60.0,
     ) -> None:
         self.template_path = Path(template)
         self.region = region
@@ -95,6 +101,13 @@ class LocalCloud:
         )
         self.kvs = KvsEmulator(port=port_base + 2 if port_base else 0, region=region, pace=media_pace)
         self.ink = InkEmulator(port=port_base + 3 if port_base else 0, api_key=LOCAL_API_KEY, recogniser=recogniser)
+        # Port base + 4 is the Lambda emulator's, created in start() once the others' URLs are known.
+        self.bedrock = BedrockEmulator(
+            port=port_base + 5 if port_base else 0,
+            time_to_first_token_ms=bedrock_time_to_first_token_ms,
+            tokens_per_second=bedrock_tokens_per_second,
+        )
+        self.lex = LexEmulator(port=port_base + 6 if port_base else 0)
         self.lambdas: LambdaEmulator | None = None
         self.moto_url = ""
 
@@ -115,6 +128,8 @@ class LocalCloud:
         self.sonic.start()
         self.kvs.start()
         self.ink.start()
+        self.bedrock.start()
+        self.lex.start()
         self.create_resources()
         self.lambdas = LambdaEmulator(
             self.template_path,
@@ -125,18 +140,22 @@ class LocalCloud:
         )
         self.lambdas.start()
         log.info(
-            "local cloud up: moto %s, emulators: Sonic %s, KVS %s, Ink %s, Lambda %s",
+            "local cloud up: moto %s, emulators: Sonic %s, KVS %s, Ink %s, Lambda %s, Bedrock %s, Lex %s",
             self.moto_url,
             self.sonic.url,
             self.kvs.url,
             self.ink.url,
             self.lambdas.url,
+            self.bedrock.url,
+            self.lex.url,
         )
 
     def stop(self) -> None:
         if self.lambdas is not None:
             self.lambdas.stop()
             self.lambdas = None
+        self.lex.stop()
+        self.bedrock.stop()
         self.ink.stop()
         self.kvs.stop()
         self.sonic.stop()
@@ -154,6 +173,13 @@ class LocalCloud:
         variables["SONIC_BASE_URL"] = self.sonic.url
         variables["CARTESIA_BASE_URL"] = self.ink.url
         variables["CARTESIA_API_KEY"] = LOCAL_API_KEY
+        variables["AWS_ENDPOINT_URL_BEDROCK_RUNTIME"] = self.bedrock.url
+        variables["AWS_ENDPOINT_URL_LEX_RUNTIME_V2"] = self.lex.url
+        # The emulated model and bot, so a client names what the emulators serve.
+        variables["BEDROCK_MODEL_ID"] = self.bedrock.model_id
+        variables["LEX_BOT_ID"] = self.lex.bot_id
+        variables["LEX_BOT_ALIAS_ID"] = self.lex.bot_alias_id
+        variables["LEX_LOCALE_ID"] = self.lex.locale_id
         variables["AWS_DEFAULT_REGION"] = self.region
         variables.update(_CREDENTIALS)
         return variables

@@ -1,0 +1,199 @@
+"""The Bedrock emulator itself: the models it serves, its brain, its pacing, faults and records, and its server."""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar, Final, Self
+
+from voicebridge_dev.local.bedrock.brain import BANK_AGENT, Brain
+from voicebridge_dev.local.bedrock.errors import EmulatorConfigError
+from voicebridge_dev.local.bedrock.faults import Fault
+from voicebridge_dev.local.bedrock.records import LABEL, Invocation, InvocationRecord
+from voicebridge_dev.local.bedrock.server import Server
+from voicebridge_dev.local.service import Emulator
+
+__all__ = ["DEFAULT_MODEL_ID", "RECORD_LIMIT", "BedrockEmulator"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MODEL_ID: Final = "voicebridge.emulated-bank-agent-v1:0"
+"""The model id the emulator serves by default: shaped as Bedrock's model ids are, and named as what it is."""
+RECORD_LIMIT: Final = 1000
+"""Calls kept in :attr:`BedrockEmulator.invocations` (oldest dropped first)."""
+_FOUNDATION_MODEL_ARN: Final = re.compile(r"arn:aws(-[^:]+)?:bedrock:[a-z0-9-]{1,20}::foundation-model/(?P<id>.+)")
+_SETTINGS: Final = ("time_to_first_token_ms", "tokens_per_second")
+
+
+class BedrockEmulator(Emulator[Fault]):
+    """A local Bedrock Runtime ``ConverseStream`` answering from a scripted brain (an emulator, not a model).
+
+    ``model_ids`` — the model ids served (each also by its foundation-model ARN); others get ValidationException.
+    ``brain`` — the rules that answer (:mod:`~.brain`), a :class:`Brain` or its JSON document; the bank agent
+    :data:`~.brain.BANK_AGENT` by default.
+    ``time_to_first_token_ms`` — from the call to the first delta; ``tokens_per_second`` — deltas per second after.
+    ``brain``, ``time_to_first_token_ms`` and ``tokens_per_second`` may be changed while the emulator runs.
+    :meth:`wait_idle` waits until no call is being served.
+    """
+
+    label: ClassVar[str] = LABEL
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        model_ids: Iterable[str] = (DEFAULT_MODEL_ID,),
+        brain: Brain | Mapping[str, Any] | None = None,
+        time_to_first_token_ms: float = 300.0,
+        tokens_per_second: float = 60.0,
+    ) -> None:
+        super().__init__()
+        self.host = host
+        self.port = port
+        self.model_ids = tuple(model_ids)
+        if not self.model_ids:
+            raise EmulatorConfigError("the emulator serves at least one model id")
+        self._brain = _brain(BANK_AGENT if brain is None else brain)
+        self.time_to_first_token_ms, self.tokens_per_second = _pacing(time_to_first_token_ms, tokens_per_second)
+        self._records: deque[InvocationRecord] = deque(maxlen=RECORD_LIMIT)
+        self._records_lock = threading.Lock()
+        self.stopping = threading.Event()
+        self._server: Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle
+
+    def start(self) -> Self:
+        if self._server is not None:
+            return self
+        self.stopping.clear()
+        self._server = Server((self.host, self.port), self)
+        self.port = int(self._server.server_address[1])
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="bedrock-emulator",
+            daemon=True,
+        )
+        self._thread.start()
+        logger.info("%s listening on %s (models: %s)", LABEL, self.url, ", ".join(self.model_ids))
+        return self
+
+    def stop(self) -> None:
+        server, self._server = self._server, None
+        if server is None:
+            return
+        self.stopping.set()
+        server.close_all()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+        logger.info("%s stopped", LABEL)
+
+    # -- state
+
+    @property
+    def url(self) -> str:
+        if self._server is None:
+            raise RuntimeError("the Bedrock emulator is not running; call start() first")
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def model_id(self) -> str:
+        """The first model id served: the one ``voicebridge local up`` exports as ``BEDROCK_MODEL_ID``."""
+        return self.model_ids[0]
+
+    def serves(self, model_id: str) -> bool:
+        """Whether ``model_id`` (an id, or its foundation-model ARN) names a model of this emulator."""
+        arn = _FOUNDATION_MODEL_ARN.fullmatch(model_id)
+        return (arn.group("id") if arn else model_id) in self.model_ids
+
+    @property
+    def brain(self) -> Brain:
+        return self._brain
+
+    @brain.setter
+    def brain(self, brain: Brain | Mapping[str, Any]) -> None:
+        self._brain = _brain(brain)
+        logger.info("%s: a new brain of %d rules answers", LABEL, len(self._brain.rules))
+
+    def config(self) -> dict[str, Any]:
+        """The settings ``/_emulator/config`` reads and writes, and the model ids served."""
+        return {
+            "time_to_first_token_ms": self.time_to_first_token_ms,
+            "tokens_per_second": self.tokens_per_second,
+            "model_ids": list(self.model_ids),
+        }
+
+    def configure(self, changes: Any) -> None:
+        """Apply a ``POST /_emulator/config`` body; a bad one raises :class:`EmulatorConfigError`, changing nothing."""
+        if not isinstance(changes, dict):
+            raise EmulatorConfigError("the configuration is a JSON object")
+        unknown = set(changes) - set(_SETTINGS)
+        if unknown:
+            raise EmulatorConfigError(f"unknown configuration fields: {', '.join(sorted(unknown))}")
+        settings = {name: changes.get(name, getattr(self, name)) for name in _SETTINGS}
+        self.time_to_first_token_ms, self.tokens_per_second = _pacing(**settings)
+        logger.info("%s: pacing now %s", LABEL, settings)
+
+    @property
+    def invocations(self) -> list[InvocationRecord]:
+        """ConverseStream calls so far, oldest first (a copy)."""
+        with self._records_lock:
+            return list(self._records)
+
+    def record(self, state: Invocation) -> None:
+        """Keep the record of a finished call, and log it."""
+        record = InvocationRecord(
+            request_id=state.request_id,
+            model_id=state.model_id,
+            body=state.body,
+            http_status=state.http_status,
+            outcome=state.outcome,
+            started=state.started,
+            first_token_at=state.first_token_at,
+            finished=time.perf_counter(),
+            text=state.text,
+            tool=state.tool,
+            stop_reason=state.stop_reason,
+            deltas=state.deltas,
+            error_type=state.error_type,
+            error_message=state.error_message,
+            fault=state.fault,
+        )
+        with self._records_lock:
+            self._records.append(record)
+        ttft = f"{(record.first_token_at - record.started) * 1000:.0f}ms" if record.first_token_at else "-"
+        logger.info(
+            "%s: ConverseStream %s -> %d %s stop=%s deltas=%d tool=%s ttft=%s total=%.0fms",
+            LABEL,
+            record.model_id,
+            record.http_status,
+            record.error_type or record.outcome,
+            record.stop_reason or "-",
+            record.deltas,
+            record.tool or "-",
+            ttft,
+            (record.finished - record.started) * 1000,
+        )
+
+
+def _brain(brain: Brain | Mapping[str, Any]) -> Brain:
+    return brain if isinstance(brain, Brain) else Brain.from_json(dict(brain) if isinstance(brain, Mapping) else brain)
+
+
+def _pacing(time_to_first_token_ms: Any, tokens_per_second: Any) -> tuple[float, float]:
+    for name, value in (("time_to_first_token_ms", time_to_first_token_ms), ("tokens_per_second", tokens_per_second)):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise EmulatorConfigError(f"{name} must be a number, got {value!r}")
+    if time_to_first_token_ms < 0:
+        raise EmulatorConfigError(f"time_to_first_token_ms must be >= 0, got {time_to_first_token_ms}")
+    if tokens_per_second <= 0:
+        raise EmulatorConfigError(f"tokens_per_second must be > 0, got {tokens_per_second}")
+    return float(time_to_first_token_ms), float(tokens_per_second)

@@ -1,0 +1,68 @@
+"""What the Bedrock emulator keeps of each ConverseStream call: its bookkeeping while it runs, its record once done.
+
+Records are served over HTTP::
+
+    GET  /_emulator/invocations   one record per call, oldest first (times on the time.perf_counter() clock)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from dataclasses import dataclass
+from typing import Any, Final
+
+__all__ = ["LABEL", "Invocation", "InvocationRecord"]
+
+LABEL: Final = "Bedrock Runtime emulator (scripted, not a model)"
+
+
+@dataclass(frozen=True)
+class InvocationRecord:
+    """One ConverseStream call as the emulator saw it; times are ``time.perf_counter()`` seconds.
+
+    ``body`` is the request's JSON as it arrived; ``first_token_at`` is when the first ``contentBlockDelta`` was
+    written (None when none was); ``finished`` is taken just before the response's last bytes. ``outcome`` is
+    ``ok``, ``error`` (an HTTP error answer, ``error_type`` saying which), ``fault_<kind>``, ``client_disconnected``
+    or ``emulator_stopped``; ``text`` is the text streamed, ``tool`` the name of the tool called (if any).
+    """
+
+    request_id: str
+    model_id: str
+    body: Any
+    http_status: int
+    outcome: str
+    started: float
+    first_token_at: float | None
+    finished: float
+    text: str = ""
+    tool: str | None = None
+    stop_reason: str | None = None
+    deltas: int = 0
+    error_type: str | None = None
+    error_message: str | None = None
+    fault: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class Invocation:
+    """Mutable bookkeeping of one call while it runs."""
+
+    model_id: str
+    started: float
+    request_id: str = dataclasses.field(default_factory=lambda: str(uuid.uuid4()))
+    body: Any = None
+    http_status: int = 200
+    outcome: str = "ok"
+    first_token_at: float | None = None
+    text: str = ""
+    tool: str | None = None
+    stop_reason: str | None = None
+    deltas: int = 0
+    error_type: str | None = None
+    error_message: str | None = None
+    fault: str | None = None
+    recorded: bool = False

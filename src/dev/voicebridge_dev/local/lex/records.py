@@ -1,0 +1,47 @@
+"""What the Lex emulator keeps of each RecognizeText call, and how it names itself.
+
+Records are served over HTTP::
+
+    GET  /_emulator/invocations   one record per call, oldest first (times on the time.perf_counter() clock)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Final
+
+__all__ = ["LABEL", "InvocationRecord"]
+
+LABEL: Final = "Lex V2 runtime emulator (a scripted bot, not Amazon Lex)"
+
+
+@dataclass(frozen=True)
+class InvocationRecord:
+    """One RecognizeText call: what was asked (``body`` as it arrived) and answered (``answer``, None for an
+    error); ``outcome`` is ``ok``, ``error`` (``error_type`` saying which), ``fault_<kind>`` or
+    ``client_disconnected``."""
+
+    request_id: str
+    bot_id: str
+    bot_alias_id: str
+    locale_id: str
+    session_id: str
+    body: Any
+    http_status: int
+    outcome: str
+    started: float
+    finished: float
+    answer: Any = None
+    error_type: str | None = None
+    error_message: str | None = None
+    fault: str | None = None
+
+    @property
+    def intent(self) -> str | None:
+        """The intent the answer names, if any."""
+        state = (self.answer or {}).get("sessionState", {})
+        return (state.get("intent") or {}).get("name")
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
