@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, get_args
 
+from voicebridge.converse.replies import Action
 from voicebridge.errors import ConfigurationError
 
 SonicBackendName = Literal["sagemaker", "cartesia-api"]
@@ -31,6 +32,12 @@ ListenTracks = Literal["customer", "both"]
 InkMode = Literal["turns", "manual"]
 InkCatchUp = Literal["skip-silence", "off"]
 """How an Ink session behind the stream gets back to live: by dropping long silences from the backlog, or not."""
+ResponderName = Literal["scripted", "bedrock", "lex", "lambda"]
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a friendly voice agent answering a phone call. Your words are spoken aloud: answer in one to three "
+    "short sentences of plain speech, with no lists, markdown or emoji. If the caller asks for a person, or you "
+    "cannot help, call transfer_to_agent. When the caller is done, say goodbye and call end_call."
+)
 CARTESIA_API_URL = "https://api.cartesia.ai"
 """Used when CARTESIA_BASE_URL is empty: the SDK itself would take an empty variable as the URL."""
 _SONIC_RATES = frozenset({8000, 16000, 22050, 24000, 44100, 48000})
@@ -99,6 +106,52 @@ def _whole_number(value: Any) -> int:
     raise ValueError("must be a whole number")
 
 
+def _fraction(*, optional: bool = False) -> dict[str, Check]:
+    """A number from 0 to 1 (``0.7``); unset stays None when ``optional``, so the model's own default applies."""
+
+    def check(value: Any) -> float | None:
+        if value is None and optional:
+            return None
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise ValueError("must be a number") from None
+        # NaN fails this comparison too.
+        if not 0 <= number <= 1:
+            raise ValueError("must be from 0 to 1")
+        return number
+
+    return _checked_by(check)
+
+
+def _matching(pattern: str, meaning: str) -> dict[str, Check]:
+    """Text that is empty or matches ``pattern`` whole; ``meaning`` says what it must be otherwise."""
+    compiled = re.compile(pattern)
+
+    def check(value: Any) -> str:
+        text = _text(value)
+        if text and not compiled.fullmatch(text):
+            raise ValueError(meaning)
+        return text
+
+    return _checked_by(check)
+
+
+def _intent_actions(value: Any) -> tuple[tuple[str, Action], ...]:
+    """``Intent=Action`` pairs separated by commas (``TransferToAgent=Transfer,Goodbye=Hangup``)."""
+    if isinstance(value, tuple):
+        value = ",".join(f"{intent}={action}" for intent, action in value)
+    pairs: dict[str, Action] = {}
+    for item in filter(None, (part.strip() for part in _text(value).split(","))):
+        intent, equals, action = (part.strip() for part in item.partition("="))
+        if not equals or not intent:
+            raise ValueError(f"{item!r} is not Intent=Action")
+        if intent in pairs:
+            raise ValueError(f"names {intent} twice")
+        pairs[intent] = Action.parse(action)
+    return tuple(pairs.items())
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Everything a function of this product can be configured with; a bad value raises ConfigurationError."""
@@ -139,6 +192,37 @@ class Settings:
     await_max_wait_ms: int = field(default=7000, metadata=_whole(100, 7800))
     await_poll_interval_ms: int = field(default=40, metadata=_whole(10, 1000))
 
+    # Converse path: the responder that answers a caller's turn
+    responder: ResponderName = field(default="scripted", metadata=_one_of(ResponderName))
+    responder_rules: str = ""
+    responder_timeout_ms: int = field(default=8000, metadata=_whole(500, 30000))
+    apology_text: str = "Sorry, I am having trouble right now. Could you say that again?"
+    history_turns: int = field(default=10, metadata=_whole(0, 50))
+    bedrock_model_id: str = ""
+    bedrock_system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    bedrock_max_tokens: int = field(default=400, metadata=_whole(1, 65536))
+    bedrock_temperature: float | None = field(default=None, metadata=_fraction(optional=True))
+    bedrock_top_p: float | None = field(default=None, metadata=_fraction(optional=True))
+    bedrock_guardrail_id: str = field(
+        default="",
+        metadata=_matching(
+            r"[a-z0-9]+|arn:aws(-[^:]+)?:bedrock:[a-z0-9-]{1,20}:[0-9]{12}:guardrail/[a-z0-9]+",
+            "must be a guardrail id or ARN",
+        ),
+    )
+    bedrock_guardrail_version: str = field(
+        default="", metadata=_matching(r"[1-9][0-9]{0,7}|DRAFT", "must be DRAFT or a version number")
+    )
+    bedrock_transfer_text: str = "Let me connect you with a colleague."
+    bedrock_hangup_text: str = "Thank you for calling. Goodbye."
+    lex_bot_id: str = field(
+        default="", metadata=_matching(r"[0-9A-Za-z]{10}", "must be a bot id (10 letters or digits)")
+    )
+    lex_bot_alias_id: str = ""
+    lex_locale_id: str = "en_US"
+    lex_intent_actions: tuple[tuple[str, Action], ...] = field(default=(), metadata=_checked_by(_intent_actions))
+    responder_function_arn: str = ""
+
     def __post_init__(self) -> None:
         problems: list[str] = []
         for setting in fields(self):
@@ -147,6 +231,7 @@ class Settings:
                 object.__setattr__(self, setting.name, check(getattr(self, setting.name)))
             except ValueError as exc:
                 problems.append(f"{setting.name.upper()}: {exc}")
+        problems.extend(_responder_problems(self))
         if problems:
             raise ConfigurationError(f"invalid configuration: {'; '.join(problems)}")
 
@@ -162,3 +247,22 @@ class Settings:
         if "aws_region" not in values:
             values["aws_region"] = env.get("AWS_DEFAULT_REGION") or "us-east-1"
         return cls(**values)
+
+
+_RESPONDER_NEEDS = {
+    "bedrock": ("bedrock_model_id",),
+    "lex": ("lex_bot_id", "lex_bot_alias_id"),
+    "lambda": ("responder_function_arn",),
+}
+
+
+def _responder_problems(settings: Settings) -> list[str]:
+    """What the chosen responder needs and is not given: the settings that only make sense together."""
+    problems = [
+        f"{name.upper()}: must be set when RESPONDER is {settings.responder}"
+        for name in _RESPONDER_NEEDS.get(settings.responder, ())
+        if not getattr(settings, name)
+    ]
+    if bool(settings.bedrock_guardrail_id) != bool(settings.bedrock_guardrail_version):
+        problems.append("BEDROCK_GUARDRAIL_ID, BEDROCK_GUARDRAIL_VERSION: must be set together")
+    return problems

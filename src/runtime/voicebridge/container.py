@@ -1,9 +1,10 @@
 """Per-container wiring: everything a Lambda container builds once and every invocation reuses.
 
-Settings, AWS clients, the Cartesia API key, the turn table, the prompt store, the synthesizer, the Ink client and
-the KVS media sources are built lazily, on first use, and kept for the container's lifetime. Handlers take them from
-here; nothing else in the runtime builds a client or caches one. Each factory imports what it builds when it first
-builds it, so a function loads only the libraries it uses (AwaitTurn never loads numpy, soxr or the Cartesia SDK)::
+Settings, AWS clients, the Cartesia API key, the turn table, the prompt store, the synthesizer, the Ink client, the
+KVS media sources and the responder are built lazily, on first use, and kept for the container's lifetime. Handlers
+take them from here; nothing else in the runtime builds a client or caches one. Each factory imports what it builds
+when it first builds it, so a function loads only the libraries it uses (AwaitTurn never loads numpy, soxr or the
+Cartesia SDK)::
 
     from voicebridge import container
 
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 if TYPE_CHECKING:
     from voicebridge.config import Settings
+    from voicebridge.converse.replies import Responder
     from voicebridge.kvs.media import MediaSource
     from voicebridge.sonic.synthesizer import Synthesizer
     from voicebridge.store.prompts import PromptStore
@@ -56,11 +58,15 @@ def settings() -> Settings:
     return _once(("settings",), Settings.from_env)
 
 
-def client(service: str, *, read_timeout: float = 10.0, pool: int = 16, endpoint_url: str | None = None) -> Any:
+def client(
+    service: str, *, read_timeout: float = 10.0, pool: int = 16, endpoint_url: str | None = None, retries: int = 2
+) -> Any:
     """A shared boto3 client; keep-alive connections in a pool sized for concurrent generations.
 
     Endpoints come from boto3's own ``AWS_ENDPOINT_URL_<SERVICE>`` variables (the local cloud sets them), or from
-    ``endpoint_url`` for services whose data endpoint is discovered at run time (KVS GetMedia)."""
+    ``endpoint_url`` for services whose data endpoint is discovered at run time (KVS GetMedia). ``retries`` is how
+    many times botocore may repeat a failed call by itself (botocore's ``max_attempts`` counts retries only): 0 for a
+    call that must not be made twice."""
 
     def build() -> Any:
         from botocore.config import Config
@@ -71,12 +77,12 @@ def client(service: str, *, read_timeout: float = 10.0, pool: int = 16, endpoint
             connect_timeout=2,
             read_timeout=read_timeout,
             max_pool_connections=pool,
-            retries={"mode": "standard", "max_attempts": 2},
+            retries={"mode": "standard", "max_attempts": retries},
             tcp_keepalive=True,
         )
         return session().client(service, config=config, endpoint_url=endpoint_url)
 
-    return _once(("client", service, read_timeout, pool, endpoint_url), build)
+    return _once(("client", service, read_timeout, pool, endpoint_url, retries), build)
 
 
 def cartesia_api_key() -> str:
@@ -155,3 +161,59 @@ def media_source(stream_arn: str) -> MediaSource:
         control=client("kinesisvideo"),
         media_client=lambda endpoint: client("kinesis-video-media", read_timeout=timeout_s, endpoint_url=endpoint),
     )
+
+
+def responder() -> Responder:
+    """The configured responder (``RESPONDER``), with its rules file or system prompt read once, from S3 if named so.
+
+    Its client never retries by itself: a retry would outlast the turn's deadline, and Lex and the customer's
+    function are not idempotent (a second RecognizeText moves the dialog on, a second Invoke runs the code again)."""
+
+    def build() -> Responder:
+        from voicebridge.converse.documents import read_document
+
+        config = settings()
+        timeout_s = config.responder_timeout_ms / 1000
+        if config.responder == "bedrock":
+            from voicebridge.converse.responders.bedrock import BedrockResponder
+
+            guardrail = (config.bedrock_guardrail_id, config.bedrock_guardrail_version)
+            return BedrockResponder(
+                client("bedrock-runtime", read_timeout=timeout_s, retries=0),
+                model_id=config.bedrock_model_id,
+                system_prompt=read_document(
+                    config.bedrock_system_prompt, lambda: client("s3"), setting="BEDROCK_SYSTEM_PROMPT"
+                ),
+                max_tokens=config.bedrock_max_tokens,
+                temperature=config.bedrock_temperature,
+                top_p=config.bedrock_top_p,
+                guardrail=guardrail if all(guardrail) else None,
+                transfer_text=config.bedrock_transfer_text,
+                hangup_text=config.bedrock_hangup_text,
+            )
+        if config.responder == "lex":
+            from voicebridge.converse.responders.lex import LexResponder
+
+            return LexResponder(
+                client("lexv2-runtime", read_timeout=timeout_s, retries=0),
+                bot_id=config.lex_bot_id,
+                bot_alias_id=config.lex_bot_alias_id,
+                locale_id=config.lex_locale_id,
+                intent_actions=dict(config.lex_intent_actions),
+            )
+        if config.responder == "lambda":
+            from voicebridge.converse.responders.function import FunctionResponder
+
+            return FunctionResponder(
+                client("lambda", read_timeout=timeout_s, retries=0), function=config.responder_function_arn
+            )
+        from voicebridge.converse.responders.scripted import ScriptedResponder
+        from voicebridge.errors import ConfigurationError
+
+        if not config.responder_rules:
+            raise ConfigurationError("RESPONDER_RULES: must name the rules file (s3://bucket/key) or hold its JSON")
+        return ScriptedResponder.from_json(
+            read_document(config.responder_rules, lambda: client("s3"), setting="RESPONDER_RULES")
+        )
+
+    return _once(("responder",), build)

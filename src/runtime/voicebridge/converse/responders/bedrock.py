@@ -1,0 +1,324 @@
+"""The ``bedrock`` responder: a model on Amazon Bedrock answers through ``ConverseStream``, streaming its text.
+
+The call, per botocore's ``bedrock-runtime`` model (2023-09-30; HTTP ``POST /model/{modelId}/converse-stream``)::
+
+    converse_stream(modelId, messages=[{role: user|assistant, content: [{text}]}, ...], system=[{text}],
+                    inferenceConfig={maxTokens, temperature?, topP?},
+                    toolConfig={tools: [{toolSpec: {name, description, inputSchema: {json}}}, ...]},
+                    guardrailConfig?={guardrailIdentifier, guardrailVersion})
+    -> {"stream": EventStream}, whose events are one-key dicts:
+       messageStart {role}
+       (contentBlockStart {start: {toolUse: {toolUseId, name}}, contentBlockIndex})?
+       contentBlockDelta {delta: {text} | {toolUse: {input}}, contentBlockIndex}*
+       contentBlockStop {contentBlockIndex}            ... once per content block
+       messageStop {stopReason: end_turn | tool_use | max_tokens | stop_sequence | guardrail_intervened |
+                    content_filtered | malformed_model_output | malformed_tool_use | model_context_window_exceeded}
+       metadata {usage: {inputTokens, outputTokens, totalTokens}, metrics: {latencyMs}}
+
+A tool's input arrives as fragments of JSON text across its block's deltas. A failure inside the stream is an
+exception event (``throttlingException``, ``modelStreamErrorException``, ``validationException``,
+``internalServerException``, ``serviceUnavailableException``), which botocore raises from the iteration as
+``EventStreamError`` whose ``Error.Code`` is the event's name.
+
+The model is offered two tools, ``transfer_to_agent`` and ``end_call``; calling one makes the reply's action
+Transfer or Hangup (and a call with no text speaks a short configured line instead). When a guardrail intervenes,
+the stream carries the guardrail's own message as text: that is the reply, and the action is Continue whatever the
+model meant to do.
+
+:class:`ConverseStreamReader` reads the events and does no I/O; :class:`BedrockResponder` makes the call::
+
+    responder = BedrockResponder(container.client("bedrock-runtime"), model_id="amazon.nova-lite-v1:0",
+                                 system_prompt="You are a friendly voice agent...")
+    reply = responder.respond(TurnRequest("c1", 3, "Can I talk to a person?"), deadline=time.monotonic() + 8)
+    "".join(reply.text()), reply.action          # ("Of course, one moment.", Action.TRANSFER)
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError, EventStreamError
+from urllib3.exceptions import HTTPError as Urllib3Error
+
+from voicebridge.converse.replies import Action, ResponderError, TurnRequest
+from voicebridge.telemetry import logger
+
+TOOL_ACTIONS: Mapping[str, Action] = {"transfer_to_agent": Action.TRANSFER, "end_call": Action.HANGUP}
+"""The tools the model is offered, and the action calling each one asks of the flow."""
+
+TOOLS: list[dict[str, Any]] = [
+    {
+        "toolSpec": {
+            "name": name,
+            "description": description,
+            "inputSchema": {
+                "json": {
+                    "type": "object",
+                    "properties": {"reason": {"type": "string", "description": "Why, in a few words."}},
+                }
+            },
+        }
+    }
+    for name, description in (
+        (
+            "transfer_to_agent",
+            "Hand the caller over to a person. Use it when the caller asks for a person or when you cannot help.",
+        ),
+        ("end_call", "End the call. Use it once the caller has nothing more to ask and you have said goodbye."),
+    )
+]
+
+COMPLETE_STOPS = frozenset({"end_turn", "stop_sequence", "tool_use", "max_tokens"})
+"""Stop reasons after which the reply stands as written (``max_tokens``: cut short, but what was said was said)."""
+NATURAL_STOPS = frozenset({"end_turn", "stop_sequence", "tool_use"})
+GUARDRAIL_STOP = "guardrail_intervened"
+REASON_ATTRIBUTE = "ActionReason"
+"""The attribute carrying the reason the model gave when it called a tool."""
+_EXPLAINED_REFUSALS = frozenset({"ValidationException", "AccessDeniedException", "ResourceNotFoundException"})
+
+
+@dataclass
+class ToolCall:
+    """A tool the model called, its input as the JSON text gathered so far."""
+
+    name: str
+    input_json: str = ""
+
+    @property
+    def reason(self) -> str:
+        """The ``reason`` the model gave, or "" when it gave none (or its input is not the JSON asked for)."""
+        try:
+            parsed = json.loads(self.input_json or "{}")
+        except ValueError:
+            return ""
+        reason = parsed.get("reason") if isinstance(parsed, dict) else None
+        return reason.strip() if isinstance(reason, str) else ""
+
+
+@dataclass
+class ConverseStreamReader:
+    """What a ``ConverseStream`` response says, read one event at a time (the dicts botocore yields).
+
+    ::
+
+        reader = ConverseStreamReader()
+        for event in response["stream"]:
+            speak(reader.feed(event))
+        action, call = reader.finish()
+    """
+
+    stop_reason: str | None = None
+    text_chars: int = 0
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Mapping[str, int] = field(default_factory=dict)
+    latency_ms: int | None = None
+    _calls_by_block: dict[int, ToolCall] = field(default_factory=dict, init=False, repr=False)
+
+    def feed(self, event: Mapping[str, Any]) -> str:
+        """The text ``event`` adds to the reply ("" for the events that add none)."""
+        if "contentBlockDelta" in event:
+            body = event["contentBlockDelta"]
+            delta = body.get("delta", {})
+            if "toolUse" in delta:
+                call = self._calls_by_block.get(body.get("contentBlockIndex", 0))
+                if call is not None:
+                    call.input_json += delta["toolUse"].get("input", "")
+            text = delta.get("text") or ""
+            self.text_chars += len(text)
+            return str(text)
+        if "contentBlockStart" in event:
+            body = event["contentBlockStart"]
+            tool = body.get("start", {}).get("toolUse")
+            if tool is not None:
+                call = ToolCall(str(tool.get("name", "")))
+                self._calls_by_block[body.get("contentBlockIndex", 0)] = call
+                self.tool_calls.append(call)
+        elif "messageStop" in event:
+            self.stop_reason = str(event["messageStop"].get("stopReason", ""))
+        elif "metadata" in event:
+            self.usage = event["metadata"].get("usage", {})
+            self.latency_ms = event["metadata"].get("metrics", {}).get("latencyMs")
+        return ""
+
+    def finish(self, *, continuing: bool = False) -> tuple[Action, ToolCall | None]:
+        """The action the finished stream asks of the flow, and the tool call that asked for it.
+
+        ResponderError when the stream ended without an answer: before ``messageStop``, with nothing said (unless
+        ``continuing`` a reply whose start was already spoken), or stopped by the model with nothing said."""
+        if self.stop_reason is None:
+            raise ResponderError("the model stream ended before messageStop")
+        action, call = Action.CONTINUE, None
+        if self.stop_reason in COMPLETE_STOPS:
+            call = next((c for c in self.tool_calls if c.name in TOOL_ACTIONS), None)
+            if call is not None:
+                action = TOOL_ACTIONS[call.name]
+        elif self.stop_reason != GUARDRAIL_STOP and not self.text_chars:
+            raise ResponderError(f"the model stopped without an answer ({self.stop_reason})")
+        if action is Action.CONTINUE and not self.text_chars and not continuing:
+            raise ResponderError(f"the model's reply was empty ({self.stop_reason})")
+        return action, call
+
+
+def conversation(request: TurnRequest) -> list[dict[str, Any]]:
+    """The ``messages`` for a turn: the history, the caller's turn, and what was already said of the reply.
+
+    Bedrock takes messages that alternate between user and assistant, start with the user and hold no blank text:
+    blank sides are left out, neighbours of one role joined, and an opening assistant message (the flow's greeting,
+    said before the caller spoke) dropped. Text is stripped, as Bedrock refuses a final assistant message (the
+    prefill) that ends in white space."""
+    said: list[tuple[str, str]] = []
+    for exchange in request.history:
+        said += [("user", exchange.caller), ("assistant", exchange.agent)]
+    said += [("user", request.transcript), ("assistant", request.spoken_prefix)]
+    messages: list[dict[str, Any]] = []
+    for role, raw in said:
+        text = raw.strip()
+        if not text:
+            continue
+        if messages and messages[-1]["role"] == role:
+            messages[-1]["content"][0]["text"] += "\n" + text
+        elif messages or role == "user":
+            messages.append({"role": role, "content": [{"text": text}]})
+    return messages
+
+
+class BedrockReply:
+    """A reply being streamed from ``ConverseStream``; its action and attributes are known once the text is."""
+
+    def __init__(
+        self,
+        events: Any,
+        *,
+        request: TurnRequest,
+        deadline: float,
+        closing_lines: Mapping[Action, str],
+    ) -> None:
+        self._events = events
+        self._request = request
+        self._deadline = deadline
+        self._closing_lines = closing_lines
+        self._reader = ConverseStreamReader()
+        self._action = Action.CONTINUE
+        self._attributes: dict[str, str] = {}
+
+    @property
+    def action(self) -> Action:
+        return self._action
+
+    @property
+    def attributes(self) -> Mapping[str, str]:
+        return self._attributes
+
+    @property
+    def stop_reason(self) -> str | None:
+        """The model's ``messageStop.stopReason``, once the text is exhausted."""
+        return self._reader.stop_reason
+
+    def text(self) -> Iterator[str]:
+        reader = self._reader
+        try:
+            for event in self._events:
+                if time.monotonic() > self._deadline:
+                    raise ResponderError("the model did not finish its reply in time")
+                delta = reader.feed(event)
+                if delta:
+                    yield delta
+        except EventStreamError as exc:
+            raise ResponderError(f"the model stream failed ({exc.response.get('Error', {}).get('Code')})") from None
+        except (BotoCoreError, Urllib3Error) as exc:
+            raise ResponderError(f"the model stream was interrupted ({type(exc).__name__})") from None
+        finally:
+            self._events.close()
+        self._action, call = reader.finish(continuing=bool(self._request.spoken_prefix.strip()))
+        if call is not None and call.reason:
+            self._attributes[REASON_ATTRIBUTE] = call.reason
+        logger.info(
+            "bedrock reply",
+            turn=self._request.turn_index,
+            stop_reason=reader.stop_reason,
+            action=self._action.value,
+            tool=None if call is None else call.name,
+            text_chars=reader.text_chars,
+            input_tokens=reader.usage.get("inputTokens"),
+            output_tokens=reader.usage.get("outputTokens"),
+            latency_ms=reader.latency_ms,
+        )
+        if reader.stop_reason not in NATURAL_STOPS:
+            logger.warning("the model's reply was cut short or stopped", stop_reason=reader.stop_reason)
+        line = self._closing_lines.get(self._action, "")
+        if call is not None and not reader.text_chars and line:
+            yield line
+
+
+class BedrockResponder:
+    """Answers with a model on Amazon Bedrock, through ``ConverseStream``."""
+
+    name = "bedrock"
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        model_id: str,
+        system_prompt: str = "",
+        max_tokens: int = 400,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        guardrail: tuple[str, str] | None = None,
+        transfer_text: str = "Let me connect you with a colleague.",
+        hangup_text: str = "Thank you for calling. Goodbye.",
+    ) -> None:
+        """``client`` is a ``bedrock-runtime`` client whose read timeout bounds a stall in the stream; ``model_id`` a
+        model id or inference profile ARN; ``guardrail`` an (identifier, version) pair."""
+        self._client = client
+        self.model_id = model_id
+        self.system_prompt = system_prompt.strip()
+        inference: dict[str, Any] = {"maxTokens": max_tokens}
+        if temperature is not None:
+            inference["temperature"] = temperature
+        if top_p is not None:
+            inference["topP"] = top_p
+        self._inference = inference
+        self._guardrail = guardrail
+        self._closing_lines = {Action.TRANSFER: transfer_text, Action.HANGUP: hangup_text}
+
+    def request(self, turn: TurnRequest) -> dict[str, Any]:
+        """The ``ConverseStream`` parameters that answer ``turn``."""
+        parameters: dict[str, Any] = {
+            "modelId": self.model_id,
+            "messages": conversation(turn),
+            "inferenceConfig": self._inference,
+            "toolConfig": {"tools": TOOLS},
+        }
+        if self.system_prompt:
+            parameters["system"] = [{"text": self.system_prompt}]
+        if self._guardrail is not None:
+            identifier, version = self._guardrail
+            parameters["guardrailConfig"] = {"guardrailIdentifier": identifier, "guardrailVersion": version}
+        return parameters
+
+    def respond(self, request: TurnRequest, *, deadline: float) -> BedrockReply:
+        if not request.transcript.strip():
+            raise ResponderError("the turn has no words to answer")
+        if time.monotonic() >= deadline:
+            raise ResponderError("no time left to ask the model")
+        try:
+            response = self._client.converse_stream(**self.request(request))
+        except ClientError as exc:
+            raise ResponderError(_refusal(exc)) from None
+        except (BotoCoreError, Urllib3Error) as exc:
+            raise ResponderError(f"Bedrock unreachable ({type(exc).__name__})") from None
+        return BedrockReply(response["stream"], request=request, deadline=deadline, closing_lines=self._closing_lines)
+
+
+def _refusal(exc: ClientError) -> str:
+    error = exc.response.get("Error", {})
+    code = error.get("Code") or "unknown"
+    if code in _EXPLAINED_REFUSALS:
+        # These name what is wrong with the deployment (model id, access, guardrail), not what the caller said.
+        return f"Bedrock refused the request ({code}: {str(error.get('Message', ''))[:160]})"
+    return f"Bedrock refused the request ({code})"
