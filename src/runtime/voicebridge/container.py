@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from voicebridge.kvs.media import MediaSource
     from voicebridge.sonic.synthesizer import Synthesizer
     from voicebridge.store.prompts import PromptStore
+    from voicebridge.store.replies import ReplyStore
     from voicebridge.store.turns import TurnStore
 
 T = TypeVar("T")
@@ -101,6 +102,13 @@ def turn_store() -> TurnStore:
     return _once(
         ("turn_store",), lambda: TurnStore(config.turn_table, client("dynamodb"), ttl_days=config.turn_ttl_days)
     )
+
+
+def reply_store() -> ReplyStore:
+    """The agent's replies, their status and the conversation's history, in the turn table."""
+    from voicebridge.store.replies import ReplyStore
+
+    return _once(("reply_store",), lambda: ReplyStore(turn_store()))
 
 
 def prompt_store() -> PromptStore:

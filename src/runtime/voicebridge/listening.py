@@ -46,8 +46,18 @@ def start_listening(
         raise InvalidInput("Tracks must be 'customer' or 'both'")
     tracks = [CUSTOMER, AGENT] if choice == "both" else [CUSTOMER]
     started_ms = _epoch_ms(audio.start_timestamp)
+    converse = str(event.parameters.get("Converse") or "false").strip().lower()
+    if converse not in ("true", "false"):
+        raise InvalidInput("Converse must be 'true' or 'false'")
+    attributes = {k: v for k, v in event.details.contact_data.attributes.items() if v is not None}
     claim, generation = store.claim(
-        event.contact_id, audio.stream_arn, audio.start_fragment_number, tracks, start_timestamp_ms=started_ms
+        event.contact_id,
+        audio.stream_arn,
+        audio.start_fragment_number,
+        tracks,
+        start_timestamp_ms=started_ms,
+        converse=converse == "true",
+        attributes=attributes,
     )
     if claim is not Claim.ALIVE:
         try:

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from voicebridge.errors import InvalidInput
 
-ResultValue = Literal["OK", "Turn", "Timeout", "Error", "Fallback"]
+ResultValue = Literal["OK", "Turn", "Speak", "Timeout", "Error", "Fallback"]
 MAX_RESPONSE_BYTES = 32 * 1024
 
 

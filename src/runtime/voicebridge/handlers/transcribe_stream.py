@@ -10,15 +10,20 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
 from voicebridge import container
 from voicebridge.errors import VoiceBridgeError
 from voicebridge.ink.session import InkSession, TurnListener
+from voicebridge.ink.transcriber import MetricSink
 from voicebridge.kvs.consumer import StreamConsumer
+from voicebridge.store.turns import Checkpoint
 from voicebridge.telemetry import logger, metrics
+
+if TYPE_CHECKING:
+    from voicebridge.converse.worker import ReplyWorker
 
 CONTACT_ID = re.compile(r"[A-Za-z0-9-]{1,256}")
 
@@ -33,6 +38,32 @@ def _open_session(listener: TurnListener, name: str) -> InkSession:
         language=config.ink_language,
         end_timeout_ms=config.ink_turn_end_timeout_ms,
         name=name,
+    )
+
+
+def _replier(checkpoint: Checkpoint, sink: MetricSink) -> ReplyWorker:
+    """The worker answering the caller's turns with the configured responder, speaking with the Speak path."""
+    from voicebridge.converse.worker import ReplyWorker
+    from voicebridge.sonic.request import SpeechRequest
+
+    config = container.settings()
+    synthesizer = container.synthesizer()
+
+    def speak(text: str, deadline: float) -> str:
+        prompt = synthesizer.synthesize(SpeechRequest.from_parameters({"Text": text}, config), deadline=deadline)
+        if prompt.time_to_first_byte_ms is not None:
+            sink.add("SonicTimeToFirstByte", MetricUnit.Milliseconds, prompt.time_to_first_byte_ms)
+        sink.add("PromptCacheHit", MetricUnit.Count, 1 if prompt.cache_hit else 0)
+        return prompt.uri
+
+    return ReplyWorker(
+        checkpoint.contact_id,
+        responder=container.responder(),
+        speak=speak,
+        replies=container.reply_store(),
+        settings=config,
+        attributes=checkpoint.attributes,
+        report=sink.add,
     )
 
 
@@ -60,6 +91,7 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
             continue_with=continue_with,
             remaining_ms=context.get_remaining_time_in_millis,
             media=container.media_source,
+            replier=_replier,
         ).run()
     except VoiceBridgeError as exc:
         logger.error("transcription stopped", error_code=exc.code, reason=exc.safe_message)

@@ -76,6 +76,7 @@ class TrackTranscriber(TurnListener):
         manual_end_silence_ms: int = 700,
         clock: Clock = SYSTEM_CLOCK,
         pacer: Pacer | None = None,
+        on_turn: Callable[[Turn], None] | None = None,
     ) -> None:
         self.contact_id = contact_id
         self.track = track
@@ -95,6 +96,7 @@ class TrackTranscriber(TurnListener):
         """Manual mode: finalizes queued for closed utterances whose transcripts have not arrived yet."""
         self._session: InkSession | None = None
         self._pacer = pacer or Pacer()
+        self._on_turn = on_turn
         self._session_start = progress.stream_bytes
         self._open_backoff = Backoff(base_s=0.1, cap_s=5.0, stable_s=10.0)
         self._next_open_at = 0.0
@@ -311,6 +313,8 @@ class TrackTranscriber(TurnListener):
             logger.info(
                 "turn stored", track=self.track, seq=turn.seq, chars=len(turn.transcript), latency_ms=turn.latency_ms
             )
+            if self._on_turn is not None:
+                self._on_turn(turn)
         elif outcome is Written.REPLAY:
             logger.info("turn already stored (replay)", track=self.track, seq=turn.seq)
         else:

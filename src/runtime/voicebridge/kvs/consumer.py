@@ -33,6 +33,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from voicebridge.backoff import Backoff
 from voicebridge.clock import SYSTEM_CLOCK, Clock
 from voicebridge.config import Settings
+from voicebridge.converse.worker import ReplyWorker
 from voicebridge.errors import ConfigurationError, MediaInterrupted, MediaStalled, Superseded, VoiceBridgeError
 from voicebridge.ink.pacer import CATCH_UP_AFTER_MS, Pacer
 from voicebridge.ink.transcriber import MetricSink, SessionFactory, TrackTranscriber
@@ -67,6 +68,8 @@ HEARTBEAT_S = 5.0
 START_MARGIN_MS = 5000
 """The first read starts this much before Connect's StartTimestamp: whichever clock the timestamp is on, the chunk
 holding the start fragment is then included (earlier fragments are skipped by number)."""
+REPLY_FINISH_S = 10.0
+"""How long a reply in progress is waited for at a hand-over or at the end of the stream."""
 HANDOFF_FLOOR_MS = 5000
 """Below this much remaining time a hand-over that keeps failing is given up, and the reason recorded."""
 METRICS_EVERY_S = 60.0
@@ -106,6 +109,7 @@ class StreamConsumer:
         remaining_ms: Callable[[], int],
         media: Callable[[str], MediaSource],
         clock: Clock = SYSTEM_CLOCK,
+        replier: Callable[[Checkpoint, MetricSink], ReplyWorker] | None = None,
     ) -> None:
         self._settings = settings
         self._store = store
@@ -116,6 +120,8 @@ class StreamConsumer:
         self._remaining_ms = remaining_ms
         self._media = media
         self._clock = clock
+        self._make_replier = replier
+        self._replier: ReplyWorker | None = None
         self._sink = MetricSink(threading.Lock())
         self._transcribers: dict[str, TrackTranscriber] = {}
         self._stop = threading.Event()
@@ -137,6 +143,14 @@ class StreamConsumer:
             return Outcome("superseded")
         checkpoint.invocations += 1
         self._history = FragmentHistory(ours_up_to=_latest_settled(checkpoint))
+        ticker = threading.Thread(target=self._tick, args=(checkpoint,), name="consumer-tick", daemon=True)
+        try:
+            self._start_replying(checkpoint)
+        except VoiceBridgeError as exc:
+            # A responder that cannot be built (a missing setting, an unreadable rules file) stops listening with
+            # the reason, which the flow then hears from ConverseFunction.
+            self._end(checkpoint, f"{exc.code}: {exc.safe_message}", ticker)
+            raise
         self._transcribers = {
             track: TrackTranscriber(
                 contact_id=self.contact_id,
@@ -149,11 +163,11 @@ class StreamConsumer:
                 frame_ms=self._settings.ink_frame_ms,
                 clock=self._clock,
                 pacer=Pacer(catch_up_after_ms=CATCH_UP_AFTER_MS if self._settings.ink_catch_up != "off" else math.inf),
+                on_turn=self._replier.submit if self._replier is not None and track == CUSTOMER else None,
             )
             for track, progress in checkpoint.tracks.items()
         }
         self._add("ActiveStreams", MetricUnit.Count, 1)
-        ticker = threading.Thread(target=self._tick, args=(checkpoint,), name="consumer-tick", daemon=True)
         try:
             self._store.heartbeat(checkpoint, LISTENING)
             ticker.start()
@@ -177,6 +191,12 @@ class StreamConsumer:
         self._add("AudioSecondsStreamed", MetricUnit.Seconds, outcome.audio_seconds)
         self._flush_metrics()
         return outcome
+
+    def _start_replying(self, checkpoint: Checkpoint) -> None:
+        """When the flow converses, the worker that answers the caller's turns (finishing a reply left unfinished)."""
+        if checkpoint.converse and self._make_replier is not None:
+            self._replier = self._make_replier(checkpoint, self._sink)
+            self._replier.resume_unfinished(self._store)
 
     def _take_ownership(self) -> Checkpoint | None:
         """The checkpoint, once this generation owns it; None when another generation does."""
@@ -210,6 +230,9 @@ class StreamConsumer:
         self._stop_ticker(ticker)
         for transcriber in self._transcribers.values():
             transcriber.close()
+        if self._replier is not None:
+            # The caller's last turn deserves its answer even though listening is over (the flow may still play it).
+            self._replier.close(timeout_s=REPLY_FINISH_S)
         self._record(checkpoint)
         checkpoint.state, checkpoint.stop_reason = STOPPED, reason[:240]
         try:
@@ -375,12 +398,18 @@ class StreamConsumer:
         for transcriber in self._transcribers.values():
             if not transcriber.drain_writes(budget_s):
                 logger.error("turn writes still pending at the hand-over", track=transcriber.track)
+        if self._replier is not None and not self._replier.drain(min(budget_s, REPLY_FINISH_S)):
+            # The successor finishes it, after what is already stored: nothing is said twice.
+            logger.info("reply unfinished at the hand-over; the next invocation finishes it")
+            self._replier.abandon()
         # Only now that the successor was accepted does the checkpoint name it: it waits for this save.
         self._stop.set()
         self._record(checkpoint)
         self._store.save(checkpoint, new_generation=successor)
         for transcriber in self._transcribers.values():
             transcriber.close(flush_ms=0, timeout_s=0.5)
+        if self._replier is not None:
+            self._replier.close(timeout_s=0)
         logger.info("handed over to the next invocation", generation=successor, quiet=quiet, remaining_ms=remaining)
         return Outcome("handoff", handed_off_to=successor)
 

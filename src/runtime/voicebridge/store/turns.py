@@ -106,6 +106,10 @@ class Checkpoint:
     stop_reason: str = ""
     invocations: int = 0
     heartbeat_at_ms: int = 0
+    converse: bool = False
+    """The flow converses with the agent: each caller turn is answered by the responder."""
+    attributes: dict[str, str] = field(default_factory=dict)
+    """The contact's attributes when listening started, for the responder."""
 
     def earliest_needed(self) -> TrackProgress | None:
         """The progress of the track that needs the earliest fragment; None when no track has settled any audio."""
@@ -167,6 +171,8 @@ class TurnStore:
         *,
         start_timestamp_ms: int | None = None,
         lease_ms: int = LEASE_MS,
+        converse: bool = False,
+        attributes: dict[str, str] | None = None,
     ) -> tuple[Claim, int]:
         """Record that a consumer must listen to this contact; what was done, and the generation to start.
 
@@ -180,6 +186,8 @@ class TurnStore:
             start_timestamp_ms,
             {t: TrackProgress() for t in tracks},
             heartbeat_at_ms=now_ms,
+            converse=converse,
+            attributes=dict(attributes or {}),
         )
         try:
             self._call(
@@ -189,7 +197,7 @@ class TurnStore:
                 ConditionExpression="attribute_not_exists(TurnKey)",
             )
             return Claim.CLAIMED, 0
-        except _ConditionFailed:
+        except ConditionFailed:
             pass
         previous = self.load(contact_id)
         if previous is None:
@@ -213,10 +221,19 @@ class TurnStore:
                     ":stale": {"N": str(now_ms - lease_ms)},
                 },
             )
-        except _ConditionFailed:
+        except ConditionFailed:
             # Someone else took it over (or the consumer came back) first: theirs is the live claim.
             return Claim.ALIVE, previous.generation + 1
         return Claim.TAKEN_OVER, fresh.generation
+
+    def call(self, operation: str, **kwargs: Any) -> Any:
+        """One operation on the table, its failures as the product's errors (ConditionFailed for a failed
+        condition): the other stores of this table (replies) use it."""
+        return self._call(operation, **kwargs)
+
+    def expires_at(self) -> int:
+        """The TTL attribute's value for an item written now (epoch seconds)."""
+        return int(time.time()) + self._ttl_s
 
     def now_ms(self) -> int:
         """The wall clock every process compares heartbeats with (epoch ms)."""
@@ -224,7 +241,7 @@ class TurnStore:
 
     def release(self, contact_id: str, generation: int, reason: str) -> None:
         """Mark a claim stopped (its consumer could not be started), so the flow's next StartListening starts one."""
-        with contextlib.suppress(_ConditionFailed):
+        with contextlib.suppress(ConditionFailed):
             self._call(
                 "update_item",
                 TableName=self.table,
@@ -258,7 +275,7 @@ class TurnStore:
                     ":g": {"N": str(checkpoint.generation)},
                 },
             )
-        except _ConditionFailed:
+        except ConditionFailed:
             raise Superseded(f"contact {checkpoint.contact_id} is owned by a newer consumer") from None
         checkpoint.state, checkpoint.stop_reason, checkpoint.heartbeat_at_ms = state, reason, now_ms
 
@@ -267,7 +284,7 @@ class TurnStore:
         item = answer.get("Item")
         if item is None:
             return None
-        plain = _plain(item)
+        plain = plain_item(item)
         return Checkpoint(
             contact_id=contact_id,
             stream_arn=plain["StreamArn"],
@@ -279,6 +296,8 @@ class TurnStore:
             stop_reason=plain.get("StopReason", ""),
             invocations=int(plain.get("Invocations", 0)),
             heartbeat_at_ms=int(plain.get("HeartbeatAt", 0)),
+            converse=bool(plain.get("Converse", False)),
+            attributes={str(k): str(v) for k, v in plain.get("Attributes", {}).items()},
         )
 
     def save(self, checkpoint: Checkpoint, *, new_generation: int | None = None) -> None:
@@ -294,7 +313,7 @@ class TurnStore:
                 ConditionExpression="Generation = :g",
                 ExpressionAttributeValues={":g": {"N": str(owner)}},
             )
-        except _ConditionFailed:
+        except ConditionFailed:
             checkpoint.generation = owner
             raise Superseded(f"contact {checkpoint.contact_id} is owned by a newer consumer") from None
 
@@ -310,12 +329,14 @@ class TurnStore:
             "StopReason": c.stop_reason,
             "Invocations": c.invocations,
             "HeartbeatAt": c.heartbeat_at_ms,
+            "Converse": c.converse,
+            "Attributes": dict(c.attributes),
             "UpdatedAt": _now_ms(),
             "ExpiresAt": int(time.time()) + self._ttl_s,
         }
         if c.start_timestamp_ms is not None:
             item["StartTimestampMs"] = c.start_timestamp_ms
-        return _typed(item)
+        return typed_item(item)
 
     # -- turns
 
@@ -339,10 +360,10 @@ class TurnStore:
             self._call(
                 "put_item",
                 TableName=self.table,
-                Item=_typed(item),
+                Item=typed_item(item),
                 ConditionExpression="attribute_not_exists(TurnKey)",
             )
-        except _ConditionFailed:
+        except ConditionFailed:
             return False
         return True
 
@@ -362,7 +383,7 @@ class TurnStore:
         )
         turns = []
         for raw in answer.get("Items", []):
-            item = _plain(raw)
+            item = plain_item(raw)
             turns.append(
                 Turn(
                     contact_id=contact_id,
@@ -383,7 +404,7 @@ class TurnStore:
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code", "")
             if code == "ConditionalCheckFailedException":
-                raise _ConditionFailed from None
+                raise ConditionFailed from None
             if code == "ResourceNotFoundException":
                 raise ConfigurationError(f"turn table {self.table} does not exist") from None
             raise StorageError(f"turn table {operation} failed ({code})") from None
@@ -391,8 +412,8 @@ class TurnStore:
             raise StorageError(f"turn table unreachable ({type(exc).__name__})") from None
 
 
-class _ConditionFailed(Exception):
-    pass
+class ConditionFailed(Exception):
+    """A conditional write found the item not as required (already there, or owned by another generation)."""
 
 
 def _checkpoint_key(contact_id: str) -> dict[str, Any]:
@@ -403,7 +424,7 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _typed(value: dict[str, Any]) -> dict[str, Any]:
+def typed_item(value: dict[str, Any]) -> dict[str, Any]:
     return {key: _attr(v) for key, v in value.items()}
 
 
@@ -415,11 +436,11 @@ def _attr(value: Any) -> dict[str, Any]:
     if isinstance(value, str):
         return {"S": value}
     if isinstance(value, dict):
-        return {"M": _typed(value)}
+        return {"M": typed_item(value)}
     raise TypeError(f"cannot store {type(value).__name__}")
 
 
-def _plain(item: dict[str, Any]) -> dict[str, Any]:
+def plain_item(item: dict[str, Any]) -> dict[str, Any]:
     return {key: _value(v) for key, v in item.items()}
 
 
@@ -428,5 +449,5 @@ def _value(attr: dict[str, Any]) -> Any:
     if kind == "N":
         return int(value) if value.lstrip("-").isdigit() else float(value)
     if kind == "M":
-        return _plain(value)
+        return plain_item(value)
     return value

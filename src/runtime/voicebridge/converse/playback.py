@@ -1,0 +1,131 @@
+"""What the flow plays next: ConverseFunction's domain, a long poll over the reply status that fits Connect's 8 s.
+
+The flow calls ConverseFunction right after every prompt with where it is — ``TurnIndex`` and ``Segment`` of what
+it just played (absent at the start) — and gets back, as soon as it exists:
+
+- the next segment of the same reply; or, when a newer turn's reply has begun (the caller spoke again: barge-in),
+  that reply's first segment — ``Result=Speak`` with ``PromptUri`` (or only ``Text``, for Connect's own voice),
+  ``TurnIndex``, ``Segment``, ``More`` (``true`` while the reply may have more segments), ``Transcript`` (what the
+  caller said), ``Action`` (``Continue`` | ``Transfer`` | ``Hangup``, final on the reply's last segment) and the
+  responder's attributes;
+- ``Result=OK`` with ``Action`` when the reply it was playing turned out to be over with nothing more to say, and
+  the flow must transfer or hang up (a segment handed out while the reply was still being written says
+  ``More=true``);
+- ``Result=Timeout`` when nothing new came within the wait (the caller says nothing);
+- ``Result=Error`` with ``NotListening`` (and why) when no consumer is alive for the contact.
+
+It polls one small item: every ``fast_poll_ms`` while a reply is being made (the first segment is a few hundred
+milliseconds away), every ``slow_poll_ms`` while the caller speaks or thinks.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from voicebridge.converse.replies import Action
+from voicebridge.errors import InvalidInput, NotListening
+from voicebridge.store.replies import ReplyStatus, ReplyStore, Segment
+from voicebridge.store.turns import TurnStore
+
+
+@dataclass(frozen=True, slots=True)
+class Next:
+    """What ConverseFunction answers: a segment to play, an action to take, or nothing yet."""
+
+    segment: Segment | None = None
+    more: bool = False
+    action: Action = Action.CONTINUE
+    attributes: Mapping[str, str] = field(default_factory=dict)
+    waited_ms: float = 0.0
+
+    @property
+    def timed_out(self) -> bool:
+        return self.segment is None and self.action is Action.CONTINUE
+
+
+def next_to_play(
+    contact_id: str,
+    parameters: Mapping[str, Any],
+    *,
+    replies: ReplyStore,
+    turns: TurnStore,
+    max_wait_ms: int,
+    fast_poll_ms: int,
+    slow_poll_ms: int,
+    remaining_ms: int | None,
+) -> Next:
+    """The next segment after the one the flow played (None when the wait ran out), long-polled."""
+    turn = _whole(parameters.get("TurnIndex"), "TurnIndex")
+    played = _whole(parameters.get("Segment"), "Segment")
+    wait_ms = min(_whole(parameters.get("MaxWaitMs"), "MaxWaitMs", default=max_wait_ms, low=0), max_wait_ms)
+    if remaining_ms is not None:
+        wait_ms = max(0, min(wait_ms, remaining_ms - 300))
+    started = time.monotonic()
+    deadline = started + wait_ms / 1000
+    checked_listening = False
+    while True:
+        status = replies.status(contact_id)
+        found = _next(contact_id, status, turn, played, replies)
+        if found is not None:
+            return Next(
+                found.segment,
+                found.more,
+                found.action,
+                found.attributes,
+                waited_ms=(time.monotonic() - started) * 1000,
+            )
+        if not checked_listening:
+            checkpoint = turns.load(contact_id)
+            if checkpoint is None:
+                raise NotListening("nobody is listening to this contact: call StartListening first")
+            if not checkpoint.alive(turns.now_ms()):
+                raise NotListening(checkpoint.why_not_listening)
+            checked_listening = True
+        now = time.monotonic()
+        if now >= deadline:
+            return Next(waited_ms=(now - started) * 1000)
+        making = status is not None and not status.done
+        pause = (fast_poll_ms if making else slow_poll_ms) / 1000
+        time.sleep(min(pause, deadline - now))
+
+
+def _next(contact_id: str, status: ReplyStatus | None, turn: int, played: int, replies: ReplyStore) -> Next | None:
+    if status is None:
+        return None
+    if status.turn > turn:
+        # A reply to a newer turn: its first segment, whatever was left of the one being played.
+        return _segment(contact_id, status, status.turn, 0, replies)
+    if status.turn < turn:
+        return None
+    if status.segments > played + 1:
+        return _segment(contact_id, status, turn, played + 1, replies)
+    if status.done and status.action is not Action.CONTINUE:
+        return Next(action=status.action, attributes=status.attributes)
+    return None
+
+
+def _segment(contact_id: str, status: ReplyStatus, turn: int, index: int, replies: ReplyStore) -> Next | None:
+    if status.segments <= index and status.turn == turn:
+        return None
+    segment = replies.segment(contact_id, turn, index)
+    if segment is None:
+        return None
+    last = status.done and status.turn == turn and index == status.segments - 1
+    if last:
+        return Next(segment, more=False, action=status.action, attributes=status.attributes)
+    return Next(segment, more=True)
+
+
+def _whole(raw: Any, name: str, *, default: int = -1, low: int = -1) -> int:
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        raise InvalidInput(f"{name} must be a whole number") from None
+    if value < low:
+        raise InvalidInput(f"{name} must be at least {low}")
+    return value

@@ -1,0 +1,62 @@
+"""ConverseFunction: what the flow plays next in a conversation with the agent, long-polled within Connect's 8 s.
+
+Input: ``TurnIndex`` and ``Segment`` of what the flow just played (absent at the start), optional ``MaxWaitMs``.
+Output: ``Result=Speak`` with ``PromptUri``, ``TurnIndex``, ``Segment``, ``More``, ``Transcript``, ``Action`` and
+the responder's attributes; ``Result=Fallback`` with ``Text`` instead of ``PromptUri`` when Sonic could not speak
+the sentence; ``Result=OK`` with ``Action`` when the reply is over and the flow must transfer or hang up;
+``Result=Timeout``; ``Result=Error`` (``NotListening``, ``InvalidInput``…). See :mod:`voicebridge.converse.playback`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+
+from voicebridge import container
+from voicebridge.connect.events import ContactFlowEvent, response
+from voicebridge.converse.playback import next_to_play
+from voicebridge.handlers._edge import connect_edge
+from voicebridge.telemetry import metrics
+
+RESERVED = frozenset({"Result", "PromptUri", "Text", "TurnIndex", "Segment", "More", "Transcript", "Action"})
+
+
+@connect_edge
+def _converse(event: ContactFlowEvent, context: Any) -> dict[str, str]:
+    config = container.settings()
+    remaining = context.get_remaining_time_in_millis() if hasattr(context, "get_remaining_time_in_millis") else None
+    found = next_to_play(
+        event.contact_id,
+        event.parameters,
+        replies=container.reply_store(),
+        turns=container.turn_store(),
+        max_wait_ms=config.converse_max_wait_ms,
+        fast_poll_ms=config.converse_fast_poll_ms,
+        slow_poll_ms=config.converse_slow_poll_ms,
+        remaining_ms=remaining,
+    )
+    metrics.add_metric(name="ConverseWait", unit=MetricUnit.Milliseconds, value=found.waited_ms)
+    # The responder's attributes never take the place of the answer's own keys.
+    attributes = {key: value for key, value in found.attributes.items() if key not in RESERVED}
+    segment = found.segment
+    if segment is not None:
+        if segment.index > 0:
+            metrics.add_metric(name="ReplySegmentGap", unit=MetricUnit.Milliseconds, value=found.waited_ms)
+        return response(
+            "Speak" if segment.prompt_uri else "Fallback",
+            **attributes,
+            PromptUri=segment.prompt_uri,
+            Text=None if segment.prompt_uri else segment.text,
+            TurnIndex=segment.turn,
+            Segment=segment.index,
+            More=found.more,
+            Transcript=segment.transcript,
+            Action=found.action.value,
+        )
+    if not found.timed_out:
+        return response("OK", **attributes, Action=found.action.value)
+    return response("Timeout")
+
+
+handler = metrics.log_metrics(_converse)

@@ -1,0 +1,224 @@
+"""The agent's replies in the turn table: each reply's segments, where the latest reply stands, and the history.
+
+Items, next to the turns and the checkpoint (partition key ``ContactId``, sort key ``TurnKey``):
+
+- ``TurnKey = "reply#<turn:09d>#<segment:03d>"`` — segment *k* of the reply to the caller's turn *n*, put the
+  moment its audio is in S3: the prompt's URI (or only its text, when Sonic could not speak it, for Connect's own
+  voice) and the sentence. Written with a conditional put: a replay can never change a segment a flow may already
+  have played.
+- ``TurnKey = "reply"`` — one per contact: the latest turn being answered, how many of its segments are stored,
+  and whether its reply is complete (with its action and the responder's attributes). ConverseFunction polls this
+  one small item (a strongly consistent read), fast while a reply is being made and slowly while the caller speaks,
+  and reads a segment only once the status says it exists.
+- ``TurnKey = "history"`` — the conversation so far (caller's words, agent's reply), bounded: what a responder
+  needs, kept across the consumer's hand-overs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from voicebridge.converse.replies import Action, Exchange
+from voicebridge.store.turns import ConditionFailed, TurnStore, plain_item, typed_item
+
+STATUS = "reply"
+HISTORY = "history"
+
+
+def segment_key(turn: int, segment: int) -> str:
+    return f"reply#{turn:09d}#{segment:03d}"
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """One sentence of a reply, ready to play."""
+
+    contact_id: str
+    turn: int
+    index: int
+    text: str
+    prompt_uri: str | None
+    """The S3 prompt; None when Sonic could not speak the sentence (the flow speaks ``text`` itself)."""
+    transcript: str = ""
+    """What the caller said, that this reply answers."""
+    ready_at_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyStatus:
+    """Where the latest reply stands."""
+
+    turn: int
+    segments: int
+    done: bool
+    action: Action = Action.CONTINUE
+    attributes: Mapping[str, str] = field(default_factory=dict)
+    """The responder's attributes for the flow, once the reply is done."""
+    updated_at_ms: int = 0
+
+    def has(self, turn: int, segment: int) -> bool:
+        """Segment ``segment`` of ``turn``'s reply is stored (or a later turn's reply has begun)."""
+        return self.turn > turn or (self.turn == turn and self.segments > segment)
+
+
+class ReplyStore:
+    """Replies, their status and the conversation's history, in the turn table."""
+
+    def __init__(self, turns: TurnStore) -> None:
+        self._turns = turns
+
+    # -- the consumer's side
+
+    def begin(self, contact_id: str, turn: int) -> None:
+        """A reply to ``turn`` is being made: pollers speed up."""
+        self._put_status(contact_id, ReplyStatus(turn, 0, done=False))
+
+    def put_segment(self, segment: Segment) -> bool:
+        """Store a segment and advance the status; False when that segment was stored before (a replay)."""
+        item: dict[str, Any] = {
+            "ContactId": segment.contact_id,
+            "TurnKey": segment_key(segment.turn, segment.index),
+            "Turn": segment.turn,
+            "Segment": segment.index,
+            "Text": segment.text,
+            "Transcript": segment.transcript,
+            "ReadyAt": segment.ready_at_ms or _now_ms(),
+            "ExpiresAt": self._turns.expires_at(),
+        }
+        if segment.prompt_uri:
+            item["PromptUri"] = segment.prompt_uri
+        try:
+            self._turns.call(
+                "put_item",
+                TableName=self._turns.table,
+                Item=typed_item(item),
+                ConditionExpression="attribute_not_exists(TurnKey)",
+            )
+        except ConditionFailed:
+            return False
+        status = ReplyStatus(segment.turn, segment.index + 1, done=False)
+        self._put_status(segment.contact_id, status)
+        return True
+
+    def finish(self, contact_id: str, turn: int, segments: int, action: Action, attributes: Mapping[str, str]) -> None:
+        """The reply ended after ``segments`` segments, with what the flow must do next and the responder's
+        attributes."""
+        self._put_status(contact_id, ReplyStatus(turn, segments, done=True, action=action, attributes=attributes))
+
+    def record_exchange(self, contact_id: str, exchange: Exchange, keep: int) -> None:
+        """Add an exchange to the conversation's history, keeping the last ``keep``."""
+        history = [*self.history(contact_id), exchange][-keep:] if keep > 0 else []
+        self._turns.call(
+            "put_item",
+            TableName=self._turns.table,
+            Item=typed_item(
+                {
+                    "ContactId": contact_id,
+                    "TurnKey": HISTORY,
+                    "Exchanges": {str(i): {"Caller": e.caller, "Agent": e.agent} for i, e in enumerate(history)},
+                    "ExpiresAt": self._turns.expires_at(),
+                }
+            ),
+        )
+
+    def history(self, contact_id: str) -> list[Exchange]:
+        """The conversation so far, oldest first."""
+        item = self._get(contact_id, HISTORY)
+        if item is None:
+            return []
+        exchanges = item.get("Exchanges", {})
+        return [
+            Exchange(str(exchanges[k].get("Caller", "")), str(exchanges[k].get("Agent", "")))
+            for k in sorted(exchanges, key=int)
+        ]
+
+    # -- the flow's side
+
+    def status(self, contact_id: str) -> ReplyStatus | None:
+        item = self._get(contact_id, STATUS)
+        if item is None:
+            return None
+        attributes = item.get("Attributes", {})
+        return ReplyStatus(
+            turn=int(item["Turn"]),
+            segments=int(item.get("Segments", 0)),
+            done=bool(item.get("Done", False)),
+            action=_action(item.get("Action")),
+            attributes={str(k): str(v) for k, v in attributes.items()},
+            updated_at_ms=int(item.get("UpdatedAt", 0)),
+        )
+
+    def segment(self, contact_id: str, turn: int, index: int) -> Segment | None:
+        item = self._get(contact_id, segment_key(turn, index))
+        if item is None:
+            return None
+        return Segment(
+            contact_id=contact_id,
+            turn=turn,
+            index=index,
+            text=str(item.get("Text", "")),
+            prompt_uri=item.get("PromptUri"),
+            transcript=str(item.get("Transcript", "")),
+            ready_at_ms=int(item.get("ReadyAt", 0)),
+        )
+
+    def segments(self, contact_id: str, turn: int) -> Sequence[Segment]:
+        """Every stored segment of ``turn``'s reply, in order (a successor resuming an unfinished reply reads it)."""
+        found = []
+        for index in range(1000):
+            segment = self.segment(contact_id, turn, index)
+            if segment is None:
+                break
+            found.append(segment)
+        return found
+
+    # -- items
+
+    def _put_status(self, contact_id: str, status: ReplyStatus) -> None:
+        # A newer turn's status is never replaced by an older one's (a late write from a superseded reply).
+        with contextlib.suppress(ConditionFailed):
+            self._turns.call(
+                "put_item",
+                TableName=self._turns.table,
+                Item=typed_item(
+                    {
+                        "ContactId": contact_id,
+                        "TurnKey": STATUS,
+                        "Turn": status.turn,
+                        "Segments": status.segments,
+                        "Done": status.done,
+                        "Action": status.action.value,
+                        "Attributes": dict(status.attributes),
+                        "UpdatedAt": _now_ms(),
+                        "ExpiresAt": self._turns.expires_at(),
+                    }
+                ),
+                ConditionExpression="attribute_not_exists(TurnKey) OR #t <= :t",
+                ExpressionAttributeNames={"#t": "Turn"},
+                ExpressionAttributeValues={":t": {"N": str(status.turn)}},
+            )
+
+    def _get(self, contact_id: str, key: str) -> dict[str, Any] | None:
+        answer = self._turns.call(
+            "get_item",
+            TableName=self._turns.table,
+            Key={"ContactId": {"S": contact_id}, "TurnKey": {"S": key}},
+            ConsistentRead=True,
+        )
+        item = answer.get("Item")
+        return None if item is None else plain_item(item)
+
+
+def _action(raw: Any) -> Action:
+    try:
+        return Action.parse(str(raw or "Continue"))
+    except ValueError:
+        return Action.CONTINUE
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
