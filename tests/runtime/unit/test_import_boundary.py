@@ -41,9 +41,20 @@ class StoredPrompts:
     def head_object(self, **request):
         return {"Metadata": {"duration-ms": "900"}}
 
+class Stream(list):
+    def close(self):
+        pass
+
+class Endpoint:
+    # Sonic, asked while the cache is looked up: its stream starts only after the lookup has answered.
+    def invoke_endpoint_with_response_stream(self, **request):
+        import time
+        time.sleep(0.5)
+        return {"Body": Stream([{"PayloadPart": {"Bytes": b"{}"}}])}
+
 settings = Settings(prompt_bucket="prompts")
 store = PromptStore("prompts", StoredPrompts(), region="us-east-1")
-synthesizer = Synthesizer(settings, SageMakerBackend("sonic", runtime=None), store)
+synthesizer = Synthesizer(settings, SageMakerBackend("sonic", runtime=Endpoint()), store)
 prompt = synthesizer.synthesize(SpeechRequest.from_parameters({"Text": "Hello"}, settings), deadline=float("inf"))
 assert prompt.cache_hit, prompt
 print(json.dumps(sorted(sys.modules)))

@@ -23,14 +23,19 @@ from __future__ import annotations
 
 import random
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from voicebridge.config import Settings
-from voicebridge.errors import AudioFormatError, InvalidInput, ModelUnavailable, RetryableModelError
+from voicebridge.errors import AudioFormatError, InvalidInput, ModelUnavailable, RetryableModelError, VoiceBridgeError
 from voicebridge.sonic.backends import OutputFormat, SonicBackend
 from voicebridge.sonic.request import SpeechRequest
-from voicebridge.store.prompts import PromptStore
+from voicebridge.store.prompts import PromptStore, StoredPrompt
 from voicebridge.telemetry import logger
+
+if TYPE_CHECKING:
+    from voicebridge.audio.convert import MulawConverter
 
 BACKOFF_BASE_S = 0.05
 BACKOFF_CAP_S = 0.8
@@ -58,6 +63,10 @@ class Generation:
     synthesis_ms: float
 
 
+Lookup = Future[StoredPrompt | None]
+"""The prompt cache's answer for the text being synthesized, arriving while the model runs."""
+
+
 class Synthesizer:
     """Turns :class:`SpeechRequest` into a stored :class:`Prompt`."""
 
@@ -69,6 +78,7 @@ class Synthesizer:
         names = backend.pcm_names
         self._pcm_name: str | None = names[0] if len(names) == 1 else None
         """The model's name for 16-bit PCM, once known: before it is, each name is tried in turn."""
+        self._lookup_pool: ThreadPoolExecutor | None = None
         self._output_identity = (
             f"{settings.sonic_encoding}@{settings.sonic_sample_rate}/{settings.sonic_resampler}"
             if settings.sonic_encoding == "pcm_s16le"
@@ -78,10 +88,22 @@ class Synthesizer:
     def synthesize(self, request: SpeechRequest, *, deadline: float) -> Prompt:
         """A playable prompt for ``request``; raises ModelUnavailable when the deadline leaves no way to make one."""
         digest = request.cache_key(self._backend.identity, self._output_identity)
-        cached = self._store.lookup(digest)
-        if cached is not None:
-            return Prompt(cached.uri, cached.duration_ms, cache_hit=True)
-        generation, attempts = self._generate_with_retries(request, deadline)
+        known = self._store.known(digest)
+        if known is not None:
+            return Prompt(known.uri, known.duration_ms, cache_hit=True)
+        # The S3 lookup runs while the model starts: new text (the common miss) no longer waits for a HeadObject
+        # before Sonic is asked, and a prompt found meanwhile stops the generation at its next chunk.
+        lookup = self._lookups().submit(self._store.lookup, digest)
+        try:
+            generation, attempts = self._generate_with_retries(request, deadline, lookup)
+        except _StoredMeanwhile as found:
+            return Prompt(found.prompt.uri, found.prompt.duration_ms, cache_hit=True)
+        except VoiceBridgeError:
+            # The model failed, but the prompt may be stored already: a cache hit needs no model.
+            stored_before = _answer(lookup, timeout_s=max(0.0, min(1.0, deadline - time.monotonic())))
+            if stored_before is not None:
+                return Prompt(stored_before.uri, stored_before.duration_ms, cache_hit=True)
+            raise
         stored = self._store.put(digest, generation.wav, duration_ms=generation.duration_ms, text=request.text)
         return Prompt(
             stored.uri,
@@ -92,12 +114,17 @@ class Synthesizer:
             attempts=attempts,
         )
 
-    def _generate_with_retries(self, request: SpeechRequest, deadline: float) -> tuple[Generation, int]:
+    def _lookups(self) -> ThreadPoolExecutor:
+        if self._lookup_pool is None:
+            self._lookup_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="prompt-lookup")
+        return self._lookup_pool
+
+    def _generate_with_retries(self, request: SpeechRequest, deadline: float, lookup: Lookup) -> tuple[Generation, int]:
         attempt = 0
         while True:
             attempt += 1
             try:
-                return self._generate(request, deadline), attempt
+                return self._generate(request, deadline, lookup), attempt
             except RetryableModelError as exc:
                 delay = random.uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (attempt - 1)))
                 remaining = deadline - time.monotonic()
@@ -106,31 +133,31 @@ class Synthesizer:
                 logger.warning("sonic attempt failed; retrying", attempt=attempt, reason=exc.safe_message)
                 time.sleep(delay)
 
-    def _generate(self, request: SpeechRequest, deadline: float) -> Generation:
+    def _generate(self, request: SpeechRequest, deadline: float, lookup: Lookup) -> Generation:
         if not self._mulaw_native:
-            return self._pcm(request, deadline)
+            return self._pcm(request, deadline, lookup)
         try:
-            return self._run(request, OutputFormat("pcm_mulaw", 8000), deadline)
+            return self._run(request, OutputFormat("pcm_mulaw", 8000), deadline, lookup)
         except InvalidInput:
             # Whether the package accepts 8 kHz µ-law is undocumented: when PCM succeeds where µ-law was
             # rejected, convert from PCM for the rest of this container's life.
-            generation = self._pcm(request, deadline)
+            generation = self._pcm(request, deadline, lookup)
             logger.warning("endpoint rejected pcm_mulaw@8000; converting from pcm_s16le from now on")
             self._mulaw_native = False
             return generation
 
-    def _pcm(self, request: SpeechRequest, deadline: float) -> Generation:
+    def _pcm(self, request: SpeechRequest, deadline: float, lookup: Lookup) -> Generation:
         """16-bit PCM at the configured rate, asked for under the name the model knows it by."""
         rate = self._settings.sonic_sample_rate
         if self._pcm_name is not None:
-            return self._run(request, OutputFormat("pcm_s16le", rate, self._pcm_name), deadline)
+            return self._run(request, OutputFormat("pcm_s16le", rate, self._pcm_name), deadline, lookup)
         first, *others = self._backend.pcm_names
         try:
-            generation = self._run(request, OutputFormat("pcm_s16le", rate, first), deadline)
+            generation = self._run(request, OutputFormat("pcm_s16le", rate, first), deadline, lookup)
         except InvalidInput as refused:
             for name in others:
                 try:
-                    generation = self._run(request, OutputFormat("pcm_s16le", rate, name), deadline)
+                    generation = self._run(request, OutputFormat("pcm_s16le", rate, name), deadline, lookup)
                 except InvalidInput as again:
                     # Refused under every name, the request is wrong in another way too: the refusal that does not
                     # speak of the encoding is the one that says how.
@@ -143,17 +170,22 @@ class Synthesizer:
         self._pcm_name = first
         return generation
 
-    def _run(self, request: SpeechRequest, fmt: OutputFormat, deadline: float) -> Generation:
-        from voicebridge.audio.convert import MulawConverter
-
-        converter = MulawConverter(fmt.encoding, fmt.sample_rate, resampler=self._settings.sonic_resampler)
+    def _run(self, request: SpeechRequest, fmt: OutputFormat, deadline: float, lookup: Lookup) -> Generation:
         started = time.perf_counter()
         first: float | None = None
+        converter: MulawConverter | None = None
         for audio in self._backend.stream(request, fmt, deadline=deadline):
-            if first is None:
+            found = _found(lookup)
+            if found is not None:
+                raise _StoredMeanwhile(found)
+            if converter is None:
                 first = time.perf_counter()
+                # Loaded with the first audio: a prompt found stored meanwhile never loads the converter's libraries.
+                from voicebridge.audio.convert import MulawConverter
+
+                converter = MulawConverter(fmt.encoding, fmt.sample_rate, resampler=self._settings.sonic_resampler)
             converter.feed(audio)
-        if first is None:
+        if first is None or converter is None:
             raise RetryableModelError("the model finished without sending audio")
         try:
             wav = converter.finish()
@@ -166,6 +198,30 @@ class Synthesizer:
             time_to_first_byte_ms=(first - started) * 1000,
             synthesis_ms=(finished - started) * 1000,
         )
+
+
+class _StoredMeanwhile(Exception):
+    """The prompt was already in S3 (another container made it): the generation under way is dropped."""
+
+    def __init__(self, prompt: StoredPrompt) -> None:
+        super().__init__(prompt.key)
+        self.prompt = prompt
+
+
+def _answer(lookup: Lookup, *, timeout_s: float) -> StoredPrompt | None:
+    """The lookup's prompt, waiting for it at most ``timeout_s``; None on a miss, a failure or no answer in time."""
+    try:
+        return lookup.result(timeout=timeout_s)
+    except Exception:
+        return None
+
+
+def _found(lookup: Lookup) -> StoredPrompt | None:
+    """The lookup's prompt once it has answered; None while it runs, on a miss, or when S3 failed (the put that
+    follows the generation reports a bucket that is really unreachable)."""
+    if not lookup.done() or lookup.exception() is not None:
+        return None
+    return lookup.result()
 
 
 def _about_encoding(error: InvalidInput) -> bool:

@@ -46,13 +46,20 @@ class PromptStore:
         """The virtual-hosted URL Connect's MessageParticipant block plays (PROTOCOLS.md §3)."""
         return f"https://{self.bucket}.s3.{self.region}.amazonaws.com/{key}"
 
-    def lookup(self, digest: str) -> StoredPrompt | None:
-        """The stored prompt for ``digest``, or None; at most one S3 round trip."""
+    def known(self, digest: str) -> StoredPrompt | None:
+        """The stored prompt for ``digest`` if this container has seen it: no S3 round trip."""
         key = self.key_for(digest)
         known = self._index.get(key)
         if known is not None:
             self._index.move_to_end(key)
+        return known
+
+    def lookup(self, digest: str) -> StoredPrompt | None:
+        """The stored prompt for ``digest``, or None; at most one S3 round trip."""
+        known = self.known(digest)
+        if known is not None:
             return known
+        key = self.key_for(digest)
         try:
             head = self._s3.head_object(Bucket=self.bucket, Key=key)
         except ClientError as exc:

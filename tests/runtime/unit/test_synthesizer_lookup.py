@@ -1,0 +1,87 @@
+"""The prompt cache's lookup runs beside the model: a miss does not wait for S3, a hit found meanwhile wins."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from voicebridge.config import Settings
+from voicebridge.sonic.backends import OutputFormat
+from voicebridge.sonic.request import SpeechRequest
+from voicebridge.sonic.synthesizer import Synthesizer
+from voicebridge.store.prompts import PromptStore
+
+SETTINGS = Settings(prompt_bucket="prompts", sonic_sample_rate=8000)
+
+
+class Bucket:
+    """S3 with a slow HeadObject; ``stored`` decides whether the prompt is there."""
+
+    def __init__(self, *, stored: bool, head_s: float) -> None:
+        self.stored = stored
+        self.head_s = head_s
+        self.head_answered_at: float | None = None
+        self.puts = 0
+
+    def head_object(self, **request: Any) -> dict[str, Any]:
+        from botocore.exceptions import ClientError
+
+        time.sleep(self.head_s)
+        self.head_answered_at = time.monotonic()
+        if not self.stored:
+            raise ClientError({"Error": {"Code": "404", "Message": "Not Found"}}, "HeadObject")
+        return {"Metadata": {"duration-ms": "700"}}
+
+    def put_object(self, **request: Any) -> dict[str, Any]:
+        self.puts += 1
+        return {}
+
+
+class Sonic:
+    """A backend that records when it was asked and streams 20 ms chunks, one every ``every_s``."""
+
+    identity = "test:sonic"
+    pcm_names = ("pcm_s16le",)
+
+    def __init__(self, *, chunks: int, every_s: float) -> None:
+        self.chunks = chunks
+        self.every_s = every_s
+        self.asked_at: float | None = None
+        self.closed = threading.Event()
+
+    def stream(self, request: SpeechRequest, fmt: OutputFormat, *, deadline: float) -> Iterator[bytes]:
+        self.asked_at = time.monotonic()
+        chunk = (np.sin(np.arange(160) / 3) * 8000).astype("<i2").tobytes()
+        try:
+            for _ in range(self.chunks):
+                time.sleep(self.every_s)
+                yield chunk
+        finally:
+            self.closed.set()
+
+
+def synthesize(bucket: Bucket, sonic: Sonic) -> Any:
+    store = PromptStore("prompts", bucket, region="us-east-1")
+    synthesizer = Synthesizer(SETTINGS, sonic, store)  # type: ignore[arg-type]
+    request = SpeechRequest.from_parameters({"Text": "A sentence nobody has asked for before."}, SETTINGS)
+    return synthesizer.synthesize(request, deadline=time.monotonic() + 10)
+
+
+def test_a_miss_asks_the_model_without_waiting_for_the_lookup() -> None:
+    bucket, sonic = Bucket(stored=False, head_s=0.3), Sonic(chunks=5, every_s=0.01)
+    prompt = synthesize(bucket, sonic)
+    assert not prompt.cache_hit and bucket.puts == 1
+    # The model was asked before the lookup answered (here it had finished before the lookup did).
+    assert sonic.asked_at is not None
+    assert bucket.head_answered_at is None or sonic.asked_at < bucket.head_answered_at
+
+
+def test_a_prompt_found_stored_meanwhile_stops_the_generation_and_is_played() -> None:
+    bucket, sonic = Bucket(stored=True, head_s=0.02), Sonic(chunks=100, every_s=0.02)
+    prompt = synthesize(bucket, sonic)
+    assert prompt.cache_hit and bucket.puts == 0
+    assert sonic.closed.is_set()
