@@ -108,11 +108,6 @@ class Handler(TrackedHandler):
     def emulator(self) -> BedrockEmulator:
         return cast(Server, self.server).emulator
 
-    def setup(self) -> None:
-        super().setup()
-        # Each delta is a small write; Nagle's algorithm would hold it back for the client's delayed ACK.
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
     def handle_one_request(self) -> None:
         try:
             super().handle_one_request()

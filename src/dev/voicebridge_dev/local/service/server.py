@@ -42,6 +42,9 @@ class TrackedHandler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        # Answers go out as several small writes (status line and headers, then the body or each streamed part):
+        # with Nagle's algorithm each one after the first waits for the client's delayed ACK, about 40 ms a time.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         server = cast(TrackingHTTPServer, self.server)
         with server.connections_lock:
             server.connections.add(self.connection)

@@ -50,7 +50,6 @@ import json
 import logging
 import math
 import re
-import socket
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -126,11 +125,6 @@ class Handler(TrackedHandler):
     @property
     def emulator(self) -> SonicEmulator:
         return cast(Server, self.server).emulator
-
-    def setup(self) -> None:
-        super().setup()
-        # Each flush is a small write; Nagle's algorithm would hold it back for the client's delayed ACK.
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def handle_one_request(self) -> None:
         try:
