@@ -69,6 +69,8 @@ class FunctionSpec:
     timeout_s: int
     memory_mb: int
     environment: dict[str, str] = field(default_factory=dict)
+    reserved_concurrency: int | None = None
+    """``ReservedConcurrentExecutions``, when the template reserves some: at most that many run at once."""
 
 
 @dataclass
@@ -223,4 +225,11 @@ def function_spec(
         timeout_s=int(props.get("Timeout", glob.get("Timeout", 3))),
         memory_mb=int(props.get("MemorySize", glob.get("MemorySize", 128))),
         environment=environment,
+        reserved_concurrency=_reserved(resolver.resolve(props.get("ReservedConcurrentExecutions"))),
     )
+
+
+def _reserved(value: Any) -> int | None:
+    if value is None or value == _NO_VALUE or value == "":
+        return None
+    return int(value)

@@ -579,6 +579,38 @@ def test_a_synchronous_call_beyond_the_concurrency_is_throttled(tmp_path: Path) 
         busy.join(timeout=10)
 
 
+def test_a_functions_reserved_concurrency_from_the_template_is_its_limit(tmp_path: Path) -> None:
+    template = write_template(tmp_path, {"SleepFunction": function("sleep", ReservedConcurrentExecutions=1)})
+    started = tmp_path / "started"
+    with LambdaEmulator(template, env=CREDENTIALS, concurrency=8) as emu:
+        client = lambda_client(emu)
+        busy = threading.Thread(target=invoke, args=(client, "SleepFunction", {"seconds": 1, "started": str(started)}))
+        busy.start()
+        wait_for_file(started)
+
+        with pytest.raises(client.exceptions.TooManyRequestsException):
+            client.invoke(FunctionName="SleepFunction", Payload=json.dumps({"seconds": 0}))
+        busy.join(timeout=10)
+
+
+def test_without_a_reservation_a_dozen_calls_run_at_once(tmp_path: Path) -> None:
+    from voicebridge_dev.local.lambda_.emulator import DEFAULT_CONCURRENCY
+
+    template = write_template(tmp_path, {"SleepFunction": function("sleep")})
+    with LambdaEmulator(template, env=CREDENTIALS) as emu:
+        client = lambda_client(emu)
+        answers: list[Any] = []
+        calls = [
+            threading.Thread(target=lambda: answers.append(invoke(client, "SleepFunction", {"seconds": 0.5})))
+            for _ in range(DEFAULT_CONCURRENCY)
+        ]
+        for call in calls:
+            call.start()
+        for call in calls:
+            call.join(timeout=30)
+    assert len(answers) == DEFAULT_CONCURRENCY
+
+
 def test_stop_ends_a_running_handler_promptly_and_records_it_cancelled(tmp_path: Path) -> None:
     template = write_template(tmp_path, {"SleepFunction": function("sleep", Timeout=60)})
     started = tmp_path / "started"

@@ -69,12 +69,20 @@ _INHERITED: Final = (
 )
 
 
+DEFAULT_CONCURRENCY: Final = 12
+"""Containers per function when the template reserves none. AWS gives an account 1,000 unreserved by default; a
+development machine runs each container as a process, so the local cloud stops at a dozen: ten simultaneous calls
+(each with its consumer and a long-polling ConverseFunction) run unthrottled, a larger burst is throttled."""
+
+
 class LambdaEmulator(Emulator[Fault]):
     """A local Lambda ``Invoke`` endpoint running a SAM template's Python functions (an emulator, not Lambda).
 
     ``parameters`` — template parameter values (else their defaults), as ``sam local --parameter-overrides``.
     ``env`` — variables added to every function's environment over the template's (e.g. ``LocalCloud.env()``).
-    ``concurrency`` — containers per function at most.
+    ``concurrency`` — containers per function at most: the function's ``ReservedConcurrentExecutions`` when the
+    template reserves some, else this (default :data:`DEFAULT_CONCURRENCY`, the share of an account's unreserved
+    pool a development machine can run as processes), so local load meets the throttling it would in AWS.
     :meth:`wait_idle` waits until no invocation is running or queued.
     """
 
@@ -89,8 +97,9 @@ class LambdaEmulator(Emulator[Fault]):
         region: str = "us-east-1",
         parameters: dict[str, str] | None = None,
         env: dict[str, str] | None = None,
-        concurrency: int = 4,
+        concurrency: int | None = None,
     ) -> None:
+        concurrency = DEFAULT_CONCURRENCY if concurrency is None else concurrency
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         super().__init__()
@@ -237,7 +246,7 @@ class LambdaEmulator(Emulator[Fault]):
                 )
             self.in_flight.begin()
             function.events.append(call)
-            if len(function.dispatchers) < self.concurrency:
+            if len(function.dispatchers) < self._limit(function):
                 dispatcher = threading.Thread(
                     target=self._dispatch,
                     args=(function,),
@@ -280,6 +289,11 @@ class LambdaEmulator(Emulator[Fault]):
         self._record(function, call, now, now, 0.0, Outcome(InvocationStatus.CANCELLED, b"", None, []), None)
         self.in_flight.end()
 
+    def _limit(self, function: Function) -> int:
+        """How many of ``function``'s invocations may run at once."""
+        reserved = function.spec.reserved_concurrency
+        return reserved if reserved is not None else self.concurrency
+
     # -- containers
 
     def _lease(self, function: Function, *, wait: bool) -> Container | None:
@@ -292,7 +306,7 @@ class LambdaEmulator(Emulator[Fault]):
                 if function.idle:
                     # Most recently used first, so one warm container serves a trickle of calls.
                     return function.idle.pop()
-                if function.containers < self.concurrency:
+                if function.containers < self._limit(function):
                     function.containers += 1
                     return None
                 if not wait:
