@@ -32,7 +32,7 @@ from voicebridge.audio.convert import MulawConverter
 from voicebridge.config import Settings
 from voicebridge.sonic.backends import STALL_TIMEOUT_S, OutputFormat, SageMakerBackend
 from voicebridge.sonic.request import SpeechRequest
-from voicebridge.sonic.synthesizer import Generation, Synthesizer
+from voicebridge.sonic.synthesizer import Generation, Lookup, Synthesizer
 from voicebridge.store.prompts import PromptStore
 from voicebridge_dev.local.cloud import LOCAL_ENDPOINT_NAME, local_cloud_process
 from voicebridge_dev.local.runner import environment, invoke
@@ -50,7 +50,7 @@ ROUNDS = 12
 class BufferThenConvert(Synthesizer):
     """The peer: collect every chunk, convert after the stream has ended."""
 
-    def _run(self, request: SpeechRequest, fmt: OutputFormat, deadline: float) -> Generation:
+    def _run(self, request: SpeechRequest, fmt: OutputFormat, deadline: float, lookup: Lookup) -> Generation:
         started = time.perf_counter()
         chunks: list[bytes] = []
         first: float | None = None

@@ -18,6 +18,9 @@ from packaging.requirements import Requirement
 
 from tests.fixtures import ROOT
 from voicebridge.config import Settings
+from voicebridge.converse.replies import Action
+from voicebridge.converse.responders.scripted import ScriptedResponder
+from voicebridge.errors import ConfigurationError
 from voicebridge_dev.template import load_template
 
 TEMPLATE = load_template(ROOT / "template.yaml")
@@ -30,23 +33,45 @@ FUNCTIONS = {
     "StartListeningFunction": ("voicebridge.handlers.start_listening.handler", 5, 256),
     "TranscribeStreamFunction": ("voicebridge.handlers.transcribe_stream.handler", 900, 512),
     "AwaitTurnFunction": ("voicebridge.handlers.await_turn.handler", 8, 256),
+    "ConverseFunction": ("voicebridge.handlers.converse.handler", 8, 256),
 }
+
+# What the Speak path's synthesizer reads, wherever it runs (SynthesizeFunction, and the consumer's replies).
+SPEAK_ENVIRONMENT: dict[str, Any] = {
+    "SONIC_BACKEND": {"Ref": "SonicBackend"},
+    "SONIC_ENDPOINT_NAME": {"Ref": "SonicEndpointName"},
+    "SONIC_ENCODING": {"Ref": "SonicEncoding"},
+    "SONIC_SAMPLE_RATE": {"Ref": "SonicSampleRate"},
+    "SONIC_MODEL_ID": {"Ref": "SonicModelId"},
+    "SONIC_DEFAULT_VOICE": {"Ref": "DefaultVoiceId"},
+    "SONIC_DEFAULT_LANGUAGE": {"Ref": "DefaultLanguage"},
+    "SONIC_BASE_URL": {"Ref": "SonicBaseUrl"},
+    "CARTESIA_BASE_URL": {"Ref": "CartesiaBaseUrl"},
+    "CARTESIA_API_KEY_SECRET_ARN": None,
+    "PROMPT_BUCKET": {"Ref": "PromptBucket"},
+}
+# The responder's settings (docs/configuration.md, "Responder"), each from the template parameter of its name.
+RESPONDER_PARAMETERS = {
+    "RESPONDER": "Responder",
+    "RESPONDER_RULES": "ResponderRules",
+    "APOLOGY_TEXT": "ApologyText",
+    "HISTORY_TURNS": "HistoryTurns",
+    "BEDROCK_MODEL_ID": "BedrockModelId",
+    "BEDROCK_SYSTEM_PROMPT": "BedrockSystemPrompt",
+    "BEDROCK_MAX_TOKENS": "BedrockMaxTokens",
+    "BEDROCK_GUARDRAIL_ID": "BedrockGuardrailId",
+    "BEDROCK_GUARDRAIL_VERSION": "BedrockGuardrailVersion",
+    "LEX_BOT_ID": "LexBotId",
+    "LEX_BOT_ALIAS_ID": "LexBotAliasId",
+    "LEX_LOCALE_ID": "LexLocaleId",
+    "LEX_INTENT_ACTIONS": "LexIntentActions",
+    "RESPONDER_FUNCTION_ARN": "ResponderFunctionArn",
+}
+RESPONDER_ENVIRONMENT: dict[str, Any] = {name: {"Ref": parameter} for name, parameter in RESPONDER_PARAMETERS.items()}
 
 # What each handler reads from its environment, and where the template takes it from.
 ENVIRONMENT: dict[str, dict[str, Any]] = {
-    "SynthesizeFunction": {
-        "SONIC_BACKEND": {"Ref": "SonicBackend"},
-        "SONIC_ENDPOINT_NAME": {"Ref": "SonicEndpointName"},
-        "SONIC_ENCODING": {"Ref": "SonicEncoding"},
-        "SONIC_SAMPLE_RATE": {"Ref": "SonicSampleRate"},
-        "SONIC_MODEL_ID": {"Ref": "SonicModelId"},
-        "SONIC_DEFAULT_VOICE": {"Ref": "DefaultVoiceId"},
-        "SONIC_DEFAULT_LANGUAGE": {"Ref": "DefaultLanguage"},
-        "SONIC_BASE_URL": {"Ref": "SonicBaseUrl"},
-        "CARTESIA_BASE_URL": {"Ref": "CartesiaBaseUrl"},
-        "CARTESIA_API_KEY_SECRET_ARN": None,
-        "PROMPT_BUCKET": {"Ref": "PromptBucket"},
-    },
+    "SynthesizeFunction": dict(SPEAK_ENVIRONMENT),
     "StartListeningFunction": {
         "TURN_TABLE": {"Ref": "TurnTable"},
         "TRANSCRIBE_FUNCTION_NAME": {"Ref": "TranscribeStreamFunction"},
@@ -61,21 +86,34 @@ ENVIRONMENT: dict[str, dict[str, Any]] = {
         "INK_LANGUAGE": {"Ref": "InkLanguage"},
         "TURN_TTL_DAYS": {"Ref": "TurnRetentionDays"},
         "CONSUMER_HANDOFF_MS": "30000",
+        # It speaks the replies as SynthesizeFunction speaks prompts...
+        **SPEAK_ENVIRONMENT,
+        # ...and asks the responder for them.
+        **RESPONDER_ENVIRONMENT,
     },
     "AwaitTurnFunction": {
         "TURN_TABLE": {"Ref": "TurnTable"},
         "AWAIT_MAX_WAIT_MS": "7000",
         "AWAIT_POLL_INTERVAL_MS": "40",
     },
+    "ConverseFunction": {
+        "TURN_TABLE": {"Ref": "TurnTable"},
+        "CONVERSE_MAX_WAIT_MS": "7000",
+        "CONVERSE_FAST_POLL_MS": "20",
+        "CONVERSE_SLOW_POLL_MS": "100",
+    },
 }
 
-# The only actions each function is granted, and on what.
+# The only actions each function is granted whatever the parameters, and on what.
+SPEAK_GRANTS = {
+    "sonic": {"sagemaker:InvokeEndpointWithResponseStream"},
+    "prompts": {"s3:GetObject", "s3:PutObject"},
+    # A HeadObject on a prompt not yet made answers 404, not 403, only to a caller that may list the bucket.
+    "bucket": {"s3:ListBucket"},
+    "secret": {"secretsmanager:GetSecretValue"},
+}
 GRANTS: dict[str, dict[str, set[str]]] = {
-    "SynthesizeFunction": {
-        "sonic": {"sagemaker:InvokeEndpointWithResponseStream"},
-        "prompts": {"s3:GetObject", "s3:PutObject"},
-        "secret": {"secretsmanager:GetSecretValue"},
-    },
+    "SynthesizeFunction": SPEAK_GRANTS,
     "StartListeningFunction": {
         "transcribe": {"lambda:InvokeFunction"},
         "table": {"dynamodb:PutItem", "dynamodb:GetItem"},
@@ -83,10 +121,73 @@ GRANTS: dict[str, dict[str, set[str]]] = {
     "TranscribeStreamFunction": {
         "kvs": {"kinesisvideo:GetDataEndpoint", "kinesisvideo:GetMedia"},
         "table": {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:GetItem", "dynamodb:Query"},
-        "secret": {"secretsmanager:GetSecretValue"},
         "itself": {"lambda:InvokeFunction"},
+        **SPEAK_GRANTS,
     },
     "AwaitTurnFunction": {"table": {"dynamodb:GetItem", "dynamodb:Query"}},
+    # The reply status, its segments and the checkpoint are read by key: nothing is queried.
+    "ConverseFunction": {"table": {"dynamodb:GetItem"}},
+}
+
+FOUNDATION_MODEL = {"Fn::Sub": "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/${BedrockModelId}"}
+INFERENCE_PROFILE = {
+    "Fn::Sub": "arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:inference-profile/${BedrockModelId}"
+}
+# What TranscribeStreamFunction may also do for the chosen responder: Sid -> (condition, action, resource).
+RESPONDER_GRANTS: dict[str, tuple[str, str, Any]] = {
+    "InvokeResponderModel": (
+        "UseBedrockResponder",
+        "bedrock:InvokeModelWithResponseStream",
+        {"Fn::If": ["BedrockModelIsArn", {"Ref": "BedrockModelId"}, FOUNDATION_MODEL]},
+    ),
+    "InvokeResponderInferenceProfile": (
+        "UseBedrockModelId",
+        "bedrock:InvokeModelWithResponseStream",
+        INFERENCE_PROFILE,
+    ),
+    "InvokeModelsThroughTheProfile": (
+        "UseBedrockResponder",
+        "bedrock:InvokeModelWithResponseStream",
+        {"Fn::Sub": "arn:${AWS::Partition}:bedrock:*::foundation-model/*"},
+    ),
+    "ApplyResponderGuardrail": (
+        "UseBedrockGuardrail",
+        "bedrock:ApplyGuardrail",
+        {
+            "Fn::If": [
+                "BedrockGuardrailIsArn",
+                {"Ref": "BedrockGuardrailId"},
+                {
+                    "Fn::Sub": "arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}"
+                    ":guardrail/${BedrockGuardrailId}"
+                },
+            ]
+        },
+    ),
+    "AskResponderBot": (
+        "UseLexResponder",
+        "lex:RecognizeText",
+        {
+            "Fn::Sub": "arn:${AWS::Partition}:lex:${AWS::Region}:${AWS::AccountId}"
+            ":bot-alias/${LexBotId}/${LexBotAliasId}"
+        },
+    ),
+    "InvokeResponderFunction": (
+        "UseLambdaResponder",
+        "lambda:InvokeFunction",
+        {
+            "Fn::If": [
+                "ResponderFunctionIsArn",
+                {"Ref": "ResponderFunctionArn"},
+                {
+                    "Fn::Sub": "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}"
+                    ":function:${ResponderFunctionArn}"
+                },
+            ]
+        },
+    ),
+    "ReadResponderRules": ("RulesInS3", "s3:GetObject", None),
+    "ReadResponderSystemPrompt": ("SystemPromptInS3", "s3:GetObject", None),
 }
 
 SECRET_ARN = {
@@ -102,6 +203,7 @@ RESOURCE_OF = {
         "Fn::Sub": "arn:${AWS::Partition}:sagemaker:${AWS::Region}:${AWS::AccountId}:endpoint/${SonicEndpointName}"
     },
     "prompts": {"Fn::Sub": "${PromptBucket.Arn}/prompts/*"},
+    "bucket": {"Fn::GetAtt": ["PromptBucket", "Arn"]},
     "secret": SECRET_ARN,
     "transcribe": {"Fn::GetAtt": ["TranscribeStreamFunction", "Arn"]},
     "table": {"Fn::GetAtt": ["TurnTable", "Arn"]},
@@ -114,7 +216,17 @@ RESOURCE_OF = {
     },
 }
 
-LATENCY_METRICS = ["SonicTimeToFirstByte", "SonicSynthesisTime", "InkTurnLatency", "KvsLag", "AwaitTurnWait"]
+LATENCY_METRICS = [
+    "SonicTimeToFirstByte",
+    "SonicSynthesisTime",
+    "InkTurnLatency",
+    "KvsLag",
+    "AwaitTurnWait",
+    "ResponderFirstSentence",
+    "ReplyFirstPromptReady",
+    "ReplySegmentGap",
+    "ConverseWait",
+]
 COUNT_METRICS = [
     "PromptCacheHit",
     "SynthesisErrors",
@@ -123,6 +235,8 @@ COUNT_METRICS = [
     "TurnsTranscribed",
     "AudioSecondsStreamed",
     "ActiveStreams",
+    "ResponderErrors",
+    "TurnsLost",
 ]
 
 
@@ -135,8 +249,23 @@ def _of_type(kind: str) -> dict[str, dict[str, Any]]:
     return {name: resource for name, resource in RESOURCES.items() if resource["Type"] == kind}
 
 
+def _conditional_statements(function: str) -> list[tuple[str | None, dict[str, Any]]]:
+    """Each policy statement with the condition it is granted under (None: always)."""
+    found: list[tuple[str | None, dict[str, Any]]] = []
+    for policy in _props(function)["Policies"]:
+        for statement in policy["Statement"]:
+            if "Fn::If" in statement:
+                condition, granted, otherwise = statement["Fn::If"]
+                assert otherwise == {"Ref": "AWS::NoValue"}, statement
+                found.append((condition, granted))
+            else:
+                found.append((None, statement))
+    return found
+
+
 def _statements(function: str) -> list[dict[str, Any]]:
-    return [statement for policy in _props(function)["Policies"] for statement in policy["Statement"]]
+    """The statements granted whatever the parameters."""
+    return [statement for condition, statement in _conditional_statements(function) if condition is None]
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -191,7 +320,7 @@ def _configuration_reference() -> str:
 # --- functions ---------------------------------------------------------------------------------------------
 
 
-def test_the_four_functions_run_their_handlers_with_their_timeouts_and_memory() -> None:
+def test_the_five_functions_run_their_handlers_with_their_timeouts_and_memory() -> None:
     declared = {
         name: (_props(name)["Handler"], _props(name)["Timeout"], _props(name)["MemorySize"])
         for name in _of_type("AWS::Serverless::Function")
@@ -223,7 +352,16 @@ def test_powertools_names_the_service_and_namespace_for_every_function() -> None
 def test_endpoint_variables_are_declared_empty_so_sam_local_can_point_them_at_the_local_cloud() -> None:
     variables = TEMPLATE["Globals"]["Function"]["Environment"]["Variables"]
     endpoints = {name: value for name, value in variables.items() if name.startswith("AWS_ENDPOINT_URL_")}
-    services = {"S3", "DYNAMODB", "SECRETS_MANAGER", "SAGEMAKER_RUNTIME", "KINESIS_VIDEO", "LAMBDA"}
+    services = {
+        "S3",
+        "DYNAMODB",
+        "SECRETS_MANAGER",
+        "SAGEMAKER_RUNTIME",
+        "KINESIS_VIDEO",
+        "LAMBDA",
+        "BEDROCK_RUNTIME",
+        "LEX_RUNTIME_V2",
+    }
     assert endpoints == {f"AWS_ENDPOINT_URL_{service}": "" for service in services}
 
 
@@ -261,6 +399,125 @@ def test_a_failed_transcribe_stream_event_is_kept_in_a_dead_letter_queue() -> No
     assert queue == {"Type": "SQS", "TargetArn": {"Fn::GetAtt": ["TranscribeStreamDeadLetterQueue", "Arn"]}}
 
 
+# --- the responder's parameters ----------------------------------------------------------------------------
+
+
+def test_a_responder_parameter_left_at_its_default_means_what_the_code_would_do() -> None:
+    code = Settings()
+    for variable, parameter in RESPONDER_PARAMETERS.items():
+        default = str(PARAMETERS[parameter].get("Default", ""))
+        # Empty is unset (the code's default); the rules file has no default in the code.
+        if default and variable != "RESPONDER_RULES":
+            assert default == str(getattr(code, variable.lower())), parameter
+
+
+LAMBDA_ENVIRONMENT_LIMIT = 4096
+"""Lambda's limit on a function's environment variables, names and values together, in bytes."""
+
+
+def test_the_consumers_environment_leaves_room_under_lambdas_limit_with_the_default_rules() -> None:
+    def size(value: Any) -> int:
+        if isinstance(value, dict) and set(value) == {"Ref"} and value["Ref"] in PARAMETERS:
+            return len(str(PARAMETERS[value["Ref"]].get("Default", "")).encode())
+        # A resource's name or ARN, as long as AWS makes them.
+        return len(value.encode()) if isinstance(value, str) else 160
+
+    variables = {
+        **TEMPLATE["Globals"]["Function"]["Environment"]["Variables"],
+        **_props("TranscribeStreamFunction")["Environment"]["Variables"],
+    }
+    used = sum(len(name) + size(value) for name, value in variables.items())
+    # What is left is for a longer inline rules file or system prompt; docs/configuration.md says to use S3 beyond.
+    assert LAMBDA_ENVIRONMENT_LIMIT - used >= 1024, used
+
+
+def test_the_default_rules_file_answers_out_of_the_box_and_can_transfer_and_hang_up() -> None:
+    responder = ScriptedResponder.from_json(PARAMETERS["ResponderRules"]["Default"])
+    actions = {rule.action for rule in responder.rules}
+    assert {Action.TRANSFER, Action.HANGUP} <= actions
+    assert responder.fallback.reply
+    assert re.fullmatch(PARAMETERS["ResponderRules"]["AllowedPattern"], PARAMETERS["ResponderRules"]["Default"])
+
+
+@pytest.mark.parametrize(
+    ("parameter", "value"),
+    [
+        ("BedrockGuardrailId", "gr0abc123xyz"),
+        ("BedrockGuardrailId", "arn:aws:bedrock:us-east-1:111111111111:guardrail/gr0abc123xyz"),
+        ("BedrockGuardrailId", "Not-A-Guardrail"),
+        ("BedrockGuardrailVersion", "3"),
+        ("BedrockGuardrailVersion", "DRAFT"),
+        ("BedrockGuardrailVersion", "draft"),
+        ("BedrockGuardrailVersion", "0"),
+        ("LexBotId", "LOCALBANK1"),
+        ("LexBotId", "LOCALBANK"),
+        ("LexIntentActions", "TransferToAgent=Transfer,Goodbye=hangup"),
+        ("LexIntentActions", "Goodbye"),
+        ("LexIntentActions", "Goodbye=Later"),
+        ("Responder", "bedrock"),
+        ("Responder", "openai"),
+    ],
+)
+def test_a_parameter_takes_a_value_exactly_when_the_settings_check_does(parameter: str, value: str) -> None:
+    declared = PARAMETERS[parameter]
+    if "AllowedValues" in declared:
+        allowed = value in declared["AllowedValues"]
+    else:
+        allowed = re.fullmatch(declared["AllowedPattern"], value) is not None
+    variable = next(name for name, p in RESPONDER_PARAMETERS.items() if p == parameter)
+    # What the settings check asks for besides: a guardrail's id and version go together; bedrock needs a model.
+    companions = {
+        "BEDROCK_GUARDRAIL_ID": {"BEDROCK_GUARDRAIL_VERSION": "1"},
+        "BEDROCK_GUARDRAIL_VERSION": {"BEDROCK_GUARDRAIL_ID": "gr0abc123xyz"},
+        "RESPONDER": {"BEDROCK_MODEL_ID": "amazon.nova-lite-v1:0"},
+    }.get(variable, {})
+    try:
+        Settings.from_env({**companions, variable: value})
+    except ConfigurationError:
+        accepted = False
+    else:
+        accepted = True
+    assert allowed == accepted
+
+
+@pytest.mark.parametrize(
+    ("parameter", "value"),
+    [
+        ("BedrockModelId", "amazon.nova-lite-v1:0"),
+        ("BedrockModelId", "us.anthropic.claude-3-5-haiku-20241022-v1:0"),
+        ("BedrockModelId", "arn:aws:bedrock:us-east-1:111111111111:inference-profile/us.amazon.nova-lite-v1:0"),
+        ("BedrockModelId", "arn:aws:bedrock:us-east-1::foundation-model/amazon.nova-lite-v1:0"),
+        ("ResponderFunctionArn", "my-responder"),
+        ("ResponderFunctionArn", "my-responder:live"),
+        ("ResponderFunctionArn", "arn:aws:lambda:us-east-1:111111111111:function:my-responder:3"),
+        ("ResponderRules", "s3://config-bucket/voice/rules.json"),
+        ("ResponderRules", '{"rules": []}'),
+        ("LexLocaleId", "es_419"),
+    ],
+)
+def test_a_parameter_accepts_each_documented_form(parameter: str, value: str) -> None:
+    assert re.fullmatch(PARAMETERS[parameter]["AllowedPattern"], value)
+
+
+@pytest.mark.parametrize(
+    ("responder", "needs"),
+    [
+        ("bedrock", {"BedrockModelId"}),
+        ("lex", {"LexBotId", "LexBotAliasId"}),
+        ("lambda", {"ResponderFunctionArn"}),
+        ("scripted", {"ResponderRules"}),
+    ],
+)
+def test_the_template_refuses_a_responder_without_what_it_needs(responder: str, needs: set[str]) -> None:
+    (rule,) = [
+        r
+        for r in TEMPLATE["Rules"].values()
+        if r.get("RuleCondition") == {"Fn::Equals": [{"Ref": "Responder"}, responder]}
+    ]
+    asserted = {a["Assert"]["Fn::Not"][0]["Fn::Equals"][0]["Ref"] for a in rule["Assertions"]}
+    assert asserted == needs
+
+
 # --- least privilege ---------------------------------------------------------------------------------------
 
 
@@ -277,9 +534,60 @@ def test_each_function_is_granted_exactly_the_actions_it_needs_on_its_own_resour
 
 def test_no_function_policy_statement_allows_every_resource() -> None:
     for function in FUNCTIONS:
-        for statement in _statements(function):
+        for _, statement in _conditional_statements(function):
             for resource in _as_list(statement["Resource"]):
                 assert resource != "*", f"{function}: {statement.get('Sid')}"
+
+
+def test_only_the_consumer_has_statements_that_depend_on_the_parameters() -> None:
+    conditional = {f for f in FUNCTIONS for condition, _ in _conditional_statements(f) if condition is not None}
+    assert conditional == {"TranscribeStreamFunction"}
+
+
+def test_the_consumer_may_call_only_the_responder_that_is_chosen() -> None:
+    granted = {
+        statement["Sid"]: (condition, statement["Action"], statement["Resource"])
+        for condition, statement in _conditional_statements("TranscribeStreamFunction")
+        if condition is not None
+    }
+    assert set(granted) == set(RESPONDER_GRANTS)
+    for sid, (condition, action, resource) in RESPONDER_GRANTS.items():
+        assert granted[sid][:2] == (condition, action), sid
+        if resource is not None:
+            assert granted[sid][2] == resource, sid
+    conditions = TEMPLATE["Conditions"]
+    for responder in ("Scripted", "Bedrock", "Lex", "Lambda"):
+        assert conditions[f"Use{responder}Responder"] == {"Fn::Equals": [{"Ref": "Responder"}, responder.lower()]}
+
+
+def test_the_models_an_inference_profile_routes_to_are_invoked_only_through_that_profile() -> None:
+    (statement,) = [
+        s for _, s in _conditional_statements("TranscribeStreamFunction") if s["Sid"] == "InvokeModelsThroughTheProfile"
+    ]
+    assert statement["Condition"] == {
+        "StringEquals": {
+            "bedrock:InferenceProfileArn": {
+                "Fn::If": ["BedrockModelIsArn", {"Ref": "BedrockModelId"}, INFERENCE_PROFILE]
+            }
+        }
+    }
+
+
+@pytest.mark.parametrize(
+    ("sid", "parameter"),
+    [("ReadResponderRules", "ResponderRules"), ("ReadResponderSystemPrompt", "BedrockSystemPrompt")],
+)
+def test_a_responder_document_in_s3_may_be_read_as_exactly_that_object(sid: str, parameter: str) -> None:
+    (statement,) = [s for _, s in _conditional_statements("TranscribeStreamFunction") if s["Sid"] == sid]
+    template, variables = statement["Resource"]["Fn::Sub"]
+    assert template == "arn:${AWS::Partition}:s3:::${Object}"
+    # s3://bucket/key joined with a trailing s3:// and split on it: ["", "bucket/key", ""].
+    select = variables["Object"]["Fn::Select"]
+    assert select[0] == 1
+    separator, joined = select[1]["Fn::Split"]
+    assert (separator, joined) == ("s3://", {"Fn::Join": ["", [{"Ref": parameter}, "s3://"]]})
+    uri = "s3://config-bucket/voice/rules.json"
+    assert (uri + separator).split(separator)[1] == "config-bucket/voice/rules.json"
 
 
 def test_no_function_gets_a_managed_or_template_policy() -> None:
@@ -290,8 +598,13 @@ def test_no_function_gets_a_managed_or_template_policy() -> None:
 # --- Amazon Connect ----------------------------------------------------------------------------------------
 
 
-def test_the_flows_call_synthesize_start_listening_and_await_turn() -> None:
-    assert _flow_called_functions() == {"SynthesizeFunction", "StartListeningFunction", "AwaitTurnFunction"}
+def test_the_flows_call_synthesize_start_listening_await_turn_and_converse() -> None:
+    assert _flow_called_functions() == {
+        "SynthesizeFunction",
+        "StartListeningFunction",
+        "AwaitTurnFunction",
+        "ConverseFunction",
+    }
 
 
 @pytest.mark.parametrize("function", sorted(_flow_called_functions()))
@@ -345,6 +658,25 @@ def test_the_listen_only_flow_is_created_only_with_an_agent_queue() -> None:
     }
     conditions = {r["Metadata"]["FlowFile"]: r["Condition"] for r in _flow_resources().values()}
     assert conditions["contact_flows/listen-only.json"] == "CreateListenOnlyFlow"
+
+
+def test_each_flow_is_created_only_after_the_functions_it_calls_are_associated() -> None:
+    integration_of = {
+        resource["Properties"]["IntegrationArn"]["Fn::GetAtt"][0]: name
+        for name, resource in _of_type("AWS::Connect::IntegrationAssociation").items()
+    }
+    for name, resource in _flow_resources().items():
+        called = set(re.findall(r"\$\{([A-Za-z0-9]+)\.Arn\}", resource["Properties"]["Content"]["Fn::Sub"]))
+        assert set(resource["DependsOn"]) == {integration_of[function] for function in called}, name
+
+
+def test_the_flows_are_named_after_the_stack() -> None:
+    names = {r["Metadata"]["FlowFile"]: r["Properties"]["Name"] for r in _flow_resources().values()}
+    assert names == {
+        "contact_flows/voice-agent.json": {"Fn::Sub": "${AWS::StackName} voice agent"},
+        "contact_flows/echo.json": {"Fn::Sub": "${AWS::StackName} echo"},
+        "contact_flows/listen-only.json": {"Fn::Sub": "${AWS::StackName} listen only"},
+    }
 
 
 def test_every_flow_file_is_embedded_by_exactly_one_contact_flow() -> None:
@@ -514,7 +846,7 @@ def test_the_dashboard_shows_the_cache_hit_rate_as_an_average() -> None:
 
 
 @pytest.mark.parametrize("metric", ["Errors", "Throttles", "Duration"])
-def test_the_dashboard_shows_lambda_health_of_all_four_functions(metric: str) -> None:
+def test_the_dashboard_shows_lambda_health_of_every_function(metric: str) -> None:
     functions = {m[3] for m in _dashboard_metrics() if m[:3] == ["AWS/Lambda", metric, "FunctionName"]}
     assert functions == set(FUNCTIONS)
 
@@ -533,8 +865,16 @@ def test_alarms_watch_latency_errors_lag_and_throttling() -> None:
         ("VoiceBridge", "SynthesisErrors", "Sum"),
         ("VoiceBridge", "ListenErrors", "Sum"),
         ("VoiceBridge", "KvsLag", "Maximum"),
+        ("VoiceBridge", "ReplyFirstPromptReady", "p90"),
         ("AWS/Lambda", "Throttles", "Sum"),
     } <= watched
+
+
+def test_the_reply_latency_alarm_watches_caller_stop_to_first_prompt_against_its_parameter() -> None:
+    (alarm,) = [a for a in _alarms().values() if a["MetricName"] == "ReplyFirstPromptReady"]
+    assert alarm["Threshold"] == {"Ref": "AlarmReplyFirstPromptP90Ms"}
+    assert (alarm["Period"], alarm["EvaluationPeriods"], alarm["DatapointsToAlarm"]) == (60, 5, 3)
+    assert PARAMETERS["AlarmReplyFirstPromptP90Ms"]["Default"] == 1500
 
 
 def test_alarms_notify_the_topic_only_when_one_is_given() -> None:
@@ -560,6 +900,7 @@ def test_outputs_give_what_an_operator_needs_after_a_deploy() -> None:
         "DashboardUrl",
         "SonicEndpointName",
         "VoiceAgentContactFlowId",
+        "EchoContactFlowId",
         "ListenOnlyContactFlowId",
     } <= set(TEMPLATE["Outputs"])
 
@@ -581,12 +922,14 @@ def test_every_environment_variable_the_template_sets_is_documented_in_the_confi
 # package's emulators (the cartesia SDK brings its own to the functions that use it).
 LEFT_OUT_OF_THE_LAMBDA_PACKAGE = {"boto3", "botocore", "pyyaml", "pydantic"}
 REQUIREMENTS = ROOT / "src" / "runtime" / "requirements"
-# What each function ships besides the runtime package: AwaitTurn and StartListening only log and count.
+# What each function ships besides the runtime package: AwaitTurn, StartListening and Converse only log and count;
+# TranscribeStream speaks the replies with what Synthesize ships.
 SHIPPED_DISTRIBUTIONS = {
     "SynthesizeFunction": {"aws-lambda-powertools", "numpy", "soxr", "cartesia", "httpx"},
     "StartListeningFunction": {"aws-lambda-powertools"},
-    "TranscribeStreamFunction": {"aws-lambda-powertools", "numpy", "cartesia", "websockets"},
+    "TranscribeStreamFunction": {"aws-lambda-powertools", "numpy", "soxr", "cartesia", "websockets", "httpx"},
     "AwaitTurnFunction": {"aws-lambda-powertools"},
+    "ConverseFunction": {"aws-lambda-powertools"},
 }
 
 

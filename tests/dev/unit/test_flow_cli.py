@@ -10,18 +10,27 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from tests.fixtures.flows import FUNCTIONS, LISTEN_ONLY, STACK_OUTPUTS, VOICE_AGENT, action, flow_document
+from tests.fixtures.flows import (
+    CORPUS,
+    FUNCTIONS,
+    LISTEN_ONLY,
+    SHIPPED_FLOWS,
+    STACK_OUTPUTS,
+    VOICE_AGENT,
+    action,
+    flow_document,
+)
 from voicebridge_dev.flows import FLOW, StackOutputsError
 from voicebridge_dev.flows.cli import cli_render, cli_validate
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    """A project tree: a template declaring the four functions and the queue, and the shipped flows."""
+    """A project tree: a template declaring the functions and the queue, and the shipped flows."""
     functions = "".join(f"  {name}:\n    Type: AWS::Serverless::Function\n" for name in sorted(FUNCTIONS))
     (tmp_path / "template.yaml").write_text(f"Parameters:\n  AgentQueueArn:\n    Type: String\nResources:\n{functions}")
     (tmp_path / "contact_flows").mkdir()
-    for path in (VOICE_AGENT, LISTEN_ONLY):
+    for path in SHIPPED_FLOWS:
         (tmp_path / "contact_flows" / path.name).write_text(path.read_text(encoding="utf-8"))
     return tmp_path
 
@@ -36,24 +45,24 @@ def test_cli_validate_exits_0_silently_when_every_flow_is_valid(
 def test_cli_validate_prints_file_action_reason_and_exits_1(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     broken = project / "contact_flows" / "broken.json"
     document = flow_document()
-    action(document, "Play greeting")["Parameters"]["Media"]["SourceType"] = "HTTP"
+    action(document, "Play line")["Parameters"]["Media"]["SourceType"] = "HTTP"
     broken.write_text(json.dumps(document))
     status = cli_validate(
         [str(broken), str(project / "contact_flows" / "voice-agent.json")],
         template=str(project / "template.yaml"),
     )
     assert status == 1
-    assert capsys.readouterr().out.splitlines() == [f"{broken}: Play greeting: Media.SourceType must be S3, not 'HTTP'"]
+    assert capsys.readouterr().out.splitlines() == [f"{broken}: Play line: Media.SourceType must be S3, not 'HTTP'"]
 
 
 def test_cli_validate_checks_lambda_placeholders_against_the_template(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     template = project / "template.yaml"
-    template.write_text(template.read_text().replace("AwaitTurnFunction", "WaitForTurnFunction"))
+    template.write_text(template.read_text().replace("ConverseFunction", "ReplyFunction"))
     assert cli_validate([], template=str(template)) == 1
     out = capsys.readouterr().out
-    assert "voice-agent.json: Await caller turn: LambdaFunctionARN names AwaitTurnFunction" in out
+    assert "voice-agent.json: Converse: LambdaFunctionARN names ConverseFunction" in out
 
 
 def test_cli_validate_reports_an_unreadable_file(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -83,7 +92,34 @@ def test_cli_render_reads_the_outputs_of_a_deployed_stack(monkeypatch: pytest.Mo
         rendered = json.loads(cli_render(VOICE_AGENT, "voicebridge"))
         with pytest.raises(StackOutputsError):
             cli_render(VOICE_AGENT, "no-such-stack")
-    assert (
-        action(rendered, "Await caller turn")["Parameters"]["LambdaFunctionARN"]
-        == (STACK_OUTPUTS["AwaitTurnFunctionArn"])
+    assert action(rendered, "Converse")["Parameters"]["LambdaFunctionARN"] == STACK_OUTPUTS["ConverseFunctionArn"]
+
+
+def test_cli_validate_prints_warnings_with_their_prefix_and_still_exits_0(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    orphaned = project / "contact_flows" / "orphaned.json"
+    document = flow_document()
+    document["Actions"].append(
+        {"Identifier": "Orphan", "Type": "DisconnectParticipant", "Parameters": {}, "Transitions": {}}
     )
+    orphaned.write_text(json.dumps(document))
+    assert cli_validate([str(orphaned)], template=str(project / "template.yaml")) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"{orphaned}: warning: Orphan: unreachable from StartAction (Connect keeps it; nothing runs it)"
+    ]
+
+
+def test_cli_validate_takes_a_folder_with_its_subfolders(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    nested = project / "exports" / "team" / "inbound"
+    nested.mkdir(parents=True)
+    broken = flow_document()
+    broken["Version"] = "1"
+    (nested / "broken.json").write_text(json.dumps(broken))
+    assert cli_validate([str(project / "exports")], template=str(project / "template.yaml")) == 1
+    assert capsys.readouterr().out.startswith(f"{nested / 'broken.json'}: {FLOW}: Version must be")
+
+
+def test_cli_validate_checks_the_corpus_as_templates(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_validate([str(CORPUS)], template=str(project / "template.yaml"), templated=True) == 0
+    assert "warning: " in capsys.readouterr().out

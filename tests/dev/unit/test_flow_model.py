@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fixtures.flows import action, flow_document
+from tests.fixtures.flows import ECHO, action, flow_document
 from voicebridge_dev.flows import FLOW, InvalidFlowError, parse_flow
 
 
 def test_parse_flow_models_actions_and_their_branches() -> None:
-    flow = parse_flow(flow_document())
+    flow = parse_flow(flow_document(ECHO))
     check = flow["Check turn result"]
     assert flow.start_action == "Enable flow logging"
     assert (check.condition_target("Turn"), check.condition_target("Timeout")) == (
@@ -21,7 +21,7 @@ def test_parse_flow_models_actions_and_their_branches() -> None:
 
 
 def test_parse_flow_raises_with_every_problem() -> None:
-    document = flow_document()
+    document = flow_document(ECHO)
     document["Version"] = "1"
     action(document, "Play reply")["Transitions"]["NextAction"] = "Nowhere"
     with pytest.raises(InvalidFlowError) as raised:

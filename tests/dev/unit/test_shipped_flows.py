@@ -1,7 +1,9 @@
 """The shipped contact flows (``contact_flows/*.json``): valid, deployable, and shaped as the conversation needs.
 
-The behaviour tests at the end run the shipped flows through a small interpreter of the actions they use
-(Loop counts per action and resets after DoneLooping, as Connect documents), with scripted Lambda results.
+``voice-agent.json`` is the conversation loop over ConverseFunction; ``echo.json`` awaits each turn with AwaitTurn
+and says it back; ``listen-only.json`` transcribes a call an agent takes. The behaviour tests run the shipped flows
+through a small interpreter of the actions they use (Loop counts per action and resets after DoneLooping, as Connect
+documents; a queue that resolves to nothing takes the error branch), with scripted Lambda results.
 """
 
 from __future__ import annotations
@@ -13,18 +15,27 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.flows import FUNCTIONS, LISTEN_ONLY, STACK_OUTPUTS, VOICE_AGENT, flow_document, problems
-from voicebridge_dev.flows import ACTION_TYPES, Action, Flow, load_flow, render, validate
+from tests.fixtures.flows import (
+    ECHO,
+    FUNCTIONS,
+    LISTEN_ONLY,
+    SHIPPED_FLOWS,
+    STACK_OUTPUTS,
+    VOICE_AGENT,
+    flow_document,
+    problems,
+)
+from voicebridge_dev.flows import ACTION_TYPES, Action, Flow, load_flow, parse_flow, render, validate
 
 # --- the shipped flows --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", [VOICE_AGENT, LISTEN_ONLY], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", SHIPPED_FLOWS, ids=lambda p: p.name)
 def test_shipped_flow_is_valid(path: Path) -> None:
     assert problems(path.read_text(encoding="utf-8")) == []
 
 
-@pytest.mark.parametrize("path", [VOICE_AGENT, LISTEN_ONLY], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", SHIPPED_FLOWS, ids=lambda p: p.name)
 def test_shipped_flow_places_every_action_on_the_designer_canvas(path: Path) -> None:
     document = flow_document(path)
     positions = document["Metadata"]["ActionMetadata"]
@@ -33,26 +44,26 @@ def test_shipped_flow_places_every_action_on_the_designer_canvas(path: Path) -> 
     assert len(set(points)) == len(points)
 
 
-@pytest.mark.parametrize("path", [VOICE_AGENT, LISTEN_ONLY], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", SHIPPED_FLOWS, ids=lambda p: p.name)
 def test_shipped_flow_passes_through_fn_sub_with_only_template_placeholders(path: Path) -> None:
     placeholders = set(re.findall(r"\$\{([^}]*)\}", path.read_text(encoding="utf-8")))
     assert placeholders <= {f"{name}.Arn" for name in FUNCTIONS} | {"AgentQueueArn"}
 
 
-@pytest.mark.parametrize("path", [VOICE_AGENT, LISTEN_ONLY], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", SHIPPED_FLOWS, ids=lambda p: p.name)
 def test_shipped_flow_renders_to_a_valid_flow_with_concrete_arns(path: Path) -> None:
     rendered = render(path.read_text(encoding="utf-8"), STACK_OUTPUTS)
     assert "${" not in rendered
     assert validate(rendered) == []
 
 
-@pytest.mark.parametrize("path", [VOICE_AGENT, LISTEN_ONLY], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", SHIPPED_FLOWS, ids=lambda p: p.name)
 def test_every_action_that_can_fail_has_an_error_branch(path: Path) -> None:
     flow = load_flow(path)
     assert [a.identifier for a in flow.actions.values() if ACTION_TYPES[a.type].errors and not a.errors] == []
 
 
-@pytest.mark.parametrize("path", [VOICE_AGENT, LISTEN_ONLY], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", SHIPPED_FLOWS, ids=lambda p: p.name)
 def test_every_lambda_invocation_has_an_error_branch(path: Path) -> None:
     flow = load_flow(path)
     lambdas = flow.of_type("InvokeLambdaFunction")
@@ -60,7 +71,7 @@ def test_every_lambda_invocation_has_an_error_branch(path: Path) -> None:
     assert all(a.error_target("NoMatchingError") for a in lambdas)
 
 
-@pytest.mark.parametrize("path", [VOICE_AGENT, LISTEN_ONLY], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", SHIPPED_FLOWS, ids=lambda p: p.name)
 def test_media_streaming_is_stopped_on_every_way_to_the_hang_up(path: Path) -> None:
     flow = load_flow(path)
     (start,) = [
@@ -77,7 +88,7 @@ def test_media_streaming_is_stopped_on_every_way_to_the_hang_up(path: Path) -> N
     assert not any(flow[a].type == "DisconnectParticipant" for a in reached)
 
 
-# --- the voice-agent conversation, by its graph -------------------------------------------------------------
+# --- graph helpers --------------------------------------------------------------------------------------------
 
 
 def reachable(
@@ -121,84 +132,85 @@ def next_lambdas(flow: Flow, start: str) -> set[str]:
     return {lambda_name(flow, a) for a in reached if flow[a].type == "InvokeLambdaFunction"}
 
 
+# --- the echo flow, by its graph: AwaitTurn and Synthesize in a flow of one's own ---------------------------
+
+
 @pytest.fixture(scope="module")
-def voice_agent() -> Flow:
-    return load_flow(VOICE_AGENT, known_functions=FUNCTIONS)
+def echo() -> Flow:
+    return load_flow(ECHO, known_functions=FUNCTIONS)
 
 
-def test_every_sonic_prompt_is_followed_by_await_turn_or_by_the_end_of_the_call(voice_agent: Flow) -> None:
-    prompts = [a for a in voice_agent.actions if is_sonic_prompt(voice_agent, a)]
+def test_every_sonic_prompt_is_followed_by_await_turn_or_by_the_end_of_the_call(echo: Flow) -> None:
+    prompts = [a for a in echo.actions if is_sonic_prompt(echo, a)]
     assert len(prompts) >= 4
     for prompt in prompts:
-        assert next_lambdas(voice_agent, prompt) <= {"AwaitTurnFunction"}, prompt
+        assert next_lambdas(echo, prompt) <= {"AwaitTurnFunction"}, prompt
 
 
-def test_conversation_prompts_hand_over_straight_to_await_turn_with_no_hold(voice_agent: Flow) -> None:
-    (await_turn,) = invokes(voice_agent, "AwaitTurnFunction")
-    conversation = [
-        a for a in voice_agent.actions if is_sonic_prompt(voice_agent, a) and voice_agent[a].next_action == await_turn
-    ]
+def test_conversation_prompts_hand_over_straight_to_await_turn_with_no_hold(echo: Flow) -> None:
+    (await_turn,) = invokes(echo, "AwaitTurnFunction")
+    conversation = [a for a in echo.actions if is_sonic_prompt(echo, a) and echo[a].next_action == await_turn]
     assert {"Play greeting", "Play reply", "Play still-there prompt"} <= set(conversation)
-    assert not voice_agent.of_type("GetParticipantInput")
+    assert not echo.of_type("GetParticipantInput")
 
 
-def test_await_turn_fits_connects_eight_second_limit(voice_agent: Flow) -> None:
-    (await_turn,) = invokes(voice_agent, "AwaitTurnFunction")
-    params = voice_agent[await_turn].parameters
+def test_await_turn_fits_connects_eight_second_limit(echo: Flow) -> None:
+    (await_turn,) = invokes(echo, "AwaitTurnFunction")
+    params = echo[await_turn].parameters
     assert params["InvocationTimeLimitSeconds"] == "8"
     assert 0 < int(params["LambdaInvocationAttributes"]["MaxWaitMs"]) < 8000
 
 
-def test_await_turn_asks_for_the_turn_after_the_one_last_handled(voice_agent: Flow) -> None:
-    (await_turn,) = invokes(voice_agent, "AwaitTurnFunction")
-    assert voice_agent[await_turn].parameters["LambdaInvocationAttributes"]["AfterTurn"] == "$.Attributes.LastTurn"
-    check = voice_agent[voice_agent[await_turn].next_action or ""]
-    remember = voice_agent[check.condition_target("Turn") or ""]
+def test_await_turn_asks_for_the_turn_after_the_one_last_handled(echo: Flow) -> None:
+    (await_turn,) = invokes(echo, "AwaitTurnFunction")
+    assert echo[await_turn].parameters["LambdaInvocationAttributes"]["AfterTurn"] == "$.Attributes.LastTurn"
+    check = echo[echo[await_turn].next_action or ""]
+    remember = echo[check.condition_target("Turn") or ""]
     assert remember.type == "UpdateContactAttributes"
     assert remember.parameters["Attributes"]["LastTurn"] == "$.External.TurnIndex"
 
 
-def test_the_reply_is_synthesized_from_the_callers_transcript(voice_agent: Flow) -> None:
-    check = next(a for a in voice_agent.of_type("Compare") if a.condition_target("Turn"))
+def test_the_reply_is_synthesized_from_the_callers_transcript(echo: Flow) -> None:
+    check = next(a for a in echo.of_type("Compare") if a.condition_target("Turn"))
     after_turn = reachable(
-        voice_agent,
+        echo,
         check.condition_target("Turn") or "",
-        through=lambda a: voice_agent[a].type != "InvokeLambdaFunction",
+        through=lambda a: echo[a].type != "InvokeLambdaFunction",
     )
     replies = [
         a
         for a in after_turn
-        if voice_agent[a].type == "InvokeLambdaFunction"
-        and voice_agent[a].parameters["LambdaInvocationAttributes"].get("Text") == "$.External.Transcript"
+        if echo[a].type == "InvokeLambdaFunction"
+        and echo[a].parameters["LambdaInvocationAttributes"].get("Text") == "$.External.Transcript"
     ]
     assert replies == ["Synthesize reply"]
-    assert lambda_name(voice_agent, "Synthesize reply") == "SynthesizeFunction"
-    assert voice_agent["Synthesize reply"].parameters["LambdaInvocationAttributes"]["Prefix"]
+    assert lambda_name(echo, "Synthesize reply") == "SynthesizeFunction"
+    assert echo["Synthesize reply"].parameters["LambdaInvocationAttributes"]["Prefix"]
 
 
-def test_timeout_path_plays_a_prompt_before_awaiting_again(voice_agent: Flow) -> None:
-    (await_turn,) = invokes(voice_agent, "AwaitTurnFunction")
-    check = voice_agent[voice_agent[await_turn].next_action or ""]
+def test_timeout_path_plays_a_prompt_before_awaiting_again(echo: Flow) -> None:
+    (await_turn,) = invokes(echo, "AwaitTurnFunction")
+    check = echo[echo[await_turn].next_action or ""]
     timeout = check.condition_target("Timeout") or ""
-    prompts = {a.identifier for a in voice_agent.of_type("MessageParticipant")}
+    prompts = {a.identifier for a in echo.of_type("MessageParticipant")}
     assert timeout and timeout not in prompts
-    assert await_turn not in reachable(voice_agent, timeout, avoiding=prompts)
+    assert await_turn not in reachable(echo, timeout, avoiding=prompts)
 
 
-def test_no_prompt_free_chain_of_lambdas_exceeds_connects_twenty_second_budget(voice_agent: Flow) -> None:
+def test_no_prompt_free_chain_of_lambdas_exceeds_connects_twenty_second_budget(echo: Flow) -> None:
     def longest(identifier: str, seen: frozenset[str]) -> int:
-        current = voice_agent[identifier]
+        current = echo[identifier]
         if current.type == "MessageParticipant":
             return 0
         own = int(current.parameters["InvocationTimeLimitSeconds"]) if current.type == "InvokeLambdaFunction" else 0
         return own + max((longest(t, seen | {t}) for t in current.targets() if t not in seen), default=0)
 
-    for start in voice_agent.of_type("InvokeLambdaFunction"):
+    for start in echo.of_type("InvokeLambdaFunction"):
         assert longest(start.identifier, frozenset({start.identifier})) <= 20, start.identifier
 
 
-def test_the_conversation_loop_counts_timeouts_and_rounds_with_loops(voice_agent: Flow) -> None:
-    loops = {a.identifier: a for a in voice_agent.of_type("Loop")}
+def test_the_conversation_loop_counts_timeouts_and_rounds_with_loops(echo: Flow) -> None:
+    loops = {a.identifier: a for a in echo.of_type("Loop")}
     assert {"Count silence", "Count rounds"} <= set(loops)
     for loop in loops.values():
         assert loop.condition_target("ContinueLooping") and loop.condition_target("DoneLooping")
@@ -263,7 +275,10 @@ class Call:
         elif act.type == "UpdateContactMediaStreamingBehavior":
             self.events.append(("streaming", params["MediaStreamingState"]))
         elif act.type == "UpdateContactTargetQueue":
-            self.events.append(("queue", params["QueueId"]))
+            queue = self.resolve(params["QueueId"])
+            if not queue:
+                return act.error_target("NoMatchingError")
+            self.events.append(("queue", queue))
         elif act.type == "TransferContactToQueue":
             failure = self.respond("TransferContactToQueue", {}).get("Error")
             if failure:
@@ -313,8 +328,8 @@ def heard(events: list[tuple[str, str]]) -> list[str]:
     return [what for kind, what in events if kind in ("sonic", "connect")]
 
 
-def test_a_call_greets_replies_to_each_turn_and_hangs_up_after_three_silences(voice_agent: Flow) -> None:
-    events = Call(voice_agent, scripted(["hello", "what time is it"])).run()
+def test_the_echo_says_back_each_turn_and_hangs_up_after_three_silences(echo: Flow) -> None:
+    events = Call(echo, scripted(["hello", "what time is it"])).run()
     assert heard(events) == [
         "s3://Hello! Thanks for calling. How can I help you today?",
         "s3://You said: hello",
@@ -326,17 +341,20 @@ def test_a_call_greets_replies_to_each_turn_and_hangs_up_after_three_silences(vo
     assert events[-2:] == [("streaming", "Disabled"), ("disconnect", "")]
 
 
-def test_media_streaming_and_listening_start_before_the_greeting(voice_agent: Flow) -> None:
-    events = Call(voice_agent, scripted([])).run()
+def test_echo_starts_streaming_and_listening_before_the_greeting(echo: Flow) -> None:
+    events = Call(echo, scripted([])).run()
     assert events[:3] == [
         ("streaming", "Enabled"),
         ("invoke", "StartListeningFunction"),
         ("invoke", "SynthesizeFunction"),
     ]
+    (start_listening,) = invokes(echo, "StartListeningFunction")
+    # The flow answers the caller itself: the consumer only transcribes.
+    assert "Converse" not in echo[start_listening].parameters["LambdaInvocationAttributes"]
 
 
-def test_a_turn_resets_the_count_of_consecutive_silences(voice_agent: Flow) -> None:
-    events = Call(voice_agent, scripted(["one", "", "", "two", "", "", "three"])).run()
+def test_an_echo_turn_resets_the_count_of_consecutive_silences(echo: Flow) -> None:
+    events = Call(echo, scripted(["one", "", "", "two", "", "", "three"])).run()
     assert heard(events).count("s3://Are you still there? I'm listening.") == 6
     assert [h for h in heard(events) if "You said" in h] == [
         "s3://You said: one",
@@ -345,46 +363,362 @@ def test_a_turn_resets_the_count_of_consecutive_silences(voice_agent: Flow) -> N
     ]
 
 
-def test_the_conversation_ends_politely_after_twenty_rounds(voice_agent: Flow) -> None:
-    events = Call(voice_agent, scripted([f"turn {i}" for i in range(30)])).run()
+def test_the_echo_ends_politely_after_twenty_rounds(echo: Flow) -> None:
+    events = Call(echo, scripted([f"turn {i}" for i in range(30)])).run()
     assert sum("You said" in h for h in heard(events)) == 20
     assert heard(events)[-1] == "s3://Thanks for talking with me. That's all we have time for today. Goodbye!"
     assert events[-1] == ("disconnect", "")
 
 
-def test_a_synthesis_fallback_is_spoken_with_connects_own_voice(voice_agent: Flow) -> None:
+def test_an_echo_synthesis_fallback_is_spoken_with_connects_own_voice(echo: Flow) -> None:
     def fallback(params: dict[str, str]) -> dict[str, str]:
         return {"Result": "Fallback", "Text": params.get("Prefix", "") + params["Text"]}
 
-    events = Call(voice_agent, scripted(["hello"], synthesize=fallback)).run()
+    events = Call(echo, scripted(["hello"], synthesize=fallback)).run()
     assert heard(events)[:2] == ["Hello! Thanks for calling. How can I help you today?", "You said: hello"]
     assert not any(kind == "sonic" for kind, _ in events)
 
 
-def test_a_synthesis_error_is_answered_with_connects_own_voice(voice_agent: Flow) -> None:
+def test_an_echo_synthesis_error_is_answered_with_connects_own_voice(echo: Flow) -> None:
     def broken(params: dict[str, str]) -> dict[str, str]:
         raise RuntimeError("Lambda failed")
 
-    events = Call(voice_agent, scripted(["hello"], synthesize=broken)).run()
+    events = Call(echo, scripted(["hello"], synthesize=broken)).run()
     assert heard(events)[:2] == ["Hello! Thanks for calling. How can I help you today?", "You said: hello"]
 
 
-def test_a_call_that_cannot_be_transcribed_ends_with_an_apology(voice_agent: Flow) -> None:
-    events = Call(voice_agent, scripted([], start_listening={"Result": "Error", "ErrorCode": "NoMediaStream"})).run()
+def test_an_echo_call_that_cannot_be_transcribed_ends_with_an_apology(echo: Flow) -> None:
+    events = Call(echo, scripted([], start_listening={"Result": "Error", "ErrorCode": "NoMediaStream"})).run()
     assert heard(events) == ["Sorry, we're having technical difficulties. Please call again later. Goodbye."]
     assert events[-2:] == [("streaming", "Disabled"), ("disconnect", "")]
 
 
-def test_repeated_await_turn_failures_end_the_call(voice_agent: Flow) -> None:
+def test_repeated_await_turn_failures_end_the_echo_call(echo: Flow) -> None:
     def failing(function: str, params: dict[str, str]) -> dict[str, str]:
         if function == "AwaitTurnFunction":
             return {"Result": "Error", "ErrorCode": "StorageError"}
         return scripted([])(function, params)
 
-    events = Call(voice_agent, failing).run()
+    events = Call(echo, failing).run()
     assert heard(events)[1:] == ["Sorry, I missed that. Could you say it again?"] * 2 + [
         "Sorry, we're having technical difficulties. Please call again later. Goodbye."
     ]
+
+
+# --- the voice agent: the conversation loop over ConverseFunction --------------------------------------------
+
+GREETING = "Hello! Thanks for calling. How can I help you today?"
+STILL_THERE = "Are you still there? I'm listening."
+SILENCE_GOODBYE = "I haven't heard anything for a while, so I'll hang up now. Goodbye!"
+TECHNICAL_GOODBYE = "Sorry, we're having technical difficulties. Please call again later. Goodbye."
+NO_AGENT_GOODBYE = "Sorry, I can't connect you with a colleague right now. Please call again later. Goodbye."
+BUSY_GOODBYE = "All of our colleagues are busy right now. Please call again later. Goodbye."
+
+
+@pytest.fixture(scope="module")
+def voice_agent() -> Flow:
+    return load_flow(VOICE_AGENT, known_functions=FUNCTIONS)
+
+
+def test_the_voice_agent_streams_both_directions_and_starts_a_conversing_consumer(voice_agent: Flow) -> None:
+    (start_listening,) = invokes(voice_agent, "StartListeningFunction")
+    assert voice_agent[start_listening].parameters["LambdaInvocationAttributes"] == {"Converse": "true"}
+    (start,) = [
+        a
+        for a in voice_agent.of_type("UpdateContactMediaStreamingBehavior")
+        if a.parameters["MediaStreamingState"] == "Enabled"
+    ]
+    assert start.parameters["Participants"] == [{"ParticipantType": "Customer", "MediaDirections": ["From", "To"]}]
+
+
+def test_the_voice_agent_never_awaits_turns_itself(voice_agent: Flow) -> None:
+    assert invokes(voice_agent, "AwaitTurnFunction") == []
+    assert not voice_agent.of_type("GetParticipantInput")
+
+
+def test_converse_is_called_from_one_block_that_fits_connects_eight_second_limit(voice_agent: Flow) -> None:
+    (converse,) = invokes(voice_agent, "ConverseFunction")
+    params = voice_agent[converse].parameters
+    assert params["InvocationTimeLimitSeconds"] == "8"
+    attributes = params["LambdaInvocationAttributes"]
+    assert (attributes["TurnIndex"], attributes["Segment"]) == ("$.Attributes.TurnIndex", "$.Attributes.Segment")
+    # Connect's 8 s include a cold start, which the function's own remaining time does not: two seconds are left.
+    assert int(attributes["MaxWaitMs"]) <= 6000
+
+
+def test_the_conversation_starts_before_the_first_turn_and_remembers_where_each_answer_left_it(
+    voice_agent: Flow,
+) -> None:
+    (initialise,) = [
+        a for a in voice_agent.of_type("UpdateContactAttributes") if "AgentQueue" in a.parameters["Attributes"]
+    ]
+    assert (initialise.parameters["Attributes"]["TurnIndex"], initialise.parameters["Attributes"]["Segment"]) == (
+        "-1",
+        "-1",
+    )
+    (converse,) = invokes(voice_agent, "ConverseFunction")
+    check = voice_agent[voice_agent[converse].next_action or ""]
+    for result in ("Speak", "Fallback"):
+        remember = voice_agent[check.condition_target(result) or ""]
+        assert remember.type == "UpdateContactAttributes"
+        assert remember.parameters["Attributes"]["TurnIndex"] == "$.External.TurnIndex"
+        assert remember.parameters["Attributes"]["Segment"] == "$.External.Segment"
+
+
+def test_every_prompt_of_the_conversation_hands_over_straight_to_converse(voice_agent: Flow) -> None:
+    (converse,) = invokes(voice_agent, "ConverseFunction")
+    for prompt in ("Play line", "Play reply segment", "Say reply segment text"):
+        reached = reachable(voice_agent, prompt, through=lambda a: voice_agent[a].type not in {"InvokeLambdaFunction"})
+        assert converse in reached, prompt
+        assert next_lambdas(voice_agent, prompt) <= {"ConverseFunction", "SynthesizeFunction"}, prompt
+
+
+def test_a_reply_segment_is_played_from_s3_or_spoken_with_connects_voice(voice_agent: Flow) -> None:
+    assert voice_agent["Play reply segment"].parameters["Media"]["Uri"] == "$.External.PromptUri"
+    assert voice_agent["Say reply segment text"].parameters == {"Text": "$.External.Text"}
+
+
+def test_a_timeout_plays_a_prompt_before_conversing_again(voice_agent: Flow) -> None:
+    (converse,) = invokes(voice_agent, "ConverseFunction")
+    check = voice_agent[voice_agent[converse].next_action or ""]
+    timeout = check.condition_target("Timeout") or ""
+    prompts = {a.identifier for a in voice_agent.of_type("MessageParticipant")}
+    assert timeout and timeout not in prompts
+    assert converse not in reachable(voice_agent, timeout, avoiding=prompts)
+
+
+def test_no_prompt_free_chain_of_the_voice_agents_lambdas_exceeds_connects_twenty_second_budget(
+    voice_agent: Flow,
+) -> None:
+    def longest(identifier: str, seen: frozenset[str]) -> int:
+        current = voice_agent[identifier]
+        if current.type == "MessageParticipant":
+            return 0
+        own = int(current.parameters["InvocationTimeLimitSeconds"]) if current.type == "InvokeLambdaFunction" else 0
+        return own + max((longest(t, seen | {t}) for t in current.targets() if t not in seen), default=0)
+
+    for start in voice_agent.of_type("InvokeLambdaFunction"):
+        assert longest(start.identifier, frozenset({start.identifier})) <= 20, start.identifier
+
+
+def test_a_transfer_stops_media_streaming_before_the_caller_is_queued(voice_agent: Flow) -> None:
+    (transfer,) = voice_agent.of_type("TransferContactToQueue")
+    stops = {
+        a.identifier
+        for a in voice_agent.of_type("UpdateContactMediaStreamingBehavior")
+        if a.parameters["MediaStreamingState"] == "Disabled"
+    }
+    (start,) = [a for a in voice_agent.of_type("UpdateContactMediaStreamingBehavior") if a.identifier not in stops]
+    assert transfer.identifier not in reachable(voice_agent, start.identifier, avoiding=stops)
+
+
+def test_the_agent_queue_comes_from_the_template_through_a_contact_attribute(voice_agent: Flow) -> None:
+    (queue,) = voice_agent.of_type("UpdateContactTargetQueue")
+    assert queue.parameters == {"QueueId": "$.Attributes.AgentQueue"}
+    (initialise,) = [
+        a for a in voice_agent.of_type("UpdateContactAttributes") if "AgentQueue" in a.parameters["Attributes"]
+    ]
+    # Empty when the stack has no queue: the flow is valid either way, and the transfer takes its error branch.
+    assert initialise.parameters["Attributes"]["AgentQueue"] == "${AgentQueueArn}"
+
+
+def speak(turn: int, segment: int, *, more: bool, action: str = "Continue") -> dict[str, str]:
+    """ConverseFunction's answer for a segment with a prompt."""
+    return {
+        "Result": "Speak",
+        "PromptUri": f"s3://reply/{turn}/{segment}",
+        "TurnIndex": str(turn),
+        "Segment": str(segment),
+        "More": "true" if more else "false",
+        "Transcript": f"turn {turn}",
+        "Action": action,
+    }
+
+
+def fallback(turn: int, segment: int, text: str, *, more: bool = False, action: str = "Continue") -> dict[str, str]:
+    """ConverseFunction's answer for a segment Sonic could not speak."""
+    answer = speak(turn, segment, more=more, action=action)
+    del answer["PromptUri"]
+    return {**answer, "Result": "Fallback", "Text": text}
+
+
+TIMEOUT = {"Result": "Timeout"}
+
+
+@dataclass
+class Conversation:
+    """Lambda results for the voice agent: ConverseFunction answers ``answers`` in order, then times out forever."""
+
+    answers: list[dict[str, str]]
+    synthesize: Callable[[dict[str, str]], dict[str, str]] | None = None
+    start_listening: dict[str, str] | None = None
+    transfer: dict[str, str] | None = None
+    asked: list[tuple[str, str]] = field(default_factory=list)
+    """Where each ConverseFunction call said the flow was: (TurnIndex, Segment)."""
+
+    def __call__(self, function: str, params: dict[str, str]) -> dict[str, str]:
+        if function == "ConverseFunction":
+            self.asked.append((params["TurnIndex"], params["Segment"]))
+            return self.answers.pop(0) if self.answers else TIMEOUT
+        if function == "SynthesizeFunction" and self.synthesize is not None:
+            return self.synthesize(params)
+        if function == "StartListeningFunction" and self.start_listening is not None:
+            return self.start_listening
+        if function == "TransferContactToQueue":
+            return self.transfer or {}
+        assert function in ("SynthesizeFunction", "StartListeningFunction"), function
+        return scripted([])(function, params)
+
+
+def silence_end() -> list[str]:
+    return [f"s3://{STILL_THERE}", f"s3://{STILL_THERE}", f"s3://{SILENCE_GOODBYE}"]
+
+
+def test_a_conversation_greets_then_plays_each_segment_of_each_reply(voice_agent: Flow) -> None:
+    replies = Conversation([speak(0, 0, more=True), speak(0, 1, more=False), TIMEOUT, speak(1, 0, more=False)])
+    events = Call(voice_agent, replies).run()
+    assert heard(events) == [
+        f"s3://{GREETING}",
+        "s3://reply/0/0",
+        "s3://reply/0/1",
+        f"s3://{STILL_THERE}",
+        "s3://reply/1/0",
+        *silence_end(),
+    ]
+    assert events[-2:] == [("streaming", "Disabled"), ("disconnect", "")]
+
+
+def test_each_converse_call_says_where_the_last_answer_left_the_flow(voice_agent: Flow) -> None:
+    # The caller spoke again while turn 0's reply was being played: ConverseFunction hands out turn 1's first segment.
+    replies = Conversation([speak(0, 0, more=True), TIMEOUT, speak(1, 0, more=False)])
+    Call(voice_agent, replies).run()
+    assert replies.asked[:4] == [("-1", "-1"), ("0", "0"), ("0", "0"), ("1", "0")]
+
+
+def test_the_voice_agent_starts_streaming_and_conversing_before_the_greeting(voice_agent: Flow) -> None:
+    events = Call(voice_agent, Conversation([])).run()
+    assert events[:4] == [
+        ("streaming", "Enabled"),
+        ("invoke", "StartListeningFunction"),
+        ("invoke", "SynthesizeFunction"),
+        ("sonic", f"s3://{GREETING}"),
+    ]
+    assert events[4] == ("invoke", "ConverseFunction")
+
+
+def test_a_reply_that_asks_for_a_transfer_stops_streaming_and_queues_the_caller(voice_agent: Flow) -> None:
+    events = Call(voice_agent, Conversation([speak(0, 0, more=False, action="Transfer")])).run()
+    assert heard(events)[-1] == "s3://reply/0/0"
+    assert events[-3:] == [("streaming", "Disabled"), ("queue", "${AgentQueueArn}"), ("queued", "")]
+
+
+def test_a_transfer_decided_once_the_last_segment_was_played_arrives_as_ok(voice_agent: Flow) -> None:
+    events = Call(voice_agent, Conversation([speak(0, 0, more=True), {"Result": "OK", "Action": "Transfer"}])).run()
+    assert heard(events)[-1] == "s3://reply/0/0"
+    assert events[-1] == ("queued", "")
+
+
+def test_a_segment_with_more_to_come_never_acts_on_its_action(voice_agent: Flow) -> None:
+    # A segment handed out while the reply was still being written says More=true: its Action is not final yet.
+    events = Call(voice_agent, Conversation([speak(0, 0, more=True, action="Transfer"), speak(0, 1, more=False)])).run()
+    assert "s3://reply/0/1" in heard(events)
+    assert ("queued", "") not in events
+
+
+def test_a_reply_that_ends_the_call_hangs_up_with_no_word_of_its_own(voice_agent: Flow) -> None:
+    events = Call(voice_agent, Conversation([speak(0, 0, more=False, action="Hangup")])).run()
+    assert heard(events) == [f"s3://{GREETING}", "s3://reply/0/0"]
+    assert events[-2:] == [("streaming", "Disabled"), ("disconnect", "")]
+
+
+def test_a_hang_up_decided_after_the_last_segment_ends_the_call(voice_agent: Flow) -> None:
+    events = Call(voice_agent, Conversation([speak(0, 0, more=True), {"Result": "OK", "Action": "Hangup"}])).run()
+    assert heard(events) == [f"s3://{GREETING}", "s3://reply/0/0"]
+    assert events[-1] == ("disconnect", "")
+
+
+def test_a_segment_sonic_could_not_speak_is_spoken_with_connects_voice(voice_agent: Flow) -> None:
+    replies = Conversation([fallback(0, 0, "Your balance is forty dollars.", more=True), speak(0, 1, more=False)])
+    events = Call(voice_agent, replies).run()
+    assert ("connect", "Your balance is forty dollars.") in events
+    assert heard(events)[1:3] == ["Your balance is forty dollars.", "s3://reply/0/1"]
+    assert replies.asked[1:3] == [("0", "0"), ("0", "1")]
+
+
+def test_three_silences_in_a_row_end_the_call_politely(voice_agent: Flow) -> None:
+    events = Call(voice_agent, Conversation([])).run()
+    assert heard(events) == [f"s3://{GREETING}", *silence_end()]
+    assert events[-2:] == [("streaming", "Disabled"), ("disconnect", "")]
+
+
+def test_a_reply_resets_the_count_of_consecutive_silences(voice_agent: Flow) -> None:
+    events = Call(voice_agent, Conversation([TIMEOUT, TIMEOUT, speak(0, 0, more=False)])).run()
+    assert heard(events) == [
+        f"s3://{GREETING}",
+        f"s3://{STILL_THERE}",
+        f"s3://{STILL_THERE}",
+        "s3://reply/0/0",
+        *silence_end(),
+    ]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [{"Result": "Error", "ErrorCode": "NotListening", "ErrorMessage": "the consumer stopped"}, {"Result": "Turn"}],
+)
+def test_a_conversation_that_cannot_go_on_ends_with_an_apology(voice_agent: Flow, answer: dict[str, str]) -> None:
+    events = Call(voice_agent, Conversation([speak(0, 0, more=False), answer])).run()
+    assert heard(events)[-1] == TECHNICAL_GOODBYE
+    assert events[-2:] == [("streaming", "Disabled"), ("disconnect", "")]
+
+
+def test_a_failed_converse_invocation_ends_with_an_apology(voice_agent: Flow) -> None:
+    class Failing(Conversation):
+        def __call__(self, function: str, params: dict[str, str]) -> dict[str, str]:
+            if function == "ConverseFunction":
+                raise RuntimeError("Lambda failed")
+            return super().__call__(function, params)
+
+    events = Call(voice_agent, Failing([])).run()
+    assert heard(events) == [f"s3://{GREETING}", TECHNICAL_GOODBYE]
+
+
+def test_a_voice_agent_call_that_cannot_be_transcribed_ends_with_an_apology(voice_agent: Flow) -> None:
+    replies = Conversation([], start_listening={"Result": "Error", "ErrorCode": "NoMediaStream"})
+    events = Call(voice_agent, replies).run()
+    assert heard(events) == [TECHNICAL_GOODBYE]
+    assert events[-2:] == [("streaming", "Disabled"), ("disconnect", "")]
+    assert replies.asked == []
+
+
+@pytest.mark.parametrize("synthesis", ["Fallback", "failure"])
+def test_the_agents_own_lines_fall_back_to_connects_voice(voice_agent: Flow, synthesis: str) -> None:
+    def synthesize(params: dict[str, str]) -> dict[str, str]:
+        if synthesis == "failure":
+            raise RuntimeError("Lambda failed")
+        return {"Result": "Fallback", "Text": params["Text"]}
+
+    events = Call(voice_agent, Conversation([], synthesize=synthesize)).run()
+    assert heard(events) == [GREETING, STILL_THERE, STILL_THERE, SILENCE_GOODBYE]
+
+
+def test_a_full_queue_is_told_to_the_caller_before_the_call_ends(voice_agent: Flow) -> None:
+    replies = Conversation([speak(0, 0, more=False, action="Transfer")], transfer={"Error": "QueueAtCapacity"})
+    events = Call(voice_agent, replies).run()
+    assert heard(events)[-1] == f"s3://{BUSY_GOODBYE}"
+    assert events[-1] == ("disconnect", "")
+
+
+def test_without_an_agent_queue_a_transfer_apologises_and_hangs_up(voice_agent: Flow) -> None:
+    # As CloudFormation fills the flow when AgentQueueArn is empty.
+    without_queue = parse_flow(VOICE_AGENT.read_text(encoding="utf-8").replace("${AgentQueueArn}", ""))
+    events = Call(without_queue, Conversation([speak(0, 0, more=False, action="Transfer")])).run()
+    assert heard(events)[-1] == f"s3://{NO_AGENT_GOODBYE}"
+    assert ("queued", "") not in events
+    assert events[-1] == ("disconnect", "")
+
+
+# --- the listen-only flow --------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
