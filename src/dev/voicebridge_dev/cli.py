@@ -91,8 +91,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         dest="flows_command", required=True
     )
     check = flows.add_parser("validate", help="exit 0 when every flow is valid; each problem as file: action: reason")
-    check.add_argument("paths", nargs="*", help="flow files (default: contact_flows/*.json)")
+    check.add_argument(
+        "paths", nargs="*", help="flow files or folders (every *.json under them; default: contact_flows/*.json)"
+    )
     check.add_argument("--template", default="template.yaml")
+    check.add_argument(
+        "--templated",
+        action="store_true",
+        help="the files are templates: their tokens and blank references are filled in before import",
+    )
     render = flows.add_parser("render", help="print a flow with its placeholders filled, for a console import")
     render.add_argument("path")
     source = render.add_mutually_exclusive_group(required=True)
@@ -283,7 +290,7 @@ def _flows(args: argparse.Namespace) -> int:
     from voicebridge_dev.flows.cli import cli_render, cli_validate
 
     if args.flows_command == "validate":
-        return cli_validate(args.paths, args.template)
+        return cli_validate(args.paths, args.template, templated=args.templated)
     try:
         outputs = args.stack or dict(item.split("=", 1) for item in args.output)
         print(cli_render(args.path, outputs, overrides=dict(item.split("=", 1) for item in args.set)))

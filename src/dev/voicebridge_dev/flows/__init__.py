@@ -26,16 +26,18 @@ from voicebridge_dev.flows.model import Action, Condition, ErrorBranch, Flow, ac
 from voicebridge_dev.flows.render import placeholder_key, render
 from voicebridge_dev.flows.rules import (
     ACTION_TYPES,
+    CANONICAL_TYPES,
     FLOW_LANGUAGE_VERSION,
     MAX_ACTIONS,
     MAX_CONTENT_CHARS,
     MAX_IDENTIFIER_CHARS,
 )
 from voicebridge_dev.flows.stack import stack_outputs, template_functions, template_names
-from voicebridge_dev.flows.validate import FLOW, Problem, validate
+from voicebridge_dev.flows.validate import FLOW, FlowContent, Problem, flow_content, nearest_type, validate
 
 __all__ = [
     "ACTION_TYPES",
+    "CANONICAL_TYPES",
     "FLOW",
     "FLOW_LANGUAGE_VERSION",
     "MAX_ACTIONS",
@@ -45,13 +47,16 @@ __all__ = [
     "Condition",
     "ErrorBranch",
     "Flow",
+    "FlowContent",
     "FlowError",
     "InvalidFlowError",
     "Problem",
     "StackOutputsError",
     "UnresolvedPlaceholderError",
     "action_from_json",
+    "flow_content",
     "load_flow",
+    "nearest_type",
     "parse_flow",
     "placeholder_key",
     "render",

@@ -1,7 +1,7 @@
 """The ``voicebridge flows`` commands: read the flow files, print what is wrong, give the exit status::
 
     voicebridge flows validate                                       # contact_flows/*.json, template.yaml
-    voicebridge flows validate contact_flows other/flow.json         # every *.json in a folder, and files
+    voicebridge flows validate contact_flows other/flow.json         # every *.json under a folder, and files
     voicebridge flows render contact_flows/voice-agent.json --stack voicebridge
 
 Each command is one function here; :mod:`voicebridge_dev.cli` parses the arguments and calls it.
@@ -20,11 +20,14 @@ from voicebridge_dev.flows.validate import FLOW, Problem, validate
 from voicebridge_dev.template import TemplateError
 
 
-def cli_validate(paths: list[str], template: str = "template.yaml") -> int:
-    """``voicebridge flows validate [PATH…|DIR]``: print each problem as ``file: action: reason``.
+def cli_validate(paths: list[str], template: str = "template.yaml", *, templated: bool = False) -> int:
+    """``voicebridge flows validate [PATH…|DIR]``: print each error as ``file: action: reason`` and each warning
+    as ``file: warning: action: reason``.
 
-    A folder stands for every ``*.json`` file in it; with no paths, validates ``contact_flows/*.json`` beside
-    the template. Returns the exit status: 0 when every flow is valid, 1 otherwise (a folder without flows too).
+    A folder stands for every ``*.json`` file under it, in its subfolders too; with no paths, validates
+    ``contact_flows/*.json`` beside the template. ``templated`` validates the files as templates whose tokens are
+    filled before import (see :func:`validate`). Returns the exit status: 0 when no flow has an error (warnings
+    allowed), 1 otherwise (a folder without flows too).
     """
     template_path = Path(template)
     known_functions: set[str] | None = None
@@ -50,24 +53,26 @@ def cli_validate(paths: list[str], template: str = "template.yaml") -> int:
         except OSError as exc:
             problems = [Problem(FLOW, f"cannot read: {exc.strerror or exc}")]
         else:
-            problems = validate(text, known_functions=known_functions, known_names=known_names)
+            problems = validate(
+                text, known_functions=known_functions, known_names=known_names, templated=templated, warnings=True
+            )
         for problem in problems:
-            print(f"{path}: {problem}")
-        failed = failed or bool(problems)
+            print(f"{path}: warning: {problem}" if problem.warning else f"{path}: {problem}")
+        failed = failed or any(not p.warning for p in problems)
     return 1 if failed else 0
 
 
 def _flow_files(paths: list[str]) -> tuple[list[Path], bool]:
-    """The files ``paths`` name, a folder standing for its ``*.json``; and whether a folder held none."""
+    """The files ``paths`` name, a folder standing for every ``*.json`` under it; and whether a folder held none."""
     files: list[Path] = []
     empty_folder = False
     for given in map(Path, paths):
         if not given.is_dir():
             files.append(given)
             continue
-        found = sorted(given.glob("*.json"))
+        found = sorted(given.rglob("*.json"))
         if not found:
-            print(f"{given}: no flow files (*.json) in this folder", file=sys.stderr)
+            print(f"{given}: no flow files (*.json) under this folder", file=sys.stderr)
             empty_folder = True
         files.extend(found)
     return files, empty_folder

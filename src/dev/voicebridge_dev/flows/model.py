@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from voicebridge_dev.flows.errors import InvalidFlowError
-from voicebridge_dev.flows.validate import validate
+from voicebridge_dev.flows.validate import FLOW, Problem, flow_content, validate
 
 
 @dataclass(frozen=True)
@@ -87,11 +87,15 @@ def parse_flow(
     known_functions: set[str] | None = None,
     known_names: set[str] | None = None,
 ) -> Flow:
-    """The :class:`Flow` model of a valid flow; raises :class:`InvalidFlowError` listing its problems."""
+    """The :class:`Flow` model of a valid flow (an export, or the ``Content`` of a DescribeContactFlow answer);
+    raises :class:`InvalidFlowError` listing its errors."""
     problems = validate(flow, known_functions=known_functions, known_names=known_names)
     if problems:
         raise InvalidFlowError(problems)
-    document = json.loads(flow) if isinstance(flow, str) else flow
+    content = flow_content(json.loads(flow) if isinstance(flow, str) else flow)
+    if isinstance(content, str):  # validate has said so already; this narrows the type
+        raise InvalidFlowError([Problem(FLOW, content)])
+    document = content.document
     actions = {raw["Identifier"]: action_from_json(raw) for raw in document["Actions"]}
     return Flow(start_action=document["StartAction"], actions=actions, metadata=document.get("Metadata", {}))
 

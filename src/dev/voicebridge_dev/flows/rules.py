@@ -1,20 +1,26 @@
 """What Amazon Connect accepts in a flow (PROTOCOLS.md §2): limits, identifiers, and per action type its
-parameters, error types and conditions.
+parameters, error types, conditions and where it may run.
 
-:data:`ACTION_TYPES` maps each action type to its :class:`ActionSpec`; a spec's ``check`` returns why the
-parameters are wrong, one reason a string, none when they are right::
+The rules come from Connect's *Flow language* reference (:data:`REFERENCE`; each :class:`ActionSpec` names its page
+in ``source``) and from the flows contact centres really export (``tests/data/flows``). Where the two disagree the
+exports win, since Connect stored them; where the reference is silent or ambiguous the rule accepts and its spec's
+``note`` says so. ``docs/flows.md`` is the table of it all.
+
+:data:`ACTION_TYPES` maps each action type to its :class:`ActionSpec`; a spec's ``check`` returns why the values of
+the parameters are wrong, one reason a string, none when they are right::
 
     >>> ACTION_TYPES["Loop"].check({"LoopCount": "101"}, CheckContext(known_functions=None, known_names=None))
     ["LoopCount must be a string holding an integer 0–100 (or one JSONPath), not '101'"]
 
-It also holds the ``Fn::Sub`` placeholder syntax (:data:`PLACEHOLDER`) that validation and rendering share.
+It also holds the template tokens: the ``Fn::Sub`` placeholder (:data:`PLACEHOLDER`) that validation and rendering
+share, and the other templating systems' tokens (:data:`TEMPLATE_TOKEN`, ``%%X%%`` and ``{{x}}``).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 FLOW_LANGUAGE_VERSION = "2019-10-30"
@@ -37,6 +43,12 @@ RESERVED_IDENTIFIERS = frozenset(
     }
 )
 
+REFERENCE = "https://docs.aws.amazon.com/connect/latest/APIReference/"
+# Identifier, Type, Parameters, Transitions (NextAction, Errors, Conditions) and the limits above.
+ACTIONS_PAGE = REFERENCE + "flow-language-actions.html"
+# The export format: Version, StartAction, Metadata ("may be filled in with data as desired"), Actions.
+EXAMPLE_PAGE = REFERENCE + "flow-language-example.html"
+
 # Legacy export blocks and the flow-language action that replaced each.
 LEGACY_TYPES = {
     "PlayPrompt": "MessageParticipant",
@@ -52,48 +64,137 @@ LEGACY_TYPES = {
     "Disconnect": "DisconnectParticipant",
 }
 
+# CloudFormation Fn::Sub: ${X}, ${X.Attr}, ${AWS::Region}; ${!X} is a literal ${X}.
 PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
-_FUNCTION_ARN_PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9]+)\.Arn\}")
+# Every templating system's token that public flows ship with: Fn::Sub's ${X}, %%X%% (Salesforce Service Cloud
+# Voice samples) and {{x}} (mustache, e.g. the Amazon Connect rules engine).
+TEMPLATE_TOKEN = re.compile(r"%%[^%\s]+%%|\{\{[^{}]*\}\}|\$\{[^}]*\}")
+FUNCTION_ARN_PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9]+)\.Arn\}")
 _LAMBDA_ARN = re.compile(r"arn:aws[a-z-]*:lambda:[a-z0-9-]+:\d{12}:function:[A-Za-z0-9_-]{1,64}(:[A-Za-z0-9_$-]+)?")
 _QUEUE_ARN = re.compile(r"arn:aws[a-z-]*:connect:[a-z0-9-]+:\d{12}:instance/[0-9a-f-]+/(queue|agent)/[0-9a-f-]+")
 _RESOURCE_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _JSONPATH = re.compile(r"\$\.[A-Za-z0-9_.\[\]'\"-]+")
 _PLACEHOLDER_ONLY = re.compile(r"\$\{[A-Za-z0-9_:.]+\}")
+_E164 = re.compile(r"\+[1-9]\d{1,14}")
+_DTMF_DIGITS = re.compile(r"[0-9,*#]{1,50}")
+
+# Every non-terminal action may branch on NoMatchingError, "if no other Error matches": exports carry it even where
+# the reference lists no errors (UpdateFlowAttributes), so the catch-all is accepted everywhere.
+CATCH_ALL_ERROR = "NoMatchingError"
+
+COMPARE_OPERATORS = frozenset(
+    {
+        "Equals",
+        "NumberGreaterThan",
+        "NumberGreaterOrEqualTo",
+        "NumberLessThan",
+        "NumberLessOrEqualTo",
+        "TextStartsWith",
+        "TextEndsWith",
+        "TextContains",
+        # Not in the reference's list; reported accepted by Connect, so accepted here.
+        "KeyExists",
+    }
+)
+
+# The flow types Connect distinguishes, as a DescribeContactFlow's Type, the designer's Metadata.type, or (a module)
+# a top-level Settings object, grouped as the reference's restrictions speak of them.
+FLOW_FAMILIES = {
+    "CONTACT_FLOW": "inbound",
+    "contactFlow": "inbound",
+    "CUSTOMER_QUEUE": "customer queue",
+    "customerQueue": "customer queue",
+    "CUSTOMER_HOLD": "hold",
+    "customerHold": "hold",
+    "AGENT_HOLD": "hold",
+    "agentHold": "hold",
+    "CUSTOMER_WHISPER": "whisper",
+    "customerWhisper": "whisper",
+    "AGENT_WHISPER": "whisper",
+    "agentWhisper": "whisper",
+    "OUTBOUND_WHISPER": "whisper",
+    "outboundWhisper": "whisper",
+    "AGENT_TRANSFER": "transfer",
+    "agentTransfer": "transfer",
+    "QUEUE_TRANSFER": "transfer",
+    "queueTransfer": "transfer",
+}
+MODULE = "module"
 
 
 @dataclass(frozen=True)
 class CheckContext:
     """What the template declares: function logical IDs (``${X.Arn}``) and all names (``${X}``); ``None`` is
-    unknown, and skips the check."""
+    unknown, and skips the check. ``templated`` says the flow is a template whose references (tokens such as
+    ``%%X%%``, ``{{x}}``, ``${x}``, blanks, words for a person to replace) are filled before import."""
 
     known_functions: set[str] | None
     known_names: set[str] | None
+    templated: bool = False
+
+    def reference_left_open(self, value: Any) -> bool:
+        """Whether a reference (an ARN, an ID) goes unchecked: a token, or anything at all in a template, whose
+        references (blank, or ``ENTER LAMBDA HERE``) are filled before import."""
+        return self.templated or self.placeholder(value)
+
+    def placeholder(self, value: Any) -> bool:
+        """Whether ``value`` holds a template token: its check is left to the token rules."""
+        return isinstance(value, str) and TEMPLATE_TOKEN.search(value) is not None
 
 
 _Check = Callable[[Mapping[str, Any], CheckContext], list[str]]
 
 
+def _check_nothing(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
+    return []
+
+
 @dataclass(frozen=True)
 class ActionSpec:
-    """One action type: the parameters it takes and their check, the error types it can branch on, whether it
-    branches on conditions, and whether it ends the flow."""
+    """One action type.
 
-    parameters: frozenset[str]
-    check: _Check
-    errors: frozenset[str]
+    ``required`` and ``optional`` are the parameters it takes (a missing required one is an error, one it does not
+    take a warning; of each group in ``exactly_one`` it takes one), ``check`` the rules on their values. ``errors``
+    are the error types the reference or the exports give it (``open_errors``: the reference does not pin them
+    down, so others are accepted too). ``conditions`` says whether it branches on conditions, ``operators`` and
+    ``operands`` what those may be (``None``: any), ``required_operands`` which it must have. ``terminal`` actions
+    end the flow with empty Transitions; ``next_action_optional`` ones may omit NextAction. ``unavailable_in`` lists
+    the flow families (:data:`FLOW_FAMILIES`) the reference says it does not run in. ``source`` is its page of the
+    reference, ``note`` where the reference is silent or the exports disagree, ``aliases`` its other spellings.
+    """
+
+    source: str
+    required: frozenset[str] = frozenset()
+    optional: frozenset[str] = frozenset()
+    exactly_one: tuple[tuple[str, ...], ...] = ()
+    check: _Check = _check_nothing
+    errors: frozenset[str] = frozenset()
+    open_errors: bool = False
     conditions: bool = False
+    operators: frozenset[str] | None = None
+    operands: frozenset[str] | None = None
+    required_operands: frozenset[str] = frozenset()
     terminal: bool = False
+    next_action_optional: bool = False
+    unavailable_in: frozenset[str] = frozenset()
+    note: str = ""
+    aliases: tuple[str, ...] = field(default=())
+
+    @property
+    def parameters(self) -> frozenset[str]:
+        return self.required | self.optional
 
 
-# --- parameter checks ---------------------------------------------------------------------------------------
+# --- value checks -------------------------------------------------------------------------------------------
+
+
+def is_jsonpath(value: Any) -> bool:
+    """A single JSONPath reference such as ``$.Attributes.X`` (a value "defined dynamically")."""
+    return isinstance(value, str) and _JSONPATH.fullmatch(value) is not None
 
 
 def _is_int_string(value: Any, low: int, high: int) -> bool:
     return isinstance(value, str) and value.isdigit() and low <= int(value) <= high
-
-
-def _is_jsonpath(value: Any) -> bool:
-    return isinstance(value, str) and _JSONPATH.fullmatch(value) is not None
 
 
 def _require_string(params: Mapping[str, Any], name: str) -> list[str]:
@@ -110,29 +211,99 @@ def _flat_string_map(value: Any, name: str) -> list[str]:
     return [f"{name}.{k} must be a string (flat string map)" for k in bad]
 
 
+def _skip(value: Any, ctx: CheckContext, *, dynamic: bool = True) -> bool:
+    """Whether a value is not checked here: absent, a template token, or (when allowed) a single JSONPath."""
+    return value is None or ctx.placeholder(value) or (dynamic and is_jsonpath(value))
+
+
+def _one_of(name: str, allowed: Iterable[str], *, dynamic: bool = False) -> _Check:
+    choices = tuple(allowed)
+
+    def check(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
+        value = params.get(name)
+        if _skip(value, ctx, dynamic=dynamic) or value in choices:
+            return []
+        return [f"{name} must be one of {', '.join(choices)}, not {value!r}"]
+
+    return check
+
+
+def _int_string(name: str, low: int, high: int, *, dynamic: bool = False) -> _Check:
+    def check(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
+        value = params.get(name)
+        if _skip(value, ctx, dynamic=dynamic) or _is_int_string(value, low, high):
+            return []
+        also = " (or one JSONPath)" if dynamic else ""
+        return [f"{name} must be a string holding an integer {low}–{high}{also}, not {value!r}"]
+
+    return check
+
+
+def _jsonpath_only(name: str) -> _Check:
+    def check(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
+        value = params.get(name)
+        if _skip(value, ctx):
+            return []
+        return [f"{name} must be a single JSONPath ($.…): it cannot be set statically, not {value!r}"]
+
+    return check
+
+
+def _string_map(name: str) -> _Check:
+    def check(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
+        return [] if name not in params else _flat_string_map(params[name], name)
+
+    return check
+
+
+def _object(name: str) -> _Check:
+    def check(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
+        return [] if name not in params or isinstance(params[name], dict) else [f"{name} must be an object"]
+
+    return check
+
+
+def _at_most_one(*names: str) -> _Check:
+    def check(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
+        given = [n for n in names if n in params]
+        return [] if len(given) <= 1 else [f"at most one of {', '.join(names)} is allowed, found {', '.join(given)}"]
+
+    return check
+
+
+def _all(*checks: _Check) -> _Check:
+    def check(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
+        return [reason for one in checks for reason in one(params, ctx)]
+
+    return check
+
+
 def _check_lambda(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
     reasons: list[str] = []
     arn = params.get("LambdaFunctionARN")
-    match = _FUNCTION_ARN_PLACEHOLDER.fullmatch(arn) if isinstance(arn, str) else None
+    match = FUNCTION_ARN_PLACEHOLDER.fullmatch(arn) if isinstance(arn, str) else None
     if match is not None:
         name = match.group(1)
-        if ctx.known_functions is not None and name not in ctx.known_functions:
+        if ctx.known_functions is not None and name not in ctx.known_functions and not ctx.templated:
             known = ", ".join(sorted(ctx.known_functions)) or "none"
             reasons.append(f"LambdaFunctionARN names {name}, not a function of the template (known: {known})")
-    elif not (isinstance(arn, str) and _LAMBDA_ARN.fullmatch(arn)):
+    elif (
+        arn is not None
+        and not (is_jsonpath(arn) or ctx.reference_left_open(arn))
+        and not (isinstance(arn, str) and _LAMBDA_ARN.fullmatch(arn))
+    ):
         reasons.append(
-            f"LambdaFunctionARN {arn!r} is neither a ${{Function.Arn}} placeholder nor a Lambda function ARN"
+            f"LambdaFunctionARN {arn!r} is neither a Lambda function ARN, a single JSONPath, "
+            "nor a ${Function.Arn} placeholder"
         )
     invocation = params.get("InvocationType", "SYNCHRONOUS")
     if invocation not in ("SYNCHRONOUS", "ASYNCHRONOUS"):
         reasons.append(f"InvocationType must be SYNCHRONOUS or ASYNCHRONOUS, not {invocation!r}")
     # Connect waits at most 8 s for a synchronous call; an asynchronous one may run for up to 60 s.
     limit = 60 if invocation == "ASYNCHRONOUS" else 8
-    if not _is_int_string(params.get("InvocationTimeLimitSeconds"), 1, limit):
-        reasons.append(
-            f"InvocationTimeLimitSeconds must be a string holding an integer 1–{limit}, "
-            f"not {params.get('InvocationTimeLimitSeconds')!r}"
-        )
+    seconds = params.get("InvocationTimeLimitSeconds")
+    if seconds is not None and not ctx.placeholder(seconds) and not _is_int_string(seconds, 1, limit):
+        reasons.append(f"InvocationTimeLimitSeconds must be a string holding an integer 1–{limit}, not {seconds!r}")
     if "LambdaInvocationAttributes" in params:
         reasons += _flat_string_map(params["LambdaInvocationAttributes"], "LambdaInvocationAttributes")
     if "ResponseValidation" in params:
@@ -145,8 +316,7 @@ def _check_lambda(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
 def _check_media(media: Any) -> list[str]:
     if not isinstance(media, dict):
         return ["Media must be an object {Uri, SourceType, MediaType}"]
-    reasons = _require_string(media, "Uri")
-    reasons = [f"Media.{r}" for r in reasons]
+    reasons = [f"Media.{r}" for r in _require_string(media, "Uri")]
     if media.get("SourceType") != "S3":
         reasons.append(f"Media.SourceType must be S3, not {media.get('SourceType')!r}")
     if media.get("MediaType") != "Audio":
@@ -154,11 +324,11 @@ def _check_media(media: Any) -> list[str]:
     return reasons
 
 
-_PROMPT_KINDS = ("Text", "SSML", "PromptId", "Media")
+PROMPT_KINDS = ("Text", "SSML", "PromptId", "Media")
 
 
 def _check_prompt_kinds(params: Mapping[str, Any], *, required: bool) -> list[str]:
-    given = [k for k in _PROMPT_KINDS if k in params]
+    given = [k for k in PROMPT_KINDS if k in params]
     if len(given) > 1:
         return [f"exactly one of Text, SSML, PromptId, Media is allowed, found {', '.join(given)}"]
     if not given:
@@ -166,19 +336,39 @@ def _check_prompt_kinds(params: Mapping[str, Any], *, required: bool) -> list[st
     kind = given[0]
     if kind == "Media":
         return _check_media(params["Media"])
-    return _require_string(params, kind)
+    # A console export may leave a prompt empty (PromptId ""); Connect stores it, so only the type is checked.
+    return [] if isinstance(params[kind], str) else [f"{kind} must be a string"]
 
 
 def _check_message(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
-    return _check_prompt_kinds(params, required=True)
+    given = [k for k in PROMPT_KINDS if k in params]
+    if len(given) != 1:
+        return []
+    return _check_media(params["Media"]) if given[0] == "Media" else _require_string(params, given[0])
 
 
 def _check_get_input(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
     reasons = _check_prompt_kinds(params, required=False)
-    if params.get("StoreInput") not in ("True", "False"):
+    if "StoreInput" in params and params["StoreInput"] not in ("True", "False"):
         reasons.append('StoreInput must be "True" or "False"')
-    if not _is_int_string(params.get("InputTimeLimitSeconds"), 1, 180):
+    seconds = params.get("InputTimeLimitSeconds")
+    if not _skip(seconds, ctx) and not _is_int_string(seconds, 1, 180):
         reasons.append("InputTimeLimitSeconds must be a string holding an integer 1–180")
+    return reasons
+
+
+def _check_messages(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
+    messages = params.get("Messages")
+    if messages is None:
+        return []
+    if not isinstance(messages, list) or not messages:
+        return ["Messages must be a non-empty list of {Text}, {SSML}, {PromptId} or {Media}"]
+    reasons: list[str] = []
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict):
+            reasons.append(f"Messages[{index}] must be an object")
+            continue
+        reasons += [f"Messages[{index}]: {r}" for r in _check_prompt_kinds(message, required=True)]
     return reasons
 
 
@@ -208,6 +398,8 @@ def _check_streaming(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
 
 def _check_attributes(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
     attributes = params.get("Attributes")
+    if attributes is None:
+        return []
     reasons = _flat_string_map(attributes, "Attributes")
     if isinstance(attributes, dict) and not attributes:
         reasons.append("Attributes must set at least one attribute")
@@ -216,113 +408,636 @@ def _check_attributes(params: Mapping[str, Any], ctx: CheckContext) -> list[str]
     return reasons
 
 
+def _check_flow_attributes(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
+    attributes = params.get("FlowAttributes")
+    if attributes is None:
+        return []
+    if not isinstance(attributes, dict) or not attributes:
+        return ["FlowAttributes must be an object setting at least one attribute"]
+    return [
+        f"FlowAttributes.{name} must be an object holding a Value"
+        for name, attribute in attributes.items()
+        if not isinstance(attribute, dict) or "Value" not in attribute
+    ]
+
+
 def _check_compare(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
-    if not _is_jsonpath(params.get("ComparisonValue")):
-        return [f"ComparisonValue must be a single JSONPath ($.…), not {params.get('ComparisonValue')!r}"]
-    return []
+    value = params.get("ComparisonValue")
+    if _skip(value, ctx):
+        return []
+    return [f"ComparisonValue must be a single JSONPath ($.…), not {value!r}"]
 
 
 def _check_loop(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
     count = params.get("LoopCount")
-    if _is_jsonpath(count) or _is_int_string(count, 0, 100):
+    if _skip(count, ctx) or _is_int_string(count, 0, 100):
         return []
     return [f"LoopCount must be a string holding an integer 0–100 (or one JSONPath), not {count!r}"]
-
-
-def _check_logging(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
-    if params.get("FlowLoggingBehavior") not in ("Enabled", "Disabled"):
-        return ["FlowLoggingBehavior must be Enabled or Disabled"]
-    return []
 
 
 def _check_target_queue(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
     given = [k for k in ("QueueId", "AgentId") if k in params]
     if len(given) != 1:
-        return ["exactly one of QueueId and AgentId is required"]
+        return []
     value = params[given[0]]
     if not isinstance(value, str) or not (
         _PLACEHOLDER_ONLY.fullmatch(value)
         or _QUEUE_ARN.fullmatch(value)
         or _RESOURCE_ID.fullmatch(value)
-        or _is_jsonpath(value)
+        or is_jsonpath(value)
+        or ctx.reference_left_open(value)
     ):
         return [f"{given[0]} must be an ID, an ARN, a single JSONPath or a ${{Name}} placeholder, not {value!r}"]
     return []
 
 
-def _check_nothing(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
-    return []
-
-
-# --- action types -------------------------------------------------------------------------------------------
-
-_NO_MATCH = frozenset({"NoMatchingError"})
-
-ACTION_TYPES: Mapping[str, ActionSpec] = {
-    "InvokeLambdaFunction": ActionSpec(
-        frozenset(
-            {
-                "LambdaFunctionARN",
-                "InvocationTimeLimitSeconds",
-                "InvocationType",
-                "LambdaInvocationAttributes",
-                "ResponseValidation",
-            }
-        ),
-        _check_lambda,
-        _NO_MATCH,
-    ),
-    "UpdateContactMediaStreamingBehavior": ActionSpec(
-        frozenset({"MediaStreamingState", "MediaStreamType", "Participants"}), _check_streaming, _NO_MATCH
-    ),
-    "MessageParticipant": ActionSpec(frozenset(_PROMPT_KINDS), _check_message, _NO_MATCH),
-    "UpdateContactAttributes": ActionSpec(frozenset({"Attributes", "TargetContact"}), _check_attributes, _NO_MATCH),
-    "Compare": ActionSpec(
-        frozenset({"ComparisonValue"}), _check_compare, frozenset({"NoMatchingCondition"}), conditions=True
-    ),
-    "Loop": ActionSpec(frozenset({"LoopCount"}), _check_loop, frozenset(), conditions=True),
-    "GetParticipantInput": ActionSpec(
-        frozenset(
-            {
-                *_PROMPT_KINDS,
-                "StoreInput",
-                "InputTimeLimitSeconds",
-                "InputValidation",
-                "InputEncryption",
-                "DTMFConfiguration",
-            }
-        ),
-        _check_get_input,
-        frozenset({"InputTimeLimitExceeded", "NoMatchingCondition", "NoMatchingError", "InvalidPhoneNumber"}),
-        conditions=True,
-    ),
-    "DisconnectParticipant": ActionSpec(frozenset(), _check_nothing, frozenset(), terminal=True),
-    "UpdateFlowLoggingBehavior": ActionSpec(frozenset({"FlowLoggingBehavior"}), _check_logging, frozenset()),
-    "UpdateContactTargetQueue": ActionSpec(frozenset({"QueueId", "AgentId"}), _check_target_queue, _NO_MATCH),
-    "TransferContactToQueue": ActionSpec(
-        frozenset(), _check_nothing, frozenset({"QueueAtCapacity", "NoMatchingError"})
-    ),
-}
-
-_LOOP_RESULTS = ("ContinueLooping", "DoneLooping")
-COMPARE_OPERATORS = frozenset(
-    {
-        "Equals",
-        "NumberGreaterThan",
-        "NumberGreaterOrEqualTo",
-        "NumberLessThan",
-        "NumberLessOrEqualTo",
-        "TextStartsWith",
-        "TextEndsWith",
-        "TextContains",
-    }
+_EVENT_HOOKS = (
+    "AgentHold",
+    "AgentWhisper",
+    "CustomerHold",
+    "CustomerQueue",
+    "CustomerRemaining",
+    "CustomerWhisper",
+    "DefaultAgentUI",
+    "DisconnectAgentUI",
+    "PauseContact",
+    "ResumeContact",
 )
 
 
-def check_loop_conditions(operands: list[str]) -> list[str]:
-    """Why the operands of a Loop's conditions are wrong: it takes one ContinueLooping and one DoneLooping."""
-    reasons = [f"Loop needs a condition Equals {r}" for r in _LOOP_RESULTS if r not in operands]
-    extra = [o for o in operands if o not in _LOOP_RESULTS]
-    if extra or len(operands) != len(set(operands)):
-        reasons.append("Loop allows only one ContinueLooping and one DoneLooping condition")
+def _check_event_hooks(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
+    hooks = params.get("EventHooks")
+    if hooks is None:
+        return []
+    if not isinstance(hooks, dict) or len(hooks) != 1:
+        return ["EventHooks must be an object with exactly one entry (event type: flow ID or ARN)"]
+    ((event, flow),) = hooks.items()
+    reasons: list[str] = []
+    if event not in _EVENT_HOOKS:
+        reasons.append(f"EventHooks key must be one of {', '.join(_EVENT_HOOKS)}, not {event!r}")
+    if not isinstance(flow, str):
+        reasons.append(f"EventHooks.{event} must be a flow ID or ARN (a string)")
     return reasons
+
+
+def _check_routing_behavior(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
+    given = [k for k in ("QueuePriority", "QueueTimeAdjustmentSeconds") if k in params]
+    if len(given) != 1:
+        return []
+    value = params[given[0]]
+    if ctx.placeholder(value):
+        return []
+    if given[0] == "QueuePriority":
+        if _is_int_string(value, 1, 2**63 - 1):
+            return []
+        return [f"QueuePriority must be an integer above 0, not {value!r}"]
+    if isinstance(value, str) and re.fullmatch(r"-?\d+", value):
+        return []
+    return [f"QueueTimeAdjustmentSeconds must be an integer, not {value!r}"]
+
+
+def _check_third_party(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
+    reasons = _one_of("ContinueFlowExecution", ("True", "False"))(params, ctx)
+    reasons += _int_string("ThirdPartyConnectionTimeLimitSeconds", 0, 600, dynamic=True)(params, ctx)
+    number = params.get("ThirdPartyPhoneNumber")
+    if not _skip(number, ctx) and not (isinstance(number, str) and _E164.fullmatch(number)):
+        reasons.append(f"ThirdPartyPhoneNumber must be an E.164 number (+…) or a single JSONPath, not {number!r}")
+    digits = params.get("ThirdPartyDTMFDigits")
+    if not _skip(digits, ctx) and not (isinstance(digits, str) and _DTMF_DIGITS.fullmatch(digits)):
+        reasons.append("ThirdPartyDTMFDigits must be at most 50 of 0-9 , * #, or a single JSONPath")
+    return reasons
+
+
+def _check_wait(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
+    if "TimeoutSeconds" in params and "TimeLimitSeconds" in params:
+        return ["at most one of TimeLimitSeconds and TimeoutSeconds is allowed"]
+    name = "TimeoutSeconds" if "TimeoutSeconds" in params else "TimeLimitSeconds"
+    reasons = _int_string(name, 1, 604_800, dynamic=True)(params, ctx)
+    events = params.get("Events")
+    if events is not None and (
+        not isinstance(events, list) or not set(events) <= {"CustomerReturned", "BotParticipantDisconnected"}
+    ):
+        reasons.append("Events must be a list of CustomerReturned, BotParticipantDisconnected")
+    return reasons
+
+
+def _check_lex(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
+    reasons = _check_prompt_kinds(params, required=False)
+    bots = [k for k in ("LexV2Bot", "LexBot") if k in params]
+    if bots == ["LexV2Bot"]:
+        bot = params["LexV2Bot"]
+        alias = bot.get("AliasArn") if isinstance(bot, dict) else None
+        if not isinstance(alias, str) or not (alias or ctx.templated):
+            reasons.append("LexV2Bot.AliasArn must be a non-empty string")
+    elif bots == ["LexBot"]:
+        bot = params["LexBot"]
+        if not isinstance(bot, dict) or not all(isinstance(bot.get(k), str) for k in ("Name", "Region", "Alias")):
+            reasons.append("LexBot must be an object {Name, Region, Alias} of strings")
+    if "LexSessionAttributes" in params:
+        reasons += _flat_string_map(params["LexSessionAttributes"], "LexSessionAttributes")
+    return reasons
+
+
+def _check_recording(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
+    behavior = params.get("RecordingBehavior")
+    if behavior is None:
+        return []
+    if not isinstance(behavior, dict):
+        return ["RecordingBehavior must be an object"]
+    recorded = behavior.get("RecordedParticipants", [])
+    if not isinstance(recorded, list) or not set(recorded) <= {"Agent", "Customer"}:
+        return ["RecordingBehavior.RecordedParticipants must be a list of Agent, Customer"]
+    return []
+
+
+def _check_view(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
+    resource = params.get("ViewResource")
+    reasons: list[str] = []
+    if resource is not None and (not isinstance(resource, dict) or not isinstance(resource.get("Id"), str)):
+        reasons.append("ViewResource must be an object with an Id")
+    seconds = params.get("InvocationTimeLimitSeconds")
+    # The reference shows a number, exports a string: both are accepted.
+    if not _skip(seconds, ctx) and not (isinstance(seconds, int) or _is_int_string(seconds, 1, 2**31)):
+        reasons.append(f"InvocationTimeLimitSeconds must be a whole number of seconds, not {seconds!r}")
+    return reasons
+
+
+_METRIC_TYPES = (
+    "NumberOfAgentsAvailable",
+    "NumberOfAgentsStaffed",
+    "NumberOfAgentsOnline",
+    "OldestContactInQueueAgeSeconds",
+    "NumberOfContactsInQueue",
+)
+
+# --- action types -------------------------------------------------------------------------------------------
+
+_NO_MATCH = frozenset({CATCH_ALL_ERROR})
+_QUEUE_FULL = frozenset({"QueueAtCapacity", CATCH_ALL_ERROR})
+_PROMPT = frozenset(PROMPT_KINDS)
+_NOT_PINNED = "the reference gives the parameters and errors only in part: others are accepted"
+
+
+def _page(slug: str) -> str:
+    return f"{REFERENCE}{slug}.html"
+
+
+def _contact(name: str) -> str:
+    return _page(f"contact-actions-{name.lower()}")
+
+
+def _control(name: str) -> str:
+    return _page(f"flow-control-actions-{name.lower()}")
+
+
+def _interaction(name: str) -> str:
+    return _page(f"interactions-{name.lower()}")
+
+
+def _participant(name: str) -> str:
+    return _page(f"participant-actions-{name.lower()}")
+
+
+_SPECS: dict[str, ActionSpec] = {
+    # --- participant actions ---------------------------------------------------------------------------------
+    "ConnectParticipantWithLexBot": ActionSpec(
+        _participant("ConnectParticipantWithLexBot"),
+        optional=_PROMPT | {"LexV2Bot", "LexBot", "LexSessionAttributes", "LexInitilizationData", "LexTimeoutSeconds"},
+        exactly_one=(("LexV2Bot", "LexBot"),),
+        check=_check_lex,
+        errors=frozenset({"InputTimeLimitExceeded", "NoMatchingError", "NoMatchingCondition"}),
+        conditions=True,
+        note="conditions are the bot's intents; the reference spells LexInitilizationData so",
+    ),
+    "DisconnectParticipant": ActionSpec(_participant("DisconnectParticipant"), terminal=True),
+    "GetParticipantInput": ActionSpec(
+        _participant("GetParticipantInput"),
+        required=frozenset({"InputTimeLimitSeconds"}),
+        optional=_PROMPT
+        | {"StoreInput", "InputValidation", "InputEncryption", "DTMFConfiguration", "TextToSpeechType"},
+        check=_check_get_input,
+        errors=frozenset({"InputTimeLimitExceeded", "NoMatchingCondition", "NoMatchingError", "InvalidPhoneNumber"}),
+        conditions=True,
+        note="conditions are the digits pressed; StoreInput is absent from some exports, so optional; "
+        "TextToSpeechType is seen in exports, not in the reference",
+    ),
+    "MessageParticipant": ActionSpec(
+        _participant("MessageParticipant"),
+        optional=_PROMPT | {"TextToSpeechType", "SkipWhenDTMFBufferEnabled"},
+        exactly_one=(PROMPT_KINDS,),
+        check=_check_message,
+        errors=_NO_MATCH,
+        unavailable_in=frozenset({"hold"}),
+        note="TextToSpeechType and SkipWhenDTMFBufferEnabled are seen in exports, not in the reference",
+    ),
+    "MessageParticipantIteratively": ActionSpec(
+        _participant("MessageParticipantIteratively"),
+        required=frozenset({"Messages"}),
+        optional=frozenset({"InterruptFrequencySeconds"}),
+        check=_check_messages,
+        errors=_NO_MATCH,
+        conditions=True,
+        operators=frozenset({"Equals"}),
+        operands=frozenset({"MessagesInterrupted"}),
+        next_action_optional=True,
+        unavailable_in=frozenset({"inbound", "whisper", "transfer"}),
+        note="loops until interrupted: exports omit NextAction",
+    ),
+    "ShowView": ActionSpec(
+        _participant("ShowView"),
+        required=frozenset({"ViewResource"}),
+        optional=frozenset({"InvocationTimeLimitSeconds", "ViewData", "SensitiveDataConfiguration"}),
+        check=_check_view,
+        errors=frozenset({"NoMatchingError", "NoMatchingCondition", "TimeLimitExceeded"}),
+        conditions=True,
+        unavailable_in=frozenset({"hold", "whisper", "transfer"}),
+        note="conditions depend on the view",
+    ),
+    "TransferParticipantToThirdParty": ActionSpec(
+        _participant("TransferParticipantToThirdParty"),
+        optional=frozenset(
+            {
+                "ThirdPartyPhoneNumber",
+                "ThirdPartyConnectionTimeLimitSeconds",
+                "ContinueFlowExecution",
+                "ThirdPartyDTMFDigits",
+                "CallerId",
+                "VoiceConnector",
+            }
+        ),
+        check=_check_third_party,
+        errors=frozenset({"CallFailed", "ConnectionTimeLimitExceeded", "NoMatchingError"}),
+        note="the reference says ThirdPartyConnectionTimeoutSeconds, exports ThirdPartyConnectionTimeLimitSeconds; "
+        "CallFailed and ConnectionTimeLimitExceeded are seen in exports",
+    ),
+    # --- flow control actions --------------------------------------------------------------------------------
+    "CheckHoursOfOperation": ActionSpec(
+        _control("CheckHoursOfOperation"),
+        optional=frozenset({"HoursOfOperationId"}),
+        errors=_NO_MATCH,
+        conditions=True,
+        operators=frozenset({"Equals"}),
+        operands=frozenset({"True", "False"}),
+        required_operands=frozenset({"True", "False"}),
+        unavailable_in=frozenset({"hold", "whisper"}),
+    ),
+    "CheckMetricData": ActionSpec(
+        _control("CheckMetricData"),
+        required=frozenset({"MetricType"}),
+        optional=frozenset({"QueueId", "AgentId"}),
+        check=_all(_one_of("MetricType", _METRIC_TYPES), _at_most_one("QueueId", "AgentId")),
+        errors=frozenset({"NoMatchingError", "NoMatchingCondition"}),
+        conditions=True,
+        note="NoMatchingCondition is documented for the queue metrics only, exported for every metric",
+    ),
+    "CheckOutboundCallStatus": ActionSpec(
+        _control("CheckOutboundCallStatus"),
+        errors=_NO_MATCH,
+        conditions=True,
+        operators=frozenset({"Equals"}),
+        operands=frozenset({"CallAnswered", "VoicemailBeep", "VoicemailNoBeep", "NotDetected"}),
+        note="outbound campaigns only",
+    ),
+    "CheckVoiceId": ActionSpec(
+        _control("CheckVoiceId"),
+        required=frozenset({"CheckVoiceIdOption"}),
+        check=_one_of("CheckVoiceIdOption", ("enrollmentStatus", "voiceAuthentication", "fraudDetection")),
+        errors=_NO_MATCH,
+        conditions=True,
+        note="the reference names the results by their labels (Not enrolled), exports without spaces: "
+        "any operand is accepted",
+    ),
+    "Compare": ActionSpec(
+        _control("Compare"),
+        required=frozenset({"ComparisonValue"}),
+        check=_check_compare,
+        errors=frozenset({"NoMatchingCondition"}),
+        conditions=True,
+    ),
+    "DistributeByPercentage": ActionSpec(
+        _control("DistributeByPercentage"),
+        errors=frozenset({"NoMatchingCondition"}),
+        conditions=True,
+        unavailable_in=frozenset({"hold", "whisper"}),
+        note="the reference asks for a chain of NumericLessThan conditions; exports write NumberLessThan",
+    ),
+    "EndFlowExecution": ActionSpec(_control("EndFlowExecution"), terminal=True),
+    "GetMetricData": ActionSpec(
+        _control("GetMetricData"),
+        optional=frozenset({"QueueId", "AgentId", "QueueChannel", "MetricsFilter"}),
+        check=_at_most_one("QueueId", "AgentId"),
+        errors=_NO_MATCH,
+        note="newer exports carry more filters than the reference lists",
+    ),
+    "Loop": ActionSpec(
+        _control("Loop"),
+        required=frozenset({"LoopCount"}),
+        check=_check_loop,
+        conditions=True,
+        operators=frozenset({"Equals"}),
+        operands=frozenset({"ContinueLooping", "DoneLooping"}),
+        required_operands=frozenset({"ContinueLooping", "DoneLooping"}),
+    ),
+    "StartVoiceIdStream": ActionSpec(
+        _control("StartVoiceIdStream"), errors=_NO_MATCH, unavailable_in=frozenset({"hold"})
+    ),
+    "TransferToFlow": ActionSpec(
+        _control("TransferToFlow"),
+        required=frozenset({"ContactFlowId"}),
+        errors=_NO_MATCH,
+        unavailable_in=frozenset({"hold", "customer queue", "whisper"}),
+    ),
+    "UpdateFlowAttributes": ActionSpec(
+        _control("UpdateFlowAttributes"),
+        required=frozenset({"FlowAttributes"}),
+        check=_check_flow_attributes,
+        note="the reference says Errors: None; exports carry NoMatchingError",
+    ),
+    "UpdateFlowLoggingBehavior": ActionSpec(
+        _control("UpdateFlowLoggingBehavior"),
+        required=frozenset({"FlowLoggingBehavior"}),
+        check=_one_of("FlowLoggingBehavior", ("Enabled", "Disabled")),
+    ),
+    "UpdateContactRoutingCriteria": ActionSpec(
+        _control("UpdateRoutingCriteria"),
+        required=frozenset({"RoutingCriteria"}),
+        check=_object("RoutingCriteria"),
+        errors=_NO_MATCH,
+        open_errors=True,
+        aliases=("UpdateRoutingCriteria",),
+        note="the page is titled UpdateRoutingCriteria; exports use UpdateContactRoutingCriteria: both accepted",
+    ),
+    "Wait": ActionSpec(
+        _control("Wait"),
+        optional=frozenset({"TimeLimitSeconds", "TimeoutSeconds", "Events", "ContinueExecution"}),
+        check=_check_wait,
+        errors=frozenset({"NoMatchingError", "ParticipantNotFound"}),
+        conditions=True,
+        operators=frozenset({"Equals"}),
+        required_operands=frozenset({"WaitCompleted"}),
+        note="the reference says TimeoutSeconds, exports TimeLimitSeconds: both accepted",
+    ),
+    # --- interactions ----------------------------------------------------------------------------------------
+    "AssociateContactToCustomerProfile": ActionSpec(
+        _interaction("AssociateContactToCustomerProfile"),
+        required=frozenset({"ProfileRequestData"}),
+        optional=frozenset({"ProfileResponseData"}),
+        errors=_NO_MATCH,
+    ),
+    "CreateCallbackContact": ActionSpec(
+        _interaction("CreateCallbackContact"),
+        optional=frozenset(
+            {
+                "QueueId",
+                "AgentId",
+                "InitialCallDelaySeconds",
+                "MaximumConnectionAttempts",
+                "RetryDelaySeconds",
+                "ContactFlowId",
+                "CustomerCallbackNumber",
+            }
+        ),
+        check=_at_most_one("QueueId", "AgentId"),
+        errors=_NO_MATCH,
+        open_errors=True,
+        note=_NOT_PINNED,
+    ),
+    "CreateCustomerProfile": ActionSpec(
+        _interaction("CreateCustomerProfile"),
+        optional=frozenset({"ProfileRequestData", "ProfileResponseData"}),
+        errors=_NO_MATCH,
+        open_errors=True,
+    ),
+    "GetCalculatedAttributesForCustomerProfile": ActionSpec(
+        _interaction("GetCalculatedAttributesForCustomerProfile"),
+        optional=frozenset({"ProfileRequestData", "ProfileResponseData"}),
+        errors=_NO_MATCH,
+        open_errors=True,
+    ),
+    "GetCustomerProfile": ActionSpec(
+        _interaction("GetCustomerProfile"),
+        optional=frozenset({"ProfileRequestData", "ProfileResponseData"}),
+        errors=frozenset({"MultipleFoundError", "NoneFoundError", "NoMatchingError"}),
+        open_errors=True,
+    ),
+    "GetCustomerProfileObject": ActionSpec(
+        _interaction("GetCustomerProfileObject"),
+        optional=frozenset({"ProfileRequestData", "ProfileResponseData"}),
+        errors=frozenset({"NoneFoundError", "NoMatchingError"}),
+        open_errors=True,
+    ),
+    "InvokeLambdaFunction": ActionSpec(
+        _interaction("InvokeLambdaFunction"),
+        required=frozenset({"LambdaFunctionARN", "InvocationTimeLimitSeconds"}),
+        optional=frozenset({"InvocationType", "LambdaInvocationAttributes", "ResponseValidation"}),
+        check=_check_lambda,
+        errors=_NO_MATCH,
+        note="LambdaFunctionARN may be static or dynamic ($.Attributes.X, $.FlowAttributes.X)",
+    ),
+    "UpdateCustomerProfile": ActionSpec(
+        _interaction("UpdateCustomerProfile"),
+        optional=frozenset({"ProfileRequestData", "ProfileResponseData"}),
+        errors=_NO_MATCH,
+        open_errors=True,
+    ),
+    # --- contact actions -------------------------------------------------------------------------------------
+    "CompleteOutboundCall": ActionSpec(
+        _contact("CompleteOutboundCall"),
+        optional=frozenset({"CallerId", "VoiceConnector"}),
+        errors=_NO_MATCH,
+        open_errors=True,
+        note=_NOT_PINNED,
+    ),
+    "CreateCase": ActionSpec(
+        _page("createcase"),
+        optional=frozenset({"LinkContactToCase", "CaseTemplateId", "CaseRequestFields"}),
+        errors=frozenset({"ContactNotLinked", "NoMatchingError"}),
+    ),
+    "CreateTask": ActionSpec(
+        _page("createtask"),
+        optional=frozenset(
+            {
+                "Name",
+                "Description",
+                "ContactFlowId",
+                "QuickConnectId",
+                "Attributes",
+                "References",
+                "ScheduledTime",
+                "TaskTemplateId",
+                "DelaySeconds",
+            }
+        ),
+        check=_string_map("Attributes"),
+        errors=_NO_MATCH,
+        open_errors=True,
+        note=_NOT_PINNED,
+    ),
+    "CreateWisdomSession": ActionSpec(
+        _page("createwisdomsession"),
+        optional=frozenset({"WisdomAssistantArn"}),
+        errors=_NO_MATCH,
+        open_errors=True,
+    ),
+    "DequeueContactAndTransferToQueue": ActionSpec(
+        _contact("DequeueContactAndTransferToQueue"),
+        optional=frozenset({"QueueId", "AgentId"}),
+        check=_at_most_one("QueueId", "AgentId"),
+        errors=_QUEUE_FULL,
+        unavailable_in=frozenset({"inbound", "hold", "whisper", "transfer"}),
+    ),
+    "EndFlowModuleExecution": ActionSpec(
+        _page("endflowmoduleexecution"), optional=frozenset({"Result", "ResultData"}), terminal=True
+    ),
+    "GetCase": ActionSpec(
+        _page("getcase"),
+        optional=frozenset({"LinkContactToCase", "GetLastUpdatedCase", "CaseResponseFields", "CaseRequestFields"}),
+        errors=frozenset({"MultipleFound", "NoneFound", "ContactNotLinked", "NoMatchingError"}),
+        open_errors=True,
+    ),
+    "InvokeFlowModule": ActionSpec(
+        _page("flow-language-actions-invoke-flow-module"),
+        required=frozenset({"FlowModuleId"}),
+        optional=frozenset({"Input"}),
+        check=_object("Input"),
+        errors=frozenset({"NoMatchingError", "NoMatchingCondition"}),
+        conditions=True,
+        note="conditions are the module's own results",
+    ),
+    "StartOutboundChatContact": ActionSpec(
+        _contact("StartOutboundChatContact"),
+        errors=_NO_MATCH,
+        open_errors=True,
+        note="listed by the reference; its parameters are accepted as given",
+    ),
+    "TagContact": ActionSpec(
+        _contact("TagContact"),
+        required=frozenset({"Tags"}),
+        check=_string_map("Tags"),
+        note="the reference says Errors: None; the catch-all is accepted as everywhere",
+    ),
+    "TransferContactToAgent": ActionSpec(_contact("TransferContactToAgent"), errors=_NO_MATCH),
+    "TransferContactToQueue": ActionSpec(
+        _contact("TransferContactToQueue"),
+        errors=_QUEUE_FULL,
+        unavailable_in=frozenset({"whisper", "customer queue", "hold"}),
+    ),
+    "UntagContact": ActionSpec(
+        _contact("UnTagContact"),
+        optional=frozenset({"TagKeys"}),
+        errors=_NO_MATCH,
+        aliases=("UnTagContact",),
+        note="the page spells it UnTagContact, the service UntagContact: both accepted",
+    ),
+    "UpdateCase": ActionSpec(
+        _page("updatecase"),
+        optional=frozenset({"LinkContactToCase", "CaseId", "CaseRequestFields"}),
+        errors=frozenset({"ContactNotLinked", "NoMatchingError"}),
+    ),
+    "UpdateContactAttributes": ActionSpec(
+        _contact("UpdateContactAttributes"),
+        required=frozenset({"Attributes"}),
+        optional=frozenset({"TargetContact"}),
+        check=_check_attributes,
+        errors=_NO_MATCH,
+    ),
+    "UpdateContactCallbackNumber": ActionSpec(
+        _contact("UpdateContactCallbackNumber"),
+        required=frozenset({"CallbackNumber"}),
+        check=_jsonpath_only("CallbackNumber"),
+        errors=frozenset({"InvalidCallbackNumber", "CallbackNumberNotDialable"}),
+        unavailable_in=frozenset({"whisper", "hold"}),
+    ),
+    "UpdateContactData": ActionSpec(
+        _contact("UpdateContactData"),
+        optional=frozenset(
+            {
+                "LanguageCode",
+                "Name",
+                "Description",
+                "CustomerId",
+                "TargetContact",
+                "IsVoiceIdStreamingEnabled",
+                "IsFraudDetectionEnabled",
+                "IsVoiceAuthenticationEnabled",
+                "VoiceAuthenticationThreshold",
+                "VoiceAuthenticationResponseTime",
+                "FraudDetectionThreshold",
+                "FraudDetectionWatchlistId",
+                "RoutingCriteria",
+                "Priority",
+            }
+        ),
+        errors=_NO_MATCH,
+        note=_NOT_PINNED,
+    ),
+    "UpdateContactEventHooks": ActionSpec(
+        _contact("UpdateContactEventHooks"),
+        required=frozenset({"EventHooks"}),
+        optional=frozenset({"EventHooksConfiguration"}),
+        check=_check_event_hooks,
+        errors=_NO_MATCH,
+        note="EventHooksConfiguration is seen in exports, not in the reference",
+    ),
+    "UpdateContactMediaProcessing": ActionSpec(
+        _contact("UpdateContactMediaProcessing"),
+        optional=frozenset({"ChatProcessorSettings"}),
+        errors=_NO_MATCH,
+        open_errors=True,
+        note=_NOT_PINNED,
+    ),
+    "UpdateContactMediaStreamingBehavior": ActionSpec(
+        _contact("UpdateContactMediaStreamingBehavior"),
+        required=frozenset({"MediaStreamingState", "MediaStreamType", "Participants"}),
+        check=_check_streaming,
+        errors=_NO_MATCH,
+    ),
+    "UpdateContactRecordingAndAnalyticsBehavior": ActionSpec(
+        _contact("UpdateContactRecordingAndAnalyticsBehavior"),
+        optional=frozenset({"VoiceBehavior", "ChatBehavior", "EmailBehavior"}),
+        errors=frozenset({"NoMatchingError", "InFlightRedactionConfigurationFailed"}),
+        open_errors=True,
+        note=_NOT_PINNED,
+    ),
+    "UpdateContactRecordingBehavior": ActionSpec(
+        _contact("UpdateContactRecordingBehavior"),
+        optional=frozenset({"RecordingBehavior", "AnalyticsBehavior", "IVRRecordingBehavior"}),
+        check=_check_recording,
+        open_errors=True,
+        note=_NOT_PINNED,
+    ),
+    "ResumeContact": ActionSpec(_contact("ResumeContact"), errors=_NO_MATCH, open_errors=True),
+    "UpdateContactRoutingBehavior": ActionSpec(
+        _contact("UpdateContactRoutingBehavior"),
+        optional=frozenset({"QueuePriority", "QueueTimeAdjustmentSeconds"}),
+        exactly_one=(("QueuePriority", "QueueTimeAdjustmentSeconds"),),
+        check=_check_routing_behavior,
+        unavailable_in=frozenset({"transfer", "whisper", "customer queue", "hold"}),
+    ),
+    "UpdateContactTargetQueue": ActionSpec(
+        _contact("UpdateContactTargetQueue"),
+        optional=frozenset({"QueueId", "AgentId"}),
+        exactly_one=(("QueueId", "AgentId"),),
+        check=_check_target_queue,
+        errors=_NO_MATCH,
+    ),
+    "UpdateContactTextToSpeechVoice": ActionSpec(
+        _contact("UpdateContactTextToSpeechVoice"),
+        required=frozenset({"TextToSpeechVoice"}),
+        optional=frozenset({"TextToSpeechEngine", "TextToSpeechStyle"}),
+        check=_one_of("TextToSpeechStyle", ("None", "Conversational", "Newscaster"), dynamic=True),
+        note="the reference now asks for a NoMatchingError branch; older exports have none, so it is optional",
+    ),
+    "UpdatePreviousContactParticipantState": ActionSpec(
+        _contact("UpdatePreviousContactParticipantState"),
+        optional=frozenset({"PreviousContactParticipantState"}),
+        errors=_NO_MATCH,
+        open_errors=True,
+        note=_NOT_PINNED,
+    ),
+}
+
+# The action types by their own names; ACTION_TYPES adds the other spellings the reference or the service use.
+CANONICAL_TYPES: Mapping[str, ActionSpec] = _SPECS
+ACTION_ALIASES: Mapping[str, str] = {alias: name for name, spec in _SPECS.items() for alias in spec.aliases}
+ACTION_TYPES: Mapping[str, ActionSpec] = {**_SPECS, **{alias: _SPECS[name] for alias, name in ACTION_ALIASES.items()}}

@@ -1,13 +1,22 @@
 """Validation of a flow document: every rule it breaks, each as a :class:`Problem`.
 
-:func:`validate` checks the document (its version, the legacy export format, its size), then each action (its
-identifier; its type's parameters, error types and conditions as :mod:`voicebridge_dev.flows.rules` gives them;
-the placeholders it holds; its transitions), then the graph (every target exists, every action is reachable from
-StartAction) and the designer's metadata. It reports every problem it finds rather than stopping at the first.
+A problem is an *error* when Connect would reject the flow, a *warning* when Connect stores it but a person should
+look (an unreachable block, a parameter the reference does not document, a template token in a prompt's text).
+:func:`validate` returns the errors, and the warnings too when asked; it reports every problem it finds rather than
+stopping at the first.
+
+It takes a flow as exported (``{"Version", "StartAction", "Metadata", "Actions"}``, a flow module adding
+``Settings``) or as Connect's API hands it over, the flow being the ``Content`` string of a DescribeContactFlow
+answer (``{"ContactFlow": {"Type", "Content"}}``), of a DescribeContactFlowModule one, or of a CreateContactFlow
+request (``{"Name", "Type", "Content"}``). It checks the document (its version, the legacy export format, its size),
+then each action (its identifier; its type's parameters, error types and conditions as
+:mod:`voicebridge_dev.flows.rules` gives them; the template tokens it holds; its transitions), then the graph (every
+target exists, every action is reachable from StartAction) and the designer's metadata.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Iterator, Mapping
@@ -16,37 +25,72 @@ from typing import Any
 
 from voicebridge_dev.flows.rules import (
     ACTION_TYPES,
+    CATCH_ALL_ERROR,
     COMPARE_OPERATORS,
+    FLOW_FAMILIES,
     FLOW_LANGUAGE_VERSION,
     FORBIDDEN_IDENTIFIER_CHARS,
+    FUNCTION_ARN_PLACEHOLDER,
     LEGACY_TYPES,
     MAX_ACTIONS,
     MAX_CONTENT_CHARS,
     MAX_IDENTIFIER_CHARS,
+    MODULE,
     PLACEHOLDER,
     RESERVED_IDENTIFIERS,
+    TEMPLATE_TOKEN,
     ActionSpec,
     CheckContext,
-    check_loop_conditions,
 )
 
 # Parentheses are forbidden in identifiers, so this label can never collide with a real action.
 FLOW = "(flow)"
 
 _SUB_NAME = re.compile(r"[A-Za-z0-9_]+(::[A-Za-z0-9_]+)?(\.[A-Za-z0-9_.]+)?")
+# A value under one of these keys is the caller's own data or words: a template token there is Connect's business
+# only as text, so it is a warning; anywhere else (an ARN, an ID, a number) it is a value Connect cannot resolve.
+_FREE_TEXT_KEYS = frozenset({"Text", "SSML", "Name", "Description", "InitialMessage"})
+_USER_DATA_KEYS = frozenset(
+    {
+        "Attributes",
+        "LambdaInvocationAttributes",
+        "LexSessionAttributes",
+        "ViewData",
+        "FlowAttributes",
+        "Input",
+        "ResultData",
+        "Tags",
+        "CaseRequestFields",
+        "CaseResponseFields",
+        "ProfileRequestData",
+        "ProfileResponseData",
+        "References",
+    }
+)
 
 JsonObject = dict[str, Any]
 
 
 @dataclass(frozen=True)
 class Problem:
-    """One broken rule: ``action`` is the action's Identifier (or ``(flow)`` for the document itself)."""
+    """One broken rule: ``action`` is the action's Identifier (or ``(flow)`` for the document itself); a
+    ``warning`` is something Connect accepts but a person should look at."""
 
     action: str
     reason: str
+    warning: bool = False
 
     def __str__(self) -> str:
         return f"{self.action}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class FlowContent:
+    """The flow-language document inside what was given, and the flow type it was given with, if any."""
+
+    document: JsonObject
+    flow_type: str | None
+    content_chars: int
 
 
 def validate(
@@ -54,26 +98,66 @@ def validate(
     *,
     known_functions: set[str] | None = None,
     known_names: set[str] | None = None,
+    templated: bool = False,
+    warnings: bool = False,
 ) -> list[Problem]:
     """Every rule of the flow language that ``flow`` (a parsed document or its JSON text) breaks.
 
     ``known_functions`` are the template's function logical IDs that ``${X.Arn}`` may name; ``known_names``
     are the parameters and resources that a bare ``${X}`` may name. ``None`` skips the corresponding check
-    (the placeholder's form is still checked). An empty list means the flow is valid.
+    (the placeholder's form is still checked). ``templated`` says ``flow`` is a template whose tokens (``%%X%%``,
+    ``{{x}}``, ``${x}``) a templating system fills before import: they are accepted, and the values holding them
+    left unchecked. The errors come back, and with ``warnings`` the warnings after them; no error means the flow
+    is valid.
 
         >>> validate({"Version": "2019-10-30", "StartAction": "Bye", "Actions": [
         ...     {"Identifier": "Bye", "Type": "DisconnectParticipant", "Parameters": {}, "Transitions": {}}]})
         []
     """
+    found = _problems(flow, CheckContext(known_functions, known_names, templated))
+    errors = [p for p in found if not p.warning]
+    return [*errors, *(p for p in found if p.warning)] if warnings else errors
+
+
+def flow_content(document: Mapping[str, Any]) -> FlowContent | str:
+    """The flow inside ``document`` (itself, or the ``Content`` of an API answer or request), or why there is none."""
+    wrapped = any(isinstance(document.get(key), dict) for key in ("ContactFlow", "ContactFlowModule"))
+    if "Actions" in document or "modules" in document or not (wrapped or "Content" in document):
+        chars = len(json.dumps(document, separators=(",", ":"), ensure_ascii=False))
+        return FlowContent(dict(document), None, chars)
+    wrapper: Any = document
+    flow_type: Any = None
+    for key in ("ContactFlow", "ContactFlowModule"):
+        if isinstance(document.get(key), dict):
+            wrapper = document[key]
+            flow_type = MODULE if key == "ContactFlowModule" else None
+    if not isinstance(wrapper.get("Content"), str):
+        return "Content must be the flow as a JSON string (as DescribeContactFlow gives it)"
+    text = wrapper["Content"]
+    try:
+        content = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return f"Content is not valid JSON: {exc}"
+    if not isinstance(content, dict):
+        return "Content must hold a JSON object"
+    given_type = wrapper.get("Type")
+    return FlowContent(content, flow_type or (given_type if isinstance(given_type, str) else None), len(text))
+
+
+def _problems(flow: Mapping[str, Any] | str, ctx: CheckContext) -> list[Problem]:
     if isinstance(flow, str):
         try:
-            document = json.loads(flow)
+            given = json.loads(flow)
         except json.JSONDecodeError as exc:
             return [Problem(FLOW, f"not valid JSON: {exc}")]
     else:
-        document = flow
-    if not isinstance(document, dict):
+        given = flow
+    if not isinstance(given, dict):
         return [Problem(FLOW, "a flow must be a JSON object")]
+    content = flow_content(given)
+    if isinstance(content, str):
+        return [Problem(FLOW, content)]
+    document = content.document
     legacy = _legacy_reason(document)
     if legacy is not None:
         return [Problem(FLOW, legacy)]
@@ -86,13 +170,12 @@ def validate(
         return [*problems, Problem(FLOW, "Actions must be a non-empty list")]
     if len(raw_actions) > MAX_ACTIONS:
         problems.append(Problem(FLOW, f"{len(raw_actions)} actions, more than the {MAX_ACTIONS} allowed"))
-    content_chars = len(json.dumps(document, separators=(",", ":"), ensure_ascii=False))
-    if content_chars > MAX_CONTENT_CHARS:
+    if content.content_chars > MAX_CONTENT_CHARS:
         problems.append(
-            Problem(FLOW, f"Content is {content_chars} characters, more than the {MAX_CONTENT_CHARS} allowed")
+            Problem(FLOW, f"Content is {content.content_chars} characters, more than the {MAX_CONTENT_CHARS} allowed")
         )
 
-    ctx = CheckContext(known_functions, known_names)
+    family = _flow_family(document, content.flow_type)
     actions: dict[str, JsonObject] = {}
     for index, raw in enumerate(raw_actions):
         label, identifier_problems = _check_identifier(raw, index, actions)
@@ -101,6 +184,7 @@ def validate(
             continue
         actions[label] = raw
         problems += [Problem(label, reason) for reason in _check_action(raw, ctx)]
+        problems += [Problem(label, reason, warning=True) for reason in _action_warnings(raw, ctx, family)]
 
     start = document.get("StartAction")
     if not isinstance(start, str) or start not in actions:
@@ -108,7 +192,11 @@ def validate(
     problems += _check_targets(actions)
     if isinstance(start, str) and start in actions:
         reachable = _reachable(start, actions)
-        problems += [Problem(a, "unreachable from StartAction") for a in actions if a not in reachable]
+        problems += [
+            Problem(a, "unreachable from StartAction (Connect keeps it; nothing runs it)", warning=True)
+            for a in actions
+            if a not in reachable
+        ]
     problems += _check_metadata(document.get("Metadata"), actions)
     return problems
 
@@ -128,6 +216,17 @@ def _legacy_reason(document: Mapping[str, Any]) -> str | None:
                     f"legacy block type {kind} is obsolete: the flow language uses {LEGACY_TYPES[kind]} "
                     f"(Version {FLOW_LANGUAGE_VERSION})"
                 )
+    return None
+
+
+def _flow_family(document: Mapping[str, Any], flow_type: str | None) -> str | None:
+    if flow_type == MODULE or "Settings" in document:
+        return MODULE
+    metadata = document.get("Metadata")
+    designer_type = metadata.get("type") if isinstance(metadata, dict) else None
+    for given in (flow_type, designer_type):
+        if isinstance(given, str) and given in FLOW_FAMILIES:
+            return FLOW_FAMILIES[given]
     return None
 
 
@@ -151,52 +250,151 @@ def _check_identifier(raw: Any, index: int, seen: Mapping[str, Any]) -> tuple[st
     return identifier, problems
 
 
+def nearest_type(kind: str) -> str | None:
+    """The known action type closest to an unknown ``kind`` (case ignored), or ``None`` when none is close."""
+    by_lower = {name.lower(): name for name in ACTION_TYPES}
+    close = difflib.get_close_matches(kind.lower(), list(by_lower), n=1, cutoff=0.6)
+    return by_lower[close[0]] if close else None
+
+
 def _check_action(raw: JsonObject, ctx: CheckContext) -> list[str]:
     kind = raw.get("Type")
-    if not isinstance(kind, str) or kind not in ACTION_TYPES:
-        return [f"unknown action Type {kind!r}"]
-    spec = ACTION_TYPES[kind]
+    spec = ACTION_TYPES.get(kind) if isinstance(kind, str) else None
+    reasons: list[str] = []
+    if spec is None:
+        nearest = nearest_type(kind) if isinstance(kind, str) else None
+        reasons.append(f"unknown action Type {kind!r}" + (f" (did you mean {nearest}?)" if nearest else ""))
     params = raw.get("Parameters", {})
     if not isinstance(params, dict):
-        return ["Parameters must be an object"]
-    reasons = [f"{kind} takes no parameter {name}" for name in params if name not in spec.parameters]
-    reasons += spec.check(params, ctx)
-    # The Lambda check already names an unknown function; checking the placeholder again would say it twice.
-    reasons += _check_placeholders({k: v for k, v in params.items() if k != "LambdaFunctionARN"}, ctx)
-    reasons += _check_transitions(kind, spec, raw.get("Transitions"))
+        return [*reasons, "Parameters must be an object"]
+    if spec is not None:
+        reasons += [f"{name} must be set: {kind} requires it" for name in sorted(spec.required) if name not in params]
+        reasons += _check_exactly_one(spec, params)
+        reasons += spec.check(params, ctx)
+    reasons += _check_tokens(params, ctx)
+    # The Lambda check already names an unknown ${X.Arn} function; checking the placeholder again would say it twice.
+    arn = params.get("LambdaFunctionARN")
+    whole_function = isinstance(arn, str) and FUNCTION_ARN_PLACEHOLDER.fullmatch(arn) is not None
+    reasons += _check_placeholders(
+        {k: v for k, v in params.items() if k != "LambdaFunctionARN" or not whole_function}, ctx
+    )
+    reasons += _check_transitions(str(kind), spec, raw.get("Transitions"), params)
     return reasons
 
 
-def _check_transitions(kind: str, spec: ActionSpec, transitions: Any) -> list[str]:
+def _check_exactly_one(spec: ActionSpec, params: Mapping[str, Any]) -> list[str]:
+    reasons: list[str] = []
+    for group in spec.exactly_one:
+        given = [name for name in group if name in params]
+        if not given:
+            reasons.append(f"exactly one of {', '.join(group)} is required")
+        elif len(given) > 1:
+            reasons.append(f"exactly one of {', '.join(group)} is allowed, found {', '.join(given)}")
+    return reasons
+
+
+def _action_warnings(raw: JsonObject, ctx: CheckContext, family: str | None) -> list[str]:
+    kind = raw.get("Type")
+    spec = ACTION_TYPES.get(kind) if isinstance(kind, str) else None
+    params = raw.get("Parameters", {})
+    if spec is None or not isinstance(params, dict):
+        return _token_warnings(params, ctx) if isinstance(params, dict) else []
+    reasons = [
+        f"{kind} takes no parameter {name} (the reference does not document it; Connect may reject it)"
+        for name in params
+        if name not in spec.parameters
+    ]
+    if family is not None and family in spec.unavailable_in:
+        reasons.append(f"{kind} does not run in {family} flows, the reference says ({spec.source})")
+    return reasons + _token_warnings(params, ctx)
+
+
+def _token_places(value: Any, key: str = "", free: bool = False) -> Iterator[tuple[str, str, bool]]:
+    """Every string under ``value`` with the key it sits under and whether it is free text."""
+    if isinstance(value, str):
+        yield key, value, free or key in _FREE_TEXT_KEYS
+    elif isinstance(value, dict):
+        for name, item in value.items():
+            inner = name if isinstance(name, str) else key
+            yield from _token_places(item, inner, free or inner in _USER_DATA_KEYS)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _token_places(item, key, free)
+
+
+def _other_tokens(text: str) -> list[str]:
+    """The ``%%X%%`` and ``{{x}}`` tokens in ``text``: ``${x}`` is ``Fn::Sub``'s, checked against the template."""
+    return [t for t in TEMPLATE_TOKEN.findall(text) if not t.startswith("${")]
+
+
+def _check_tokens(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
+    if ctx.templated:
+        return []
+    return [
+        f"leftover template token {token} in {key or 'Parameters'}: Connect cannot resolve it; fill it before importing"
+        for key, text, free in _token_places(params)
+        if not free
+        for token in _other_tokens(text)
+    ]
+
+
+def _token_warnings(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
+    if ctx.templated:
+        return []
+    return [
+        f"template token {token} in {key}: Connect says it as written unless it is filled before importing"
+        for key, text, free in _token_places(params)
+        if free
+        for token in _other_tokens(text)
+    ]
+
+
+def _check_transitions(kind: str, spec: ActionSpec | None, transitions: Any, params: Mapping[str, Any]) -> list[str]:
     if not isinstance(transitions, dict):
         return ["Transitions must be an object"]
-    if spec.terminal:
+    if spec is not None and spec.terminal:
         return [] if transitions == {} else [f"{kind} ends the flow: its Transitions must be empty ({{}})"]
     reasons: list[str] = []
-    if not isinstance(transitions.get("NextAction"), str):
+    if "NextAction" in transitions and not isinstance(transitions["NextAction"], str):
+        reasons.append("Transitions.NextAction must be the Identifier of an action")
+    elif "NextAction" not in transitions and spec is not None and not spec.next_action_optional:
         reasons.append("Transitions.NextAction is required")
-    errors = transitions.get("Errors", [])
-    if not isinstance(errors, list):
-        errors = []
-        reasons.append("Transitions.Errors must be a list")
-    seen_errors: set[str] = set()
-    for branch in errors:
-        error_type = branch.get("ErrorType") if isinstance(branch, dict) else None
-        if not isinstance(branch, dict) or not isinstance(branch.get("NextAction"), str):
-            reasons.append("each error branch needs ErrorType and NextAction")
-        elif error_type not in spec.errors:
-            allowed = ", ".join(sorted(spec.errors)) or "none"
-            reasons.append(f"{kind} has no error {error_type!r} (allowed: {allowed})")
-        elif error_type in seen_errors:
-            reasons.append(f"error {error_type} is handled twice")
-        if isinstance(error_type, str):
-            seen_errors.add(error_type)
+    reasons += _check_errors(kind, spec, transitions.get("Errors", []))
     conditions = transitions.get("Conditions", [])
     if not isinstance(conditions, list):
         return [*reasons, "Transitions.Conditions must be a list"]
-    if conditions and not spec.conditions:
-        reasons.append(f"{kind} supports no Conditions")
+    if spec is None:
         return reasons
+    if conditions and not spec.conditions:
+        return [*reasons, f"{kind} supports no Conditions"]
+    return reasons + _check_conditions(kind, spec, conditions, params)
+
+
+def _check_errors(kind: str, spec: ActionSpec | None, errors: Any) -> list[str]:
+    if not isinstance(errors, list):
+        return ["Transitions.Errors must be a list"]
+    reasons: list[str] = []
+    seen: set[str] = set()
+    for branch in errors:
+        error_type = branch.get("ErrorType") if isinstance(branch, dict) else None
+        if (
+            not isinstance(branch, dict)
+            or not isinstance(error_type, str)
+            or not isinstance(branch.get("NextAction"), str)
+        ):
+            reasons.append("each error branch needs ErrorType and NextAction")
+            continue
+        if spec is not None and not spec.open_errors and error_type not in spec.errors | {CATCH_ALL_ERROR}:
+            allowed = ", ".join(sorted(spec.errors | {CATCH_ALL_ERROR}))
+            reasons.append(f"{kind} has no error {error_type!r} (allowed: {allowed})")
+        elif error_type in seen:
+            reasons.append(f"error {error_type} is handled twice")
+        seen.add(error_type)
+    return reasons
+
+
+def _check_conditions(kind: str, spec: ActionSpec, conditions: list[Any], params: Mapping[str, Any]) -> list[str]:
+    reasons: list[str] = []
     operands: list[str] = []
     for branch in conditions:
         condition = branch.get("Condition") if isinstance(branch, dict) else None
@@ -210,15 +408,28 @@ def _check_transitions(kind: str, spec: ActionSpec, transitions: Any) -> list[st
         ):
             reasons.append("each condition needs NextAction and Condition {Operator, Operands: [one string]}")
             continue
-        if condition.get("Operator") not in COMPARE_OPERATORS:
-            reasons.append(f"unknown condition Operator {condition.get('Operator')!r}")
+        operator = condition.get("Operator")
+        if operator not in COMPARE_OPERATORS:
+            reasons.append(f"unknown condition Operator {operator!r}")
+        elif spec.operators is not None and operator not in spec.operators:
+            reasons.append(f"{kind} allows only the condition operator {' or '.join(sorted(spec.operators))}")
         operands.append(condition["Operands"][0])
-    if kind == "Loop":
-        reasons += check_loop_conditions(operands)
+    required = set(spec.required_operands)
+    events = params.get("Events") if kind == "Wait" else None
+    if isinstance(events, list):
+        # Every event a Wait listens for needs its branch, as WaitCompleted does.
+        required |= {e for e in events if isinstance(e, str)}
+    reasons += [f"{kind} needs a condition Equals {operand}" for operand in sorted(required) if operand not in operands]
+    if spec.operands is not None and (
+        any(o not in spec.operands for o in operands) or len(operands) != len(set(operands))
+    ):
+        reasons.append(f"{kind} allows only one {' and one '.join(sorted(spec.operands))} condition")
     return reasons
 
 
 def _check_placeholders(value: Any, ctx: CheckContext) -> list[str]:
+    if ctx.templated:
+        return []
     reasons: list[str] = []
     for text in _strings(value):
         for match in PLACEHOLDER.finditer(text):
@@ -286,15 +497,16 @@ def _reachable(start: str, actions: Mapping[str, JsonObject]) -> set[str]:
 
 
 def _check_metadata(metadata: Any, actions: Mapping[str, JsonObject]) -> list[Problem]:
+    """The designer's layout: Connect stores Metadata "filled in with data as desired", so only warnings."""
     if metadata is None:
         return []
     if not isinstance(metadata, dict):
         return [Problem(FLOW, "Metadata must be an object")]
     positions = metadata.get("ActionMetadata", {})
     if not isinstance(positions, dict):
-        return [Problem(FLOW, "Metadata.ActionMetadata must be an object")]
+        return [Problem(FLOW, "Metadata.ActionMetadata must be an object", warning=True)]
     return [
-        Problem(FLOW, f"Metadata.ActionMetadata describes {name!r}, which is not an action")
+        Problem(FLOW, f"Metadata.ActionMetadata describes {name!r}, which is not an action", warning=True)
         for name in positions
         if name not in actions
     ]
