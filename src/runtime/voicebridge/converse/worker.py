@@ -41,8 +41,18 @@ from voicebridge.store.replies import ReplyStore, Segment
 from voicebridge.store.turns import Turn, TurnStore
 from voicebridge.telemetry import logger
 
-Speak = Callable[[str, float], str | None]
-"""Speak a sentence before a deadline (``time.monotonic()``): the prompt's URI, or None when only text can go."""
+
+@dataclass(frozen=True, slots=True)
+class Spoken:
+    """A sentence made into a prompt."""
+
+    uri: str
+    synthesis_ms: float | None = None
+    """The model's part of it (first byte to last); None when the prompt came from the cache."""
+
+
+Speak = Callable[[str, float], Spoken]
+"""Speak a sentence before a deadline (``time.monotonic()``); ModelUnavailable when only its text can go."""
 Report = Callable[[str, MetricUnit, float], None]
 
 
@@ -197,8 +207,11 @@ class ReplyWorker:
                     return
                 for sentence in splitter.feed(delta):
                     if index == job.first_segment:
-                        self._report("ResponderFirstSentence", MetricUnit.Milliseconds, self._since(started))
-                    index = self._store(turn, index, sentence)
+                        first_sentence_ms = self._since(started)
+                        self._report("ResponderFirstSentence", MetricUnit.Milliseconds, first_sentence_ms)
+                        index = self._store(turn, index, sentence, responder_ms=first_sentence_ms)
+                    else:
+                        index = self._store(turn, index, sentence)
                     spoken.append(sentence)
                     if self._interrupt.is_set():
                         logger.info("reply cut short: the caller spoke again", turn=turn.seq, segments=index)
@@ -208,7 +221,8 @@ class ReplyWorker:
                 break
             else:
                 for sentence in splitter.flush():
-                    index = self._store(turn, index, sentence)
+                    responder_ms = self._since(started) if index == job.first_segment else None
+                    index = self._store(turn, index, sentence, responder_ms=responder_ms)
                     spoken.append(sentence)
                 action, attributes = reply.action, dict(reply.attributes)
         except ResponderError as exc:
@@ -227,20 +241,38 @@ class ReplyWorker:
         self.replies_made += 1
         logger.info("reply stored", turn=turn.seq, segments=index, action=action.value, ms=round(self._since(started)))
 
-    def _store(self, turn: Turn, index: int, sentence: str) -> int:
-        """Speak and store one sentence as segment ``index``; the next index."""
+    def _store(self, turn: Turn, index: int, sentence: str, *, responder_ms: float | None = None) -> int:
+        """Speak and store one sentence as segment ``index``; the next index. The segment keeps how its time was
+        spent (the responder's, the model's, the caller's stop), for the report and the metrics."""
         if self._abandoned.is_set():
             return index
         budget_s = min(self._settings.sonic_deadline_ms / 1000, 8.0)
         uri: str | None
+        timings: dict[str, float] = {"TurnEndedAt": float(turn.ended_at_ms)}
+        if turn.latency_ms is not None:
+            timings["CallerStoppedAt"] = float(turn.ended_at_ms - turn.latency_ms)
+        if responder_ms is not None:
+            timings["ResponderMs"] = round(responder_ms, 1)
         try:
-            uri = self._speak(sentence, self._clock.monotonic() + budget_s)
+            spoken = self._speak(sentence, self._clock.monotonic() + budget_s)
+            uri = spoken.uri
+            if spoken.synthesis_ms is not None:
+                timings["SynthesisMs"] = round(spoken.synthesis_ms, 1)
         except ModelUnavailable as exc:
             logger.warning("sentence left to Connect's voice", turn=turn.seq, segment=index, reason=exc.safe_message)
             uri = None
         ready_ms = int(self._clock.time() * 1000)
         stored = self._replies.put_segment(
-            Segment(self.contact_id, turn.seq, index, sentence, uri, transcript=turn.transcript, ready_at_ms=ready_ms)
+            Segment(
+                self.contact_id,
+                turn.seq,
+                index,
+                sentence,
+                uri,
+                transcript=turn.transcript,
+                ready_at_ms=ready_ms,
+                timings=timings,
+            )
         )
         if stored and index == 0 and turn.latency_ms is not None:
             # From the end of the caller's voice (Connect's clock) to the first prompt in S3.

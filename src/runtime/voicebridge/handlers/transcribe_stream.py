@@ -43,18 +43,18 @@ def _open_session(listener: TurnListener, name: str) -> InkSession:
 
 def _replier(checkpoint: Checkpoint, sink: MetricSink) -> ReplyWorker:
     """The worker answering the caller's turns with the configured responder, speaking with the Speak path."""
-    from voicebridge.converse.worker import ReplyWorker
+    from voicebridge.converse.worker import ReplyWorker, Spoken
     from voicebridge.sonic.request import SpeechRequest
 
     config = container.settings()
     synthesizer = container.synthesizer()
 
-    def speak(text: str, deadline: float) -> str:
+    def speak(text: str, deadline: float) -> Spoken:
         prompt = synthesizer.synthesize(SpeechRequest.from_parameters({"Text": text}, config), deadline=deadline)
         if prompt.time_to_first_byte_ms is not None:
             sink.add("SonicTimeToFirstByte", MetricUnit.Milliseconds, prompt.time_to_first_byte_ms)
         sink.add("PromptCacheHit", MetricUnit.Count, 1 if prompt.cache_hit else 0)
-        return prompt.uri
+        return Spoken(prompt.uri, prompt.synthesis_ms)
 
     return ReplyWorker(
         checkpoint.contact_id,

@@ -46,6 +46,9 @@ class Segment:
     transcript: str = ""
     """What the caller said, that this reply answers."""
     ready_at_ms: int = 0
+    timings: Mapping[str, float] = field(default_factory=dict)
+    """How the segment's time was spent: ``TurnEndedAt`` and ``CallerStoppedAt`` (epoch ms), ``ResponderMs`` (to
+    the reply's first sentence, on its first segment) and ``SynthesisMs`` (the model's part of the prompt)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +90,7 @@ class ReplyStore:
             "Text": segment.text,
             "Transcript": segment.transcript,
             "ReadyAt": segment.ready_at_ms or _now_ms(),
+            "Timings": {name: float(value) for name, value in segment.timings.items()},
             "ExpiresAt": self._turns.expires_at(),
         }
         if segment.prompt_uri:
@@ -164,6 +168,7 @@ class ReplyStore:
             prompt_uri=item.get("PromptUri"),
             transcript=str(item.get("Transcript", "")),
             ready_at_ms=int(item.get("ReadyAt", 0)),
+            timings={str(k): float(v) for k, v in item.get("Timings", {}).items()},
         )
 
     def segments(self, contact_id: str, turn: int) -> Sequence[Segment]:

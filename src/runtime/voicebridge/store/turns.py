@@ -38,6 +38,9 @@ AGENT = "agent"
 
 STARTING, LISTENING, RETRYING, STOPPED = "starting", "listening", "retrying", "stopped"
 """A consumer's states: claimed but not yet running; reading; unable to read for now and trying again; done."""
+MAX_SEQ = 999_999_999
+"""The largest turn sequence number a turn key holds (nine digits): a flow's ``AfterTurn`` or ``TurnIndex`` above it
+names no turn."""
 LEASE_MS = 20_000
 """A claim whose consumer has not beaten its heart for this long is dead (the consumer beats every few seconds)."""
 
@@ -369,6 +372,9 @@ class TurnStore:
 
     def turns_after(self, contact_id: str, *, after: int, track: str = CUSTOMER, limit: int = 10) -> list[Turn]:
         """Finished turns of ``track`` with a sequence number above ``after``, oldest first."""
+        if after >= MAX_SEQ:
+            # No turn lies above the last key; a ten-digit lower bound would sort among the nine-digit keys.
+            return []
         answer = self._call(
             "query",
             TableName=self.table,
@@ -376,7 +382,7 @@ class TurnStore:
             ExpressionAttributeValues={
                 ":c": {"S": contact_id},
                 ":lo": {"S": turn_key(track, max(after + 1, 0))},
-                ":hi": {"S": turn_key(track, 999_999_999)},
+                ":hi": {"S": turn_key(track, MAX_SEQ)},
             },
             ConsistentRead=True,
             Limit=limit,
@@ -433,6 +439,8 @@ def _attr(value: Any) -> dict[str, Any]:
         return {"BOOL": value}
     if isinstance(value, int):
         return {"N": str(value)}
+    if isinstance(value, float):
+        return {"N": repr(round(value, 3))}
     if isinstance(value, str):
         return {"S": value}
     if isinstance(value, dict):
