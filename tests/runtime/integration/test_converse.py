@@ -18,7 +18,7 @@ import pytest
 from voicebridge import container
 from voicebridge.converse.playback import Next, next_to_play
 from voicebridge.converse.replies import Action
-from voicebridge.converse.worker import ReplyWorker
+from voicebridge.converse.worker import ReplyWorker, Spoken
 from voicebridge.sonic.request import SpeechRequest
 from voicebridge.store.turns import CUSTOMER, Turn
 from voicebridge_dev.local.bedrock import Fault as BedrockFault
@@ -68,8 +68,9 @@ def worker(responder: str = "scripted", **settings: str) -> tuple[ReplyWorker, s
     config = container.settings()
     synthesizer = container.synthesizer()
 
-    def speak(text: str, deadline: float) -> str:
-        return synthesizer.synthesize(SpeechRequest.from_parameters({"Text": text}, config), deadline=deadline).uri
+    def speak(text: str, deadline: float) -> Spoken:
+        prompt = synthesizer.synthesize(SpeechRequest.from_parameters({"Text": text}, config), deadline=deadline)
+        return Spoken(prompt.uri, prompt.synthesis_ms)
 
     contact_id = str(uuid.uuid4())
     container.turn_store().claim(contact_id, "arn:stream", "100", [CUSTOMER], converse=True)
@@ -121,6 +122,8 @@ def test_a_turn_is_answered_sentence_by_sentence_and_each_sentence_is_a_prompt(c
     ]
     assert all(p.segment and p.segment.prompt_uri and p.segment.prompt_uri.endswith(".wav") for p in played)
     assert (played[-1].action, dict(played[-1].attributes)) == (Action.CONTINUE, {"Intent": "Balance"})
+    first = played[0].segment
+    assert first is not None and {"TurnEndedAt", "CallerStoppedAt", "ResponderMs", "SynthesisMs"} <= set(first.timings)
     assert played[0].segment is not None and played[0].segment.transcript == "what is my balance"
 
 
