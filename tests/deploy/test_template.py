@@ -116,7 +116,7 @@ GRANTS: dict[str, dict[str, set[str]]] = {
     "SynthesizeFunction": SPEAK_GRANTS,
     "StartListeningFunction": {
         "transcribe": {"lambda:InvokeFunction"},
-        "table": {"dynamodb:PutItem", "dynamodb:GetItem"},
+        "table": {"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem"},
     },
     "TranscribeStreamFunction": {
         "kvs": {"kinesisvideo:GetDataEndpoint", "kinesisvideo:GetMedia"},
@@ -749,16 +749,36 @@ def test_the_prompt_bucket_is_private_encrypted_with_sse_s3_and_expires_prompts(
     )
 
 
-def test_only_the_connect_instance_reads_prompts_and_only_over_tls() -> None:
-    deny, connect = _props("PromptBucketPolicy")["PolicyDocument"]["Statement"]
+def test_only_the_connect_instance_reads_prompts_only_under_the_prompt_prefix_and_only_over_tls() -> None:
+    deny, reads, lists = _props("PromptBucketPolicy")["PolicyDocument"]["Statement"]
     assert deny["Effect"] == "Deny" and deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
-    condition, statement, otherwise = connect["Fn::If"]
-    assert (condition, otherwise) == ("HasConnectInstance", {"Ref": "AWS::NoValue"})
-    assert statement["Principal"] == {"Service": "connect.amazonaws.com"}
-    assert statement["Condition"] == {
+    instance = {
         "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
         "ArnEquals": {"aws:SourceArn": {"Ref": "ConnectInstanceArn"}},
     }
+    for grant in (reads, lists):
+        condition, statement, otherwise = grant["Fn::If"]
+        assert (condition, otherwise) == ("HasConnectInstance", {"Ref": "AWS::NoValue"})
+        assert statement["Principal"] == {"Service": "connect.amazonaws.com"}
+    read, listing = reads["Fn::If"][1], lists["Fn::If"][1]
+    assert (read["Action"], read["Resource"]) == ("s3:GetObject", {"Fn::Sub": "${PromptBucket.Arn}/prompts/*"})
+    assert read["Condition"] == instance
+    assert listing["Action"] == "s3:ListBucket"
+    assert listing["Condition"] == {**instance, "StringLike": {"s3:prefix": "prompts/*"}}
+
+
+def test_every_function_logs_to_a_log_group_of_the_stacks_with_its_retention() -> None:
+    for function in FUNCTIONS:
+        group = _props(function)["LoggingConfig"]["LogGroup"]["Ref"]
+        assert RESOURCES[group]["Type"] == "AWS::Logs::LogGroup"
+        assert _props(group)["RetentionInDays"] == {"Ref": "LogRetentionDays"}
+        assert _props(group)["KmsKeyId"] == {"Fn::If": ["HasLogKmsKey", {"Ref": "LogKmsKeyArn"}, {"Ref": "AWS::NoValue"}]}
+
+
+def test_the_cartesia_api_url_the_key_travels_to_must_be_https() -> None:
+    pattern = re.compile(TEMPLATE["Parameters"]["CartesiaBaseUrl"]["AllowedPattern"])
+    assert pattern.fullmatch("https://api.cartesia.ai") and pattern.fullmatch("")
+    assert not pattern.fullmatch("http://api.cartesia.ai")
 
 
 def test_the_stack_creates_the_api_key_secret_only_when_no_existing_one_is_given() -> None:
