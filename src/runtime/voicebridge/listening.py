@@ -19,9 +19,9 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from voicebridge.connect.events import ContactFlowEvent
+from voicebridge.connect.events import ContactFlowEvent, whole_number
 from voicebridge.errors import HandOffFailed, InvalidInput, NoMediaStream, NotListening
-from voicebridge.store.turns import AGENT, CUSTOMER, Claim, Turn, TurnStore
+from voicebridge.store.turns import AGENT, CUSTOMER, MAX_SEQ, Claim, Turn, TurnStore
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,8 @@ def start_listening(
     if choice not in ("customer", "both"):
         raise InvalidInput("Tracks must be 'customer' or 'both'")
     tracks = [CUSTOMER, AGENT] if choice == "both" else [CUSTOMER]
-    started_ms = _epoch_ms(audio.start_timestamp)
+    # The event's parser has checked it is epoch milliseconds in digits.
+    started_ms = int(audio.start_timestamp) if audio.start_timestamp else None
     converse = str(event.parameters.get("Converse") or "false").strip().lower()
     if converse not in ("true", "false"):
         raise InvalidInput("Converse must be 'true' or 'false'")
@@ -83,9 +84,8 @@ def await_turn(
     remaining_ms: int | None,
 ) -> tuple[Turn | None, float]:
     """The caller's first turn after ``AfterTurn`` (None on timeout), and how long it took in ms."""
-    after = _int(parameters.get("AfterTurn"), "AfterTurn", default=-1, low=-1)
-    wait_ms = _int(parameters.get("MaxWaitMs"), "MaxWaitMs", default=max_wait_ms, low=0)
-    wait_ms = min(wait_ms, max_wait_ms)
+    after = whole_number(parameters, "AfterTurn", default=-1, low=-1, high=MAX_SEQ)
+    wait_ms = min(whole_number(parameters, "MaxWaitMs", default=max_wait_ms, low=0), max_wait_ms)
     if remaining_ms is not None:
         wait_ms = max(0, min(wait_ms, remaining_ms - 300))
     started = time.monotonic()
@@ -106,22 +106,3 @@ def await_turn(
         if now >= deadline:
             return None, (now - started) * 1000
         time.sleep(min(poll_interval_ms / 1000, deadline - now))
-
-
-def _epoch_ms(raw: str | None) -> int | None:
-    """Connect's epoch-millisecond timestamps are strings; a malformed one is treated as absent."""
-    if raw is None or not raw.strip().isdigit():
-        return None
-    return int(raw.strip())
-
-
-def _int(raw: Any, name: str, *, default: int, low: int) -> int:
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        raise InvalidInput(f"{name} must be a whole number") from None
-    if value < low:
-        raise InvalidInput(f"{name} must be at least {low}")
-    return value

@@ -25,10 +25,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from voicebridge.connect.events import whole_number
 from voicebridge.converse.replies import Action
-from voicebridge.errors import InvalidInput, NotListening
+from voicebridge.errors import NotListening
 from voicebridge.store.replies import ReplyStatus, ReplyStore, Segment
-from voicebridge.store.turns import TurnStore
+from voicebridge.store.turns import MAX_SEQ, TurnStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,9 +59,9 @@ def next_to_play(
     remaining_ms: int | None,
 ) -> Next:
     """The next segment after the one the flow played (None when the wait ran out), long-polled."""
-    turn = _whole(parameters.get("TurnIndex"), "TurnIndex")
-    played = _whole(parameters.get("Segment"), "Segment")
-    wait_ms = min(_whole(parameters.get("MaxWaitMs"), "MaxWaitMs", default=max_wait_ms, low=0), max_wait_ms)
+    turn = whole_number(parameters, "TurnIndex", default=-1, low=-1, high=MAX_SEQ)
+    played = whole_number(parameters, "Segment", default=-1, low=-1)
+    wait_ms = min(whole_number(parameters, "MaxWaitMs", default=max_wait_ms, low=0), max_wait_ms)
     if remaining_ms is not None:
         wait_ms = max(0, min(wait_ms, remaining_ms - 300))
     started = time.monotonic()
@@ -117,15 +118,3 @@ def _segment(contact_id: str, status: ReplyStatus, turn: int, index: int, replie
     if last:
         return Next(segment, more=False, action=status.action, attributes=status.attributes)
     return Next(segment, more=True)
-
-
-def _whole(raw: Any, name: str, *, default: int = -1, low: int = -1) -> int:
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        raise InvalidInput(f"{name} must be a whole number") from None
-    if value < low:
-        raise InvalidInput(f"{name} must be at least {low}")
-    return value

@@ -1,41 +1,67 @@
 """The handler edge: parse the Connect event, run one domain call, shape the flat response.
 
 Nothing escapes: a product error becomes ``Result=Error`` with its stable ``ErrorCode``; anything unexpected is
-logged with its traceback and answered as ``InternalError``, so a flow always takes a branch it knows.
+logged with its traceback and answered as ``InternalError``, so a flow always takes a branch it knows. Every answer
+fits Connect (:func:`voicebridge.connect.events.fit`): its long text fields are shortened rather than the answer
+refused, and one that still cannot fit is never sent.
 """
 
 from __future__ import annotations
 
 import functools
-import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from voicebridge.connect.events import MAX_RESPONSE_BYTES, ContactFlowEvent, error_response
+from voicebridge.connect.events import (
+    TRUNCATED,
+    ContactFlowEvent,
+    error_response,
+    fit,
+    response_size,
+    unicode_safe,
+)
 from voicebridge.errors import VoiceBridgeError
 from voicebridge.telemetry import logger
 
 ConnectHandler = Callable[[ContactFlowEvent, Any], dict[str, str]]
+LambdaHandler = Callable[[Any, Any], dict[str, str]]
 
 
-def connect_edge(domain: ConnectHandler) -> Callable[[dict[str, Any], Any], dict[str, str]]:
-    """Wrap a function of (parsed event, Lambda context) into a Lambda handler for Connect."""
+def connect_edge(*, truncate: Sequence[str] = ()) -> Callable[[ConnectHandler], LambdaHandler]:
+    """Wrap a function of (parsed event, Lambda context) into a Lambda handler for Connect.
 
-    @functools.wraps(domain)
-    def handler(event: dict[str, Any], context: Any) -> dict[str, str]:
-        try:
-            parsed = ContactFlowEvent.parse(event)
-            logger.set_correlation_id(parsed.contact_id)
-            result = domain(parsed, context)
-        except VoiceBridgeError as exc:
-            logger.warning("request failed", error_code=exc.code, reason=exc.safe_message)
-            return error_response(exc.code, exc.safe_message)
-        except Exception:
-            logger.exception("unexpected failure")
-            return error_response("InternalError", "unexpected failure; see the function's logs")
-        if len(json.dumps(result).encode()) > MAX_RESPONSE_BYTES:
-            logger.error("response too large for Connect", size=len(json.dumps(result)))
-            return error_response("InternalError", "response larger than Connect accepts")
-        return result
+    ``truncate`` names the long text fields of its answers that may be shortened, in that order, when an answer
+    would not fit Connect's limit::
 
-    return handler
+        @connect_edge(truncate=("Transcript",))
+        def _await(event: ContactFlowEvent, context: Any) -> dict[str, str]: ...
+    """
+
+    def wrap(domain: ConnectHandler) -> LambdaHandler:
+        @functools.wraps(domain)
+        def handler(event: Any, context: Any) -> dict[str, str]:
+            # The logger outlives the invocation: a malformed event must not be logged under the last contact's id.
+            logger.set_correlation_id(None)
+            try:
+                parsed = ContactFlowEvent.parse(event)
+                logger.set_correlation_id(parsed.contact_id)
+                result = domain(parsed, context)
+                answer = fit(result, truncate)
+            except VoiceBridgeError as exc:
+                # A message may quote what a model or a store said: no lone surrogate may break the log line.
+                reason = unicode_safe(exc.safe_message)
+                logger.warning("request failed", error_code=exc.code, reason=reason)
+                return error_response(exc.code, reason)
+            except Exception:
+                logger.exception("unexpected failure")
+                return error_response("InternalError", "unexpected failure; see the function's logs")
+            if answer is None:
+                logger.error("response too large for Connect", size=response_size(result))
+                return error_response("InternalError", "response larger than Connect accepts")
+            if TRUNCATED in answer and TRUNCATED not in result:
+                logger.warning("response truncated to fit Connect", size=response_size(result), fields=list(truncate))
+            return answer
+
+        return handler
+
+    return wrap

@@ -2,6 +2,8 @@
 
 Input: ``AfterTurn`` (the last turn index the flow has handled; ``-1`` or absent for the first), optional
 ``MaxWaitMs``. Output: ``Result=Turn`` with ``Transcript`` and ``TurnIndex``; ``Result=Timeout``; ``Result=Error``.
+A transcript too long for Connect's 32 KB is cut on a character boundary and the answer says ``Truncated=true``: the
+flow still gets the turn, and moves past it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from voicebridge.listening import await_turn
 from voicebridge.telemetry import metrics
 
 
-@connect_edge
+@connect_edge(truncate=("Transcript",))
 def _await(event: ContactFlowEvent, context: Any) -> dict[str, str]:
     remaining = context.get_remaining_time_in_millis() if hasattr(context, "get_remaining_time_in_millis") else None
     turn, waited_ms = await_turn(
@@ -31,7 +33,7 @@ def _await(event: ContactFlowEvent, context: Any) -> dict[str, str]:
     metrics.add_metric(name="AwaitTurnWait", unit=MetricUnit.Milliseconds, value=waited_ms)
     if turn is None:
         return response("Timeout")
-    return response("Turn", Transcript=turn.transcript[:8000], TurnIndex=turn.seq)
+    return response("Turn", Transcript=turn.transcript, TurnIndex=turn.seq)
 
 
 handler = metrics.log_metrics(_await)

@@ -5,6 +5,8 @@ Output: ``Result=Speak`` with ``PromptUri``, ``TurnIndex``, ``Segment``, ``More`
 the responder's attributes; ``Result=Fallback`` with ``Text`` instead of ``PromptUri`` when Sonic could not speak
 the sentence; ``Result=OK`` with ``Action`` when the reply is over and the flow must transfer or hang up;
 ``Result=Timeout``; ``Result=Error`` (``NotListening``, ``InvalidInput``…). See :mod:`voicebridge.converse.playback`.
+An answer too long for Connect's 32 KB has its ``Transcript``, then its ``Text``, cut on a character boundary and says
+``Truncated=true``.
 """
 
 from __future__ import annotations
@@ -14,15 +16,15 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 
 from voicebridge import container
-from voicebridge.connect.events import ContactFlowEvent, response
+from voicebridge.connect.events import TRUNCATED, ContactFlowEvent, response
 from voicebridge.converse.playback import next_to_play
 from voicebridge.handlers._edge import connect_edge
 from voicebridge.telemetry import metrics
 
-RESERVED = frozenset({"Result", "PromptUri", "Text", "TurnIndex", "Segment", "More", "Transcript", "Action"})
+RESERVED = frozenset({"Result", "PromptUri", "Text", "TurnIndex", "Segment", "More", "Transcript", "Action", TRUNCATED})
 
 
-@connect_edge
+@connect_edge(truncate=("Transcript", "Text"))
 def _converse(event: ContactFlowEvent, context: Any) -> dict[str, str]:
     config = container.settings()
     remaining = context.get_remaining_time_in_millis() if hasattr(context, "get_remaining_time_in_millis") else None

@@ -18,7 +18,7 @@ from voicebridge.listening import start_listening
 from voicebridge.telemetry import logger, metrics
 
 
-@connect_edge
+@connect_edge()
 def _start(event: ContactFlowEvent, context: Any) -> dict[str, str]:
     try:
         started = start_listening(

@@ -2,7 +2,8 @@
 
 Input parameters: ``Text`` (required), ``Prefix``, ``Voice``, ``Language``, ``Speed``, ``Volume``, ``Emotion``.
 Output: ``Result=OK`` with ``PromptUri``, ``DurationMs``, ``CacheHit``, ``TimeToFirstByteMs``; ``Result=Fallback``
-with ``Text`` when Sonic cannot answer in time (the flow speaks it with Connect's own voice); ``Result=Error`` with
+with ``Text`` when Sonic cannot answer in time (the flow speaks it with Connect's own voice; a text too long for
+Connect's 32 KB is cut on a character boundary, with ``Truncated=true``); ``Result=Error`` with
 ``ErrorCode``/``ErrorMessage`` for bad input or a broken deployment.
 """
 
@@ -14,7 +15,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 
 from voicebridge import container
-from voicebridge.connect.events import ContactFlowEvent, response
+from voicebridge.connect.events import ContactFlowEvent, response, unicode_safe
 from voicebridge.errors import ModelUnavailable, VoiceBridgeError
 from voicebridge.handlers._edge import connect_edge
 from voicebridge.sonic.request import SpeechRequest
@@ -24,7 +25,7 @@ LAMBDA_MARGIN_MS = 300
 """Kept back from the Lambda's remaining time to store the prompt and answer."""
 
 
-@connect_edge
+@connect_edge(truncate=("Text",))
 def _synthesize(event: ContactFlowEvent, context: Any) -> dict[str, str]:
     started = time.perf_counter()
     try:
@@ -35,7 +36,8 @@ def _synthesize(event: ContactFlowEvent, context: Any) -> dict[str, str]:
         prompt = container.synthesizer().synthesize(request, deadline=time.monotonic() + budget_ms / 1000)
     except ModelUnavailable as exc:
         metrics.add_metric(name="SynthesisErrors", unit=MetricUnit.Count, value=1)
-        logger.warning("falling back to Connect's voice", reason=exc.safe_message)
+        # The model's own words may hold a lone surrogate: the log line must survive it.
+        logger.warning("falling back to Connect's voice", reason=unicode_safe(exc.safe_message))
         return response("Fallback", Text=request.text, ErrorCode=exc.code, ErrorMessage=exc.safe_message)
     except VoiceBridgeError:
         metrics.add_metric(name="SynthesisErrors", unit=MetricUnit.Count, value=1)

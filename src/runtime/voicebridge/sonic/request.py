@@ -25,14 +25,15 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from voicebridge.config import Settings
+from voicebridge.connect.events import is_unicode
 from voicebridge.errors import InvalidInput
 
 CACHE_FORMAT_VERSION = 1
 """Bump when the conversion changes the bytes of a prompt, so stale prompts are never served."""
 
-_VOICE_ID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+_VOICE_ID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _LANGUAGE = re.compile(r"(?P<language>[a-z]{2})(?:-(?P<region>[a-z]{2}))?", re.IGNORECASE | re.ASCII)
-_EMOTION = re.compile(r"^[a-z][a-z_:]{0,31}$")
+_EMOTION = re.compile(r"[a-z][a-z_:]{0,31}")
 SPEED_RANGE = (0.6, 1.5)
 VOLUME_RANGE = (0.5, 2.0)
 
@@ -57,15 +58,20 @@ class SpeechRequest:
         prefix = parameters.get("Prefix") or ""
         if not isinstance(prefix, str):
             raise InvalidInput("Prefix must be a string")
+        # A responder's reply comes here without the event's parser: a lone surrogate could neither be hashed into
+        # the cache key nor sent to the model.
+        for name, value in (("Text", text), ("Prefix", prefix)):
+            if not is_unicode(value):
+                raise InvalidInput(f"{name} is not valid Unicode")
         full = " ".join((prefix + text).split())
         if len(full) > settings.sonic_max_text_chars:
             raise InvalidInput(f"Text is {len(full)} characters; the limit is {settings.sonic_max_text_chars}")
         voice = _string(parameters, "Voice") or settings.sonic_default_voice
-        if not _VOICE_ID.match(voice):
+        if not _VOICE_ID.fullmatch(voice):
             raise InvalidInput("Voice must be a Cartesia voice id (a UUID)")
         language = _language(_string(parameters, "Language") or settings.sonic_default_language)
         emotion = _string(parameters, "Emotion")
-        if emotion is not None and not _EMOTION.match(emotion):
+        if emotion is not None and not _EMOTION.fullmatch(emotion):
             raise InvalidInput("Emotion must be a Sonic emotion name such as 'calm' or 'excited'")
         return cls(
             text=full,
