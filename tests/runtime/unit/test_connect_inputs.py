@@ -209,3 +209,14 @@ def test_the_consumer_reads_its_sample_event() -> None:
     parse: Callable[[Any], Any] = transcribe_stream._parse
     assert parse(CONSUMER) == (CONSUMER["ContactId"], 0)
     assert parse({**CONSUMER, "Generation": "3"}) == (CONSUMER["ContactId"], 3)
+
+
+def test_a_log_line_holding_a_lone_surrogate_is_still_written() -> None:
+    import logging
+
+    from voicebridge.telemetry import logger
+
+    record = logging.LogRecord("voicebridge", logging.WARNING, __file__, 1, "malformed value \ud800", None, None)
+    line = logger.registered_formatter.format(record)
+    assert "\\ud800" in line
+    line.encode("utf-8")

@@ -233,6 +233,7 @@ class ReplyWorker:
                 spoken.append(self._settings.apology_text)
         if self._abandoned.is_set():
             return
+        attributes = _bounded(attributes)
         self._attributes.update(attributes)
         self._replies.finish(self.contact_id, turn.seq, index, action, attributes)
         self._replies.record_exchange(
@@ -282,3 +283,23 @@ class ReplyWorker:
 
     def _since(self, started: float) -> float:
         return (self._clock.monotonic() - started) * 1000
+
+
+MAX_ATTRIBUTES_BYTES = 8 * 1024
+"""What a reply's attributes may weigh: they reach the flow in ConverseFunction's answer, which Connect caps at
+32 KB, next to a sentence and a transcript."""
+
+
+def _bounded(attributes: dict[str, str]) -> dict[str, str]:
+    """The responder's attributes, as many as fit in :data:`MAX_ATTRIBUTES_BYTES` (the rest dropped, and said)."""
+    kept: dict[str, str] = {}
+    size = 0
+    for name, value in attributes.items():
+        size += len(name.encode()) + len(value.encode(errors="replace"))
+        if size > MAX_ATTRIBUTES_BYTES:
+            logger.warning(
+                "responder attributes over the limit; the rest are dropped", kept=len(kept), given=len(attributes)
+            )
+            break
+        kept[name] = value
+    return kept

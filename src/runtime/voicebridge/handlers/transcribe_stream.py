@@ -122,7 +122,7 @@ def _parse(event: Any) -> tuple[str, int] | str:
     if not isinstance(contact_id, str) or not CONTACT_ID.fullmatch(contact_id):
         return "ContactId must be a contact id (letters, digits and hyphens, at most 256)"
     generation = event.get("Generation", 0)
-    if isinstance(generation, str) and generation.isdigit():
+    if isinstance(generation, str) and generation.isascii() and generation.isdigit():
         generation = int(generation)
     if not isinstance(generation, int) or isinstance(generation, bool) or generation < 0:
         return "Generation must be a whole number, 0 or more"
