@@ -53,13 +53,17 @@ integration: $(DEV_STAMP) system-deps
 artifact: sam-build
 	VOICEBRIDGE_BUILD_DIR=.aws-sam/build $(VENV)/bin/pytest -q -m artifact
 
+# The optional self-managed Sonic fleet (deploy/) is a stack of its own: linted, validated and scanned alike.
+SONIC_STACK := deploy/sonic-self-managed.yaml
+
 template: $(DEV_STAMP)
-	$(VENV)/bin/cfn-lint template.yaml
+	$(VENV)/bin/cfn-lint template.yaml $(SONIC_STACK)
 	$(VENV)/bin/voicebridge flows validate
 	$(PY) tools/flows_sync.py --check
 
 sam-validate: $(SAM_STAMP)
 	$(SAM_ENV) $(SAM_VENV)/bin/sam validate --lint
+	$(SAM_ENV) $(SAM_VENV)/bin/sam validate --lint --template-file $(SONIC_STACK)
 
 sam-build: $(SAM_STAMP)
 	@$(SAM_ENV) $(LAMBDA_PYTHON) --version >/dev/null 2>&1 || { \
@@ -68,7 +72,8 @@ sam-build: $(SAM_STAMP)
 	$(SAM_ENV) $(SAM_VENV)/bin/sam build --build-dir .aws-sam/build
 
 checkov: $(CHECKOV_STAMP)
-	$(CHECKOV_VENV)/bin/checkov --file template.yaml --framework cloudformation --skip-download --compact --quiet
+	$(CHECKOV_VENV)/bin/checkov --file template.yaml --file $(SONIC_STACK) --framework cloudformation --skip-download \
+	  --compact --quiet
 
 # Rewrites the contact flows embedded in template.yaml from contact_flows/*.json.
 flows-sync: $(DEV_STAMP)

@@ -11,13 +11,13 @@ from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from packaging.requirements import Requirement
 
 from tests.fixtures import ROOT
-from voicebridge.config import Settings
+from voicebridge.config import Settings, SonicBackendName
 from voicebridge.converse.replies import Action
 from voicebridge.converse.responders.scripted import ScriptedResponder
 from voicebridge.errors import ConfigurationError
@@ -37,15 +37,24 @@ FUNCTIONS = {
 }
 
 # What the Speak path's synthesizer reads, wherever it runs (SynthesizeFunction, and the consumer's replies).
+SONIC_BACKEND_OF_HOSTING: dict[str, Any] = {
+    "Fn::If": [
+        "SonicThroughContainerContract",
+        "container",
+        {"Fn::If": ["SonicThroughCartesiaApi", "cartesia-api", "sagemaker"]},
+    ]
+}
 SPEAK_ENVIRONMENT: dict[str, Any] = {
-    "SONIC_BACKEND": {"Ref": "SonicBackend"},
+    "SONIC_BACKEND": SONIC_BACKEND_OF_HOSTING,
     "SONIC_ENDPOINT_NAME": {"Ref": "SonicEndpointName"},
     "SONIC_ENCODING": {"Ref": "SonicEncoding"},
     "SONIC_SAMPLE_RATE": {"Ref": "SonicSampleRate"},
     "SONIC_MODEL_ID": {"Ref": "SonicModelId"},
     "SONIC_DEFAULT_VOICE": {"Ref": "DefaultVoiceId"},
     "SONIC_DEFAULT_LANGUAGE": {"Ref": "DefaultLanguage"},
-    "SONIC_BASE_URL": {"Ref": "SonicBaseUrl"},
+    "SONIC_BASE_URL": {
+        "Fn::If": ["CreateSonicFleet", {"Fn::GetAtt": ["SonicFleet", "Outputs.SonicBaseUrl"]}, {"Ref": "SonicBaseUrl"}]
+    },
     "CARTESIA_BASE_URL": {"Ref": "CartesiaBaseUrl"},
     "CARTESIA_API_KEY_SECRET_ARN": None,
     "PROMPT_BUCKET": {"Ref": "PromptBucket"},
@@ -772,7 +781,9 @@ def test_every_function_logs_to_a_log_group_of_the_stacks_with_its_retention() -
         group = _props(function)["LoggingConfig"]["LogGroup"]["Ref"]
         assert RESOURCES[group]["Type"] == "AWS::Logs::LogGroup"
         assert _props(group)["RetentionInDays"] == {"Ref": "LogRetentionDays"}
-        assert _props(group)["KmsKeyId"] == {"Fn::If": ["HasLogKmsKey", {"Ref": "LogKmsKeyArn"}, {"Ref": "AWS::NoValue"}]}
+        assert _props(group)["KmsKeyId"] == {
+            "Fn::If": ["HasLogKmsKey", {"Ref": "LogKmsKeyArn"}, {"Ref": "AWS::NoValue"}]
+        }
 
 
 def test_the_cartesia_api_url_the_key_travels_to_must_be_https() -> None:
@@ -839,6 +850,90 @@ def test_synthesize_calls_whichever_endpoint_is_in_use() -> None:
     }
     assert re.fullmatch(PARAMETERS["SonicEndpointName"]["AllowedPattern"], "sonic-prod")
     assert not re.fullmatch(PARAMETERS["SonicEndpointName"]["AllowedPattern"], "Sonic-Prod")
+
+
+# --- self-managed Sonic: the fleet nested from deploy/, the functions in its VPC ---------------------------
+
+SONIC_CALLERS = ["SynthesizeFunction", "TranscribeStreamFunction"]
+
+
+@pytest.mark.parametrize(
+    ("hosting", "api", "backend"),
+    [
+        ("sagemaker", "container", "sagemaker"),
+        ("self-managed", "container", "container"),
+        ("self-managed", "cartesia-api", "cartesia-api"),
+        ("cartesia-api", "container", "cartesia-api"),
+    ],
+)
+def test_the_sonic_hosting_chooses_the_functions_backend(hosting: str, api: str, backend: str) -> None:
+    from voicebridge_dev.template import Resolver
+
+    resolver = Resolver(TEMPLATE, parameters={"SonicHosting": hosting, "SonicSelfManagedApi": api})
+
+    assert PARAMETERS["SonicHosting"]["AllowedValues"] == ["sagemaker", "self-managed", "cartesia-api"]
+    assert resolver.resolve(SONIC_BACKEND_OF_HOSTING) == backend
+    assert set(get_args(SonicBackendName)) == {"sagemaker", "container", "cartesia-api"}
+
+
+def test_the_fleet_is_the_nested_stack_of_deploy_given_an_image() -> None:
+    fleet = RESOURCES["SonicFleet"]
+
+    assert (fleet["Type"], fleet["Condition"]) == ("AWS::Serverless::Application", "CreateSonicFleet")
+    assert fleet["Properties"]["Location"] == "deploy/sonic-self-managed.yaml"
+    assert TEMPLATE["Conditions"]["CreateSonicFleet"] == {
+        "Fn::And": [
+            {"Condition": "SelfManagedSonic"},
+            {"Fn::Not": [{"Fn::Equals": [{"Ref": "SonicImageRepositoryName"}, ""]}]},
+        ]
+    }
+
+
+def test_every_parameter_the_fleet_is_given_is_one_it_declares() -> None:
+    nested = load_template(ROOT / "deploy" / "sonic-self-managed.yaml")["Parameters"]
+    given = RESOURCES["SonicFleet"]["Properties"]["Parameters"]
+
+    assert set(given) <= set(nested)
+    required = {name for name, spec in nested.items() if "Default" not in spec}
+    assert required <= set(given)
+
+
+@pytest.mark.parametrize("function", SONIC_CALLERS)
+def test_the_functions_that_call_sonic_join_its_vpc_only_when_it_is_self_managed(function: str) -> None:
+    vpc = _props(function)["VpcConfig"]
+    condition, inside, outside = vpc["Fn::If"]
+
+    assert (condition, outside) == ("SelfManagedSonic", {"Ref": "AWS::NoValue"})
+    assert inside["SubnetIds"] == {"Fn::Split": [",", {"Fn::Join": [",", {"Ref": "SonicSubnetIds"}]}]}
+    with_fleet, without_fleet = inside["SecurityGroupIds"]["Fn::If"][1:]
+    client_group = {"Fn::GetAtt": ["SonicFleet", "Outputs.ClientSecurityGroupId"]}
+    assert client_group in with_fleet["Fn::Split"][1]["Fn::Join"][1]
+    assert without_fleet == {"Fn::Split": [",", {"Fn::Join": [",", {"Ref": "SonicFunctionSecurityGroupIds"}]}]}
+
+
+def test_only_the_functions_that_call_sonic_may_join_a_vpc() -> None:
+    assert [function for function in FUNCTIONS if "VpcConfig" in _props(function)] == SONIC_CALLERS
+
+
+def test_self_managed_sonic_is_refused_without_its_network_or_a_fleet() -> None:
+    rules = TEMPLATE["Rules"]
+
+    assert rules["SelfManagedSonicNeedsANetwork"]["RuleCondition"] == {
+        "Fn::Equals": [{"Ref": "SonicHosting"}, "self-managed"]
+    }
+    needs = [assertion["Assert"] for assertion in rules["SelfManagedSonicNeedsANetwork"]["Assertions"]]
+    assert needs == [
+        {"Fn::Not": [{"Fn::EachMemberEquals": [{"Ref": "SonicSubnetIds"}, ""]}]},
+        {"Fn::Not": [{"Fn::EachMemberEquals": [{"Ref": "SonicFunctionSecurityGroupIds"}, ""]}]},
+    ]
+    assert {"SonicFleetNeedsAVpcAndATag", "SelfManagedSonicNeedsAFleet"} <= set(rules)
+
+
+def test_the_fleet_takes_the_instance_types_the_stack_of_deploy_allows() -> None:
+    nested = load_template(ROOT / "deploy" / "sonic-self-managed.yaml")["Parameters"]
+
+    assert PARAMETERS["SonicGpuInstanceType"]["AllowedValues"] == nested["InstanceType"]["AllowedValues"]
+    assert PARAMETERS["SonicGpuInstanceType"]["Default"] == nested["InstanceType"]["Default"]
 
 
 # --- dashboard and alarms ----------------------------------------------------------------------------------

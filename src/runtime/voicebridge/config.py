@@ -25,7 +25,9 @@ from typing import Any, Literal, get_args
 from voicebridge.converse.replies import Action
 from voicebridge.errors import ConfigurationError
 
-SonicBackendName = Literal["sagemaker", "cartesia-api"]
+SonicBackendName = Literal["sagemaker", "container", "cartesia-api"]
+"""Where Sonic runs: a SageMaker endpoint, a Sonic container spoken to directly (the SageMaker container contract,
+``POST /invocations``), or the Cartesia API (or a self-hosted Cartesia API server)."""
 SonicEncoding = Literal["pcm_s16le", "pcm_mulaw"]
 ResamplerName = Literal["soxr", "numpy"]
 ListenTracks = Literal["customer", "both"]
@@ -235,6 +237,8 @@ class Settings:
             except ValueError as exc:
                 problems.append(f"{setting.name.upper()}: {exc}")
         problems.extend(_responder_problems(self))
+        problems.extend(_sonic_problems(self))
+        problems.extend(_key_problems(self))
         if problems:
             raise ConfigurationError(f"invalid configuration: {'; '.join(problems)}")
 
@@ -250,6 +254,34 @@ class Settings:
         if "aws_region" not in values:
             values["aws_region"] = env.get("AWS_DEFAULT_REGION") or "us-east-1"
         return cls(**values)
+
+
+_LOOPBACK = re.compile(r"http://(127\.0\.0\.1|localhost|\[::1\])(:\d+)?(/.*)?")
+
+
+def _key_problems(settings: Settings) -> list[str]:
+    """The Cartesia API key travels with every request to these URLs: https only, but for the local cloud's
+    loopback address."""
+    urls = {"CARTESIA_BASE_URL": settings.cartesia_base_url}
+    if settings.sonic_backend == "cartesia-api" and settings.sonic_base_url:
+        urls["SONIC_BASE_URL"] = settings.sonic_base_url
+    return [
+        f"{name}: must be an https:// URL (the API key travels with every request)"
+        for name, url in urls.items()
+        if not url.startswith("https://") and not _LOOPBACK.fullmatch(url)
+    ]
+
+
+def _sonic_problems(settings: Settings) -> list[str]:
+    """A container has no address of its own to fall back on: the backend that speaks to one needs its URL."""
+    if settings.sonic_backend != "container":
+        return []
+    url = settings.sonic_base_url or ""
+    if not url:
+        return ["SONIC_BASE_URL: must be set when SONIC_BACKEND is container"]
+    if not re.fullmatch(r"https?://[^/\s?#]+(/[^\s?#]*)?", url):
+        return ["SONIC_BASE_URL: must be an http:// or https:// URL"]
+    return []
 
 
 _RESPONDER_NEEDS = {

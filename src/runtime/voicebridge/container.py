@@ -126,12 +126,21 @@ def synthesizer() -> Synthesizer:
     """The Speak path's synthesizer on the configured Sonic backend."""
 
     def build() -> Synthesizer:
-        from voicebridge.sonic.backends import STALL_TIMEOUT_S, CartesiaApiBackend, SageMakerBackend, SonicBackend
+        from voicebridge.sonic.backends import (
+            STALL_TIMEOUT_S,
+            CartesiaApiBackend,
+            ContainerBackend,
+            SageMakerBackend,
+            SonicBackend,
+        )
         from voicebridge.sonic.synthesizer import Synthesizer
 
         config = settings()
         backend: SonicBackend
-        if config.sonic_backend == "cartesia-api":
+        if config.sonic_backend == "container":
+            # A fleet of Sonic containers of your own, spoken to as SageMaker speaks to one (POST /invocations).
+            backend = ContainerBackend(config.sonic_base_url or "", stall_timeout_s=STALL_TIMEOUT_S)
+        elif config.sonic_backend == "cartesia-api":
             # A self-hosted Sonic (SONIC_BASE_URL) may live apart from the Cartesia API that serves Ink.
             backend = CartesiaApiBackend(
                 api_key=cartesia_api_key(),

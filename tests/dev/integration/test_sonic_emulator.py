@@ -1,13 +1,15 @@
-"""The Sonic emulator (SageMaker endpoint and Cartesia API), judged by independent readers.
+"""The Sonic emulator (SageMaker endpoint, Sonic container and Cartesia API), judged by independent readers.
 
-botocore decodes the HTTP responses and the event stream itself, and the official ``cartesia`` SDK reads the
-Cartesia API's server-sent events (nothing of the project's client code is used here); ffmpeg decodes the G.711
-audio, and botocore's ``EventStreamBuffer`` checks the event-stream encoder.
+botocore decodes the HTTP responses and the event stream itself, the standard library's ``http.client`` and urllib3
+read the container's chunked answers, and the official ``cartesia`` SDK reads the Cartesia API's server-sent events
+(nothing of the project's client code is used here); ffmpeg decodes the G.711 audio, and botocore's
+``EventStreamBuffer`` checks the event-stream encoder.
 """
 
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import re
 import shutil
@@ -20,6 +22,7 @@ import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlparse
 
 import boto3
 import botocore.exceptions
@@ -946,6 +949,211 @@ def test_an_engine_failure_mid_stream_is_an_error_event() -> None:
 
     assert isinstance(events[0], TTSSSEChunkEvent)
     assert isinstance(events[-1], TTSSSEErrorEvent) and "the voice broke" in events[-1].message
+
+
+# --- the Sonic container: POST /invocations and GET /ping, as SageMaker calls them ----------------------
+
+
+def post_invocations(url: str, body: Any, headers: dict[str, str] | None = None) -> http.client.HTTPResponse:
+    """``POST /invocations`` through the standard library, as SageMaker's front end would send it."""
+    host, port = urlparse(url).hostname or "", urlparse(url).port
+    connection = http.client.HTTPConnection(host, port, timeout=5)
+    payload = body if isinstance(body, bytes) else json.dumps(body).encode()
+    connection.request(
+        "POST",
+        "/invocations",
+        body=payload,
+        headers={"Content-Type": "application/json", "Accept": "text/event-stream", **(headers or {})},
+    )
+    return connection.getresponse()
+
+
+def container_chunks(url: str, request: Any, *, read_timeout: float = 5.0) -> list[bytes]:
+    """The HTTP chunks of a streamed answer, one item per chunk, as urllib3 reads them off the wire."""
+    pool = urllib3.PoolManager(retries=False, timeout=urllib3.Timeout(connect=2, read=read_timeout))
+    response = pool.request(
+        "POST",
+        url + "/invocations",
+        body=json.dumps(request),
+        headers={"Content-Type": "application/json"},
+        preload_content=False,
+    )
+    assert response.status == 200, response.data
+    try:
+        return list(response.read_chunked())
+    finally:
+        response.release_conn()
+
+
+def test_ping_answers_200_with_an_empty_body_once_the_model_is_ready(emulator: SonicEmulator) -> None:
+    with urllib.request.urlopen(emulator.url + "/ping", timeout=5) as response:
+        assert (response.status, response.read()) == (200, b"")
+
+
+def test_ping_and_invocations_answer_503_until_the_model_is_ready(emulator: SonicEmulator) -> None:
+    emulator.ready = False
+
+    with pytest.raises(urllib.error.HTTPError) as ping:
+        urllib.request.urlopen(emulator.url + "/ping", timeout=5)
+    answer = post_invocations(emulator.url, sonic_request())
+
+    assert ping.value.code == 503
+    assert answer.status == 503 and b"loading" in answer.read()
+
+
+def test_readiness_is_changed_over_http(emulator: SonicEmulator) -> None:
+    status, config = http_json("POST", emulator.url + "/_emulator/config", {"ready": False})
+
+    assert (status, config["ready"], emulator.ready) == (200, False, False)
+    assert http_json("POST", emulator.url + "/_emulator/config", {"ready": "yes"})[0] == 400
+
+
+def test_invocations_stream_sonic_json_lines_chunked(emulator: SonicEmulator) -> None:
+    request = sonic_request()
+    response = post_invocations(emulator.url, request)
+
+    assert response.status == 200
+    assert response.getheader("Transfer-Encoding") == "chunked"
+    assert response.getheader("Content-Type") == "application/jsonlines"
+    messages = ndjson([response.read()])
+    assert [m["type"] for m in messages[:-1]] == ["chunk"] * (len(messages) - 1)
+    assert messages[-1] == {"type": "done", "context_id": request["context_id"], "status_code": 200, "done": True}
+    assert all(m["sampling_rate"] == 8000 for m in messages[:-1])
+
+
+def test_json_lines_are_split_across_chunks_and_merged_within_them(emulator: SonicEmulator) -> None:
+    chunks = container_chunks(emulator.url, sonic_request(transcript="A longer sentence to cut. " * 4))
+
+    assert any(not chunk.endswith(b"\n") for chunk in chunks), "no line was split across chunks"
+    assert any(chunk.count(b"\n") > 1 for chunk in chunks), "no chunk held several lines"
+    assert ndjson(chunks)[-1]["type"] == "done"
+
+
+def test_the_container_streams_the_endpoints_audio(emulator: SonicEmulator, client: Any) -> None:
+    request = sonic_request()
+
+    through_container = audio_bytes(ndjson(container_chunks(emulator.url, request)))
+
+    assert through_container == synthesize_over_http(client, context_id=request["context_id"])
+
+
+def test_the_first_chunk_leaves_when_the_model_starts_answering(stand_in: StandInSpeechEngine) -> None:
+    with SonicEmulator(engine=stand_in, time_to_first_byte_ms=150, realtime_factor=2.0) as emu:
+        started = time.perf_counter()
+        response = post_invocations(emu.url, sonic_request())
+        headers_at = time.perf_counter()
+        response.read()
+        finished = time.perf_counter()
+
+    assert 0.14 <= headers_at - started < finished - started - 0.3
+
+
+def test_a_request_the_model_rejects_is_a_422_with_the_reason_as_its_body(emulator: SonicEmulator) -> None:
+    response = post_invocations(emulator.url, sonic_request(transcript="<emotion value='calm'/>"))
+
+    assert response.status == 422
+    assert response.getheader("Content-Type") == "text/plain; charset=utf-8"
+    assert response.read() == b"transcript has no text to speak"
+    assert emulator.stats[-1].transport == "container"
+
+
+def test_a_body_that_is_not_json_is_a_422(emulator: SonicEmulator) -> None:
+    response = post_invocations(emulator.url, b"{not json")
+
+    assert response.status == 422 and response.read()
+
+
+def test_the_container_validates_as_the_package_does(emulator: SonicEmulator) -> None:
+    emulator.model = "sonic-3"
+
+    refused = post_invocations(emulator.url, sonic_request())
+    served = post_invocations(emulator.url, sonic_request(output_format={**PCM_8K, "encoding": "pcm"}))
+
+    assert refused.status == 422 and b"output_format.encoding" in refused.read()
+    assert served.status == 200 and ndjson([served.read()])[-1]["type"] == "done"
+
+
+def test_throttle_is_a_429_for_the_next_n_requests(emulator: SonicEmulator) -> None:
+    emulator.faults.push(Fault(FaultKind.THROTTLE, count=2))
+
+    statuses = [post_invocations(emulator.url, sonic_request()).status for _ in range(3)]
+
+    assert statuses == [429, 429, 200]
+
+
+def test_an_error_event_is_a_last_error_line_and_no_done(emulator: SonicEmulator) -> None:
+    emulator.faults.push(Fault(FaultKind.ERROR_EVENT, after_chunks=2, message="voice not found"))
+
+    messages = ndjson(container_chunks(emulator.url, sonic_request()))
+
+    assert [m["type"] for m in messages] == ["chunk"] * 2 + ["error"]
+    assert messages[-1]["data"] == "voice not found"
+
+
+@pytest.mark.parametrize(
+    ("kind", "chunks"),
+    [(FaultKind.ERROR_BEFORE_AUDIO, 0), (FaultKind.ERROR_MID_STREAM, 3), (FaultKind.INTERNAL_FAILURE, 3)],
+)
+def test_a_broken_stream_ends_before_its_last_chunk(emulator: SonicEmulator, kind: FaultKind, chunks: int) -> None:
+    emulator.faults.push(Fault(kind, after_chunks=3))
+    response = post_invocations(emulator.url, sonic_request())
+
+    assert response.status == 200
+    with pytest.raises(http.client.IncompleteRead) as cut:
+        response.read()
+    received = ndjson([cut.value.partial]) if cut.value.partial else []
+    assert [m["type"] for m in received] == ["chunk"] * chunks
+    assert emulator.stats[-1].outcome == f"fault_{kind.value}"
+
+
+def test_a_stall_pauses_the_chunked_stream_then_it_completes(emulator: SonicEmulator) -> None:
+    emulator.faults.push(Fault(FaultKind.STALL, after_chunks=3, seconds=0.5))
+    pool = urllib3.PoolManager(retries=False)
+    response = pool.request(
+        "POST", emulator.url + "/invocations", body=json.dumps(sonic_request()), preload_content=False
+    )
+
+    arrivals, chunks = [], []
+    for chunk in response.read_chunked():
+        arrivals.append(time.perf_counter())
+        chunks.append(chunk)
+
+    assert max(np.diff(arrivals)) >= 0.45
+    assert ndjson(chunks)[-1]["type"] == "done"
+
+
+def test_a_stall_longer_than_the_read_timeout_times_the_client_out_of_the_container(emulator: SonicEmulator) -> None:
+    emulator.faults.push(Fault(FaultKind.STALL, after_chunks=1, seconds=5))
+
+    with pytest.raises(urllib3.exceptions.ReadTimeoutError):
+        container_chunks(emulator.url, sonic_request(), read_timeout=0.3)
+
+
+def test_an_engine_failure_before_audio_is_a_500_from_the_container() -> None:
+    with SonicEmulator(engine=SlowEngine(delay=0, fail_on="Thanks")) as emu:
+        response = post_invocations(emu.url, sonic_request())
+
+        assert response.status == 500 and b"the voice broke" in response.read()
+
+
+def test_container_invocations_are_recorded_with_their_accept_header(emulator: SonicEmulator) -> None:
+    request = sonic_request()
+    post_invocations(emulator.url, request, {"Accept": "application/jsonlines"}).read()
+
+    [record] = emulator.stats
+    assert (record.transport, record.endpoint_name, record.accept) == ("container", None, "application/jsonlines")
+    assert record.body == request and record.http_status == 200 and record.chunks > 0
+
+
+def test_a_kept_alive_connection_serves_invocation_after_invocation(emulator: SonicEmulator) -> None:
+    host, port = urlparse(emulator.url).hostname or "", urlparse(emulator.url).port
+    connection = http.client.HTTPConnection(host, port, timeout=5)
+    endings = []
+    for _ in range(3):
+        connection.request("POST", "/invocations", body=json.dumps(sonic_request()))
+        endings.append(ndjson([connection.getresponse().read()])[-1]["type"])
+
+    assert endings == ["done"] * 3
 
 
 # --- accepted encodings: a model that refuses some ---------------------------------------------------

@@ -36,3 +36,12 @@ def test_region_falls_back_to_the_default_region_variable() -> None:
 def test_bad_values_are_named_in_one_error() -> None:
     with pytest.raises(ConfigurationError, match=r"SONIC_BACKEND.*SONIC_DEADLINE_MS"):
         Settings.from_env({"SONIC_BACKEND": "polly", "SONIC_DEADLINE_MS": "90000"})
+
+
+def test_the_cartesia_api_key_travels_only_over_https_but_to_the_local_cloud() -> None:
+    with pytest.raises(ConfigurationError, match="CARTESIA_BASE_URL: must be an https:// URL"):
+        Settings.from_env({"CARTESIA_BASE_URL": "http://api.cartesia.ai"})
+    with pytest.raises(ConfigurationError, match="SONIC_BASE_URL: must be an https:// URL"):
+        Settings.from_env({"SONIC_BACKEND": "cartesia-api", "SONIC_BASE_URL": "http://sonic.internal"})
+    assert Settings.from_env({"CARTESIA_BASE_URL": "http://127.0.0.1:4569"}).cartesia_base_url.startswith("http://")
+    assert Settings.from_env({"SONIC_BACKEND": "cartesia-api", "SONIC_BASE_URL": "https://sonic.example.com"})

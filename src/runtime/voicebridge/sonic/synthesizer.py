@@ -15,6 +15,11 @@ switch is logged once. A model's 422 carries its reason, but what Sonic 3 says o
 undocumented, so until a PCM name has worked any 422 is tried once more under the next name; after that, a 422 is
 the request's own fault and goes straight to the flow.
 
+Every stream opened against the model is counted in ``SonicStreamSeconds`` (CloudWatch, Embedded Metric Format,
+written when the stream closes, failed attempts included), with the dimensions ``SonicBackend`` and ``SonicTarget``
+(the backend's identity: ``container`` and the fleet's address, say). Its sum over a minute divided by 60 is the
+number of streams the bridge held open against that target on average: the load a Sonic fleet scales on.
+
 The converter (numpy, soxr) is imported by the first generation, so a container whose prompts come from the cache
 never loads it.
 """
@@ -27,12 +32,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
+
 from voicebridge.config import Settings
 from voicebridge.errors import AudioFormatError, InvalidInput, ModelUnavailable, RetryableModelError, VoiceBridgeError
 from voicebridge.sonic.backends import OutputFormat, SonicBackend
 from voicebridge.sonic.request import SpeechRequest
 from voicebridge.store.prompts import PromptStore, StoredPrompt
-from voicebridge.telemetry import logger
+from voicebridge.telemetry import NAMESPACE, logger
 
 if TYPE_CHECKING:
     from voicebridge.audio.convert import MulawConverter
@@ -41,6 +48,7 @@ BACKOFF_BASE_S = 0.05
 BACKOFF_CAP_S = 0.8
 MIN_ATTEMPT_S = 0.4
 """Time an attempt needs to be worth starting: Sonic's first audio takes ~40–90 ms, a short prompt ~200 ms more."""
+STREAM_SECONDS_METRIC = "SonicStreamSeconds"
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +180,14 @@ class Synthesizer:
 
     def _run(self, request: SpeechRequest, fmt: OutputFormat, deadline: float, lookup: Lookup) -> Generation:
         started = time.perf_counter()
+        try:
+            return self._stream(request, fmt, deadline, lookup, started)
+        finally:
+            _count_stream(self._backend.identity, time.perf_counter() - started)
+
+    def _stream(
+        self, request: SpeechRequest, fmt: OutputFormat, deadline: float, lookup: Lookup, started: float
+    ) -> Generation:
         first: float | None = None
         converter: MulawConverter | None = None
         for audio in self._backend.stream(request, fmt, deadline=deadline):
@@ -206,6 +222,20 @@ class _StoredMeanwhile(Exception):
     def __init__(self, prompt: StoredPrompt) -> None:
         super().__init__(prompt.key)
         self.prompt = prompt
+
+
+def _count_stream(identity: str, seconds: float) -> None:
+    """One stream's time open, under its backend and target: a metric of its own, written at once."""
+    backend, _, target = identity.partition(":")
+    dimensions = {"SonicBackend": backend, "SonicTarget": target or backend}
+    with single_metric(
+        name=STREAM_SECONDS_METRIC,
+        unit=MetricUnit.Seconds,
+        value=round(seconds, 4),
+        namespace=NAMESPACE,
+        default_dimensions=dimensions,
+    ):
+        pass
 
 
 def _answer(lookup: Lookup, *, timeout_s: float) -> StoredPrompt | None:

@@ -1,11 +1,14 @@
-"""EMULATOR of Cartesia Sonic on a SageMaker endpoint and on the Cartesia API — a stand-in, not the model.
+"""EMULATOR of Cartesia Sonic on a SageMaker endpoint, as a container, and on the Cartesia API — a stand-in, not the
+model.
 
-One loopback HTTP/1.1 server speaks two transports; both share the synthesis, pacing, faults and statistics,
+One loopback HTTP/1.1 server speaks three transports; all share the synthesis, pacing, faults and statistics,
 and differ only in how a generation is framed on the wire.
 
 - **SageMaker runtime** ``InvokeEndpointWithResponseStream`` (rest-json protocol), so an unmodified botocore
   client decodes its answers itself: ``POST /endpoints/{EndpointName}/invocations-response-stream`` answered
   with an event stream of PayloadParts carrying Sonic's JSON lines.
+- **Sonic container**, SageMaker's container contract: ``POST /invocations`` answered with the same JSON lines,
+  chunked, and ``GET /ping`` (readiness), for a fleet the bridge speaks to directly.
 - **Cartesia API** ``POST /tts/sse``, as the official ``cartesia`` SDK's ``client.tts.generate_sse`` calls it,
   answered with server-sent events.
 

@@ -34,7 +34,9 @@ class SonicEmulator(Emulator[Fault]):
     the product's docs name no version, and 3.5 is the newer package ``cartesia-ai/cartesia-aws`` documents). It
     decides the name of 16-bit PCM and what ``language`` must be (:mod:`~.requests`); the Cartesia API names its
     model in each request and is not affected. That repository has no Sonic 3.6, so neither has the emulator.
-    ``api_key``, ``accepted_encodings`` and ``model`` may be changed while the emulator runs.
+    ``ready`` — whether the container has loaded its model: ``GET /ping`` answers 200 then, 503 before, and
+    ``POST /invocations`` 503 too (the SageMaker and Cartesia API transports are not affected).
+    ``api_key``, ``accepted_encodings``, ``model`` and ``ready`` may be changed while the emulator runs.
     :meth:`wait_idle` waits until no invocation is being served (e.g. a stalled stream its client gave up on).
     """
 
@@ -52,6 +54,7 @@ class SonicEmulator(Emulator[Fault]):
         api_key: str | None = None,
         accepted_encodings: Iterable[str] = ENCODINGS,
         model: str = DEFAULT_MODEL,
+        ready: bool = True,
     ) -> None:
         if time_to_first_byte_ms < 0:
             raise ValueError(f"time_to_first_byte_ms must be >= 0, got {time_to_first_byte_ms}")
@@ -67,6 +70,7 @@ class SonicEmulator(Emulator[Fault]):
         self.api_key = api_key
         self._accepted_encodings = _encodings(accepted_encodings)
         self._model = _model(model)
+        self.ready = ready
         self._records: list[InvocationRecord] = []
         self._records_lock = threading.Lock()
         self.stopping = threading.Event()
@@ -134,13 +138,14 @@ class SonicEmulator(Emulator[Fault]):
             "accepted_encodings": [name for name in ENCODINGS if name in self._accepted_encodings],
             "api_key_required": self.api_key is not None,
             "model": self._model,
+            "ready": self.ready,
         }
 
     def configure(self, changes: Any) -> None:
         """Apply a ``POST /_emulator/config`` body; a bad one raises :class:`EmulatorConfigError`, changing nothing."""
         if not isinstance(changes, dict):
             raise EmulatorConfigError("the configuration is a JSON object")
-        unknown = set(changes) - {"accepted_encodings", "model"}
+        unknown = set(changes) - {"accepted_encodings", "model", "ready"}
         if unknown:
             raise EmulatorConfigError(f"unknown configuration fields: {', '.join(sorted(unknown))}")
         encodings = self._accepted_encodings
@@ -149,12 +154,17 @@ class SonicEmulator(Emulator[Fault]):
                 raise EmulatorConfigError("accepted_encodings is a list of encoding names")
             encodings = _encodings(changes["accepted_encodings"])
         model = _model(changes["model"]) if "model" in changes else self._model
-        self._accepted_encodings, self._model = encodings, model
+        ready = changes.get("ready", self.ready)
+        if not isinstance(ready, bool):
+            raise EmulatorConfigError("ready is true or false")
+        self._accepted_encodings, self._model, self.ready = encodings, model, ready
         if "accepted_encodings" in changes:
             accepted = ", ".join(self.config()["accepted_encodings"])
             logger.info("%s: accepted encodings now %s", self.label, accepted)
         if "model" in changes:
             logger.info("%s: the endpoint now runs %s", self.label, model)
+        if "ready" in changes:
+            logger.info("%s: the container is %s", self.label, "ready" if ready else "not ready")
 
     @property
     def stats(self) -> list[InvocationRecord]:
@@ -184,7 +194,9 @@ class SonicEmulator(Emulator[Fault]):
         with self._records_lock:
             self._records.append(record)
         ttfb = f"{(record.first_byte_at - record.started) * 1000:.0f}ms" if record.first_byte_at else "-"
-        target = "/tts/sse" if record.endpoint_name is None else f"/endpoints/{record.endpoint_name}"
+        target = {"cartesia-api": "/tts/sse", "container": "/invocations"}.get(
+            record.transport, f"/endpoints/{record.endpoint_name}"
+        )
         logger.info(
             "%s: POST %s -> %d %s context_id=%s chunks=%d parts=%d audio=%.2fs ttfb=%s total=%.0fms",
             self.label,

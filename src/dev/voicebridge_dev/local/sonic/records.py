@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 __all__ = ["Invocation", "InvocationRecord", "Transport"]
 
-Transport = Literal["sagemaker", "cartesia-api"]
+Transport = Literal["sagemaker", "container", "cartesia-api"]
 
 
 @dataclass(frozen=True)
@@ -28,11 +28,12 @@ class InvocationRecord:
     time-to-first-byte wait, pacing, stalls) and excludes time spent writing to the socket, so a benchmark
     can subtract it from a client's wall time to isolate the client's own overhead.
 
-    ``transport`` is ``"sagemaker"`` or ``"cartesia-api"``; ``endpoint_name`` is None on the Cartesia API, and
+    ``transport`` is ``"sagemaker"``, ``"container"`` (``POST /invocations``) or ``"cartesia-api"``;
+    ``endpoint_name`` is None but on SageMaker, and
     ``cartesia_version`` the ``Cartesia-Version`` header it was called with. ``payload_parts`` counts
-    event-stream PayloadParts on SageMaker and server-sent events on the Cartesia API. ``accept`` is the
-    invocation's ``Accept`` parameter, which botocore sends as the ``X-Amzn-SageMaker-Accept`` header (None when
-    absent, and on the Cartesia API).
+    event-stream PayloadParts on SageMaker, HTTP chunks from the container and server-sent events on the Cartesia
+    API. ``accept`` is the invocation's ``Accept`` parameter, which botocore sends as the ``X-Amzn-SageMaker-Accept``
+    header, and the container receives as ``Accept`` (None when absent, and on the Cartesia API).
     """
 
     endpoint_name: str | None

@@ -17,6 +17,19 @@ checks only minimum lengths, so the service is the one to refuse a longer value,
 Sonic container does with the value it is handed is undocumented (the notebooks send ``text/event-stream``), so the
 emulated model takes any. Requests are not authenticated: SigV4 headers are accepted and ignored.
 
+**Sonic container**, SageMaker's container contract ("Containers need to implement a web server that responds to
+``/invocations`` and ``/ping`` on port 8080", AWS, "Use Your Own Inference Code with Hosting Services"), for a client
+that speaks to the container directly, as SageMaker does::
+
+    POST /invocations   Content-Type: application/json   Accept: <any>   body: the same Sonic request
+    200  the same JSON lines, chunked (:mod:`voicebridge_dev.local.sonic.stream`)
+    422  text/plain: the model's reason (what SageMaker relays as ModelError's OriginalMessage)
+    429  text/plain: no capacity; 500 the speech engine failed before any audio; 503 the model is not ready
+    GET  /ping           200, empty, once the model is ready; 503 before (``{"ready": false}`` below)
+
+What the container answers beyond the statuses SageMaker relays (``OriginalStatusCode`` 422 and 429) is
+undocumented: the bodies here are the reason as plain text, what the endpoint's ``OriginalMessage`` carries.
+
 **Cartesia API** ``POST /tts/sse``, as the official ``cartesia`` SDK's ``client.tts.generate_sse`` calls it::
 
     POST /tts/sse   Authorization: Bearer <key>   Cartesia-Version: <date>
@@ -37,7 +50,8 @@ The control plane (:class:`~voicebridge_dev.local.service.ControlPlane`)::
     GET    /_emulator/faults   pending faults
     DELETE /_emulator/faults   drop every pending fault
     GET    /_emulator/stats    one record per invocation (times on the time.perf_counter() clock)
-    POST   /_emulator/config   {"accepted_encodings": ["pcm_s16le", …], "model": "sonic-3" | "sonic-3.5"}
+    POST   /_emulator/config   {"accepted_encodings": ["pcm_s16le", …], "model": "sonic-3" | "sonic-3.5",
+                                "ready": true | false}
     GET    /_emulator/config   the current configuration
 """
 
@@ -62,7 +76,7 @@ from voicebridge_dev.local.sonic.errors import ClientGone, InvalidSonicRequest, 
 from voicebridge_dev.local.sonic.faults import Fault, FaultKind
 from voicebridge_dev.local.sonic.records import Invocation
 from voicebridge_dev.local.sonic.requests import parse_cartesia_request, parse_sonic_request
-from voicebridge_dev.local.sonic.stream import EventStreamFraming, Framing, SseFraming
+from voicebridge_dev.local.sonic.stream import ContainerFraming, EventStreamFraming, Framing, SseFraming
 from voicebridge_dev.local.sonic.synthesis import Synthesis, encode_audio
 from voicebridge_dev.local.speech_engine import SpeechEngineError
 
@@ -159,13 +173,18 @@ class Handler(TrackedHandler):
         if match:
             state = Invocation("sagemaker", time.perf_counter(), endpoint_name=unquote(match.group("name")))
             self._invoke(state, self._serve_sagemaker)
+        elif path == "/invocations":
+            self._invoke(Invocation("container", time.perf_counter()), self._serve_container)
         elif path == "/tts/sse":
             self._invoke(Invocation("cartesia-api", time.perf_counter()), self._serve_cartesia_api)
         else:
             self._serve_control()
 
     def do_GET(self) -> None:
-        self._serve_control()
+        if urlsplit(self.path).path == "/ping":
+            self._serve_ping()
+        else:
+            self._serve_control()
 
     def do_DELETE(self) -> None:
         self._serve_control()
@@ -264,6 +283,57 @@ class Handler(TrackedHandler):
             },
             {"x-amzn-ErrorType": "ModelError"},
         )
+
+    # -- the Sonic container: POST /invocations, GET /ping
+
+    def _serve_ping(self) -> None:
+        status = 200 if self.emulator.ready else 503
+        self.send_response(status)
+        self.send_header("Content-Length", "0")
+        try:
+            self.end_headers()
+        except OSError as exc:
+            raise ClientGone from exc
+
+    def _serve_container(self, state: Invocation, raw: bytes) -> None:
+        emulator = self.emulator
+        state.accept = self.headers.get("Accept")
+        if not emulator.ready:
+            self.container_error(state, 503, "the model is still loading (emulator)")
+            return
+        try:
+            state.body = json.loads(raw)
+        except ValueError:
+            state.body = raw.decode("utf-8", errors="replace")
+        try:
+            request = parse_sonic_request(
+                state.body, accepted_encodings=emulator.accepted_encodings, model=emulator.model
+            )
+        except InvalidSonicRequest as exc:
+            self.container_error(state, 422, str(exc))
+            return
+        state.context_id = request.context_id
+
+        fault = emulator.faults.take()
+        state.fault = fault.kind.value if fault else None
+        if fault is not None and fault.kind is FaultKind.THROTTLE:
+            self.container_error(state, 429, fault.message or "model is at capacity; retry later (emulator)")
+            return
+        self._generate(ContainerFraming(self, state, request), fault)
+
+    def container_error(self, state: Invocation, status: int, reason: str) -> None:
+        """The container's refusal: its status, and its reason as the body."""
+        state.http_status, state.outcome = status, f"container_error_{status}"
+        body = reason.encode("utf-8")
+        self.complete(state)
+        self.send_response(status)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        try:
+            self.end_headers()
+            self.wfile.write(body)
+        except OSError as exc:
+            raise ClientGone from exc
 
     # -- Cartesia API POST /tts/sse
 

@@ -21,6 +21,16 @@ other fields are undocumented and follow the chunk's. Other in-stream failures a
 messages (``ModelStreamError`` {Message, ErrorCode}, ``InternalStreamFailure`` {Message}), which botocore raises as
 ``EventStreamError`` while iterating.
 
+**Sonic container** ``POST /invocations`` (SageMaker's container contract, the bytes SageMaker reframes as
+PayloadParts), for a client that speaks to the container directly::
+
+    200  Content-Type: application/jsonlines, Transfer-Encoding: chunked
+         the same newline-terminated JSON objects as inside the PayloadParts above, cut across HTTP chunks and merged
+         within them the same deterministic way; an injected ``error_event`` is the same last ``error`` line.
+         Every other failure after the headers is the stream cut short: the connection closes before the
+         zero-length chunk that ends a chunked body, which is how a broken stream reaches SageMaker (and becomes
+         its ``ModelStreamError``): HTTP/1.1 has no other in-stream channel.
+
 **Cartesia API** ``POST /tts/sse``, as the official ``cartesia`` SDK's ``client.tts.generate_sse`` reads it::
 
     200  Content-Type: text/event-stream, Transfer-Encoding: chunked, one event per generated message:
@@ -54,7 +64,7 @@ from voicebridge_dev.local.sonic.requests import SonicRequest
 if TYPE_CHECKING:
     from voicebridge_dev.local.sonic.server import Handler
 
-__all__ = ["EventStreamFraming", "Framing", "SseFraming"]
+__all__ = ["ContainerFraming", "EventStreamFraming", "Framing", "SseFraming"]
 
 # What the emulated container declares for its stream; clients must not depend on it.
 MODEL_CONTENT_TYPE: Final = "application/jsonlines"
@@ -131,19 +141,27 @@ class Framing(ABC):
     def reject(self, status: int, reason: str) -> None:
         """Answer an error instead of a stream: nothing has been sent yet."""
 
+    def start(self) -> None:
+        """The status line and the response headers, once: when the model starts answering."""
+        handler, state = self.handler, self.state
+        if state.first_byte_at is not None:
+            return
+        try:
+            handler.send_response(200)
+            handler.send_header("Content-Type", self.content_type)
+            handler.send_header("Transfer-Encoding", "chunked")
+            for name, value in self.headers().items():
+                handler.send_header(name, value)
+            handler.end_headers()
+        except OSError as exc:
+            raise ClientGone from exc
+        state.first_byte_at = time.perf_counter()
+
     def write(self, data: bytes) -> None:
         """One HTTP chunk, preceded by the response headers the first time."""
-        handler, state = self.handler, self.state
+        self.start()
         try:
-            if state.first_byte_at is None:
-                handler.send_response(200)
-                handler.send_header("Content-Type", self.content_type)
-                handler.send_header("Transfer-Encoding", "chunked")
-                for name, value in self.headers().items():
-                    handler.send_header(name, value)
-                handler.end_headers()
-                state.first_byte_at = time.perf_counter()
-            handler.wfile.write(f"{len(data):x}\r\n".encode("ascii") + data + b"\r\n")
+            self.handler.wfile.write(f"{len(data):x}\r\n".encode("ascii") + data + b"\r\n")
         except OSError as exc:
             raise ClientGone from exc
 
@@ -172,7 +190,7 @@ class EventStreamFraming(Framing):
         }
 
     def send(self, messages: list[dict[str, Any]], *, last: bool = False) -> None:
-        parts = [part for message in messages for part in self._packer.add(_json_line(self._sonic(message)))]
+        parts = [part for message in messages for part in self._packer.add(_json_line(_with_rate(message, self)))]
         self._send_parts(parts + self._packer.flush() if last else parts)
 
     def flush(self) -> None:
@@ -203,16 +221,68 @@ class EventStreamFraming(Framing):
     def reject(self, status: int, reason: str) -> None:
         self.handler.model_error(self.state, status, reason)
 
-    def _sonic(self, message: dict[str, Any]) -> dict[str, Any]:
-        # The package's chunks also name their rate; the API's do not.
-        if message["type"] == "chunk":
-            return {**message, "sampling_rate": self.request.sample_rate}
-        return message
-
     def _send_parts(self, parts: list[bytes]) -> None:
         if parts:
             self.state.payload_parts += len(parts)
             self.write(b"".join(encode_event("PayloadPart", part) for part in parts))
+
+
+class ContainerFraming(Framing):
+    """The container itself: Sonic's JSON lines as HTTP chunks; a failure is a last ``error`` line or a cut."""
+
+    content_type = MODEL_CONTENT_TYPE
+
+    def __init__(self, handler: Handler, state: Invocation, request: SonicRequest) -> None:
+        super().__init__(handler, state, request)
+        self._packer = PartPacker(request.context_id or "")
+
+    def headers(self) -> dict[str, str]:
+        return {"X-Request-Id": self.state.request_id}
+
+    def send(self, messages: list[dict[str, Any]], *, last: bool = False) -> None:
+        parts = [part for message in messages for part in self._packer.add(_json_line(_with_rate(message, self)))]
+        self._send_parts(parts + self._packer.flush() if last else parts)
+
+    def flush(self) -> None:
+        self._send_parts(self._packer.flush())
+
+    def fail(self, fault: Fault, outcome: str | None = None) -> None:
+        self.state.outcome = outcome or f"fault_{fault.kind.value}"
+        if fault.kind is FaultKind.ERROR_EVENT:
+            error = {
+                "type": "error",
+                "context_id": self.request.context_id,
+                "status_code": 500,
+                "done": True,
+                "data": fault.describe(),
+            }
+            self.send([error], last=True)
+            self.end()
+            return
+        self.flush()
+        self.cut()
+
+    def reject(self, status: int, reason: str) -> None:
+        self.handler.container_error(self.state, status, reason)
+
+    def cut(self) -> None:
+        """End the response without its zero-length chunk: the client reads a body that stops short."""
+        # With nothing sent yet the headers still go out first, so the cut falls inside the stream, not before it.
+        self.start()
+        self.handler.complete(self.state)
+        self.handler.close_connection = True
+
+    def _send_parts(self, parts: list[bytes]) -> None:
+        for part in parts:
+            self.state.payload_parts += 1
+            self.write(part)
+
+
+def _with_rate(message: dict[str, Any], framing: Framing) -> dict[str, Any]:
+    # The package's chunks also name their rate; the API's do not.
+    if message["type"] == "chunk":
+        return {**message, "sampling_rate": framing.request.sample_rate}
+    return message
 
 
 _SSE_ERROR_TITLES: Final = {
