@@ -29,6 +29,10 @@ UTTERANCES = {
     "pay-bill": "I want to pay my bill today.",
     "order-help": "I need help with my order.",
     "thanks": "Thank you so much for your help.",
+    "yes-please": "Yes, please go ahead.",
+    "dispute": "I want to dispute a charge I don't recognize.",
+    "person": "Let me talk to a person, please.",
+    "amount": "Eighty four dollars.",
 }
 # Piper's output level; the Ink emulator's turn detector counts a frame as voiced from -40 dBFS.
 _VOLUME = 0.7

@@ -7,6 +7,7 @@ voicebridge demo [--report FILE]             the product on the local cloud, end
 voicebridge bench [--json]                   benchmarks against named peers
 voicebridge flows validate [PATH...|DIR]     check exported contact flows
 voicebridge flows render PATH --stack NAME   fill ARNs from a deployed stack for a console import
+voicebridge sonic preflight HOSTING …        check what a Sonic deployment needs before it is tried
 """
 
 from __future__ import annotations
@@ -70,9 +71,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo.add_argument("--report", help="write a JSON report to this file")
     demo.add_argument("--out", default="out", help="folder for the files the demo writes")
     demo.add_argument("--engine", choices=("auto", "standin", "piper"), default="auto")
-    demo.add_argument("--scenario", choices=("normal", "silence", "model-failure"), default="normal")
+    demo.add_argument("--scenario", choices=("normal", "lex", "silence", "model-failure", "transfer"), default="normal")
+    demo.add_argument(
+        "--calls",
+        type=int,
+        default=1,
+        metavar="N",
+        help="place N calls of the scenario at once on virtual clocks, and report whether every turn was "
+        "delivered exactly once and the latencies' percentiles",
+    )
+    demo.add_argument(
+        "--interval-ms",
+        type=float,
+        default=3000.0,
+        metavar="MS",
+        help="with --calls, between one call's start and the next's (default 3000: ten calls are all on the line "
+        "at once, without every container starting cold in the same second)",
+    )
     demo.add_argument(
         "--text", default=None, help="a sentence the caller says first (spoken by the local speech engine)"
+    )
+    demo.add_argument(
+        "--sonic-hosting",
+        choices=("sagemaker", "self-managed", "cartesia-api"),
+        default="sagemaker",
+        help="how the functions reach the Sonic emulator: its SageMaker endpoint, its container contract "
+        "(POST /invocations) or its Cartesia API",
     )
 
     bench = commands.add_parser("bench", help="benchmarks against named peers (run from the repository root)")
@@ -107,7 +131,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     source.add_argument("--output", nargs="+", metavar="KEY=VALUE", help="outputs given by hand")
     render.add_argument("--set", nargs="*", default=[], metavar="NAME=VALUE", help="values for other placeholders")
 
+    sonic = commands.add_parser("sonic", help="where Sonic runs").add_subparsers(dest="sonic_command", required=True)
+    preflight = sonic.add_parser(
+        "preflight", help="check what a Sonic deployment needs before it is tried; exit 0 when every check passes"
+    ).add_subparsers(dest="hosting", required=True)
+    managed = preflight.add_parser("sagemaker", help="the Marketplace model package and the endpoint instance quota")
+    managed.add_argument("--model-package", required=True, metavar="ARN", help="SonicModelPackageArn")
+    managed.add_argument("--instance-type", default="ml.g6e.xlarge", help="SonicInstanceType")
+    managed.add_argument(
+        "--instances", type=int, default=2, help="most instances the endpoint may run (SonicMaxInstanceCount)"
+    )
+    fleet = preflight.add_parser("self-managed", help="the ECR image, the GPU instance type and its vCPU quota")
+    fleet.add_argument("--image-repository", required=True, help="ImageRepositoryName (private ECR repository)")
+    fleet.add_argument("--image-tag", required=True, help="ImageTag")
+    fleet.add_argument("--instance-type", default="g6e.xlarge", help="InstanceType")
+    fleet.add_argument("--instances", type=int, default=8, help="most GPU instances the stack may run (MaxInstances)")
+    for hosting in (managed, fleet):
+        hosting.add_argument("--region", help="the deployment's region (default: the AWS CLI's)")
+
     args = parser.parse_args(argv)
+    if args.command == "sonic":
+        return _sonic_preflight(args)
     if args.command == "mkv":
         return _mkv_dump(args)
     if args.command == "flows":
@@ -120,12 +164,48 @@ def main(argv: Sequence[str] | None = None) -> int:
         from voicebridge_dev.demo import run_demo
 
         return run_demo(
-            out=Path(args.out), report=args.report, engine=args.engine, scenario=args.scenario, text=args.text
+            out=Path(args.out),
+            report=args.report,
+            engine=args.engine,
+            scenario=args.scenario,
+            text=args.text,
+            sonic_hosting=args.sonic_hosting,
+            calls=args.calls,
+            interval_ms=args.interval_ms,
         )
     if args.command == "bench":
         return _bench(args)
     parser.error(f"unknown command {args.command}")
     return 2
+
+
+def _sonic_preflight(args: argparse.Namespace) -> int:
+    import boto3
+
+    from voicebridge_dev.sonic_preflight import report, sagemaker_checks, self_managed_checks
+
+    session = boto3.session.Session(region_name=args.region)
+    built: dict[str, Any] = {}
+
+    def clients(service: str) -> Any:
+        if service not in built:
+            built[service] = session.client(service)
+        return built[service]
+
+    if args.hosting == "sagemaker":
+        checks = sagemaker_checks(
+            clients, model_package=args.model_package, instance_type=args.instance_type, instances=args.instances
+        )
+    else:
+        checks = self_managed_checks(
+            clients,
+            repository=args.image_repository,
+            tag=args.image_tag,
+            instance_type=args.instance_type,
+            instances=args.instances,
+        )
+    print(report(checks))
+    return 0 if all(check.ok for check in checks) else 1
 
 
 def _local_up(args: argparse.Namespace) -> int:

@@ -1,16 +1,21 @@
 """``voicebridge demo``: one simulated inbound call through ``contact_flows/voice-agent.json``, in real time.
 
-Everything runs on loopback from this process: the local cloud (moto; the Sonic, KVS, Ink and Lambda
+Everything runs on loopback from this process: the local cloud (moto; the Sonic, KVS, Ink, Bedrock, Lex and Lambda
 emulators, the last running the template's functions in worker processes) and the flow simulator playing
 Amazon Connect with a scripted caller (:mod:`voicebridge_dev.simulator`). Every production code path is
-used: the flow invokes StartListening, Synthesize and AwaitTurn through ``lambda.invoke``; the caller's audio
-streams through the KVS emulator to the consumer, on to the Ink emulator and into DynamoDB; prompts come from
-S3.
+used: the flow invokes StartListening (``Converse=true``), Synthesize (the agent's own lines) and ConverseFunction
+through ``lambda.invoke``; the caller's audio streams through the KVS emulator to the consumer, on to the Ink
+emulator; on each turn end the consumer asks the responder (the Bedrock emulator's bank agent; the Lex emulator's
+bank bot with ``--scenario lex``) and speaks each sentence of the reply with the Sonic emulator into S3, and the flow
+plays the segments ConverseFunction hands it.
 
 The terminal shows the live timeline, then the per-turn latencies. ``out/`` receives ``call.wav`` (stereo
 8 kHz: the caller left, the bot right), ``transcript.txt`` and ``timeline.png``; ``--report`` writes the JSON
 report. With the ``speech`` extra installed the bot speaks with piper and the Ink emulator recognises the
 caller with PocketSphinx; otherwise deterministic stand-ins do both. None of them is Sonic or Ink.
+
+``--calls N`` places N calls at once on one local cloud, on virtual clocks (:mod:`voicebridge_dev.simulator.load`),
+and reports whether every caller turn was delivered exactly once and the percentiles of the turns' latencies.
 """
 
 from __future__ import annotations
@@ -25,8 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from voicebridge.audio.wav import pcm16_wav_bytes
+from voicebridge_dev.local.bedrock import Fault as BedrockFault
+from voicebridge_dev.local.bedrock import FaultKind as BedrockFaultKind
 from voicebridge_dev.local.cloud import LocalCloud
 from voicebridge_dev.local.ink import Recogniser, RecogniserUnavailableError, load_recogniser
+from voicebridge_dev.local.lex import Fault as LexFault
+from voicebridge_dev.local.lex import FaultKind as LexFaultKind
 from voicebridge_dev.local.sonic import Fault, FaultKind
 from voicebridge_dev.local.speech_engine import SpeechEngine, load_engine
 from voicebridge_dev.simulator import (
@@ -37,6 +46,7 @@ from voicebridge_dev.simulator import (
     LiveTimeline,
     RealClock,
     Say,
+    Scenario,
     SimulatedCaller,
     Step,
     build_report,
@@ -47,12 +57,26 @@ from voicebridge_dev.simulator import (
     timeline_png,
     transcript,
 )
+from voicebridge_dev.simulator.load import LoadRun, load_figures, load_table, simulate_calls
 
 TEMPLATE = Path("template.yaml")
 FLOW = Path("contact_flows/voice-agent.json")
+SONIC_BACKENDS = {"sagemaker": "sagemaker", "self-managed": "container", "cartesia-api": "cartesia-api"}
+"""The functions' SONIC_BACKEND for each of the template's SonicHosting choices."""
+DEFAULT_INTERVAL_MS = 3000.0
+"""Between one call's start and the next's with ``--calls``: ten calls of a minute and a half are all on the line at
+once from the 28th second, and the machine is spared every container of every function starting cold in one second
+(in AWS each would start on hardware of its own; here all share a machine's few cores)."""
 # More throttled model calls than a whole call makes: Sonic stays unavailable from start to end.
 _UNAVAILABLE_CALLS = 10_000
 _RECOGNISE_TIMEOUT_S = 30.0
+# What a Lex bot's closed intents ask of the flow (LexIntentActions): the bank bot's hand-over and goodbye.
+_LEX_INTENT_ACTIONS = "TransferToAgent=Transfer,Goodbye=Hangup"
+_LATENCY_HEADER = (
+    "per-turn latency: the caller stops -> Ink ends the turn (stop->turn end, Ink's) -> the responder's first "
+    "sentence (responder) -> Sonic makes its prompt (sonic) -> Connect plays segment 0 (stop->play); bridge = "
+    "stop->play less those three, what the project adds; gaps: the silences between segments as Connect plays them"
+)
 
 _worker_recogniser: Recogniser | None = None
 
@@ -96,10 +120,16 @@ def run_demo(
     engine: str = "auto",
     scenario: str = "normal",
     text: str | None = None,
+    sonic_hosting: str = "sagemaker",
+    calls: int = 1,
+    interval_ms: float = DEFAULT_INTERVAL_MS,
 ) -> int:
     """Run the demo call; returns the exit status (0 when the flow ended the call or the caller hung up).
 
     ``text``, when given, replaces the caller's first utterance: the local speech engine speaks it.
+    ``calls`` above 1 places that many calls at once on virtual clocks instead (:func:`run_load`).
+    ``sonic_hosting`` is where the functions find Sonic, as the template's ``SonicHosting`` says: ``sagemaker`` (the
+    emulator's endpoint), ``self-managed`` (its container contract, ``POST /invocations``) or ``cartesia-api``.
     """
     speech = load_engine(engine)
     try:
@@ -110,30 +140,40 @@ def run_demo(
         return 2
     if text:
         steps = _with_first_utterance(steps, text, speech)
+    if calls > 1:
+        return run_load(
+            calls,
+            chosen,
+            steps,
+            speech,
+            report=report,
+            sonic_backend=SONIC_BACKENDS[sonic_hosting],
+            interval_ms=interval_ms,
+        )
     recogniser = _ChildProcessRecogniser() if load_recogniser("auto") is not None else None
     # moto's web server logs every request; the timeline is what a person should read.
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     out.mkdir(parents=True, exist_ok=True)
     print(f"scenario {chosen.name}: {chosen.description}")
     print(
-        "local cloud (emulators, not the real services): moto, Sonic endpoint emulator "
-        f"(voice: {speech.name}), KVS emulator, Ink emulator (recognition: "
+        "local cloud (emulators, not the real services): moto, Sonic emulator "
+        f"(as {sonic_hosting}; voice: {speech.name}), KVS emulator, Ink emulator (recognition: "
         f"{'PocketSphinx' if recogniser is not None else 'registered transcripts'}), Lambda emulator, "
         "and the flow simulator playing Amazon Connect"
     )
     try:
-        result = _call(chosen.sonic_unavailable, steps, speech, recogniser)
+        result, emulated = _call(chosen, steps, speech, recogniser, SONIC_BACKENDS[sonic_hosting])
     finally:
         if recogniser is not None:
             recogniser.close()
-    print(
-        "\nper-turn latency (caller stops speaking -> turn available to the flow -> reply prompt ready -> "
-        "reply starts playing)"
-    )
+    print(f"\n{_LATENCY_HEADER}")
     print(latency_table(result))
     files = _write_files(result, out)
     context: dict[str, Any] = {
         "scenario": chosen.name,
+        "responder": chosen.responder,
+        "emulated": emulated,
+        "sonic_hosting": sonic_hosting,
         "speech_engine": speech.name,
         "recogniser": "pocketsphinx" if recogniser is not None else "registered transcripts",
         "files": {name: str(path) for name, path in files.items()},
@@ -172,15 +212,21 @@ def _write_files(result: CallResult, out: Path) -> dict[str, Path]:
 
 
 def _call(
-    sonic_unavailable: bool, steps: list[Step], speech: SpeechEngine, recogniser: Recogniser | None
-) -> CallResult:
+    chosen: Scenario,
+    steps: list[Step],
+    speech: SpeechEngine,
+    recogniser: Recogniser | None,
+    sonic_backend: str = "sagemaker",
+) -> tuple[CallResult, dict[str, Any]]:
     with LocalCloud(template=TEMPLATE, engine=speech, media_pace=0, recogniser=recogniser) as cloud:
+        # Every function the call runs (the prompts, and the consumer's replies) asks Sonic through this backend.
+        assert cloud.lambdas is not None
+        cloud.lambdas.env["SONIC_BACKEND"] = sonic_backend
         if recogniser is None:
             for step in steps:
                 if isinstance(step, Say):
                     cloud.ink.register(step.clip.pcm, step.clip.transcript)
-        if sonic_unavailable:
-            cloud.sonic.faults.push(Fault(FaultKind.THROTTLE, count=_UNAVAILABLE_CALLS))
+        emulated = _answer_with(cloud, chosen)
         log = CallLog()
         log.subscribe(LiveTimeline())
         print(f"\n{'time':>10}  event")
@@ -197,4 +243,118 @@ def _call(
         # The consumer is still making sure the stream has ended (it retries GetMedia for a few seconds) when
         # the emulator stops: its cancellation is expected, not worth a warning on the demo's screen.
         logging.getLogger("voicebridge_dev.local.lambda_").setLevel(logging.ERROR)
-    return result
+    return result, emulated
+
+
+def scenario_settings(chosen: Scenario) -> dict[str, str]:
+    """The functions' settings a scenario needs: its responder (and, for the Lex bot, what its intents ask)."""
+    settings = {"RESPONDER": chosen.responder}
+    if chosen.responder == "lex":
+        settings["LEX_INTENT_ACTIONS"] = _LEX_INTENT_ACTIONS
+    return settings
+
+
+def inject_scenario_faults(cloud: LocalCloud, chosen: Scenario) -> None:
+    """Make Sonic and the responder fail the way the scenario says (until the faults are cleared)."""
+    if chosen.sonic_unavailable:
+        cloud.sonic.faults.push(Fault(FaultKind.THROTTLE, count=_UNAVAILABLE_CALLS))
+    if chosen.responder_failures:
+        if chosen.responder == "bedrock":
+            cloud.bedrock.inject(BedrockFault(BedrockFaultKind.THROTTLE, count=chosen.responder_failures))
+        else:
+            cloud.lex.inject(LexFault(LexFaultKind.THROTTLE, count=chosen.responder_failures))
+
+
+def _answer_with(cloud: LocalCloud, chosen: Scenario) -> dict[str, Any]:
+    """Point the consumer at the scenario's responder, inject its faults; what the emulators' timings are."""
+    assert cloud.lambdas is not None
+    cloud.lambdas.env.update(scenario_settings(chosen))
+    inject_scenario_faults(cloud, chosen)
+    emulated = {
+        "ink_end_of_turn_delay_ms": cloud.ink.turn_settings.end_delay_ms,
+        "bedrock_time_to_first_token_ms": cloud.bedrock.time_to_first_token_ms,
+        "bedrock_tokens_per_second": cloud.bedrock.tokens_per_second,
+        "sonic_time_to_first_byte_ms": cloud.sonic.time_to_first_byte_ms,
+        "sonic_realtime_factor": cloud.sonic.realtime_factor,
+    }
+    responder = {
+        "bedrock": f"the Bedrock emulator's bank agent ({cloud.bedrock.model_id}): first token after "
+        f"{emulated['bedrock_time_to_first_token_ms']:g} ms, then {emulated['bedrock_tokens_per_second']:g} "
+        "words a second",
+        "lex": f"the Lex emulator's bank bot ({cloud.lex.bot_id})",
+        "scripted": "the template's rules (scripted)",
+    }[chosen.responder]
+    print(
+        f"responder: {responder}\nemulated timings: Ink ends a turn {emulated['ink_end_of_turn_delay_ms']:g} ms "
+        "after the caller's last voiced audio (plus its recogniser's decode); Sonic's first audio after "
+        f"{emulated['sonic_time_to_first_byte_ms']:g} ms, then {emulated['sonic_realtime_factor']:g}x real time"
+    )
+    return emulated
+
+
+def place_calls(
+    calls: int,
+    chosen: Scenario,
+    steps: list[Step],
+    speech: SpeechEngine,
+    *,
+    sonic_backend: str = "sagemaker",
+    interval_s: float = DEFAULT_INTERVAL_MS / 1000,
+) -> tuple[LoadRun, dict[str, Any]]:
+    """``calls`` calls of the scenario on one new local cloud, each on a virtual clock, the caller's clips registered
+    with the Ink emulator so each turn can be checked; the run, and what the emulators' timings were."""
+    with LocalCloud(template=TEMPLATE, engine=speech, media_pace=0) as cloud:
+        assert cloud.lambdas is not None
+        cloud.lambdas.env["SONIC_BACKEND"] = sonic_backend
+        for step in steps:
+            if isinstance(step, Say):
+                cloud.ink.register(step.clip.pcm, step.clip.transcript)
+        emulated = _answer_with(cloud, chosen)
+        run = simulate_calls(
+            calls,
+            lambda _: SimulatedCaller(steps),
+            flow=FLOW,
+            template_path=TEMPLATE,
+            env=cloud.env(),
+            kvs=cloud.kvs,
+            voice=speech,
+            interval_s=interval_s,
+        )
+        logging.getLogger("voicebridge_dev.local.lambda_").setLevel(logging.ERROR)
+    return run, emulated
+
+
+def run_load(
+    calls: int,
+    chosen: Scenario,
+    steps: list[Step],
+    speech: SpeechEngine,
+    *,
+    report: str | None = None,
+    sonic_backend: str = "sagemaker",
+    interval_ms: float = DEFAULT_INTERVAL_MS,
+) -> int:
+    """``calls`` calls of the scenario at once on one local cloud, each on a virtual clock; exit status 0 when
+    every caller turn was delivered exactly once and no call stopped on an error."""
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    print(
+        f"scenario {chosen.name}, {calls} calls at once on one local cloud (virtual clocks, placed "
+        f"{interval_ms:g} ms apart): {chosen.description}"
+    )
+    print("recognition: the caller's clips' registered transcripts, so each turn can be checked against what was said")
+    run, emulated = place_calls(
+        calls, chosen, steps, speech, sonic_backend=sonic_backend, interval_s=interval_ms / 1000
+    )
+    figures = load_figures(run)
+    print(f"\n{figures['calls']} calls in {figures['wall_s']} s of wall time; ended: {figures['ended_by']}")
+    print(load_table(figures))
+    if report:
+        context = {"scenario": chosen.name, "responder": chosen.responder, "emulated": emulated}
+        Path(report).parent.mkdir(parents=True, exist_ok=True)
+        Path(report).write_text(json.dumps({**context, **figures}, indent=2) + "\n", encoding="utf-8")
+        print(f"{'report':>10}: {report}")
+    turns = figures["turns"]
+    if turns["exactly_once"] != turns["utterances"] or "error" in figures["ended_by"]:
+        print("voicebridge demo: not every turn was delivered exactly once", file=sys.stderr)
+        return 1
+    return 0

@@ -570,13 +570,18 @@ def test_a_synchronous_call_beyond_the_concurrency_is_throttled(tmp_path: Path) 
     started = tmp_path / "started"
     with LambdaEmulator(template, env=CREDENTIALS, concurrency=1) as emu:
         client = lambda_client(emu)
-        busy = threading.Thread(target=invoke, args=(client, "SleepFunction", {"seconds": 1, "started": str(started)}))
+        release = tmp_path / "release"
+        busy = threading.Thread(
+            target=invoke,
+            args=(client, "SleepFunction", {"seconds": 30, "started": str(started), "release": str(release)}),
+        )
         busy.start()
         wait_for_file(started)
 
         with pytest.raises(client.exceptions.TooManyRequestsException):
             client.invoke(FunctionName="SleepFunction", Payload=json.dumps({"seconds": 0}))
-        busy.join(timeout=10)
+        release.touch()
+        busy.join(timeout=30)
 
 
 def test_a_functions_reserved_concurrency_from_the_template_is_its_limit(tmp_path: Path) -> None:
@@ -584,13 +589,18 @@ def test_a_functions_reserved_concurrency_from_the_template_is_its_limit(tmp_pat
     started = tmp_path / "started"
     with LambdaEmulator(template, env=CREDENTIALS, concurrency=8) as emu:
         client = lambda_client(emu)
-        busy = threading.Thread(target=invoke, args=(client, "SleepFunction", {"seconds": 1, "started": str(started)}))
+        release = tmp_path / "release"
+        busy = threading.Thread(
+            target=invoke,
+            args=(client, "SleepFunction", {"seconds": 30, "started": str(started), "release": str(release)}),
+        )
         busy.start()
         wait_for_file(started)
 
         with pytest.raises(client.exceptions.TooManyRequestsException):
             client.invoke(FunctionName="SleepFunction", Payload=json.dumps({"seconds": 0}))
-        busy.join(timeout=10)
+        release.touch()
+        busy.join(timeout=30)
 
 
 def test_without_a_reservation_a_dozen_calls_run_at_once(tmp_path: Path) -> None:

@@ -119,9 +119,7 @@ class LocalCloud:
         self.stop()
 
     def start(self) -> None:
-        from moto.server import ThreadedMotoServer
-
-        self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=self._port_base, verbose=False)
+        self._moto = _moto_server(self._port_base)
         self._moto.start()
         host, port = self._moto.get_host_and_port()
         self.moto_url = f"http://{host}:{port}"
@@ -503,3 +501,37 @@ def _refusal(error: urllib.error.HTTPError) -> str:
     except (OSError, ValueError, AttributeError):
         message = None
     return str(message or f"HTTP {error.code} {error.reason}")
+
+
+def _moto_server(port: int) -> Any:
+    """moto's threaded server, its S3 object requests taken one at a time.
+
+    moto's S3 backend is not safe across threads: two PutObject calls for one key at once (ten calls greeting their
+    callers with the same prompt) close the first key's buffer while its response still reads it, and moto answers
+    500 (``ValueError: I/O operation on closed file`` in ``FakeKey.etag``). S3 itself takes concurrent writes to a key,
+    the last one winning. Requests on a path below the root (S3's, path-style) are served one at a time, each answer
+    whole before the next; every other service moto serves here is a POST to ``/`` and is left concurrent.
+    """
+    import threading
+
+    from moto.moto_server.threaded_moto_server import ThreadedMotoServer
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+    from werkzeug.serving import make_server
+
+    one_at_a_time = threading.Lock()
+
+    class _Server(ThreadedMotoServer):
+        def _server_entry(self) -> None:
+            app = DomainDispatcherApplication(create_backend_app)
+
+            def serialised(environ: dict[str, Any], start_response: Any) -> Any:
+                if environ.get("PATH_INFO", "/") in ("", "/"):
+                    return app(environ, start_response)
+                with one_at_a_time:
+                    return [b"".join(app(environ, start_response))]
+
+            self._server = make_server(self._ip_address, self._port, serialised, True)
+            self._server_ready_event.set()
+            self._server.serve_forever()
+
+    return _Server(ip_address="127.0.0.1", port=port, verbose=False)

@@ -25,7 +25,7 @@ from voicebridge_dev.simulator.caller import (
     load_clips,
 )
 from voicebridge_dev.simulator.clock import Clock, RealClock, VirtualClock
-from voicebridge_dev.simulator.contact import Contact
+from voicebridge_dev.simulator.contact import LOCAL_QUEUE_ID, Contact, local_queue_arn
 from voicebridge_dev.simulator.engine import (
     CHAIN_BUDGET_S,
     CallResult,
@@ -39,10 +39,15 @@ from voicebridge_dev.simulator.engine import (
 )
 from voicebridge_dev.simulator.events import BOT, CALLER, CallLog, Segment
 from voicebridge_dev.simulator.picture import timeline_png
+from voicebridge_dev.simulator.records import CallRecords, StoredSegment, StoredTurn
 from voicebridge_dev.simulator.report import (
+    LATENCIES,
     LiveTimeline,
+    ReplySegment,
+    TurnFigures,
     build_report,
     latency_table,
+    summary,
     transcript,
     turn_figures,
 )
@@ -51,8 +56,11 @@ __all__ = [
     "BOT",
     "CALLER",
     "CHAIN_BUDGET_S",
+    "LATENCIES",
+    "LOCAL_QUEUE_ID",
     "SCENARIOS",
     "CallLog",
+    "CallRecords",
     "CallResult",
     "CallerScriptError",
     "Clip",
@@ -64,6 +72,7 @@ __all__ = [
     "LiveTimeline",
     "LoadedFlow",
     "RealClock",
+    "ReplySegment",
     "Say",
     "Scenario",
     "Segment",
@@ -71,6 +80,9 @@ __all__ = [
     "SimulatedCaller",
     "SimulatorError",
     "Step",
+    "StoredSegment",
+    "StoredTurn",
+    "TurnFigures",
     "UnknownScenarioError",
     "UnsupportedActionError",
     "VirtualClock",
@@ -79,7 +91,9 @@ __all__ = [
     "latency_table",
     "load_clips",
     "load_flow_for_simulation",
+    "local_queue_arn",
     "simulate_call",
+    "summary",
     "timeline_png",
     "transcript",
     "turn_figures",

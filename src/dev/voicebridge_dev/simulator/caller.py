@@ -1,8 +1,11 @@
-"""The simulated caller: scripted utterances, spoken a short pause after the bot stops talking.
+"""The simulated caller: scripted utterances, spoken once the bot has been quiet for a short pause.
 
-A script is a list of steps, one taken each time the bot stops talking: ``Say`` a recorded utterance (8 kHz
-mono 16-bit WAV), stay silent through the next wait (``Silence``), or ``HangUp``. Once the script runs out the
-caller stays silent. Utterances live beside a ``script.json`` naming each clip's sentence::
+A script is a list of steps, one taken each time the bot stops talking and stays quiet for ``pause_s``: ``Say`` a
+recorded utterance (8 kHz mono 16-bit WAV), stay silent through the next wait (``Silence``), or ``HangUp``. A
+reply played as several prompts has short gaps between them; a step is due a pause after a prompt ends, and if the
+bot starts again before then the caller lets it go on and takes that step after the next prompt instead, as a person
+waits for the agent to finish. Once the script runs out the caller stays silent. Utterances live beside a
+``script.json`` naming each clip's sentence::
 
     {"sample_rate": 8000, "clips": [{"name": "balance", "file": "balance.wav",
                                      "transcript": "I would like to check my account balance."}]}
@@ -42,7 +45,7 @@ __all__ = [
 ]
 
 PAUSE_S = 0.6
-"""How long the caller waits after the bot stops talking before speaking (or hanging up)."""
+"""How long the bot must have been quiet before the caller speaks (or hangs up)."""
 
 
 class CallerScriptError(Exception):
@@ -107,13 +110,19 @@ def load_clips(folder: str | Path = CLIPS) -> dict[str, Clip]:
 
 @dataclass(frozen=True)
 class Scenario:
-    """A named call: what the caller does, and whether Sonic is unavailable throughout."""
+    """A named call: what the caller does, who answers, and what fails."""
 
     name: str
     description: str
     steps: tuple[str, ...]
     """Clip names, ``"silence"`` or ``"hangup"``."""
+    responder: str = "bedrock"
+    """Who answers the caller's turns (``RESPONDER``): ``bedrock`` (the Bedrock emulator's bank agent), ``lex`` (the
+    Lex emulator's bank bot) or ``scripted`` (the template's rules)."""
     sonic_unavailable: bool = False
+    """Sonic is throttled throughout: every line is spoken by Connect's own voice."""
+    responder_failures: int = 0
+    """The responder's first calls that fail (the caller hears the apology and the call goes on)."""
 
     def script(self, clips: Mapping[str, Clip]) -> list[Step]:
         steps: list[Step] = []
@@ -134,8 +143,15 @@ SCENARIOS: Mapping[str, Scenario] = {
     for scenario in (
         Scenario(
             "normal",
-            "three turns: each is heard and answered with what was heard, then the caller hangs up",
-            ("balance", "pay-bill", "thanks", "hangup"),
+            "a bank's agent: the balance, paying a bill, how to dispute a card charge (five sentences), then a "
+            "person: the call is transferred",
+            ("balance", "pay-bill", "yes-please", "dispute", "person"),
+        ),
+        Scenario(
+            "lex",
+            "the same bank as a Lex bot: the balance, paying a bill (an amount, then a confirmation), then a person",
+            ("balance", "pay-bill", "amount", "yes-please", "person"),
+            responder="lex",
         ),
         Scenario(
             "silence",
@@ -144,9 +160,16 @@ SCENARIOS: Mapping[str, Scenario] = {
         ),
         Scenario(
             "model-failure",
-            "Sonic is throttled throughout: the flow speaks its text with Connect's own voice instead",
-            ("order-help", "hangup"),
+            "the responder fails on the first turn (the caller hears the apology and asks again), and Sonic is "
+            "throttled throughout: every line is spoken with Connect's own voice",
+            ("balance", "balance", "hangup"),
             sonic_unavailable=True,
+            responder_failures=1,
+        ),
+        Scenario(
+            "transfer",
+            "the caller asks for a person straight away: the flow stops streaming and transfers the call",
+            ("person",),
         ),
     )
 }
@@ -161,7 +184,7 @@ def find_scenario(name: str) -> Scenario:
 
 
 class SimulatedCaller:
-    """Takes one step of its script each time the bot stops talking."""
+    """Takes one step of its script each time the bot stops talking and stays quiet for the pause."""
 
     def __init__(self, steps: Iterable[Step], *, pause_s: float = PAUSE_S) -> None:
         self._steps = list(steps)
@@ -169,34 +192,63 @@ class SimulatedCaller:
         self._lock = threading.Lock()
         self._speech: Segment | None = None
         self._hangup_at: float | None = None
+        # The step due next (at that moment of the call), with its utterance on the media plane, until it begins.
+        self._pending: tuple[Step, float, Segment | None] | None = None
+
+    def bot_started(self, at: float, media: MediaPlane) -> None:
+        """The bot starts talking at ``at``: a step not begun by then waits for the bot to stop again."""
+        with self._lock:
+            if self._pending is None:
+                return
+            step, due, speech = self._pending
+            self._pending = None
+            if due <= at or (speech is not None and not media.withdraw(speech)):
+                return
+            self._steps.insert(0, step)
+            if isinstance(step, HangUp):
+                self._hangup_at = None
+            if speech is not None and speech is self._speech:
+                self._speech = None
 
     def bot_stopped(self, at: float, media: MediaPlane) -> None:
-        """The bot stopped talking at ``at``: schedule the next step a pause later."""
+        """The bot stopped talking at ``at``: the next step is due a pause later."""
         with self._lock:
-            if not self._steps or self._hangup_at is not None:
+            if self._pending is not None or not self._steps or self._hangup_at is not None:
                 return
             step = self._steps.pop(0)
+            due = at + self._pause
+            speech = None
             if isinstance(step, Say):
-                self._speech = media.play(
-                    CALLER,
-                    step.clip.samples,
-                    "speech",
-                    at=at + self._pause,
-                    text=step.clip.transcript,
-                    clip=step.clip.name,
+                speech = media.play(
+                    CALLER, step.clip.samples, "speech", at=due, text=step.clip.transcript, clip=step.clip.name
                 )
+                self._speech = speech
             elif isinstance(step, HangUp):
-                self._hangup_at = at + self._pause
+                self._hangup_at = due
+            self._pending = (step, due, speech)
 
     def next_event(self, now: float) -> float | None:
-        """The next moment after ``now`` when the caller finishes speaking or hangs up, if any."""
+        """The next moment after ``now`` when the caller starts or finishes speaking, or hangs up, if any."""
         with self._lock:
+            speech = self._speech
             moments = [
                 moment
-                for moment in (None if self._speech is None else self._speech.end, self._hangup_at)
+                for moment in (
+                    None if speech is None else speech.start,
+                    None if speech is None else speech.end,
+                    self._hangup_at,
+                )
                 if moment is not None and moment > now
             ]
         return min(moments, default=None)
+
+    def speaking_until(self, now: float) -> float | None:
+        """When the utterance the caller is saying at ``now`` ends; None when the caller is not speaking."""
+        with self._lock:
+            speech = self._speech
+        if speech is not None and speech.start <= now < speech.end:
+            return speech.end
+        return None
 
     def hung_up(self, now: float) -> bool:
         with self._lock:

@@ -2,15 +2,20 @@
 
 :class:`RealClock` is the wall clock: the demo runs on it so a person can follow the call as it happens.
 
-:class:`VirtualClock` is real time with the simulator's own waits skipped: playing a prompt, the caller's
-pause and speech, a hold — anything the simulator would otherwise sleep through — moves the clock forward at
-once. Everything else takes its real time, in particular a Lambda function running in another process,
-which cannot be made to skip. Tests run on it: a minute of call passes in seconds, and what the functions
-really took is still what the timeline shows.
+:class:`VirtualClock` is real time with the simulator's own waits skipped: playing a prompt or a hold — what
+the flow would otherwise sleep through — moves the clock forward at once. Everything else takes its real time: a
+Lambda function running in another process cannot be made to skip, and neither can the caller's speech, which Ink
+accepts no faster than one second per second (the simulator never skips across it). Tests run on it: a minute of
+call passes in seconds, and what the functions really took is still what the timeline shows.
+
+Both clocks place a wall-clock moment on the call's time (:meth:`Clock.call_time`), so what the functions record in
+epoch milliseconds (a turn's end, a segment ready) lines up with what the simulator saw: on the virtual clock, the
+waits skipped before that moment are added.
 """
 
 from __future__ import annotations
 
+import bisect
 import threading
 import time
 from typing import Protocol
@@ -30,6 +35,10 @@ class Clock(Protocol):
 
     def sleep_until(self, moment: float) -> None: ...
 
+    def call_time(self, epoch_s: float) -> float:
+        """The moment of the call (seconds since it began) when the wall clock read ``epoch_s``."""
+        ...
+
 
 class RealClock:
     """Wall-clock time since construction."""
@@ -38,6 +47,7 @@ class RealClock:
 
     def __init__(self) -> None:
         self._origin = time.monotonic()
+        self._origin_epoch = time.time()
 
     def now(self) -> float:
         return time.monotonic() - self._origin
@@ -47,6 +57,9 @@ class RealClock:
         if delay > 0:
             time.sleep(delay)
 
+    def call_time(self, epoch_s: float) -> float:
+        return epoch_s - self._origin_epoch
+
 
 class VirtualClock:
     """Real time since construction plus every wait skipped so far."""
@@ -55,7 +68,10 @@ class VirtualClock:
 
     def __init__(self) -> None:
         self._origin = time.monotonic()
+        self._origin_epoch = time.time()
         self._skipped = 0.0
+        # (real seconds since the origin when a wait was skipped, total skipped from then on), in order.
+        self._skips: list[tuple[float, float]] = []
         self._lock = threading.Lock()
 
     def now(self) -> float:
@@ -64,6 +80,15 @@ class VirtualClock:
 
     def sleep_until(self, moment: float) -> None:
         with self._lock:
-            gap = moment - (time.monotonic() - self._origin + self._skipped)
+            real = time.monotonic() - self._origin
+            gap = moment - (real + self._skipped)
             if gap > 0:
                 self._skipped += gap
+                self._skips.append((real, self._skipped))
+
+    def call_time(self, epoch_s: float) -> float:
+        real = epoch_s - self._origin_epoch
+        with self._lock:
+            position = bisect.bisect_right(self._skips, (real, float("inf")))
+            skipped = self._skips[position - 1][1] if position else 0.0
+        return real + skipped

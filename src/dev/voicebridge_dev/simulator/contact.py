@@ -26,10 +26,17 @@ from typing import Any
 
 from voicebridge_dev.local.kvs import EMULATED_ACCOUNT_ID, EMULATED_INSTANCE_ID
 
-__all__ = ["MAX_ATTRIBUTES_BYTES", "Contact", "is_reference"]
+__all__ = ["LOCAL_QUEUE_ID", "MAX_ATTRIBUTES_BYTES", "Contact", "is_reference", "local_queue_arn"]
 
 MAX_ATTRIBUTES_BYTES = 32_768
+LOCAL_QUEUE_ID = "0a1b2c3d-0000-4000-8000-000000000001"
+"""The queue of the emulated Connect instance that a flow's transfers reach when the template names none."""
 _REFERENCE = re.compile(r"\$(?:\.[A-Za-z_][A-Za-z0-9_-]*)+")
+
+
+def local_queue_arn(region: str = "us-east-1") -> str:
+    """The ARN of the emulated instance's queue (:data:`LOCAL_QUEUE_ID`) in ``region``."""
+    return f"arn:aws:connect:{region}:{EMULATED_ACCOUNT_ID}:instance/{EMULATED_INSTANCE_ID}/queue/{LOCAL_QUEUE_ID}"
 
 
 def is_reference(value: str) -> bool:

@@ -8,8 +8,11 @@ against the local cloud (PROTOCOLS.md §1–§4):
   ``LambdaFunctionARN`` once the template's placeholders are filled with the local ARNs. The answer becomes
   ``$.External`` when it is a flat string map (``STRING_MAP``) or a JSON object (``JSON``); a function error,
   an invalid answer, or no answer within ``InvocationTimeLimitSeconds`` takes ``NoMatchingError``. Throttling
-  and 5xx are retried inside that limit, as Connect does. Lambda blocks chained without a prompt between them
-  share a 20 s budget: each call gets what is left of it, and the longest chain is reported.
+  and 5xx are retried inside that limit, as Connect does (the pauses between attempts are real time on either
+  clock: what frees a container runs outside the simulator). Lambda blocks chained without a prompt between them
+  share a 20 s budget: each call gets what is left of it, and the longest chain is reported. While a function
+  runs, the call's time passes at its real pace on either clock: what the caller does meanwhile happens as it
+  would.
 - ``MessageParticipant`` — ``Media`` is fetched from S3 and must be an 8 kHz mono µ-law WAV; ``Text`` and
   ``SSML`` are spoken by a local speech engine standing in for Connect's own voice (``<break time=…/>`` is
   silence).
@@ -18,8 +21,14 @@ against the local cloud (PROTOCOLS.md §1–§4):
 - ``UpdateContactMediaStreamingBehavior`` — starts or stops streaming both tracks into the KVS emulator
   (one stream per call, ``connect-local-contact-<ContactId>``); ``MediaStreams`` in the event follows.
 - ``UpdateContactAttributes``, ``Compare`` (Equals, Number…, Text…), ``Loop`` (a counter per action, reset
-  after ``DoneLooping``), ``UpdateFlowLoggingBehavior``, ``UpdateContactTargetQueue``.
-- ``DisconnectParticipant`` ends the call; ``TransferContactToQueue`` ends it as transferred.
+  after ``DoneLooping``), ``UpdateFlowLoggingBehavior``, ``UpdateContactTargetQueue`` (an empty queue takes
+  ``NoMatchingError``, as Connect refuses it).
+- ``DisconnectParticipant`` ends the call; ``TransferContactToQueue`` ends it as transferred to the working queue.
+
+A flow's ``${AgentQueueArn}`` left blank by the template is the local instance's queue
+(:func:`~voicebridge_dev.simulator.contact.local_queue_arn`), so a transfer can be simulated. Once the call is
+over, :func:`simulate_call` reads back what the product recorded of it in the turn table — each caller turn's end
+and each reply segment with its timings (:mod:`voicebridge_dev.simulator.records`) — for the report.
 
 Any other action (or parameter choice, such as ``PromptId`` or an ``ASYNCHRONOUS`` Lambda) stops the call
 with an :class:`UnsupportedActionError` naming it. The simulated caller
@@ -36,7 +45,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -64,7 +73,7 @@ from voicebridge_dev.local.kvs import EMULATED_INSTANCE_ID, EmulatedStream, KvsE
 from voicebridge_dev.local.speech_engine import SpeechEngine, SpeechEngineError
 from voicebridge_dev.simulator.caller import SimulatedCaller
 from voicebridge_dev.simulator.clock import Clock, RealClock
-from voicebridge_dev.simulator.contact import MAX_ATTRIBUTES_BYTES, Contact
+from voicebridge_dev.simulator.contact import MAX_ATTRIBUTES_BYTES, Contact, local_queue_arn
 from voicebridge_dev.simulator.events import (
     BOT,
     ActionRun,
@@ -79,7 +88,8 @@ from voicebridge_dev.simulator.events import (
     StreamingChanged,
 )
 from voicebridge_dev.simulator.media import SAMPLE_RATE, MediaPlane
-from voicebridge_dev.template import Resolver, load_template
+from voicebridge_dev.simulator.records import CallRecords, read_records
+from voicebridge_dev.template import Resolver, load_template, local_physical_id
 
 __all__ = [
     "CHAIN_BUDGET_S",
@@ -146,9 +156,10 @@ def load_flow_for_simulation(
 ) -> LoadedFlow:
     """Read a flow, fill its ``${X.Arn}``/``${X}`` placeholders for the local cloud, and check it.
 
-    ``parameters`` are template parameter values (else their defaults); ``placeholders`` adds or replaces
-    values (``{"AgentQueueArn": "arn:…"}``). Actions of a type the validator does not know are kept, so the
-    call stops when it reaches one; every other problem raises :class:`InvalidFlowError`.
+    ``parameters`` are template parameter values (else their defaults); a blank ``AgentQueueArn`` is the local
+    instance's queue. ``placeholders`` adds or replaces values (``{"AgentQueueArn": "arn:…"}``). Actions of a type
+    the validator does not know are kept, so the call stops when it reaches one; every other problem raises
+    :class:`InvalidFlowError`.
     """
     template = load_template(template_path)
     resolver = Resolver(template, region=region, parameters=dict(parameters or {}))
@@ -157,6 +168,8 @@ def load_flow_for_simulation(
     for name in template["Resources"]:
         values[name] = resolver.ref(name)
         values[f"{name}Arn"] = resolver.arn(name)
+    if not values.get("AgentQueueArn"):
+        values["AgentQueueArn"] = local_queue_arn(region)
     values.update(placeholders or {})
     rendered = render(Path(flow_path).read_text(encoding="utf-8"), values)
     try:
@@ -206,6 +219,8 @@ class CallResult:
     virtual_clock: bool
     longest_lambda_chain: float
     sample_rate: int = SAMPLE_RATE
+    records: CallRecords = field(default_factory=CallRecords)
+    """What the product recorded of the call (its turns and reply segments), on the call's time."""
 
     @property
     def error(self) -> str | None:
@@ -407,7 +422,10 @@ class FlowSimulator:
     # -- time passing
 
     def _pass_time(self, until: float) -> None:
-        """Let the call go on until ``until``, unless the caller hangs up first."""
+        """Let the call go on until ``until``, unless the caller hangs up first.
+
+        A virtual clock skips ahead, but never across the caller's speech, which Ink hears at its real pace.
+        """
         while True:
             now = self.clock.now()
             if self.caller.hung_up(now):
@@ -415,14 +433,19 @@ class FlowSimulator:
             if now >= until:
                 return
             upcoming = self.caller.next_event(now)
-            self.clock.sleep_until(until if upcoming is None else min(until, upcoming))
+            target = until if upcoming is None else min(until, upcoming)
+            if self.clock.virtual and self.caller.speaking_until(now) is not None:
+                time.sleep(min(target - now, _WAIT_SLICE_S))
+            else:
+                self.clock.sleep_until(target)
             self.media.pump()
 
     def _wait_for(self, attempt: _Attempt, deadline: float) -> bool:
         """Wait for ``attempt`` until ``deadline``; False when it did not answer in time.
 
-        On a virtual clock nothing the caller does is waited for: the clock skips to the end of the caller's
-        speech (streamed at once), and the function's own work then takes its real time.
+        Nothing is skipped, on either clock: the function's work takes its real time, and what the caller does
+        meanwhile — the pause after a prompt, in which the flow may play the next one, and the caller's speech,
+        which reaches Ink at its own pace — happens as it would.
         """
         while not attempt.done.is_set():
             now = self.clock.now()
@@ -431,13 +454,17 @@ class FlowSimulator:
             if now >= deadline:
                 return False
             upcoming = self.caller.next_event(now)
-            if self.clock.virtual and upcoming is not None and upcoming <= deadline:
-                self.clock.sleep_until(upcoming)
-                self.media.pump()
-                continue
             wake = deadline if upcoming is None else min(deadline, upcoming)
             attempt.done.wait(min(max(wake - now, 0.0), _WAIT_SLICE_S))
         return True
+
+    def _wait_real(self, seconds: float) -> None:
+        """Let ``seconds`` of real time pass (the call's time with it, on either clock), unless the caller hangs up."""
+        end = time.monotonic() + seconds
+        while (left := end - time.monotonic()) > 0:
+            if self.caller.hung_up(self.clock.now()):
+                raise _CallOver("caller hung up")
+            time.sleep(min(left, _WAIT_SLICE_S))
 
     # -- Lambda
 
@@ -517,7 +544,7 @@ class FlowSimulator:
             if self.clock.now() + pause >= deadline:
                 break
             retries += 1
-            self._pass_time(self.clock.now() + pause)
+            self._wait_real(pause)
         if attempt.error is not None:
             return "error", None, f"{type(attempt.error).__name__}: {attempt.error}"
         raw = attempt.payload or b""
@@ -574,6 +601,8 @@ class FlowSimulator:
         segment = self.media.play(
             BOT, prompt.samples, prompt.kind, text=prompt.text, uri=prompt.uri, action=action.identifier
         )
+        if prompt.kind != "hold" and segment.samples.size:
+            self.caller.bot_started(segment.start, self.media)
         self._chain = 0.0
         self.media.pump()
         try:
@@ -705,7 +734,10 @@ class FlowSimulator:
 
     def _target_queue(self, action: Action) -> _Branch:
         params = action.parameters
-        self.contact.queue = self.contact.value(str(params.get("QueueId", params.get("AgentId", ""))))
+        queue = self.contact.value(str(params.get("QueueId", params.get("AgentId", "")))).strip()
+        if not queue:
+            raise _ActionFailed("the working queue is empty")
+        self.contact.queue = queue
         return _Branch("next", action.next_action)
 
     def _transfer(self, action: Action) -> _Branch:
@@ -790,18 +822,23 @@ def _check_playable(data: bytes) -> None:
     raise AudioFormatError("no fmt chunk")
 
 
+_CLIENTS_LOCK = threading.Lock()
+"""boto3's default session is not safe to make clients from on several threads (calls placed at once)."""
+
+
 def _client(service: str, env: Mapping[str, str], **config: Any) -> Any:
     endpoint = env.get(f"AWS_ENDPOINT_URL_{service.upper().replace('-', '_')}") or env.get("AWS_ENDPOINT_URL")
     if not endpoint:
         raise SimulatorError(f"AWS_ENDPOINT_URL_{service.upper()} is not set: the simulator runs on the local cloud")
-    return boto3.client(
-        service,
-        endpoint_url=endpoint,
-        region_name=env.get("AWS_DEFAULT_REGION", "us-east-1"),
-        aws_access_key_id=env.get("AWS_ACCESS_KEY_ID", "testing"),
-        aws_secret_access_key=env.get("AWS_SECRET_ACCESS_KEY", "testing"),
-        config=Config(**config),
-    )
+    with _CLIENTS_LOCK:
+        return boto3.client(
+            service,
+            endpoint_url=endpoint,
+            region_name=env.get("AWS_DEFAULT_REGION", "us-east-1"),
+            aws_access_key_id=env.get("AWS_ACCESS_KEY_ID", "testing"),
+            aws_secret_access_key=env.get("AWS_SECRET_ACCESS_KEY", "testing"),
+            config=Config(**config),
+        )
 
 
 def simulate_call(
@@ -820,7 +857,8 @@ def simulate_call(
     """One inbound call through ``flow_path`` on the local cloud whose endpoints ``env`` holds.
 
     ``env`` is :meth:`LocalCloud.env` plus ``AWS_ENDPOINT_URL_LAMBDA`` (the Lambda emulator); ``kvs`` is the
-    local cloud's KVS emulator, fed in-process.
+    local cloud's KVS emulator, fed in-process. Once the call is over, what the product recorded of it in the
+    template's turn table (``TurnTable``, when it declares one) is read back into :attr:`CallResult.records`.
     """
     region = env.get("AWS_DEFAULT_REGION", "us-east-1")
     loaded = load_flow_for_simulation(
@@ -836,6 +874,7 @@ def simulate_call(
         max_pool_connections=10,
     )
     s3 = _client("s3", env, retries={"total_max_attempts": 2})
+    chosen_clock = clock if clock is not None else RealClock()
     simulator = FlowSimulator(
         loaded,
         lambda_client=lambda_client,
@@ -843,8 +882,13 @@ def simulate_call(
         kvs=kvs,
         voice=voice,
         caller=caller,
-        clock=clock,
+        clock=chosen_clock,
         contact=Contact(region=region),
         log=log,
     )
-    return simulator.run()
+    result = simulator.run()
+    if "TurnTable" not in (load_template(template_path).get("Resources") or {}):
+        return result
+    dynamodb = _client("dynamodb", env, retries={"total_max_attempts": 3})
+    records = read_records(dynamodb, local_physical_id("TurnTable"), result.contact_id, chosen_clock)
+    return replace(result, records=records)

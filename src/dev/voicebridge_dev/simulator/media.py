@@ -89,6 +89,15 @@ class MediaPlane:
             self._segments.append(segment)
         return segment
 
+    def withdraw(self, segment: Segment) -> bool:
+        """Take back ``segment`` if none of it has played yet (a party changed its mind); whether it was."""
+        with self._lock:
+            if segment not in self._segments or self._sample(segment.start) < self._played:
+                return False
+            self._segments.remove(segment)
+            self._announced.discard(id(segment))
+            return True
+
     def cut(self, segment: Segment, at: float) -> None:
         """End ``segment`` at ``at`` if it runs longer (a party stopped, or the call ended)."""
         with self._lock:

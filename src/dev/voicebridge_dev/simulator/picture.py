@@ -2,8 +2,10 @@
 
 Two lanes share a time axis in seconds: the caller's audio on top, the bot's below, each drawn as its level
 per pixel column and coloured by what it is (the caller's speech, a prompt from S3, Connect's voice, a hold).
-A red line marks each moment a turn became available to the flow, a purple one each moment its reply prompt
-was ready. The file is an 8-bit RGB PNG: signature, IHDR, one IDAT (filter 0 on every row), IEND.
+Each of the bot's prompts — a reply's segments one after another — begins with a thin white gap, so a reply's
+segments show apart. A red line marks each moment Ink ended a caller's turn, a purple one on the bot's lane each
+moment a reply segment was ready (stored, its audio in S3). The file is an 8-bit RGB PNG: signature, IHDR, one
+IDAT (filter 0 on every row), IEND.
 """
 
 from __future__ import annotations
@@ -144,22 +146,27 @@ def timeline_png(result: CallResult, *, width: int = 1200) -> bytes:
                 image[middle - half : middle + half + 1, _LEFT + column] = colour
     image[axis, _LEFT : _LEFT + plot] = _INK
 
+    def x_of(moment: float) -> int:
+        return _LEFT + min(max(round(moment / seconds * (plot - 1)), 0), plot - 1)
+
+    for segment in result.segments:
+        if segment.track == BOT and segment.kind != "hold":
+            image[lanes[BOT] : lanes[BOT] + _LANE_HEIGHT, x_of(segment.start)] = _WHITE
+
     for turn in turn_figures(result):
-        for moment, colour, span in (
-            (turn.available, _TURN, (_TOP, axis)),
-            (turn.reply_ready, _READY, (lanes[BOT], lanes[BOT] + _LANE_HEIGHT)),
-        ):
-            if moment is not None:
-                x = _LEFT + min(round(moment / seconds * (plot - 1)), plot - 1)
-                image[span[0] : span[1], x] = colour
+        if turn.turn_end is not None:
+            image[_TOP:axis, x_of(turn.turn_end)] = _TURN
+        for reply in turn.segments:
+            if reply.ready is not None:
+                image[lanes[BOT] : lanes[BOT] + _LANE_HEIGHT, x_of(reply.ready)] = _READY
 
     x = _LEFT
     for label, colour in (
         ("CALLER SPEECH", _COLOURS["speech"]),
         ("S3 PROMPT", _COLOURS["prompt"]),
         ("CONNECT VOICE", _COLOURS["connect-voice"]),
-        ("TURN AVAILABLE", _TURN),
-        ("PROMPT READY", _READY),
+        ("TURN END", _TURN),
+        ("SEGMENT READY", _READY),
     ):
         image[legend : legend + 10, x : x + 10] = colour
         x = _text(image, x + 16, legend, label) + 20

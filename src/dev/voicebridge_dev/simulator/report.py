@@ -1,21 +1,41 @@
 """What a simulated call shows a person: the live timeline, per-turn latencies, the transcript and the report.
 
-Per turn, four moments of the call (seconds since it began) and the gaps between them::
+A turn is what the caller said and the reply to it. In a conversation (``ConverseFunction``) the reply is the
+segments the function hands the flow, ``Result=Speak`` (a prompt) or ``Result=Fallback`` (text for Connect's
+voice), each with its ``TurnIndex`` and ``Segment``, played in turn; in a flow that answers by itself
+(``AwaitTurnFunction``) it is the first prompt the flow plays after a ``Result=Turn``. For each turn, moments of
+the call (seconds since it began)::
 
-    caller stops speaking  ->  turn available to the flow  ->  reply prompt ready  ->  reply starts playing
-    (end of the utterance)     (AwaitTurn answered Turn)       (Synthesize answered)   (its first sample)
+    caller stops  ->  Ink's turn ends  ->  segment 0 stored  ->  ConverseFunction answers  ->  Connect plays it
+    (the clip's end)  (the turn's EndedAt)  (its ReadyAt)        (the flow has it)              (its first sample)
 
-A turn is an answer ``Result=Turn`` from a function; its reply is the first prompt the flow gets
-(``Result=OK`` with ``PromptUri``, or ``Result=Fallback``) and the first prompt it plays before calling that
-function again. The JSON report (:func:`build_report`) holds these figures with every prompt, utterance,
-action and Lambda call, times in milliseconds since the call began.
+The product's own moments (a turn's end, a segment stored) and timings come from its records of the call
+(:mod:`voicebridge_dev.simulator.records`). The latencies (``latency_ms``), each a difference of moments rounded to
+the millisecond or a timing the product measured:
+
+- ``stop_to_turn_end`` — the caller's voice ending to Ink's turn end: Ink's end-of-turn delay (and the media's way to
+  it through Kinesis Video Streams and the consumer);
+- ``responder_first_sentence`` — the responder's time to the reply's first sentence (``ResponderMs``);
+- ``sonic_first_segment`` — Sonic making that sentence's prompt (``SynthesisMs``; none for a cached prompt or one
+  left to Connect's voice, counted as 0 below);
+- ``stop_to_playing`` — the caller's voice ending to Connect playing the reply's first segment;
+- ``bridge`` — ``stop_to_playing`` less the other three: what the project adds. ``bridge_parts_ms`` splits it: the
+  consumer's own work around the responder and Sonic (``reply``: the turn stored and taken up, the prompt stored,
+  the segment put), ``ConverseFunction`` learning of the segment and answering (``delivery``), and Connect fetching
+  the prompt and starting it (``connect``).
+
+``segment_gaps_ms`` are the silences between a reply's segments as Connect plays them. The JSON report
+(:func:`build_report`) holds these with every prompt, utterance, action and Lambda call, in milliseconds since the
+call began.
 """
 
 from __future__ import annotations
 
+import itertools
+import statistics
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from voicebridge_dev.simulator.engine import CHAIN_BUDGET_S, CallResult
@@ -32,24 +52,37 @@ from voicebridge_dev.simulator.events import (
 )
 
 __all__ = [
+    "LATENCIES",
     "LiveTimeline",
+    "ReplySegment",
     "TurnFigures",
     "build_report",
     "latency_table",
     "prompt_texts",
+    "summary",
     "transcript",
     "turn_figures",
 ]
 
 _SOURCES = {"prompt": "S3 prompt", "connect-voice": "Connect voice, local stand-in", "hold": "hold"}
+LATENCIES = ("stop_to_turn_end", "responder_first_sentence", "sonic_first_segment", "stop_to_playing", "bridge")
+"""The keys of a turn's ``latency_ms``, in the order of the call."""
+_SEGMENT_RESULTS = ("Speak", "Fallback")
 
 
 def prompt_texts(calls: Sequence[LambdaCall]) -> dict[str, str]:
-    """What each prompt URL says: the ``Prefix`` and ``Text`` of the call that answered with it."""
+    """What each prompt URL says: the ``Text`` of the answer that carried it (ConverseFunction's sentence), else the
+    ``Prefix`` and ``Text`` the function was asked to speak (SynthesizeFunction)."""
     texts: dict[str, str] = {}
     for call in calls:
-        uri = (call.response or {}).get("PromptUri")
-        if isinstance(uri, str):
+        response = call.response or {}
+        uri = response.get("PromptUri")
+        if not isinstance(uri, str):
+            continue
+        spoken = response.get("Text")
+        if isinstance(spoken, str) and spoken:
+            texts[uri] = " ".join(spoken.split())
+        else:
             texts[uri] = " ".join((call.parameters.get("Prefix", "") + call.parameters.get("Text", "")).split())
     return texts
 
@@ -62,6 +95,45 @@ def _said(segment: Segment, texts: dict[str, str]) -> str:
     return ""
 
 
+def _ms(seconds: float | None) -> int | None:
+    return None if seconds is None else round(seconds * 1000)
+
+
+def _gap(first: float | None, second: float | None) -> int | None:
+    # From the rounded moments, so that each gap is exactly the difference of the times reported.
+    first_ms, second_ms = _ms(first), _ms(second)
+    return None if first_ms is None or second_ms is None else second_ms - first_ms
+
+
+def _whole_ms(value: float | None) -> int | None:
+    return None if value is None else round(value)
+
+
+@dataclass(frozen=True)
+class ReplySegment:
+    """One segment of a reply: what it says, its prompt, and when it was stored, handed over and played."""
+
+    index: int
+    text: str
+    prompt: str | None
+    """The S3 prompt's URL; None when Connect's own voice spoke the text."""
+    more: bool | None
+    """What ConverseFunction said with it: ``True`` while the reply might go on (None: never handed over)."""
+    ready: float | None
+    """When the product had it stored, its audio in S3."""
+    delivered: float | None
+    """When the flow had it (the function's answer)."""
+    start: float | None
+    """When Connect started playing it (None: never played)."""
+    end: float | None
+    responder_ms: float | None = None
+    synthesis_ms: float | None = None
+
+    @property
+    def source(self) -> str:
+        return "prompt" if self.prompt else "connect-voice"
+
+
 @dataclass(frozen=True)
 class TurnFigures:
     """One caller turn and the reply to it, as moments of the call in seconds."""
@@ -71,74 +143,198 @@ class TurnFigures:
     said: str | None
     speech_start: float | None
     speech_end: float | None
-    available: float
-    reply_ready: float | None
-    reply_start: float | None
-    reply: str | None
+    turn_end: float | None
+    """When Ink's turn ended (from the product's records; for a flow that answers itself without them, when the
+    flow had the turn)."""
+    segments: tuple[ReplySegment, ...] = ()
+    action: str | None = None
+    """What the reply asked of the flow (``Continue``, ``Transfer``, ``Hangup``), when the flow was told."""
+    conversation: bool = True
+    """The reply came from the responder (ConverseFunction), not from the flow's own prompt."""
 
-    def gaps_ms(self) -> dict[str, int | None]:
-        def gap(first: float | None, second: float | None) -> int | None:
-            # From the rounded moments, so that each gap is exactly the difference of the times reported.
-            return None if first is None or second is None else round(second * 1000) - round(first * 1000)
+    @property
+    def reply(self) -> str | None:
+        texts = [segment.text for segment in self.segments if segment.text]
+        return " ".join(texts) if texts else None
 
+    @property
+    def first(self) -> ReplySegment | None:
+        return self.segments[0] if self.segments else None
+
+    @property
+    def reply_start(self) -> float | None:
+        return None if self.first is None else self.first.start
+
+    def latency_ms(self) -> dict[str, int | None]:
+        first = self.first
+        stop_to_turn_end = _gap(self.speech_end, self.turn_end)
+        stop_to_playing = _gap(self.speech_end, self.reply_start)
+        responder = _whole_ms(None if first is None else first.responder_ms)
+        sonic = _whole_ms(None if first is None else first.synthesis_ms)
+        bridge = None
+        if stop_to_playing is not None and stop_to_turn_end is not None and responder is not None:
+            bridge = stop_to_playing - stop_to_turn_end - responder - (sonic or 0)
         return {
-            "stop_to_available": gap(self.speech_end, self.available),
-            "available_to_ready": gap(self.available, self.reply_ready),
-            "ready_to_playing": gap(self.reply_ready, self.reply_start),
-            "stop_to_playing": gap(self.speech_end, self.reply_start),
+            "stop_to_turn_end": stop_to_turn_end,
+            "responder_first_sentence": responder,
+            "sonic_first_segment": sonic,
+            "stop_to_playing": stop_to_playing,
+            "bridge": bridge,
         }
+
+    def bridge_parts_ms(self) -> dict[str, int | None]:
+        """``bridge`` split where the product's records allow it; the parts add up to it exactly."""
+        first = self.first
+        if first is None or first.responder_ms is None:
+            return {"reply": None, "delivery": None, "connect": None}
+        made = _gap(self.turn_end, first.ready)
+        responder, sonic = _whole_ms(first.responder_ms) or 0, _whole_ms(first.synthesis_ms) or 0
+        return {
+            "reply": None if made is None else made - responder - sonic,
+            "delivery": _gap(first.ready, first.delivered),
+            "connect": _gap(first.delivered, first.start),
+        }
+
+    def segment_gaps_ms(self) -> list[int]:
+        """The silence between each two segments of the reply as Connect played them, in order."""
+        played = [segment for segment in self.segments if segment.start is not None]
+        gaps = []
+        for before, after in itertools.pairwise(played):
+            gap = _gap(before.end, after.start)
+            if gap is not None:
+                gaps.append(gap)
+        return gaps
+
+
+@dataclass
+class _Turn:
+    index: int
+    heard: str = ""
+    delivered: float | None = None
+    segments: dict[int, ReplySegment] = field(default_factory=dict)
+    action: str | None = None
+    conversation: bool = True
 
 
 def turn_figures(result: CallResult) -> list[TurnFigures]:
+    """Every turn of the call, in the order the caller spoke them."""
     calls = result.lambda_calls
     texts = prompt_texts(calls)
-    utterances = [s for s in result.segments if s.track == CALLER]
     prompts = [s for s in result.segments if s.track == BOT and s.kind != "hold"]
-    figures: list[TurnFigures] = []
-    matched: set[int] = set()
+    turns: dict[int, _Turn] = {}
+    current: _Turn | None = None
     for position, call in enumerate(calls):
-        if call.result != "Turn" or call.response is None:
-            continue
-        spoken = [s for s in utterances if s.end <= call.end and id(s) not in matched]
+        response = call.response or {}
+        later = calls[position + 1 :]
+        if call.result in _SEGMENT_RESULTS and "Segment" in response and "TurnIndex" in response:
+            index = _whole(response.get("TurnIndex"), len(turns))
+            if current is not None and index > current.index and current.action is None:
+                # The flow learned that the reply it was playing was over from the next turn's first segment.
+                current.action = "Continue"
+            current = turns.setdefault(index, _Turn(index))
+            current.heard = current.heard or str(response.get("Transcript", ""))
+            horizon = later[0].start if later else result.duration
+            played = next((s for s in prompts if call.end <= s.start <= horizon), None)
+            number = _whole(response.get("Segment"), len(current.segments))
+            stored = result.records.segment(index, number)
+            uri = response.get("PromptUri")
+            more = str(response.get("More", "")).lower() == "true"
+            current.segments.setdefault(
+                number,
+                ReplySegment(
+                    index=number,
+                    text=str(response.get("Text") or (stored.text if stored else "") or texts.get(str(uri), "")),
+                    prompt=str(uri) if uri else None,
+                    more=more,
+                    ready=stored.ready_at if stored else None,
+                    delivered=call.end,
+                    start=None if played is None else played.start,
+                    end=None if played is None else played.end,
+                    responder_ms=stored.responder_ms if stored else None,
+                    synthesis_ms=stored.synthesis_ms if stored else None,
+                ),
+            )
+            if current.delivered is None:
+                current.delivered = call.end
+            if not more:
+                current.action = str(response.get("Action", "")) or None
+        elif call.result == "OK" and "Action" in response and "PromptUri" not in response:
+            if current is not None:
+                current.action = str(response["Action"])
+        elif call.result == "Turn" and call.response is not None:
+            index = _whole(response.get("TurnIndex"), len(turns))
+            current = turns.setdefault(index, _Turn(index, conversation=False))
+            current.heard = str(response.get("Transcript", ""))
+            current.delivered = call.end
+            horizon = next((c.start for c in later if c.function == call.function), result.duration)
+            prompts_made = (c for c in later if c.result == "Fallback" or "PromptUri" in (c.response or {}))
+            ready = next((c for c in prompts_made if c.end <= horizon), None)
+            played = next((s for s in prompts if call.end <= s.start <= horizon), None)
+            if played is not None:
+                current.segments[0] = ReplySegment(
+                    index=0,
+                    text=_said(played, texts),
+                    prompt=played.uri,
+                    more=None,
+                    ready=None if ready is None else ready.end,
+                    delivered=None if ready is None else ready.end,
+                    start=played.start,
+                    end=played.end,
+                )
+    for stored in result.records.segments:
+        turn = turns.get(stored.turn)
+        if turn is not None and turn.conversation and stored.index not in turn.segments:
+            turn.segments[stored.index] = ReplySegment(
+                index=stored.index,
+                text=stored.text,
+                prompt=stored.prompt_uri,
+                more=None,
+                ready=stored.ready_at,
+                delivered=None,
+                start=None,
+                end=None,
+                responder_ms=stored.responder_ms,
+                synthesis_ms=stored.synthesis_ms,
+            )
+    return _with_utterances(result, [turns[index] for index in sorted(turns)])
+
+
+def _with_utterances(result: CallResult, turns: list[_Turn]) -> list[TurnFigures]:
+    """Each turn with the caller's utterance it heard: the last one not yet matched that ended before the turn did."""
+    utterances = [s for s in result.segments if s.track == CALLER]
+    matched: set[int] = set()
+    figures = []
+    for turn in turns:
+        stored = result.records.turn(turn.index)
+        ended = stored.ended_at if stored is not None else None
+        if ended is None and not turn.conversation:
+            ended = turn.delivered
+        horizon = ended if ended is not None else turn.delivered
+        spoken = [s for s in utterances if horizon is not None and s.end <= horizon and id(s) not in matched]
         utterance = spoken[-1] if spoken else None
         if utterance is not None:
             matched.add(id(utterance))
-        later = calls[position + 1 :]
-        horizon = next((c.start for c in later if c.function == call.function), result.duration)
-        ready = next(
-            (
-                c.end
-                for c in later
-                if c.end <= horizon and (c.result == "Fallback" or "PromptUri" in (c.response or {}))
-            ),
-            None,
-        )
-        reply = next((s for s in prompts if call.end <= s.start <= horizon), None)
         figures.append(
             TurnFigures(
-                index=_turn_index(call.response.get("TurnIndex"), len(figures)),
-                heard=str(call.response.get("Transcript", "")),
+                index=turn.index,
+                heard=turn.heard,
                 said=None if utterance is None else utterance.text,
                 speech_start=None if utterance is None else utterance.start,
                 speech_end=None if utterance is None else utterance.end,
-                available=call.end,
-                reply_ready=ready,
-                reply_start=None if reply is None else reply.start,
-                reply=None if reply is None else _said(reply, texts),
+                turn_end=ended,
+                segments=tuple(turn.segments[k] for k in sorted(turn.segments)),
+                action=turn.action,
+                conversation=turn.conversation,
             )
         )
     return figures
 
 
-def _turn_index(raw: Any, default: int) -> int:
+def _whole(raw: Any, default: int) -> int:
     try:
         return int(raw)
     except (TypeError, ValueError):
         return default
-
-
-def _ms(seconds: float | None) -> int | None:
-    return None if seconds is None else round(seconds * 1000)
 
 
 def _clock(seconds: float) -> str:
@@ -146,10 +342,29 @@ def _clock(seconds: float) -> str:
     return f"{int(minutes):02d}:{rest:06.3f}"
 
 
+def _median(values: Sequence[int | None]) -> float | None:
+    present = [value for value in values if value is not None]
+    return None if not present else round(statistics.median(present), 1)
+
+
+def summary(figures: Sequence[TurnFigures]) -> dict[str, Any]:
+    """The call's turns in a few figures: the median of each latency, and of the gaps between segments."""
+    latencies = [turn.latency_ms() for turn in figures]
+    gaps = [gap for turn in figures for gap in turn.segment_gaps_ms()]
+    return {
+        "turns": len(figures),
+        "segments": sum(len(turn.segments) for turn in figures),
+        "median_ms": {name: _median([latency[name] for latency in latencies]) for name in LATENCIES},
+        "segment_gap_median_ms": _median(gaps),
+        "segment_gap_max_ms": max(gaps, default=None),
+    }
+
+
 def build_report(result: CallResult, **context: Any) -> dict[str, Any]:
     """The call as JSON-ready data; ``context`` (scenario, engines, files…) is added as given."""
     texts = prompt_texts(result.lambda_calls)
     streaming = [e for e in result.events if isinstance(e, StreamingChanged)]
+    figures = turn_figures(result)
     return {
         **context,
         "contact_id": result.contact_id,
@@ -162,20 +377,37 @@ def build_report(result: CallResult, **context: Any) -> dict[str, Any]:
             "channels": ["caller", "bot"],
             "frames": int(result.recording.shape[0]),
         },
+        "summary": summary(figures),
         "turns": [
             {
                 "index": turn.index,
                 "said": turn.said,
                 "heard": turn.heard,
                 "reply": turn.reply,
+                "action": turn.action,
                 "speech_start_ms": _ms(turn.speech_start),
                 "speech_end_ms": _ms(turn.speech_end),
-                "turn_available_ms": _ms(turn.available),
-                "reply_ready_ms": _ms(turn.reply_ready),
+                "turn_end_ms": _ms(turn.turn_end),
                 "reply_start_ms": _ms(turn.reply_start),
-                "latency_ms": turn.gaps_ms(),
+                "segments": [
+                    {
+                        "index": segment.index,
+                        "text": segment.text,
+                        "prompt": segment.prompt,
+                        "source": segment.source,
+                        "more": segment.more,
+                        "ready_ms": _ms(segment.ready),
+                        "delivered_ms": _ms(segment.delivered),
+                        "played_ms": _ms(segment.start),
+                        "ended_ms": _ms(segment.end),
+                    }
+                    for segment in turn.segments
+                ],
+                "latency_ms": turn.latency_ms(),
+                "bridge_parts_ms": turn.bridge_parts_ms(),
+                "segment_gaps_ms": turn.segment_gaps_ms(),
             }
-            for turn in turn_figures(result)
+            for turn in figures
         ],
         "prompts": [
             {
@@ -245,7 +477,9 @@ def transcript(result: CallResult) -> str:
         elif segment.kind != "hold":
             lines.append((segment.start, f"BOT     {_said(segment, texts)}  [{_SOURCES[segment.kind]}]"))
     for turn in turn_figures(result):
-        lines.append((turn.available, f"HEARD   {turn.heard}  [turn {turn.index}]"))
+        heard_at = turn.turn_end if turn.turn_end is not None else turn.first.delivered if turn.first else None
+        if heard_at is not None:
+            lines.append((heard_at, f"HEARD   {turn.heard}  [turn {turn.index}]"))
     ending = result.ended_by + (f": {result.detail}" if result.detail else "")
     lines.append((result.duration, f"END     {ending}"))
     mode = "virtual" if result.virtual_clock else "real"
@@ -254,26 +488,59 @@ def transcript(result: CallResult) -> str:
     return "\n".join([header, *body]) + "\n"
 
 
+_COLUMNS = (
+    ("turn", 4),
+    ("heard", 34),
+    ("segs", 4),
+    ("stop->turn end", 14),
+    ("responder", 9),
+    ("sonic", 6),
+    ("bridge", 6),
+    ("stop->play", 10),
+    ("gaps (median)", 13),
+)
+
+
 def latency_table(result: CallResult) -> str:
-    """The per-turn latencies as a table for the terminal."""
-    header = (
-        f"{'turn':>4}  {'heard':<40}  {'stop->turn':>10}  {'turn->ready':>11}  {'ready->play':>11}  {'stop->play':>10}"
-    )
+    """The per-turn latencies as a table for the terminal, with the medians under it."""
+    header = "  ".join(f"{name:<{width}}" if name == "heard" else f"{name:>{width}}" for name, width in _COLUMNS)
     rows = [header, "-" * len(header)]
 
-    def cell(value: int | None, width: int) -> str:
-        return f"{'-' if value is None else f'{value} ms':>{width}}"
+    def cell(value: float | None, width: int) -> str:
+        if value is None:
+            return f"{'-':>{width}}"
+        return f"{f'{value:g} ms':>{width}}"
 
-    for turn in turn_figures(result):
-        gaps = turn.gaps_ms()
-        heard = turn.heard if len(turn.heard) <= 40 else turn.heard[:39] + "…"
-        rows.append(
-            f"{turn.index:>4}  {heard:<40}  {cell(gaps['stop_to_available'], 10)}  "
-            f"{cell(gaps['available_to_ready'], 11)}  {cell(gaps['ready_to_playing'], 11)}  "
-            f"{cell(gaps['stop_to_playing'], 10)}"
+    figures = turn_figures(result)
+    for turn in figures:
+        latency = turn.latency_ms()
+        gaps = turn.segment_gaps_ms()
+        heard = turn.heard if len(turn.heard) <= 34 else turn.heard[:33] + "…"
+        values = (
+            latency["stop_to_turn_end"],
+            latency["responder_first_sentence"],
+            latency["sonic_first_segment"],
+            latency["bridge"],
+            latency["stop_to_playing"],
+            _median(gaps),
         )
+        cells = [cell(value, width) for value, (_, width) in zip(values, _COLUMNS[3:], strict=True)]
+        rows.append("  ".join([f"{turn.index:>4}", f"{heard:<34}", f"{len(turn.segments):>4}", *cells]))
     if len(rows) == 2:
         rows.append("(no turn was heard)")
+    else:
+        medians = summary(figures)
+        median = medians["median_ms"]
+        rows.append("-" * len(header))
+        cells = [
+            cell(median["stop_to_turn_end"], 14),
+            cell(median["responder_first_sentence"], 9),
+            cell(median["sonic_first_segment"], 6),
+            cell(median["bridge"], 6),
+            cell(median["stop_to_playing"], 10),
+            cell(medians["segment_gap_median_ms"], 13),
+        ]
+        rows.append("  ".join([f"{'':>4}", f"{'median':<34}", f"{medians['segments']:>4}", *cells]))
     return "\n".join(rows) + "\n"
 
 
@@ -317,9 +584,18 @@ class LiveTimeline:
         response = call.response
         if call.result == "Turn":
             return head + f'heard "{response.get("Transcript", "")}" (turn {response.get("TurnIndex")})'
+        if call.result in _SEGMENT_RESULTS and "Segment" in response:
+            more = "more to come" if response.get("More") == "true" else f"last, then {response.get('Action')}"
+            voice = "" if call.result == "Speak" else ", for Connect's voice"
+            heard = f'heard "{response.get("Transcript", "")}"; ' if response.get("Segment") == "0" else ""
+            return head + (
+                f"{heard}turn {response.get('TurnIndex')} segment {response.get('Segment')} ready ({more}{voice})"
+            )
         if "PromptUri" in response:
             cache = "cache hit" if response.get("CacheHit") == "true" else "synthesized"
             return head + f"prompt ready, {response.get('DurationMs')} ms of audio ({cache})"
         if call.result == "Fallback":
             return head + f"Fallback ({response.get('ErrorCode')}): Connect's voice will speak the text"
+        if call.result == "OK" and "Action" in response:
+            return head + f"the reply is over: {response['Action']}"
         return head + str(call.result)

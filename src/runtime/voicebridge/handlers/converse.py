@@ -1,10 +1,11 @@
 """ConverseFunction: what the flow plays next in a conversation with the agent, long-polled within Connect's 8 s.
 
 Input: ``TurnIndex`` and ``Segment`` of what the flow just played (absent at the start), optional ``MaxWaitMs``.
-Output: ``Result=Speak`` with ``PromptUri``, ``TurnIndex``, ``Segment``, ``More``, ``Transcript``, ``Action`` and
-the responder's attributes; ``Result=Fallback`` with ``Text`` instead of ``PromptUri`` when Sonic could not speak
-the sentence; ``Result=OK`` with ``Action`` when the reply is over and the flow must transfer or hang up;
-``Result=Timeout``; ``Result=Error`` (``NotListening``, ``InvalidInput``…). See :mod:`voicebridge.converse.playback`.
+Output: ``Result=Speak`` with ``PromptUri``, ``Text`` (the sentence it speaks), ``TurnIndex``, ``Segment``,
+``More``, ``Transcript``, ``Action`` and the responder's attributes; ``Result=Fallback`` with ``Text`` and no
+``PromptUri`` when Sonic could not speak the sentence; ``Result=OK`` with ``Action`` when the reply is over and the
+flow must transfer or hang up; ``Result=Timeout``; ``Result=Error`` (``NotListening``, ``InvalidInput``…). See
+:mod:`voicebridge.converse.playback`.
 An answer too long for Connect's 32 KB has its ``Transcript``, then its ``Text``, cut on a character boundary and says
 ``Truncated=true``.
 """
@@ -49,7 +50,7 @@ def _converse(event: ContactFlowEvent, context: Any) -> dict[str, str]:
             "Speak" if segment.prompt_uri else "Fallback",
             **attributes,
             PromptUri=segment.prompt_uri,
-            Text=None if segment.prompt_uri else segment.text,
+            Text=segment.text,
             TurnIndex=segment.turn,
             Segment=segment.index,
             More=found.more,

@@ -1,0 +1,124 @@
+"""What the product recorded of a simulated call, read back from the turn table and placed on the call's time.
+
+Connect never reads the turn table; the simulator does once a call is over, so the report can say what happened on
+the product's side between the moments the simulator saw itself (the caller's voice ending, a function answering, a
+prompt starting). Two kinds of item are read (``docs/functions.md``, *The turn table* and *The turn table's
+replies*), every epoch-millisecond moment converted to the call's time with :meth:`Clock.call_time`:
+
+- a caller's turn, ``TurnKey = customer#<n:09d>``: its transcript and ``EndedAt``, when Ink's turn ended;
+- a reply segment, ``TurnKey = reply#<n:09d>#<k:03d>``: its text, prompt, ``ReadyAt`` (stored, its audio in S3)
+  and ``Timings`` — ``ResponderMs`` on a reply's first segment (the responder's time to its first sentence) and
+  ``SynthesisMs`` when Sonic made the prompt (none for a cached prompt, or a sentence left to Connect's voice).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer
+from botocore.exceptions import BotoCoreError, ClientError
+
+from voicebridge_dev.simulator.clock import Clock
+
+__all__ = ["CallRecords", "StoredSegment", "StoredTurn", "read_records"]
+
+logger = logging.getLogger(__name__)
+
+_DESERIALIZER = TypeDeserializer()
+
+
+@dataclass(frozen=True)
+class StoredTurn:
+    """A turn the consumer stored: who spoke (``customer`` or ``agent``), what Ink heard, when its turn ended."""
+
+    track: str
+    index: int
+    transcript: str
+    ended_at: float | None
+
+
+@dataclass(frozen=True)
+class StoredSegment:
+    """Segment ``index`` of the reply to the caller's turn ``turn``, as the consumer stored it."""
+
+    turn: int
+    index: int
+    text: str
+    prompt_uri: str | None
+    ready_at: float | None
+    responder_ms: float | None = None
+    synthesis_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class CallRecords:
+    """The turns and reply segments of one contact, in key order."""
+
+    turns: tuple[StoredTurn, ...] = ()
+    segments: tuple[StoredSegment, ...] = ()
+
+    def turn(self, index: int, track: str = "customer") -> StoredTurn | None:
+        return next((t for t in self.turns if t.track == track and t.index == index), None)
+
+    def segment(self, turn: int, index: int) -> StoredSegment | None:
+        return next((s for s in self.segments if s.turn == turn and s.index == index), None)
+
+
+def read_records(client: Any, table: str, contact_id: str, clock: Clock) -> CallRecords:
+    """The contact's turns and reply segments in ``table`` (empty, with a warning, when they cannot be read)."""
+    items: list[dict[str, Any]] = []
+    query: dict[str, Any] = {
+        "TableName": table,
+        "KeyConditionExpression": "ContactId = :c",
+        "ExpressionAttributeValues": {":c": {"S": contact_id}},
+        "ConsistentRead": True,
+    }
+    try:
+        while True:
+            answer = client.query(**query)
+            items.extend({k: _DESERIALIZER.deserialize(v) for k, v in raw.items()} for raw in answer.get("Items", []))
+            if "LastEvaluatedKey" not in answer:
+                break
+            query["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+    except (BotoCoreError, ClientError) as exc:
+        logger.warning("flow simulator: the turn table %s could not be read: %s", table, exc)
+        return CallRecords()
+
+    def moment(raw: Any) -> float | None:
+        return None if raw is None else clock.call_time(float(raw) / 1000)
+
+    turns: list[StoredTurn] = []
+    segments: list[StoredSegment] = []
+    for item in items:
+        key = str(item.get("TurnKey", ""))
+        if key.startswith("reply#") and "Segment" in item:
+            timings: Mapping[str, Any] = item.get("Timings") or {}
+            segments.append(
+                StoredSegment(
+                    turn=int(item["Turn"]),
+                    index=int(item["Segment"]),
+                    text=str(item.get("Text", "")),
+                    prompt_uri=str(item["PromptUri"]) if item.get("PromptUri") else None,
+                    ready_at=moment(item.get("ReadyAt")),
+                    responder_ms=_number(timings.get("ResponderMs")),
+                    synthesis_ms=_number(timings.get("SynthesisMs")),
+                )
+            )
+        elif "Track" in item and "Seq" in item:
+            turns.append(
+                StoredTurn(
+                    track=str(item["Track"]),
+                    index=int(item["Seq"]),
+                    transcript=str(item.get("Transcript", "")),
+                    ended_at=moment(item.get("EndedAt")),
+                )
+            )
+    return CallRecords(tuple(turns), tuple(segments))
+
+
+def _number(raw: Any) -> float | None:
+    return float(raw) if isinstance(raw, int | float | Decimal) else None

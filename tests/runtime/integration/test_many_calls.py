@@ -1,0 +1,51 @@
+"""Ten calls on the line at once, through contact_flows/voice-agent.json on one local cloud: every caller turn is
+stored once as what was said and answered once, and no call stops on an error.
+
+The calls are the demo's ``--calls 10`` (virtual clocks, placed its default three seconds apart: a call lasts a
+minute and a half, so all ten are on the line together for a minute). The Lambda emulator runs a dozen containers per
+function, as many as ten calls need (each call's consumer and its long-polling ConverseFunction); the latencies
+under this load are reported by the demo, not asserted here.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from voicebridge_dev.demo import place_calls
+from voicebridge_dev.local.speech_engine import StandInSpeechEngine
+from voicebridge_dev.simulator import SCENARIOS, load_clips
+from voicebridge_dev.simulator.load import LoadRun, delivery, load_figures
+
+CALLS = 10
+
+
+@pytest.fixture(scope="module")
+def run() -> LoadRun:
+    scenario = SCENARIOS["normal"]
+    result, _ = place_calls(CALLS, scenario, scenario.script(load_clips()), StandInSpeechEngine())
+    return result
+
+
+def test_every_call_ends_where_the_caller_asked_to_go(run: LoadRun) -> None:
+    assert len(run.results) == CALLS
+    assert {result.ended_by for result in run.results} == {"transferred"}
+    assert len({result.contact_id for result in run.results}) == CALLS
+
+
+def test_every_turn_of_every_call_is_delivered_exactly_once(run: LoadRun) -> None:
+    utterances = len(SCENARIOS["normal"].steps)
+
+    for result in run.results:
+        call = delivery(result)
+        assert (call.utterances, call.stored, call.heard_as_said) == (utterances,) * 3, result.contact_id
+        assert (call.duplicates, call.lost) == (0, 0), result.contact_id
+        assert call.answered == utterances and call.once == utterances, result.contact_id
+
+
+def test_the_figures_count_every_turn_and_give_percentiles_of_each_latency(run: LoadRun) -> None:
+    figures = load_figures(run)
+    turns = figures["turns"]
+
+    assert turns["exactly_once"] == turns["utterances"] == CALLS * len(SCENARIOS["normal"].steps)
+    stop_to_turn_end = figures["percentiles_ms"]["stop_to_turn_end"]
+    assert 0 < stop_to_turn_end["p50"] <= stop_to_turn_end["p90"] <= stop_to_turn_end["p99"]
