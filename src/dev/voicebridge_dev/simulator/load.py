@@ -110,6 +110,9 @@ class Delivery:
     """Caller turns in the turn table."""
     answered: int
     """Turns whose reply's first segment reached the flow."""
+    superseded: int
+    """Turns with no reply of their own because the caller spoke again first: the reply to a later turn, which reached
+    the flow, answers what the caller said in both (the consumer's barge-in)."""
     heard_as_said: int
     """Stored turns, in order, whose transcript is what the caller said in that utterance."""
     duplicates: int
@@ -117,7 +120,8 @@ class Delivery:
     lost: int
     """Utterances with no stored turn."""
     once: int
-    """Utterances delivered exactly once: stored once as what was said, its reply's first segment handed over once."""
+    """Utterances delivered exactly once: stored once as what was said, and its reply's first segment handed over once
+    (or the turn superseded by a later one whose reply was)."""
 
 
 def _words(text: str | None) -> str:
@@ -134,12 +138,18 @@ def delivery(result: CallResult) -> Delivery:
         if c.response is not None and c.result in ("Speak", "Fallback") and "Segment" in c.response
     )
     answered = {turn for turn, segment in handed if segment == "0"}
+    answered_indexes = sorted(int(turn) for turn in answered if turn.isdigit())
+    superseded = {
+        turn.index
+        for turn in stored
+        if str(turn.index) not in answered and any(later > turn.index for later in answered_indexes)
+    }
     matches = [_words(text) == _words(turn.transcript) for text, turn in zip(said, stored, strict=False)]
     duplicates = max(0, len(stored) - len(said)) + sum(n - 1 for n in handed.values() if n > 1)
     once = sum(
         1
         for match, turn in zip(matches, stored, strict=False)
-        if match and handed[(str(turn.index), "0")] == 1 and duplicates == 0
+        if match and duplicates == 0 and (handed[(str(turn.index), "0")] == 1 or turn.index in superseded)
     )
     return Delivery(
         contact_id=result.contact_id,
@@ -147,6 +157,7 @@ def delivery(result: CallResult) -> Delivery:
         utterances=len(said),
         stored=len(stored),
         answered=len(answered),
+        superseded=len(superseded),
         heard_as_said=sum(matches),
         duplicates=duplicates,
         lost=max(0, len(said) - len(stored)),
@@ -182,6 +193,7 @@ def load_figures(run: LoadRun) -> dict[str, Any]:
             "utterances": utterances,
             "stored": sum(d.stored for d in deliveries),
             "answered": sum(d.answered for d in deliveries),
+            "superseded": sum(d.superseded for d in deliveries),
             "heard_as_said": sum(d.heard_as_said for d in deliveries),
             "duplicates": sum(d.duplicates for d in deliveries),
             "lost": sum(d.lost for d in deliveries),
@@ -198,6 +210,7 @@ def load_figures(run: LoadRun) -> dict[str, Any]:
                 "utterances": d.utterances,
                 "stored": d.stored,
                 "answered": d.answered,
+                "superseded": d.superseded,
                 "heard_as_said": d.heard_as_said,
                 "duplicates": d.duplicates,
                 "lost": d.lost,
@@ -219,8 +232,8 @@ def load_table(figures: Mapping[str, Any]) -> str:
     turns = figures["turns"]
     rows.append(
         f"turns delivered exactly once: {turns['exactly_once']} of {turns['utterances']} utterances "
-        f"(stored {turns['stored']}, answered {turns['answered']}, heard as said {turns['heard_as_said']}, "
-        f"duplicates {turns['duplicates']}, lost {turns['lost']})"
+        f"(stored {turns['stored']}, answered {turns['answered']}, superseded {turns['superseded']}, "
+        f"heard as said {turns['heard_as_said']}, duplicates {turns['duplicates']}, lost {turns['lost']})"
     )
     names = {
         "stop_to_turn_end": "stop -> turn end",

@@ -239,6 +239,18 @@ class Handler(TrackedHandler):
         if emulator.endpoint_name is not None and state.endpoint_name != emulator.endpoint_name:
             self._validation_error(state, f"Endpoint {state.endpoint_name} of account {ACCOUNT_ID} not found.")
             return
+        self._speak(state, raw, self.model_error, EventStreamFraming)
+
+    def _speak(
+        self,
+        state: Invocation,
+        raw: bytes,
+        refuse: Callable[[Invocation, int, str], None],
+        framing: Callable[[Any, Invocation, Any], Framing],
+    ) -> None:
+        """Parse the Sonic request, take the next fault, and stream the speech in ``framing``; ``refuse`` answers a
+        request the model rejects (422) or a throttle (429), in the shape of the interface it came through."""
+        emulator = self.emulator
         try:
             state.body = json.loads(raw)
         except ValueError:
@@ -248,16 +260,16 @@ class Handler(TrackedHandler):
                 state.body, accepted_encodings=emulator.accepted_encodings, model=emulator.model
             )
         except InvalidSonicRequest as exc:
-            self.model_error(state, 422, str(exc))
+            refuse(state, 422, str(exc))
             return
         state.context_id = request.context_id
 
         fault = emulator.faults.take()
         state.fault = fault.kind.value if fault else None
         if fault is not None and fault.kind is FaultKind.THROTTLE:
-            self.model_error(state, 429, fault.message or "model is at capacity; retry later (emulator)")
+            refuse(state, 429, fault.message or "model is at capacity; retry later (emulator)")
             return
-        self._generate(EventStreamFraming(self, state, request), fault)
+        self._generate(framing(self, state, request), fault)
 
     def _validation_error(self, state: Invocation, message: str) -> None:
         state.http_status, state.outcome = 400, "validation_error"
@@ -301,25 +313,7 @@ class Handler(TrackedHandler):
         if not emulator.ready:
             self.container_error(state, 503, "the model is still loading (emulator)")
             return
-        try:
-            state.body = json.loads(raw)
-        except ValueError:
-            state.body = raw.decode("utf-8", errors="replace")
-        try:
-            request = parse_sonic_request(
-                state.body, accepted_encodings=emulator.accepted_encodings, model=emulator.model
-            )
-        except InvalidSonicRequest as exc:
-            self.container_error(state, 422, str(exc))
-            return
-        state.context_id = request.context_id
-
-        fault = emulator.faults.take()
-        state.fault = fault.kind.value if fault else None
-        if fault is not None and fault.kind is FaultKind.THROTTLE:
-            self.container_error(state, 429, fault.message or "model is at capacity; retry later (emulator)")
-            return
-        self._generate(ContainerFraming(self, state, request), fault)
+        self._speak(state, raw, self.container_error, ContainerFraming)
 
     def container_error(self, state: Invocation, status: int, reason: str) -> None:
         """The container's refusal: its status, and its reason as the body."""

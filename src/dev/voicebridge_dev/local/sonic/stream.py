@@ -173,21 +173,13 @@ class Framing(ABC):
             raise ClientGone from exc
 
 
-class EventStreamFraming(Framing):
-    """SageMaker: Sonic's JSON lines, cut into PayloadPart events; failures are event-stream exceptions."""
-
-    content_type = "application/vnd.amazon.eventstream"
+class _JsonLinesFraming(Framing):
+    """Sonic's own JSON lines, packed into parts as the model package writes them; how a part travels is the
+    subclass's (:meth:`_send_parts`)."""
 
     def __init__(self, handler: Handler, state: Invocation, request: SonicRequest) -> None:
         super().__init__(handler, state, request)
         self._packer = PartPacker(request.context_id or "")
-
-    def headers(self) -> dict[str, str]:
-        return {
-            "X-Amzn-SageMaker-Content-Type": MODEL_CONTENT_TYPE,
-            "x-Amzn-Invoked-Production-Variant": "AllTraffic",
-            "x-amzn-RequestId": self.state.request_id,
-        }
 
     def send(self, messages: list[dict[str, Any]], *, last: bool = False) -> None:
         parts = [part for message in messages for part in self._packer.add(_json_line(_with_rate(message, self)))]
@@ -196,18 +188,38 @@ class EventStreamFraming(Framing):
     def flush(self) -> None:
         self._send_parts(self._packer.flush())
 
+    def error_line(self, fault: Fault) -> dict[str, Any]:
+        """Sonic's last line when generation fails inside the stream."""
+        return {
+            "type": "error",
+            "context_id": self.request.context_id,
+            "status_code": 500,
+            "done": True,
+            "data": fault.describe(),
+        }
+
+    @abstractmethod
+    def _send_parts(self, parts: list[bytes]) -> None:
+        """Send packed parts on the wire."""
+
+
+class EventStreamFraming(_JsonLinesFraming):
+    """SageMaker: Sonic's JSON lines, cut into PayloadPart events; failures are event-stream exceptions."""
+
+    content_type = "application/vnd.amazon.eventstream"
+
+    def headers(self) -> dict[str, str]:
+        return {
+            "X-Amzn-SageMaker-Content-Type": MODEL_CONTENT_TYPE,
+            "x-Amzn-Invoked-Production-Variant": "AllTraffic",
+            "x-amzn-RequestId": self.state.request_id,
+        }
+
     def fail(self, fault: Fault, outcome: str | None = None) -> None:
         self.state.outcome = outcome or f"fault_{fault.kind.value}"
         message = fault.describe()
         if fault.kind is FaultKind.ERROR_EVENT:
-            error = {
-                "type": "error",
-                "context_id": self.request.context_id,
-                "status_code": 500,
-                "done": True,
-                "data": message,
-            }
-            self.send([error], last=True)
+            self.send([self.error_line(fault)], last=True)
         else:
             self.flush()
             if fault.kind is FaultKind.INTERNAL_FAILURE:
@@ -227,36 +239,18 @@ class EventStreamFraming(Framing):
             self.write(b"".join(encode_event("PayloadPart", part) for part in parts))
 
 
-class ContainerFraming(Framing):
+class ContainerFraming(_JsonLinesFraming):
     """The container itself: Sonic's JSON lines as HTTP chunks; a failure is a last ``error`` line or a cut."""
 
     content_type = MODEL_CONTENT_TYPE
 
-    def __init__(self, handler: Handler, state: Invocation, request: SonicRequest) -> None:
-        super().__init__(handler, state, request)
-        self._packer = PartPacker(request.context_id or "")
-
     def headers(self) -> dict[str, str]:
         return {"X-Request-Id": self.state.request_id}
-
-    def send(self, messages: list[dict[str, Any]], *, last: bool = False) -> None:
-        parts = [part for message in messages for part in self._packer.add(_json_line(_with_rate(message, self)))]
-        self._send_parts(parts + self._packer.flush() if last else parts)
-
-    def flush(self) -> None:
-        self._send_parts(self._packer.flush())
 
     def fail(self, fault: Fault, outcome: str | None = None) -> None:
         self.state.outcome = outcome or f"fault_{fault.kind.value}"
         if fault.kind is FaultKind.ERROR_EVENT:
-            error = {
-                "type": "error",
-                "context_id": self.request.context_id,
-                "status_code": 500,
-                "done": True,
-                "data": fault.describe(),
-            }
-            self.send([error], last=True)
+            self.send([self.error_line(fault)], last=True)
             self.end()
             return
         self.flush()
