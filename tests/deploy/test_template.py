@@ -31,7 +31,7 @@ FLOW_FILES = sorted((ROOT / "contact_flows").glob("*.json"))
 FUNCTIONS = {
     "SynthesizeFunction": ("voicebridge.handlers.synthesize.handler", 8, 1024),
     "StartListeningFunction": ("voicebridge.handlers.start_listening.handler", 5, 256),
-    "TranscribeStreamFunction": ("voicebridge.handlers.transcribe_stream.handler", 900, 512),
+    "TranscribeStreamFunction": ("voicebridge.handlers.transcribe_stream.handler", 900, {"Ref": "ConsumerMemorySize"}),
     "AwaitTurnFunction": ("voicebridge.handlers.await_turn.handler", 8, 256),
     "ConverseFunction": ("voicebridge.handlers.converse.handler", 8, 256),
 }

@@ -222,8 +222,8 @@ def function_spec(
     return FunctionSpec(
         logical_id=logical_id,
         handler=str(handler),
-        timeout_s=int(props.get("Timeout", glob.get("Timeout", 3))),
-        memory_mb=int(props.get("MemorySize", glob.get("MemorySize", 128))),
+        timeout_s=int(resolver.resolve(props.get("Timeout", glob.get("Timeout", 3)))),
+        memory_mb=int(resolver.resolve(props.get("MemorySize", glob.get("MemorySize", 128)))),
         environment=environment,
         reserved_concurrency=_reserved(resolver.resolve(props.get("ReservedConcurrentExecutions"))),
     )

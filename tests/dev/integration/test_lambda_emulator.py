@@ -430,6 +430,20 @@ def test_log_type_tail_returns_the_invocation_log(client: Any) -> None:
     assert lines[-1].startswith(f"REPORT RequestId: {request_id}\tDuration: ")
 
 
+def test_each_invocation_reports_its_peak_memory_and_the_cpu_time_it_used(tmp_path: Path) -> None:
+    template = write_template(tmp_path, {"BurnFunction": function("burn", MemorySize=256)})
+    with LambdaEmulator(template, env=CREDENTIALS) as emu:
+        _, answer = invoke(lambda_client(emu), "BurnFunction", {"cpu_ms": 300}, LogType="Tail")
+        (record,) = emu.invocations
+
+    report = base64.b64decode(answer["LogResult"]).decode().splitlines()[-1]
+    fields = dict(field.split(": ", 1) for field in report.split("\t")[1:])
+    assert record.cpu_ms is not None and record.cpu_ms >= 300
+    assert fields["CPU Time (emulator)"] == f"{record.cpu_ms:.1f} ms"
+    assert record.max_memory_mb is not None and fields["Max Memory Used"] == f"{record.max_memory_mb} MB"
+    assert fields["Memory Size"] == "256 MB"
+
+
 def test_without_log_type_tail_no_log_is_returned(client: Any) -> None:
     _, answer = invoke(client, "LogFunction", {"stdout": "a", "stderr": "b"})
 

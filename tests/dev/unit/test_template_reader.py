@@ -19,6 +19,12 @@ def test_synthesize_function_handler_and_environment_come_from_the_template() ->
     assert spec.environment["POWERTOOLS_SERVICE_NAME"] == "voicebridge"
 
 
+def test_a_memory_size_given_by_a_parameter_is_its_value_or_its_default() -> None:
+    assert function_spec(TEMPLATE, "TranscribeStreamFunction").memory_mb == 1769
+    chosen = function_spec(TEMPLATE, "TranscribeStreamFunction", parameters={"ConsumerMemorySize": "512"})
+    assert chosen.memory_mb == 512
+
+
 def test_every_function_handler_is_importable() -> None:
     from voicebridge_dev.local.runner import load_handler
 

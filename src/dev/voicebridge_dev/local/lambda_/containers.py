@@ -7,8 +7,8 @@ CloudWatch log stream) to the handler::
     container → emulator   {"type": "ready", "init_ms": …}
                            or {"type": "init_error", "error": {…}, "init_ms": …}, after which it exits;
                            then one per request:
-                           {"type": "result", "payload": "<JSON text>", "max_memory_mb": …}
-                           {"type": "error", "max_memory_mb": …,
+                           {"type": "result", "payload": "<JSON text>", "max_memory_mb": …, "cpu_ms": …}
+                           {"type": "error", "max_memory_mb": …, "cpu_ms": …,
                             "error": {"errorMessage", "errorType", "requestId", "stackTrace"}}
 
 Before each reply the container writes a marker line naming the request to its stdout, so the emulator knows
@@ -79,6 +79,7 @@ class Outcome:
     error: dict[str, Any] | None
     logs: list[str]
     max_memory_mb: int | None = None
+    cpu_ms: float | None = None
 
 
 def error_outcome(status: InvocationStatus, error: dict[str, Any], logs: list[str]) -> Outcome:
@@ -278,9 +279,9 @@ class Container:
         if reply is None:
             return self._exit_error(call.request_id)
         logs = self._collect_logs(call.request_id)
-        memory = reply.get("max_memory_mb")
+        memory, cpu_ms = reply.get("max_memory_mb"), reply.get("cpu_ms")
         if reply.get("type") == "result":
-            return Outcome(InvocationStatus.OK, str(reply["payload"]).encode(), None, logs, memory)
+            return Outcome(InvocationStatus.OK, str(reply["payload"]).encode(), None, logs, memory, cpu_ms)
         outcome = error_outcome(InvocationStatus.ERROR, reply["error"], logs)
-        outcome.max_memory_mb = memory
+        outcome.max_memory_mb, outcome.cpu_ms = memory, cpu_ms
         return outcome

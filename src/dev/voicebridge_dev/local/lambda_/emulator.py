@@ -425,6 +425,8 @@ class LambdaEmulator(Emulator[Fault]):
             fields.append(f"Max Memory Used: {outcome.max_memory_mb} MB")
         if init_ms is not None:
             fields.append(f"Init Duration: {init_ms:.2f} ms")
+        if outcome.cpu_ms is not None:
+            fields.append(f"CPU Time (emulator): {outcome.cpu_ms:.1f} ms")
         if outcome.status is not InvocationStatus.OK:
             fields.append(f"Status: {outcome.status.value}")
         return "\t".join(fields)
@@ -457,6 +459,8 @@ class LambdaEmulator(Emulator[Fault]):
             logs=logs,
             container=None if container is None else container.number,
             init_duration_ms=init_ms,
+            max_memory_mb=outcome.max_memory_mb,
+            cpu_ms=outcome.cpu_ms,
         )
         with self._state:
             self._records.append(record)

@@ -56,6 +56,10 @@ class InvocationRecord:
     logs: str
     container: int | None
     init_duration_ms: float | None = None
+    max_memory_mb: int | None = None
+    """The container's peak resident memory so far, as Lambda's ``Max Memory Used``."""
+    cpu_ms: float | None = None
+    """CPU time the container's process used during the invocation (the emulator's own figure)."""
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
