@@ -28,6 +28,8 @@ from tests.fixtures import ROOT
 from voicebridge_dev.demo import inject_scenario_faults, scenario_settings
 from voicebridge_dev.local.cloud import LocalCloud
 from voicebridge_dev.local.kvs import EMULATED_INSTANCE_ID
+from voicebridge_dev.local.lambda_ import Fault as LambdaFault
+from voicebridge_dev.local.lambda_ import FaultKind as LambdaFaultKind
 from voicebridge_dev.local.lambda_ import LambdaEmulator
 from voicebridge_dev.local.speech_engine import StandInSpeechEngine
 from voicebridge_dev.simulator import (
@@ -571,3 +573,59 @@ def test_the_listen_only_flow_transfers_the_caller_to_the_working_queue(
     assert (listening.parameters, listening.result) == ({"Tracks": "both"}, "OK")
     assert [a.identifier for a in result.actions][-2:] == ["Set working queue", "Transfer to queue"]
     assert (result.ended_by, result.detail) == ("transferred", queue)
+
+
+def _synthesize_then_say(tmp_path: Path) -> Path:
+    return write_flow(
+        tmp_path,
+        [
+            {
+                "Identifier": "Synthesize",
+                "Type": "InvokeLambdaFunction",
+                "Parameters": {
+                    "LambdaFunctionARN": "${SynthesizeFunction.Arn}",
+                    "InvocationTimeLimitSeconds": "3",
+                    "LambdaInvocationAttributes": {"Text": "Thanks for holding."},
+                },
+                "Transitions": {
+                    "NextAction": "Answered",
+                    "Errors": [{"NextAction": "Failed", "ErrorType": "NoMatchingError"}],
+                },
+            },
+            say("Answered", "It answered."),
+            say("Failed", "It did not answer."),
+            DISCONNECT,
+        ],
+    )
+
+
+def test_a_throttled_function_is_retried_as_connect_retries_it_until_it_answers(
+    cloud: LocalCloud, lambdas: LambdaEmulator, tmp_path: Path
+) -> None:
+    lambdas.inject(LambdaFault(LambdaFaultKind.THROTTLE, count=2, function="SynthesizeFunction"))
+    try:
+        result = call(cloud, lambdas, [], _synthesize_then_say(tmp_path))
+        # Both throttles were spent: the call was made three times.
+        assert lambdas.pending_faults == []
+    finally:
+        lambdas.clear_faults()
+
+    (synthesized,) = result.lambda_calls
+    assert (synthesized.outcome, synthesized.result) == ("ok", "OK")
+    assert outcomes(result, "Synthesize") == ["next"]
+
+
+def test_a_function_throttled_throughout_takes_the_error_branch_within_its_time_limit(
+    cloud: LocalCloud, lambdas: LambdaEmulator, tmp_path: Path
+) -> None:
+    lambdas.inject(LambdaFault(LambdaFaultKind.THROTTLE, count=1000, function="SynthesizeFunction"))
+    try:
+        result = call(cloud, lambdas, [], _synthesize_then_say(tmp_path))
+    finally:
+        lambdas.clear_faults()
+
+    (synthesized,) = result.lambda_calls
+    assert synthesized.outcome == "error" and synthesized.error is not None
+    assert "TooManyRequestsException" in synthesized.error
+    assert synthesized.duration < 3.0
+    assert [p["text"] for p in prompts(result)] == ["It did not answer."]
