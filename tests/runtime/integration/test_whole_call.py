@@ -629,3 +629,51 @@ def test_a_function_throttled_throughout_takes_the_error_branch_within_its_time_
     assert "TooManyRequestsException" in synthesized.error
     assert synthesized.duration < 3.0
     assert [p["text"] for p in prompts(result)] == ["It did not answer."]
+
+
+def test_flow_attributes_are_set_for_the_flow_and_read_back_in_a_prompt(
+    cloud: LocalCloud, lambdas: LambdaEmulator, tmp_path: Path
+) -> None:
+    flow = write_flow(
+        tmp_path,
+        [
+            {
+                "Identifier": "Set step",
+                "Type": "UpdateFlowAttributes",
+                "Parameters": {"FlowAttributes": {"Step": {"Value": "two"}, "Tier": {"Value": "$.Attributes.Tier"}}},
+                "Transitions": {"NextAction": "Say step"},
+            },
+            say("Say step", "Step $.FlowAttributes.Step, tier $.FlowAttributes.Tier, not $.Attributes.Step."),
+            DISCONNECT,
+        ],
+    )
+
+    result = call(cloud, lambdas, [], flow)
+
+    assert [p["text"] for p in prompts(result)] == ["Step two, tier , not ."]
+
+
+def test_input_that_never_comes_takes_no_matching_error_when_there_is_no_timeout_branch(
+    cloud: LocalCloud, lambdas: LambdaEmulator, tmp_path: Path
+) -> None:
+    flow = write_flow(
+        tmp_path,
+        [
+            {
+                "Identifier": "Menu",
+                "Type": "GetParticipantInput",
+                "Parameters": {"Text": "Press one.", "StoreInput": "False", "InputTimeLimitSeconds": "2"},
+                "Transitions": {
+                    "NextAction": "Disconnect",
+                    "Errors": [{"NextAction": "Nothing pressed", "ErrorType": "NoMatchingError"}],
+                },
+            },
+            say("Nothing pressed", "Nothing was pressed."),
+            DISCONNECT,
+        ],
+    )
+
+    result = call(cloud, lambdas, [], flow)
+
+    assert outcomes(result, "Menu") == ["NoMatchingError"]
+    assert [p["text"] for p in prompts(result)] == ["Press one.", "Nothing was pressed."]

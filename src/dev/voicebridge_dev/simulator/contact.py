@@ -1,10 +1,15 @@
 """The simulated contact: identity, attributes, the last Lambda result, and the event a function receives.
 
-References are Connect's JSONPath-like names (PROTOCOLS.md §2): ``$.Attributes.X`` (contact attributes),
-``$.External.X`` (the latest Invoke-Lambda result), and the contact's own fields (``$.ContactId``,
-``$.Channel``, ``$.CustomerEndpoint.Address``, ``$.MediaStreams.Customer.Audio.StreamARN``, …). A parameter
-whose whole value is one reference takes the referenced value; prompt text may also hold references inline
-("You said: $.Attributes.LastTranscript"). A reference to nothing is the empty string, as Connect renders it.
+References are Connect's JSONPath-like names (PROTOCOLS.md §2; Connect's *How to reference contact attributes* and
+*List of available contact attributes and their JSONPath references*): ``$.Attributes.X`` (contact attributes),
+``$.External.X`` (the latest Invoke-Lambda result), ``$.FlowAttributes.X`` (set by *Set flow attributes*, alive for
+the flow), ``$.Lex.…`` and ``$.Metrics.…`` (what a Lex block or *Get queue metrics* left), ``$.StoredCustomerInput``,
+``$.AwsRegion``, and the contact's own fields (``$.ContactId``, ``$.Channel``, ``$.LanguageCode``,
+``$.CustomerEndpoint.Address``, ``$.Queue.ARN``, ``$.MediaStreams.Customer.Audio.StreamARN``, …). A name with spaces
+or other special characters goes in brackets and single quotes, after a dot or not: ``$.Attributes.['user name']``,
+``$['AwsRegion']``. A parameter whose whole value is one reference takes the referenced value; prompt text may also
+hold references inline ("You said: $.Attributes.LastTranscript"). A reference to nothing is the empty string, as
+Connect renders it.
 
 The event (PROTOCOLS.md §1)::
 
@@ -31,7 +36,8 @@ __all__ = ["LOCAL_QUEUE_ID", "MAX_ATTRIBUTES_BYTES", "Contact", "is_reference", 
 MAX_ATTRIBUTES_BYTES = 32_768
 LOCAL_QUEUE_ID = "0a1b2c3d-0000-4000-8000-000000000001"
 """The queue of the emulated Connect instance that a flow's transfers reach when the template names none."""
-_REFERENCE = re.compile(r"\$(?:\.[A-Za-z_][A-Za-z0-9_-]*)+")
+_REFERENCE = re.compile(r"\$(?:\.[A-Za-z_][A-Za-z0-9_-]*|\.?\['[^']*'\])+")
+_SEGMENT = re.compile(r"\.([A-Za-z_][A-Za-z0-9_-]*)|\.?\['([^']*)'\]")
 
 
 def local_queue_arn(region: str = "us-east-1") -> str:
@@ -57,6 +63,10 @@ class Contact:
     external: dict[str, Any] = field(default_factory=dict)
     audio_stream: dict[str, str] | None = None
     queue: str | None = None
+    flow_attributes: dict[str, str] = field(default_factory=dict)
+    lex: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    stored_input: str | None = None
 
     @property
     def instance_arn(self) -> str:
@@ -87,13 +97,24 @@ class Contact:
 
     def lookup(self, reference: str) -> Any:
         """The value ``reference`` names (None when it names nothing)."""
-        path = reference.split(".")[1:]
+        path = [plain if plain else quoted for plain, quoted in _SEGMENT.findall(reference[1:])]
+        if not path:
+            return None
         head, rest = path[0], path[1:]
+        namespaces: dict[str, Any] = {
+            "External": self.external,
+            "Attributes": self.attributes,
+            "FlowAttributes": self.flow_attributes,
+            "Lex": self.lex,
+            "Metrics": self.metrics,
+        }
         current: Any
-        if head == "External":
-            current = self.external
-        elif head == "Attributes":
-            current = self.attributes
+        if head in namespaces:
+            current = namespaces[head]
+        elif head == "AwsRegion" and not rest:
+            return self.region
+        elif head == "StoredCustomerInput" and not rest:
+            return self.stored_input
         else:
             current, rest = self.contact_data(), path
         for name in rest:

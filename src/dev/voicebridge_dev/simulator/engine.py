@@ -17,12 +17,14 @@ against the local cloud (PROTOCOLS.md §1–§4):
   ``SSML`` are spoken by a local speech engine standing in for Connect's own voice (``<break time=…/>`` is
   silence).
 - ``GetParticipantInput`` — plays its prompt, then waits ``InputTimeLimitSeconds`` for DTMF the simulated
-  caller never sends (``InputTimeLimitExceeded``); with an SSML break as its prompt it holds the call.
+  caller never sends: its ``InputTimeLimitExceeded`` branch, else ``NoMatchingError`` (the branch for any error no
+  other matches, GetParticipantInput's page of Connect's flow language reference); with an SSML break as its prompt
+  it holds the call.
 - ``UpdateContactMediaStreamingBehavior`` — starts or stops streaming both tracks into the KVS emulator
   (one stream per call, ``connect-local-contact-<ContactId>``); ``MediaStreams`` in the event follows.
-- ``UpdateContactAttributes``, ``Compare`` (Equals, Number…, Text…), ``Loop`` (a counter per action, reset
-  after ``DoneLooping``), ``UpdateFlowLoggingBehavior``, ``UpdateContactTargetQueue`` (an empty queue takes
-  ``NoMatchingError``, as Connect refuses it).
+- ``UpdateContactAttributes``, ``UpdateFlowAttributes`` (``$.FlowAttributes``, for the flow's run), ``Compare``
+  (Equals, Number…, Text…), ``Loop`` (a counter per action, reset after ``DoneLooping``), ``UpdateFlowLoggingBehavior``,
+  ``UpdateContactTargetQueue`` (an empty queue takes ``NoMatchingError``, as Connect refuses it).
 - ``DisconnectParticipant`` ends the call; ``TransferContactToQueue`` ends it as transferred to the working queue.
 
 A flow's ``${AgentQueueArn}`` left blank by the template is the local instance's queue
@@ -346,6 +348,7 @@ class FlowSimulator:
             "Compare": self._compare,
             "Loop": self._loop,
             "UpdateFlowLoggingBehavior": self._next,
+            "UpdateFlowAttributes": self._update_flow_attributes,
             "UpdateContactTargetQueue": self._target_queue,
             "TransferContactToQueue": self._transfer,
             "DisconnectParticipant": self._disconnect,
@@ -579,9 +582,12 @@ class FlowSimulator:
         prompt = self._prompt(action)
         if prompt is not None:
             self._play(action, prompt)
-        # The simulated caller never presses a key: the block always times out.
+        # The simulated caller never presses a key: the block always times out. Without an InputTimeLimitExceeded
+        # branch it takes NoMatchingError, the branch for any error no other matches (GetParticipantInput's page of
+        # Connect's flow language reference).
         self._pass_time(self.clock.now() + float(action.parameters["InputTimeLimitSeconds"]))
-        raise _ActionFailed("no input before InputTimeLimitSeconds", "InputTimeLimitExceeded")
+        error = "InputTimeLimitExceeded" if action.error_target("InputTimeLimitExceeded") else "NoMatchingError"
+        raise _ActionFailed("no input before InputTimeLimitSeconds", error)
 
     def _prompt(self, action: Action) -> _Prompt | None:
         params = action.parameters
@@ -709,6 +715,12 @@ class FlowSimulator:
         if size > MAX_ATTRIBUTES_BYTES:
             raise _ActionFailed(f"contact attributes would take {size} bytes, over Connect's {MAX_ATTRIBUTES_BYTES}")
         self.contact.attributes = updated
+        return _Branch("next", action.next_action)
+
+    def _update_flow_attributes(self, action: Action) -> _Branch:
+        """Flow attributes (``$.FlowAttributes``) live for the flow's run and never reach the contact's attributes."""
+        for name, attribute in action.parameters["FlowAttributes"].items():
+            self.contact.flow_attributes[name] = self.contact.value(str(attribute["Value"]))
         return _Branch("next", action.next_action)
 
     def _compare(self, action: Action) -> _Branch:
