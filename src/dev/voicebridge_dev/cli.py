@@ -7,6 +7,7 @@ voicebridge demo [--report FILE]             the product on the local cloud, end
 voicebridge bench [--json]                   benchmarks against named peers
 voicebridge flows validate [PATH...|DIR]     check exported contact flows
 voicebridge flows render PATH --stack NAME   fill ARNs from a deployed stack for a console import
+voicebridge flows simulate FLOW...           run flows on the local cloud; how each ends, and the path it took
 voicebridge sonic preflight HOSTING …        check what a Sonic deployment needs before it is tried
 """
 
@@ -124,6 +125,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="the files are templates: their tokens and blank references are filled in before import",
     )
+    simulate = flows.add_parser(
+        "simulate", help="run flows on the local cloud, one call each; exit 0 when none ends in error or limit"
+    )
+    simulate.add_argument("paths", nargs="+", help="flow files or folders (every *.json under them)")
+    simulate.add_argument("--template", default="template.yaml")
+    simulate.add_argument(
+        "--caller", choices=("normal", "lex", "silence", "model-failure", "transfer"), help="a demo scenario's caller"
+    )
+    simulate.add_argument(
+        "--lambda",
+        dest="lambdas",
+        action="append",
+        default=[],
+        metavar="ARN=FILE",
+        help="what a function that is not the template's answers (a JSON object; by ARN or name); others answer {}",
+    )
+    simulate.add_argument("--centre", metavar="FILE", help="the contact centre's state: hours, queue metrics (JSON)")
+    simulate.add_argument("--report", metavar="FILE", help="write each run as JSON")
+    simulate.add_argument("--templated", action="store_true", help="the files are templates (as for validate)")
     render = flows.add_parser("render", help="print a flow with its placeholders filled, for a console import")
     render.add_argument("path")
     source = render.add_mutually_exclusive_group(required=True)
@@ -371,6 +391,18 @@ def _flows(args: argparse.Namespace) -> int:
 
     if args.flows_command == "validate":
         return cli_validate(args.paths, args.template, templated=args.templated)
+    if args.flows_command == "simulate":
+        from voicebridge_dev.simulator.flowcheck import cli_simulate
+
+        return cli_simulate(
+            args.paths,
+            template=args.template,
+            caller=args.caller,
+            lambdas=args.lambdas,
+            centre=args.centre,
+            report=args.report,
+            templated=args.templated,
+        )
     try:
         outputs = args.stack or dict(item.split("=", 1) for item in args.output)
         print(cli_render(args.path, outputs, overrides=dict(item.split("=", 1) for item in args.set)))

@@ -423,8 +423,8 @@ def test_an_unsupported_action_stops_the_call_with_an_error_naming_it(
             },
             {
                 "Identifier": "Set voice",
-                "Type": "UpdateContactTextToSpeechVoice",
-                "Parameters": {"TextToSpeechVoice": "Joanna"},
+                "Type": "UpdateContactVoiceSkin",
+                "Parameters": {"Skin": "Joanna"},
                 "Transitions": {"NextAction": "Disconnect"},
             },
             DISCONNECT,
@@ -435,7 +435,7 @@ def test_an_unsupported_action_stops_the_call_with_an_error_naming_it(
 
     assert result.ended_by == "error"
     assert result.error is not None
-    assert "'Set voice'" in result.error and "UpdateContactTextToSpeechVoice" in result.error
+    assert "'Set voice'" in result.error and "UpdateContactVoiceSkin" in result.error
     assert [a.identifier for a in result.actions] == ["Enable flow logging"]
 
 

@@ -86,10 +86,12 @@ def parse_flow(
     *,
     known_functions: set[str] | None = None,
     known_names: set[str] | None = None,
+    templated: bool = False,
 ) -> Flow:
-    """The :class:`Flow` model of a valid flow (an export, or the ``Content`` of a DescribeContactFlow answer);
-    raises :class:`InvalidFlowError` listing its errors."""
-    problems = validate(flow, known_functions=known_functions, known_names=known_names)
+    """The :class:`Flow` model of a valid flow (an export, or the ``Content`` of a DescribeContactFlow answer; a
+    template whose tokens are filled before import, when ``templated``); raises :class:`InvalidFlowError` listing its
+    errors."""
+    problems = validate(flow, known_functions=known_functions, known_names=known_names, templated=templated)
     if problems:
         raise InvalidFlowError(problems)
     content = flow_content(json.loads(flow) if isinstance(flow, str) else flow)

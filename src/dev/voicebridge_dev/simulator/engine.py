@@ -32,8 +32,11 @@ A flow's ``${AgentQueueArn}`` left blank by the template is the local instance's
 over, :func:`simulate_call` reads back what the product recorded of it in the turn table — each caller turn's end
 and each reply segment with its timings (:mod:`voicebridge_dev.simulator.records`) — for the report.
 
-Any other action (or parameter choice, such as ``PromptId`` or an ``ASYNCHRONOUS`` Lambda) stops the call
-with an :class:`UnsupportedActionError` naming it. The simulated caller
+Every other action type of the flow language is answered by a stand-in (:mod:`~.standins`: recorded, ending the
+run, the contact centre's state from a :class:`~.standins.LocalContactCentre`, or the error branch of a service the
+local cloud does not run); a ``PromptId`` prompt is its name spoken. A type the validator does not know, or a
+parameter choice such as an ``ASYNCHRONOUS`` Lambda, stops the call with an :class:`UnsupportedActionError` naming
+it. The simulated caller
 (:mod:`voicebridge_dev.simulator.caller`) may hang up at any moment; the flow then stops, as Connect stops it.
 """
 
@@ -65,6 +68,7 @@ from voicebridge_dev.flows import (
     Action,
     Flow,
     InvalidFlowError,
+    UnresolvedPlaceholderError,
     action_from_json,
     parse_flow,
     render,
@@ -91,6 +95,14 @@ from voicebridge_dev.simulator.events import (
 )
 from voicebridge_dev.simulator.media import SAMPLE_RATE, MediaPlane
 from voicebridge_dev.simulator.records import CallRecords, read_records
+from voicebridge_dev.simulator.standins import (
+    ENDS,
+    RECORDED,
+    UNAVAILABLE,
+    LocalContactCentre,
+    percentage_draw,
+    unavailable_error,
+)
 from voicebridge_dev.template import Resolver, load_template, local_physical_id
 
 __all__ = [
@@ -155,8 +167,10 @@ def load_flow_for_simulation(
     region: str = "us-east-1",
     parameters: Mapping[str, str] | None = None,
     placeholders: Mapping[str, str] | None = None,
+    templated: bool = False,
 ) -> LoadedFlow:
-    """Read a flow, fill its ``${X.Arn}``/``${X}`` placeholders for the local cloud, and check it.
+    """Read a flow, fill its ``${X.Arn}``/``${X}`` placeholders for the local cloud, and check it (as a template whose
+    tokens are filled before import, when ``templated``: see :func:`~voicebridge_dev.flows.validate`).
 
     ``parameters`` are template parameter values (else their defaults); a blank ``AgentQueueArn`` is the local
     instance's queue. ``placeholders`` adds or replaces values (``{"AgentQueueArn": "arn:…"}``). Actions of a type
@@ -173,7 +187,14 @@ def load_flow_for_simulation(
     if not values.get("AgentQueueArn"):
         values["AgentQueueArn"] = local_queue_arn(region)
     values.update(placeholders or {})
-    rendered = render(Path(flow_path).read_text(encoding="utf-8"), values)
+    text = Path(flow_path).read_text(encoding="utf-8")
+    try:
+        rendered = render(text, values)
+    except UnresolvedPlaceholderError:
+        if not templated:
+            raise
+        # A template's own tokens are filled before import: they stay as they are, references to nothing here.
+        rendered = text
     try:
         document = json.loads(rendered)
     except ValueError:
@@ -184,10 +205,10 @@ def load_flow_for_simulation(
         for raw in raw_actions or []
         if isinstance(raw, dict) and raw.get("Type") not in ACTION_TYPES
     }
-    problems = [problem for problem in validate(document) if problem.action not in unknown]
+    problems = [problem for problem in validate(document, templated=templated) if problem.action not in unknown]
     if problems:
         raise InvalidFlowError(problems)
-    flow = parse_flow(document) if not unknown else _flow_with_unknown_actions(document, unknown)
+    flow = parse_flow(document, templated=templated) if not unknown else _flow_with_unknown_actions(document, unknown)
     functions = {resolver.arn(name): name for name in template_functions(template_path)}
     return LoadedFlow(flow, functions)
 
@@ -319,6 +340,8 @@ class FlowSimulator:
         log: CallLog | None = None,
         max_actions: int = 1000,
         max_call_s: float = 1800.0,
+        centre: LocalContactCentre | None = None,
+        local_answers: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         self.flow = flow.flow
         self.functions = flow.functions
@@ -333,6 +356,9 @@ class FlowSimulator:
         self.media = MediaPlane(self.clock, self.log)
         self.max_actions = max_actions
         self.max_call_s = max_call_s
+        self.centre = centre if centre is not None else LocalContactCentre()
+        # With local answers, a function that is not the template's answers from them (by ARN or name), else {}.
+        self.local_answers = None if local_answers is None else dict(local_answers)
         self._loops: dict[str, int] = {}
         self._chain = 0.0
         self._longest_chain = 0.0
@@ -352,6 +378,14 @@ class FlowSimulator:
             "UpdateContactTargetQueue": self._target_queue,
             "TransferContactToQueue": self._transfer,
             "DisconnectParticipant": self._disconnect,
+            "CheckHoursOfOperation": self._hours,
+            "CheckMetricData": self._check_metric,
+            "GetMetricData": self._get_metrics,
+            "DistributeByPercentage": self._distribute,
+            "Wait": self._wait,
+            **{kind: self._recorded for kind in RECORDED},
+            **{kind: self._ends for kind in ENDS},
+            **{kind: self._unavailable for kind in UNAVAILABLE},
         }
 
     def run(self) -> CallResult:
@@ -475,7 +509,7 @@ class FlowSimulator:
         params = action.parameters
         if params.get("InvocationType", "SYNCHRONOUS") != "SYNCHRONOUS":
             raise UnsupportedActionError(action, f"InvocationType {params.get('InvocationType')}")
-        arn = str(params["LambdaFunctionARN"])
+        arn = self.contact.value(str(params["LambdaFunctionARN"]))
         limit = float(params["InvocationTimeLimitSeconds"])
         response_type = (params.get("ResponseValidation") or {}).get("ResponseType", "STRING_MAP")
         inputs = {
@@ -492,6 +526,14 @@ class FlowSimulator:
                 "budget-exhausted",
                 f"chained Lambda blocks used Connect's {CHAIN_BUDGET_S:.0f} s",
             )
+        elif self.local_answers is not None and arn not in self.functions:
+            outcome, response = "ok", self._local_answer(arn)
+            if response_type == "STRING_MAP" and not all(isinstance(value, str) for value in response.values()):
+                outcome, response, error = (
+                    "invalid-response",
+                    None,
+                    "response is not a flat map of strings (STRING_MAP)",
+                )
         else:
             payload = json.dumps(self.contact.event(inputs)).encode()
             try:
@@ -506,6 +548,13 @@ class FlowSimulator:
         if outcome != "ok":
             raise _ActionFailed(error or outcome)
         return _Branch("next", action.next_action)
+
+    def _local_answer(self, arn: str) -> dict[str, Any]:
+        """A function the simulation does not run answers what it was given to answer (by ARN or name), or ``{}``."""
+        assert self.local_answers is not None
+        name = arn.rsplit(":function:", 1)[-1].split(":", 1)[0]
+        answer = self.local_answers.get(arn, self.local_answers.get(name, {}))
+        return dict(answer)
 
     def _record_call(
         self,
@@ -590,9 +639,14 @@ class FlowSimulator:
         raise _ActionFailed("no input before InputTimeLimitSeconds", error)
 
     def _prompt(self, action: Action) -> _Prompt | None:
-        params = action.parameters
+        return self._prompt_of(action, action.parameters)
+
+    def _prompt_of(self, action: Action, params: Mapping[str, Any]) -> _Prompt | None:
         if "PromptId" in params:
-            raise UnsupportedActionError(action, "PromptId prompts")
+            # The local prompt library: a prompt of the instance's, named by ID or ARN, is its name spoken.
+            prompt_id = self.contact.value(str(params["PromptId"]))
+            name = prompt_id.rsplit("/", 1)[-1]
+            return _Prompt(self._speak(f"Prompt {name}."), "prompt", text=f"prompt {name}", uri=prompt_id)
         if "Media" in params:
             uri = self.contact.value(str(params["Media"]["Uri"]))
             return _Prompt(self._fetch_prompt(uri), "prompt", uri=uri)
@@ -760,6 +814,74 @@ class FlowSimulator:
     def _disconnect(self, action: Action) -> _Branch:
         raise _CallOver("disconnected")
 
+    # -- the contact centre's stand-ins (:mod:`voicebridge_dev.simulator.standins`)
+
+    def _recorded(self, action: Action) -> _Branch:
+        return _Branch("recorded", action.next_action)
+
+    def _ends(self, action: Action) -> _Branch:
+        params = action.parameters
+        if action.type in ("EndFlowExecution", "EndFlowModuleExecution"):
+            raise _CallOver("ended", action.type)
+        if action.type == "TransferToFlow":
+            raise _CallOver("transferred", f"flow {self.contact.value(str(params['ContactFlowId']))}")
+        if action.type == "TransferParticipantToThirdParty":
+            if str(params.get("ContinueFlowExecution", "")).lower() == "true":
+                return _Branch("recorded", action.next_action)
+            raise _CallOver(
+                "transferred", self.contact.value(str(params.get("ThirdPartyPhoneNumber", "a third party")))
+            )
+        if action.type == "MessageParticipantIteratively":
+            for message in params.get("Messages") or []:
+                prompt = self._prompt_of(action, message)
+                if prompt is not None:
+                    self._play(action, prompt)
+            raise _CallOver("transferred", "waiting in queue for an agent")
+        target = params.get("QueueId") or params.get("AgentId") or self.contact.queue or "an agent"
+        raise _CallOver("transferred", self.contact.value(str(target)))
+
+    def _unavailable(self, action: Action) -> _Branch:
+        errors = {branch.error_type: branch.next_action for branch in action.errors}
+        error = unavailable_error(errors)
+        if error is None:
+            raise FlowRuntimeError(
+                f"action {action.identifier!r} ({action.type}) needs a service the local cloud does not run"
+            )
+        raise _ActionFailed(f"{action.type} needs a service the local cloud does not run", error)
+
+    def _hours(self, action: Action) -> _Branch:
+        operand = "True" if self.centre.hours_open else "False"
+        return _Branch(f"Equals {operand}", action.condition_target(operand))
+
+    def _get_metrics(self, action: Action) -> _Branch:
+        self.contact.metrics = self.centre.queue_metrics()
+        return _Branch("next", action.next_action)
+
+    def _check_metric(self, action: Action) -> _Branch:
+        value = self.centre.metric(str(action.parameters["MetricType"]))
+        for condition in action.conditions:
+            if _matches(condition.operator, value, condition.operands[0]):
+                return _Branch(f"{condition.operator} {condition.operands[0]}", condition.next_action)
+        target = action.error_target("NoMatchingCondition")
+        return _Branch("NoMatchingCondition", target if target is not None else action.next_action)
+
+    def _distribute(self, action: Action) -> _Branch:
+        draw = str(percentage_draw(self.contact.contact_id))
+        for condition in action.conditions:
+            if _matches(condition.operator, draw, condition.operands[0]):
+                return _Branch(f"{condition.operator} {condition.operands[0]}", condition.next_action)
+        target = action.error_target("NoMatchingCondition")
+        return _Branch("NoMatchingCondition", target if target is not None else action.next_action)
+
+    def _wait(self, action: Action) -> _Branch:
+        params = action.parameters
+        seconds = self.contact.value(str(params.get("TimeLimitSeconds", params.get("TimeoutSeconds", "0"))))
+        try:
+            self._pass_time(self.clock.now() + float(seconds))
+        except ValueError:
+            raise FlowRuntimeError(f"action {action.identifier!r}: wait of {seconds!r} seconds") from None
+        return _Branch("WaitCompleted", action.condition_target("WaitCompleted") or action.next_action)
+
 
 # --- helpers -----------------------------------------------------------------------------------------------
 
@@ -865,8 +987,15 @@ def simulate_call(
     log: CallLog | None = None,
     parameters: Mapping[str, str] | None = None,
     placeholders: Mapping[str, str] | None = None,
+    centre: LocalContactCentre | None = None,
+    local_answers: Mapping[str, Mapping[str, Any]] | None = None,
+    max_actions: int = 1000,
+    templated: bool = False,
 ) -> CallResult:
     """One inbound call through ``flow_path`` on the local cloud whose endpoints ``env`` holds.
+
+    ``centre`` is the contact centre's state the flow may ask about (hours, queue metrics); with ``local_answers``,
+    a Lambda function that is not the template's answers from it, by ARN or name, or with ``{}``.
 
     ``env`` is :meth:`LocalCloud.env` plus ``AWS_ENDPOINT_URL_LAMBDA`` (the Lambda emulator); ``kvs`` is the
     local cloud's KVS emulator, fed in-process. Once the call is over, what the product recorded of it in the
@@ -874,7 +1003,7 @@ def simulate_call(
     """
     region = env.get("AWS_DEFAULT_REGION", "us-east-1")
     loaded = load_flow_for_simulation(
-        flow_path, template_path, region=region, parameters=parameters, placeholders=placeholders
+        flow_path, template_path, region=region, parameters=parameters, placeholders=placeholders, templated=templated
     )
     # The flow enforces its own time limit; botocore must neither give up first nor retry behind its back.
     lambda_client = _client(
@@ -897,6 +1026,9 @@ def simulate_call(
         clock=chosen_clock,
         contact=Contact(region=region),
         log=log,
+        centre=centre,
+        local_answers=local_answers,
+        max_actions=max_actions,
     )
     result = simulator.run()
     if "TurnTable" not in (load_template(template_path).get("Resources") or {}):

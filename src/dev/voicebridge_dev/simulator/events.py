@@ -37,7 +37,7 @@ BOT: Track = "bot"
 
 SegmentKind = Literal["speech", "prompt", "connect-voice", "hold"]
 LambdaOutcome = Literal["ok", "error", "timeout", "invalid-response", "budget-exhausted", "abandoned"]
-EndReason = Literal["disconnected", "transferred", "caller hung up", "error"]
+EndReason = Literal["disconnected", "transferred", "ended", "caller hung up", "error"]
 
 
 @dataclass(eq=False)

@@ -1,0 +1,158 @@
+"""What the flow simulator answers for the parts of a contact centre the local cloud does not have.
+
+Each action type of Connect's flow language (its reference, *Flow language actions*; the validator's
+:data:`~voicebridge_dev.flows.rules.CANONICAL_TYPES`) either runs with Connect's semantics in the simulator or is
+answered here, by a documented stand-in:
+
+- **recorded** (:data:`RECORDED`): actions whose effect a simulated caller cannot hear — recording and analytics,
+  event hooks, the text-to-speech voice (the local voice stays the same), contact data and tags, routing priority and
+  criteria, callbacks and tasks created, profiles and cases written. The call goes on by ``NextAction``; the report
+  lists each as run with the outcome ``recorded``.
+- **ends the run** (:data:`ENDS`): ``EndFlowExecution`` and ``EndFlowModuleExecution`` end it as ``ended``;
+  ``TransferContactToAgent``, ``DequeueContactAndTransferToQueue``, ``TransferToFlow`` (to a flow the simulation
+  does not have), ``TransferParticipantToThirdParty`` (unless ``ContinueFlowExecution``) and
+  ``MessageParticipantIteratively`` (a queue's loop, which only an agent answering ends) end it as ``transferred``.
+- **the contact centre's state** (:class:`LocalContactCentre`): hours of operation (open by default), queue metrics
+  (one agent available, nobody waiting), and a fixed draw for ``DistributeByPercentage``.
+- **not here** (:data:`UNAVAILABLE`): what needs a service the local cloud does not run — a view in an agent's
+  workspace, a Lex V2 bot named by ARN, Voice ID, Customer Profiles and Cases lookups, outbound campaigns — takes
+  the most specific error branch the action has (``NoneFoundError`` before ``NoMatchingError``), as a lookup that
+  finds nothing would.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+__all__ = ["ENDS", "RECORDED", "UNAVAILABLE", "LocalContactCentre", "percentage_draw", "unavailable_error"]
+
+RECORDED: Final = frozenset(
+    {
+        "AssociateContactToCustomerProfile",
+        "CreateCallbackContact",
+        "CreateCase",
+        "CreateCustomerProfile",
+        "CreateTask",
+        "CreateWisdomSession",
+        "StartVoiceIdStream",
+        "TagContact",
+        "UntagContact",
+        "UpdateCase",
+        "UpdateContactCallbackNumber",
+        "UpdateContactData",
+        "UpdateContactEventHooks",
+        "UpdateContactMediaProcessing",
+        "UpdateContactRecordingAndAnalyticsBehavior",
+        "UpdateContactRecordingBehavior",
+        "UpdateContactRoutingBehavior",
+        "UpdateContactRoutingCriteria",
+        "UpdateContactTextToSpeechVoice",
+        "UpdateCustomerProfile",
+        "UpdatePreviousContactParticipantState",
+    }
+)
+ENDS: Final = frozenset(
+    {
+        "DequeueContactAndTransferToQueue",
+        "EndFlowExecution",
+        "EndFlowModuleExecution",
+        "MessageParticipantIteratively",
+        "TransferContactToAgent",
+        "TransferParticipantToThirdParty",
+        "TransferToFlow",
+    }
+)
+UNAVAILABLE: Final = frozenset(
+    {
+        "CheckOutboundCallStatus",
+        "CheckVoiceId",
+        "CompleteOutboundCall",
+        "ConnectParticipantWithLexBot",
+        "GetCalculatedAttributesForCustomerProfile",
+        "GetCase",
+        "GetCustomerProfile",
+        "GetCustomerProfileObject",
+        "InvokeFlowModule",
+        "ResumeContact",
+        "ShowView",
+        "StartOutboundChatContact",
+    }
+)
+_PREFERRED_ERRORS: Final = ("NoneFoundError", "NoneFound", "NoMatchingError")
+
+
+def unavailable_error(errors: Mapping[str, str]) -> str | None:
+    """The error type a lookup that finds nothing takes, of the branches ``errors`` (type → target) has."""
+    for error in _PREFERRED_ERRORS:
+        if error in errors:
+            return error
+    return next(iter(errors), None)
+
+
+def percentage_draw(contact_id: str) -> int:
+    """A number from 1 to 100, fixed for a contact: what ``DistributeByPercentage`` compares its conditions with."""
+    return int.from_bytes(hashlib.sha256(contact_id.encode()).digest()[:4], "big") % 100 + 1
+
+
+@dataclass
+class LocalContactCentre:
+    """The state of the contact centre a flow asks about, as a small JSON object can give it.
+
+    ``{"hours_open": true, "metrics": {"AGENTS_AVAILABLE": 1, ...}}``. Metric names are those of ``CheckMetricData``
+    and ``GetMetricData`` (``AGENTS_AVAILABLE``, ``AGENTS_ONLINE``, ``AGENTS_STAFFED``, ``CONTACTS_IN_QUEUE``,
+    ``OLDEST_CONTACT_AGE``…); one not given is 0.
+    """
+
+    hours_open: bool = True
+    metrics: dict[str, float] = field(
+        default_factory=lambda: {
+            "AGENTS_AVAILABLE": 1,
+            "AGENTS_ONLINE": 1,
+            "AGENTS_STAFFED": 1,
+            "AGENTS_ON_CONTACT": 0,
+            "CONTACTS_IN_QUEUE": 0,
+            "OLDEST_CONTACT_AGE": 0,
+        }
+    )
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> LocalContactCentre:
+        unknown = set(data) - {"hours_open", "metrics"}
+        if unknown:
+            raise ValueError(f"unknown contact-centre settings: {', '.join(sorted(unknown))}")
+        centre = cls()
+        if "hours_open" in data:
+            if not isinstance(data["hours_open"], bool):
+                raise ValueError("hours_open must be true or false")
+            centre.hours_open = data["hours_open"]
+        for name, value in dict(data.get("metrics") or {}).items():
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ValueError(f"metric {name} must be a number")
+            centre.metrics[str(name)] = float(value)
+        return centre
+
+    def metric(self, name: str) -> str:
+        """A metric's value as a flow compares it (a number's text)."""
+        value = float(self.metrics.get(name, 0))
+        return str(int(value)) if value.is_integer() else str(value)
+
+    def queue_metrics(self) -> dict[str, Any]:
+        """What ``GetMetricData`` leaves under ``$.Metrics``, named as Connect's list of contact attributes names
+        them (``$.Metrics.Queue.Size``, ``$.Metrics.Agents.Available.Count``…)."""
+        counts = {
+            "Online": "AGENTS_ONLINE",
+            "Available": "AGENTS_AVAILABLE",
+            "Staffed": "AGENTS_STAFFED",
+            "Busy": "AGENTS_ON_CONTACT",
+        }
+        return {
+            "Queue": {
+                "Name": "local queue",
+                "Size": self.metric("CONTACTS_IN_QUEUE"),
+                "OldestContactAge": self.metric("OLDEST_CONTACT_AGE"),
+            },
+            "Agents": {state: {"Count": self.metric(name)} for state, name in counts.items()},
+        }
