@@ -13,7 +13,10 @@ answered here, by a documented stand-in:
   does not have), ``TransferParticipantToThirdParty`` (unless ``ContinueFlowExecution``) and
   ``MessageParticipantIteratively`` (a queue's loop, which only an agent answering ends) end it as ``transferred``.
 - **the contact centre's state** (:class:`LocalContactCentre`): hours of operation (open by default), queue metrics
-  (one agent available, nobody waiting), and a fixed draw for ``DistributeByPercentage``.
+  (one agent available, nobody waiting), and a fixed draw for ``DistributeByPercentage``. ``Wait`` lets its time
+  limit pass, then takes ``WaitCompleted``: nothing the flow could wait for (a chat message, a task) arrives on a
+  simulated voice call. The reference is silent on what a voice contact does at ``Wait``, ``ShowView`` and in
+  ``MessageParticipantIteratively`` with no agent to answer: those stand-ins are choices.
 - **not here** (:data:`UNAVAILABLE`): what needs a service the local cloud does not run — a view in an agent's
   workspace, a Lex V2 bot named by ARN, Voice ID, Customer Profiles and Cases lookups, outbound campaigns — takes
   the most specific error branch the action has (``NoneFoundError`` before ``NoMatchingError``), as a lookup that
