@@ -9,14 +9,14 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping
-from typing import Any, ClassVar, Final, Self
+from typing import Any, ClassVar, Final
 
 from voicebridge_dev.local.bedrock.brain import BANK_AGENT, Brain
 from voicebridge_dev.local.bedrock.errors import EmulatorConfigError
 from voicebridge_dev.local.bedrock.faults import Fault
 from voicebridge_dev.local.bedrock.records import LABEL, Invocation, InvocationRecord
 from voicebridge_dev.local.bedrock.server import Server
-from voicebridge_dev.local.service import Emulator
+from voicebridge_dev.local.service import ServedEmulator
 
 __all__ = ["DEFAULT_MODEL_ID", "RECORD_LIMIT", "BedrockEmulator"]
 
@@ -30,7 +30,7 @@ _FOUNDATION_MODEL_ARN: Final = re.compile(r"arn:aws(-[^:]+)?:bedrock:[a-z0-9-]{1
 _SETTINGS: Final = ("time_to_first_token_ms", "tokens_per_second")
 
 
-class BedrockEmulator(Emulator[Fault]):
+class BedrockEmulator(ServedEmulator[Fault]):
     """A local Bedrock Runtime ``ConverseStream`` answering from a scripted brain (an emulator, not a model).
 
     ``model_ids`` — the model ids served (each also by its foundation-model ARN); others get ValidationException.
@@ -41,6 +41,7 @@ class BedrockEmulator(Emulator[Fault]):
     :meth:`wait_idle` waits until no call is being served.
     """
 
+    service: ClassVar[str] = "Bedrock"
     label: ClassVar[str] = LABEL
 
     def __init__(
@@ -53,9 +54,7 @@ class BedrockEmulator(Emulator[Fault]):
         time_to_first_token_ms: float = 300.0,
         tokens_per_second: float = 60.0,
     ) -> None:
-        super().__init__()
-        self.host = host
-        self.port = port
+        super().__init__(host, port)
         self.model_ids = tuple(model_ids)
         if not self.model_ids:
             raise EmulatorConfigError("the emulator serves at least one model id")
@@ -63,46 +62,12 @@ class BedrockEmulator(Emulator[Fault]):
         self.time_to_first_token_ms, self.tokens_per_second = _pacing(time_to_first_token_ms, tokens_per_second)
         self._records: deque[InvocationRecord] = deque(maxlen=RECORD_LIMIT)
         self._records_lock = threading.Lock()
-        self.stopping = threading.Event()
-        self._server: Server | None = None
-        self._thread: threading.Thread | None = None
 
-    # -- lifecycle
+    def _make_server(self, address: tuple[str, int]) -> Server:
+        return Server(address, self)
 
-    def start(self) -> Self:
-        if self._server is not None:
-            return self
-        self.stopping.clear()
-        self._server = Server((self.host, self.port), self)
-        self.port = int(self._server.server_address[1])
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name="bedrock-emulator",
-            daemon=True,
-        )
-        self._thread.start()
-        logger.info("%s listening on %s (models: %s)", LABEL, self.url, ", ".join(self.model_ids))
-        return self
-
-    def stop(self) -> None:
-        server, self._server = self._server, None
-        if server is None:
-            return
-        self.stopping.set()
-        server.close_all()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-        logger.info("%s stopped", LABEL)
-
-    # -- state
-
-    @property
-    def url(self) -> str:
-        if self._server is None:
-            raise RuntimeError("the Bedrock emulator is not running; call start() first")
-        return f"http://{self.host}:{self.port}"
+    def _serving(self) -> str:
+        return f"models: {', '.join(self.model_ids)}"
 
     @property
     def model_id(self) -> str:

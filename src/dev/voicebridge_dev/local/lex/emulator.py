@@ -6,7 +6,7 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Mapping
-from typing import Any, ClassVar, Final, Self
+from typing import Any, ClassVar, Final
 
 from voicebridge_dev.local.lex.bot import BANK_BOT, Bot, Locale
 from voicebridge_dev.local.lex.dialog import Dialog, Session, Sessions
@@ -15,7 +15,7 @@ from voicebridge_dev.local.lex.faults import Fault
 from voicebridge_dev.local.lex.records import LABEL, InvocationRecord
 from voicebridge_dev.local.lex.requests import RecognizeTextRequest
 from voicebridge_dev.local.lex.server import Server
-from voicebridge_dev.local.service import Emulator
+from voicebridge_dev.local.service import ServedEmulator
 
 __all__ = ["RECORD_LIMIT", "LexEmulator"]
 
@@ -25,7 +25,7 @@ RECORD_LIMIT: Final = 1000
 """Calls kept in :attr:`LexEmulator.invocations` (oldest dropped first)."""
 
 
-class LexEmulator(Emulator[Fault]):
+class LexEmulator(ServedEmulator[Fault]):
     """A local Lex V2 runtime ``RecognizeText`` serving one scripted bot (an emulator, not Amazon Lex).
 
     ``bot`` — the bot (:mod:`~.bot`), a :class:`Bot` or its JSON document; the bank bot :data:`~.bot.BANK_BOT` by
@@ -33,56 +33,21 @@ class LexEmulator(Emulator[Fault]):
     :meth:`wait_idle` waits until no call is being served.
     """
 
+    service: ClassVar[str] = "Lex"
     label: ClassVar[str] = LABEL
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0, bot: Bot | Mapping[str, Any] | None = None) -> None:
-        super().__init__()
-        self.host = host
-        self.port = port
+        super().__init__(host, port)
         self._bot = _bot(BANK_BOT if bot is None else bot)
         self.sessions = Sessions(self._bot.idle_session_ttl_s)
         self._records: deque[InvocationRecord] = deque(maxlen=RECORD_LIMIT)
         self._records_lock = threading.Lock()
-        self.stopping = threading.Event()
-        self._server: Server | None = None
-        self._thread: threading.Thread | None = None
 
-    # -- lifecycle
+    def _make_server(self, address: tuple[str, int]) -> Server:
+        return Server(address, self)
 
-    def start(self) -> Self:
-        if self._server is not None:
-            return self
-        self.stopping.clear()
-        self._server = Server((self.host, self.port), self)
-        self.port = int(self._server.server_address[1])
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name="lex-emulator",
-            daemon=True,
-        )
-        self._thread.start()
-        logger.info("%s listening on %s (bot %s, alias %s)", LABEL, self.url, self.bot_id, self.bot_alias_id)
-        return self
-
-    def stop(self) -> None:
-        server, self._server = self._server, None
-        if server is None:
-            return
-        self.stopping.set()
-        server.close_all()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-        logger.info("%s stopped", LABEL)
-
-    # -- the bot
-
-    @property
-    def url(self) -> str:
-        if self._server is None:
-            raise RuntimeError("the Lex emulator is not running; call start() first")
-        return f"http://{self.host}:{self.port}"
+    def _serving(self) -> str:
+        return f"bot {self.bot_id}, alias {self.bot_alias_id}"
 
     @property
     def bot(self) -> Bot:

@@ -12,7 +12,7 @@
 """
 
 from voicebridge_dev.local.service.control import CONTROL_PREFIX, ControlAction, ControlAnswer, ControlPlane
-from voicebridge_dev.local.service.emulator import Emulator
+from voicebridge_dev.local.service.emulator import Emulator, ServedEmulator
 from voicebridge_dev.local.service.faults import FaultQueue, FaultSpecError, InjectableFault
 from voicebridge_dev.local.service.lifecycle import InFlight, LocalService
 from voicebridge_dev.local.service.server import TrackedHandler, TrackingHTTPServer
@@ -28,6 +28,7 @@ __all__ = [
     "InFlight",
     "InjectableFault",
     "LocalService",
+    "ServedEmulator",
     "TrackedHandler",
     "TrackingHTTPServer",
 ]

@@ -6,9 +6,9 @@ import logging
 import threading
 import time
 from collections.abc import Iterable
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar
 
-from voicebridge_dev.local.service import Emulator
+from voicebridge_dev.local.service import ServedEmulator
 from voicebridge_dev.local.sonic.errors import EmulatorConfigError
 from voicebridge_dev.local.sonic.faults import Fault
 from voicebridge_dev.local.sonic.records import Invocation, InvocationRecord
@@ -21,7 +21,7 @@ __all__ = ["SonicEmulator"]
 logger = logging.getLogger(__name__)
 
 
-class SonicEmulator(Emulator[Fault]):
+class SonicEmulator(ServedEmulator[Fault]):
     """A local Sonic, as a SageMaker runtime endpoint and as the Cartesia API (an emulator, not the model).
 
     ``endpoint_name`` — when set, other names get SageMaker's ValidationError; None serves every name.
@@ -40,6 +40,7 @@ class SonicEmulator(Emulator[Fault]):
     :meth:`wait_idle` waits until no invocation is being served (e.g. a stalled stream its client gave up on).
     """
 
+    service: ClassVar[str] = "Sonic"
     label: ClassVar[str] = "sonic endpoint emulator (not the model)"
 
     def __init__(
@@ -60,9 +61,7 @@ class SonicEmulator(Emulator[Fault]):
             raise ValueError(f"time_to_first_byte_ms must be >= 0, got {time_to_first_byte_ms}")
         if not realtime_factor > 0:
             raise ValueError(f"realtime_factor must be > 0, got {realtime_factor}")
-        super().__init__()
-        self.host = host
-        self.port = port
+        super().__init__(host, port)
         self.endpoint_name = endpoint_name
         self.time_to_first_byte_ms = time_to_first_byte_ms
         self.realtime_factor = realtime_factor
@@ -73,46 +72,12 @@ class SonicEmulator(Emulator[Fault]):
         self.ready = ready
         self._records: list[InvocationRecord] = []
         self._records_lock = threading.Lock()
-        self.stopping = threading.Event()
-        self._server: Server | None = None
-        self._thread: threading.Thread | None = None
 
-    # -- lifecycle
+    def _make_server(self, address: tuple[str, int]) -> Server:
+        return Server(address, self)
 
-    def start(self) -> Self:
-        if self._server is not None:
-            return self
-        self.stopping.clear()
-        self._server = Server((self.host, self.port), self)
-        self.port = int(self._server.server_address[1])
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name="sonic-emulator",
-            daemon=True,
-        )
-        self._thread.start()
-        logger.info("%s listening on %s (engine: %s)", self.label, self.url, self.engine.name)
-        return self
-
-    def stop(self) -> None:
-        server, self._server = self._server, None
-        if server is None:
-            return
-        self.stopping.set()
-        server.close_all()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-        logger.info("%s stopped", self.label)
-
-    # -- state
-
-    @property
-    def url(self) -> str:
-        if self._server is None:
-            raise RuntimeError("the Sonic emulator is not running; call start() first")
-        return f"http://{self.host}:{self.port}"
+    def _serving(self) -> str:
+        return f"engine: {self.engine.name}"
 
     @property
     def accepted_encodings(self) -> frozenset[str]:
