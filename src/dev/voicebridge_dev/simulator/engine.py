@@ -779,6 +779,11 @@ class FlowSimulator:
 
     def _compare(self, action: Action) -> _Branch:
         value = self.contact.value(str(action.parameters["ComparisonValue"]))
+        return self._first_condition(action, value)
+
+    @staticmethod
+    def _first_condition(action: Action, value: str) -> _Branch:
+        """The first of ``action``'s conditions that ``value`` meets; else NoMatchingCondition (or NextAction)."""
         for condition in action.conditions:
             if _matches(condition.operator, value, condition.operands[0]):
                 return _Branch(f"{condition.operator} {condition.operands[0]}", condition.next_action)
@@ -859,19 +864,11 @@ class FlowSimulator:
 
     def _check_metric(self, action: Action) -> _Branch:
         value = self.centre.metric(str(action.parameters["MetricType"]))
-        for condition in action.conditions:
-            if _matches(condition.operator, value, condition.operands[0]):
-                return _Branch(f"{condition.operator} {condition.operands[0]}", condition.next_action)
-        target = action.error_target("NoMatchingCondition")
-        return _Branch("NoMatchingCondition", target if target is not None else action.next_action)
+        return self._first_condition(action, value)
 
     def _distribute(self, action: Action) -> _Branch:
         draw = str(percentage_draw(self.contact.contact_id))
-        for condition in action.conditions:
-            if _matches(condition.operator, draw, condition.operands[0]):
-                return _Branch(f"{condition.operator} {condition.operands[0]}", condition.next_action)
-        target = action.error_target("NoMatchingCondition")
-        return _Branch("NoMatchingCondition", target if target is not None else action.next_action)
+        return self._first_condition(action, draw)
 
     def _wait(self, action: Action) -> _Branch:
         params = action.parameters
