@@ -131,8 +131,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     simulate.add_argument("paths", nargs="+", help="flow files or folders (every *.json under them)")
     simulate.add_argument("--template", default="template.yaml")
     simulate.add_argument(
-        "--caller", choices=("normal", "lex", "silence", "model-failure", "transfer"), help="a demo scenario's caller"
+        "--caller",
+        metavar="SCRIPT",
+        help="a caller script file (words, keys pressed, silences, a hang-up, views' results; JSON) or a demo "
+        "scenario's name (normal, lex, silence, model-failure, transfer); by default the caller says nothing",
     )
+    simulate.add_argument(
+        "--flows",
+        metavar="DIR",
+        action="append",
+        default=[],
+        help="a folder of the flows and modules the call may be transferred to or invoke (by file name or exported "
+        "name); may be given more than once",
+    )
+    simulate.add_argument("--lex", metavar="FILE", help="the bot the Lex emulator serves (its bot file; JSON)")
+    simulate.add_argument("--prompts", metavar="DIR", help="the prompt library: 8 kHz mono WAVs named by prompt ID")
     simulate.add_argument(
         "--lambda",
         dest="lambdas",
@@ -402,6 +415,9 @@ def _flows(args: argparse.Namespace) -> int:
             centre=args.centre,
             report=args.report,
             templated=args.templated,
+            flows=args.flows,
+            lex=args.lex,
+            prompts=args.prompts,
         )
     try:
         outputs = args.stack or dict(item.split("=", 1) for item in args.output)

@@ -7,12 +7,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from tests.fixtures import ROOT
 from tests.fixtures.flows import CORPUS_FILES, CORPUS_TEMPLATES, corpus_project
+from voicebridge.audio.wav import pcm16_wav_bytes
 from voicebridge_dev.cli import main
-from voicebridge_dev.simulator.flowcheck import OUTCOMES, FlowRun, simulate_flows
+from voicebridge_dev.simulator.flowcheck import OUTCOMES, FlowRun, Setting, simulate_flows
 
 TEMPLATE = ROOT / "template.yaml"
 FOREIGN = "arn:aws:lambda:eu-west-1:123456789012:function:crm-lookup"
@@ -43,7 +45,9 @@ BYE = {"Identifier": "Bye", "Type": "DisconnectParticipant", "Parameters": {}, "
 def corpus() -> list[FlowRun]:
     plain = [p for p in CORPUS_FILES if corpus_project(p) not in CORPUS_TEMPLATES]
     templates = [p for p in CORPUS_FILES if corpus_project(p) in CORPUS_TEMPLATES]
-    return simulate_flows(plain, template=TEMPLATE) + simulate_flows(templates, template=TEMPLATE, templated=True)
+    return simulate_flows(plain, template=TEMPLATE) + simulate_flows(
+        templates, template=TEMPLATE, setting=Setting(templated=True)
+    )
 
 
 def test_at_least_four_in_five_public_flows_run_to_an_outcome_other_than_error(corpus: list[FlowRun]) -> None:
@@ -157,3 +161,263 @@ def test_a_bad_lambda_answer_file_is_refused_before_anything_runs(tmp_path: Path
     answer.write_text("[1, 2]", encoding="utf-8")
 
     assert main(["flows", "simulate", str(tmp_path), "--lambda", f"{FOREIGN}={answer}"]) == 2
+
+
+LEX_BANK = "arn:aws:lex:us-east-1:123456789012:bot-alias/LOCALBANK1/TSTALIASID"
+
+
+def errors(target: str, *types: str) -> list[dict[str, str]]:
+    return [{"NextAction": target, "ErrorType": kind} for kind in (*types, "NoMatchingError")]
+
+
+def equals(target: str, value: str) -> dict[str, Any]:
+    return {"NextAction": target, "Condition": {"Operator": "Equals", "Operands": [value]}}
+
+
+def script(folder: Path, steps: list[Any], views: dict[str, str] | None = None) -> Path:
+    path = folder / "caller.json"
+    path.write_text(json.dumps({"steps": steps, "views": views or {}}), encoding="utf-8")
+    return path
+
+
+def simulate(*arguments: str | Path) -> tuple[int, dict[str, Any]]:
+    report = Path(arguments[0]).parent / "report.json"
+    status = main(["flows", "simulate", *map(str, arguments), "--report", str(report)])
+    (run,) = json.loads(report.read_text(encoding="utf-8"))
+    return status, run
+
+
+def test_keys_pressed_choose_a_menu_branch_and_are_stored_until_the_terminator(tmp_path: Path) -> None:
+    path = flow(
+        tmp_path,
+        "menu",
+        [
+            {
+                "Identifier": "Menu",
+                "Type": "GetParticipantInput",
+                "Parameters": {"Text": "Press 1 for sales, 2 for billing.", "InputTimeLimitSeconds": "5"},
+                "Transitions": {
+                    "NextAction": "Bye",
+                    "Conditions": [equals("Bye", "1"), equals("Account", "2")],
+                    "Errors": errors("Bye", "InputTimeLimitExceeded", "NoMatchingCondition"),
+                },
+            },
+            {
+                "Identifier": "Account",
+                "Type": "GetParticipantInput",
+                "Parameters": {
+                    "Text": "Enter your account number, then hash.",
+                    "StoreInput": "True",
+                    "InputTimeLimitSeconds": "10",
+                    "DTMFConfiguration": {"InputTerminationSequence": "#"},
+                    "InputValidation": {"CustomValidation": {"MaximumLength": "8"}},
+                },
+                "Transitions": {"NextAction": "Echo", "Errors": errors("Bye")},
+            },
+            say("Echo", "You entered $.StoredCustomerInput."),
+            BYE,
+        ],
+    )
+
+    status, run = simulate(path, "--caller", script(tmp_path, [{"press": "2"}, {"press": "4711#"}]))
+
+    assert status == 0
+    assert [a["outcome"] for a in run["actions"]] == ["Equals 2", "stored", "next", "disconnected"]
+    assert run["said"][-1] == "You entered 4711."
+    assert run["heard"] == ["pressed 2", "pressed 4711#"]
+
+
+def test_a_lex_bot_is_asked_turn_by_turn_until_it_closes_an_intent(tmp_path: Path) -> None:
+    path = flow(
+        tmp_path,
+        "lex",
+        [
+            {
+                "Identifier": "Bot",
+                "Type": "ConnectParticipantWithLexBot",
+                "Parameters": {"Text": "How can I help?", "LexV2Bot": {"AliasArn": LEX_BANK}},
+                "Transitions": {
+                    "NextAction": "Bye",
+                    "Conditions": [equals("Paid", "PayBill"), equals("Bye", "TransferToAgent")],
+                    "Errors": errors("Nobody", "InputTimeLimitExceeded", "NoMatchingCondition"),
+                },
+            },
+            say("Paid", "Paid $.Lex.Slots.Amount dollars, noted as $.Lex.SessionAttributes.LastPayment."),
+            say("Nobody", "Nobody there."),
+            BYE,
+        ],
+    )
+    caller = script(tmp_path, [{"clip": "pay-bill"}, {"clip": "amount"}, {"clip": "yes-please"}])
+
+    status, run = simulate(path, "--caller", caller)
+
+    assert status == 0
+    assert [a["outcome"] for a in run["actions"]] == ["Equals PayBill", "next", "disconnected"]
+    assert run["said"][0] == "How can I help?"
+    assert run["said"][1] == "How much would you like to pay?"
+    assert run["said"][-1] == "Paid 84 dollars, noted as 84."
+    turns = [n for n in run["noted"] if n["type"] == "ConnectParticipantWithLexBot"]
+    assert [t["dialog_action"] for t in turns] == ["ElicitSlot", "ConfirmIntent", "Close"]
+    assert turns[0]["said"] == "I want to pay my bill today."
+
+    status, run = simulate(path, "--caller", script(tmp_path, ["silence"]))
+    assert run["actions"][0]["outcome"] == "InputTimeLimitExceeded"
+    assert run["said"][-1] == "Nobody there."
+
+
+def test_a_module_runs_with_its_own_flow_attributes_and_a_transfer_goes_on_in_the_other_flow(tmp_path: Path) -> None:
+    library = tmp_path / "library"
+    library.mkdir()
+    module_arn = "arn:aws:connect:us-east-1:123456789012:instance/i/flow-module/0f0e0d0c-0000-4000-8000-000000000001"
+    main_flow = flow(
+        tmp_path,
+        "main",
+        [
+            {
+                "Identifier": "Mark",
+                "Type": "UpdateFlowAttributes",
+                "Parameters": {"FlowAttributes": {"Where": {"Value": "main"}}},
+                "Transitions": {"NextAction": "Module", "Errors": errors("Bye")},
+            },
+            {
+                "Identifier": "Module",
+                "Type": "InvokeFlowModule",
+                "Parameters": {"FlowModuleId": module_arn},
+                "Transitions": {"NextAction": "Back", "Errors": errors("Bye")},
+            },
+            say("Back", "Back, $.Attributes.FromModule, $.FlowAttributes.Where.", then="Billing"),
+            {
+                "Identifier": "Billing",
+                "Type": "TransferToFlow",
+                "Parameters": {"ContactFlowId": "arn:aws:connect:us-east-1:123456789012:instance/i/contact-flow/x"},
+                "Transitions": {"NextAction": "Bye", "Errors": errors("Bye")},
+            },
+            BYE,
+        ],
+    )
+    document = json.loads(main_flow.read_text(encoding="utf-8"))
+    document["Metadata"] = {"ActionMetadata": {"Billing": {"ContactFlow": {"id": "", "text": "Billing"}}}}
+    main_flow.write_text(json.dumps(document), encoding="utf-8")
+    module = flow(
+        library,
+        "0f0e0d0c-0000-4000-8000-000000000001",
+        [
+            say("Hello", "Module sees [$.FlowAttributes.Where].", then="Set"),
+            {
+                "Identifier": "Set",
+                "Type": "UpdateContactAttributes",
+                "Parameters": {"Attributes": {"FromModule": "yes"}},
+                "Transitions": {"NextAction": "Return", "Errors": errors("Return")},
+            },
+            {"Identifier": "Return", "Type": "EndFlowModuleExecution", "Parameters": {}, "Transitions": {}},
+        ],
+    )
+    billing = flow(library, "billing-flow", [say("Here", "Billing here, [$.FlowAttributes.Where].", then="Bye"), BYE])
+    named = json.loads(billing.read_text(encoding="utf-8"))
+    named["Metadata"] = {"name": "Billing"}
+    billing.write_text(json.dumps(named), encoding="utf-8")
+    assert module.exists()
+
+    status, run = simulate(main_flow, "--flows", library)
+
+    assert status == 0
+    assert run["said"] == ["Module sees [].", "Back, yes, main.", "Billing here, []."]
+    assert run["outcome"] == "disconnected"
+    assert [n.get("invoked module", n.get("transferred to")) for n in run["noted"]] == [module.stem, "Billing"]
+
+    # Without the folder the module takes its error branch and the transfer ends the run.
+    status, run = simulate(main_flow)
+    assert [a["outcome"] for a in run["actions"]][1] == "NoMatchingError"
+    assert run["outcome"] == "disconnected"
+
+
+def test_a_view_is_recorded_with_its_data_and_takes_the_result_the_script_gives(tmp_path: Path) -> None:
+    path = flow(
+        tmp_path,
+        "view",
+        [
+            {
+                "Identifier": "Record",
+                "Type": "UpdateContactRecordingBehavior",
+                "Parameters": {"RecordingBehavior": {"RecordedParticipants": ["Agent", "Customer"]}},
+                "Transitions": {"NextAction": "Guide"},
+            },
+            {
+                "Identifier": "Guide",
+                "Type": "ShowView",
+                "Parameters": {
+                    "ViewResource": {"Id": "confirmation", "Version": "Latest"},
+                    "InvocationTimeLimitSeconds": "30",
+                    "ViewData": {"Heading": "Caller $.CustomerEndpoint.Address"},
+                },
+                "Transitions": {
+                    "NextAction": "Bye",
+                    "Conditions": [equals("Thanks", "Next")],
+                    "Errors": errors("Late", "TimeLimitExceeded", "NoMatchingCondition"),
+                },
+            },
+            say("Thanks", "Thank you."),
+            say("Late", "Nobody answered the view."),
+            BYE,
+        ],
+    )
+
+    status, run = simulate(path, "--caller", script(tmp_path, [], views={"Guide": "Next"}))
+
+    assert status == 0
+    assert run["said"] == ["Thank you."]
+    recorded, view = run["noted"]
+    assert recorded["parameters"] == {"RecordingBehavior": {"RecordedParticipants": ["Agent", "Customer"]}}
+    assert (view["view"], view["result"], view["data"]) == ("confirmation", "Next", {"Heading": "Caller +15555550100"})
+
+    status, run = simulate(path)
+    assert [a["outcome"] for a in run["actions"]][:2] == ["recorded", "TimeLimitExceeded"]
+    assert run["said"] == ["Nobody answered the view."]
+
+
+def test_a_prompt_from_the_library_plays_its_recording_and_another_is_its_name_spoken(tmp_path: Path) -> None:
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    (prompts / "welcome-0001.wav").write_bytes(pcm16_wav_bytes(np.full(4000, 1000, np.int16), 8000))
+    instance = "arn:aws:connect:us-east-1:123456789012:instance/i/prompt/"
+    path = flow(
+        tmp_path,
+        "prompts",
+        [
+            {
+                "Identifier": "Welcome",
+                "Type": "MessageParticipant",
+                "Parameters": {"PromptId": f"{instance}welcome-0001"},
+                "Transitions": {"NextAction": "Other", "Errors": errors("Bye")},
+            },
+            {
+                "Identifier": "Other",
+                "Type": "MessageParticipant",
+                "Parameters": {"PromptId": f"{instance}closing-0002"},
+                "Transitions": {"NextAction": "Bye", "Errors": errors("Bye")},
+            },
+            BYE,
+        ],
+    )
+
+    status, run = simulate(path, "--prompts", prompts)
+
+    assert status == 0
+    assert run["said"] == ["prompt closing-0002"]
+    assert [a["outcome"] for a in run["actions"]] == ["next", "next", "disconnected"]
+
+
+def test_a_public_flow_moves_across_its_projects_folder_by_the_names_its_console_kept(tmp_path: Path) -> None:
+    rules_engine = ROOT / "tests/data/flows/amazon-connect-rules-engine"
+    bootstrap = tmp_path / "RulesEngineBootstrap.json"
+    bootstrap.write_bytes((rules_engine / "RulesEngineBootstrap.json").read_bytes())
+
+    status, run = simulate(bootstrap, "--flows", rules_engine, "--templated")
+
+    # Bootstrap → Main, whose rules function answers {} here, so Main's dynamic transfer finds no flow and takes its
+    # error branch → Error, which apologises and disconnects.
+    assert status == 0
+    entered = [n["transferred to"] for n in run["noted"] if "transferred to" in n]
+    assert entered == ["RulesEngineMain", "RulesEngineError"]
+    assert "NoMatchingError" in [a["outcome"] for a in run["actions"] if a["type"] == "TransferToFlow"]
+    assert run["outcome"] == "disconnected"

@@ -7,6 +7,8 @@ import pytest
 from voicebridge_dev.flows.rules import CANONICAL_TYPES
 from voicebridge_dev.simulator.standins import (
     ENDS,
+    OTHER_FLOWS,
+    PARTICIPANTS,
     RECORDED,
     UNAVAILABLE,
     LocalContactCentre,
@@ -36,7 +38,7 @@ RUN_BY_THE_ENGINE = {
 
 
 def test_every_action_type_the_validator_knows_is_run_or_stood_in_for_once() -> None:
-    groups = [RUN_BY_THE_ENGINE, RECORDED, ENDS, UNAVAILABLE]
+    groups = [RUN_BY_THE_ENGINE, RECORDED, ENDS, OTHER_FLOWS, PARTICIPANTS, UNAVAILABLE]
     assert set().union(*groups) == set(CANONICAL_TYPES)
     assert sum(len(group) for group in groups) == len(CANONICAL_TYPES)
 

@@ -1,7 +1,10 @@
-"""The simulated caller: scripted utterances, spoken once the bot has been quiet for a short pause.
+"""The simulated caller: scripted utterances and key presses, made once the bot has been quiet for a short pause.
 
 A script is a list of steps, one taken each time the bot stops talking and stays quiet for ``pause_s``: ``Say`` a
-recorded utterance (8 kHz mono 16-bit WAV), stay silent through the next wait (``Silence``), or ``HangUp``. A
+recorded utterance (8 kHz mono 16-bit WAV), ``Press`` keys (their DTMF tones go on the caller's track), stay silent
+through the next wait (``Silence``), or ``HangUp``. A block that listens (``GetParticipantInput``, a Lex bot) gives
+the caller its turn even when it plays no prompt of its own, and takes the step it is given
+(:meth:`SimulatedCaller.respond`). A
 reply played as several prompts has short gaps between them; a step is due a pause after a prompt ends, and if the
 bot starts again before then the caller lets it go on and takes that step after the next prompt instead, as a person
 waits for the agent to finish. Once the script runs out the caller stays silent. Utterances live beside a
@@ -10,38 +13,55 @@ waits for the agent to finish. Once the script runs out the caller stays silent.
     {"sample_rate": 8000, "clips": [{"name": "balance", "file": "balance.wav",
                                      "transcript": "I would like to check my account balance."}]}
 
-Scenarios (:data:`SCENARIOS`) are the scripts the demo and the tests play.
+Scenarios (:data:`SCENARIOS`) are the scripts the demo and the tests play; :func:`load_script` reads a caller
+script file (``voicebridge flows simulate --caller FILE``)::
+
+    {"steps": [{"press": "1"}, {"say": "I want to pay my bill."}, {"clip": "balance"},
+               {"file": "account.wav", "transcript": "My account number is four two."}, "silence", "hangup"],
+     "views": {"Confirm details": "Next"}}
+
+``say`` is spoken by the local speech engine (piper when installed, else the stand-in: its words then reach a Lex
+bot, which reads the transcript, but not Ink); ``clip`` names one of the shipped clips (:data:`CLIPS`); ``file`` is a
+WAV beside the script. ``views`` chooses, by the ``ShowView`` action's identifier or its view's ``Id``, the result
+the agent's workspace gives; a view not named there is left unanswered until its time limit.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from voicebridge.audio.wav import read_wav
 from voicebridge.errors import AudioFormatError
+from voicebridge_dev.local.speech_engine import SpeechEngine, SpeechEngineError, load_engine
 from voicebridge_dev.simulator.events import CALLER, Segment
 from voicebridge_dev.simulator.media import SAMPLE_RATE, MediaPlane
 
 __all__ = [
     "SCENARIOS",
+    "CallerScript",
     "CallerScriptError",
     "Clip",
     "HangUp",
+    "Press",
     "Say",
     "Scenario",
     "Silence",
     "SimulatedCaller",
     "Step",
     "UnknownScenarioError",
+    "dtmf_tones",
     "find_scenario",
     "load_clips",
+    "load_script",
 ]
 
 PAUSE_S = 0.6
@@ -75,6 +95,17 @@ class Say:
 
 
 @dataclass(frozen=True)
+class Press:
+    """Keys pressed one after another: digits, ``*`` and ``#``."""
+
+    digits: str
+
+    def __post_init__(self) -> None:
+        if not _KEYS.fullmatch(self.digits):
+            raise CallerScriptError(f"press {self.digits!r}: keys are 0-9, * and #, 1 to 50 of them")
+
+
+@dataclass(frozen=True)
 class Silence:
     pass
 
@@ -84,7 +115,27 @@ class HangUp:
     pass
 
 
-Step = Say | Silence | HangUp
+Step = Say | Press | Silence | HangUp
+
+_KEYS = re.compile(r"[0-9*#]{1,50}")
+# The DTMF grid (ITU-T Q.23): each key is the sum of its row's and its column's tone.
+_ROWS, _COLUMNS = (697, 770, 852, 941), (1209, 1336, 1477)
+_GRID = ("123", "456", "789", "*0#")
+DTMF_TONE_S = 0.1
+"""How long each key's tone lasts; the same silence follows it (Q.24 asks at least 40 ms of each)."""
+
+
+def dtmf_tones(digits: str) -> npt.NDArray[np.int16]:
+    """The tones of ``digits`` pressed one after another, each ``DTMF_TONE_S`` on and as long off."""
+    length = round(DTMF_TONE_S * SAMPLE_RATE)
+    t = np.arange(length) / SAMPLE_RATE
+    pieces = []
+    for key in digits:
+        row = next(index for index, keys in enumerate(_GRID) if key in keys)
+        low, high = _ROWS[row], _COLUMNS[_GRID[row].index(key)]
+        tone = 0.35 * (np.sin(2 * np.pi * low * t) + np.sin(2 * np.pi * high * t))
+        pieces += [np.round(tone * 32767).astype(np.int16), np.zeros(length, np.int16)]
+    return np.concatenate(pieces) if pieces else np.zeros(0, np.int16)
 
 
 CLIPS = Path(__file__).with_name("clips")
@@ -223,9 +274,28 @@ class SimulatedCaller:
                     CALLER, step.clip.samples, "speech", at=due, text=step.clip.transcript, clip=step.clip.name
                 )
                 self._speech = speech
+            elif isinstance(step, Press):
+                speech = media.play(CALLER, dtmf_tones(step.digits), "dtmf", at=due, text=f"pressed {step.digits}")
+                self._speech = speech
             elif isinstance(step, HangUp):
                 self._hangup_at = due
             self._pending = (step, due, speech)
+
+    def respond(
+        self, kind: type[Say] | type[Press] | tuple[type, ...] = (Say, Press), *, before: float | None = None
+    ) -> tuple[Say | Press, float, float] | None:
+        """The utterance or key presses (``kind``) the caller makes next, taken by the block listening for them
+        when they begin ``before`` its deadline: the step, when it begins and when it ends. None when the caller's
+        next step is not of that kind (silence, a hang-up, nothing left) or comes too late; it is then left to
+        happen with nobody listening."""
+        with self._lock:
+            if self._pending is None:
+                return None
+            step, due, speech = self._pending
+            if not isinstance(step, kind) or speech is None or (before is not None and due > before):
+                return None
+            self._pending = None
+            return step, due, speech.end  # type: ignore[return-value]
 
     def next_event(self, now: float) -> float | None:
         """The next moment after ``now`` when the caller starts or finishes speaking, or hangs up, if any."""
@@ -253,3 +323,78 @@ class SimulatedCaller:
     def hung_up(self, now: float) -> bool:
         with self._lock:
             return self._hangup_at is not None and now >= self._hangup_at
+
+
+@dataclass(frozen=True)
+class CallerScript:
+    """A caller script file: the steps, and the result each named view gives (see the module's docstring)."""
+
+    steps: tuple[Step, ...]
+    views: Mapping[str, str] = field(default_factory=dict)
+
+
+def load_script(
+    path: str | Path, *, voice: SpeechEngine | None = None, clips: Mapping[str, Clip] | None = None
+) -> CallerScript:
+    """Read a caller script file; :class:`CallerScriptError` names what is wrong in it."""
+    file = Path(path)
+    try:
+        document: Any = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CallerScriptError(f"cannot read the caller script {file}: {exc}") from exc
+    if isinstance(document, list):
+        document = {"steps": document}
+    if not isinstance(document, dict) or not isinstance(document.get("steps"), list):
+        raise CallerScriptError(f'{file}: expected {{"steps": [...]}} (or a list of steps)')
+    unknown = set(document) - {"steps", "views"}
+    if unknown:
+        raise CallerScriptError(f"{file}: unknown keys {', '.join(sorted(unknown))}")
+    views = document.get("views") or {}
+    if not isinstance(views, dict) or not all(isinstance(v, str) for v in views.values()):
+        raise CallerScriptError(f"{file}: views must map a ShowView action or view to the result it gives")
+    steps = []
+    for index, raw in enumerate(document["steps"]):
+        try:
+            steps.append(_step(raw, file.parent, voice, clips))
+        except CallerScriptError as exc:
+            raise CallerScriptError(f"{file}: step {index + 1}: {exc}") from None
+    return CallerScript(tuple(steps), {str(k): v for k, v in views.items()})
+
+
+def _step(raw: Any, folder: Path, voice: SpeechEngine | None, clips: Mapping[str, Clip] | None) -> Step:
+    if raw == "silence":
+        return Silence()
+    if raw == "hangup":
+        return HangUp()
+    if not isinstance(raw, dict) or len(set(raw) - {"transcript"}) != 1:
+        raise CallerScriptError(f'{raw!r} is not "silence", "hangup" or one of say, press, clip or file')
+    kind = next(iter(set(raw) - {"transcript"}))
+    value = raw[kind]
+    if not isinstance(value, str) or not value.strip():
+        raise CallerScriptError(f"{kind} needs a non-empty string")
+    if kind == "press":
+        return Press(value)
+    if kind == "say":
+        engine = voice if voice is not None else load_engine("auto")
+        try:
+            samples = engine.synthesize(value, SAMPLE_RATE, 1.0)
+        except SpeechEngineError as exc:
+            raise CallerScriptError(f"say {value!r}: {exc}") from exc
+        return Say(Clip(f"say: {value}", value, samples))
+    if kind == "clip":
+        shipped = clips if clips is not None else load_clips()
+        if value not in shipped:
+            raise CallerScriptError(f"no clip named {value!r}; one of {', '.join(sorted(shipped))}")
+        return Say(shipped[value])
+    if kind == "file":
+        transcript = raw.get("transcript")
+        if not isinstance(transcript, str) or not transcript.strip():
+            raise CallerScriptError("file needs the transcript of what it says")
+        try:
+            samples, rate = read_wav((folder / value).read_bytes())
+        except (OSError, ValueError, AudioFormatError) as exc:
+            raise CallerScriptError(f"file {value}: {exc}") from exc
+        if rate != SAMPLE_RATE or samples.ndim != 1:
+            raise CallerScriptError(f"file {value}: expected 8 kHz mono, got {rate} Hz {samples.shape}")
+        return Say(Clip(value, transcript, samples))
+    raise CallerScriptError(f'unknown step {kind!r}: one of say, press, clip, file, or "silence", "hangup"')

@@ -16,10 +16,14 @@ against the local cloud (PROTOCOLS.md §1–§4):
 - ``MessageParticipant`` — ``Media`` is fetched from S3 and must be an 8 kHz mono µ-law WAV; ``Text`` and
   ``SSML`` are spoken by a local speech engine standing in for Connect's own voice (``<break time=…/>`` is
   silence).
-- ``GetParticipantInput`` — plays its prompt, then waits ``InputTimeLimitSeconds`` for DTMF the simulated
-  caller never sends: its ``InputTimeLimitExceeded`` branch, else ``NoMatchingError`` (the branch for any error no
-  other matches, GetParticipantInput's page of Connect's flow language reference); with an SSML break as its prompt
-  it holds the call.
+- ``GetParticipantInput`` — plays its prompt, then waits ``InputTimeLimitSeconds`` for the keys the simulated
+  caller presses (:mod:`~.keypad`: a menu's key and its condition, or keys stored in ``$.StoredCustomerInput``); none
+  in time takes its ``InputTimeLimitExceeded`` branch, else ``NoMatchingError`` (the branch for any error no other
+  matches, GetParticipantInput's page of Connect's flow language reference); with an SSML break as its prompt it
+  holds the call.
+- ``ConnectParticipantWithLexBot`` — the Lex emulator's bot, sent what the caller says (:mod:`~.lexbot`).
+- ``TransferToFlow``, ``InvokeFlowModule`` — across a folder of flows (:mod:`~.library`); ``ShowView`` — recorded,
+  answered by the caller script's choice or left to its time limit.
 - ``UpdateContactMediaStreamingBehavior`` — starts or stops streaming both tracks into the KVS emulator
   (one stream per call, ``connect-local-contact-<ContactId>``); ``MediaStreams`` in the event follows.
 - ``UpdateContactAttributes``, ``UpdateFlowAttributes`` (``$.FlowAttributes``, for the flow's run), ``Compare``
@@ -34,14 +38,15 @@ and each reply segment with its timings (:mod:`voicebridge_dev.simulator.records
 
 Every other action type of the flow language is answered by a stand-in (:mod:`~.standins`: recorded, ending the
 run, the contact centre's state from a :class:`~.standins.LocalContactCentre`, or the error branch of a service the
-local cloud does not run); a ``PromptId`` prompt is its name spoken. A type the validator does not know, or a
-parameter choice such as an ``ASYNCHRONOUS`` Lambda, stops the call with an :class:`UnsupportedActionError` naming
-it. The simulated caller
-(:mod:`voicebridge_dev.simulator.caller`) may hang up at any moment; the flow then stops, as Connect stops it.
+local cloud does not run); a ``PromptId`` prompt plays from the local prompt library, else is its name spoken. A
+type the validator does not know, or a parameter choice such as an ``ASYNCHRONOUS`` Lambda, stops the call with an
+:class:`UnsupportedActionError` naming it. The simulated caller (:mod:`voicebridge_dev.simulator.caller`) may hang
+up at any moment; the flow then stops, as Connect stops it.
 """
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import logging
@@ -49,7 +54,7 @@ import re
 import struct
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -75,9 +80,10 @@ from voicebridge_dev.flows import (
     template_functions,
     validate,
 )
+from voicebridge_dev.flows.errors import FlowError
 from voicebridge_dev.local.kvs import EMULATED_INSTANCE_ID, EmulatedStream, KvsEmulator, KvsEmulatorError
 from voicebridge_dev.local.speech_engine import SpeechEngine, SpeechEngineError
-from voicebridge_dev.simulator.caller import SimulatedCaller
+from voicebridge_dev.simulator.caller import Press, Say, SimulatedCaller
 from voicebridge_dev.simulator.clock import Clock, RealClock
 from voicebridge_dev.simulator.contact import MAX_ATTRIBUTES_BYTES, Contact, local_queue_arn
 from voicebridge_dev.simulator.events import (
@@ -89,10 +95,21 @@ from voicebridge_dev.simulator.events import (
     EndReason,
     LambdaCall,
     LambdaOutcome,
+    Noted,
     Segment,
     SegmentKind,
     StreamingChanged,
 )
+from voicebridge_dev.simulator.keypad import menu_key, stored_input
+from voicebridge_dev.simulator.lexbot import (
+    LexBotRef,
+    bot_of,
+    closed,
+    lex_attributes,
+    message_text,
+    start_timeout_s,
+)
+from voicebridge_dev.simulator.library import FlowLibrary, display_names
 from voicebridge_dev.simulator.media import SAMPLE_RATE, MediaPlane
 from voicebridge_dev.simulator.records import CallRecords, read_records
 from voicebridge_dev.simulator.standins import (
@@ -342,8 +359,13 @@ class FlowSimulator:
         max_call_s: float = 1800.0,
         centre: LocalContactCentre | None = None,
         local_answers: Mapping[str, Mapping[str, Any]] | None = None,
+        lex_client: Any | None = None,
+        library: FlowLibrary | None = None,
+        views: Mapping[str, str] | None = None,
+        prompts: Mapping[str, Path] | None = None,
     ) -> None:
         self.flow = flow.flow
+        self.flow_name = str(flow.flow.metadata.get("name") or "")
         self.functions = flow.functions
         self.lambda_client = lambda_client
         self.s3 = s3_client
@@ -359,6 +381,13 @@ class FlowSimulator:
         self.centre = centre if centre is not None else LocalContactCentre()
         # With local answers, a function that is not the template's answers from them (by ARN or name), else {}.
         self.local_answers = None if local_answers is None else dict(local_answers)
+        self.lex: Any = lex_client
+        self.library = library
+        self.views = dict(views or {})
+        self.prompts = dict(prompts or {})
+        # The flows a module was invoked from, innermost last: (flow, its name, the InvokeFlowModule action, the
+        # flow's attributes and loop counters, which the module does not share).
+        self._callers: list[tuple[Flow, str, Action, dict[str, str], dict[str, int]]] = []
         self._loops: dict[str, int] = {}
         self._chain = 0.0
         self._longest_chain = 0.0
@@ -386,6 +415,11 @@ class FlowSimulator:
             **{kind: self._recorded for kind in RECORDED},
             **{kind: self._ends for kind in ENDS},
             **{kind: self._unavailable for kind in UNAVAILABLE},
+            "ConnectParticipantWithLexBot": self._lex_bot,
+            "ShowView": self._view,
+            "TransferToFlow": self._transfer_to_flow,
+            "InvokeFlowModule": self._invoke_module,
+            "EndFlowModuleExecution": self._end_module,
         }
 
     def run(self) -> CallResult:
@@ -435,16 +469,26 @@ class FlowSimulator:
             if handler is None:
                 raise UnsupportedActionError(action)
             try:
-                branch = handler(action)
-            except _ActionFailed as failure:
-                branch = self._error(action, failure.error_type, str(failure))
-            except _CallOver as over:
-                self.log.record(ActionRun(now, action.identifier, action.type, over.reason, None))
-                raise
-            self.log.record(ActionRun(now, action.identifier, action.type, branch.outcome, branch.target))
-            if branch.target is None:
-                raise FlowRuntimeError(f"action {action.identifier!r} took {branch.outcome}, which leads nowhere")
-            identifier = branch.target
+                try:
+                    branch = handler(action)
+                except _ActionFailed as failure:
+                    branch = self._error(action, failure.error_type, str(failure))
+                except _CallOver as over:
+                    self.log.record(ActionRun(now, action.identifier, action.type, over.reason, None))
+                    raise
+                self.log.record(ActionRun(now, action.identifier, action.type, branch.outcome, branch.target))
+                if branch.target is None:
+                    raise FlowRuntimeError(f"action {action.identifier!r} took {branch.outcome}, which leads nowhere")
+            except FlowRuntimeError as exc:
+                # A module that fails returns to the flow that invoked it, by its Invoke module block's error branch.
+                if not self._callers:
+                    raise
+                invoke = self._return_from_module()
+                branch = self._error(invoke, "NoMatchingError", f"module failed: {exc}")
+                self.log.record(
+                    ActionRun(self.clock.now(), invoke.identifier, invoke.type, branch.outcome, branch.target)
+                )
+            identifier = str(branch.target)
 
     def _error(self, action: Action, error_type: str, reason: str) -> _Branch:
         target = action.error_target(error_type)
@@ -461,8 +505,10 @@ class FlowSimulator:
     def _pass_time(self, until: float) -> None:
         """Let the call go on until ``until``, unless the caller hangs up first.
 
-        A virtual clock skips ahead, but never across the caller's speech, which Ink hears at its real pace.
+        A virtual clock skips ahead, but never across the caller's speech, which Ink hears at its real pace. Time
+        never passes beyond the call's limit (a view or a wait may ask for hours): the flow ends there.
         """
+        until = min(until, self.max_call_s + _WAIT_SLICE_S)
         while True:
             now = self.clock.now()
             if self.caller.hung_up(now):
@@ -628,24 +674,64 @@ class FlowSimulator:
         return _Branch("next", action.next_action)
 
     def _get_input(self, action: Action) -> _Branch:
+        """DTMF from the scripted caller (:mod:`~.keypad`): a menu's key, or keys kept in ``$.StoredCustomerInput``."""
+        params = action.parameters
         prompt = self._prompt(action)
         if prompt is not None:
             self._play(action, prompt)
-        # The simulated caller never presses a key: the block always times out. Without an InputTimeLimitExceeded
-        # branch it takes NoMatchingError, the branch for any error no other matches (GetParticipantInput's page of
-        # Connect's flow language reference).
-        self._pass_time(self.clock.now() + float(action.parameters["InputTimeLimitSeconds"]))
-        error = "InputTimeLimitExceeded" if action.error_target("InputTimeLimitExceeded") else "NoMatchingError"
-        raise _ActionFailed("no input before InputTimeLimitSeconds", error)
+        keys = self._listen(float(params["InputTimeLimitSeconds"]), Press)
+        if str(params.get("StoreInput", "False")) == "True":
+            entry = stored_input(keys, params)
+            if entry.value is None:
+                raise _ActionFailed(entry.reason or "invalid input", self._error_type(action, entry.error))
+            self.contact.stored_input = entry.value
+            return _Branch("stored" if keys is not None else "stored Timeout", action.next_action)
+        if keys is None:
+            # No key before InputTimeLimitSeconds. Without an InputTimeLimitExceeded branch it takes NoMatchingError,
+            # the branch for any error no other matches (GetParticipantInput's page of Connect's flow language
+            # reference).
+            raise _ActionFailed(
+                "no input before InputTimeLimitSeconds", self._error_type(action, "InputTimeLimitExceeded")
+            )
+        return self._branch_on(action, menu_key(keys))
+
+    def _branch_on(self, action: Action, value: str) -> _Branch:
+        """The condition ``value`` equals (a key, an intent, a view's result); else NoMatchingCondition, or the
+        catch-all NoMatchingError when the action has no branch for it."""
+        for condition in action.conditions:
+            if condition.operator == "Equals" and condition.operands[0] == value:
+                return _Branch(f"Equals {value}", condition.next_action)
+        raise _ActionFailed(f"{value!r} matches no condition", self._error_type(action, "NoMatchingCondition"))
+
+    @staticmethod
+    def _error_type(action: Action, error: str | None) -> str:
+        """``error`` when the action has a branch for it, else the catch-all ``NoMatchingError``."""
+        return error if error is not None and action.error_target(error) is not None else "NoMatchingError"
+
+    def _listen(self, limit_s: float, kind: type[Press] | type[Say] | tuple[type, ...]) -> str | None:
+        """Give the caller its turn and wait up to ``limit_s`` for it to press keys or speak (``kind``): the keys or
+        the words, once made; None when nothing of the kind came in time."""
+        self.caller.bot_stopped(self.clock.now(), self.media)
+        deadline = self.clock.now() + limit_s
+        answer = self.caller.respond(kind, before=deadline)
+        if answer is None:
+            self._pass_time(deadline)
+            return None
+        step, _, end = answer
+        self._pass_time(end)
+        return step.digits if isinstance(step, Press) else step.clip.transcript
 
     def _prompt(self, action: Action) -> _Prompt | None:
         return self._prompt_of(action, action.parameters)
 
     def _prompt_of(self, action: Action, params: Mapping[str, Any]) -> _Prompt | None:
         if "PromptId" in params:
-            # The local prompt library: a prompt of the instance's, named by ID or ARN, is its name spoken.
+            # The local prompt library (--prompts): a WAV named by the prompt's ID (or the last part of its ARN);
+            # a prompt not in it is its name spoken.
             prompt_id = self.contact.value(str(params["PromptId"]))
             name = prompt_id.rsplit("/", 1)[-1]
+            if name in self.prompts:
+                return _Prompt(self._library_prompt(self.prompts[name]), "prompt", uri=prompt_id)
             return _Prompt(self._speak(f"Prompt {name}."), "prompt", text=f"prompt {name}", uri=prompt_id)
         if "Media" in params:
             uri = self.contact.value(str(params["Media"]["Uri"]))
@@ -684,6 +770,17 @@ class FlowSimulator:
             samples, _ = read_wav(data)
         except AudioFormatError as exc:
             raise _ActionFailed(f"{uri} will not play: {exc}") from exc
+        return samples
+
+    @staticmethod
+    def _library_prompt(path: Path) -> npt.NDArray[np.int16]:
+        """A prompt of the local library: a WAV of 8 kHz mono (µ-law, as Connect plays prompts, or 16-bit PCM)."""
+        try:
+            samples, rate = read_wav(path.read_bytes())
+        except (OSError, AudioFormatError) as exc:
+            raise _ActionFailed(f"prompt {path.name} will not play: {exc}") from exc
+        if rate != SAMPLE_RATE or samples.ndim != 1:
+            raise _ActionFailed(f"prompt {path.name} is {rate} Hz {samples.shape}, not 8 kHz mono")
         return samples
 
     def _speak(self, text: str) -> npt.NDArray[np.int16]:
@@ -822,14 +919,152 @@ class FlowSimulator:
     # -- the contact centre's stand-ins (:mod:`voicebridge_dev.simulator.standins`)
 
     def _recorded(self, action: Action) -> _Branch:
+        parameters = _resolved(action.parameters, self.contact.interpolate)
+        self.log.record(Noted(self.clock.now(), action.identifier, action.type, {"parameters": parameters}))
         return _Branch("recorded", action.next_action)
+
+    def _view(self, action: Action) -> _Branch:
+        """A view in the agent's workspace: shown (in the report), answered by the caller script's choice for it,
+        else left unanswered until its time limit, when it takes ``TimeLimitExceeded``."""
+        params = action.parameters
+        view = str((params.get("ViewResource") or {}).get("Id", ""))
+        result = self.views.get(action.identifier, self.views.get(view))
+        detail: dict[str, Any] = {
+            "view": view,
+            "data": _resolved(params.get("ViewData") or {}, self.contact.interpolate),
+        }
+        if result is None:
+            seconds = float(self.contact.value(str(params.get("InvocationTimeLimitSeconds", "0"))) or 0)
+            self.log.record(Noted(self.clock.now(), action.identifier, action.type, {**detail, "result": None}))
+            self._pass_time(self.clock.now() + seconds)
+            raise _ActionFailed(f"view {view} was not answered", self._error_type(action, "TimeLimitExceeded"))
+        self.log.record(Noted(self.clock.now(), action.identifier, action.type, {**detail, "result": result}))
+        return self._branch_on(action, result)
+
+    # -- other flows: TransferToFlow and flow modules (:mod:`~.library`)
+
+    def _transfer_to_flow(self, action: Action) -> _Branch:
+        reference = self.contact.value(str(action.parameters["ContactFlowId"]))
+        if self.library is None:
+            raise _CallOver("transferred", f"flow {reference}")
+        name, flow = self._find_flow(action, reference)
+        # The contact goes on in the other flow: its attributes stay, the flow's own attributes do not.
+        self._callers.clear()
+        self.contact.flow_attributes = {}
+        self._loops = {}
+        return self._enter(action, name, flow, "transferred to")
+
+    def _invoke_module(self, action: Action) -> _Branch:
+        reference = self.contact.value(str(action.parameters["FlowModuleId"]))
+        if self.library is None:
+            return self._unavailable(action)
+        name, module = self._find_flow(action, reference)
+        self._callers.append((self.flow, self.flow_name, action, self.contact.flow_attributes, self._loops))
+        self.contact.flow_attributes, self._loops = {}, {}
+        return self._enter(action, name, module, "invoked module")
+
+    def _end_module(self, action: Action) -> _Branch:
+        if not self._callers:
+            raise _CallOver("ended", action.type)
+        result = self.contact.value(str(action.parameters.get("Result", "")))
+        invoke = self._return_from_module()
+        for condition in invoke.conditions:
+            if condition.operator == "Equals" and condition.operands[0] == result:
+                return _Branch(f"returned {result}", condition.next_action)
+        return _Branch("returned", invoke.next_action)
+
+    def _find_flow(self, action: Action, reference: str) -> tuple[str, LoadedFlow]:
+        """The flow ``reference`` names in the library, with its name (exported, else its file's)."""
+        assert self.library is not None
+        try:
+            found = self.library.find(reference, names=display_names(self.flow, action.identifier))
+        except (InvalidFlowError, FlowError, OSError) as exc:
+            raise _ActionFailed(f"the flow {reference!r} names cannot run: {exc}") from exc
+        if found is None:
+            raise _ActionFailed(f"no flow {reference!r} in the flows folder")
+        path, loaded = found
+        return str(loaded.flow.metadata.get("name") or path.stem), loaded
+
+    def _enter(self, action: Action, name: str, flow: LoadedFlow, how: str) -> _Branch:
+        self.flow, self.flow_name = flow.flow, name
+        self.functions = {**self.functions, **flow.functions}
+        self.log.record(Noted(self.clock.now(), action.identifier, action.type, {how: name}))
+        return _Branch(f"{how} {name}", flow.flow.start_action)
+
+    def _return_from_module(self) -> Action:
+        """Back in the flow that invoked the running module; the Invoke module action it returns to."""
+        flow, name, invoke, attributes, loops = self._callers.pop()
+        self.flow, self.flow_name = flow, name
+        self.contact.flow_attributes, self._loops = attributes, loops
+        return invoke
+
+    # -- a Lex V2 bot (:mod:`~.lexbot`)
+
+    def _lex_bot(self, action: Action) -> _Branch:
+        params = action.parameters
+        prompt = self._prompt(action)
+        if prompt is not None:
+            self._play(action, prompt)
+        if "LexV2Bot" not in params:
+            raise _ActionFailed("a Lex V1 bot (LexBot) is not in the local cloud")
+        alias_arn = self.contact.value(str(params["LexV2Bot"].get("AliasArn", "")))
+        bot = bot_of(alias_arn)
+        if bot is None:
+            raise _ActionFailed(f"LexV2Bot.AliasArn {alias_arn!r} is not a Lex V2 bot alias ARN")
+        if self.lex is None:
+            raise _ActionFailed("no Lex runtime in this simulation")
+        attributes = {k: self.contact.value(str(v)) for k, v in (params.get("LexSessionAttributes") or {}).items()}
+        state: dict[str, Any] = {"sessionAttributes": attributes}
+        for _ in range(_LEX_TURNS):
+            dialog = state.get("dialogAction") or {}
+            intent = (state.get("intent") or {}).get("name")
+            timeout = start_timeout_s(state.get("sessionAttributes") or attributes, intent, dialog.get("slotToElicit"))
+            said = self._listen(timeout, (Say, Press))
+            if said is None:
+                raise _ActionFailed("the caller said nothing", self._error_type(action, "InputTimeLimitExceeded"))
+            answer = self._recognize(bot, said, state)
+            state = answer.get("sessionState") or {}
+            self.contact.lex = lex_attributes(answer)
+            words = message_text(answer)
+            self.log.record(
+                Noted(
+                    self.clock.now(),
+                    action.identifier,
+                    action.type,
+                    {
+                        "said": said,
+                        "intent": self.contact.lex["IntentName"],
+                        "answer": words,
+                        "dialog_action": (state.get("dialogAction") or {}).get("type"),
+                    },
+                )
+            )
+            if words:
+                self._play(action, _Prompt(self._speak(words), "connect-voice", text=words))
+            if closed(answer):
+                return self._branch_on(action, str(self.contact.lex["IntentName"] or ""))
+        raise _ActionFailed(f"the bot did not close an intent in {_LEX_TURNS} turns")
+
+    def _recognize(self, bot: LexBotRef, text: str, state: Mapping[str, Any]) -> dict[str, Any]:
+        request: dict[str, Any] = {
+            "botId": bot.bot_id,
+            "botAliasId": bot.alias_id,
+            "localeId": self.contact.language.replace("-", "_"),
+            "sessionId": self.contact.contact_id,
+            "text": text,
+        }
+        if state.get("sessionAttributes"):
+            request["sessionState"] = {"sessionAttributes": dict(state["sessionAttributes"])}
+        try:
+            answer: dict[str, Any] = self.lex.recognize_text(**request)
+        except (BotoCoreError, ClientError) as exc:
+            raise _ActionFailed(f"Lex: {exc}") from exc
+        return answer
 
     def _ends(self, action: Action) -> _Branch:
         params = action.parameters
-        if action.type in ("EndFlowExecution", "EndFlowModuleExecution"):
+        if action.type == "EndFlowExecution":
             raise _CallOver("ended", action.type)
-        if action.type == "TransferToFlow":
-            raise _CallOver("transferred", f"flow {self.contact.value(str(params['ContactFlowId']))}")
         if action.type == "TransferParticipantToThirdParty":
             if str(params.get("ContinueFlowExecution", "")).lower() == "true":
                 return _Branch("recorded", action.next_action)
@@ -881,6 +1116,21 @@ class FlowSimulator:
 
 
 # --- helpers -----------------------------------------------------------------------------------------------
+
+_LEX_TURNS = 20
+"""Turns of one Lex conversation before the simulator gives up on the bot closing an intent."""
+
+
+def _resolved(value: Any, resolve: Callable[[str], str]) -> Any:
+    """``value`` with the references in each of its strings replaced by their values (what the report shows)."""
+    if isinstance(value, str):
+        return resolve(value)
+    if isinstance(value, Mapping):
+        return {key: _resolved(item, resolve) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_resolved(item, resolve) for item in value]
+    return value
+
 
 _BREAK = re.compile(r"<break\b([^>]*?)/?>", re.IGNORECASE)
 _BREAK_TIME = re.compile(r"""time\s*=\s*["']\s*([\d.]+)\s*(ms|s)\s*["']""", re.IGNORECASE)
@@ -957,10 +1207,15 @@ _CLIENTS_LOCK = threading.Lock()
 """boto3's default session is not safe to make clients from on several threads (calls placed at once)."""
 
 
+_ENDPOINT_VARIABLES = {"lexv2-runtime": "AWS_ENDPOINT_URL_LEX_RUNTIME_V2"}
+"""botocore's names for the endpoint variables of services whose ID is not their name."""
+
+
 def _client(service: str, env: Mapping[str, str], **config: Any) -> Any:
-    endpoint = env.get(f"AWS_ENDPOINT_URL_{service.upper().replace('-', '_')}") or env.get("AWS_ENDPOINT_URL")
+    variable = _ENDPOINT_VARIABLES.get(service, f"AWS_ENDPOINT_URL_{service.upper().replace('-', '_')}")
+    endpoint = env.get(variable) or env.get("AWS_ENDPOINT_URL")
     if not endpoint:
-        raise SimulatorError(f"AWS_ENDPOINT_URL_{service.upper()} is not set: the simulator runs on the local cloud")
+        raise SimulatorError(f"{variable} is not set: the simulator runs on the local cloud")
     with _CLIENTS_LOCK:
         return boto3.client(
             service,
@@ -988,11 +1243,17 @@ def simulate_call(
     local_answers: Mapping[str, Mapping[str, Any]] | None = None,
     max_actions: int = 1000,
     templated: bool = False,
+    flows: Sequence[str | Path] = (),
+    views: Mapping[str, str] | None = None,
+    prompts: str | Path | None = None,
 ) -> CallResult:
     """One inbound call through ``flow_path`` on the local cloud whose endpoints ``env`` holds.
 
     ``centre`` is the contact centre's state the flow may ask about (hours, queue metrics); with ``local_answers``,
-    a Lambda function that is not the template's answers from it, by ARN or name, or with ``{}``.
+    a Lambda function that is not the template's answers from it, by ARN or name, or with ``{}``. ``flows`` are
+    folders of flows the call may be transferred to or invoke as modules (:mod:`~.library`); ``views`` the result
+    each view gives (by action identifier or view ID); ``prompts`` a folder of prompt WAVs named by prompt ID.
+    Lex V2 bots are asked at ``AWS_ENDPOINT_URL_LEX_RUNTIME_V2`` when ``env`` has it.
 
     ``env`` is :meth:`LocalCloud.env` plus ``AWS_ENDPOINT_URL_LAMBDA`` (the Lambda emulator); ``kvs`` is the
     local cloud's KVS emulator, fed in-process. Once the call is over, what the product recorded of it in the
@@ -1012,6 +1273,19 @@ def simulate_call(
         max_pool_connections=10,
     )
     s3 = _client("s3", env, retries={"total_max_attempts": 2})
+    lex = (
+        _client("lexv2-runtime", env, retries={"total_max_attempts": 2})
+        if env.get("AWS_ENDPOINT_URL_LEX_RUNTIME_V2")
+        else None
+    )
+    load = functools.partial(
+        load_flow_for_simulation,
+        template_path=template_path,
+        region=region,
+        parameters=parameters,
+        placeholders=placeholders,
+        templated=templated,
+    )
     chosen_clock = clock if clock is not None else RealClock()
     simulator = FlowSimulator(
         loaded,
@@ -1026,6 +1300,10 @@ def simulate_call(
         centre=centre,
         local_answers=local_answers,
         max_actions=max_actions,
+        lex_client=lex,
+        library=FlowLibrary(flows, load) if flows else None,
+        views=views,
+        prompts=None if prompts is None else {p.stem: p for p in sorted(Path(prompts).glob("*.wav"))},
     )
     result = simulator.run()
     if "TurnTable" not in (load_template(template_path).get("Resources") or {}):

@@ -24,6 +24,7 @@ __all__ = [
     "EndReason",
     "LambdaCall",
     "LambdaOutcome",
+    "Noted",
     "Segment",
     "SegmentKind",
     "SpeechStarted",
@@ -35,7 +36,7 @@ Track = Literal["caller", "bot"]
 CALLER: Track = "caller"
 BOT: Track = "bot"
 
-SegmentKind = Literal["speech", "prompt", "connect-voice", "hold"]
+SegmentKind = Literal["speech", "dtmf", "prompt", "connect-voice", "hold"]
 LambdaOutcome = Literal["ok", "error", "timeout", "invalid-response", "budget-exhausted", "abandoned"]
 EndReason = Literal["disconnected", "transferred", "ended", "caller hung up", "error"]
 
@@ -44,8 +45,9 @@ EndReason = Literal["disconnected", "transferred", "ended", "caller hung up", "e
 class Segment:
     """Audio one party sends, from ``start`` for ``samples`` (8 kHz int16), cut short at ``end`` if need be.
 
-    ``kind``: the caller's ``speech``; the bot's ``prompt`` (a WAV from S3), ``connect-voice`` (Connect's own
-    text-to-speech, here a local stand-in) or ``hold`` (silence played by the flow).
+    ``kind``: the caller's ``speech`` or ``dtmf`` (keys pressed, as their tones); the bot's ``prompt`` (a WAV from
+    S3), ``connect-voice`` (Connect's own text-to-speech, here a local stand-in) or ``hold`` (silence played by the
+    flow).
     """
 
     track: Track
@@ -137,7 +139,18 @@ class CallEnded:
     detail: str | None = None
 
 
-CallEvent = ActionRun | LambdaCall | SpeechStarted | StreamingChanged | CallEnded
+@dataclass(frozen=True)
+class Noted:
+    """What the report keeps of an action beyond its branch: a recorded stand-in's parameters, a view shown, a Lex
+    bot's turn, a flow or module entered (``type`` is the action's; ``detail`` says what)."""
+
+    at: float
+    identifier: str
+    type: str
+    detail: dict[str, Any]
+
+
+CallEvent = ActionRun | LambdaCall | SpeechStarted | StreamingChanged | CallEnded | Noted
 
 
 class CallLog:

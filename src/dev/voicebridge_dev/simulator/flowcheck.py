@@ -3,7 +3,11 @@
 Each flow is one simulated inbound call on a virtual clock, on one local cloud started for the run: the template's
 functions run in the Lambda emulator, any other function answers from a file (``--lambda ARN=FILE``, the ARN or the
 function's name) or with ``{}``, and the contact centre's state comes from :class:`~.standins.LocalContactCentre`
-(``--centre FILE``). The caller says nothing unless ``--caller`` names one of the demo's scenarios.
+(``--centre FILE``). ``--flows DIR`` holds the flows and modules the call may move to (:mod:`~.library`); Lex V2
+bots are the Lex emulator's (its bank bot, or ``--lex FILE``, a bot file of :mod:`voicebridge_dev.local.lex.bot`);
+``--prompts DIR`` is the prompt library (WAVs named by prompt ID). The caller says nothing unless ``--caller`` names
+a caller script file (:func:`~.caller.load_script`: words, key presses, silences, a hang-up, and the result each
+view gives) or one of the demo's scenarios.
 
 Every run ends in one outcome:
 
@@ -28,14 +32,23 @@ from typing import Any
 
 from voicebridge_dev.flows.errors import FlowError, InvalidFlowError
 from voicebridge_dev.local.cloud import LocalCloud
+from voicebridge_dev.local.lex.bot import Bot
+from voicebridge_dev.local.lex.errors import BotDefinitionError
 from voicebridge_dev.local.speech_engine import StandInSpeechEngine
-from voicebridge_dev.simulator.caller import SCENARIOS, SimulatedCaller, Step, load_clips
+from voicebridge_dev.simulator.caller import (
+    SCENARIOS,
+    CallerScript,
+    CallerScriptError,
+    SimulatedCaller,
+    load_clips,
+    load_script,
+)
 from voicebridge_dev.simulator.clock import VirtualClock
 from voicebridge_dev.simulator.engine import CallResult, SimulatorError, simulate_call
-from voicebridge_dev.simulator.events import BOT, ActionRun
+from voicebridge_dev.simulator.events import BOT, CALLER, ActionRun, Noted
 from voicebridge_dev.simulator.standins import LocalContactCentre
 
-__all__ = ["OUTCOMES", "FlowRun", "cli_simulate", "outcome_of", "simulate_flows"]
+__all__ = ["OUTCOMES", "FlowRun", "Setting", "cli_simulate", "outcome_of", "simulate_flows"]
 
 OUTCOMES = ("disconnected", "transferred", "ended", "caller-hung-up", "limit", "error")
 _LIMITS = ("actions without ending", "longer than")
@@ -51,6 +64,11 @@ class FlowRun:
     error: str | None = None
     actions: list[dict[str, Any]] = field(default_factory=list)
     said: list[str] = field(default_factory=list)
+    """What the flow said to the caller, in order."""
+    heard: list[str] = field(default_factory=list)
+    """What the caller said and pressed, in order."""
+    noted: list[dict[str, Any]] = field(default_factory=list)
+    """Recorded actions' parameters, views shown, Lex turns, flows and modules entered (:class:`~.events.Noted`)."""
 
 
 def outcome_of(result: CallResult) -> str:
@@ -62,33 +80,34 @@ def outcome_of(result: CallResult) -> str:
     return result.ended_by
 
 
-def simulate_flows(
-    paths: Sequence[Path],
-    *,
-    template: Path,
-    steps: list[Step] | None = None,
-    centre: LocalContactCentre | None = None,
-    answers: Mapping[str, Mapping[str, Any]] | None = None,
-    templated: bool = False,
-) -> list[FlowRun]:
+@dataclass(frozen=True)
+class Setting:
+    """What every run of one ``flows simulate`` shares: the caller, the contact centre, the answers, the folders."""
+
+    script: CallerScript = field(default_factory=lambda: CallerScript(()))
+    centre: LocalContactCentre | None = None
+    answers: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    templated: bool = False
+    flows: tuple[Path, ...] = ()
+    prompts: Path | None = None
+    lex_bot: Bot | None = None
+
+
+def simulate_flows(paths: Sequence[Path], *, template: Path, setting: Setting | None = None) -> list[FlowRun]:
     """Each flow in ``paths`` as one simulated call on one local cloud; its run, in order."""
+    chosen = setting if setting is not None else Setting()
     runs = []
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     with LocalCloud(template=template, engine=StandInSpeechEngine(), media_pace=0) as cloud:
+        if chosen.lex_bot is not None:
+            cloud.lex.bot = chosen.lex_bot
         for path in paths:
-            runs.append(_run(path, cloud, template, steps or [], centre, dict(answers or {}), templated))
+            cloud.lex.sessions.clear()
+            runs.append(_run(path, cloud, template, chosen))
     return runs
 
 
-def _run(
-    path: Path,
-    cloud: LocalCloud,
-    template: Path,
-    steps: list[Step],
-    centre: LocalContactCentre | None,
-    answers: dict[str, Mapping[str, Any]],
-    templated: bool,
-) -> FlowRun:
+def _run(path: Path, cloud: LocalCloud, template: Path, setting: Setting) -> FlowRun:
     try:
         result = simulate_call(
             path,
@@ -96,11 +115,14 @@ def _run(
             env=cloud.env(),
             kvs=cloud.kvs,
             voice=StandInSpeechEngine(),
-            caller=SimulatedCaller(list(steps)),
+            caller=SimulatedCaller(list(setting.script.steps)),
             clock=VirtualClock(),
-            centre=centre,
-            local_answers=answers,
-            templated=templated,
+            centre=setting.centre,
+            local_answers=dict(setting.answers),
+            templated=setting.templated,
+            flows=setting.flows,
+            views=setting.script.views,
+            prompts=setting.prompts,
         )
     except InvalidFlowError as exc:
         return FlowRun(str(path), "error", error=f"invalid flow: {exc}")
@@ -120,6 +142,12 @@ def _run(
             if isinstance(e, ActionRun)
         ],
         said=[s.text for s in sorted(result.segments, key=lambda s: s.start) if s.track == BOT and s.text],
+        heard=[s.text for s in sorted(result.segments, key=lambda s: s.start) if s.track == CALLER and s.text],
+        noted=[
+            {"at": round(e.at, 3), "identifier": e.identifier, "type": e.type, **e.detail}
+            for e in result.events
+            if isinstance(e, Noted)
+        ],
     )
 
 
@@ -145,6 +173,9 @@ def cli_simulate(
     centre: str | None = None,
     report: str | None = None,
     templated: bool = False,
+    flows: Sequence[str] = (),
+    lex: str | None = None,
+    prompts: str | None = None,
 ) -> int:
     """Print each flow's outcome and the path it took; exit 0 when none ended in ``error`` or ``limit``."""
     files = [p for raw in paths for p in (sorted(Path(raw).rglob("*.json")) if Path(raw).is_dir() else [Path(raw)])]
@@ -152,15 +183,24 @@ def cli_simulate(
         print("voicebridge flows simulate: no flow files", file=sys.stderr)
         return 2
     try:
-        answers = _answers(lambdas)
-        state = None if centre is None else LocalContactCentre.from_json(json.loads(Path(centre).read_text("utf-8")))
-        steps = None if caller is None else SCENARIOS[caller].script(load_clips())
-    except (OSError, ValueError, KeyError) as exc:
+        for folder in (*flows, *([prompts] if prompts else [])):
+            if not Path(folder).is_dir():
+                raise ValueError(f"{folder}: not a folder")
+        setting = Setting(
+            script=_caller(caller),
+            centre=None
+            if centre is None
+            else LocalContactCentre.from_json(json.loads(Path(centre).read_text("utf-8"))),
+            answers=_answers(lambdas),
+            templated=templated,
+            flows=tuple(Path(folder) for folder in flows),
+            prompts=None if prompts is None else Path(prompts),
+            lex_bot=None if lex is None else Bot.from_json(json.loads(Path(lex).read_text("utf-8"))),
+        )
+    except (OSError, ValueError, CallerScriptError, BotDefinitionError) as exc:
         print(f"voicebridge flows simulate: {exc}", file=sys.stderr)
         return 2
-    runs = simulate_flows(
-        files, template=Path(template), steps=steps, centre=state, answers=answers, templated=templated
-    )
+    runs = simulate_flows(files, template=Path(template), setting=setting)
     for run in runs:
         ending = run.error if run.outcome in ("error", "limit") else run.detail
         print(f"{run.flow}: {run.outcome}" + (f" ({ending})" if ending else ""))
@@ -170,3 +210,14 @@ def cli_simulate(
         Path(report).parent.mkdir(parents=True, exist_ok=True)
         Path(report).write_text(json.dumps([asdict(run) for run in runs], indent=2) + "\n", encoding="utf-8")
     return 1 if any(run.outcome in ("error", "limit") for run in runs) else 0
+
+
+def _caller(given: str | None) -> CallerScript:
+    """The caller: a script file, else a demo scenario's name; silent when not given."""
+    if given is None:
+        return CallerScript(())
+    if given in SCENARIOS and not Path(given).is_file():
+        return CallerScript(tuple(SCENARIOS[given].script(load_clips())))
+    if not Path(given).is_file():
+        raise CallerScriptError(f"--caller {given}: neither a caller script file nor one of {', '.join(SCENARIOS)}")
+    return load_script(given)

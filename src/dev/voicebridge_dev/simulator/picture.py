@@ -31,6 +31,7 @@ _INK: Colour = (60, 60, 60)
 _GRID: Colour = (215, 215, 215)
 _COLOURS: dict[str, Colour] = {
     "speech": (46, 160, 67),
+    "dtmf": (23, 190, 207),
     "prompt": (31, 119, 180),
     "connect-voice": (255, 127, 14),
     "hold": (150, 150, 150),

@@ -8,19 +8,28 @@ answered here, by a documented stand-in:
   event hooks, the text-to-speech voice (the local voice stays the same), contact data and tags, routing priority and
   criteria, callbacks and tasks created, profiles and cases written. The call goes on by ``NextAction``; the report
   lists each as run with the outcome ``recorded``.
-- **ends the run** (:data:`ENDS`): ``EndFlowExecution`` and ``EndFlowModuleExecution`` end it as ``ended``;
-  ``TransferContactToAgent``, ``DequeueContactAndTransferToQueue``, ``TransferToFlow`` (to a flow the simulation
-  does not have), ``TransferParticipantToThirdParty`` (unless ``ContinueFlowExecution``) and
+- **ends the run** (:data:`ENDS`): ``EndFlowExecution`` ends it as ``ended``; ``TransferContactToAgent``,
+  ``DequeueContactAndTransferToQueue``, ``TransferParticipantToThirdParty`` (unless ``ContinueFlowExecution``) and
   ``MessageParticipantIteratively`` (a queue's loop, which only an agent answering ends) end it as ``transferred``.
+- **other flows** (:data:`OTHER_FLOWS`, with a folder of flows, :mod:`~.library`): ``TransferToFlow`` goes on in the
+  flow it names (without a folder it ends the run as ``transferred``; a flow not in the folder takes the error
+  branch); ``InvokeFlowModule`` runs the module and comes back by its ``NextAction`` — or the condition the
+  module's ``EndFlowModuleExecution`` ``Result`` equals — or its error branch when the module fails or is not in the
+  folder; ``EndFlowModuleExecution`` outside a module ends the run as ``ended``. A module has flow attributes of its
+  own: the reference is silent on whether the invoking flow's are visible in it, and here they are not.
+- **the caller and the agent** (:data:`PARTICIPANTS`, from the caller script, :mod:`~.caller`):
+  ``ConnectParticipantWithLexBot`` talks to the Lex emulator (:mod:`~.lexbot`); ``ShowView`` records the view and
+  its data and takes the result the script chooses for it, else waits out ``InvocationTimeLimitSeconds`` and takes
+  ``TimeLimitExceeded`` (nobody is at the agent's workspace). ``GetParticipantInput`` takes the caller's keys
+  (:mod:`~.keypad`).
 - **the contact centre's state** (:class:`LocalContactCentre`): hours of operation (open by default), queue metrics
   (one agent available, nobody waiting), and a fixed draw for ``DistributeByPercentage``. ``Wait`` lets its time
   limit pass, then takes ``WaitCompleted``: nothing the flow could wait for (a chat message, a task) arrives on a
   simulated voice call. The reference is silent on what a voice contact does at ``Wait``, ``ShowView`` and in
   ``MessageParticipantIteratively`` with no agent to answer: those stand-ins are choices.
-- **not here** (:data:`UNAVAILABLE`): what needs a service the local cloud does not run — a view in an agent's
-  workspace, a Lex V2 bot named by ARN, Voice ID, Customer Profiles and Cases lookups, outbound campaigns — takes
-  the most specific error branch the action has (``NoneFoundError`` before ``NoMatchingError``), as a lookup that
-  finds nothing would.
+- **not here** (:data:`UNAVAILABLE`): what needs a service the local cloud does not run — Voice ID, Customer
+  Profiles and Cases lookups, outbound campaigns — takes the most specific error branch the action has
+  (``NoneFoundError`` before ``NoMatchingError``), as a lookup that finds nothing would.
 """
 
 from __future__ import annotations
@@ -30,7 +39,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-__all__ = ["ENDS", "RECORDED", "UNAVAILABLE", "LocalContactCentre", "percentage_draw", "unavailable_error"]
+__all__ = [
+    "ENDS",
+    "OTHER_FLOWS",
+    "PARTICIPANTS",
+    "RECORDED",
+    "UNAVAILABLE",
+    "LocalContactCentre",
+    "percentage_draw",
+    "unavailable_error",
+]
 
 RECORDED: Final = frozenset(
     {
@@ -61,26 +79,23 @@ ENDS: Final = frozenset(
     {
         "DequeueContactAndTransferToQueue",
         "EndFlowExecution",
-        "EndFlowModuleExecution",
         "MessageParticipantIteratively",
         "TransferContactToAgent",
         "TransferParticipantToThirdParty",
-        "TransferToFlow",
     }
 )
+OTHER_FLOWS: Final = frozenset({"TransferToFlow", "InvokeFlowModule", "EndFlowModuleExecution"})
+PARTICIPANTS: Final = frozenset({"ConnectParticipantWithLexBot", "ShowView"})
 UNAVAILABLE: Final = frozenset(
     {
         "CheckOutboundCallStatus",
         "CheckVoiceId",
         "CompleteOutboundCall",
-        "ConnectParticipantWithLexBot",
         "GetCalculatedAttributesForCustomerProfile",
         "GetCase",
         "GetCustomerProfile",
         "GetCustomerProfileObject",
-        "InvokeFlowModule",
         "ResumeContact",
-        "ShowView",
         "StartOutboundChatContact",
     }
 )
