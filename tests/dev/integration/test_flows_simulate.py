@@ -421,3 +421,39 @@ def test_a_public_flow_moves_across_its_projects_folder_by_the_names_its_console
     assert entered == ["RulesEngineMain", "RulesEngineError"]
     assert "NoMatchingError" in [a["outcome"] for a in run["actions"] if a["type"] == "TransferToFlow"]
     assert run["outcome"] == "disconnected"
+
+
+def test_the_working_queue_takes_its_name_from_the_centre_file_and_a_full_one_refuses_the_transfer(
+    tmp_path: Path,
+) -> None:
+    queue_id = "5b7e3a1c-0000-4000-8000-00000000000b"
+    queue = f"arn:aws:connect:us-east-1:123456789012:instance/0a1b2c3d-0000-4000-8000-00000000000a/queue/{queue_id}"
+    path = flow(
+        tmp_path,
+        "queue",
+        [
+            {
+                "Identifier": "Set queue",
+                "Type": "UpdateContactTargetQueue",
+                "Parameters": {"QueueId": queue},
+                "Transitions": {"NextAction": "Name", "Errors": errors("Bye")},
+            },
+            say("Name", "Connecting you to $.Queue.Name.", then="Transfer"),
+            {
+                "Identifier": "Transfer",
+                "Type": "TransferContactToQueue",
+                "Parameters": {},
+                "Transitions": {"NextAction": "Bye", "Errors": errors("Full", "QueueAtCapacity")},
+            },
+            say("Full", "All our agents are busy."),
+            BYE,
+        ],
+    )
+    centre = tmp_path / "centre.json"
+    centre.write_text(json.dumps({"queues": {queue_id: {"name": "Billing", "at_capacity": True}}}), "utf-8")
+
+    status, run = simulate(path, "--centre", centre)
+
+    assert status == 0
+    assert run["said"] == ["Connecting you to Billing.", "All our agents are busy."]
+    assert [a["outcome"] for a in run["actions"]][2] == "QueueAtCapacity"

@@ -78,3 +78,19 @@ def test_the_contact_centre_is_open_with_an_agent_free_unless_told_otherwise() -
 def test_a_contact_centre_file_that_says_something_else_is_refused(data: dict[str, object]) -> None:
     with pytest.raises(ValueError):
         LocalContactCentre.from_json(data)
+
+
+def test_queues_of_the_centre_file_have_names_and_may_be_full() -> None:
+    centre = LocalContactCentre.from_json(
+        {"queues": {"q-1": {"name": "Billing", "outbound_caller_id": "+15555550123", "at_capacity": True}}}
+    )
+    queue = centre.queue("arn:aws:connect:us-east-1:123456789012:instance/i/queue/q-1")
+
+    assert queue is not None and (queue.name, queue.outbound_caller_id, queue.at_capacity) == (
+        "Billing",
+        "+15555550123",
+        True,
+    )
+    assert centre.queue("q-2") is None
+    with pytest.raises(ValueError, match="queue q-1"):
+        LocalContactCentre.from_json({"queues": {"q-1": {"name": "Billing", "full": True}}})

@@ -5,7 +5,8 @@ References are Connect's JSONPath-like names (PROTOCOLS.md §2; Connect's *How t
 ``$.External.X`` (the latest Invoke-Lambda result), ``$.FlowAttributes.X`` (set by *Set flow attributes*, alive for
 the flow), ``$.Lex.…`` and ``$.Metrics.…`` (what a Lex block or *Get queue metrics* left), ``$.StoredCustomerInput``,
 ``$.AwsRegion``, and the contact's own fields (``$.ContactId``, ``$.Channel``, ``$.LanguageCode``,
-``$.CustomerEndpoint.Address``, ``$.Queue.ARN``, ``$.MediaStreams.Customer.Audio.StreamARN``, …). A name with spaces
+``$.CustomerEndpoint.Address``, ``$.Queue.ARN``, ``$.Queue.Name``, ``$.Queue.OutboundCallerId.Address``,
+``$.MediaStreams.Customer.Audio.StreamARN``, …). A name with spaces
 or other special characters goes in brackets and single quotes, after a dot or not: ``$.Attributes.['user name']``,
 ``$['AwsRegion']``. A parameter whose whole value is one reference takes the referenced value; prompt text may also
 hold references inline ("You said: $.Attributes.LastTranscript"). A reference to nothing is the empty string, as
@@ -63,6 +64,8 @@ class Contact:
     external: dict[str, Any] = field(default_factory=dict)
     audio_stream: dict[str, str] | None = None
     queue: str | None = None
+    queue_name: str | None = None
+    queue_caller_id: str | None = None
     flow_attributes: dict[str, str] = field(default_factory=dict)
     lex: dict[str, Any] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
@@ -84,9 +87,17 @@ class Contact:
             "InstanceARN": self.instance_arn,
             "CustomerEndpoint": {"Address": self.customer_number, "Type": "TELEPHONE_NUMBER"},
             "SystemEndpoint": {"Address": self.system_number, "Type": "TELEPHONE_NUMBER"},
-            "Queue": None if self.queue is None else {"ARN": self.queue},
+            "Queue": None if self.queue is None else self._queue(),
             "MediaStreams": {"Customer": {"Audio": None if self.audio_stream is None else dict(self.audio_stream)}},
         }
+
+    def _queue(self) -> dict[str, Any]:
+        queue: dict[str, Any] = {"ARN": self.queue}
+        if self.queue_name is not None:
+            queue["Name"] = self.queue_name
+        if self.queue_caller_id is not None:
+            queue["OutboundCallerId"] = {"Address": self.queue_caller_id, "Type": "TELEPHONE_NUMBER"}
+        return queue
 
     def event(self, parameters: Mapping[str, str]) -> dict[str, Any]:
         """The event an Invoke-Lambda block sends with these function input parameters."""

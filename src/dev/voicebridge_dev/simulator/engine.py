@@ -905,12 +905,18 @@ class FlowSimulator:
         queue = self.contact.value(str(params.get("QueueId", params.get("AgentId", "")))).strip()
         if not queue:
             raise _ActionFailed("the working queue is empty")
+        known = self.centre.queue(queue)
         self.contact.queue = queue
+        self.contact.queue_name = None if known is None else known.name
+        self.contact.queue_caller_id = None if known is None else known.outbound_caller_id
         return _Branch("next", action.next_action)
 
     def _transfer(self, action: Action) -> _Branch:
         if not self.contact.queue:
             raise _ActionFailed("no working queue is set (UpdateContactTargetQueue)")
+        known = self.centre.queue(self.contact.queue)
+        if known is not None and known.at_capacity:
+            raise _ActionFailed(f"queue {known.name} is at capacity", self._error_type(action, "QueueAtCapacity"))
         raise _CallOver("transferred", self.contact.queue)
 
     def _disconnect(self, action: Action) -> _Branch:

@@ -46,6 +46,7 @@ __all__ = [
     "RECORDED",
     "UNAVAILABLE",
     "LocalContactCentre",
+    "LocalQueue",
     "percentage_draw",
     "unavailable_error",
 ]
@@ -102,6 +103,20 @@ UNAVAILABLE: Final = frozenset(
 _PREFERRED_ERRORS: Final = ("NoneFoundError", "NoneFound", "NoMatchingError")
 
 
+def _queue(key: str, raw: Any) -> LocalQueue:
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str):
+        raise ValueError(f'queue {key}: expected {{"name": …}} with optional outbound_caller_id, at_capacity')
+    unknown = set(raw) - {"name", "outbound_caller_id", "at_capacity"}
+    if unknown:
+        raise ValueError(f"queue {key}: unknown settings {', '.join(sorted(unknown))}")
+    caller_id = raw.get("outbound_caller_id")
+    if caller_id is not None and not isinstance(caller_id, str):
+        raise ValueError(f"queue {key}: outbound_caller_id must be a phone number")
+    if not isinstance(raw.get("at_capacity", False), bool):
+        raise ValueError(f"queue {key}: at_capacity must be true or false")
+    return LocalQueue(raw["name"], caller_id, raw.get("at_capacity", False))
+
+
 def unavailable_error(errors: Mapping[str, str]) -> str | None:
     """The error type a lookup that finds nothing takes, of the branches ``errors`` (type → target) has."""
     for error in _PREFERRED_ERRORS:
@@ -115,13 +130,25 @@ def percentage_draw(contact_id: str) -> int:
     return int.from_bytes(hashlib.sha256(contact_id.encode()).digest()[:4], "big") % 100 + 1
 
 
+@dataclass(frozen=True)
+class LocalQueue:
+    """A queue of the contact centre: what ``$.Queue`` shows of it, and whether it takes more contacts."""
+
+    name: str
+    outbound_caller_id: str | None = None
+    at_capacity: bool = False
+
+
 @dataclass
 class LocalContactCentre:
     """The state of the contact centre a flow asks about, as a small JSON object can give it.
 
-    ``{"hours_open": true, "metrics": {"AGENTS_AVAILABLE": 1, ...}}``. Metric names are those of ``CheckMetricData``
+    ``{"hours_open": true, "metrics": {"AGENTS_AVAILABLE": 1, ...}, "queues": {"<queue id>": {"name": "Billing",
+    "outbound_caller_id": "+15555550123", "at_capacity": false}}}``. Metric names are those of ``CheckMetricData``
     and ``GetMetricData`` (``AGENTS_AVAILABLE``, ``AGENTS_ONLINE``, ``AGENTS_STAFFED``, ``CONTACTS_IN_QUEUE``,
-    ``OLDEST_CONTACT_AGE``…); one not given is 0.
+    ``OLDEST_CONTACT_AGE``…); one not given is 0. A queue is named by its ID (or its whole ARN); once it is the
+    working queue, ``$.Queue.Name`` and ``$.Queue.OutboundCallerId.Address`` are its, and a transfer to a queue
+    ``at_capacity`` takes ``QueueAtCapacity``. A queue not listed has no name and room for everyone.
     """
 
     hours_open: bool = True
@@ -136,9 +163,15 @@ class LocalContactCentre:
         }
     )
 
+    queues: dict[str, LocalQueue] = field(default_factory=dict)
+
+    def queue(self, arn: str) -> LocalQueue | None:
+        """The queue ``arn`` (or an ID) names, if the config lists it."""
+        return self.queues.get(arn) or self.queues.get(arn.rsplit("/", 1)[-1])
+
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LocalContactCentre:
-        unknown = set(data) - {"hours_open", "metrics"}
+        unknown = set(data) - {"hours_open", "metrics", "queues"}
         if unknown:
             raise ValueError(f"unknown contact-centre settings: {', '.join(sorted(unknown))}")
         centre = cls()
@@ -150,6 +183,11 @@ class LocalContactCentre:
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise ValueError(f"metric {name} must be a number")
             centre.metrics[str(name)] = float(value)
+        queues = data.get("queues") or {}
+        if not isinstance(queues, Mapping):
+            raise ValueError("queues must map a queue ID to {name, outbound_caller_id, at_capacity}")
+        for key, raw in queues.items():
+            centre.queues[str(key)] = _queue(str(key), raw)
         return centre
 
     def metric(self, name: str) -> str:
