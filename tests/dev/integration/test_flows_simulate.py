@@ -457,3 +457,23 @@ def test_the_working_queue_takes_its_name_from_the_centre_file_and_a_full_one_re
     assert status == 0
     assert run["said"] == ["Connecting you to Billing.", "All our agents are busy."]
     assert [a["outcome"] for a in run["actions"]][2] == "QueueAtCapacity"
+
+
+def test_a_public_guide_runs_to_its_end_when_the_script_answers_its_views(tmp_path: Path) -> None:
+    guide = (
+        ROOT / "tests/data/flows/amazon-connect-step-by-step-guides-module-library/DispositionCodes_contactFlow.json"
+    )
+    views = {
+        "arn:aws:connect:us-east-1:aws:view/form:1": "Next",
+        "arn:aws:connect:us-east-1:aws:view/confirmation:1": "Next",
+    }
+    caller = script(tmp_path, [], views=views)
+    copy = tmp_path / guide.name
+    copy.write_bytes(guide.read_bytes())
+
+    status, run = simulate(copy, "--caller", caller)
+
+    # The disposition form, the attributes it sets on the related contact (recorded), the confirmation, the end.
+    assert status == 0
+    assert [a["outcome"] for a in run["actions"]][1:] == ["Equals Next", "recorded", "Equals Next", "disconnected"]
+    assert [n["type"] for n in run["noted"]] == ["ShowView", "UpdateContactAttributes", "ShowView"]

@@ -858,8 +858,10 @@ class FlowSimulator:
 
     def _update_attributes(self, action: Action) -> _Branch:
         params = action.parameters
-        if params.get("TargetContact", "Current") != "Current":
-            raise UnsupportedActionError(action, f"TargetContact {params.get('TargetContact')}")
+        if params.get("TargetContact", "Current") == "Related":
+            # The related contact (a step-by-step guide's flow runs beside the call it guides) is not simulated:
+            # what is set on it is recorded, and the call's own attributes stay as they are.
+            return self._recorded(action)
         updated = {**self.contact.attributes}
         updated.update({name: self.contact.value(str(value)) for name, value in params["Attributes"].items()})
         size = sum(len(k.encode()) + len(v.encode()) for k, v in updated.items())

@@ -4,7 +4,8 @@ Each action type of Connect's flow language (its reference, *Flow language actio
 :data:`~voicebridge_dev.flows.rules.CANONICAL_TYPES`) either runs with Connect's semantics in the simulator or is
 answered here, by a documented stand-in:
 
-- **recorded** (:data:`RECORDED`): actions whose effect a simulated caller cannot hear — recording and analytics,
+- **recorded** (:data:`RECORDED`): actions whose effect a simulated caller cannot hear — attributes set on a related
+  contact (``UpdateContactAttributes`` with ``TargetContact`` ``Related``), recording and analytics,
   event hooks, the text-to-speech voice (the local voice stays the same), contact data and tags, routing priority and
   criteria, callbacks and tasks created, profiles and cases written. The call goes on by ``NextAction``; the report
   lists each as run with the outcome ``recorded``.
