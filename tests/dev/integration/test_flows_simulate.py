@@ -477,3 +477,18 @@ def test_a_public_guide_runs_to_its_end_when_the_script_answers_its_views(tmp_pa
     assert status == 0
     assert [a["outcome"] for a in run["actions"]][1:] == ["Equals Next", "recorded", "Equals Next", "disconnected"]
     assert [n["type"] for n in run["noted"]] == ["ShowView", "UpdateContactAttributes", "ShowView"]
+
+
+@pytest.mark.parametrize(
+    ("option", "content"),
+    [("--caller", '{"steps": [{"press": "1x"}]}'), ("--lex", '{"botId": "short"}'), ("--centre", '{"queues": 1}')],
+)
+def test_a_bad_caller_script_bot_or_centre_file_is_refused_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str, content: str
+) -> None:
+    given = tmp_path / "given.json"
+    given.write_text(content, encoding="utf-8")
+    path = flow(tmp_path, "bye", [BYE])
+
+    assert main(["flows", "simulate", str(path), option, str(given)]) == 2
+    assert "voicebridge flows simulate:" in capsys.readouterr().err
