@@ -235,14 +235,18 @@ def test_a_lex_bot_is_asked_turn_by_turn_until_it_closes_an_intent(tmp_path: Pat
             {
                 "Identifier": "Bot",
                 "Type": "ConnectParticipantWithLexBot",
-                "Parameters": {"Text": "How can I help?", "LexV2Bot": {"AliasArn": LEX_BANK}},
+                "Parameters": {
+                    "Text": "How can I help?",
+                    "LexV2Bot": {"AliasArn": LEX_BANK},
+                    "LexSessionAttributes": {"Channel": "phone", "x-amz-lex:audio:start-timeout-ms:*:*": "2000"},
+                },
                 "Transitions": {
                     "NextAction": "Bye",
                     "Conditions": [equals("Paid", "PayBill"), equals("Bye", "TransferToAgent")],
                     "Errors": errors("Nobody", "InputTimeLimitExceeded", "NoMatchingCondition"),
                 },
             },
-            say("Paid", "Paid $.Lex.Slots.Amount dollars, noted as $.Lex.SessionAttributes.LastPayment."),
+            say("Paid", "Paid $.Lex.Slots.Amount dollars by $.Lex.SessionAttributes.Channel."),
             say("Nobody", "Nobody there."),
             BYE,
         ],
@@ -255,7 +259,7 @@ def test_a_lex_bot_is_asked_turn_by_turn_until_it_closes_an_intent(tmp_path: Pat
     assert [a["outcome"] for a in run["actions"]] == ["Equals PayBill", "next", "disconnected"]
     assert run["said"][0] == "How can I help?"
     assert run["said"][1] == "How much would you like to pay?"
-    assert run["said"][-1] == "Paid 84 dollars, noted as 84."
+    assert run["said"][-1] == "Paid 84 dollars by phone."
     turns = [n for n in run["noted"] if n["type"] == "ConnectParticipantWithLexBot"]
     assert [t["dialog_action"] for t in turns] == ["ElicitSlot", "ConfirmIntent", "Close"]
     assert turns[0]["said"] == "I want to pay my bill today."

@@ -1023,14 +1023,16 @@ class FlowSimulator:
             raise _ActionFailed("no Lex runtime in this simulation")
         attributes = {k: self.contact.value(str(v)) for k, v in (params.get("LexSessionAttributes") or {}).items()}
         state: dict[str, Any] = {"sessionAttributes": attributes}
-        for _ in range(_LEX_TURNS):
+        for turn in range(_LEX_TURNS):
             dialog = state.get("dialogAction") or {}
             intent = (state.get("intent") or {}).get("name")
             timeout = start_timeout_s(state.get("sessionAttributes") or attributes, intent, dialog.get("slotToElicit"))
             said = self._listen(timeout, (Say, Press))
             if said is None:
                 raise _ActionFailed("the caller said nothing", self._error_type(action, "InputTimeLimitExceeded"))
-            answer = self._recognize(bot, said, state)
+            # The flow's session attributes go with the first turn; the bot's session keeps them, and its dialog,
+            # after that (sending a sessionState again would replace the dialog's).
+            answer = self._recognize(bot, said, attributes if turn == 0 else {})
             state = answer.get("sessionState") or {}
             self.contact.lex = lex_attributes(answer)
             words = message_text(answer)
@@ -1053,7 +1055,7 @@ class FlowSimulator:
                 return self._branch_on(action, str(self.contact.lex["IntentName"] or ""))
         raise _ActionFailed(f"the bot did not close an intent in {_LEX_TURNS} turns")
 
-    def _recognize(self, bot: LexBotRef, text: str, state: Mapping[str, Any]) -> dict[str, Any]:
+    def _recognize(self, bot: LexBotRef, text: str, attributes: Mapping[str, str]) -> dict[str, Any]:
         request: dict[str, Any] = {
             "botId": bot.bot_id,
             "botAliasId": bot.alias_id,
@@ -1061,8 +1063,8 @@ class FlowSimulator:
             "sessionId": self.contact.contact_id,
             "text": text,
         }
-        if state.get("sessionAttributes"):
-            request["sessionState"] = {"sessionAttributes": dict(state["sessionAttributes"])}
+        if attributes:
+            request["sessionState"] = {"sessionAttributes": dict(attributes)}
         try:
             answer: dict[str, Any] = self.lex.recognize_text(**request)
         except (BotoCoreError, ClientError) as exc:
