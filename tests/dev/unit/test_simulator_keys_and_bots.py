@@ -267,3 +267,17 @@ def test_display_names_come_from_the_consoles_action_metadata() -> None:
     assert display_names(flow, "Go") == ["SEB - Journey"]
     assert display_names(flow, "Module") == ["Contact Survey", "Contact Survey"]
     assert display_names(flow, "Nothing") == []
+
+
+def test_a_describe_contact_flow_answer_is_known_by_its_name_id_and_arn(tmp_path: Path) -> None:
+    flow_id = "7d1e5f00-0000-4000-8000-000000000042"
+    arn = f"arn:aws:connect:us-east-1:123456789012:instance/i/contact-flow/{flow_id}"
+    content = {"Version": "2019-10-30", "StartAction": "Bye", "Metadata": {"name": "Billing v2"}, "Actions": []}
+    answer = {"ContactFlow": {"Arn": arn, "Id": flow_id, "Name": "Billing", "Content": json.dumps(content)}}
+    path = tmp_path / "described.json"
+    path.write_text(json.dumps(answer), encoding="utf-8")
+    library = FlowLibrary([tmp_path], lambda given: given)  # type: ignore[arg-type,return-value]
+
+    for reference in ("Billing", "Billing v2", flow_id, arn, "described"):
+        found = library.find(reference)
+        assert found is not None and found[0] == path, reference

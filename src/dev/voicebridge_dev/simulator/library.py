@@ -1,7 +1,9 @@
 """The folder of flows a simulated call may move to: ``TransferToFlow`` targets and ``InvokeFlowModule`` modules.
 
-``voicebridge flows simulate … --flows DIR`` names it. A flow in it is known by its file's name without ``.json``
-and by the name its export records (``Metadata.name``, the name the console shows). An action names the flow to
+``voicebridge flows simulate … --flows DIR`` names it. A flow in it is known by its file's name without ``.json``,
+by the name its export records (``Metadata.name``, the name the console shows), and — a file holding a
+DescribeContactFlow or DescribeContactFlowModule answer, as ``aws connect describe-contact-flow`` saves it — by
+its ``Name``, ``Id`` and ``Arn``. An action names the flow to
 run by ID, ARN or name (``ContactFlowId``, ``FlowModuleId``; the flow language reference: "may be defined
 statically or dynamically"); an ARN (``…/contact-flow/<id>``, ``…/flow-module/<id>[:alias]``) stands for its last
 part. Console exports also keep the target's display name in the action's metadata
@@ -42,7 +44,7 @@ class FlowLibrary:
             if not root.is_dir():
                 raise ValueError(f"--flows {root}: not a folder")
             for path in sorted(root.rglob("*.json")):
-                for key in (path.stem, _exported_name(path)):
+                for key in (path.stem, *_exported_keys(path)):
                     self._index(key, path)
 
     def _index(self, key: str | None, path: Path) -> None:
@@ -76,14 +78,27 @@ def _keys(reference: str) -> list[str]:
     return [value] if last == value else [value, last]
 
 
-def _exported_name(path: Path) -> str | None:
+def _exported_keys(path: Path) -> list[str]:
+    """The names an export gives its flow: ``Metadata.name``, and a DescribeContactFlow (or DescribeContactFlowModule)
+    answer's ``Name``, ``Id`` and ``Arn``."""
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None
+        return []
+    if not isinstance(document, dict):
+        return []
+    keys: list[Any] = []
+    for wrapper in (document.get("ContactFlow"), document.get("ContactFlowModule")):
+        if isinstance(wrapper, dict):
+            keys += [wrapper.get("Name"), wrapper.get("Id"), wrapper.get("Arn")]
+            try:
+                document = json.loads(wrapper.get("Content") or "{}")
+            except (TypeError, ValueError):
+                document = {}
     metadata = document.get("Metadata") if isinstance(document, dict) else None
-    name = metadata.get("name") if isinstance(metadata, dict) else None
-    return name if isinstance(name, str) else None
+    if isinstance(metadata, dict):
+        keys.append(metadata.get("name"))
+    return [key for key in keys if isinstance(key, str) and key]
 
 
 def display_names(flow: Flow, identifier: str) -> list[str]:
