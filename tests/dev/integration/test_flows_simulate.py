@@ -496,3 +496,28 @@ def test_a_bad_caller_script_bot_or_centre_file_is_refused_before_anything_runs(
 
     assert main(["flows", "simulate", str(path), option, str(given)]) == 2
     assert "voicebridge flows simulate:" in capsys.readouterr().err
+
+
+def test_a_time_limit_that_is_not_a_number_of_seconds_ends_the_run_in_error_saying_which(tmp_path: Path) -> None:
+    path = flow(
+        tmp_path,
+        "wait",
+        [
+            {
+                "Identifier": "Pause",
+                "Type": "Wait",
+                "Parameters": {"TimeLimitSeconds": "$.Attributes.Pause"},
+                "Transitions": {
+                    "NextAction": "Bye",
+                    "Conditions": [equals("Bye", "WaitCompleted")],
+                    "Errors": errors("Bye"),
+                },
+            },
+            BYE,
+        ],
+    )
+
+    status, run = simulate(path)
+
+    assert status == 1
+    assert run["outcome"] == "error" and "TimeLimitSeconds '' is not a number of seconds" in run["error"]

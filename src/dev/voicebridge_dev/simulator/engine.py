@@ -497,6 +497,19 @@ class FlowSimulator:
         logger.info("flow simulator: %s took %s: %s", action.identifier, error_type, reason)
         return _Branch(error_type, target)
 
+    def _seconds(self, action: Action, name: str, default: str | None = None) -> float:
+        """A time parameter's seconds (given, or referenced: ``$.Attributes.Timeout``); FlowRuntimeError when the
+        value is not a number of seconds."""
+        raw = action.parameters.get(name, default)
+        value = self.contact.value(str(raw)) if raw is not None else ""
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = -1.0
+        if not 0 <= seconds < float("inf"):
+            raise FlowRuntimeError(f"action {action.identifier!r}: {name} {value!r} is not a number of seconds")
+        return seconds
+
     def _next(self, action: Action) -> _Branch:
         return _Branch("next", action.next_action)
 
@@ -556,7 +569,7 @@ class FlowSimulator:
         if params.get("InvocationType", "SYNCHRONOUS") != "SYNCHRONOUS":
             raise UnsupportedActionError(action, f"InvocationType {params.get('InvocationType')}")
         arn = self.contact.value(str(params["LambdaFunctionARN"]))
-        limit = float(params["InvocationTimeLimitSeconds"])
+        limit = self._seconds(action, "InvocationTimeLimitSeconds")
         response_type = (params.get("ResponseValidation") or {}).get("ResponseType", "STRING_MAP")
         inputs = {
             name: self.contact.value(str(value))
@@ -679,7 +692,7 @@ class FlowSimulator:
         prompt = self._prompt(action)
         if prompt is not None:
             self._play(action, prompt)
-        keys = self._listen(float(params["InputTimeLimitSeconds"]), Press)
+        keys = self._listen(self._seconds(action, "InputTimeLimitSeconds"), Press)
         if str(params.get("StoreInput", "False")) == "True":
             entry = stored_input(keys, params)
             if entry.value is None:
@@ -942,7 +955,7 @@ class FlowSimulator:
             "data": _resolved(params.get("ViewData") or {}, self.contact.interpolate),
         }
         if result is None:
-            seconds = float(self.contact.value(str(params.get("InvocationTimeLimitSeconds", "0"))) or 0)
+            seconds = self._seconds(action, "InvocationTimeLimitSeconds", "0")
             self.log.record(Noted(self.clock.now(), action.identifier, action.type, {**detail, "result": None}))
             self._pass_time(self.clock.now() + seconds)
             raise _ActionFailed(f"view {view} was not answered", self._error_type(action, "TimeLimitExceeded"))
@@ -1116,12 +1129,8 @@ class FlowSimulator:
         return self._first_condition(action, draw)
 
     def _wait(self, action: Action) -> _Branch:
-        params = action.parameters
-        seconds = self.contact.value(str(params.get("TimeLimitSeconds", params.get("TimeoutSeconds", "0"))))
-        try:
-            self._pass_time(self.clock.now() + float(seconds))
-        except ValueError:
-            raise FlowRuntimeError(f"action {action.identifier!r}: wait of {seconds!r} seconds") from None
+        name = "TimeLimitSeconds" if "TimeLimitSeconds" in action.parameters else "TimeoutSeconds"
+        self._pass_time(self.clock.now() + self._seconds(action, name, "0"))
         return _Branch("WaitCompleted", action.condition_target("WaitCompleted") or action.next_action)
 
 
