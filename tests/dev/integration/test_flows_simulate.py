@@ -424,6 +424,8 @@ def test_a_public_flow_moves_across_its_projects_folder_by_the_names_its_console
     entered = [n["transferred to"] for n in run["noted"] if "transferred to" in n]
     assert entered == ["RulesEngineMain", "RulesEngineError"]
     assert "NoMatchingError" in [a["outcome"] for a in run["actions"] if a["type"] == "TransferToFlow"]
+    flows = [a["flow"] for a in run["actions"]]
+    assert [flow for i, flow in enumerate(flows) if i == 0 or flows[i - 1] != flow][1:] == entered
     assert run["outcome"] == "disconnected"
 
 

@@ -464,7 +464,7 @@ class FlowSimulator:
                 raise _CallOver("caller hung up")
             if now > self.max_call_s:
                 raise FlowRuntimeError(f"the call ran longer than {self.max_call_s:.0f} s")
-            action = self.flow.actions[identifier]
+            action, where = self.flow.actions[identifier], self.flow_name
             handler = self._handlers.get(action.type)
             if handler is None:
                 raise UnsupportedActionError(action)
@@ -474,9 +474,9 @@ class FlowSimulator:
                 except _ActionFailed as failure:
                     branch = self._error(action, failure.error_type, str(failure))
                 except _CallOver as over:
-                    self.log.record(ActionRun(now, action.identifier, action.type, over.reason, None))
+                    self.log.record(ActionRun(now, action.identifier, action.type, over.reason, None, where))
                     raise
-                self.log.record(ActionRun(now, action.identifier, action.type, branch.outcome, branch.target))
+                self.log.record(ActionRun(now, action.identifier, action.type, branch.outcome, branch.target, where))
                 if branch.target is None:
                     raise FlowRuntimeError(f"action {action.identifier!r} took {branch.outcome}, which leads nowhere")
             except FlowRuntimeError as exc:
@@ -485,8 +485,9 @@ class FlowSimulator:
                     raise
                 invoke = self._return_from_module()
                 branch = self._error(invoke, "NoMatchingError", f"module failed: {exc}")
+                at = self.clock.now()
                 self.log.record(
-                    ActionRun(self.clock.now(), invoke.identifier, invoke.type, branch.outcome, branch.target)
+                    ActionRun(at, invoke.identifier, invoke.type, branch.outcome, branch.target, self.flow_name)
                 )
             identifier = str(branch.target)
 

@@ -78,6 +78,8 @@ class ActionRun:
     type: str
     outcome: str
     next_action: str | None
+    flow: str = ""
+    """The name of the flow the action is in (its export's, or its file's once the call moved to another flow)."""
 
 
 @dataclass(frozen=True)

@@ -137,7 +137,7 @@ def _run(path: Path, cloud: LocalCloud, template: Path, setting: Setting) -> Flo
         detail=None if outcome in ("error", "limit") else result.detail,
         error=result.detail if outcome in ("error", "limit") else None,
         actions=[
-            {"identifier": e.identifier, "type": e.type, "outcome": e.outcome}
+            {"identifier": e.identifier, "type": e.type, "outcome": e.outcome, "flow": e.flow}
             for e in result.events
             if isinstance(e, ActionRun)
         ],
@@ -204,7 +204,11 @@ def cli_simulate(
     for run in runs:
         ending = run.error if run.outcome in ("error", "limit") else run.detail
         print(f"{run.flow}: {run.outcome}" + (f" ({ending})" if ending else ""))
+        flow = run.actions[0]["flow"] if run.actions else ""
         for action in run.actions:
+            if action["flow"] != flow:
+                flow = action["flow"]
+                print(f"  in {flow or 'the first flow'}:")
             print(f"  {action['identifier']} [{action['type']}] -> {action['outcome']}")
     if report:
         Path(report).parent.mkdir(parents=True, exist_ok=True)
