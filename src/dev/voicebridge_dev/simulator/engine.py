@@ -130,6 +130,7 @@ __all__ = [
     "LoadedFlow",
     "SimulatorError",
     "UnsupportedActionError",
+    "flow_library",
     "load_flow_for_simulation",
     "simulate_call",
 ]
@@ -1247,6 +1248,27 @@ def _client(service: str, env: Mapping[str, str], **config: Any) -> Any:
         )
 
 
+def flow_library(
+    folders: Sequence[str | Path],
+    template_path: str | Path,
+    *,
+    region: str = "us-east-1",
+    parameters: Mapping[str, str] | None = None,
+    placeholders: Mapping[str, str] | None = None,
+    templated: bool = False,
+) -> FlowLibrary:
+    """The flows of ``folders``, each loaded for simulation (:func:`load_flow_for_simulation`) when first reached."""
+    load = functools.partial(
+        load_flow_for_simulation,
+        template_path=template_path,
+        region=region,
+        parameters=parameters,
+        placeholders=placeholders,
+        templated=templated,
+    )
+    return FlowLibrary(folders, load)
+
+
 def simulate_call(
     flow_path: str | Path,
     *,
@@ -1263,7 +1285,7 @@ def simulate_call(
     local_answers: Mapping[str, Mapping[str, Any]] | None = None,
     max_actions: int = 1000,
     templated: bool = False,
-    flows: Sequence[str | Path] = (),
+    flows: Sequence[str | Path] | FlowLibrary = (),
     views: Mapping[str, str] | None = None,
     prompts: str | Path | None = None,
 ) -> CallResult:
@@ -1271,7 +1293,8 @@ def simulate_call(
 
     ``centre`` is the contact centre's state the flow may ask about (hours, queue metrics); with ``local_answers``,
     a Lambda function that is not the template's answers from it, by ARN or name, or with ``{}``. ``flows`` are
-    folders of flows the call may be transferred to or invoke as modules (:mod:`~.library`); ``views`` the result
+    folders of flows the call may be transferred to or invoke as modules (:mod:`~.library`), or a library made
+    once for many calls (:func:`flow_library`); ``views`` the result
     each view gives (by action identifier or view ID); ``prompts`` a folder of prompt WAVs named by prompt ID.
     Lex V2 bots are asked at ``AWS_ENDPOINT_URL_LEX_RUNTIME_V2`` when ``env`` has it.
 
@@ -1298,13 +1321,19 @@ def simulate_call(
         if env.get("AWS_ENDPOINT_URL_LEX_RUNTIME_V2")
         else None
     )
-    load = functools.partial(
-        load_flow_for_simulation,
-        template_path=template_path,
-        region=region,
-        parameters=parameters,
-        placeholders=placeholders,
-        templated=templated,
+    library = (
+        flows
+        if isinstance(flows, FlowLibrary)
+        else flow_library(
+            flows,
+            template_path,
+            region=region,
+            parameters=parameters,
+            placeholders=placeholders,
+            templated=templated,
+        )
+        if flows
+        else None
     )
     chosen_clock = clock if clock is not None else RealClock()
     simulator = FlowSimulator(
@@ -1321,7 +1350,7 @@ def simulate_call(
         local_answers=local_answers,
         max_actions=max_actions,
         lex_client=lex,
-        library=FlowLibrary(flows, load) if flows else None,
+        library=library,
         views=views,
         prompts=None if prompts is None else {p.stem: p for p in sorted(Path(prompts).glob("*.wav"))},
     )

@@ -44,8 +44,9 @@ from voicebridge_dev.simulator.caller import (
     load_script,
 )
 from voicebridge_dev.simulator.clock import VirtualClock
-from voicebridge_dev.simulator.engine import CallResult, SimulatorError, simulate_call
+from voicebridge_dev.simulator.engine import CallResult, SimulatorError, flow_library, simulate_call
 from voicebridge_dev.simulator.events import BOT, CALLER, ActionRun, Noted
+from voicebridge_dev.simulator.library import FlowLibrary
 from voicebridge_dev.simulator.standins import LocalContactCentre
 
 __all__ = ["OUTCOMES", "FlowRun", "Setting", "cli_simulate", "outcome_of", "simulate_flows"]
@@ -101,13 +102,17 @@ def simulate_flows(paths: Sequence[Path], *, template: Path, setting: Setting | 
     with LocalCloud(template=template, engine=StandInSpeechEngine(), media_pace=0) as cloud:
         if chosen.lex_bot is not None:
             cloud.lex.bot = chosen.lex_bot
+        region = cloud.env().get("AWS_DEFAULT_REGION", "us-east-1")
+        library = (
+            flow_library(chosen.flows, template, region=region, templated=chosen.templated) if chosen.flows else None
+        )
         for path in paths:
             cloud.lex.sessions.clear()
-            runs.append(_run(path, cloud, template, chosen))
+            runs.append(_run(path, cloud, template, chosen, library))
     return runs
 
 
-def _run(path: Path, cloud: LocalCloud, template: Path, setting: Setting) -> FlowRun:
+def _run(path: Path, cloud: LocalCloud, template: Path, setting: Setting, library: FlowLibrary | None) -> FlowRun:
     try:
         result = simulate_call(
             path,
@@ -120,7 +125,7 @@ def _run(path: Path, cloud: LocalCloud, template: Path, setting: Setting) -> Flo
             centre=setting.centre,
             local_answers=dict(setting.answers),
             templated=setting.templated,
-            flows=setting.flows,
+            flows=library or (),
             views=setting.script.views,
             prompts=setting.prompts,
         )
