@@ -13,14 +13,15 @@ listening (never started, stopped, or the consumer died) it says so, with the re
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from voicebridge.clock import SYSTEM_CLOCK, Clock
 from voicebridge.connect.events import ContactFlowEvent, whole_number
 from voicebridge.errors import HandOffFailed, InvalidInput, NoMediaStream, NotListening
+from voicebridge.longpoll import LongPoll
 from voicebridge.store.turns import AGENT, CUSTOMER, MAX_SEQ, Claim, Turn, TurnStore
 
 
@@ -82,19 +83,22 @@ def await_turn(
     max_wait_ms: int,
     poll_interval_ms: int,
     remaining_ms: int | None,
+    started: float | None = None,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> tuple[Turn | None, float]:
-    """The caller's first turn after ``AfterTurn`` (None on timeout), and how long it took in ms."""
+    """The caller's first turn after ``AfterTurn`` (None on timeout), and how long it took in ms, counted from
+    ``started``, when the invocation began (:class:`~voicebridge.longpoll.LongPoll`)."""
     after = whole_number(parameters, "AfterTurn", default=-1, low=-1, high=MAX_SEQ)
     wait_ms = min(whole_number(parameters, "MaxWaitMs", default=max_wait_ms, low=0), max_wait_ms)
     if remaining_ms is not None:
         wait_ms = max(0, min(wait_ms, remaining_ms - 300))
-    started = time.monotonic()
-    deadline = started + wait_ms / 1000
+    poll = LongPoll(wait_ms, started=started, clock=clock)
     checked_session = False
     while True:
-        turns = store.turns_after(contact_id, after=after, track=CUSTOMER, limit=1)
+        with poll.look():
+            turns = store.turns_after(contact_id, after=after, track=CUSTOMER, limit=1)
         if turns:
-            return turns[0], (time.monotonic() - started) * 1000
+            return turns[0], poll.waited_ms
         if not checked_session:
             checkpoint = store.load(contact_id)
             if checkpoint is None:
@@ -102,7 +106,5 @@ def await_turn(
             if not checkpoint.alive(store.now_ms()):
                 raise NotListening(checkpoint.why_not_listening)
             checked_session = True
-        now = time.monotonic()
-        if now >= deadline:
-            return None, (now - started) * 1000
-        time.sleep(min(poll_interval_ms / 1000, deadline - now))
+        if not poll.pause(poll_interval_ms / 1000):
+            return None, poll.waited_ms

@@ -15,19 +15,21 @@ it just played (absent at the start) — and gets back, as soon as it exists:
 - ``Result=Error`` with ``NotListening`` (and why) when no consumer is alive for the contact.
 
 It polls one small item: every ``fast_poll_ms`` while a reply is being made (the first segment is a few hundred
-milliseconds away), every ``slow_poll_ms`` while the caller speaks or thinks.
+milliseconds away), every ``slow_poll_ms`` while the caller speaks or thinks. It answers ``Timeout`` within the wait,
+counted from the invocation's start (:mod:`voicebridge.longpoll`).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from voicebridge.clock import SYSTEM_CLOCK, Clock
 from voicebridge.connect.events import whole_number
 from voicebridge.converse.replies import Action
 from voicebridge.errors import NotListening
+from voicebridge.longpoll import LongPoll
 from voicebridge.store.replies import ReplyStatus, ReplyStore, Segment
 from voicebridge.store.turns import MAX_SEQ, TurnStore
 
@@ -57,27 +59,28 @@ def next_to_play(
     fast_poll_ms: int,
     slow_poll_ms: int,
     remaining_ms: int | None,
+    started: float | None = None,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> Next:
-    """The next segment after the one the flow played (None when the wait ran out), long-polled."""
+    """The next segment after the one the flow played (None when the wait ran out), long-polled.
+
+    ``started`` is when the invocation began (``clock.monotonic()``), so what came before the poll — a cold
+    container making its clients — counts against the wait, as it counts against Connect's limit
+    (:class:`~voicebridge.longpoll.LongPoll`).
+    """
     turn = whole_number(parameters, "TurnIndex", default=-1, low=-1, high=MAX_SEQ)
     played = whole_number(parameters, "Segment", default=-1, low=-1)
     wait_ms = min(whole_number(parameters, "MaxWaitMs", default=max_wait_ms, low=0), max_wait_ms)
     if remaining_ms is not None:
         wait_ms = max(0, min(wait_ms, remaining_ms - 300))
-    started = time.monotonic()
-    deadline = started + wait_ms / 1000
+    poll = LongPoll(wait_ms, started=started, clock=clock)
     checked_listening = False
     while True:
-        status = replies.status(contact_id)
-        found = _next(contact_id, status, turn, played, replies)
+        with poll.look():
+            status = replies.status(contact_id)
+            found = _next(contact_id, status, turn, played, replies)
         if found is not None:
-            return Next(
-                found.segment,
-                found.more,
-                found.action,
-                found.attributes,
-                waited_ms=(time.monotonic() - started) * 1000,
-            )
+            return Next(found.segment, found.more, found.action, found.attributes, waited_ms=poll.waited_ms)
         if not checked_listening:
             checkpoint = turns.load(contact_id)
             if checkpoint is None:
@@ -85,12 +88,9 @@ def next_to_play(
             if not checkpoint.alive(turns.now_ms()):
                 raise NotListening(checkpoint.why_not_listening)
             checked_listening = True
-        now = time.monotonic()
-        if now >= deadline:
-            return Next(waited_ms=(now - started) * 1000)
         making = status is not None and not status.done
-        pause = (fast_poll_ms if making else slow_poll_ms) / 1000
-        time.sleep(min(pause, deadline - now))
+        if not poll.pause((fast_poll_ms if making else slow_poll_ms) / 1000):
+            return Next(waited_ms=poll.waited_ms)
 
 
 def _next(contact_id: str, status: ReplyStatus | None, turn: int, played: int, replies: ReplyStore) -> Next | None:

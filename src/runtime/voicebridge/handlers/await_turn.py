@@ -8,6 +8,7 @@ flow still gets the turn, and moves past it.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -21,6 +22,7 @@ from voicebridge.telemetry import metrics
 
 @connect_edge(truncate=("Transcript",))
 def _await(event: ContactFlowEvent, context: Any) -> dict[str, str]:
+    entered = time.monotonic()
     remaining = context.get_remaining_time_in_millis() if hasattr(context, "get_remaining_time_in_millis") else None
     turn, waited_ms = await_turn(
         event.contact_id,
@@ -29,6 +31,7 @@ def _await(event: ContactFlowEvent, context: Any) -> dict[str, str]:
         max_wait_ms=container.settings().await_max_wait_ms,
         poll_interval_ms=container.settings().await_poll_interval_ms,
         remaining_ms=remaining,
+        started=entered,
     )
     metrics.add_metric(name="AwaitTurnWait", unit=MetricUnit.Milliseconds, value=waited_ms)
     if turn is None:

@@ -12,6 +12,7 @@ An answer too long for Connect's 32 KB has its ``Transcript``, then its ``Text``
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -27,6 +28,7 @@ RESERVED = frozenset({"Result", "PromptUri", "Text", "TurnIndex", "Segment", "Mo
 
 @connect_edge(truncate=("Transcript", "Text"))
 def _converse(event: ContactFlowEvent, context: Any) -> dict[str, str]:
+    entered = time.monotonic()
     config = container.settings()
     remaining = context.get_remaining_time_in_millis() if hasattr(context, "get_remaining_time_in_millis") else None
     found = next_to_play(
@@ -38,6 +40,7 @@ def _converse(event: ContactFlowEvent, context: Any) -> dict[str, str]:
         fast_poll_ms=config.converse_fast_poll_ms,
         slow_poll_ms=config.converse_slow_poll_ms,
         remaining_ms=remaining,
+        started=entered,
     )
     metrics.add_metric(name="ConverseWait", unit=MetricUnit.Milliseconds, value=found.waited_ms)
     # The responder's attributes never take the place of the answer's own keys.

@@ -1,0 +1,58 @@
+"""A long poll that answers within its wait: Connect gives a function 8 s, and an answer a moment late is none.
+
+AwaitTurnFunction and ConverseFunction wait for something to appear in DynamoDB by looking at one item again and
+again. Two things carried them past their wait on a starved machine: what the invocation did before its first look
+(a cold container making its clients) was not counted, and a look begun just before the deadline ended after it.
+:class:`LongPoll` counts from when the invocation began and does not begin a look that, at the pace of the slowest
+look so far, would end past the deadline::
+
+    poll = LongPoll(wait_ms, started=entered)
+    while True:
+        with poll.look():
+            found = store.get(...)
+        if found:
+            return found
+        if not poll.pause(0.1):
+            return None  # the wait is over
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from voicebridge.clock import SYSTEM_CLOCK, Clock
+
+__all__ = ["LongPoll"]
+
+
+class LongPoll:
+    """The wait of one long poll, ``wait_ms`` from ``started`` (``clock.monotonic()``; now, if not given)."""
+
+    def __init__(self, wait_ms: float, *, started: float | None = None, clock: Clock = SYSTEM_CLOCK) -> None:
+        self._clock = clock
+        self.started = clock.monotonic() if started is None else started
+        self.deadline = self.started + max(wait_ms, 0) / 1000
+        self._slowest = 0.0
+
+    @contextmanager
+    def look(self) -> Iterator[None]:
+        """Time one look at what is waited for."""
+        began = self._clock.monotonic()
+        try:
+            yield
+        finally:
+            self._slowest = max(self._slowest, self._clock.monotonic() - began)
+
+    def pause(self, seconds: float) -> bool:
+        """Wait up to ``seconds`` before the next look; False, at once, when the next look would end too late."""
+        now = self._clock.monotonic()
+        if now + self._slowest >= self.deadline:
+            return False
+        self._clock.sleep(min(seconds, self.deadline - self._slowest - now))
+        return True
+
+    @property
+    def waited_ms(self) -> float:
+        """Milliseconds since the invocation began."""
+        return (self._clock.monotonic() - self.started) * 1000
