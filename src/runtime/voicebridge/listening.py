@@ -75,6 +75,15 @@ def start_listening(
     return Started(audio.stream_arn, audio.start_fragment_number, tracks, already_listening=claim is Claim.ALIVE)
 
 
+def require_listening(store: TurnStore, contact_id: str) -> None:
+    """NotListening, saying why, unless a consumer is alive for the contact."""
+    checkpoint = store.load(contact_id)
+    if checkpoint is None:
+        raise NotListening("nobody is listening to this contact: call StartListening first")
+    if not checkpoint.alive(store.now_ms()):
+        raise NotListening(checkpoint.why_not_listening)
+
+
 def await_turn(
     contact_id: str,
     parameters: dict[str, Any],
@@ -100,11 +109,7 @@ def await_turn(
         if turns:
             return turns[0], poll.waited_ms
         if not checked_session:
-            checkpoint = store.load(contact_id)
-            if checkpoint is None:
-                raise NotListening("nobody is listening to this contact: call StartListening first")
-            if not checkpoint.alive(store.now_ms()):
-                raise NotListening(checkpoint.why_not_listening)
+            require_listening(store, contact_id)
             checked_session = True
         if not poll.pause(poll_interval_ms / 1000):
             return None, poll.waited_ms

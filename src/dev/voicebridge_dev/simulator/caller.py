@@ -39,11 +39,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from voicebridge.audio.wav import read_wav
 from voicebridge.errors import AudioFormatError
 from voicebridge_dev.local.speech_engine import SpeechEngine, SpeechEngineError, load_engine
 from voicebridge_dev.simulator.events import CALLER, Segment
-from voicebridge_dev.simulator.media import SAMPLE_RATE, MediaPlane
+from voicebridge_dev.simulator.media import SAMPLE_RATE, MediaPlane, read_call_audio
 
 __all__ = [
     "SCENARIOS",
@@ -150,9 +149,7 @@ def load_clips(folder: str | Path = CLIPS) -> dict[str, Clip]:
         entries = script["clips"]
         clips: dict[str, Clip] = {}
         for entry in entries:
-            samples, rate = read_wav((root / entry["file"]).read_bytes())
-            if rate != SAMPLE_RATE or samples.ndim != 1:
-                raise CallerScriptError(f"{entry['file']}: expected 8 kHz mono, got {rate} Hz {samples.shape}")
+            samples = read_call_audio((root / entry["file"]).read_bytes())
             clips[entry["name"]] = Clip(entry["name"], entry["transcript"], samples)
     except (OSError, ValueError, KeyError, TypeError, AudioFormatError) as exc:
         raise CallerScriptError(f"cannot read the caller's script in {root}: {exc}") from exc
@@ -391,10 +388,8 @@ def _step(raw: Any, folder: Path, voice: SpeechEngine | None, clips: Mapping[str
         if not isinstance(transcript, str) or not transcript.strip():
             raise CallerScriptError("file needs the transcript of what it says")
         try:
-            samples, rate = read_wav((folder / value).read_bytes())
+            samples = read_call_audio((folder / value).read_bytes())
         except (OSError, ValueError, AudioFormatError) as exc:
             raise CallerScriptError(f"file {value}: {exc}") from exc
-        if rate != SAMPLE_RATE or samples.ndim != 1:
-            raise CallerScriptError(f"file {value}: expected 8 kHz mono, got {rate} Hz {samples.shape}")
         return Say(Clip(value, transcript, samples))
     raise CallerScriptError(f'unknown step {kind!r}: one of say, press, clip, file, or "silence", "hangup"')

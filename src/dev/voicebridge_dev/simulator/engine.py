@@ -110,7 +110,7 @@ from voicebridge_dev.simulator.lexbot import (
     start_timeout_s,
 )
 from voicebridge_dev.simulator.library import FlowLibrary, display_names
-from voicebridge_dev.simulator.media import SAMPLE_RATE, MediaPlane
+from voicebridge_dev.simulator.media import SAMPLE_RATE, MediaPlane, read_call_audio
 from voicebridge_dev.simulator.records import CallRecords, read_records
 from voicebridge_dev.simulator.standins import (
     ENDS,
@@ -713,10 +713,10 @@ class FlowSimulator:
     def _branch_on(self, action: Action, value: str) -> _Branch:
         """The condition ``value`` equals (a key, an intent, a view's result); else NoMatchingCondition, or the
         catch-all NoMatchingError when the action has no branch for it."""
-        for condition in action.conditions:
-            if condition.operator == "Equals" and condition.operands[0] == value:
-                return _Branch(f"Equals {value}", condition.next_action)
-        raise _ActionFailed(f"{value!r} matches no condition", self._error_type(action, "NoMatchingCondition"))
+        target = action.condition_target(value)
+        if target is None:
+            raise _ActionFailed(f"{value!r} matches no condition", self._error_type(action, "NoMatchingCondition"))
+        return _Branch(f"Equals {value}", target)
 
     @staticmethod
     def _error_type(action: Action, error: str | None) -> str:
@@ -791,12 +791,9 @@ class FlowSimulator:
     def _library_prompt(path: Path) -> npt.NDArray[np.int16]:
         """A prompt of the local library: a WAV of 8 kHz mono (µ-law, as Connect plays prompts, or 16-bit PCM)."""
         try:
-            samples, rate = read_wav(path.read_bytes())
+            return read_call_audio(path.read_bytes())
         except (OSError, AudioFormatError) as exc:
             raise _ActionFailed(f"prompt {path.name} will not play: {exc}") from exc
-        if rate != SAMPLE_RATE or samples.ndim != 1:
-            raise _ActionFailed(f"prompt {path.name} is {rate} Hz {samples.shape}, not 8 kHz mono")
-        return samples
 
     def _speak(self, text: str) -> npt.NDArray[np.int16]:
         try:
@@ -956,12 +953,10 @@ class FlowSimulator:
             "view": view,
             "data": _resolved(params.get("ViewData") or {}, self.contact.interpolate),
         }
-        if result is None:
-            seconds = self._seconds(action, "InvocationTimeLimitSeconds", "0")
-            self.log.record(Noted(self.clock.now(), action.identifier, action.type, {**detail, "result": None}))
-            self._pass_time(self.clock.now() + seconds)
-            raise _ActionFailed(f"view {view} was not answered", self._error_type(action, "TimeLimitExceeded"))
         self.log.record(Noted(self.clock.now(), action.identifier, action.type, {**detail, "result": result}))
+        if result is None:
+            self._pass_time(self.clock.now() + self._seconds(action, "InvocationTimeLimitSeconds", "0"))
+            raise _ActionFailed(f"view {view} was not answered", self._error_type(action, "TimeLimitExceeded"))
         return self._branch_on(action, result)
 
     # -- other flows: TransferToFlow and flow modules (:mod:`~.library`)
@@ -991,10 +986,10 @@ class FlowSimulator:
             raise _CallOver("ended", action.type)
         result = self.contact.value(str(action.parameters.get("Result", "")))
         invoke = self._return_from_module()
-        for condition in invoke.conditions:
-            if condition.operator == "Equals" and condition.operands[0] == result:
-                return _Branch(f"returned {result}", condition.next_action)
-        return _Branch("returned", invoke.next_action)
+        target = invoke.condition_target(result)
+        if target is None:
+            return _Branch("returned", invoke.next_action)
+        return _Branch(f"returned {result}", target)
 
     def _find_flow(self, action: Action, reference: str) -> tuple[str, LoadedFlow]:
         """The flow ``reference`` names in the library, with its name (exported, else its file's)."""

@@ -16,16 +16,26 @@ import threading
 import numpy as np
 import numpy.typing as npt
 
+from voicebridge.audio.wav import read_wav
+from voicebridge.errors import AudioFormatError
 from voicebridge_dev.local.kvs import EmulatedStream, KvsEmulatorError
 from voicebridge_dev.simulator.clock import Clock
 from voicebridge_dev.simulator.events import BOT, CALLER, CallLog, Segment, SegmentKind, SpeechStarted, Track
 
-__all__ = ["SAMPLE_RATE", "MediaPlane"]
+__all__ = ["SAMPLE_RATE", "MediaPlane", "read_call_audio"]
 
 logger = logging.getLogger(__name__)
 
 SAMPLE_RATE = 8000
 _FEED_INTERVAL_S = 0.02
+
+
+def read_call_audio(data: bytes) -> npt.NDArray[np.int16]:
+    """A WAV of a call's audio — 8 kHz mono, µ-law or 16-bit PCM — as samples; AudioFormatError for any other."""
+    samples, rate = read_wav(data)
+    if rate != SAMPLE_RATE or samples.ndim != 1:
+        raise AudioFormatError(f"expected 8 kHz mono, got {rate} Hz {samples.shape}")
+    return samples
 
 
 class MediaPlane:

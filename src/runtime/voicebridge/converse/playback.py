@@ -28,7 +28,7 @@ from typing import Any
 from voicebridge.clock import SYSTEM_CLOCK, Clock
 from voicebridge.connect.events import whole_number
 from voicebridge.converse.replies import Action
-from voicebridge.errors import NotListening
+from voicebridge.listening import require_listening
 from voicebridge.longpoll import LongPoll
 from voicebridge.store.replies import ReplyStatus, ReplyStore, Segment
 from voicebridge.store.turns import MAX_SEQ, TurnStore
@@ -82,11 +82,7 @@ def next_to_play(
         if found is not None:
             return Next(found.segment, found.more, found.action, found.attributes, waited_ms=poll.waited_ms)
         if not checked_listening:
-            checkpoint = turns.load(contact_id)
-            if checkpoint is None:
-                raise NotListening("nobody is listening to this contact: call StartListening first")
-            if not checkpoint.alive(turns.now_ms()):
-                raise NotListening(checkpoint.why_not_listening)
+            require_listening(turns, contact_id)
             checked_listening = True
         making = status is not None and not status.done
         if not poll.pause((fast_poll_ms if making else slow_poll_ms) / 1000):
