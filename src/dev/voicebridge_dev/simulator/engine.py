@@ -1311,11 +1311,6 @@ def simulate_call(
         max_pool_connections=10,
     )
     s3 = _client("s3", env, retries={"total_max_attempts": 2})
-    lex = (
-        _client("lexv2-runtime", env, retries={"total_max_attempts": 2})
-        if env.get("AWS_ENDPOINT_URL_LEX_RUNTIME_V2")
-        else None
-    )
     library = (
         flows
         if isinstance(flows, FlowLibrary)
@@ -1328,6 +1323,15 @@ def simulate_call(
             templated=templated,
         )
         if flows
+        else None
+    )
+    # A Lex client only where a Lex block may be reached: making one costs every call of a load run its time.
+    may_meet_lex = library is not None or any(
+        action.type == "ConnectParticipantWithLexBot" for action in loaded.flow.actions.values()
+    )
+    lex = (
+        _client("lexv2-runtime", env, retries={"total_max_attempts": 2})
+        if may_meet_lex and env.get("AWS_ENDPOINT_URL_LEX_RUNTIME_V2")
         else None
     )
     chosen_clock = clock if clock is not None else RealClock()
