@@ -32,7 +32,7 @@ from voicebridge.audio.convert import MulawConverter
 from voicebridge.config import Settings
 from voicebridge.sonic.backends import STALL_TIMEOUT_S, OutputFormat, SageMakerBackend
 from voicebridge.sonic.request import SpeechRequest
-from voicebridge.sonic.synthesizer import Generation, Lookup, Synthesizer
+from voicebridge.sonic.synthesizer import Generation, GenerationWatch, Synthesizer
 from voicebridge.store.prompts import PromptStore
 from voicebridge_dev.local.cloud import LOCAL_ENDPOINT_NAME, local_cloud_process
 from voicebridge_dev.local.runner import environment, invoke
@@ -50,7 +50,7 @@ ROUNDS = 12
 class BufferThenConvert(Synthesizer):
     """The peer: collect every chunk, convert after the stream has ended."""
 
-    def _run(self, request: SpeechRequest, fmt: OutputFormat, deadline: float, lookup: Lookup) -> Generation:
+    def _run(self, request: SpeechRequest, fmt: OutputFormat, deadline: float, watch: GenerationWatch) -> Generation:
         started = time.perf_counter()
         chunks: list[bytes] = []
         first: float | None = None
@@ -62,7 +62,11 @@ class BufferThenConvert(Synthesizer):
         wav = converter.finish()
         finished = time.perf_counter()
         return Generation(
-            wav, int(converter.duration_ms), ((first or finished) - started) * 1000, (finished - started) * 1000
+            wav,
+            int(converter.duration_ms),
+            ((first or finished) - started) * 1000,
+            (finished - started) * 1000,
+            first_byte_at=time.time(),
         )
 
 

@@ -65,6 +65,8 @@ RESPONDER_PARAMETERS = {
     "RESPONDER_RULES": "ResponderRules",
     "APOLOGY_TEXT": "ApologyText",
     "HISTORY_TURNS": "HistoryTurns",
+    "SPECULATIVE_REPLIES": "SpeculativeReplies",
+    "SPECULATIVE_MAX_PER_TURN": "SpeculativeMaxPerTurn",
     "BEDROCK_MODEL_ID": "BedrockModelId",
     "BEDROCK_SYSTEM_PROMPT": "BedrockSystemPrompt",
     "BEDROCK_MAX_TOKENS": "BedrockMaxTokens",
@@ -75,6 +77,7 @@ RESPONDER_PARAMETERS = {
     "LEX_LOCALE_ID": "LexLocaleId",
     "LEX_INTENT_ACTIONS": "LexIntentActions",
     "RESPONDER_FUNCTION_ARN": "ResponderFunctionArn",
+    "RESPONDER_FUNCTION_SIDE_EFFECT_FREE": "ResponderFunctionSideEffectFree",
 }
 RESPONDER_ENVIRONMENT: dict[str, Any] = {name: {"Ref": parameter} for name, parameter in RESPONDER_PARAMETERS.items()}
 
@@ -93,6 +96,7 @@ ENVIRONMENT: dict[str, dict[str, Any]] = {
         "INK_MODEL": {"Ref": "InkModel"},
         "INK_MODE": {"Ref": "InkMode"},
         "INK_LANGUAGE": {"Ref": "InkLanguage"},
+        "INK_EAGER_END_THRESHOLD": {"Ref": "InkEagerEndThreshold"},
         "TURN_TTL_DAYS": {"Ref": "TurnRetentionDays"},
         "CONSUMER_HANDOFF_MS": "30000",
         # It speaks the replies as SynthesizeFunction speaks prompts...

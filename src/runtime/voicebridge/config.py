@@ -35,6 +35,8 @@ InkMode = Literal["turns", "manual"]
 InkCatchUp = Literal["skip-silence", "off"]
 """How an Ink session behind the stream gets back to live: by dropping long silences from the backlog, or not."""
 ResponderName = Literal["scripted", "bedrock", "lex", "lambda"]
+OnOff = Literal["on", "off"]
+TrueFalse = Literal["true", "false"]
 DEFAULT_SYSTEM_PROMPT = (
     "You are a friendly voice agent answering a phone call. Your words are spoken aloud: answer in one to three "
     "short sentences of plain speech, with no lists, markdown or emoji. If the caller asks for a person, or you "
@@ -108,8 +110,9 @@ def _whole_number(value: Any) -> int:
     raise ValueError("must be a whole number")
 
 
-def _fraction(*, optional: bool = False) -> dict[str, Check]:
-    """A number from 0 to 1 (``0.7``); unset stays None when ``optional``, so the model's own default applies."""
+def _fraction(*, optional: bool = False, low: float = 0.0, high: float = 1.0) -> dict[str, Check]:
+    """A number from ``low`` to ``high`` (``0.7``); unset stays None when ``optional``, so the service's own default
+    applies."""
 
     def check(value: Any) -> float | None:
         if value is None and optional:
@@ -119,8 +122,8 @@ def _fraction(*, optional: bool = False) -> dict[str, Check]:
         except (TypeError, ValueError):
             raise ValueError("must be a number") from None
         # NaN fails this comparison too.
-        if not 0 <= number <= 1:
-            raise ValueError("must be from 0 to 1")
+        if not low <= number <= high:
+            raise ValueError(f"must be from {low:g} to {high:g}")
         return number
 
     return _checked_by(check)
@@ -187,6 +190,9 @@ class Settings:
     ink_language: str = "en"
     ink_turn_end_timeout_ms: int | None = field(default=None, metadata=_whole(640, 11200, optional=True))
     ink_frame_ms: int = field(default=100, metadata=_whole(20, 500))
+    ink_eager_end_threshold: float | None = field(default=0.5, metadata=_fraction(optional=True, low=0.3, high=0.6))
+    """Ink's ``turn_eager_end_threshold``: the higher, the sooner ``turn.eager_end`` fires (and the more often the
+    caller goes on after it). The SDK documents 0.3–0.6, default 0.4."""
     consumer_handoff_ms: int = field(default=30000, metadata=_whole(5000, 600000))
     ink_catch_up: InkCatchUp = field(default="skip-silence", metadata=_one_of(InkCatchUp))
     kvs_read_timeout_ms: int = field(default=3000, metadata=_whole(500, 30000))
@@ -203,6 +209,8 @@ class Settings:
     responder_timeout_ms: int = field(default=8000, metadata=_whole(500, 30000))
     apology_text: str = "Sorry, I am having trouble right now. Could you say that again?"
     history_turns: int = field(default=10, metadata=_whole(0, 50))
+    speculative_replies: OnOff = field(default="on", metadata=_one_of(OnOff))
+    speculative_max_per_turn: int = field(default=2, metadata=_whole(1, 5))
     bedrock_model_id: str = ""
     bedrock_system_prompt: str = DEFAULT_SYSTEM_PROMPT
     bedrock_max_tokens: int = field(default=400, metadata=_whole(1, 65536))
@@ -227,6 +235,9 @@ class Settings:
     lex_locale_id: str = "en_US"
     lex_intent_actions: tuple[tuple[str, Action], ...] = field(default=(), metadata=_checked_by(_intent_actions))
     responder_function_arn: str = ""
+    responder_function_side_effect_free: TrueFalse = field(default="false", metadata=_one_of(TrueFalse))
+    """The customer's function may be asked speculatively (it changes nothing when asked about words the caller
+    then does not say)."""
 
     def __post_init__(self) -> None:
         problems: list[str] = []

@@ -222,7 +222,9 @@ def responder() -> Responder:
             from voicebridge.converse.responders.function import FunctionResponder
 
             return FunctionResponder(
-                client("lambda", read_timeout=timeout_s, retries=0), function=config.responder_function_arn
+                client("lambda", read_timeout=timeout_s, retries=0),
+                function=config.responder_function_arn,
+                side_effect_free=config.responder_function_side_effect_free == "true",
             )
         from voicebridge.converse.responders.scripted import ScriptedResponder
         from voicebridge.errors import ConfigurationError

@@ -8,6 +8,7 @@ hands the flow what to play next.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 import uuid
@@ -20,6 +21,7 @@ from voicebridge.converse.playback import Next, next_to_play
 from voicebridge.converse.replies import Action
 from voicebridge.converse.worker import ReplyWorker, Spoken
 from voicebridge.sonic.request import SpeechRequest
+from voicebridge.store.replies import Segment
 from voicebridge.store.turns import CUSTOMER, Turn
 from voicebridge_dev.local.bedrock import Fault as BedrockFault
 from voicebridge_dev.local.bedrock import FaultKind as BedrockFaultKind
@@ -50,7 +52,11 @@ def converse(cloud_env: LocalCloud, monkeypatch: pytest.MonkeyPatch) -> Iterator
     monkeypatch.setenv("TURN_TABLE", local_physical_id("TurnTable"))
     monkeypatch.setenv("RESPONDER_RULES", json.dumps(RULES))
     container.reset()
+    saved = dict(os.environ)
     yield cloud_env
+    # What a test's worker() set stays with that test.
+    os.environ.clear()
+    os.environ.update(saved)
     cloud_env.bedrock.configure({"time_to_first_token_ms": 300, "tokens_per_second": 60})
     cloud_env.bedrock.clear_faults()
     cloud_env.sonic.faults.clear()
@@ -59,8 +65,6 @@ def converse(cloud_env: LocalCloud, monkeypatch: pytest.MonkeyPatch) -> Iterator
 
 def worker(responder: str = "scripted", **settings: str) -> tuple[ReplyWorker, str]:
     """A reply worker for a new contact, as TranscribeStreamFunction builds it."""
-    import os
-
     os.environ["RESPONDER"] = responder
     for name, value in settings.items():
         os.environ[name] = value
@@ -68,9 +72,10 @@ def worker(responder: str = "scripted", **settings: str) -> tuple[ReplyWorker, s
     config = container.settings()
     synthesizer = container.synthesizer()
 
-    def speak(text: str, deadline: float) -> Spoken:
-        prompt = synthesizer.synthesize(SpeechRequest.from_parameters({"Text": text}, config), deadline=deadline)
-        return Spoken(prompt.uri, prompt.synthesis_ms)
+    def speak(text: str, deadline: float, cancel: threading.Event | None = None) -> Spoken:
+        request = SpeechRequest.from_parameters({"Text": text}, config)
+        prompt = synthesizer.synthesize(request, deadline=deadline, cancel=cancel)
+        return Spoken(prompt.uri, prompt.synthesis_ms, prompt.first_byte_at)
 
     contact_id = str(uuid.uuid4())
     container.turn_store().claim(contact_id, "arn:stream", "100", [CUSTOMER], converse=True)
@@ -83,6 +88,14 @@ def worker(responder: str = "scripted", **settings: str) -> tuple[ReplyWorker, s
 def turn(contact_id: str, seq: int, transcript: str) -> Turn:
     now = int(time.time() * 1000)
     return Turn(contact_id, CUSTOMER, seq, transcript, 0, 1000, now, latency_ms=300)
+
+
+def answer(contact_id: str, seq: int) -> list[Segment]:
+    """The segments of the reply named as ``seq``'s: made after the turn ended, or a committed speculation's."""
+    from voicebridge.store.replies import REPLY_KEYS
+
+    keys = str(speculation(contact_id, seq).get("Keys") or REPLY_KEYS)
+    return list(container.reply_store().segments(contact_id, seq, keys))
 
 
 def play(contact_id: str, after_turn: int = -1, after_segment: int = -1, wait_ms: int = 5000) -> Next:
@@ -116,7 +129,8 @@ def test_a_turn_is_answered_sentence_by_sentence_and_each_sentence_is_a_prompt(c
     assert replies.drain(20)
     played = whole_reply(contact_id, 0)
     assert [p.segment.text for p in played if p.segment] == [
-        "Your balance is two hundred dollars.",
+        "Your balance",
+        "is two hundred dollars.",
         "Your last payment was on Monday.",
         "Anything else?",
     ]
@@ -153,7 +167,6 @@ def test_the_flow_learns_the_action_when_the_reply_ended_after_a_sentence_said_m
     store = container.reply_store()
     # The first sentence went out while the reply was being written, so it said More=true.
     store.begin(contact_id, 0)
-    from voicebridge.store.replies import Segment
 
     store.put_segment(Segment(contact_id, 0, 0, "Goodbye.", "https://bucket/prompt.wav"))
     store.finish(contact_id, 0, 1, Action.HANGUP, {})
@@ -170,7 +183,7 @@ def test_after_a_reply_the_flow_waits_for_the_callers_next_turn(converse: LocalC
     assert play(contact_id, after_turn=0, after_segment=last.segment.index, wait_ms=300).timed_out
     threading.Timer(0.3, lambda: replies.submit(turn(contact_id, 1, "thank you"))).start()
     found = play(contact_id, after_turn=0, after_segment=last.segment.index)
-    assert found.segment is not None and (found.segment.turn, found.segment.text) == (1, "You said: thank you")
+    assert found.segment is not None and (found.segment.turn, found.segment.text) == (1, "You said:")
 
 
 def test_a_newer_turn_interrupts_the_reply_being_played(converse: LocalCloud) -> None:
@@ -205,14 +218,13 @@ def test_a_sentence_sonic_cannot_speak_is_left_to_connects_voice(converse: Local
     assert replies.drain(30)
     played = whole_reply(contact_id, 0)
     assert played[0].segment is not None
-    assert (played[0].segment.prompt_uri, played[0].segment.text) == (None, "Let me connect you with a colleague.")
+    assert (played[0].segment.prompt_uri, played[0].segment.text) == (None, "Let me connect you")
     assert played[-1].action is Action.TRANSFER
 
 
 def test_a_reply_left_unfinished_at_a_hand_over_is_finished_without_saying_anything_twice(
     converse: LocalCloud,
 ) -> None:
-    from voicebridge.store.replies import Segment
 
     replies, contact_id = worker("bedrock")
     store = container.reply_store()
@@ -254,8 +266,6 @@ def test_converse_answers_not_listening_when_nobody_listens(converse: LocalCloud
 
 def test_a_call_is_heard_and_each_turn_answered_by_the_consumer(converse: LocalCloud) -> None:
     """The whole reply path in one consumer: KVS → Ink → the turn → the responder → Sonic → a segment to play."""
-    import os
-
     import numpy as np
     from cartesia import Cartesia
 
@@ -302,13 +312,224 @@ def test_a_call_is_heard_and_each_turn_answered_by_the_consumer(converse: LocalC
         replier=_replier,
     ).run()
     assert outcome.reason == "stream ended" and outcome.turns == 2
-    replies = container.reply_store()
-    answered = [replies.segments(contact_id, seq) for seq in (0, 1)]
+    answered = [answer(contact_id, seq) for seq in (0, 1)]
     assert [[s.text for s in segments] for segments in answered] == [
-        ["Your balance is two hundred dollars.", "Your last payment was on Monday.", "Anything else?"],
-        [f"You said: {said[1].transcript}"],
+        ["Your balance", "is two hundred dollars.", "Your last payment was on Monday.", "Anything else?"],
+        ["You said:", said[1].transcript],
     ]
     assert all(s.prompt_uri for segments in answered for s in segments)
     # The flow, having played the first reply, is handed the second.
     found = play(contact_id, after_turn=0, after_segment=0)
-    assert found.segment is not None and (found.segment.turn, found.more) == (1, False)
+    assert found.segment is not None and (found.segment.turn, found.more) == (1, True)
+
+
+# -- speculative replies: started on Ink's eager end, committed only when the turn ends with the same words
+
+
+def speculation(contact_id: str, seq: int) -> dict[str, object]:
+    """What the worker counted of its speculation on turn ``seq`` (``spec#<n>``), or {} when it never speculated."""
+    from voicebridge.store.replies import speculation_key
+    from voicebridge.store.turns import plain_item
+
+    store = container.turn_store()
+    found = store.call(
+        "get_item",
+        TableName=store.table,
+        Key={"ContactId": {"S": contact_id}, "TurnKey": {"S": speculation_key(seq)}},
+        ConsistentRead=True,
+    ).get("Item")
+    return {} if found is None else plain_item(found)
+
+
+def speculative_segments(contact_id: str, seq: int, attempt: int = 0) -> list[str]:
+    from voicebridge.store.replies import speculative_keys
+
+    return [s.text for s in container.reply_store().segments(contact_id, seq, speculative_keys(seq, attempt))]
+
+
+def eventually(check: object, timeout_s: float = 10.0) -> None:
+    assert callable(check)
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, "not within the time"
+        time.sleep(0.02)
+
+
+def test_an_eager_end_whose_words_the_turn_confirms_is_committed_and_played_at_once(converse: LocalCloud) -> None:
+    replies, contact_id = worker()
+    replies.eager_end(0, "What is my balance")
+    eventually(lambda: speculative_segments(contact_id, 0))
+    # Made, but no flow can play it before the turn has ended.
+    before = container.reply_store().status(contact_id)
+    assert before is None or before.turn < 0
+    replies.submit(turn(contact_id, 0, "what is my balance?"))
+    # One conditional write named it: the flow has segment 0 without waiting for the responder or Sonic.
+    status = container.reply_store().status(contact_id)
+    assert status is not None and status.turn == 0 and status.segments >= 1 and status.keys.startswith("spec#")
+    first = play(contact_id, wait_ms=50)
+    assert first.segment is not None and first.segment.text == "Your balance"
+    assert replies.drain(20)
+    played = whole_reply(contact_id, 0)
+    assert [p.segment.text for p in played if p.segment] == [
+        "Your balance",
+        "is two hundred dollars.",
+        "Your last payment was on Monday.",
+        "Anything else?",
+    ]
+    assert dict(played[-1].attributes) == {"Intent": "Balance"}
+    counted = speculation(contact_id, 0)
+    assert (counted["Outcome"], counted["Starts"], counted["Hits"]) == ("hit", 1, 1)
+    waterfall = played[0].segment.timings if played[0].segment else {}
+    assert {"EagerEndAt", "ResponderStartedAt", "ResponderFirstTokenAt", "FirstClauseAt"} <= set(waterfall)
+    # Sonic's first byte is known when Sonic made the prompt (an earlier test may have left it in the cache).
+    assert ("SonicFirstByteAt" in waterfall) == ("SynthesisMs" in waterfall)
+    assert container.reply_store().history(contact_id)[-1].caller == "What is my balance"
+
+
+def test_a_turn_that_ends_with_other_words_is_answered_anew_and_the_speculation_is_never_played(
+    converse: LocalCloud,
+) -> None:
+    unique = {
+        "rules": [{"match": ["balance"], "reply": "Your balance is two hundred dollars."}],
+        "fallback": {"reply": f"Sorry, {uuid.uuid4().int % 10**6} is not something I know about yet."},
+    }
+    replies, contact_id = worker(RESPONDER_RULES=json.dumps(unique))
+    replies.eager_end(0, "let me talk to")
+    eventually(lambda: speculative_segments(contact_id, 0))
+    replies.submit(turn(contact_id, 0, "what is my balance"))
+    assert replies.drain(20)
+    played = whole_reply(contact_id, 0)
+    assert next(p.segment.text for p in played if p.segment) == "Your balance"
+    assert all(p.segment is not None and p.segment.keys == "reply" for p in played)
+    counted = speculation(contact_id, 0)
+    assert (counted["Outcome"], counted["Misses"]) == ("miss", 1)
+    assert float(str(counted["WasteSonicMs"])) > 0 and int(str(counted["WasteTokens"])) > 0
+
+
+def test_a_resumed_turn_cancels_its_speculation_and_the_turn_is_answered_when_it_ends(converse: LocalCloud) -> None:
+    replies, contact_id = worker()
+    replies.eager_end(0, "what is my balance")
+    eventually(lambda: speculative_segments(contact_id, 0))
+    replies.turn_resumed(0)
+    # The caller went on; the same words end the turn later, and the reply is made after that.
+    replies.submit(turn(contact_id, 0, "what is my balance"))
+    assert replies.drain(20)
+    played = whole_reply(contact_id, 0)
+    assert all(p.segment is not None and p.segment.keys == "reply" for p in played)
+    assert speculation(contact_id, 0)["Outcome"] == "miss"
+
+
+def test_a_speculative_reply_that_calls_a_tool_waits_for_the_turn_to_end_before_the_flow_learns_the_action(
+    converse: LocalCloud,
+) -> None:
+    replies, contact_id = worker("bedrock")
+    before = len(converse.bedrock.invocations)
+    replies.eager_end(0, "let me talk to a person please")
+    eventually(lambda: speculative_segments(contact_id, 0))
+    # The model called transfer_to_agent, but the caller has not finished: nothing reaches the flow.
+    assert play(contact_id, wait_ms=300).timed_out
+    status = container.reply_store().status(contact_id)
+    assert status is None or (status.turn < 0 and status.action is Action.CONTINUE)
+    replies.submit(turn(contact_id, 0, "Let me talk to a person, please."))
+    assert replies.drain(20)
+    played = whole_reply(contact_id, 0)
+    assert played[-1].action is Action.TRANSFER
+    # Asked once, on the eager words: the commit asked nothing again.
+    assert len(converse.bedrock.invocations) == before + 1
+
+
+def test_a_speculation_cancelled_mid_synthesis_abandons_the_sonic_stream_and_stores_nothing(
+    converse: LocalCloud,
+) -> None:
+    converse.sonic.realtime_factor = 1.0
+    try:
+        # A sentence no earlier test made: its prompt cannot come from the cache.
+        unique = {"rules": [], "fallback": {"reply": f"Reply number {uuid.uuid4().int % 10**6} is on its way now."}}
+        replies, contact_id = worker(RESPONDER_RULES=json.dumps(unique))
+        before = len(converse.sonic.stats)
+        replies.eager_end(0, "what is my balance")
+        time.sleep(0.3)
+        replies.turn_resumed(0)
+        eventually(lambda: len(converse.sonic.stats) > before)
+        assert converse.sonic.stats[-1].outcome == "client_disconnected"
+        replies.close(5)
+        assert speculative_segments(contact_id, 0) == []
+        assert speculation(contact_id, 0)["Misses"] == 1
+    finally:
+        converse.sonic.realtime_factor = 20.0
+
+
+def test_at_most_the_configured_number_of_speculations_start_per_turn(converse: LocalCloud) -> None:
+    replies, contact_id = worker(SPECULATIVE_MAX_PER_TURN="2")
+    for words in ("what is", "what is my", "what is my balance"):
+        replies.eager_end(0, words)
+        time.sleep(0.05)
+    replies.submit(turn(contact_id, 0, "what is my balance"))
+    assert replies.drain(20)
+    assert speculation(contact_id, 0)["Starts"] == 2
+    assert speculative_segments(contact_id, 0, attempt=2) == []
+
+
+def test_speculation_off_answers_only_finished_turns(converse: LocalCloud) -> None:
+    replies, contact_id = worker(SPECULATIVE_REPLIES="off")
+    replies.eager_end(0, "what is my balance")
+    time.sleep(0.3)
+    assert speculative_segments(contact_id, 0) == [] and speculation(contact_id, 0) == {}
+    replies.submit(turn(contact_id, 0, "what is my balance"))
+    assert replies.drain(20)
+    assert whole_reply(contact_id, 0)[0].segment is not None
+
+
+def test_a_hand_over_before_the_turn_ends_drops_the_speculation_and_the_successor_answers_the_turn(
+    converse: LocalCloud,
+) -> None:
+    replies, contact_id = worker()
+    replies.eager_end(0, "what is my balance")
+    eventually(lambda: speculative_segments(contact_id, 0))
+    # The hand-over does not wait for a turn that has not ended.
+    assert replies.drain(0.5)
+    replies.abandon()
+    successor = ReplyWorker(
+        contact_id,
+        responder=container.responder(),
+        speak=replies._speak,
+        replies=container.reply_store(),
+        settings=container.settings(),
+    )
+    successor.resume_unfinished(container.turn_store())
+    assert play(contact_id, wait_ms=200).timed_out
+    # The successor hears the turn again, and answers it: nothing of the dropped speculation is ever named.
+    successor.submit(turn(contact_id, 0, "what is my balance"))
+    assert successor.drain(20)
+    played = whole_reply(contact_id, 0)
+    assert all(p.segment is not None and p.segment.keys == "reply" for p in played)
+
+
+def test_a_committed_speculative_reply_unfinished_at_a_hand_over_is_finished_under_its_keys_saying_nothing_twice(
+    converse: LocalCloud,
+) -> None:
+    converse.bedrock.configure({"time_to_first_token_ms": 50, "tokens_per_second": 12})
+    replies, contact_id = worker("bedrock")
+    container.turn_store().put_turn(turn(contact_id, 0, DISPUTE))
+    replies.eager_end(0, DISPUTE)
+    eventually(lambda: speculative_segments(contact_id, 0))
+    replies.submit(turn(contact_id, 0, DISPUTE))
+    first = play(contact_id, wait_ms=100)
+    assert first.segment is not None and first.segment.keys.startswith("spec#")
+    assert not replies.drain(0)
+    replies.abandon()
+    converse.bedrock.configure({"time_to_first_token_ms": 50, "tokens_per_second": 200})
+    successor = ReplyWorker(
+        contact_id,
+        responder=container.responder(),
+        speak=replies._speak,
+        replies=container.reply_store(),
+        settings=container.settings(),
+    )
+    successor.resume_unfinished(container.turn_store())
+    assert successor.drain(30)
+    played = whole_reply(contact_id, 0)
+    texts = [p.segment.text for p in played if p.segment]
+    assert texts[0] == first.segment.text
+    assert all(p.segment is not None and p.segment.keys == first.segment.keys for p in played)
+    assert len(texts) == len(set(texts)) and len(texts) >= 3

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from voicebridge.converse.sentences import SentenceSplitter
 
 
-def split(text: str, *, chunk: int = 3, **options: int) -> list[str]:
+def split(text: str, *, chunk: int = 3, **options: Any) -> list[str]:
     splitter = SentenceSplitter(**options)
     out: list[str] = []
     for i in range(0, len(text), chunk):
@@ -60,4 +62,65 @@ def test_any_chunking_yields_the_same_sentences_and_loses_no_word(words: list[st
     text = " ".join(words)
     whole = split(text, chunk=len(text), max_chars=40)
     assert split(text, chunk=chunk, max_chars=40) == whole
+    assert " ".join(whole).split() == text.split()
+
+
+def test_a_short_first_segment_ends_at_the_first_clause_after_two_words() -> None:
+    text = "Sure, I can help with that. Your balance is two hundred dollars."
+    assert split(text, short_first=True) == ["Sure, I can help with that.", "Your balance is two hundred dollars."]
+    assert split("Of course, one moment please. Let me look.", short_first=True) == [
+        "Of course,",
+        "one moment please.",
+        "Let me look.",
+    ]
+
+
+def test_a_short_first_segment_is_cut_within_a_second_and_a_half_of_speech_when_no_clause_comes() -> None:
+    text = "Done. I've paid your electricity bill of eighty-four dollars and twenty cents from your checking account."
+    first, *rest = split(text, short_first=True)
+    assert first == "Done. I've paid your"
+    assert rest == ["electricity bill of eighty-four dollars and twenty cents from your checking account."]
+
+
+def test_a_short_first_segment_cut_for_time_ends_before_a_phrase_and_never_inside_a_number() -> None:
+    assert split("Your balance is two hundred dollars.", short_first=True) == [
+        "Your balance",
+        "is two hundred dollars.",
+    ]
+    first, _ = split("Please hold twenty three hundred dollars ready now.", short_first=True)
+    assert first == "Please hold twenty three hundred dollars"[: len(first)]
+    assert first.split()[-1] not in {"twenty", "three", "hundred"}
+
+
+def test_a_one_word_sentence_does_not_end_the_short_first_segment() -> None:
+    assert split("Done. Paid, thank you. Bye now.", short_first=True)[0] == "Done. Paid,"
+
+
+def test_a_short_reply_is_one_segment() -> None:
+    assert split("Goodbye!", short_first=True) == ["Goodbye!"]
+    assert split("Thanks for calling.", short_first=True) == ["Thanks for calling."]
+
+
+def test_later_segments_stay_whole_sentences_after_a_short_first_one() -> None:
+    text = "Yes, that works. Your card, the one ending in four, is blocked now. A new one is on its way."
+    assert split(text, short_first=True) == [
+        "Yes, that works.",
+        "Your card, the one ending in four, is blocked now.",
+        "A new one is on its way.",
+    ]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    words=st.lists(
+        st.sampled_from(["pay", "the", "monthly", "bill", "now.", "Mr.", "3.5", "yes!", "really?", "card,", "—", "It"]),
+        min_size=1,
+        max_size=60,
+    ),
+    chunk=st.integers(min_value=1, max_value=20),
+)
+def test_any_chunking_yields_the_same_short_first_segment_and_loses_no_word(words: list[str], chunk: int) -> None:
+    text = " ".join(words)
+    whole = split(text, chunk=len(text), max_chars=40, short_first=True)
+    assert split(text, chunk=chunk, max_chars=40, short_first=True) == whole
     assert " ".join(whole).split() == text.split()

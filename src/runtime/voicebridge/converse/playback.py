@@ -15,7 +15,9 @@ it just played (absent at the start) — and gets back, as soon as it exists:
 - ``Result=Error`` with ``NotListening`` (and why) when no consumer is alive for the contact.
 
 It polls one small item: every ``fast_poll_ms`` while a reply is being made (the first segment is a few hundred
-milliseconds away), every ``slow_poll_ms`` while the caller speaks or thinks. It answers ``Timeout`` within the wait,
+milliseconds away) or may be named at any moment (Ink's eager end was heard: a speculative reply is ready to be
+committed when the turn ends), every ``slow_poll_ms`` while the caller speaks or thinks. Segments are read where the
+status says they are (a committed speculative reply keeps its speculative keys). It answers ``Timeout`` within the wait,
 counted from the invocation's start (:mod:`voicebridge.longpoll`).
 """
 
@@ -84,8 +86,8 @@ def next_to_play(
         if not checked_listening:
             require_listening(turns, contact_id)
             checked_listening = True
-        making = status is not None and not status.done
-        if not poll.pause((fast_poll_ms if making else slow_poll_ms) / 1000):
+        hurried = status is not None and status.hurried
+        if not poll.pause((fast_poll_ms if hurried else slow_poll_ms) / 1000):
             return Next(waited_ms=poll.waited_ms)
 
 
@@ -107,7 +109,7 @@ def _next(contact_id: str, status: ReplyStatus | None, turn: int, played: int, r
 def _segment(contact_id: str, status: ReplyStatus, turn: int, index: int, replies: ReplyStore) -> Next | None:
     if status.segments <= index and status.turn == turn:
         return None
-    segment = replies.segment(contact_id, turn, index)
+    segment = replies.segment(contact_id, turn, index, status.keys)
     if segment is None:
         return None
     last = status.done and status.turn == turn and index == status.segments - 1

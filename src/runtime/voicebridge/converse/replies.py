@@ -92,6 +92,10 @@ class Responder(Protocol):
 
     name: str
     """Names the responder in logs and metrics (``bedrock``, ``lex``, ``lambda``, ``scripted``)."""
+    speculative_safe: bool
+    """Whether it may be asked about words the caller has not finished saying (a speculative reply, on Ink's eager
+    end): asking changes nothing outside the reply. Lex's RecognizeText moves the bot's dialog on, and a customer's
+    function may act on what it is told, so neither is unless so declared."""
 
     def respond(self, request: TurnRequest, *, deadline: float) -> Reply:
         """Start answering ``request``; the reply must be complete by ``deadline`` (``time.monotonic()``)."""

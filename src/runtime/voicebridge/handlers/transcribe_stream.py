@@ -37,24 +37,28 @@ def _open_session(listener: TurnListener, name: str) -> InkSession:
         model=config.ink_model,
         language=config.ink_language,
         end_timeout_ms=config.ink_turn_end_timeout_ms,
+        eager_end_threshold=config.ink_eager_end_threshold,
         name=name,
     )
 
 
 def _replier(checkpoint: Checkpoint, sink: MetricSink) -> ReplyWorker:
     """The worker answering the caller's turns with the configured responder, speaking with the Speak path."""
+    import threading
+
     from voicebridge.converse.worker import ReplyWorker, Spoken
     from voicebridge.sonic.request import SpeechRequest
 
     config = container.settings()
     synthesizer = container.synthesizer()
 
-    def speak(text: str, deadline: float) -> Spoken:
-        prompt = synthesizer.synthesize(SpeechRequest.from_parameters({"Text": text}, config), deadline=deadline)
+    def speak(text: str, deadline: float, cancel: threading.Event | None = None) -> Spoken:
+        request = SpeechRequest.from_parameters({"Text": text}, config)
+        prompt = synthesizer.synthesize(request, deadline=deadline, cancel=cancel)
         if prompt.time_to_first_byte_ms is not None:
             sink.add("SonicTimeToFirstByte", MetricUnit.Milliseconds, prompt.time_to_first_byte_ms)
         sink.add("PromptCacheHit", MetricUnit.Count, 1 if prompt.cache_hit else 0)
-        return Spoken(prompt.uri, prompt.synthesis_ms)
+        return Spoken(prompt.uri, prompt.synthesis_ms, prompt.first_byte_at)
 
     return ReplyWorker(
         checkpoint.contact_id,

@@ -14,6 +14,13 @@ A session knows nothing of KVS or DynamoDB: it sends what it is given and report
 :class:`TurnListener`. Events are received on a thread of the session's own; a dropped socket or an ``error`` event
 is reported once as a failure, and the owner opens a new session (replaying what is not settled) — the SDK's own
 reconnect is left off because it cannot know which audio must be sent again.
+
+``turn.eager_end`` ("Fires when the model predicts that the user might be done speaking", with the turn's
+transcript so far) and ``turn.resume`` ("Fires after ``turn.eager_end`` if the user turn has not actually ended") are
+both marked PREVIEW in the SDK (4.2, ``STTAutoFinalizeTurnEagerEnd`` and ``STTAutoFinalizeTurnResume``); the listener
+hears them so a reply can be started before the turn ends. How early the eager end fires is set by the
+``turn_eager_end_threshold`` query parameter (SDK ``AutoFinalizeWebsocketParams``: default 0.4, range 0.3–0.6, between
+the end and start thresholds; https://docs.cartesia.ai/use-the-api/stt/turns#configuring-turn-detection).
 """
 
 from __future__ import annotations
@@ -31,6 +38,10 @@ class TurnListener(Protocol):
 
     def on_turn_end(self, transcript: str) -> None: ...
 
+    def on_turn_eager_end(self, transcript: str) -> None: ...
+
+    def on_turn_resume(self) -> None: ...
+
     def on_failure(self, reason: str) -> None: ...
 
 
@@ -46,6 +57,7 @@ class InkSession:
         model: str = "ink-2",
         language: str = "en",
         end_timeout_ms: int | None = None,
+        eager_end_threshold: float | None = None,
         name: str = "ink",
     ) -> None:
         self._client = client
@@ -54,6 +66,7 @@ class InkSession:
         self._model = model
         self._language = language
         self._end_timeout_ms = end_timeout_ms
+        self._eager_end_threshold = eager_end_threshold
         self._name = name
         self._connection: Any = None
         self._receiver: threading.Thread | None = None
@@ -78,6 +91,8 @@ class InkSession:
                 options: dict[str, Any] = {}
                 if self._end_timeout_ms is not None:
                     options["turn_end_timeout_ms"] = self._end_timeout_ms
+                if self._eager_end_threshold is not None:
+                    options["turn_eager_end_threshold"] = self._eager_end_threshold
                 manager = self._client.stt.auto_finalize.websocket(
                     model=self._model, encoding="pcm_s16le", sample_rate=8000, **options
                 )
@@ -159,6 +174,10 @@ class InkSession:
             self._listener.on_turn_start()
         elif kind == "turn.end":
             self._listener.on_turn_end(event.transcript)
+        elif kind == "turn.eager_end":
+            self._listener.on_turn_eager_end(getattr(event, "transcript", "") or "")
+        elif kind == "turn.resume":
+            self._listener.on_turn_resume()
         elif kind == "transcript":
             if event.is_final:
                 self._finals.append(event.text)

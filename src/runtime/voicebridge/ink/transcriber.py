@@ -17,6 +17,9 @@ The transcriber sits between the KVS reader and an :class:`~voicebridge.ink.sess
   per second, so a replay or a backlog is paced, and catches up with live by dropping long silences.
 - **Turns.** Each finished turn takes the track's next sequence number and is written with a conditional put: a
   replay or a continuation can reproduce a turn, never store it twice.
+- **Eager ends.** Ink's ``turn.eager_end`` (the caller may be done) and ``turn.resume`` (they were not) are passed on
+  with the sequence number the turn will take if it ends, so a reply can be started on the words so far; nothing is
+  stored or settled for them.
 - **Keep-alive.** When the source stalls, silence keeps the session alive and lets a turn in progress end (Ink ends
   a turn only while audio flows); that silence is not part of the positions.
 """
@@ -77,6 +80,8 @@ class TrackTranscriber(TurnListener):
         clock: Clock = SYSTEM_CLOCK,
         pacer: Pacer | None = None,
         on_turn: Callable[[Turn], None] | None = None,
+        on_eager_end: Callable[[int, str], None] | None = None,
+        on_resume: Callable[[int], None] | None = None,
     ) -> None:
         self.contact_id = contact_id
         self.track = track
@@ -97,6 +102,8 @@ class TrackTranscriber(TurnListener):
         self._session: InkSession | None = None
         self._pacer = pacer or Pacer()
         self._on_turn = on_turn
+        self._on_eager_end = on_eager_end
+        self._on_resume = on_resume
         self._session_start = progress.stream_bytes
         self._open_backoff = Backoff(base_s=0.1, cap_s=5.0, stable_s=10.0)
         self._next_open_at = 0.0
@@ -269,6 +276,20 @@ class TrackTranscriber(TurnListener):
         with self._lock:
             self._turn_open = True
             self._ledger.forget_silent_points()
+
+    def on_turn_eager_end(self, transcript: str) -> None:
+        if self._on_eager_end is None or not transcript.strip():
+            return
+        with self._lock:
+            seq = self.settled.next_seq
+        self._on_eager_end(seq, transcript)
+
+    def on_turn_resume(self) -> None:
+        if self._on_resume is None:
+            return
+        with self._lock:
+            seq = self.settled.next_seq
+        self._on_resume(seq)
 
     def on_turn_end(self, transcript: str) -> None:
         now_ms = self._clock.time() * 1000

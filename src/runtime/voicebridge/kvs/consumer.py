@@ -164,6 +164,8 @@ class StreamConsumer:
                 clock=self._clock,
                 pacer=Pacer(catch_up_after_ms=CATCH_UP_AFTER_MS if self._settings.ink_catch_up != "off" else math.inf),
                 on_turn=self._replier.submit if self._replier is not None and track == CUSTOMER else None,
+                on_eager_end=self._replier.eager_end if self._replier is not None and track == CUSTOMER else None,
+                on_resume=self._replier.turn_resumed if self._replier is not None and track == CUSTOMER else None,
             )
             for track, progress in checkpoint.tracks.items()
         }

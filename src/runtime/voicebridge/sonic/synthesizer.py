@@ -6,6 +6,9 @@
 3. Retry throttling and stream failures with jittered exponential backoff, but only inside the deadline: Connect
    waits at most 8 s, and a caller is better served by Connect's own voice (``Fallback``) than by silence.
 4. Store the finished WAV (one PutObject: never half-written) and return its URL.
+5. A caller that no longer needs the prompt (a speculative reply the caller's words did not confirm) sets the
+   ``cancel`` event it passed: the stream is abandoned at its next chunk, its connection closed, nothing stored, and
+   :class:`SynthesisCancelled` raised.
 
 What the endpoint accepts is learnt once per container and kept, since the package behind it never changes while
 the container lives: an endpoint that refuses ``pcm_mulaw`` (undocumented either way) is served by converting from
@@ -27,6 +30,7 @@ never loads it.
 from __future__ import annotations
 
 import random
+import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -61,6 +65,8 @@ class Prompt:
     time_to_first_byte_ms: float | None = None
     synthesis_ms: float | None = None
     attempts: int = 0
+    first_byte_at: float | None = None
+    """When the model's first audio arrived (epoch seconds); None for a cached prompt."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +75,11 @@ class Generation:
     duration_ms: int
     time_to_first_byte_ms: float
     synthesis_ms: float
+    first_byte_at: float
+
+
+class SynthesisCancelled(Exception):
+    """The caller cancelled the synthesis (its ``cancel`` event was set): nothing was stored."""
 
 
 Lookup = Future[StoredPrompt | None]
@@ -93,8 +104,9 @@ class Synthesizer:
             else "pcm_mulaw@8000"
         )
 
-    def synthesize(self, request: SpeechRequest, *, deadline: float) -> Prompt:
-        """A playable prompt for ``request``; raises ModelUnavailable when the deadline leaves no way to make one."""
+    def synthesize(self, request: SpeechRequest, *, deadline: float, cancel: threading.Event | None = None) -> Prompt:
+        """A playable prompt for ``request``; raises ModelUnavailable when the deadline leaves no way to make one,
+        SynthesisCancelled once ``cancel`` is set."""
         digest = request.cache_key(self._backend.identity, self._output_identity)
         known = self._store.known(digest)
         if known is not None:
@@ -103,7 +115,7 @@ class Synthesizer:
         # before Sonic is asked, and a prompt found meanwhile stops the generation at its next chunk.
         lookup = self._lookups().submit(self._store.lookup, digest)
         try:
-            generation, attempts = self._generate_with_retries(request, deadline, lookup)
+            generation, attempts = self._generate_with_retries(request, deadline, GenerationWatch(lookup, cancel))
         except _StoredMeanwhile as found:
             return Prompt(found.prompt.uri, found.prompt.duration_ms, cache_hit=True)
         except VoiceBridgeError:
@@ -120,6 +132,7 @@ class Synthesizer:
             time_to_first_byte_ms=generation.time_to_first_byte_ms,
             synthesis_ms=generation.synthesis_ms,
             attempts=attempts,
+            first_byte_at=generation.first_byte_at,
         )
 
     def _lookups(self) -> ThreadPoolExecutor:
@@ -127,12 +140,14 @@ class Synthesizer:
             self._lookup_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="prompt-lookup")
         return self._lookup_pool
 
-    def _generate_with_retries(self, request: SpeechRequest, deadline: float, lookup: Lookup) -> tuple[Generation, int]:
+    def _generate_with_retries(
+        self, request: SpeechRequest, deadline: float, watch: GenerationWatch
+    ) -> tuple[Generation, int]:
         attempt = 0
         while True:
             attempt += 1
             try:
-                return self._generate(request, deadline, lookup), attempt
+                return self._generate(request, deadline, watch), attempt
             except RetryableModelError as exc:
                 delay = random.uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (attempt - 1)))
                 remaining = deadline - time.monotonic()
@@ -141,31 +156,31 @@ class Synthesizer:
                 logger.warning("sonic attempt failed; retrying", attempt=attempt, reason=exc.safe_message)
                 time.sleep(delay)
 
-    def _generate(self, request: SpeechRequest, deadline: float, lookup: Lookup) -> Generation:
+    def _generate(self, request: SpeechRequest, deadline: float, watch: GenerationWatch) -> Generation:
         if not self._mulaw_native:
-            return self._pcm(request, deadline, lookup)
+            return self._pcm(request, deadline, watch)
         try:
-            return self._run(request, OutputFormat("pcm_mulaw", 8000), deadline, lookup)
+            return self._run(request, OutputFormat("pcm_mulaw", 8000), deadline, watch)
         except InvalidInput:
             # Whether the package accepts 8 kHz µ-law is undocumented: when PCM succeeds where µ-law was
             # rejected, convert from PCM for the rest of this container's life.
-            generation = self._pcm(request, deadline, lookup)
+            generation = self._pcm(request, deadline, watch)
             logger.warning("endpoint rejected pcm_mulaw@8000; converting from pcm_s16le from now on")
             self._mulaw_native = False
             return generation
 
-    def _pcm(self, request: SpeechRequest, deadline: float, lookup: Lookup) -> Generation:
+    def _pcm(self, request: SpeechRequest, deadline: float, watch: GenerationWatch) -> Generation:
         """16-bit PCM at the configured rate, asked for under the name the model knows it by."""
         rate = self._settings.sonic_sample_rate
         if self._pcm_name is not None:
-            return self._run(request, OutputFormat("pcm_s16le", rate, self._pcm_name), deadline, lookup)
+            return self._run(request, OutputFormat("pcm_s16le", rate, self._pcm_name), deadline, watch)
         first, *others = self._backend.pcm_names
         try:
-            generation = self._run(request, OutputFormat("pcm_s16le", rate, first), deadline, lookup)
+            generation = self._run(request, OutputFormat("pcm_s16le", rate, first), deadline, watch)
         except InvalidInput as refused:
             for name in others:
                 try:
-                    generation = self._run(request, OutputFormat("pcm_s16le", rate, name), deadline, lookup)
+                    generation = self._run(request, OutputFormat("pcm_s16le", rate, name), deadline, watch)
                 except InvalidInput as again:
                     # Refused under every name, the request is wrong in another way too: the refusal that does not
                     # speak of the encoding is the one that says how.
@@ -178,29 +193,37 @@ class Synthesizer:
         self._pcm_name = first
         return generation
 
-    def _run(self, request: SpeechRequest, fmt: OutputFormat, deadline: float, lookup: Lookup) -> Generation:
+    def _run(self, request: SpeechRequest, fmt: OutputFormat, deadline: float, watch: GenerationWatch) -> Generation:
         started = time.perf_counter()
         try:
-            return self._stream(request, fmt, deadline, lookup, started)
+            return self._stream(request, fmt, deadline, watch, started)
         finally:
             _count_stream(self._backend.identity, time.perf_counter() - started)
 
     def _stream(
-        self, request: SpeechRequest, fmt: OutputFormat, deadline: float, lookup: Lookup, started: float
+        self, request: SpeechRequest, fmt: OutputFormat, deadline: float, watch: GenerationWatch, started: float
     ) -> Generation:
         first: float | None = None
         converter: MulawConverter | None = None
-        for audio in self._backend.stream(request, fmt, deadline=deadline):
-            found = _found(lookup)
-            if found is not None:
-                raise _StoredMeanwhile(found)
-            if converter is None:
-                first = time.perf_counter()
-                # Loaded with the first audio: a prompt found stored meanwhile never loads the converter's libraries.
-                from voicebridge.audio.convert import MulawConverter
+        first_at = 0.0
+        stream = self._backend.stream(request, fmt, deadline=deadline)
+        try:
+            for audio in stream:
+                watch.check()
+                if converter is None:
+                    first = time.perf_counter()
+                    first_at = time.time()
+                    # Loaded with the first audio: a prompt found stored meanwhile never loads the converter's
+                    # libraries.
+                    from voicebridge.audio.convert import MulawConverter
 
-                converter = MulawConverter(fmt.encoding, fmt.sample_rate, resampler=self._settings.sonic_resampler)
-            converter.feed(audio)
+                    converter = MulawConverter(fmt.encoding, fmt.sample_rate, resampler=self._settings.sonic_resampler)
+                converter.feed(audio)
+        finally:
+            # An abandoned generation closes its connection now, not when the exception's traceback is collected.
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()
         if first is None or converter is None:
             raise RetryableModelError("the model finished without sending audio")
         try:
@@ -213,7 +236,23 @@ class Synthesizer:
             duration_ms=int(converter.duration_ms),
             time_to_first_byte_ms=(first - started) * 1000,
             synthesis_ms=(finished - started) * 1000,
+            first_byte_at=first_at,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationWatch:
+    """What may end a generation early: the prompt found stored meanwhile, or the caller's cancel."""
+
+    lookup: Lookup
+    cancel: threading.Event | None
+
+    def check(self) -> None:
+        if self.cancel is not None and self.cancel.is_set():
+            raise SynthesisCancelled("the prompt is no longer needed")
+        found = _found(self.lookup)
+        if found is not None:
+            raise _StoredMeanwhile(found)
 
 
 class _StoredMeanwhile(Exception):

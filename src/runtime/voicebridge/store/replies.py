@@ -12,6 +12,16 @@ Items, next to the turns and the checkpoint (partition key ``ContactId``, sort k
   and reads a segment only once the status says it exists.
 - ``TurnKey = "history"`` — the conversation so far (caller's words, agent's reply), bounded: what a responder
   needs, kept across the consumer's hand-overs.
+- ``TurnKey = "spec#<turn:09d>#<attempt:02d>#<segment:03d>"`` — segment *k* of a *speculative* reply, made on Ink's
+  ``turn.eager_end`` before the caller's turn has ended. No flow can play it: ConverseFunction reads the segments
+  the status names, and the status names a speculative reply only once the turn has ended with the same words
+  (:meth:`ReplyStore.commit`, one conditional write, whatever number of segments is ready). A cancelled attempt's
+  segments stay unnamed and expire with the table's TTL.
+- ``TurnKey = "spec#<turn:09d>"`` — what speculation did for turn *n*: attempts started, the outcome (``hit`` or
+  ``miss``), and what the misses cost (model tokens, Sonic seconds).
+
+The status's ``Keys`` says where its reply's segments live (``reply``, or ``spec#<turn>#<attempt>``), and its
+``Expecting`` the turn whose reply may appear at any moment (Ink said the caller may be done): pollers then look fast.
 """
 
 from __future__ import annotations
@@ -27,10 +37,23 @@ from voicebridge.store.turns import ConditionFailed, TurnStore, plain_item, type
 
 STATUS = "reply"
 HISTORY = "history"
+REPLY_KEYS = "reply"
+"""Where a reply made after the caller's turn ended keeps its segments."""
 
 
-def segment_key(turn: int, segment: int) -> str:
-    return f"reply#{turn:09d}#{segment:03d}"
+def speculative_keys(turn: int, attempt: int) -> str:
+    """Where speculative attempt ``attempt`` at ``turn``'s reply keeps its segments."""
+    return f"spec#{turn:09d}#{attempt:02d}"
+
+
+def segment_key(turn: int, segment: int, keys: str = REPLY_KEYS) -> str:
+    if keys == REPLY_KEYS:
+        return f"reply#{turn:09d}#{segment:03d}"
+    return f"{keys}#{segment:03d}"
+
+
+def speculation_key(turn: int) -> str:
+    return f"spec#{turn:09d}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +71,11 @@ class Segment:
     ready_at_ms: int = 0
     timings: Mapping[str, float] = field(default_factory=dict)
     """How the segment's time was spent: ``TurnEndedAt`` and ``CallerStoppedAt`` (epoch ms), ``ResponderMs`` (to
-    the reply's first sentence, on its first segment) and ``SynthesisMs`` (the model's part of the prompt)."""
+    the reply's first sentence, on its first segment) and ``SynthesisMs`` (the model's part of the prompt); on the
+    first segment the reply's waterfall too, each an epoch-ms moment: ``EagerEndAt`` (speculative replies),
+    ``ResponderStartedAt``, ``ResponderFirstTokenAt``, ``FirstClauseAt``, ``SonicFirstByteAt``."""
+    keys: str = REPLY_KEYS
+    """Where the reply keeps its segments (:func:`speculative_keys` for a speculative one)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +89,15 @@ class ReplyStatus:
     attributes: Mapping[str, str] = field(default_factory=dict)
     """The responder's attributes for the flow, once the reply is done."""
     updated_at_ms: int = 0
+    keys: str = REPLY_KEYS
+    """Where this reply's segments are (a committed speculative reply's are under its speculative keys)."""
+    expecting: int | None = None
+    """A turn whose reply may be named at any moment (Ink's eager end was heard): pollers look fast."""
+
+    @property
+    def hurried(self) -> bool:
+        """A reply is being made, or one may be named at any moment: worth looking again soon."""
+        return not self.done or (self.expecting is not None and self.expecting > self.turn)
 
     def has(self, turn: int, segment: int) -> bool:
         """Segment ``segment`` of ``turn``'s reply is stored (or a later turn's reply has begun)."""
@@ -76,15 +112,16 @@ class ReplyStore:
 
     # -- the consumer's side
 
-    def begin(self, contact_id: str, turn: int) -> None:
+    def begin(self, contact_id: str, turn: int, keys: str = REPLY_KEYS) -> None:
         """A reply to ``turn`` is being made: pollers speed up."""
-        self._put_status(contact_id, ReplyStatus(turn, 0, done=False))
+        self._put_status(contact_id, ReplyStatus(turn, 0, done=False, keys=keys))
 
-    def put_segment(self, segment: Segment) -> bool:
-        """Store a segment and advance the status; False when that segment was stored before (a replay)."""
+    def put_segment(self, segment: Segment, *, advance: bool = True) -> bool:
+        """Store a segment and (``advance``) name it in the status; False when that segment was stored before (a
+        replay). A speculative reply not yet committed stores its segments without naming them."""
         item: dict[str, Any] = {
             "ContactId": segment.contact_id,
-            "TurnKey": segment_key(segment.turn, segment.index),
+            "TurnKey": segment_key(segment.turn, segment.index, segment.keys),
             "Turn": segment.turn,
             "Segment": segment.index,
             "Text": segment.text,
@@ -104,14 +141,117 @@ class ReplyStore:
             )
         except ConditionFailed:
             return False
-        status = ReplyStatus(segment.turn, segment.index + 1, done=False)
-        self._put_status(segment.contact_id, status)
+        if advance:
+            status = ReplyStatus(segment.turn, segment.index + 1, done=False, keys=segment.keys)
+            self._put_status(segment.contact_id, status)
         return True
 
-    def finish(self, contact_id: str, turn: int, segments: int, action: Action, attributes: Mapping[str, str]) -> None:
+    def finish(
+        self,
+        contact_id: str,
+        turn: int,
+        segments: int,
+        action: Action,
+        attributes: Mapping[str, str],
+        keys: str = REPLY_KEYS,
+    ) -> None:
         """The reply ended after ``segments`` segments, with what the flow must do next and the responder's
         attributes."""
-        self._put_status(contact_id, ReplyStatus(turn, segments, done=True, action=action, attributes=attributes))
+        status = ReplyStatus(turn, segments, done=True, action=action, attributes=attributes, keys=keys)
+        self._put_status(contact_id, status)
+
+    def commit(self, status: ReplyStatus, contact_id: str) -> bool:
+        """Name a speculative reply as ``status.turn``'s, with the segments it has ready: one conditional write.
+        False when a reply to that turn or a later one is already named (the speculation lost the race)."""
+        try:
+            self._turns.call(
+                "put_item",
+                TableName=self._turns.table,
+                Item=typed_item(self._status_item(contact_id, status)),
+                ConditionExpression="attribute_not_exists(TurnKey) OR #t < :t",
+                ExpressionAttributeNames={"#t": "Turn"},
+                ExpressionAttributeValues={":t": {"N": str(status.turn)}},
+            )
+        except ConditionFailed:
+            return False
+        return True
+
+    def expect(self, contact_id: str, turn: int) -> None:
+        """Say that ``turn``'s reply may be named at any moment (pollers look fast); the status keeps the rest."""
+        with contextlib.suppress(ConditionFailed):
+            self._turns.call(
+                "update_item",
+                TableName=self._turns.table,
+                Key={"ContactId": {"S": contact_id}, "TurnKey": {"S": STATUS}},
+                UpdateExpression=(
+                    "SET #x = :t, #t = if_not_exists(#t, :none), #s = if_not_exists(#s, :zero), "
+                    "#d = if_not_exists(#d, :done), #e = :e"
+                ),
+                ConditionExpression="attribute_not_exists(#t) OR #t < :t",
+                # Names for every attribute: Segments, among others, is one of DynamoDB's reserved words.
+                ExpressionAttributeNames={
+                    "#x": "Expecting",
+                    "#t": "Turn",
+                    "#s": "Segments",
+                    "#d": "Done",
+                    "#e": "ExpiresAt",
+                },
+                ExpressionAttributeValues={
+                    ":t": {"N": str(turn)},
+                    ":none": {"N": "-1"},
+                    ":zero": {"N": "0"},
+                    ":done": {"BOOL": True},
+                    ":e": {"N": str(self._turns.expires_at())},
+                },
+            )
+
+    def note_speculation(
+        self,
+        contact_id: str,
+        turn: int,
+        *,
+        outcome: str | None = None,
+        starts: int = 0,
+        keys: str | None = None,
+        committed_at_ms: float | None = None,
+        **counts: float,
+    ) -> None:
+        """Count what speculation did for ``turn``: the attempts started so far, its outcome (``hit``, with the
+        ``keys`` of the attempt committed and when, epoch ms; ``miss`` once the turn is answered otherwise), and
+        ``counts`` added to their totals (``Hits``, ``Misses``, ``WasteTokens``, ``WasteSonicMs``)."""
+        names = {"#turn": "Turn", "#starts": "Starts"}
+        values: dict[str, Any] = {
+            ":t": {"N": str(turn)},
+            ":s": {"N": str(starts)},
+            ":e": {"N": str(self._turns.expires_at())},
+        }
+        sets = ["#turn = :t", "#starts = :s", "ExpiresAt = :e"]
+        if outcome:
+            names["#o"] = "Outcome"
+            values[":o"] = {"S": outcome}
+            sets.append("#o = :o")
+        if keys:
+            names["#k"] = "Keys"
+            values[":k"] = {"S": keys}
+            sets.append("#k = :k")
+        if committed_at_ms is not None:
+            names["#a"] = "CommittedAt"
+            values[":a"] = {"N": str(round(committed_at_ms, 1))}
+            sets.append("#a = :a")
+        adds = []
+        for i, (name, value) in enumerate(sorted(counts.items())):
+            names[f"#c{i}"] = name
+            values[f":c{i}"] = {"N": str(value)}
+            adds.append(f"#c{i} :c{i}")
+        update = "SET " + ", ".join(sets) + (" ADD " + ", ".join(adds) if adds else "")
+        self._turns.call(
+            "update_item",
+            TableName=self._turns.table,
+            Key={"ContactId": {"S": contact_id}, "TurnKey": {"S": speculation_key(turn)}},
+            UpdateExpression=update,
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+        )
 
     def record_exchange(self, contact_id: str, exchange: Exchange, keep: int) -> None:
         """Add an exchange to the conversation's history, keeping the last ``keep``."""
@@ -154,10 +294,12 @@ class ReplyStore:
             action=_action(item.get("Action")),
             attributes={str(k): str(v) for k, v in attributes.items()},
             updated_at_ms=int(item.get("UpdatedAt", 0)),
+            keys=str(item.get("Keys") or REPLY_KEYS),
+            expecting=int(item["Expecting"]) if item.get("Expecting") is not None else None,
         )
 
-    def segment(self, contact_id: str, turn: int, index: int) -> Segment | None:
-        item = self._get(contact_id, segment_key(turn, index))
+    def segment(self, contact_id: str, turn: int, index: int, keys: str = REPLY_KEYS) -> Segment | None:
+        item = self._get(contact_id, segment_key(turn, index, keys))
         if item is None:
             return None
         return Segment(
@@ -169,13 +311,14 @@ class ReplyStore:
             transcript=str(item.get("Transcript", "")),
             ready_at_ms=int(item.get("ReadyAt", 0)),
             timings={str(k): float(v) for k, v in item.get("Timings", {}).items()},
+            keys=keys,
         )
 
-    def segments(self, contact_id: str, turn: int) -> Sequence[Segment]:
+    def segments(self, contact_id: str, turn: int, keys: str = REPLY_KEYS) -> Sequence[Segment]:
         """Every stored segment of ``turn``'s reply, in order (a successor resuming an unfinished reply reads it)."""
         found = []
         for index in range(1000):
-            segment = self.segment(contact_id, turn, index)
+            segment = self.segment(contact_id, turn, index, keys)
             if segment is None:
                 break
             found.append(segment)
@@ -183,25 +326,27 @@ class ReplyStore:
 
     # -- items
 
+    def _status_item(self, contact_id: str, status: ReplyStatus) -> dict[str, Any]:
+        return {
+            "ContactId": contact_id,
+            "TurnKey": STATUS,
+            "Turn": status.turn,
+            "Segments": status.segments,
+            "Done": status.done,
+            "Action": status.action.value,
+            "Attributes": dict(status.attributes),
+            "Keys": status.keys,
+            "UpdatedAt": _now_ms(),
+            "ExpiresAt": self._turns.expires_at(),
+        }
+
     def _put_status(self, contact_id: str, status: ReplyStatus) -> None:
         # A newer turn's status is never replaced by an older one's (a late write from a superseded reply).
         with contextlib.suppress(ConditionFailed):
             self._turns.call(
                 "put_item",
                 TableName=self._turns.table,
-                Item=typed_item(
-                    {
-                        "ContactId": contact_id,
-                        "TurnKey": STATUS,
-                        "Turn": status.turn,
-                        "Segments": status.segments,
-                        "Done": status.done,
-                        "Action": status.action.value,
-                        "Attributes": dict(status.attributes),
-                        "UpdatedAt": _now_ms(),
-                        "ExpiresAt": self._turns.expires_at(),
-                    }
-                ),
+                Item=typed_item(self._status_item(contact_id, status)),
                 ConditionExpression="attribute_not_exists(TurnKey) OR #t <= :t",
                 ExpressionAttributeNames={"#t": "Turn"},
                 ExpressionAttributeValues={":t": {"N": str(status.turn)}},

@@ -81,11 +81,14 @@ class FunctionResponder:
 
     name = "lambda"
 
-    def __init__(self, client: Any, *, function: str) -> None:
+    def __init__(self, client: Any, *, function: str, side_effect_free: bool = False) -> None:
         """``client`` is a ``lambda`` client whose read timeout bounds the call; ``function`` the function's name or
-        ARN (an alias or version may be part of it)."""
+        ARN (an alias or version may be part of it); ``side_effect_free`` that the function changes nothing when
+        asked (``RESPONDER_FUNCTION_SIDE_EFFECT_FREE``), so it may be asked speculatively, before the caller's turn
+        has ended, about words the caller may then not say."""
         self._client = client
         self.function = function
+        self.speculative_safe = side_effect_free
 
     def respond(self, request: TurnRequest, *, deadline: float) -> FixedReply:
         if time.monotonic() >= deadline:

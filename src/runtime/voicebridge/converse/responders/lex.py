@@ -109,6 +109,8 @@ class LexResponder:
     """Answers with an Amazon Lex V2 bot, one ``RecognizeText`` per turn."""
 
     name = "lex"
+    speculative_safe = False
+    """RecognizeText advances the bot's dialog state: it is asked only once the caller's turn has ended."""
 
     def __init__(
         self,

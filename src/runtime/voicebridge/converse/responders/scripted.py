@@ -43,6 +43,7 @@ class ScriptedResponder:
     """Answers from a rules file."""
 
     name = "scripted"
+    speculative_safe = True
 
     def __init__(self, rules: list[Rule], fallback: Rule) -> None:
         self.rules = rules
