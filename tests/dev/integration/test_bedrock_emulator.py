@@ -13,12 +13,21 @@ from collections.abc import Iterator
 from typing import Any
 
 import boto3
+import botocore.loaders
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError, EventStreamError
 from urllib3.exceptions import ProtocolError
 
-from voicebridge_dev.local.bedrock import BANK_AGENT, LABEL, MAX_OUTPUT_TOKENS, BedrockEmulator, Fault, FaultKind
+from voicebridge_dev.local.bedrock import (
+    BANK_AGENT,
+    LABEL,
+    MAX_OUTPUT_TOKENS,
+    STOP_REASONS,
+    BedrockEmulator,
+    Fault,
+    FaultKind,
+)
 from voicebridge_dev.local.cloud import LocalCloud
 
 pytestmark = pytest.mark.timeout(30)
@@ -455,3 +464,171 @@ def test_the_local_cloud_exports_reach_it_with_a_plain_client(cloud_env: LocalCl
     answer = client.converse_stream(modelId=os.environ["BEDROCK_MODEL_ID"], messages=[user("What's my balance?")])
     assert text_of(list(answer["stream"])) == BALANCE
     assert cloud_env.bedrock.invocations[-1].body["messages"] == [user("What's my balance?")]
+
+
+# --- stop reasons -------------------------------------------------------------------------------------
+
+
+def test_the_stop_reasons_it_can_end_with_are_botocores() -> None:
+    model = botocore.loaders.Loader().load_service_model("bedrock-runtime", "service-2")
+    assert list(STOP_REASONS) == model["shapes"]["StopReason"]["enum"]
+
+
+@pytest.mark.parametrize("reason", STOP_REASONS)
+def test_a_stop_fault_ends_the_stream_with_that_stop_reason_after_the_words_asked(
+    emulator: BedrockEmulator, reason: str
+) -> None:
+    emulator.inject(Fault(FaultKind.STOP, stop_reason=reason, after_tokens=2))
+    events = events_of(converse(emulator, [user("What's my balance?")]))
+    assert (text_of(events), stop_reason(events)) == ("Your checking", reason)
+    assert "usage" in events[-1]["metadata"]
+    (record,) = emulator.invocations
+    assert (record.outcome, record.fault, record.stop_reason) == ("ok", "stop", reason)
+
+
+def test_a_forced_tool_use_keeps_the_whole_tool_call(emulator: BedrockEmulator) -> None:
+    emulator.inject(Fault(FaultKind.STOP, stop_reason="tool_use", after_tokens=100))
+    events = events_of(converse(emulator, [user("Let me talk to a person")], toolConfig=TOOLS))
+    assert tool_calls(events) == [("transfer_to_agent", {"reason": "the caller asked for a person"})]
+    assert stop_reason(events) == "tool_use"
+
+
+def test_a_forced_malformed_tool_use_carries_a_tool_input_that_is_not_json(emulator: BedrockEmulator) -> None:
+    emulator.inject(Fault(FaultKind.STOP, stop_reason="malformed_tool_use", after_tokens=100))
+    events = events_of(converse(emulator, [user("Let me talk to a person")], toolConfig=TOOLS))
+    assert text_of(events) == "Of course. Let me connect you with one of my colleagues."
+    with pytest.raises(ValueError):
+        tool_calls(events)
+    assert stop_reason(events) == "malformed_tool_use"
+
+
+def test_any_other_forced_stop_drops_the_tool_call(emulator: BedrockEmulator) -> None:
+    emulator.inject(Fault(FaultKind.STOP, stop_reason="end_turn", after_tokens=100))
+    events = events_of(converse(emulator, [user("Let me talk to a person")], toolConfig=TOOLS))
+    assert (tool_calls(events), stop_reason(events)) == ([], "end_turn")
+
+
+def test_a_guardrail_intervention_streams_the_guardrails_words_in_place_of_the_reply(
+    emulator: BedrockEmulator,
+) -> None:
+    blocked = "Sorry, I can't discuss that."
+    emulator.inject(Fault(FaultKind.STOP, stop_reason="guardrail_intervened", after_tokens=100, message=blocked))
+    events = events_of(converse(emulator, [user("Let me talk to a person")], toolConfig=TOOLS))
+    assert (text_of(events), tool_calls(events), stop_reason(events)) == (blocked, [], "guardrail_intervened")
+
+
+def test_a_stop_fault_names_a_stop_reason_of_botocores_model(emulator: BedrockEmulator) -> None:
+    assert control(emulator, "POST", "faults", {"kind": "stop", "stop_reason": "content_filtered"})[0] == 201
+    assert control(emulator, "POST", "faults", {"kind": "stop", "stop_reason": "bored"})[0] == 400
+
+
+# --- errors before the stream, as botocore parses them ------------------------------------------------
+
+
+def raw_converse_stream(emulator: BedrockEmulator, body: Any) -> tuple[int, dict[str, str], Any]:
+    request = urllib.request.Request(
+        f"{emulator.url}/model/{emulator.model_id}/converse-stream",
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json"},
+    )
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(request, timeout=5)
+    return caught.value.code, dict(caught.value.headers), json.load(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("kind", "status", "code"),
+    [
+        (FaultKind.THROTTLE, 429, "ThrottlingException"),
+        (FaultKind.MODEL_NOT_READY, 429, "ModelNotReadyException"),
+        (FaultKind.UNAVAILABLE, 503, "ServiceUnavailableException"),
+    ],
+)
+def test_an_injected_refusal_has_the_status_header_and_body_of_botocores_error_shape(
+    emulator: BedrockEmulator, kind: FaultKind, status: int, code: str
+) -> None:
+    emulator.inject(Fault(kind))
+    answer_status, headers, body = raw_converse_stream(emulator, {"messages": [user("hello")]})
+    assert answer_status == status
+    assert headers["x-amzn-ErrorType"] == f"{code}:http://internal.amazon.com/coral/com.amazon.bedrock/"
+    assert set(body) == {"message"} and body["message"]
+    emulator.inject(Fault(kind))
+    assert refusal(emulator)["Code"] == code
+
+
+def test_a_refusal_strikes_the_first_calls_it_counts_then_the_model_answers(emulator: BedrockEmulator) -> None:
+    emulator.inject(Fault(FaultKind.MODEL_NOT_READY, count=2))
+    assert [refusal(emulator)["Code"], refusal(emulator)["Code"]] == ["ModelNotReadyException"] * 2
+    assert text_of(events_of(converse(emulator, [user("hello")]))).startswith("Hello")
+    outcomes = [r.outcome for r in emulator.invocations]
+    assert outcomes == ["fault_model_not_ready", "fault_model_not_ready", "ok"]
+
+
+# --- what a model's family refuses --------------------------------------------------------------------
+
+TITAN = "amazon.titan-text-express-v1"
+MISTRAL_INSTRUCT = "mistral.mistral-7b-instruct-v0:2"
+LLAMA = "meta.llama3-1-70b-instruct-v1:0"
+HAIKU = "anthropic.claude-3-5-haiku-20241022-v1:0"
+NOVA = "amazon.nova-lite-v1:0"
+COMMAND = "cohere.command-text-v14"
+GUARDRAIL = {"guardrailIdentifier": "gr1", "guardrailVersion": "1"}
+SYSTEM = [{"text": "Be brief."}]
+
+
+@pytest.fixture(scope="module")
+def families() -> Iterator[BedrockEmulator]:
+    with BedrockEmulator(
+        model_ids=(TITAN, MISTRAL_INSTRUCT, LLAMA, HAIKU, NOVA, COMMAND),
+        time_to_first_token_ms=0,
+        tokens_per_second=1000,
+    ) as emu:
+        yield emu
+
+
+@pytest.mark.parametrize(
+    ("model_id", "request_fields", "message"),
+    [
+        (TITAN, {"system": SYSTEM}, "This model doesn't support the system field. Remove system and try again."),
+        (TITAN, {"toolConfig": TOOLS}, "This model doesn't support tool use in streaming mode."),
+        (MISTRAL_INSTRUCT, {"system": SYSTEM}, "This model doesn't support the system field."),
+        (LLAMA, {"toolConfig": TOOLS}, "This model doesn't support tool use in streaming mode."),
+        (f"us.{LLAMA}", {"toolConfig": TOOLS}, "This model doesn't support tool use in streaming mode."),
+        (
+            f"arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.{LLAMA}",
+            {"toolConfig": TOOLS},
+            "tool use in streaming mode",
+        ),
+        (HAIKU, {"guardrailConfig": GUARDRAIL}, "This model doesn't support the guardrailConfig field."),
+        (COMMAND, {}, "The model is unsupported for streaming."),
+    ],
+)
+def test_a_field_the_models_family_does_not_take_is_a_validation_exception(
+    families: BedrockEmulator, model_id: str, request_fields: dict[str, Any], message: str
+) -> None:
+    families.clear_faults()
+    families.inject(Fault(FaultKind.THROTTLE))
+    error = refusal(families, modelId=model_id, **request_fields)
+    assert error["Code"] == "ValidationException"
+    assert message in error["Message"]
+    assert len(families.pending_faults) == 1, "a refused request takes no fault"
+    families.clear_faults()
+
+
+@pytest.mark.parametrize(
+    ("model_id", "request_fields"),
+    [
+        (TITAN, {"guardrailConfig": GUARDRAIL}),
+        (LLAMA, {"system": SYSTEM, "guardrailConfig": GUARDRAIL}),
+        (HAIKU, {"system": SYSTEM, "toolConfig": TOOLS}),
+        (NOVA, {"system": SYSTEM, "toolConfig": TOOLS, "guardrailConfig": GUARDRAIL}),
+    ],
+)
+def test_what_the_models_family_takes_is_answered(
+    families: BedrockEmulator, model_id: str, request_fields: dict[str, Any]
+) -> None:
+    answer = runtime(families).converse_stream(
+        modelId=model_id, messages=[user("What's my balance?")], **request_fields
+    )
+    assert stop_reason(list(answer["stream"])) == "end_turn"

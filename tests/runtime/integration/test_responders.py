@@ -198,13 +198,14 @@ def test_bedrock_failing_mid_stream_fails_the_reply_after_what_was_said(
     assert failure.value.safe_message == "the model stream failed (modelStreamErrorException)"
 
 
-def test_bedrock_throttling_fails_the_turn_without_a_retry(bedrock: Build, bedrock_emulator: BedrockEmulator) -> None:
+def test_bedrock_throttling_past_its_retries_fails_the_turn(bedrock: Build, bedrock_emulator: BedrockEmulator) -> None:
     calls = len(bedrock_emulator.invocations)
-    bedrock_emulator.inject(BedrockFault(BedrockFaultKind.THROTTLE, count=2))
+    bedrock_emulator.inject(BedrockFault(BedrockFaultKind.THROTTLE, count=5))
     with pytest.raises(ResponderError) as failure:
         bedrock().respond(turn("what is my balance"), deadline=_in(LONG))
     assert failure.value.safe_message == "Bedrock refused the request (ThrottlingException)"
-    assert [r.outcome for r in bedrock_emulator.invocations[calls:]] == ["fault_throttle"]
+    # Three calls, all made by the responder: the container's client retries nothing by itself.
+    assert [r.outcome for r in bedrock_emulator.invocations[calls:]] == ["fault_throttle"] * 3
 
 
 def test_bedrock_stalling_past_the_read_timeout_fails_the_reply(

@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import botocore.loaders
 import pytest
 from botocore.exceptions import ClientError, EventStreamError
 from hypothesis import given
@@ -19,7 +20,14 @@ from hypothesis import strategies as st
 from urllib3.exceptions import ProtocolError
 
 from voicebridge.converse.replies import Action, Exchange, ResponderError, TurnRequest
-from voicebridge.converse.responders.bedrock import BedrockResponder, ConverseStreamReader, conversation
+from voicebridge.converse.responders.bedrock import (
+    COMPLETE_STOPS,
+    STOP_REASONS,
+    UNFINISHED_STOPS,
+    BedrockResponder,
+    ConverseStreamReader,
+    conversation,
+)
 
 LATER = float("inf")
 
@@ -97,6 +105,8 @@ class Bedrock:
 
 
 def responder(client: Bedrock, **options: Any) -> BedrockResponder:
+    # A throttled call is retried after a back-off; these tests are about what the reply says, not the wait.
+    options.setdefault("sleep", lambda _seconds: None)
     return BedrockResponder(client, model_id="amazon.nova-lite-v1:0", system_prompt="Be brief.", **options)
 
 
@@ -206,6 +216,24 @@ def test_a_model_that_stops_with_nothing_said_fails_naming_the_stop_reason(reaso
 def test_a_model_that_stops_after_speaking_keeps_what_it_said_and_continues() -> None:
     events = [start(), text("I can transfer you."), tool_start("transfer_to_agent"), stop("malformed_tool_use")]
     assert answer(events)[:2] == (["I can transfer you."], Action.CONTINUE)
+
+
+def test_every_stop_reason_botocore_declares_has_an_outcome() -> None:
+    model = botocore.loaders.Loader().load_service_model("bedrock-runtime", "service-2")
+    assert set(model["shapes"]["StopReason"]["enum"]) == STOP_REASONS
+    assert len(STOP_REASONS) == len(COMPLETE_STOPS) + 1 + len(UNFINISHED_STOPS) == 9
+
+
+@pytest.mark.parametrize("reason", sorted(UNFINISHED_STOPS))
+def test_a_reply_the_model_broke_off_keeps_what_was_said_and_acts_on_no_tool(reason: str) -> None:
+    events = [start(), text("One moment."), tool_start("end_call"), tool_input("{}"), stop(reason)]
+    assert answer(events)[:2] == (["One moment."], Action.CONTINUE)
+
+
+def test_a_stop_reason_newer_than_this_code_is_taken_as_an_unfinished_one() -> None:
+    assert answer([start(), text("Hello."), stop("some_future_reason")])[:2] == (["Hello."], Action.CONTINUE)
+    with pytest.raises(ResponderError, match="some_future_reason"):
+        answer([start(), stop("some_future_reason")])
 
 
 def test_a_stream_that_ends_before_message_stop_is_an_error() -> None:

@@ -1,10 +1,15 @@
-"""The Bedrock emulator itself: the models it serves, its brain, its pacing, faults and records, and its server."""
+"""The Bedrock emulator itself: the models it serves, its brain, its pacing, faults and records, and its server.
+
+A model id served is also served by its foundation-model ARN, by a cross-Region inference profile id routing to it
+(``us.`` + the id) and by that profile's ARN. The family a served id belongs to decides what a request to it may
+carry (:mod:`~.families`): serve ``mistral.mistral-7b-instruct-v0:2`` and a request with a ``system`` prompt is
+refused as Bedrock refuses it, while the default ``voicebridge.`` model takes everything.
+"""
 
 from __future__ import annotations
 
 import logging
 import math
-import re
 import threading
 import time
 from collections import deque
@@ -13,6 +18,7 @@ from typing import Any, ClassVar, Final
 
 from voicebridge_dev.local.bedrock.brain import BANK_AGENT, Brain
 from voicebridge_dev.local.bedrock.errors import EmulatorConfigError
+from voicebridge_dev.local.bedrock.families import base_model_id
 from voicebridge_dev.local.bedrock.faults import Fault
 from voicebridge_dev.local.bedrock.records import LABEL, Invocation, InvocationRecord
 from voicebridge_dev.local.bedrock.server import Server
@@ -26,14 +32,14 @@ DEFAULT_MODEL_ID: Final = "voicebridge.emulated-bank-agent-v1:0"
 """The model id the emulator serves by default: shaped as Bedrock's model ids are, and named as what it is."""
 RECORD_LIMIT: Final = 1000
 """Calls kept in :attr:`BedrockEmulator.invocations` (oldest dropped first)."""
-_FOUNDATION_MODEL_ARN: Final = re.compile(r"arn:aws(-[^:]+)?:bedrock:[a-z0-9-]{1,20}::foundation-model/(?P<id>.+)")
 _SETTINGS: Final = ("time_to_first_token_ms", "tokens_per_second")
 
 
 class BedrockEmulator(ServedEmulator[Fault]):
     """A local Bedrock Runtime ``ConverseStream`` answering from a scripted brain (an emulator, not a model).
 
-    ``model_ids`` — the model ids served (each also by its foundation-model ARN); others get ValidationException.
+    ``model_ids`` — the model ids served (each also by its ARN and inference profiles); others get
+    ValidationException. Each is held to what its family takes (:mod:`~.families`).
     ``brain`` — the rules that answer (:mod:`~.brain`), a :class:`Brain` or its JSON document; the bank agent
     :data:`~.brain.BANK_AGENT` by default.
     ``time_to_first_token_ms`` — from the call to the first delta; ``tokens_per_second`` — deltas per second after.
@@ -75,9 +81,9 @@ class BedrockEmulator(ServedEmulator[Fault]):
         return self.model_ids[0]
 
     def serves(self, model_id: str) -> bool:
-        """Whether ``model_id`` (an id, or its foundation-model ARN) names a model of this emulator."""
-        arn = _FOUNDATION_MODEL_ARN.fullmatch(model_id)
-        return (arn.group("id") if arn else model_id) in self.model_ids
+        """Whether ``model_id`` (an id, its foundation-model ARN, an inference profile id or ARN) names a model of
+        this emulator."""
+        return model_id in self.model_ids or base_model_id(model_id) in self.model_ids
 
     @property
     def brain(self) -> Brain:

@@ -1,14 +1,23 @@
 """The failures the Bedrock emulator injects into ConverseStream, told as Bedrock Runtime tells them.
 
 Faults wait in the emulator's queue in the order they were injected; each ConverseStream call the service would run
-takes one count of the oldest. Requests it refuses anyway (an unknown model, a ValidationException) take no count.
-From Python: ``emu.inject(Fault(FaultKind.THROTTLE, count=2))``; over HTTP::
+takes one count of the oldest, so ``count`` is how many calls in a row it strikes (``Fault(FaultKind.THROTTLE,
+count=2)``: the first two calls are throttled, the third is answered). Requests it refuses anyway (an unknown
+model, a ValidationException) take no count. From Python: ``emu.inject(Fault(FaultKind.THROTTLE, count=2))``; over
+HTTP::
 
     POST   /_emulator/faults   {"kind": "stream_error", "after_tokens": 3}  (or a list)
+    POST   /_emulator/faults   {"kind": "stop", "stop_reason": "content_filtered", "after_tokens": 0}
     GET    /_emulator/faults   pending faults
     DELETE /_emulator/faults   drop every pending fault
 
 A "token" is one ``contentBlockDelta``: a word of the reply's text, or a piece of a tool call's input.
+
+The errors before the stream are botocore's ``bedrock-runtime`` error shapes for ConverseStream, each
+``{"message": …}`` with its name in ``x-amzn-ErrorType``: ThrottlingException (429), ModelNotReadyException (429),
+ServiceUnavailableException (503). The product's client retries none of them itself (its botocore retries are off);
+a client left to botocore's standard retry mode retries all three. Their messages are the emulator's own, marked as
+injected: Bedrock's exact words for them were not found.
 """
 
 from __future__ import annotations
@@ -21,14 +30,16 @@ from typing import Any, Final, Self
 
 from voicebridge_dev.local.bedrock.errors import ApiError, FaultSpecError
 
-__all__ = ["STREAM_EXCEPTIONS", "Fault", "FaultKind"]
+__all__ = ["STOP_REASONS", "STREAM_EXCEPTIONS", "Fault", "FaultKind"]
 
 
 class FaultKind(StrEnum):
     THROTTLE = "throttle"
-    """HTTP 429 ThrottlingException before the stream (boto3 retries it)."""
+    """HTTP 429 ThrottlingException before the stream (the account's quota)."""
+    MODEL_NOT_READY = "model_not_ready"
+    """HTTP 429 ModelNotReadyException before the stream (the model cannot serve yet)."""
     UNAVAILABLE = "unavailable"
-    """HTTP 503 ServiceUnavailableException before the stream (boto3 retries it)."""
+    """HTTP 503 ServiceUnavailableException before the stream."""
     STREAM_ERROR = "stream_error"
     """An exception event (``exception``: a modelStreamErrorException by default) after ``after_tokens`` deltas,
     then the end of the stream."""
@@ -36,6 +47,11 @@ class FaultKind(StrEnum):
     """Nothing sent for ``seconds`` after ``after_tokens`` deltas, then the stream goes on."""
     DROP = "drop"
     """The connection cut after ``after_tokens`` deltas, mid-stream, with no end to the HTTP body."""
+    STOP = "stop"
+    """The model stops with ``stop_reason`` after the first ``after_tokens`` words of its text (of ``message`` in
+    place of the reply's, when given: a guardrail's own words, say), then ``messageStop`` and ``metadata`` as ever.
+    The tool call is kept whole for ``tool_use``, kept with its input JSON cut short for ``malformed_tool_use``, and
+    dropped for every other reason (:func:`~.stream.forced_stop`)."""
 
 
 STREAM_EXCEPTIONS: Final = (
@@ -46,10 +62,23 @@ STREAM_EXCEPTIONS: Final = (
     "validationException",
 )
 """The exception events ConverseStreamOutput declares (botocore's ``bedrock-runtime`` model)."""
+STOP_REASONS: Final = (
+    "end_turn",
+    "tool_use",
+    "max_tokens",
+    "stop_sequence",
+    "guardrail_intervened",
+    "content_filtered",
+    "malformed_model_output",
+    "malformed_tool_use",
+    "model_context_window_exceeded",
+)
+"""The values of ``messageStop.stopReason`` (botocore's ``bedrock-runtime`` model, shape ``StopReason``)."""
 
-_FAULT_FIELDS: Final = frozenset({"kind", "count", "after_tokens", "seconds", "exception", "message"})
+_FAULT_FIELDS: Final = frozenset({"kind", "count", "after_tokens", "seconds", "exception", "message", "stop_reason"})
 _REFUSALS: Final = {
     FaultKind.THROTTLE: (429, "ThrottlingException", "Too many requests, please wait before trying again."),
+    FaultKind.MODEL_NOT_READY: (429, "ModelNotReadyException", "The model is not ready to serve inference requests."),
     FaultKind.UNAVAILABLE: (503, "ServiceUnavailableException", "The service is unavailable. Try again later."),
 }
 
@@ -64,6 +93,7 @@ class Fault:
     seconds: float = 1.0
     exception: str = "modelStreamErrorException"
     message: str | None = None
+    stop_reason: str = "end_turn"
 
     def __post_init__(self) -> None:
         try:
@@ -87,6 +117,8 @@ class Fault:
             raise FaultSpecError(f"unknown exception {self.exception!r}; one of {', '.join(STREAM_EXCEPTIONS)}")
         if self.message is not None and not isinstance(self.message, str):
             raise FaultSpecError(f"message must be a string, got {self.message!r}")
+        if self.stop_reason not in STOP_REASONS:
+            raise FaultSpecError(f"unknown stop_reason {self.stop_reason!r}; one of {', '.join(STOP_REASONS)}")
 
     @classmethod
     def from_json(cls, data: Any) -> Fault:

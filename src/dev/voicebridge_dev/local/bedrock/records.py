@@ -24,7 +24,9 @@ class InvocationRecord:
     ``body`` is the request's JSON as it arrived; ``first_token_at`` is when the first ``contentBlockDelta`` was
     written (None when none was); ``finished`` is taken just before the response's last bytes. ``outcome`` is
     ``ok``, ``error`` (an HTTP error answer, ``error_type`` saying which), ``fault_<kind>``, ``client_disconnected``
-    or ``emulator_stopped``; ``text`` is the text streamed, ``tool`` the name of the tool called (if any).
+    or ``emulator_stopped``; a stall or a forced stop still streams to the end, so its outcome is ``ok`` and
+    ``fault`` names it. ``text`` is the text streamed, ``tool`` the name of the tool called (if any),
+    ``stop_reason`` the ``messageStop``'s.
     """
 
     request_id: str

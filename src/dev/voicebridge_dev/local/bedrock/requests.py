@@ -17,6 +17,9 @@ alternate, a ``toolUse`` is answered by a ``toolResult`` in the next user messag
 
 The emulated model reads text, tool uses and tool results (and guardrail-tagged text); other content blocks (images,
 documents, audio, video, reasoning) get the ValidationException a text-only model answers.
+
+Last, the request is held to what the model's family takes (:mod:`~.families`, from the ``modelId`` in the URL): a
+``system``, ``toolConfig`` or ``guardrailConfig`` the family does not take is refused, as the service refuses it.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from voicebridge_dev.local.bedrock.errors import ApiError, validation_error
+from voicebridge_dev.local.bedrock.families import REFUSABLE_FIELDS, family_refusal
 
 __all__ = ["MAX_OUTPUT_TOKENS", "ConverseRequest", "Message", "parse_converse_request"]
 
@@ -133,6 +137,9 @@ def parse_converse_request(model_id: str, body: Any) -> ConverseRequest:
     additional = body.get("additionalModelRequestFields")
     if additional is not None and not isinstance(additional, dict):
         raise _constraint("additionalModelRequestFields", additional, "Member must be a JSON object")
+    refusal = family_refusal(model_id, [name for name in REFUSABLE_FIELDS if body.get(name)])
+    if refusal is not None:
+        raise refusal
     return ConverseRequest(
         model_id=model_id,
         messages=messages,

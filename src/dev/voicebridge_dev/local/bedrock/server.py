@@ -7,15 +7,21 @@ bedrock-runtime/2023-09-30/service-2.json``)::
     POST /model/{modelId}/converse-stream      body: the request JSON (:mod:`~.requests`)
 
     200  Content-Type: application/vnd.amazon.eventstream, chunked: the events of :mod:`~.stream`
-    400  x-amzn-ErrorType: ValidationException         {"message": …}   a request the service refuses, a model id
-                                                                          it does not serve
+    400  x-amzn-ErrorType: ValidationException         {"message": …}   a request the service refuses (one the
+                                                                          model's family refuses, :mod:`~.families`,
+                                                                          among them), a model id it does not serve
     400  x-amzn-ErrorType: SerializationException      {"message": …}   a body that is not JSON
     429  x-amzn-ErrorType: ThrottlingException         {"message": …}   (injected)
+    429  x-amzn-ErrorType: ModelNotReadyException      {"message": …}   (injected)
     503  x-amzn-ErrorType: ServiceUnavailableException {"message": …}   (injected)
 
-botocore reads the error's code from ``x-amzn-ErrorType`` and its text from the body's ``message``. The ``modelId``
-is percent-decoded, so a model's foundation-model ARN works too. Requests are not authenticated: SigV4 (or bearer)
-headers are accepted and ignored.
+The statuses and the ``{"message"}`` bodies are the error shapes of botocore's model. The header carries the name
+as Bedrock sends it, followed by its namespace (``ValidationException:http://internal.amazon.com/coral/
+com.amazon.bedrock/``, as a public report shows it: https://github.com/aws-samples/amazon-bedrock-client-for-mac/
+issues/112); botocore reads the error's code from the header, up to the colon, and its text from the body's
+``message``. The ``modelId`` is percent-decoded, so a model's foundation-model ARN, an inference profile id or an
+inference profile ARN naming a served model works too. Requests are not authenticated: SigV4 (or bearer) headers
+are accepted and ignored.
 
 Pacing: ``messageStart`` goes out as the call arrives; the first delta after ``time_to_first_token_ms``, the
 next ones at ``tokens_per_second``, each its own HTTP chunk, flushed at once.
@@ -52,7 +58,7 @@ from voicebridge_dev.local.bedrock.errors import ApiError, ClientGone, Stopping,
 from voicebridge_dev.local.bedrock.faults import Fault, FaultKind
 from voicebridge_dev.local.bedrock.records import LABEL, Invocation
 from voicebridge_dev.local.bedrock.requests import ConverseRequest, parse_converse_request
-from voicebridge_dev.local.bedrock.stream import ReplyPlan, event, exception_event, pieces, plan_reply
+from voicebridge_dev.local.bedrock.stream import ReplyPlan, event, exception_event, forced_stop, pieces, plan_reply
 from voicebridge_dev.local.service import ControlAnswer, ControlPlane, TrackedHandler, TrackingHTTPServer
 
 if TYPE_CHECKING:
@@ -64,6 +70,7 @@ logger = logging.getLogger(__name__)
 
 _CONVERSE_STREAM: Final = re.compile(r"^/model/(?P<model>[^/]+)/converse-stream$")
 _INVALID_MODEL: Final = "The provided model identifier is invalid."
+_ERROR_NAMESPACE: Final = "http://internal.amazon.com/coral/com.amazon.bedrock/"
 
 
 def control_plane(emulator: BedrockEmulator) -> ControlPlane:
@@ -134,7 +141,8 @@ class Handler(TrackedHandler):
             raise ClientGone from exc
 
     def _send_error(self, error: ApiError) -> None:
-        self._send_json(error.status, {"message": error.message}, {"x-amzn-ErrorType": error.error_type})
+        headers = {"x-amzn-ErrorType": f"{error.error_type}:{_ERROR_NAMESPACE}"}
+        self._send_json(error.status, {"message": error.message}, headers)
 
     # -- routing
 
@@ -198,7 +206,10 @@ class Handler(TrackedHandler):
             self._send_error(error)
             return
         brain = emulator.brain
-        self._stream(state, request, plan_reply(request, brain.answer(request.said, request.previous_reply)), fault)
+        plan = plan_reply(request, brain.answer(request.said, request.previous_reply))
+        if fault is not None and fault.kind is FaultKind.STOP:
+            plan, fault = forced_stop(plan, fault.stop_reason, fault.after_tokens, fault.message), None
+        self._stream(state, request, plan, fault)
 
     def _request(self, state: Invocation, body: bytes) -> ConverseRequest:
         try:

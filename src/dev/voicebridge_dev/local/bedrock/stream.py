@@ -10,7 +10,7 @@ the member's name, ``:content-type: application/json``) whose payload is the mem
     contentBlockStart  {"contentBlockIndex": 1, "start": {"toolUse": {"toolUseId": …, "name": …}}}  with a tool call
     contentBlockDelta  {"contentBlockIndex": 1, "delta": {"toolUse": {"input": "{\\"reason\\": …"}}}   pieces of JSON
     contentBlockStop   {"contentBlockIndex": 1}
-    messageStop        {"stopReason": "end_turn" | "tool_use" | "max_tokens" | "stop_sequence"}
+    messageStop        {"stopReason": "end_turn" | "tool_use" | "max_tokens" | "stop_sequence" | …}
     metadata           {"usage": {"inputTokens", "outputTokens", "totalTokens"}, "metrics": {"latencyMs"}}
 
 A text block has no ``contentBlockStart``; a failure mid-stream is an ``exception`` message whose
@@ -22,6 +22,12 @@ Each word of the text carries the white space before it, so the deltas joined ar
 assistant message (a prefill) is continued, not repeated: when the scripted reply starts with it the rest is
 streamed, otherwise the whole reply after a space. A stop sequence cuts the text before it; ``maxTokens`` cuts
 it after that many deltas; either way the tool call is dropped, as a model stopped early never reaches it.
+
+Those are the stop reasons a brain's reply reaches by itself (``end_turn``, ``tool_use``, ``stop_sequence``,
+``max_tokens``). Any of the nine of botocore's ``StopReason`` (:data:`~.faults.STOP_REASONS`) can be forced by a
+``stop`` fault (:func:`forced_stop`): ``guardrail_intervened`` (the stream carrying the guardrail's words as text),
+``content_filtered``, ``malformed_model_output``, ``malformed_tool_use`` (a tool call whose input is not JSON) and
+``model_context_window_exceeded`` among them.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ from voicebridge_dev.local.bedrock.brain import Rule, ToolCall
 from voicebridge_dev.local.bedrock.requests import ConverseRequest
 from voicebridge_dev.local.eventstream_encoder import encode_event, encode_exception
 
-__all__ = ["Piece", "ReplyPlan", "event", "exception_event", "pieces", "plan_reply"]
+__all__ = ["Piece", "ReplyPlan", "event", "exception_event", "forced_stop", "pieces", "plan_reply"]
 
 _WORD: Final = re.compile(r"\s*\S+(?:\s+$)?")
 # Tool input leaves in pieces of about this many characters, as a model writes JSON a few tokens at a time.
@@ -85,6 +91,18 @@ def plan_reply(request: ConverseRequest, rule: Rule) -> ReplyPlan:
     return ReplyPlan(deltas, "tool_use", tool, tool_input)
 
 
+def forced_stop(plan: ReplyPlan, stop_reason: str, words: int, text: str | None = None) -> ReplyPlan:
+    """``plan`` as a model stopped with ``stop_reason`` streams it: the first ``words`` words of its text (of
+    ``text`` instead, when given), then for ``tool_use`` the whole tool call, for ``malformed_tool_use`` the tool call
+    with its input JSON cut short, and for any other reason no tool call."""
+    deltas = (plan.deltas if text is None else tuple(_WORD.findall(text)))[:words]
+    if plan.tool is not None and stop_reason == "tool_use":
+        return ReplyPlan(deltas, stop_reason, plan.tool, plan.tool_input)
+    if plan.tool is not None and stop_reason == "malformed_tool_use":
+        return ReplyPlan(deltas, stop_reason, plan.tool, _pieces_of(json.dumps(plan.tool.input)[:-1]))
+    return ReplyPlan(deltas, stop_reason)
+
+
 def _continuation(reply: str, prefill: str) -> str:
     if not prefill:
         return reply
@@ -94,7 +112,10 @@ def _continuation(reply: str, prefill: str) -> str:
 
 
 def _input_pieces(tool_input: Any) -> tuple[str, ...]:
-    document = json.dumps(tool_input)
+    return _pieces_of(json.dumps(tool_input))
+
+
+def _pieces_of(document: str) -> tuple[str, ...]:
     return tuple(document[start : start + _INPUT_PIECE_CHARS] for start in range(0, len(document), _INPUT_PIECE_CHARS))
 
 

@@ -25,9 +25,31 @@ Transfer or Hangup (and a call with no text speaks a short configured line inste
 the stream carries the guardrail's own message as text: that is the reply, and the action is Continue whatever the
 model meant to do.
 
+**What the model accepts.** Not every model takes ``system``, ``toolConfig`` (while streaming) or
+``guardrailConfig``: :func:`~voicebridge.converse.responders.bedrock_models.model_family` says which its family
+takes, and :meth:`BedrockResponder.request` sends ``system`` and ``toolConfig`` only to a family that takes them. A
+model that takes no tools cannot transfer or end the call; one that takes no system prompt reads the prompt at the
+head of the conversation's first user message. A configured guardrail is always sent (a warning at start-up says
+when the table doubts the model takes one).
+
+**Stop reasons.** Every ``stopReason`` of botocore's ``StopReason`` has an outcome (:data:`STOP_REASONS`):
+:data:`COMPLETE_STOPS` leave the reply as written, with the action of the tool called; :data:`GUARDRAIL_STOP` keeps
+the guardrail's text and continues; :data:`UNFINISHED_STOPS` keep what was said and continue, and fail the turn when
+nothing was. A reason botocore's model does not name yet is taken as an unfinished one.
+
+**Retries.** The client never retries by itself (botocore's back-off would outlast the turn); the responder does,
+within the turn's deadline. ``ThrottlingException``, ``ModelNotReadyException`` (both HTTP 429) and
+``ServiceUnavailableException`` (503) before the stream, and the ``throttlingException`` and
+``serviceUnavailableException`` events inside it while no text has been yielded, are tried again after a full-jitter
+back-off (:class:`~voicebridge.backoff.Backoff`), at most ``max_attempts`` calls in all, and only when the next call
+can still answer before the deadline (``retry_reserve_s`` is what it is given at the least). What was said is never
+asked again: a failure after the first text fails the turn. Each retry is logged with the error's code (never the
+caller's words) and counted in the reply's :attr:`BedrockReply.retries`. When no retry is left, the turn fails as
+the error would have failed it.
+
 :class:`ConverseStreamReader` reads the events and does no I/O; :class:`BedrockResponder` makes the call::
 
-    responder = BedrockResponder(container.client("bedrock-runtime"), model_id="amazon.nova-lite-v1:0",
+    responder = BedrockResponder(container.client("bedrock-runtime", retries=0), model_id="amazon.nova-lite-v1:0",
                                  system_prompt="You are a friendly voice agent...")
     reply = responder.respond(TurnRequest("c1", 3, "Can I talk to a person?"), deadline=time.monotonic() + 8)
     "".join(reply.text()), reply.action          # ("Of course, one moment.", Action.TRANSFER)
@@ -36,15 +58,18 @@ model meant to do.
 from __future__ import annotations
 
 import json
+import random
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError, EventStreamError
 from urllib3.exceptions import HTTPError as Urllib3Error
 
+from voicebridge.backoff import Backoff
 from voicebridge.converse.replies import Action, ResponderError, TurnRequest
+from voicebridge.converse.responders.bedrock_models import ModelFamily, model_family
 from voicebridge.telemetry import logger
 
 TOOL_ACTIONS: Mapping[str, Action] = {"transfer_to_agent": Action.TRANSFER, "end_call": Action.HANGUP}
@@ -76,8 +101,18 @@ COMPLETE_STOPS = frozenset({"end_turn", "stop_sequence", "tool_use", "max_tokens
 """Stop reasons after which the reply stands as written (``max_tokens``: cut short, but what was said was said)."""
 NATURAL_STOPS = frozenset({"end_turn", "stop_sequence", "tool_use"})
 GUARDRAIL_STOP = "guardrail_intervened"
+UNFINISHED_STOPS = frozenset(
+    {"content_filtered", "malformed_model_output", "malformed_tool_use", "model_context_window_exceeded"}
+)
+"""Stop reasons of a reply the model or the service broke off: what was said stands, no tool is acted on."""
+STOP_REASONS = COMPLETE_STOPS | {GUARDRAIL_STOP} | UNFINISHED_STOPS
+"""Every ``stopReason`` of botocore's ``bedrock-runtime`` model (``StopReason``, nine values)."""
 REASON_ATTRIBUTE = "ActionReason"
 """The attribute carrying the reason the model gave when it called a tool."""
+RETRYABLE_REFUSALS = frozenset({"ThrottlingException", "ModelNotReadyException", "ServiceUnavailableException"})
+"""Errors before the stream that a later call may not get (HTTP 429, 429 and 503 in botocore's model)."""
+RETRYABLE_STREAM_ERRORS = frozenset({"throttlingException", "serviceUnavailableException"})
+"""Exception events inside the stream that a later call may not get."""
 _EXPLAINED_REFUSALS = frozenset({"ValidationException", "AccessDeniedException", "ResourceNotFoundException"})
 
 
@@ -147,8 +182,10 @@ class ConverseStreamReader:
     def finish(self, *, continuing: bool = False) -> tuple[Action, ToolCall | None]:
         """The action the finished stream asks of the flow, and the tool call that asked for it.
 
-        ResponderError when the stream ended without an answer: before ``messageStop``, with nothing said (unless
-        ``continuing`` a reply whose start was already spoken), or stopped by the model with nothing said."""
+        Only :data:`COMPLETE_STOPS` act on a tool call. ResponderError when the stream ended without an answer:
+        before ``messageStop``, with nothing said (unless ``continuing`` a reply whose start was already spoken), or
+        stopped by the model or the service (:data:`UNFINISHED_STOPS`, or a reason this code does not know) with
+        nothing said."""
         if self.stop_reason is None:
             raise ResponderError("the model stream ended before messageStop")
         action, call = Action.CONTINUE, None
@@ -186,21 +223,70 @@ def conversation(request: TurnRequest) -> list[dict[str, Any]]:
     return messages
 
 
+class RetryBudget:
+    """The retries one turn may make: at most ``max_attempts`` calls in all, each retry after a full-jitter back-off,
+    and a retry only when, after that wait, ``reserve_s`` is still left before ``deadline`` for the call to answer."""
+
+    def __init__(
+        self,
+        *,
+        deadline: float,
+        max_attempts: int,
+        reserve_s: float,
+        backoff: Backoff,
+        sleep: Callable[[float], None],
+        clock: Callable[[], float],
+        turn: int,
+    ) -> None:
+        self.retries = 0
+        self._deadline = deadline
+        self._max_attempts = max_attempts
+        self._reserve_s = reserve_s
+        self._backoff = backoff
+        self._sleep = sleep
+        self._clock = clock
+        self._turn = turn
+
+    def retry(self, code: str) -> bool:
+        """After a retryable failure (``code``): wait and return True when another call may be made, else False."""
+        if self.retries + 1 >= self._max_attempts:
+            return False
+        delay = self._backoff.failure(self._clock())
+        if self._clock() + delay + self._reserve_s > self._deadline:
+            logger.info("no time left to retry the model", code=code, turn=self._turn, retries=self.retries)
+            return False
+        self.retries += 1
+        logger.warning(
+            "retrying the model", code=code, turn=self._turn, retry=self.retries, delay_ms=round(delay * 1000)
+        )
+        self._sleep(delay)
+        return True
+
+
 class BedrockReply:
-    """A reply being streamed from ``ConverseStream``; its action and attributes are known once the text is."""
+    """A reply being streamed from ``ConverseStream``; its action and attributes are known once the text is.
+
+    ``open_stream`` makes the call again (retrying it as the first was retried) when the stream fails, retryably,
+    before any text."""
 
     def __init__(
         self,
         events: Any,
         *,
+        open_stream: Callable[[], Any],
+        budget: RetryBudget,
         request: TurnRequest,
         deadline: float,
         closing_lines: Mapping[Action, str],
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._events = events
+        self._open_stream = open_stream
+        self._budget = budget
         self._request = request
         self._deadline = deadline
         self._closing_lines = closing_lines
+        self._clock = clock
         self._reader = ConverseStreamReader()
         self._action = Action.CONTINUE
         self._attributes: dict[str, str] = {}
@@ -218,21 +304,36 @@ class BedrockReply:
         """The model's ``messageStop.stopReason``, once the text is exhausted."""
         return self._reader.stop_reason
 
+    @property
+    def retries(self) -> int:
+        """How many times the call was made again for this reply (throttled, the model not ready, unavailable)."""
+        return self._budget.retries
+
     def text(self) -> Iterator[str]:
+        while True:
+            try:
+                for event in self._events:
+                    if self._clock() > self._deadline:
+                        raise ResponderError("the model did not finish its reply in time")
+                    delta = self._reader.feed(event)
+                    if delta:
+                        yield delta
+                break
+            except EventStreamError as exc:
+                code = str(exc.response.get("Error", {}).get("Code"))
+                # Text already yielded has been spoken: a second call would answer differently, so no retry then.
+                if code not in RETRYABLE_STREAM_ERRORS or self._reader.text_chars or not self._budget.retry(code):
+                    raise ResponderError(f"the model stream failed ({code})") from None
+            except (BotoCoreError, Urllib3Error) as exc:
+                raise ResponderError(f"the model stream was interrupted ({type(exc).__name__})") from None
+            finally:
+                self._events.close()
+            self._reader = ConverseStreamReader()
+            self._events = self._open_stream()
+        yield from self._finish()
+
+    def _finish(self) -> Iterator[str]:
         reader = self._reader
-        try:
-            for event in self._events:
-                if time.monotonic() > self._deadline:
-                    raise ResponderError("the model did not finish its reply in time")
-                delta = reader.feed(event)
-                if delta:
-                    yield delta
-        except EventStreamError as exc:
-            raise ResponderError(f"the model stream failed ({exc.response.get('Error', {}).get('Code')})") from None
-        except (BotoCoreError, Urllib3Error) as exc:
-            raise ResponderError(f"the model stream was interrupted ({type(exc).__name__})") from None
-        finally:
-            self._events.close()
         self._action, call = reader.finish(continuing=bool(self._request.spoken_prefix.strip()))
         if call is not None and call.reason:
             self._attributes[REASON_ATTRIBUTE] = call.reason
@@ -246,6 +347,7 @@ class BedrockReply:
             input_tokens=reader.usage.get("inputTokens"),
             output_tokens=reader.usage.get("outputTokens"),
             latency_ms=reader.latency_ms,
+            retries=self.retries,
         )
         if reader.stop_reason not in NATURAL_STOPS:
             logger.warning("the model's reply was cut short or stopped", stop_reason=reader.stop_reason)
@@ -258,6 +360,8 @@ class BedrockResponder:
     """Answers with a model on Amazon Bedrock, through ``ConverseStream``."""
 
     name = "bedrock"
+    speculative_safe = True
+    """ConverseStream changes nothing outside the reply (retries included): it may be asked before the turn ends."""
 
     def __init__(
         self,
@@ -271,11 +375,22 @@ class BedrockResponder:
         guardrail: tuple[str, str] | None = None,
         transfer_text: str = "Let me connect you with a colleague.",
         hangup_text: str = "Thank you for calling. Goodbye.",
+        max_attempts: int = 3,
+        retry_reserve_s: float = 1.5,
+        backoff_base_s: float = 0.2,
+        backoff_cap_s: float = 1.0,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: Callable[[], float] = random.random,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        """``client`` is a ``bedrock-runtime`` client whose read timeout bounds a stall in the stream; ``model_id`` a
-        model id or inference profile ARN; ``guardrail`` an (identifier, version) pair."""
+        """``client`` is a ``bedrock-runtime`` client that does not retry by itself, whose read timeout bounds a stall
+        in the stream; ``model_id`` a model id, inference profile id or ARN; ``guardrail`` an (identifier, version)
+        pair. A turn makes at most ``max_attempts`` calls; a retry waits a full-jitter back-off of ``backoff_base_s``
+        doubling up to ``backoff_cap_s`` (``sleep`` and ``rng`` making the wait, ``clock`` the deadline's clock) and
+        is made only when ``retry_reserve_s`` is left, after the wait, before the turn's deadline."""
         self._client = client
         self.model_id = model_id
+        self.family: ModelFamily = model_family(model_id)
         self.system_prompt = system_prompt.strip()
         inference: dict[str, Any] = {"maxTokens": max_tokens}
         if temperature is not None:
@@ -285,17 +400,55 @@ class BedrockResponder:
         self._inference = inference
         self._guardrail = guardrail
         self._closing_lines = {Action.TRANSFER: transfer_text, Action.HANGUP: hangup_text}
+        self._max_attempts = max_attempts
+        self._retry_reserve_s = retry_reserve_s
+        self._backoff = (backoff_base_s, backoff_cap_s)
+        self._sleep = sleep
+        self._rng = rng
+        self._clock = clock
+        self._say_what_is_withheld()
+
+    def _say_what_is_withheld(self) -> None:
+        family = self.family
+        if not family.known:
+            logger.info(
+                "the model's family is not in the capability table: the whole request is sent", model=self.model_id
+            )
+        if not family.streaming_tools:
+            logger.warning(
+                "the model takes no tools while streaming: it cannot transfer the caller or end the call",
+                model=self.model_id,
+                family=family.name,
+            )
+        if self.system_prompt and not family.system:
+            logger.info("the model takes no system prompt: it leads the first user message", family=family.name)
+        if self._guardrail is not None and not family.guardrails:
+            # Never dropped on the table's word: a deployment that asked for a guardrail does not run without one.
+            logger.warning(
+                "the capability table says the model takes no guardrail; it is sent, and Bedrock may refuse each turn",
+                family=family.name,
+            )
 
     def request(self, turn: TurnRequest) -> dict[str, Any]:
-        """The ``ConverseStream`` parameters that answer ``turn``."""
+        """The ``ConverseStream`` parameters that answer ``turn``, holding only what the model's family accepts.
+
+        The tools go as ``toolConfig`` when the family takes tools while streaming. The system prompt goes as
+        ``system``, or, to a family that takes none, at the head of the first user message, a blank line between it
+        and what the caller said. A configured guardrail always goes as ``guardrailConfig``: a model that refuses it
+        fails the turn loudly, which is better than answering callers without the guardrail asked for."""
+        messages = conversation(turn)
         parameters: dict[str, Any] = {
             "modelId": self.model_id,
-            "messages": conversation(turn),
+            "messages": messages,
             "inferenceConfig": self._inference,
-            "toolConfig": {"tools": TOOLS},
         }
-        if self.system_prompt:
+        if self.family.streaming_tools:
+            parameters["toolConfig"] = {"tools": TOOLS}
+        if self.system_prompt and self.family.system:
             parameters["system"] = [{"text": self.system_prompt}]
+        elif self.system_prompt and messages:
+            first = messages[0]["content"][0]
+            first["text"] = f"{self.system_prompt}\n\n{first['text']}"
         if self._guardrail is not None:
             identifier, version = self._guardrail
             parameters["guardrailConfig"] = {"guardrailIdentifier": identifier, "guardrailVersion": version}
@@ -304,15 +457,43 @@ class BedrockResponder:
     def respond(self, request: TurnRequest, *, deadline: float) -> BedrockReply:
         if not request.transcript.strip():
             raise ResponderError("the turn has no words to answer")
-        if time.monotonic() >= deadline:
+        if self._clock() >= deadline:
             raise ResponderError("no time left to ask the model")
-        try:
-            response = self._client.converse_stream(**self.request(request))
-        except ClientError as exc:
-            raise ResponderError(_refusal(exc)) from None
-        except (BotoCoreError, Urllib3Error) as exc:
-            raise ResponderError(f"Bedrock unreachable ({type(exc).__name__})") from None
-        return BedrockReply(response["stream"], request=request, deadline=deadline, closing_lines=self._closing_lines)
+        base_s, cap_s = self._backoff
+        budget = RetryBudget(
+            deadline=deadline,
+            max_attempts=self._max_attempts,
+            reserve_s=self._retry_reserve_s,
+            backoff=Backoff(base_s=base_s, cap_s=cap_s, rng=self._rng),
+            sleep=self._sleep,
+            clock=self._clock,
+            turn=request.turn_index,
+        )
+        parameters = self.request(request)
+
+        def open_stream() -> Any:
+            return self._open_stream(parameters, budget)
+
+        return BedrockReply(
+            open_stream(),
+            open_stream=open_stream,
+            budget=budget,
+            request=request,
+            deadline=deadline,
+            closing_lines=self._closing_lines,
+            clock=self._clock,
+        )
+
+    def _open_stream(self, parameters: Mapping[str, Any], budget: RetryBudget) -> Any:
+        while True:
+            try:
+                return self._client.converse_stream(**parameters)["stream"]
+            except ClientError as exc:
+                code = str(exc.response.get("Error", {}).get("Code") or "unknown")
+                if code not in RETRYABLE_REFUSALS or not budget.retry(code):
+                    raise ResponderError(_refusal(exc)) from None
+            except (BotoCoreError, Urllib3Error) as exc:
+                raise ResponderError(f"Bedrock unreachable ({type(exc).__name__})") from None
 
 
 def _refusal(exc: ClientError) -> str:
