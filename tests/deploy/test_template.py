@@ -112,7 +112,7 @@ ENVIRONMENT: dict[str, dict[str, Any]] = {
     "ConverseFunction": {
         "TURN_TABLE": {"Ref": "TurnTable"},
         "CONVERSE_MAX_WAIT_MS": "7000",
-        "CONVERSE_FAST_POLL_MS": "20",
+        "CONVERSE_FAST_POLL_MS": "10",
         "CONVERSE_SLOW_POLL_MS": "100",
     },
 }

@@ -93,6 +93,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--text", default=None, help="a sentence the caller says first (spoken by the local speech engine)"
     )
     demo.add_argument(
+        "--recognition",
+        choices=("auto", "pocketsphinx", "registered"),
+        default="auto",
+        help="how the Ink emulator hears the caller: PocketSphinx (auto, when installed), or each clip's registered "
+        "transcript, the --text sentence included, so a scripted sentence is heard exactly and at once",
+    )
+    demo.add_argument(
         "--sonic-hosting",
         choices=("sagemaker", "self-managed", "cartesia-api"),
         default="sagemaker",
@@ -202,6 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             engine=args.engine,
             scenario=args.scenario,
             text=args.text,
+            recognition=args.recognition,
             sonic_hosting=args.sonic_hosting,
             calls=args.calls,
             interval_ms=args.interval_ms,

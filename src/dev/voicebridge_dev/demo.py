@@ -120,6 +120,7 @@ def run_demo(
     engine: str = "auto",
     scenario: str = "normal",
     text: str | None = None,
+    recognition: str = "auto",
     sonic_hosting: str = "sagemaker",
     calls: int = 1,
     interval_ms: float = DEFAULT_INTERVAL_MS,
@@ -127,6 +128,8 @@ def run_demo(
     """Run the demo call; returns the exit status (0 when the flow ended the call or the caller hung up).
 
     ``text``, when given, replaces the caller's first utterance: the local speech engine speaks it.
+    ``recognition`` is how the Ink emulator hears the caller: ``pocketsphinx`` (``auto``: when installed) or
+    ``registered`` (each clip's own transcript, heard exactly; what a run with many calls always uses).
     ``calls`` above 1 places that many calls at once on virtual clocks instead (:func:`run_load`).
     ``sonic_hosting`` is where the functions find Sonic, as the template's ``SonicHosting`` says: ``sagemaker`` (the
     emulator's endpoint), ``self-managed`` (its container contract, ``POST /invocations``) or ``cartesia-api``.
@@ -150,7 +153,16 @@ def run_demo(
             sonic_backend=SONIC_BACKENDS[sonic_hosting],
             interval_ms=interval_ms,
         )
-    recogniser = _ChildProcessRecogniser() if load_recogniser("auto") is not None else None
+    try:
+        embedded = (
+            None
+            if recognition == "registered"
+            else load_recogniser("pocketsphinx" if recognition == "pocketsphinx" else "auto")
+        )
+    except RecogniserUnavailableError as exc:
+        print(f"voicebridge demo: {exc}", file=sys.stderr)
+        return 2
+    recogniser = _ChildProcessRecogniser() if embedded is not None else None
     # moto's web server logs every request; the timeline is what a person should read.
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     out.mkdir(parents=True, exist_ok=True)

@@ -200,7 +200,7 @@ class Settings:
     await_max_wait_ms: int = field(default=7000, metadata=_whole(100, 7800))
     await_poll_interval_ms: int = field(default=40, metadata=_whole(10, 1000))
     converse_max_wait_ms: int = field(default=7000, metadata=_whole(100, 7800))
-    converse_fast_poll_ms: int = field(default=20, metadata=_whole(5, 1000))
+    converse_fast_poll_ms: int = field(default=10, metadata=_whole(5, 1000))
     converse_slow_poll_ms: int = field(default=100, metadata=_whole(10, 2000))
 
     # Converse path: the responder that answers a caller's turn

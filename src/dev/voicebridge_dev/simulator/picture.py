@@ -4,8 +4,15 @@ Two lanes share a time axis in seconds: the caller's audio on top, the bot's bel
 per pixel column and coloured by what it is (the caller's speech, a prompt from S3, Connect's voice, a hold).
 Each of the bot's prompts — a reply's segments one after another — begins with a thin white gap, so a reply's
 segments show apart. A red line marks each moment Ink ended a caller's turn, a purple one on the bot's lane each
-moment a reply segment was ready (stored, its audio in S3). The file is an 8-bit RGB PNG: signature, IHDR, one
-IDAT (filter 0 on every row), IEND.
+moment a reply segment was ready (stored, its audio in S3).
+
+Under it, a waterfall for every turn: one row per turn, its time axis in milliseconds after the caller stopped
+speaking, with a mark for each of the turn's moments (:meth:`~voicebridge_dev.simulator.report.TurnFigures.
+waterfall_ms`): Ink's eager end, its turn end, the responder's first token and first clause, Sonic's first byte,
+segment 0 stored, ConverseFunction's answer and Connect playing it; a bar runs from the stop to the playing, and the
+row is labelled with the turn and whether its reply was speculative (HIT, MISS, OFF).
+
+The file is an 8-bit RGB PNG: signature, IHDR, one IDAT (filter 0 on every row), IEND.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ import numpy.typing as npt
 
 from voicebridge_dev.simulator.engine import CallResult
 from voicebridge_dev.simulator.events import BOT, CALLER, Segment
-from voicebridge_dev.simulator.report import turn_figures
+from voicebridge_dev.simulator.report import TurnFigures, turn_figures
 
 __all__ = ["timeline_png"]
 
@@ -38,6 +45,17 @@ _COLOURS: dict[str, Colour] = {
 }
 _TURN: Colour = (214, 39, 40)
 _READY: Colour = (148, 103, 189)
+_WATERFALL: tuple[tuple[str, str, Colour], ...] = (
+    ("eager_end", "EAGER END", (255, 127, 14)),
+    ("turn_end", "TURN END", _TURN),
+    ("responder_first_token", "1ST TOKEN", (140, 86, 75)),
+    ("first_clause", "1ST CLAUSE", (227, 119, 194)),
+    ("sonic_first_byte", "SONIC 1ST BYTE", (188, 189, 34)),
+    ("segment_stored", "STORED", _READY),
+    ("converse_answered", "ANSWERED", (23, 190, 207)),
+    ("connect_playing", "PLAYING", (31, 119, 180)),
+)
+_ROW_HEIGHT = 18
 
 _LEFT, _RIGHT, _TOP = 80, 20, 20
 _LANE_HEIGHT, _LANE_GAP = 70, 20
@@ -122,7 +140,10 @@ def timeline_png(result: CallResult, *, width: int = 1200) -> bytes:
     lanes = {CALLER: _TOP, BOT: _TOP + _LANE_HEIGHT + _LANE_GAP}
     axis = _TOP + 2 * _LANE_HEIGHT + _LANE_GAP + 6
     legend = axis + 34
-    height = legend + 24
+    figures = turn_figures(result)
+    waterfall_top = legend + 40
+    waterfall_axis = waterfall_top + _ROW_HEIGHT * len(figures) + 4
+    height = waterfall_axis + 60 if figures else legend + 24
     image = np.empty((height, width, 3), dtype=np.uint8)
     image[:] = _WHITE
     seconds = max(result.duration, 1e-3)
@@ -154,7 +175,7 @@ def timeline_png(result: CallResult, *, width: int = 1200) -> bytes:
         if segment.track == BOT and segment.kind != "hold":
             image[lanes[BOT] : lanes[BOT] + _LANE_HEIGHT, x_of(segment.start)] = _WHITE
 
-    for turn in turn_figures(result):
+    for turn in figures:
         if turn.turn_end is not None:
             image[_TOP:axis, x_of(turn.turn_end)] = _TURN
         for reply in turn.segments:
@@ -171,4 +192,44 @@ def timeline_png(result: CallResult, *, width: int = 1200) -> bytes:
     ):
         image[legend : legend + 10, x : x + 10] = colour
         x = _text(image, x + 16, legend, label) + 20
+    if figures:
+        _draw_waterfall(image, figures, top=waterfall_top, axis=waterfall_axis, plot=plot)
     return _png(image)
+
+
+def _draw_waterfall(image: Image, figures: list[TurnFigures], *, top: int, axis: int, plot: int) -> None:
+    """One row per turn: its moments after the caller stopped, on a shared axis of milliseconds."""
+    rows = []
+    for turn in figures:
+        moments = turn.waterfall_ms()
+        stop = moments["caller_stop"]
+        rows.append({name: None if stop is None or value is None else value - stop for name, value in moments.items()})
+    latest = max((v for row in rows for v in row.values() if v is not None), default=0)
+    span = max(1000, -(-latest // 500) * 500)
+    step = 250 if span <= 2000 else 500 if span <= 5000 else 1000
+    _text(image, _LEFT, top - 16, "WATERFALL: MS AFTER THE CALLER STOPPED")
+
+    def x_of(ms: float) -> int:
+        return _LEFT + min(max(round(ms / span * (plot - 1)), 0), plot - 1)
+
+    for number, (turn, row) in enumerate(zip(figures, rows, strict=True)):
+        y = top + number * _ROW_HEIGHT
+        _text(image, 8, y + 3, f"{turn.index} {turn.speculative}")
+        image[y + 2 : y + _ROW_HEIGHT - 2, _LEFT : _LEFT + plot] = _LANE
+        playing = row.get("connect_playing")
+        if playing is not None and playing > 0:
+            image[y + 7 : y + _ROW_HEIGHT - 7, x_of(0) : x_of(playing)] = _GRID
+        for name, _, colour in _WATERFALL:
+            value = row.get(name)
+            if value is not None:
+                x = x_of(value)
+                image[y + 2 : y + _ROW_HEIGHT - 2, max(x - 1, _LEFT) : x + 2] = colour
+    for tick in range(0, span + 1, step):
+        x = x_of(tick)
+        image[axis : axis + 5, x] = _INK
+        _text(image, x - 4, axis + 8, str(tick))
+    image[axis, _LEFT : _LEFT + plot] = _INK
+    x = _LEFT
+    for _, label, colour in _WATERFALL:
+        image[axis + 28 : axis + 38, x : x + 10] = colour
+        x = _text(image, x + 16, axis + 28, label) + 16

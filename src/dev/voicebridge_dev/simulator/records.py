@@ -6,16 +6,20 @@ prompt starting). Two kinds of item are read (``docs/functions.md``, *The turn t
 replies*), every epoch-millisecond moment converted to the call's time with :meth:`Clock.call_time`:
 
 - a caller's turn, ``TurnKey = customer#<n:09d>``: its transcript and ``EndedAt``, when Ink's turn ended;
-- a reply segment, ``TurnKey = reply#<n:09d>#<k:03d>``: its text, prompt, ``ReadyAt`` (stored, its audio in S3)
-  and ``Timings`` — ``ResponderMs`` on a reply's first segment (the responder's time to its first sentence) and
-  ``SynthesisMs`` when Sonic made the prompt (none for a cached prompt, or a sentence left to Connect's voice).
+- a reply segment, ``TurnKey = reply#<n:09d>#<k:03d>`` (or ``spec#<n:09d>#<a:02d>#<k:03d>`` for a speculative
+  reply): its text, prompt, ``ReadyAt`` (stored, its audio in S3) and ``Timings`` — ``ResponderMs`` on a reply's
+  first segment (the responder's time to its first sentence), ``SynthesisMs`` when Sonic made the prompt (none for a
+  cached prompt, or a sentence left to Connect's voice), and on the first segment the reply's waterfall moments
+  (``EagerEndAt``, ``ResponderStartedAt``, ``ResponderFirstTokenAt``, ``FirstClauseAt``, ``SonicFirstByteAt``);
+- what speculation did for turn *n*, ``TurnKey = spec#<n:09d>``: its ``Outcome`` (``hit`` or ``miss``), the keys
+  of the attempt committed and when (``Keys``, ``CommittedAt``), attempts and what the misses discarded.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -24,11 +28,12 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from voicebridge_dev.simulator.clock import Clock
 
-__all__ = ["CallRecords", "StoredSegment", "StoredTurn", "read_records"]
+__all__ = ["CallRecords", "StoredSegment", "StoredSpeculation", "StoredTurn", "read_records"]
 
 logger = logging.getLogger(__name__)
 
 _DESERIALIZER = TypeDeserializer()
+_WATERFALL = ("EagerEndAt", "ResponderStartedAt", "ResponderFirstTokenAt", "FirstClauseAt", "SonicFirstByteAt")
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,26 @@ class StoredSegment:
     ready_at: float | None
     responder_ms: float | None = None
     synthesis_ms: float | None = None
+    keys: str = "reply"
+    """Where the reply keeps its segments: ``reply``, or a speculative attempt's ``spec#<n>#<a>``."""
+    moments: Mapping[str, float] = field(default_factory=dict)
+    """The reply's waterfall on its first segment, each a moment of the call: ``EagerEndAt``,
+    ``ResponderStartedAt``, ``ResponderFirstTokenAt``, ``FirstClauseAt``, ``SonicFirstByteAt``."""
+
+
+@dataclass(frozen=True)
+class StoredSpeculation:
+    """What speculation did for one caller turn."""
+
+    turn: int
+    outcome: str | None
+    """``hit`` (a speculative reply was committed), ``miss``, or None while undecided."""
+    keys: str | None
+    committed_at: float | None
+    starts: int = 0
+    misses: int = 0
+    waste_tokens: int = 0
+    waste_sonic_ms: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -60,12 +85,29 @@ class CallRecords:
 
     turns: tuple[StoredTurn, ...] = ()
     segments: tuple[StoredSegment, ...] = ()
+    speculations: tuple[StoredSpeculation, ...] = ()
 
     def turn(self, index: int, track: str = "customer") -> StoredTurn | None:
         return next((t for t in self.turns if t.track == track and t.index == index), None)
 
+    def speculation(self, turn: int) -> StoredSpeculation | None:
+        return next((s for s in self.speculations if s.turn == turn), None)
+
+    def keys(self, turn: int) -> str:
+        """Where the reply named as ``turn``'s keeps its segments: a committed speculation's keys, else ``reply``."""
+        speculation = self.speculation(turn)
+        if speculation is not None and speculation.outcome == "hit" and speculation.keys:
+            return speculation.keys
+        return "reply"
+
     def segment(self, turn: int, index: int) -> StoredSegment | None:
-        return next((s for s in self.segments if s.turn == turn and s.index == index), None)
+        keys = self.keys(turn)
+        return next((s for s in self.segments if s.turn == turn and s.index == index and s.keys == keys), None)
+
+    def reply(self, turn: int) -> list[StoredSegment]:
+        """The segments of the reply named as ``turn``'s, in order."""
+        keys = self.keys(turn)
+        return sorted((s for s in self.segments if s.turn == turn and s.keys == keys), key=lambda s: s.index)
 
 
 def read_records(client: Any, table: str, contact_id: str, clock: Clock) -> CallRecords:
@@ -93,10 +135,12 @@ def read_records(client: Any, table: str, contact_id: str, clock: Clock) -> Call
 
     turns: list[StoredTurn] = []
     segments: list[StoredSegment] = []
+    speculations: list[StoredSpeculation] = []
     for item in items:
         key = str(item.get("TurnKey", ""))
-        if key.startswith("reply#") and "Segment" in item:
+        if key.startswith(("reply#", "spec#")) and "Segment" in item:
             timings: Mapping[str, Any] = item.get("Timings") or {}
+            moments = {name: moment(timings[name]) for name in _WATERFALL if _number(timings.get(name)) is not None}
             segments.append(
                 StoredSegment(
                     turn=int(item["Turn"]),
@@ -106,6 +150,21 @@ def read_records(client: Any, table: str, contact_id: str, clock: Clock) -> Call
                     ready_at=moment(item.get("ReadyAt")),
                     responder_ms=_number(timings.get("ResponderMs")),
                     synthesis_ms=_number(timings.get("SynthesisMs")),
+                    keys="reply" if key.startswith("reply#") else key.rsplit("#", 1)[0],
+                    moments={name: value for name, value in moments.items() if value is not None},
+                )
+            )
+        elif key.startswith("spec#") and key.count("#") == 1:
+            speculations.append(
+                StoredSpeculation(
+                    turn=int(item.get("Turn", key.split("#")[1])),
+                    outcome=str(item["Outcome"]) if item.get("Outcome") else None,
+                    keys=str(item["Keys"]) if item.get("Keys") else None,
+                    committed_at=moment(item.get("CommittedAt")),
+                    starts=int(item.get("Starts", 0)),
+                    misses=int(item.get("Misses", 0)),
+                    waste_tokens=int(item.get("WasteTokens", 0)),
+                    waste_sonic_ms=float(item.get("WasteSonicMs", 0)),
                 )
             )
         elif "Track" in item and "Seq" in item:
@@ -117,7 +176,7 @@ def read_records(client: Any, table: str, contact_id: str, clock: Clock) -> Call
                     ended_at=moment(item.get("EndedAt")),
                 )
             )
-    return CallRecords(tuple(turns), tuple(segments))
+    return CallRecords(tuple(turns), tuple(segments), tuple(speculations))
 
 
 def _number(raw: Any) -> float | None:

@@ -19,10 +19,19 @@ the millisecond or a timing the product measured:
 - ``sonic_first_segment`` — Sonic making that sentence's prompt (``SynthesisMs``; none for a cached prompt or one
   left to Connect's voice, counted as 0 below);
 - ``stop_to_playing`` — the caller's voice ending to Connect playing the reply's first segment;
-- ``bridge`` — ``stop_to_playing`` less the other three: what the project adds. ``bridge_parts_ms`` splits it: the
-  consumer's own work around the responder and Sonic (``reply``: the turn stored and taken up, the prompt stored,
-  the segment put), ``ConverseFunction`` learning of the segment and answering (``delivery``), and Connect fetching
-  the prompt and starting it (``connect``).
+- ``bridge`` — ``stop_to_playing`` less Ink's part and less the responder's and Sonic's time *after the turn
+  ended*: what the project adds. Without speculation that is ``stop_to_playing`` less the other three; a speculative
+  reply started at the eager end has done some or all of its responder and Sonic work before the turn ended, and
+  only what is left after it counts. ``bridge_parts_ms`` splits it: the consumer's own work around the responder and
+  Sonic (``reply``: the turn stored and taken up, the prompt stored, the segment put — or the speculation committed),
+  ``ConverseFunction`` learning of the segment and answering (``delivery``), and Connect fetching the prompt and
+  starting it (``connect``).
+
+``speculative`` is ``hit`` (the reply played was made speculatively, from Ink's eager end, and committed when the
+turn ended with the same words), ``miss`` (a speculative reply was started and discarded) or ``off``. The
+``waterfall_ms`` of a turn are its moments in the order they happen: ``caller_stop``, ``eager_end``, ``turn_end``,
+``responder_first_token``, ``first_clause``, ``sonic_first_byte``, ``segment_stored`` (segment 0 in the table; for a
+hit, named by the commit), ``converse_answered`` and ``connect_playing``.
 
 ``segment_gaps_ms`` are the silences between a reply's segments as Connect plays them. The JSON report
 (:func:`build_report`) holds these with every prompt, utterance, action and Lambda call, in milliseconds since the
@@ -34,7 +43,7 @@ from __future__ import annotations
 import itertools
 import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -50,6 +59,7 @@ from voicebridge_dev.simulator.events import (
     SpeechStarted,
     StreamingChanged,
 )
+from voicebridge_dev.simulator.records import StoredSpeculation
 
 __all__ = [
     "LATENCIES",
@@ -62,6 +72,7 @@ __all__ = [
     "summary",
     "transcript",
     "turn_figures",
+    "waterfall_table",
 ]
 
 _SOURCES = {"prompt": "S3 prompt", "connect-voice": "Connect voice, local stand-in", "hold": "hold"}
@@ -128,6 +139,8 @@ class ReplySegment:
     end: float | None
     responder_ms: float | None = None
     synthesis_ms: float | None = None
+    moments: Mapping[str, float] = field(default_factory=dict)
+    """The reply's waterfall, on its first segment (:class:`~voicebridge_dev.simulator.records.StoredSegment`)."""
 
     @property
     def source(self) -> str:
@@ -151,6 +164,14 @@ class TurnFigures:
     """What the reply asked of the flow (``Continue``, ``Transfer``, ``Hangup``), when the flow was told."""
     conversation: bool = True
     """The reply came from the responder (ConverseFunction), not from the flow's own prompt."""
+    speculation: StoredSpeculation | None = None
+
+    @property
+    def speculative(self) -> str:
+        """``hit``, ``miss`` or ``off``: whether the reply played was a committed speculative one."""
+        if self.speculation is None or not self.speculation.starts:
+            return "off"
+        return "hit" if self.speculation.outcome == "hit" else "miss"
 
     @property
     def reply(self) -> str | None:
@@ -165,15 +186,43 @@ class TurnFigures:
     def reply_start(self) -> float | None:
         return None if self.first is None else self.first.start
 
+    def _after_turn_end_ms(self) -> tuple[int, int] | None:
+        """The responder's and Sonic's milliseconds on segment 0 after the turn ended (all of them, for a reply
+        started by the turn end); None when the records do not say."""
+        first = self.first
+        responder = _whole_ms(None if first is None else first.responder_ms)
+        if first is None or responder is None:
+            return None
+        sonic = _whole_ms(first.synthesis_ms) or 0
+        started = first.moments.get("ResponderStartedAt")
+        clause = first.moments.get("FirstClauseAt")
+        if self.speculative != "hit" or started is None or clause is None or self.turn_end is None:
+            return responder, sonic
+        end = self.turn_end
+        responder_after = max(0, round((clause - max(started, end)) * 1000))
+        sonic_after = max(0, round((clause + sonic / 1000 - max(clause, end)) * 1000))
+        return responder_after, sonic_after
+
+    def _available(self) -> float | None:
+        """When segment 0 could first be handed to the flow: stored, and for a hit also committed."""
+        first = self.first
+        if first is None or first.ready is None:
+            return None
+        committed = None if self.speculation is None else self.speculation.committed_at
+        if self.speculative == "hit" and committed is not None:
+            return max(first.ready, committed)
+        return first.ready
+
     def latency_ms(self) -> dict[str, int | None]:
         first = self.first
         stop_to_turn_end = _gap(self.speech_end, self.turn_end)
         stop_to_playing = _gap(self.speech_end, self.reply_start)
         responder = _whole_ms(None if first is None else first.responder_ms)
         sonic = _whole_ms(None if first is None else first.synthesis_ms)
+        after = self._after_turn_end_ms()
         bridge = None
-        if stop_to_playing is not None and stop_to_turn_end is not None and responder is not None:
-            bridge = stop_to_playing - stop_to_turn_end - responder - (sonic or 0)
+        if stop_to_playing is not None and stop_to_turn_end is not None and after is not None:
+            bridge = stop_to_playing - stop_to_turn_end - after[0] - after[1]
         return {
             "stop_to_turn_end": stop_to_turn_end,
             "responder_first_sentence": responder,
@@ -185,14 +234,32 @@ class TurnFigures:
     def bridge_parts_ms(self) -> dict[str, int | None]:
         """``bridge`` split where the product's records allow it; the parts add up to it exactly."""
         first = self.first
-        if first is None or first.responder_ms is None:
+        after = self._after_turn_end_ms()
+        if first is None or after is None:
             return {"reply": None, "delivery": None, "connect": None}
-        made = _gap(self.turn_end, first.ready)
-        responder, sonic = _whole_ms(first.responder_ms) or 0, _whole_ms(first.synthesis_ms) or 0
+        available = self._available()
+        made = _gap(self.turn_end, available)
         return {
-            "reply": None if made is None else made - responder - sonic,
-            "delivery": _gap(first.ready, first.delivered),
+            "reply": None if made is None else made - after[0] - after[1],
+            "delivery": _gap(available, first.delivered),
             "connect": _gap(first.delivered, first.start),
+        }
+
+    def waterfall_ms(self) -> dict[str, int | None]:
+        """The turn's moments, milliseconds since the call began, in the order they happen (None: not seen)."""
+        first = self.first
+        moments = {} if first is None else first.moments
+        sonic_first = moments.get("SonicFirstByteAt")
+        return {
+            "caller_stop": _ms(self.speech_end),
+            "eager_end": _ms(moments.get("EagerEndAt")),
+            "turn_end": _ms(self.turn_end),
+            "responder_first_token": _ms(moments.get("ResponderFirstTokenAt")),
+            "first_clause": _ms(moments.get("FirstClauseAt")),
+            "sonic_first_byte": _ms(sonic_first),
+            "segment_stored": _ms(self._available()),
+            "converse_answered": _ms(None if first is None else first.delivered),
+            "connect_playing": _ms(self.reply_start),
         }
 
     def segment_gaps_ms(self) -> list[int]:
@@ -252,6 +319,7 @@ def turn_figures(result: CallResult) -> list[TurnFigures]:
                     end=None if played is None else played.end,
                     responder_ms=stored.responder_ms if stored else None,
                     synthesis_ms=stored.synthesis_ms if stored else None,
+                    moments=stored.moments if stored else {},
                 ),
             )
             if current.delivered is None:
@@ -281,9 +349,10 @@ def turn_figures(result: CallResult) -> list[TurnFigures]:
                     start=played.start,
                     end=played.end,
                 )
-    for stored in result.records.segments:
-        turn = turns.get(stored.turn)
-        if turn is not None and turn.conversation and stored.index not in turn.segments:
+    for index, turn in turns.items():
+        for stored in result.records.reply(index) if turn.conversation else ():
+            if stored.index in turn.segments:
+                continue
             turn.segments[stored.index] = ReplySegment(
                 index=stored.index,
                 text=stored.text,
@@ -295,6 +364,7 @@ def turn_figures(result: CallResult) -> list[TurnFigures]:
                 end=None,
                 responder_ms=stored.responder_ms,
                 synthesis_ms=stored.synthesis_ms,
+                moments=stored.moments,
             )
     return _with_utterances(result, [turns[index] for index in sorted(turns)])
 
@@ -325,6 +395,7 @@ def _with_utterances(result: CallResult, turns: list[_Turn]) -> list[TurnFigures
                 segments=tuple(turn.segments[k] for k in sorted(turn.segments)),
                 action=turn.action,
                 conversation=turn.conversation,
+                speculation=result.records.speculation(turn.index),
             )
         )
     return figures
@@ -351,9 +422,18 @@ def summary(figures: Sequence[TurnFigures]) -> dict[str, Any]:
     """The call's turns in a few figures: the median of each latency, and of the gaps between segments."""
     latencies = [turn.latency_ms() for turn in figures]
     gaps = [gap for turn in figures for gap in turn.segment_gaps_ms()]
+    speculations = [turn.speculation for turn in figures if turn.speculation is not None]
     return {
         "turns": len(figures),
         "segments": sum(len(turn.segments) for turn in figures),
+        "speculation": {
+            "hits": sum(turn.speculative == "hit" for turn in figures),
+            "misses": sum(turn.speculative == "miss" for turn in figures),
+            "starts": sum(s.starts for s in speculations),
+            "discarded": sum(s.misses for s in speculations),
+            "waste_tokens": sum(s.waste_tokens for s in speculations),
+            "waste_sonic_ms": round(sum(s.waste_sonic_ms for s in speculations), 1),
+        },
         "median_ms": {name: _median([latency[name] for latency in latencies]) for name in LATENCIES},
         "segment_gap_median_ms": _median(gaps),
         "segment_gap_max_ms": max(gaps, default=None),
@@ -403,8 +483,10 @@ def build_report(result: CallResult, **context: Any) -> dict[str, Any]:
                     }
                     for segment in turn.segments
                 ],
+                "speculative": turn.speculative,
                 "latency_ms": turn.latency_ms(),
                 "bridge_parts_ms": turn.bridge_parts_ms(),
+                "waterfall_ms": turn.waterfall_ms(),
                 "segment_gaps_ms": turn.segment_gaps_ms(),
             }
             for turn in figures
@@ -492,6 +574,7 @@ _COLUMNS = (
     ("turn", 4),
     ("heard", 34),
     ("segs", 4),
+    ("spec", 4),
     ("stop->turn end", 14),
     ("responder", 9),
     ("sonic", 6),
@@ -524,8 +607,9 @@ def latency_table(result: CallResult) -> str:
             latency["stop_to_playing"],
             _median(gaps),
         )
-        cells = [cell(value, width) for value, (_, width) in zip(values, _COLUMNS[3:], strict=True)]
-        rows.append("  ".join([f"{turn.index:>4}", f"{heard:<34}", f"{len(turn.segments):>4}", *cells]))
+        cells = [cell(value, width) for value, (_, width) in zip(values, _COLUMNS[4:], strict=True)]
+        row = [f"{turn.index:>4}", f"{heard:<34}", f"{len(turn.segments):>4}", f"{turn.speculative:>4}", *cells]
+        rows.append("  ".join(row))
     if len(rows) == 2:
         rows.append("(no turn was heard)")
     else:
@@ -540,7 +624,43 @@ def latency_table(result: CallResult) -> str:
             cell(median["stop_to_playing"], 10),
             cell(medians["segment_gap_median_ms"], 13),
         ]
-        rows.append("  ".join([f"{'':>4}", f"{'median':<34}", f"{medians['segments']:>4}", *cells]))
+        hits = f"{medians['speculation']['hits']}/{len(figures)}"
+        rows.append("  ".join([f"{'':>4}", f"{'median':<34}", f"{medians['segments']:>4}", f"{hits:>4}", *cells]))
+    return "\n".join(rows) + "\n" + waterfall_table(figures)
+
+
+_WATERFALL_COLUMNS = (
+    ("eager_end", "eager end"),
+    ("turn_end", "turn end"),
+    ("responder_first_token", "1st token"),
+    ("first_clause", "1st clause"),
+    ("sonic_first_byte", "sonic 1st"),
+    ("segment_stored", "stored"),
+    ("converse_answered", "answered"),
+    ("connect_playing", "playing"),
+)
+
+
+def waterfall_table(figures: Sequence[TurnFigures]) -> str:
+    """Each turn's moments as milliseconds after the caller stopped, with their medians: what waited for what."""
+    header = "  ".join([f"{'turn':>4}", f"{'spec':>4}", *(f"{title:>10}" for _, title in _WATERFALL_COLUMNS)])
+    rows = ["", "waterfall: milliseconds after the caller stopped", header, "-" * len(header)]
+    columns: dict[str, list[int | None]] = {name: [] for name, _ in _WATERFALL_COLUMNS}
+    for turn in figures:
+        moments = turn.waterfall_ms()
+        stop = moments["caller_stop"]
+        cells = []
+        for name, _ in _WATERFALL_COLUMNS:
+            value = moments[name]
+            after = None if value is None or stop is None else value - stop
+            columns[name].append(after)
+            cells.append(f"{'-' if after is None else f'{after} ms':>10}")
+        rows.append("  ".join([f"{turn.index:>4}", f"{turn.speculative:>4}", *cells]))
+    if not figures:
+        return ""
+    rows.append("-" * len(header))
+    medians = [_median(columns[name]) for name, _ in _WATERFALL_COLUMNS]
+    rows.append("  ".join([f"{'':>4}", f"{'med':>4}", *(f"{'-' if m is None else f'{m:g} ms':>10}" for m in medians)]))
     return "\n".join(rows) + "\n"
 
 

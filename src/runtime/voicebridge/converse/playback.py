@@ -109,7 +109,12 @@ def _next(contact_id: str, status: ReplyStatus | None, turn: int, played: int, r
 def _segment(contact_id: str, status: ReplyStatus, turn: int, index: int, replies: ReplyStore) -> Next | None:
     if status.segments <= index and status.turn == turn:
         return None
-    segment = replies.segment(contact_id, turn, index, status.keys)
+    latest = status.latest
+    if latest is not None and latest.turn == turn and latest.index == index:
+        # The status carries the segment stored last: what the flow almost always asks for next, in the same read.
+        segment: Segment | None = latest
+    else:
+        segment = replies.segment(contact_id, turn, index, status.keys)
     if segment is None:
         return None
     last = status.done and status.turn == turn and index == status.segments - 1

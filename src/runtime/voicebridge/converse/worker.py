@@ -133,6 +133,8 @@ class _Reply:
     text_chars: int = 0
     output_tokens: int | None = None
     sonic_ms: float = 0.0
+    last: Segment | None = None
+    """The segment stored last: the status carries a copy of it."""
 
     @property
     def speculative(self) -> bool:
@@ -173,6 +175,8 @@ class ReplyWorker:
         """Speculative replies committed and still being made, on their own threads."""
         self._running: set[threading.Thread] = set()
         self._starts: Counter[int] = Counter()
+        self._history: list[Exchange] | None = None
+        """The conversation so far, read once: this worker is its only writer while it lives."""
         self._closing = False
         self._abandoned = threading.Event()
         self.replies_made = 0
@@ -319,7 +323,6 @@ class ReplyWorker:
                 )
                 self._current = reply
             try:
-                self._replies.begin(self.contact_id, reply.seq, reply.keys)
                 self._make(reply)
             except VoiceBridgeError as exc:
                 logger.warning("reply not stored", turn=reply.seq, reason=exc.safe_message)
@@ -386,6 +389,7 @@ class ReplyWorker:
                 action=action,
                 attributes=_bounded(attributes),
                 keys=reply.keys,
+                latest=reply.last,
             )
             committed = self._replies.commit(status, self.contact_id)
             if committed:
@@ -466,9 +470,7 @@ class ReplyWorker:
             contact_id=self.contact_id,
             turn_index=reply.seq,
             transcript=reply.transcript,
-            history=self._replies.history(self.contact_id)[-self._settings.history_turns :]
-            if self._settings.history_turns
-            else (),
+            history=self._conversation()[-self._settings.history_turns :] if self._settings.history_turns else (),
             attributes=dict(self._attributes),
             language=self._settings.sonic_default_language,
             spoken_prefix=reply.spoken_prefix,
@@ -480,7 +482,10 @@ class ReplyWorker:
         action, attributes = Action.CONTINUE, {}
         try:
             answer = self._responder.respond(request, deadline=deadline)
-            if reply.speculative:
+            # Said once the responder has been asked, so the status write is not on the way to its first token.
+            if not reply.speculative:
+                self._replies.begin(self.contact_id, reply.seq, reply.keys)
+            elif not reply.committed:
                 self._replies.expect(self.contact_id, reply.seq)
             text = answer.text()
             try:
@@ -504,6 +509,9 @@ class ReplyWorker:
                 if close is not None:
                     close()
             reply.output_tokens = getattr(answer, "output_tokens", None)
+            retries = getattr(answer, "retries", 0)
+            if retries:
+                self._report("ResponderRetries", MetricUnit.Count, retries)
         except ResponderError as exc:
             if reply.speculative and not reply.committed:
                 reply.failed = True
@@ -550,9 +558,14 @@ class ReplyWorker:
         if self._abandoned.is_set():
             return
         self._attributes.update(attributes)
-        self._replies.finish(self.contact_id, reply.seq, reply.next_index, action, attributes, reply.keys)
-        self._replies.record_exchange(
-            self.contact_id, Exchange(reply.transcript, " ".join(reply.spoken)), keep=self._settings.history_turns
+        self._replies.finish(
+            self.contact_id, reply.seq, reply.next_index, action, attributes, reply.keys, latest=reply.last
+        )
+        self._history = self._replies.record_exchange(
+            self.contact_id,
+            Exchange(reply.transcript, " ".join(reply.spoken)),
+            keep=self._settings.history_turns,
+            before=self._conversation(),
         )
         self.replies_made += 1
         logger.info(
@@ -608,10 +621,16 @@ class ReplyWorker:
                 return
             stored = self._replies.put_segment(segment, advance=reply.committed)
             reply.next_index = index + 1
+            reply.last = segment
         if stored and index == 0 and turn is not None and turn.latency_ms is not None:
             # From the end of the caller's voice (Connect's clock) to the first prompt in S3.
             caller_stopped_ms = turn.ended_at_ms - turn.latency_ms
             self._report("ReplyFirstPromptReady", MetricUnit.Milliseconds, max(0.0, ready_ms - caller_stopped_ms))
+
+    def _conversation(self) -> list[Exchange]:
+        if self._history is None:
+            self._history = self._replies.history(self.contact_id)
+        return self._history
 
     def _since(self, started: float) -> float:
         return (self._clock.monotonic() - started) * 1000

@@ -7,9 +7,10 @@ Items, next to the turns and the checkpoint (partition key ``ContactId``, sort k
   voice) and the sentence. Written with a conditional put: a replay can never change a segment a flow may already
   have played.
 - ``TurnKey = "reply"`` — one per contact: the latest turn being answered, how many of its segments are stored,
-  and whether its reply is complete (with its action and the responder's attributes). ConverseFunction polls this
-  one small item (a strongly consistent read), fast while a reply is being made and slowly while the caller speaks,
-  and reads a segment only once the status says it exists.
+  and whether its reply is complete (with its action and the responder's attributes), and a copy of the segment
+  stored last (``Latest``: what the flow almost always asks for next). ConverseFunction polls this one small item
+  (a strongly consistent read), fast while a reply is being made and slowly while the caller speaks, and reads a
+  segment item only when the one it needs is not the copy.
 - ``TurnKey = "history"`` — the conversation so far (caller's words, agent's reply), bounded: what a responder
   needs, kept across the consumer's hand-overs.
 - ``TurnKey = "spec#<turn:09d>#<attempt:02d>#<segment:03d>"`` — segment *k* of a *speculative* reply, made on Ink's
@@ -93,6 +94,8 @@ class ReplyStatus:
     """Where this reply's segments are (a committed speculative reply's are under its speculative keys)."""
     expecting: int | None = None
     """A turn whose reply may be named at any moment (Ink's eager end was heard): pollers look fast."""
+    latest: Segment | None = None
+    """The segment stored last, copied into the status: the flow gets it with the status, in one read."""
 
     @property
     def hurried(self) -> bool:
@@ -142,7 +145,7 @@ class ReplyStore:
         except ConditionFailed:
             return False
         if advance:
-            status = ReplyStatus(segment.turn, segment.index + 1, done=False, keys=segment.keys)
+            status = ReplyStatus(segment.turn, segment.index + 1, done=False, keys=segment.keys, latest=segment)
             self._put_status(segment.contact_id, status)
         return True
 
@@ -154,10 +157,11 @@ class ReplyStore:
         action: Action,
         attributes: Mapping[str, str],
         keys: str = REPLY_KEYS,
+        latest: Segment | None = None,
     ) -> None:
-        """The reply ended after ``segments`` segments, with what the flow must do next and the responder's
-        attributes."""
-        status = ReplyStatus(turn, segments, done=True, action=action, attributes=attributes, keys=keys)
+        """The reply ended after ``segments`` segments (``latest`` the last of them), with what the flow must do next
+        and the responder's attributes."""
+        status = ReplyStatus(turn, segments, done=True, action=action, attributes=attributes, keys=keys, latest=latest)
         self._put_status(contact_id, status)
 
     def commit(self, status: ReplyStatus, contact_id: str) -> bool:
@@ -253,9 +257,13 @@ class ReplyStore:
             ExpressionAttributeValues=values,
         )
 
-    def record_exchange(self, contact_id: str, exchange: Exchange, keep: int) -> None:
-        """Add an exchange to the conversation's history, keeping the last ``keep``."""
-        history = [*self.history(contact_id), exchange][-keep:] if keep > 0 else []
+    def record_exchange(
+        self, contact_id: str, exchange: Exchange, keep: int, *, before: Sequence[Exchange] | None = None
+    ) -> list[Exchange]:
+        """Add an exchange to the conversation's history, keeping the last ``keep``; the history as now stored.
+        ``before`` is the history as the caller knows it (the consumer is its only writer), saving a read."""
+        known = self.history(contact_id) if before is None else list(before)
+        history = [*known, exchange][-keep:] if keep > 0 else []
         self._turns.call(
             "put_item",
             TableName=self._turns.table,
@@ -268,6 +276,7 @@ class ReplyStore:
                 }
             ),
         )
+        return history
 
     def history(self, contact_id: str) -> list[Exchange]:
         """The conversation so far, oldest first."""
@@ -296,6 +305,7 @@ class ReplyStore:
             updated_at_ms=int(item.get("UpdatedAt", 0)),
             keys=str(item.get("Keys") or REPLY_KEYS),
             expecting=int(item["Expecting"]) if item.get("Expecting") is not None else None,
+            latest=_latest(contact_id, item),
         )
 
     def segment(self, contact_id: str, turn: int, index: int, keys: str = REPLY_KEYS) -> Segment | None:
@@ -338,6 +348,7 @@ class ReplyStore:
             "Keys": status.keys,
             "UpdatedAt": _now_ms(),
             "ExpiresAt": self._turns.expires_at(),
+            **({"Latest": _segment_copy(status.latest)} if status.latest is not None else {}),
         }
 
     def _put_status(self, contact_id: str, status: ReplyStatus) -> None:
@@ -361,6 +372,35 @@ class ReplyStore:
         )
         item = answer.get("Item")
         return None if item is None else plain_item(item)
+
+
+def _segment_copy(segment: Segment) -> dict[str, Any]:
+    copy: dict[str, Any] = {
+        "Segment": segment.index,
+        "Text": segment.text,
+        "Transcript": segment.transcript,
+        "ReadyAt": segment.ready_at_ms,
+    }
+    if segment.prompt_uri:
+        copy["PromptUri"] = segment.prompt_uri
+    return copy
+
+
+def _latest(contact_id: str, item: Mapping[str, Any]) -> Segment | None:
+    """The status's copy of the segment stored last, as a segment of the status's turn."""
+    copy = item.get("Latest")
+    if not isinstance(copy, Mapping) or "Segment" not in copy:
+        return None
+    return Segment(
+        contact_id=contact_id,
+        turn=int(item["Turn"]),
+        index=int(copy["Segment"]),
+        text=str(copy.get("Text", "")),
+        prompt_uri=copy.get("PromptUri"),
+        transcript=str(copy.get("Transcript", "")),
+        ready_at_ms=int(copy.get("ReadyAt", 0)),
+        keys=str(item.get("Keys") or REPLY_KEYS),
+    )
 
 
 def _action(raw: Any) -> Action:
