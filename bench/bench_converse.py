@@ -15,16 +15,32 @@ second emulator's. Two replies share their first sentence: one of one sentence, 
   prompt in S3.
 
 Target: the five-sentence reply's first prompt within 50 ms of the one-sentence reply's (ours); the peer's grows with
-the reply. Run ``python bench/bench_converse.py`` or ``voicebridge bench --only converse``.
+the reply.
+
+**Speculation on vs off**, on the same turns and emulator settings: Ink's ``turn.eager_end`` comes ``lead`` before
+its ``turn.end``, the lead the Ink emulator's documented thresholds give with the template's
+``InkEagerEndThreshold`` (it ends a turn ``end_after_ms`` after the last voiced frame; the eager end comes where its
+falling speaking probability crosses the eager threshold). Each turn is timed from its end to the moment the status
+names its first segment (what ConverseFunction then hands the flow):
+
+- **off** — the reply starts at the turn end (``SPECULATIVE_REPLIES=off``);
+- **on, right** — the reply started at the eager end on the words the turn then ends with: committed at the turn end;
+- **on, wrong** — the eager words are not the turn's: the speculation is cancelled at the turn end and the turn
+  answered anew. Its waste (tokens and Sonic time discarded) is reported.
+
+Targets: *on, right* earlier than *off* by at least the lead less 50 ms; *on, wrong* no later than *off*. Run
+``python bench/bench_converse.py`` or ``voicebridge bench --only converse``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import logging
 import os
 import statistics
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping
@@ -35,8 +51,10 @@ from voicebridge import container
 from voicebridge.converse.replies import Action, TurnRequest
 from voicebridge.converse.worker import ReplyWorker, Spoken
 from voicebridge.sonic.request import SpeechRequest
-from voicebridge.store.turns import CUSTOMER, Turn
+from voicebridge.store.replies import speculation_key
+from voicebridge.store.turns import CUSTOMER, Turn, plain_item
 from voicebridge_dev.local.cloud import LOCAL_ENDPOINT_NAME, local_cloud_process
+from voicebridge_dev.local.ink.turns import TurnSettings
 from voicebridge_dev.local.runner import environment
 from voicebridge_dev.template import function_spec, load_template
 
@@ -52,6 +70,7 @@ REPLIES = {"one sentence": (FIRST,), "five sentences": (FIRST, *MORE)}
 TIME_TO_FIRST_TOKEN_S = 0.3
 WORDS_PER_SECOND = 60.0
 ROUNDS = 8
+SPECULATION_MODES = ("off", "on, right", "on, wrong")
 MULAW_BYTES_PER_SECOND = 8000
 
 
@@ -79,20 +98,90 @@ class _Streamed:
 
 class _PacedResponder:
     name = "scripted"
+    speculative_safe = True
 
-    def __init__(self, sentences: tuple[str, ...]) -> None:
+    def __init__(self, sentences: tuple[str, ...], *, per_transcript: bool = False) -> None:
         self._sentences = sentences
+        self._per_transcript = per_transcript
 
     def respond(self, request: TurnRequest, *, deadline: float) -> _Streamed:
-        return _Streamed(self._sentences)
+        if not self._per_transcript:
+            return _Streamed(self._sentences)
+        # Other words, another answer: a reply to the eager words is no prompt the turn's reply finds in the cache.
+        return _Streamed(
+            (f"Reference {uuid.uuid5(uuid.NAMESPACE_OID, request.transcript).int % 10**6},", *self._sentences)
+        )
 
 
-def _speak(text: str, deadline: float) -> Spoken:
+def _speak(text: str, deadline: float, cancel: threading.Event | None = None) -> Spoken:
     config = container.settings()
     prompt = container.synthesizer().synthesize(
-        SpeechRequest.from_parameters({"Text": text}, config), deadline=deadline
+        SpeechRequest.from_parameters({"Text": text}, config), deadline=deadline, cancel=cancel
     )
-    return Spoken(prompt.uri, prompt.synthesis_ms)
+    return Spoken(prompt.uri, prompt.synthesis_ms, prompt.first_byte_at)
+
+
+def eager_lead_ms() -> float:
+    """How long before the Ink emulator's turn end its eager end comes, with the template's InkEagerEndThreshold:
+    its speaking probability falls linearly from 1 at the last voiced frame to ``end_threshold`` ``end_after_ms``
+    later, and the eager end is where it crosses the eager threshold."""
+    threshold = float(load_template(ROOT / "template.yaml")["Parameters"]["InkEagerEndThreshold"]["Default"])
+    turns = TurnSettings().with_client_values({"eager_end_threshold": threshold})
+    at_eager = (1 - turns.eager_end_threshold) / (1 - turns.end_threshold) * turns.end_after_ms
+    return turns.end_after_ms - at_eager
+
+
+def _named_after(contact_id: str, since: float, timeout_s: float = 30.0) -> float:
+    """Milliseconds from ``since`` (``time.monotonic()``) until the status names turn 0's first segment."""
+    replies = container.reply_store()
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        status = replies.status(contact_id)
+        if status is not None and status.turn == 0 and status.segments >= 1:
+            return (time.monotonic() - since) * 1000
+        time.sleep(0.002)
+    raise AssertionError("the reply's first segment was never named")
+
+
+def _speculation(mode: str, sentences: tuple[str, ...], lead_s: float, tag: str) -> dict[str, Any]:
+    """One turn answered with speculation off, on with the right eager words, or on with wrong ones."""
+    settings = dataclasses.replace(container.settings(), speculative_replies="off" if mode == "off" else "on")
+    contact_id = str(uuid.uuid4())
+    container.turn_store().claim(contact_id, "arn:stream", "100", [CUSTOMER], converse=True)
+    worker = ReplyWorker(
+        contact_id,
+        responder=_PacedResponder(sentences, per_transcript=True),
+        speak=_speak,
+        replies=container.reply_store(),
+        settings=settings,
+    )
+    words = f"my card was charged twice {tag}"
+    eager_words = words if mode != "on, wrong" else f"my card was {tag}"
+    worker.eager_end(0, eager_words)
+    time.sleep(lead_s)
+    ended = time.monotonic()
+    now = int(time.time() * 1000)
+    worker.submit(Turn(contact_id, CUSTOMER, 0, words, 0, 1000, now, latency_ms=0))
+    named_ms = _named_after(contact_id, ended)
+    assert worker.drain(60), "the reply did not finish"
+    worker.close(1.0)
+    counted = _counted(contact_id)
+    return {
+        "first_ms": named_ms,
+        "waste_tokens": int(counted.get("WasteTokens", 0)),
+        "waste_sonic_ms": float(counted.get("WasteSonicMs", 0)),
+    }
+
+
+def _counted(contact_id: str) -> dict[str, Any]:
+    store = container.turn_store()
+    found = store.call(
+        "get_item",
+        TableName=store.table,
+        Key={"ContactId": {"S": contact_id}, "TurnKey": {"S": speculation_key(0)}},
+        ConsistentRead=True,
+    ).get("Item")
+    return {} if found is None else plain_item(found)
 
 
 def _unique(sentences: tuple[str, ...], tag: str) -> tuple[str, ...]:
@@ -118,7 +207,7 @@ def _ours(sentences: tuple[str, ...]) -> dict[str, Any]:
     assert worker.drain(60), "the reply did not finish"
     worker.close(1.0)
     segments = container.reply_store().segments(contact_id, 0)
-    assert [s.text for s in segments] == list(sentences), [s.text for s in segments]
+    assert " ".join(s.text for s in segments).split() == " ".join(sentences).split(), [s.text for s in segments]
     ready = [s.ready_at_ms / 1000 - started for s in segments]
     slack = [(ready[k] + _duration_s(segments[k].prompt_uri) - ready[k + 1]) * 1000 for k in range(len(segments) - 1)]
     return {"first_ms": ready[0] * 1000, "slack_ms": slack}
@@ -156,6 +245,8 @@ def run() -> dict[str, Any]:
         ours: dict[str, list[float]] = {name: [] for name in REPLIES}
         slack: list[float] = []
         peer: dict[str, list[float]] = {name: [] for name in REPLIES}
+        lead_ms = eager_lead_ms()
+        speculation: dict[str, list[dict[str, Any]]] = {mode: [] for mode in SPECULATION_MODES}
         # The synthesizer writes each stream's metric to stdout, as Lambda's log takes it: not for the screen.
         try:
             with contextlib.redirect_stdout(io.StringIO()):
@@ -167,6 +258,11 @@ def run() -> dict[str, Any]:
                         if len(sentences) > 1:
                             slack.extend(measured["slack_ms"])
                         peer[name].append(_whole_reply(_unique(sentences, f"peer {name} {i}")))
+                    # The modes take turns within a round, so a busy moment of the machine weighs on each alike.
+                    for mode in SPECULATION_MODES:
+                        speculation[mode].append(
+                            _speculation(mode, REPLIES["five sentences"], lead_ms / 1000, f"{mode} {i}")
+                        )
         finally:
             os.environ.clear()
             os.environ.update(saved)
@@ -187,6 +283,28 @@ def run() -> dict[str, Any]:
             "whole reply": round(median(peer["five sentences"]) - median(peer["one sentence"]), 1),
         },
         "segment_slack_ms": {"median": median(slack), "min": round(min(slack), 1)},
+        "speculation": {
+            "eager_lead_ms": round(lead_ms, 1),
+            "first_prompt_after_turn_end_ms": {
+                mode: median([r["first_ms"] for r in rounds]) for mode, rounds in speculation.items()
+            },
+            "gain_ms": {
+                "on, right": round(
+                    median([r["first_ms"] for r in speculation["off"]])
+                    - median([r["first_ms"] for r in speculation["on, right"]]),
+                    1,
+                ),
+                "on, wrong": round(
+                    median([r["first_ms"] for r in speculation["off"]])
+                    - median([r["first_ms"] for r in speculation["on, wrong"]]),
+                    1,
+                ),
+            },
+            "waste_per_wrong_turn": {
+                "tokens": median([r["waste_tokens"] for r in speculation["on, wrong"]]),
+                "sonic_ms": median([r["waste_sonic_ms"] for r in speculation["on, wrong"]]),
+            },
+        },
     }
 
 
@@ -207,6 +325,20 @@ def report(f: dict[str, Any]) -> str:
         f"{f['segment_slack_ms']['min']:g} ms) before the one before it would have finished playing"
     )
     lines.append("target: five - one <= 50 ms (ours)")
+    spec = f["speculation"]
+    after, gain = spec["first_prompt_after_turn_end_ms"], spec["gain_ms"]
+    lines.append(
+        f"speculation: Ink's eager end {spec['eager_lead_ms']:g} ms before its turn end (the emulator's thresholds); "
+        "first prompt named after the turn end:"
+    )
+    for mode in SPECULATION_MODES:
+        extra = f" ({gain[mode]:+g} ms against off)" if mode in gain else ""
+        lines.append(f"  {mode:<10}{after[mode]:>9.1f} ms{extra}")
+    waste = spec["waste_per_wrong_turn"]
+    lines.append(
+        f"  a wrong eager end discards {waste['tokens']:g} tokens and {waste['sonic_ms']:g} ms of Sonic (median)"
+    )
+    lines.append("targets: on, right gains >= lead - 50 ms; on, wrong gains >= 0 ms (no later than off)")
     return "\n".join(lines)
 
 

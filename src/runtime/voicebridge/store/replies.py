@@ -28,7 +28,9 @@ The status's ``Keys`` says where its reply's segments live (``reply``, or ``spec
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -112,6 +114,8 @@ class ReplyStore:
 
     def __init__(self, turns: TurnStore) -> None:
         self._turns = turns
+        self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
 
     # -- the consumer's side
 
@@ -135,6 +139,14 @@ class ReplyStore:
         }
         if segment.prompt_uri:
             item["PromptUri"] = segment.prompt_uri
+        naming: Future[None] | None = None
+        if advance:
+            # The status carries the segment itself, so it is written beside the segment's item, not after it: the
+            # flow can play the segment one round trip sooner. A replay that loses the item's condition has named
+            # its own copy of the same segment, which is as good a reply; nothing is said twice, since the flow
+            # always asks for the segment after the one it played.
+            status = ReplyStatus(segment.turn, segment.index + 1, done=False, keys=segment.keys, latest=segment)
+            naming = self._writers().submit(self._put_status, segment.contact_id, status)
         try:
             self._turns.call(
                 "put_item",
@@ -142,12 +154,19 @@ class ReplyStore:
                 Item=typed_item(item),
                 ConditionExpression="attribute_not_exists(TurnKey)",
             )
+            stored = True
         except ConditionFailed:
-            return False
-        if advance:
-            status = ReplyStatus(segment.turn, segment.index + 1, done=False, keys=segment.keys, latest=segment)
-            self._put_status(segment.contact_id, status)
-        return True
+            stored = False
+        finally:
+            if naming is not None:
+                naming.result()
+        return stored
+
+    def _writers(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="reply-status")
+            return self._pool
 
     def finish(
         self,
