@@ -339,19 +339,28 @@ def test_turn_latencies_are_the_gaps_between_moments_of_the_recording(normal_cal
     for turn, (_, speech_end) in zip(report["turns"], caller_regions, strict=True):
         assert -START_MS <= turn["speech_end_ms"] - speech_end * 1000 <= END_MS
         first = turn["segments"][0]
-        assert turn["speech_end_ms"] < turn["turn_end_ms"] <= first["ready_ms"] <= first["delivered_ms"]
+        # Segment 0 is handed to the flow once stored and named: a speculative reply's may be stored before the turn
+        # ends, and is named by the commit at the turn end.
+        stored = turn["waterfall_ms"]["segment_stored"]
+        assert turn["speech_end_ms"] < turn["turn_end_ms"] <= stored <= first["delivered_ms"]
+        assert first["ready_ms"] <= stored
         assert first["delivered_ms"] <= turn["reply_start_ms"] == first["played_ms"]
         reply_sounds, _ = _first_and_last_sound(bot, turn["turn_end_ms"], first["ended_ms"])
         assert abs(turn["reply_start_ms"] - reply_sounds) <= START_MS
         latency = turn["latency_ms"]
         assert latency["stop_to_turn_end"] == turn["turn_end_ms"] - turn["speech_end_ms"]
         assert latency["stop_to_playing"] == turn["reply_start_ms"] - turn["speech_end_ms"]
-        assert latency["bridge"] == (
+        whole_stages = (
             latency["stop_to_playing"]
             - latency["stop_to_turn_end"]
             - latency["responder_first_sentence"]
             - (latency["sonic_first_segment"] or 0)
         )
+        if turn["speculative"] == "hit":
+            # Started at Ink's eager end: part of the responder's and Sonic's time came before the turn ended.
+            assert latency["bridge"] >= whole_stages
+        else:
+            assert latency["bridge"] == whole_stages
         assert latency["bridge"] == sum(turn["bridge_parts_ms"].values())
 
 

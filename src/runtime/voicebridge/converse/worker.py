@@ -61,8 +61,8 @@ from voicebridge.store.turns import Turn, TurnStore
 from voicebridge.telemetry import logger
 
 CHARS_PER_TOKEN = 4.0
-"""What a discarded reply's text is counted as in model tokens when the model's own count never came (a stream
-closed early): the usual estimate for English text."""
+"""What a discarded reply's text (and the conversation it was asked) is counted as in model tokens when the model's
+own count never came (a stream closed early): the usual estimate for English text."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +130,9 @@ class _Reply:
     finished: tuple[Action, dict[str, str]] | None = None
     finalized: bool = False
     failed: bool = False
+    request_chars: int = 0
     text_chars: int = 0
+    input_tokens: int | None = None
     output_tokens: int | None = None
     sonic_ms: float = 0.0
     last: Segment | None = None
@@ -420,9 +422,12 @@ class ReplyWorker:
             self._finalize(reply)
 
     def _count_waste(self, reply: _Reply) -> None:
-        tokens = reply.output_tokens
-        if tokens is None:
-            tokens = round(reply.text_chars / CHARS_PER_TOKEN)
+        """What a cancelled speculative reply cost: the model's tokens (its own count when the stream got that far,
+        else the conversation asked and the text received at :data:`CHARS_PER_TOKEN`; a system prompt is not
+        counted then) and Sonic's stream time."""
+        asked = reply.input_tokens if reply.input_tokens is not None else round(reply.request_chars / CHARS_PER_TOKEN)
+        said = reply.output_tokens if reply.output_tokens is not None else round(reply.text_chars / CHARS_PER_TOKEN)
+        tokens = asked + said
         self._report("SpeculativeWasteTokens", MetricUnit.Count, tokens)
         self._report("SpeculativeWasteSonicSeconds", MetricUnit.Seconds, reply.sonic_ms / 1000)
         self._note(reply.seq, Misses=1, WasteTokens=tokens, WasteSonicMs=round(reply.sonic_ms, 1))
@@ -475,6 +480,7 @@ class ReplyWorker:
             language=self._settings.sonic_default_language,
             spoken_prefix=reply.spoken_prefix,
         )
+        reply.request_chars = len(request.transcript) + sum(len(e.caller) + len(e.agent) for e in request.history)
         splitter = SentenceSplitter(short_first=reply.first_segment == 0 and not reply.spoken_prefix)
         reply.next_index = reply.first_segment
         if reply.spoken_prefix:
@@ -508,6 +514,7 @@ class ReplyWorker:
                 close = getattr(text, "close", None)
                 if close is not None:
                     close()
+            reply.input_tokens = getattr(answer, "input_tokens", None)
             reply.output_tokens = getattr(answer, "output_tokens", None)
             retries = getattr(answer, "retries", 0)
             if retries:

@@ -30,8 +30,8 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 

@@ -305,6 +305,18 @@ class BedrockReply:
         return self._reader.stop_reason
 
     @property
+    def input_tokens(self) -> int | None:
+        """The model's count of the request's tokens, once the stream's ``metadata`` came (None before)."""
+        value = self._reader.usage.get("inputTokens")
+        return int(value) if isinstance(value, int) else None
+
+    @property
+    def output_tokens(self) -> int | None:
+        """The model's count of the reply's tokens, once the stream's ``metadata`` came (None before)."""
+        value = self._reader.usage.get("outputTokens")
+        return int(value) if isinstance(value, int) else None
+
+    @property
     def retries(self) -> int:
         """How many times the call was made again for this reply (throttled, the model not ready, unavailable)."""
         return self._budget.retries

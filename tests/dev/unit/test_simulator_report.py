@@ -1,0 +1,91 @@
+"""A turn's figures when its reply was speculative: the bridge counts only what came after the turn ended."""
+
+from __future__ import annotations
+
+from voicebridge_dev.simulator.records import StoredSpeculation
+from voicebridge_dev.simulator.report import ReplySegment, TurnFigures
+
+
+def figures(*, speculation: StoredSpeculation | None, moments: dict[str, float]) -> TurnFigures:
+    """A turn: the caller stops at 10.000 s, Ink ends the turn at 10.600 s; segment 0 stored at 10.900 s, handed to
+    the flow at 10.950 s and played at 10.960 s; the responder took 400 ms to its first clause, Sonic 150 ms."""
+    first = ReplySegment(
+        index=0,
+        text="Your balance",
+        prompt="https://bucket/p.wav",
+        more=True,
+        ready=10.9,
+        delivered=10.95,
+        start=10.96,
+        end=11.7,
+        responder_ms=400.0,
+        synthesis_ms=150.0,
+        moments=moments,
+    )
+    return TurnFigures(
+        index=0,
+        heard="what is my balance",
+        said="What is my balance?",
+        speech_start=8.0,
+        speech_end=10.0,
+        turn_end=10.6,
+        segments=(first,),
+        speculation=speculation,
+    )
+
+
+HIT = StoredSpeculation(turn=0, outcome="hit", keys="spec#000000000#00", committed_at=10.62, starts=1)
+
+
+def test_without_speculation_the_bridge_is_stop_to_playing_less_ink_the_responder_and_sonic() -> None:
+    turn = figures(speculation=None, moments={})
+    latency = turn.latency_ms()
+    assert turn.speculative == "off"
+    assert latency["bridge"] == 960 - 600 - 400 - 150
+    assert sum(part or 0 for part in turn.bridge_parts_ms().values()) == latency["bridge"]
+
+
+def test_a_hit_counts_only_the_responder_and_sonic_time_after_the_turn_ended() -> None:
+    # The reply started at the eager end, 260 ms before the turn end; its first clause came 140 ms after the turn end.
+    turn = figures(speculation=HIT, moments={"EagerEndAt": 10.34, "ResponderStartedAt": 10.34, "FirstClauseAt": 10.74})
+    latency = turn.latency_ms()
+    assert turn.speculative == "hit"
+    assert latency["bridge"] == 960 - 600 - 140 - 150
+    assert sum(part or 0 for part in turn.bridge_parts_ms().values()) == latency["bridge"]
+
+
+def test_a_hit_whose_prompt_was_ready_before_the_turn_ended_waits_only_for_the_commit() -> None:
+    turn = figures(speculation=HIT, moments={"ResponderStartedAt": 9.8, "FirstClauseAt": 10.2})
+    parts = turn.bridge_parts_ms()
+    assert turn.latency_ms()["bridge"] == 960 - 600 - 0 - 0
+    assert parts["delivery"] == 950 - 900 and sum(part or 0 for part in parts.values()) == 360
+
+
+def test_a_miss_is_timed_as_a_reply_started_at_the_turn_end() -> None:
+    missed = StoredSpeculation(turn=0, outcome="miss", keys=None, committed_at=None, starts=2, misses=2)
+    turn = figures(speculation=missed, moments={"ResponderStartedAt": 10.62, "FirstClauseAt": 11.02})
+    assert turn.speculative == "miss"
+    assert turn.latency_ms()["bridge"] == 960 - 600 - 400 - 150
+
+
+def test_the_waterfall_lists_the_turns_moments_in_order() -> None:
+    moments = {
+        "EagerEndAt": 10.34,
+        "ResponderStartedAt": 10.34,
+        "ResponderFirstTokenAt": 10.66,
+        "FirstClauseAt": 10.74,
+        "SonicFirstByteAt": 10.8,
+    }
+    waterfall = figures(speculation=HIT, moments=moments).waterfall_ms()
+    assert list(waterfall) == [
+        "caller_stop",
+        "eager_end",
+        "turn_end",
+        "responder_first_token",
+        "first_clause",
+        "sonic_first_byte",
+        "segment_stored",
+        "converse_answered",
+        "connect_playing",
+    ]
+    assert list(waterfall.values()) == [10000, 10340, 10600, 10660, 10740, 10800, 10900, 10950, 10960]
