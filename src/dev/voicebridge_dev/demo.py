@@ -272,8 +272,14 @@ def inject_scenario_faults(cloud: LocalCloud, chosen: Scenario) -> None:
         cloud.sonic.faults.push(Fault(FaultKind.THROTTLE, count=_UNAVAILABLE_CALLS))
     if chosen.responder_failures:
         if chosen.responder == "bedrock":
-            cloud.bedrock.inject(BedrockFault(BedrockFaultKind.THROTTLE, count=chosen.responder_failures))
+            # However many calls those turns make (retries; a reply started at Ink's eager end, and one at the turn
+            # end), every one of them is throttled, and none of a later turn's.
+            fault = BedrockFault(
+                BedrockFaultKind.THROTTLE, count=_UNAVAILABLE_CALLS, first_turns=chosen.responder_failures
+            )
+            cloud.bedrock.inject(fault)
         else:
+            # Lex is asked once per turn, never speculatively, and never again.
             cloud.lex.inject(LexFault(LexFaultKind.THROTTLE, count=chosen.responder_failures))
 
 

@@ -377,6 +377,15 @@ def test_boto3_retries_a_throttled_call_and_streams(emulator: BedrockEmulator) -
     assert [r.outcome for r in emulator.invocations] == ["fault_throttle", "ok"]
 
 
+def test_a_fault_on_the_first_turns_strikes_each_of_their_calls_and_no_later_turns(emulator: BedrockEmulator) -> None:
+    emulator.inject(Fault(FaultKind.THROTTLE, count=100, first_turns=1))
+    for _ in range(3):
+        assert refusal(emulator)["Code"] == "ThrottlingException"
+    later = [user("hello"), assistant("Sorry, could you say that again?"), user("hello")]
+    assert text_of(events_of(converse(emulator, later))).startswith("Hello")
+    assert [r.outcome for r in emulator.invocations] == ["fault_throttle"] * 3 + ["ok"]
+
+
 def test_service_unavailable_before_the_stream(emulator: BedrockEmulator) -> None:
     emulator.inject(Fault(FaultKind.UNAVAILABLE))
     assert refusal(emulator)["Code"] == "ServiceUnavailableException"

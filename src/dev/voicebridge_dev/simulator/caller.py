@@ -170,7 +170,8 @@ class Scenario:
     sonic_unavailable: bool = False
     """Sonic is throttled throughout: every line is spoken by Connect's own voice."""
     responder_failures: int = 0
-    """The responder's first calls that fail (the caller hears the apology and the call goes on)."""
+    """The caller's first turns whose reply the responder fails (the caller hears the apology and the call goes
+    on)."""
 
     def script(self, clips: Mapping[str, Clip]) -> list[Step]:
         steps: list[Step] = []

@@ -75,7 +75,9 @@ STOP_REASONS: Final = (
 )
 """The values of ``messageStop.stopReason`` (botocore's ``bedrock-runtime`` model, shape ``StopReason``)."""
 
-_FAULT_FIELDS: Final = frozenset({"kind", "count", "after_tokens", "seconds", "exception", "message", "stop_reason"})
+_FAULT_FIELDS: Final = frozenset(
+    {"kind", "count", "after_tokens", "seconds", "exception", "message", "stop_reason", "first_turns"}
+)
 _REFUSALS: Final = {
     FaultKind.THROTTLE: (429, "ThrottlingException", "Too many requests, please wait before trying again."),
     FaultKind.MODEL_NOT_READY: (429, "ModelNotReadyException", "The model is not ready to serve inference requests."),
@@ -94,6 +96,9 @@ class Fault:
     exception: str = "modelStreamErrorException"
     message: str | None = None
     stop_reason: str = "end_turn"
+    first_turns: int | None = None
+    """Strike only calls whose conversation has at most this many user messages: the conversation's first turns,
+    however many calls each of them makes (retries, a reply started early and asked again)."""
 
     def __post_init__(self) -> None:
         try:
@@ -117,6 +122,9 @@ class Fault:
             raise FaultSpecError(f"unknown exception {self.exception!r}; one of {', '.join(STREAM_EXCEPTIONS)}")
         if self.message is not None and not isinstance(self.message, str):
             raise FaultSpecError(f"message must be a string, got {self.message!r}")
+        turns = self.first_turns
+        if turns is not None and (not isinstance(turns, int) or isinstance(turns, bool) or turns < 1):
+            raise FaultSpecError(f"first_turns must be a positive integer, got {turns!r}")
         if self.stop_reason not in STOP_REASONS:
             raise FaultSpecError(f"unknown stop_reason {self.stop_reason!r}; one of {', '.join(STOP_REASONS)}")
 
@@ -136,6 +144,10 @@ class Fault:
     @property
     def uses(self) -> int:
         return self.count
+
+    def strikes(self, user_messages: int) -> bool:
+        """Whether this fault applies to a call whose conversation has ``user_messages`` user messages."""
+        return self.first_turns is None or user_messages <= self.first_turns
 
     def with_uses(self, uses: int) -> Self:
         return dataclasses.replace(self, count=uses)

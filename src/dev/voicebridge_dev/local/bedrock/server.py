@@ -193,7 +193,8 @@ class Handler(TrackedHandler):
         emulator = self.emulator
         try:
             request = self._request(state, body)
-            fault = emulator.faults.take()
+            asked = sum(message.role == "user" for message in request.messages)
+            fault = emulator.faults.take(lambda pending: pending.strikes(asked))
             state.fault = fault.kind.value if fault else None
             if fault is not None and fault.before_stream:
                 state.outcome = f"fault_{fault.kind.value}"

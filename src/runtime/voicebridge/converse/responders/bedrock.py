@@ -109,6 +109,8 @@ STOP_REASONS = COMPLETE_STOPS | {GUARDRAIL_STOP} | UNFINISHED_STOPS
 """Every ``stopReason`` of botocore's ``bedrock-runtime`` model (``StopReason``, nine values)."""
 REASON_ATTRIBUTE = "ActionReason"
 """The attribute carrying the reason the model gave when it called a tool."""
+MAX_ATTEMPTS = 3
+"""The most calls one reply makes to Bedrock, retries included."""
 RETRYABLE_REFUSALS = frozenset({"ThrottlingException", "ModelNotReadyException", "ServiceUnavailableException"})
 """Errors before the stream that a later call may not get (HTTP 429, 429 and 503 in botocore's model)."""
 RETRYABLE_STREAM_ERRORS = frozenset({"throttlingException", "serviceUnavailableException"})
@@ -387,7 +389,7 @@ class BedrockResponder:
         guardrail: tuple[str, str] | None = None,
         transfer_text: str = "Let me connect you with a colleague.",
         hangup_text: str = "Thank you for calling. Goodbye.",
-        max_attempts: int = 3,
+        max_attempts: int = MAX_ATTEMPTS,
         retry_reserve_s: float = 1.5,
         backoff_base_s: float = 0.2,
         backoff_cap_s: float = 1.0,
