@@ -533,3 +533,20 @@ def test_a_committed_speculative_reply_unfinished_at_a_hand_over_is_finished_und
     assert texts[0] == first.segment.text
     assert all(p.segment is not None and p.segment.keys == first.segment.keys for p in played)
     assert len(texts) == len(set(texts)) and len(texts) >= 3
+
+
+def test_a_speculation_on_a_turn_a_predecessor_already_answered_is_dropped_and_nothing_is_said_twice(
+    converse: LocalCloud,
+) -> None:
+    replies, contact_id = worker()
+    store = container.reply_store()
+    store.begin(contact_id, 0)
+    store.put_segment(Segment(contact_id, 0, 0, "Your balance is two hundred dollars.", "https://bucket/a.wav"))
+    store.finish(contact_id, 0, 1, Action.CONTINUE, {})
+    replies.eager_end(0, "what is my balance")
+    eventually(lambda: speculative_segments(contact_id, 0))
+    replies.submit(turn(contact_id, 0, "what is my balance"))
+    assert replies.drain(10)
+    status = store.status(contact_id)
+    assert status is not None and (status.turn, status.segments, status.keys) == (0, 1, "reply")
+    assert [s.text for s in store.segments(contact_id, 0)] == ["Your balance is two hundred dollars."]

@@ -402,11 +402,10 @@ class ReplyWorker:
                     else:
                         self._committed.add(reply)
         if not committed:
-            # Another reply to this turn or a later one was named first: the speculation is simply dropped.
+            # A reply to this turn (a predecessor's) or to a later one is named already: answering it again would
+            # say it twice, so the speculation is simply dropped.
             with self._wake:
                 self._cancel(reply, "another reply was named first")
-                self._queue.append(_Job(turn, turn.transcript))
-                self._wake.notify_all()
             return
         committed_at_ms = self._clock.time() * 1000
         reply.go.set()
