@@ -249,7 +249,13 @@ COUNT_METRICS = [
     "AudioSecondsStreamed",
     "ActiveStreams",
     "ResponderErrors",
+    "ResponderRetries",
     "TurnsLost",
+    "SpeculativeStart",
+    "SpeculativeHit",
+    "SpeculativeMiss",
+    "SpeculativeWasteTokens",
+    "SpeculativeWasteSonicSeconds",
 ]
 
 
