@@ -240,7 +240,10 @@ class ReplyWorker:
             )
             if reply is not None and not hit:
                 self._cancel(reply, "the turn ended with other words")
-            if not hit:
+            if hit and reply is not None:
+                # Counted as being made from now on, so a drain at once (a hand-over) waits for it.
+                self._committed.add(reply)
+            else:
                 self._queue.append(_Job(turn, turn.transcript))
             for making in (self._current, *self._committed):
                 if making is not None and making is not reply:
@@ -396,18 +399,18 @@ class ReplyWorker:
             committed = self._replies.commit(status, self.contact_id)
             if committed:
                 reply.turn, reply.committed = turn, True
-                with self._wake:
-                    if reply.cancel.is_set():
-                        committed = False
-                    else:
-                        self._committed.add(reply)
         if not committed:
             # A reply to this turn (a predecessor's) or to a later one is named already: answering it again would
             # say it twice, so the speculation is simply dropped.
             with self._wake:
                 self._cancel(reply, "another reply was named first")
+                self._committed.discard(reply)
+                self._wake.notify_all()
             return
         committed_at_ms = self._clock.time() * 1000
+        if finished is not None:
+            # Made whole before the turn ended: recorded as finished before its thread may end and a drain return.
+            self._finalize(reply)
         reply.go.set()
         self._report("SpeculativeHit", MetricUnit.Count, 1)
         if reply.next_index and turn.latency_ms is not None:
@@ -417,8 +420,6 @@ class ReplyWorker:
             )
         logger.info("speculative reply committed", turn=turn.seq, segments=reply.next_index)
         self._note(turn.seq, outcome="hit", keys=reply.keys, committed_at_ms=committed_at_ms, Hits=1)
-        if finished is not None:
-            self._finalize(reply)
 
     def _count_waste(self, reply: _Reply) -> None:
         """What a cancelled speculative reply cost: the model's tokens (its own count when the stream got that far,
