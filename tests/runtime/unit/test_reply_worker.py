@@ -1,0 +1,294 @@
+"""The reply worker alone, on an in-memory reply store: how turns, eager ends and resumes become replies.
+
+The responder and Sonic are stand-ins that answer at once, so each behaviour is shown in milliseconds; the same
+behaviours against the local cloud's emulators are in ``tests/runtime/integration/test_converse.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pytest
+
+from voicebridge.config import Settings
+from voicebridge.converse.replies import Action, Exchange, FixedReply, ResponderError, TurnRequest
+from voicebridge.converse.worker import ReplyWorker, Spoken
+from voicebridge.store.replies import REPLY_KEYS, ReplyStatus, ReplyStore, Segment
+from voicebridge.store.turns import CUSTOMER, Turn
+
+CONTACT = "c-1"
+
+
+class MemoryReplies(ReplyStore):
+    """The reply store's items in a dict, with the same conditions as the table's writes."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.segments_by_key: dict[tuple[int, str, int], Segment] = {}
+        self.current: ReplyStatus | None = None
+        self.exchanges: list[Exchange] = []
+        self.counted: dict[int, dict[str, Any]] = {}
+
+    def begin(self, contact_id: str, turn: int, keys: str = REPLY_KEYS) -> None:
+        self._put(ReplyStatus(turn, 0, done=False, keys=keys))
+
+    def put_segment(self, segment: Segment, *, advance: bool = True) -> bool:
+        with self.lock:
+            key = (segment.turn, segment.keys, segment.index)
+            fresh = key not in self.segments_by_key
+            self.segments_by_key.setdefault(key, segment)
+        if advance:
+            self._put(ReplyStatus(segment.turn, segment.index + 1, done=False, keys=segment.keys, latest=segment))
+        return fresh
+
+    def finish(
+        self,
+        contact_id: str,
+        turn: int,
+        segments: int,
+        action: Action,
+        attributes: Mapping[str, str],
+        keys: str = REPLY_KEYS,
+        latest: Segment | None = None,
+    ) -> None:
+        self._put(ReplyStatus(turn, segments, done=True, action=action, attributes=attributes, keys=keys))
+
+    def commit(self, status: ReplyStatus, contact_id: str) -> bool:
+        with self.lock:
+            if self.current is not None and self.current.turn >= status.turn:
+                return False
+            self.current = status
+            return True
+
+    def expect(self, contact_id: str, turn: int) -> None:
+        with self.lock:
+            if self.current is None or self.current.turn < turn:
+                base = self.current or ReplyStatus(-1, 0, done=True)
+                self.current = replace(base, expecting=turn)
+
+    def note_speculation(
+        self,
+        contact_id: str,
+        turn: int,
+        *,
+        outcome: str | None = None,
+        starts: int = 0,
+        keys: str | None = None,
+        committed_at_ms: float | None = None,
+        **counts: float,
+    ) -> None:
+        with self.lock:
+            noted = self.counted.setdefault(turn, {})
+            noted["Starts"] = starts
+            if outcome:
+                noted["Outcome"] = outcome
+            for name, value in counts.items():
+                noted[name] = noted.get(name, 0) + value
+
+    def record_exchange(
+        self, contact_id: str, exchange: Exchange, keep: int, *, before: Sequence[Exchange] | None = None
+    ) -> list[Exchange]:
+        with self.lock:
+            self.exchanges.append(exchange)
+            return list(self.exchanges)
+
+    def history(self, contact_id: str) -> list[Exchange]:
+        with self.lock:
+            return list(self.exchanges)
+
+    def status(self, contact_id: str) -> ReplyStatus | None:
+        with self.lock:
+            return self.current
+
+    def segments(self, contact_id: str, turn: int, keys: str = REPLY_KEYS) -> Sequence[Segment]:
+        with self.lock:
+            found = [s for (t, k, _), s in self.segments_by_key.items() if t == turn and k == keys]
+        return sorted(found, key=lambda s: s.index)
+
+    def named(self, turn: int) -> list[str]:
+        """The texts of the reply the status names for ``turn``: what a flow can play."""
+        status = self.status(CONTACT)
+        assert status is not None and status.turn == turn
+        return [s.text for s in self.segments(CONTACT, turn, status.keys)][: status.segments]
+
+    def _put(self, status: ReplyStatus) -> None:
+        with self.lock:
+            if self.current is None or self.current.turn <= status.turn:
+                self.current = status
+
+
+@dataclass
+class Rules:
+    """A responder free of side effects that answers from a table of words, and counts what it was asked."""
+
+    answers: Mapping[str, tuple[str, Action]]
+    speculative_safe: bool = True
+    name: str = "rules"
+    asked: list[str] = field(default_factory=list)
+    failures: int = 0
+
+    def respond(self, request: TurnRequest, *, deadline: float) -> FixedReply:
+        self.asked.append(request.transcript)
+        if self.failures:
+            self.failures -= 1
+            raise ResponderError("the model is throttled")
+        for words, (text, action) in self.answers.items():
+            if words in request.transcript.lower():
+                return FixedReply(text, action)
+        return FixedReply(f"You said {request.transcript}.")
+
+
+def speak(text: str, deadline: float, cancel: threading.Event | None = None) -> Spoken:
+    return Spoken(f"https://bucket/{abs(hash(text))}.wav", 1.0, time.time())
+
+
+RULES = {
+    "balance": ("Your balance is two hundred dollars. Anything else?", Action.CONTINUE),
+    "person": ("Of course, one moment.", Action.TRANSFER),
+}
+
+
+@pytest.fixture
+def replies() -> MemoryReplies:
+    return MemoryReplies()
+
+
+@contextlib.contextmanager
+def running(replies: MemoryReplies, responder: Rules, **settings: Any) -> Iterator[ReplyWorker]:
+    made = ReplyWorker(CONTACT, responder=responder, speak=speak, replies=replies, settings=Settings(**settings))
+    try:
+        yield made
+    finally:
+        made.close(1.0)
+
+
+def turn(seq: int, transcript: str) -> Turn:
+    return Turn(CONTACT, CUSTOMER, seq, transcript, 0, 1000, int(time.time() * 1000), latency_ms=300)
+
+
+def until(check: Any, timeout_s: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, "not within the time"
+        time.sleep(0.002)
+
+
+def spec_segments(replies: MemoryReplies, seq: int) -> list[Segment]:
+    return [s for (t, k, _), s in replies.segments_by_key.items() if t == seq and k != REPLY_KEYS]
+
+
+def test_a_turn_is_answered_in_segments_the_first_one_short(replies: MemoryReplies) -> None:
+    with running(replies, Rules(RULES)) as made:
+        made.submit(turn(0, "what is my balance"))
+        assert made.drain(2)
+    assert replies.named(0) == ["Your balance", "is two hundred dollars.", "Anything else?"]
+    assert replies.current is not None and replies.current.done
+
+
+def test_an_eager_end_confirmed_by_the_turn_is_committed_and_the_responder_asked_once(replies: MemoryReplies) -> None:
+    rules = Rules(RULES)
+    with running(replies, rules) as made:
+        made.eager_end(0, "What is my balance")
+        until(lambda: spec_segments(replies, 0))
+        assert replies.current is None or replies.current.turn < 0
+        made.submit(turn(0, "what is my balance?"))
+        assert replies.current is not None and replies.current.keys.startswith("spec#")
+        assert made.drain(2)
+    assert rules.asked == ["What is my balance"]
+    assert replies.named(0) == ["Your balance", "is two hundred dollars.", "Anything else?"]
+    assert replies.counted[0]["Outcome"] == "hit"
+
+
+def test_other_words_at_the_turn_end_cancel_the_speculation_and_the_turn_is_answered_anew(
+    replies: MemoryReplies,
+) -> None:
+    rules = Rules(RULES)
+    with running(replies, rules) as made:
+        made.eager_end(0, "let me talk to")
+        until(lambda: spec_segments(replies, 0))
+        made.submit(turn(0, "what is my balance"))
+        assert made.drain(2)
+    assert rules.asked == ["let me talk to", "what is my balance"]
+    assert replies.current is not None and replies.current.keys == REPLY_KEYS
+    assert replies.named(0)[0] == "Your balance"
+    assert replies.counted[0]["Outcome"] == "miss" and replies.counted[0]["Misses"] == 1
+
+
+def test_a_tool_call_reached_speculatively_reaches_the_flow_only_after_the_turn_ends(replies: MemoryReplies) -> None:
+    with running(replies, Rules(RULES)) as made:
+        made.eager_end(0, "a person please")
+        until(lambda: spec_segments(replies, 0))
+        time.sleep(0.05)
+        status = replies.current
+        assert status is None or (status.turn < 0 and status.action is Action.CONTINUE)
+        made.submit(turn(0, "A person, please."))
+        assert made.drain(2)
+    assert replies.current is not None and (replies.current.done, replies.current.action) == (True, Action.TRANSFER)
+
+
+def test_a_resume_cancels_the_speculation(replies: MemoryReplies) -> None:
+    rules = Rules(RULES)
+    with running(replies, rules) as made:
+        made.eager_end(0, "what is my balance")
+        until(lambda: spec_segments(replies, 0))
+        made.turn_resumed(0)
+        made.submit(turn(0, "what is my balance"))
+        assert made.drain(2)
+    assert len(rules.asked) == 2 and replies.current is not None and replies.current.keys == REPLY_KEYS
+
+
+def test_no_more_speculations_than_the_cap_start_for_one_turn(replies: MemoryReplies) -> None:
+    rules = Rules(RULES)
+    with running(replies, rules, speculative_max_per_turn=2) as made:
+        for words in ("what", "what is", "what is my", "what is my balance"):
+            made.eager_end(0, words)
+        made.submit(turn(0, "what is my balance"))
+        assert made.drain(2)
+    assert replies.counted[0]["Starts"] == 2
+    assert rules.asked[:2] == ["what", "what is"] and len(rules.asked) == 3
+
+
+def test_a_speculation_the_responder_fails_leaves_the_turn_to_be_answered_at_its_end(replies: MemoryReplies) -> None:
+    rules = Rules(RULES, failures=1)
+    with running(replies, rules) as made:
+        made.eager_end(0, "what is my balance")
+        until(lambda: len(rules.asked) == 1)
+        time.sleep(0.02)
+        made.submit(turn(0, "what is my balance"))
+        assert made.drain(2)
+    assert replies.named(0)[0] == "Your balance"
+
+
+def test_a_responder_that_may_not_speculate_is_asked_only_when_the_turn_ends(replies: MemoryReplies) -> None:
+    rules = Rules(RULES, speculative_safe=False)
+    with running(replies, rules) as made:
+        made.eager_end(0, "what is my balance")
+        time.sleep(0.05)
+        assert rules.asked == []
+        made.submit(turn(0, "what is my balance"))
+        assert made.drain(2)
+    assert rules.asked == ["what is my balance"] and not spec_segments(replies, 0)
+
+
+def test_a_later_turn_stops_the_reply_being_made_and_is_answered(replies: MemoryReplies) -> None:
+    slow = threading.Event()
+
+    def slow_speak(text: str, deadline: float, cancel: threading.Event | None = None) -> Spoken:
+        slow.wait(0.05)
+        return speak(text, deadline, cancel)
+
+    made = ReplyWorker(CONTACT, responder=Rules(RULES), speak=slow_speak, replies=replies, settings=Settings())
+    try:
+        made.submit(turn(0, "what is my balance"))
+        until(lambda: replies.current is not None and replies.current.segments >= 1)
+        made.submit(turn(1, "a person please"))
+        assert made.drain(3)
+    finally:
+        made.close(1.0)
+    assert replies.current is not None and (replies.current.turn, replies.current.action) == (1, Action.TRANSFER)
+    assert len([s for (t, k, _), s in replies.segments_by_key.items() if t == 0]) < 3
