@@ -1,11 +1,12 @@
 """Benchmark: the incremental Matroska reader against ebmlite and PyAV's demuxer.
 
-The input is a 10-minute Connect-shaped GetMedia payload built in memory: one Matroska document per ~1 s
-fragment (EBML header, unknown-size Segment, Info, Tracks AUDIO_FROM_CUSTOMER / AUDIO_TO_CUSTOMER labelled
-``A_AAC``, producer Tags, unknown-size Cluster of 64 ms SimpleBlocks of s16le 8 kHz PCM from both tracks,
-GetMedia's Tags).
+The input is a Connect-shaped GetMedia payload built in memory: one Matroska document per ~1 s fragment
+(EBML header, unknown-size Segment, Info, Tracks AUDIO_FROM_CUSTOMER / AUDIO_TO_CUSTOMER labelled ``A_AAC``,
+producer Tags, unknown-size Cluster of 64 ms SimpleBlocks of s16le 8 kHz PCM from both tracks, GetMedia's
+Tags).
 
-Each contender does the work a consumer needs: walk every element and get every block's payload bytes.
+In process, over 10 minutes of it, each contender does the work a consumer needs: walk every element and get
+every block's payload bytes.
 
 - ``voicebridge``: :class:`MatroskaReader` fed 64 KiB chunks, as a GetMedia response arrives.
 - ``ebmlite``: its Matroska schema over the whole payload in memory; every element visited, leaf values read.
@@ -13,26 +14,58 @@ Each contender does the work a consumer needs: walk every element and get every 
   so the ``A_AAC`` label on PCM data does not matter here (FFmpeg would mis-decode it, but returns the
   packets intact).
 
+As a whole process, over 60 minutes of it in a file: ``voicebridge mkv dump --track AUDIO_FROM_CUSTOMER``
+against a Python process that demuxes the file with PyAV and writes that track's packets to its standard
+output, each timed by its CPU time (user and system) from start to exit, interpreter and imports included.
+Both write to /dev/null, after a first run each whose output is checked (the two must agree byte for byte)
+and which leaves both with bytecode caches, as installed code has them.
+
 First-frame latency is the time from feeding the last byte of a SimpleBlock to holding its AudioFrame.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import io
+import math
+import os
+import resource
 import statistics
 import struct
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from voicebridge.kvs.mkv import AudioFrame, MatroskaReader
 
 SECONDS = 600
+WHOLE_PROCESS_SECONDS = 3600
 FRAGMENT_BLOCKS = 16  # per track: 16 x 64 ms = 1.024 s per fragment
 BLOCK_BYTES = 1024  # 512 samples of s16le at 8 kHz = 64 ms
 CHUNK = 64 * 1024
 REPEAT = 5
+WHOLE_PROCESS_REPEAT = 9
+"""Rounds of the whole-process comparison: a process's CPU time varies more than a loop's on a busy machine."""
+TRACK = "AUDIO_FROM_CUSTOMER"
+
+_PYAV_DUMP = """
+import sys
+
+import av
+
+with open(sys.argv[1], "rb") as source, av.open(source, mode="r", format="matroska") as container:
+    out = sys.stdout.buffer
+    (stream,) = [s for s in container.streams if s.metadata.get("title") == sys.argv[2]]
+    for packet in container.demux(stream):
+        if packet.size:
+            out.write(bytes(packet))
+"""
+"""The PyAV peer of ``voicebridge mkv dump``: FFmpeg reports a Matroska track's Name as its title."""
 
 
 def _vint(value: int) -> bytes:
@@ -63,9 +96,19 @@ def _tags(values: dict[str, str]) -> bytes:
     )
 
 
+@functools.cache
+def _period(step: int) -> bytes:
+    """Two periods of the waveform of ``_pcm``, packed: any ``n_samples`` up to a period are a slice of them."""
+    samples = 16000 // math.gcd(step, 16000)
+    one = struct.pack(f"<{samples}h", *((i * step) % 16000 - 8000 for i in range(samples)))
+    return one + one
+
+
 def _pcm(n_samples: int, start: int, step: int) -> bytes:
-    # A cheap deterministic waveform; the content is irrelevant to parsing.
-    return struct.pack(f"<{n_samples}h", *(((start + i) * step) % 16000 - 8000 for i in range(n_samples)))
+    # A cheap deterministic waveform, ((start + i) * step) % 16000 - 8000; the content is irrelevant to parsing.
+    period = _period(step)
+    at = start % (len(period) // 4) * 2
+    return period[at : at + 2 * n_samples]
 
 
 def connect_stream(seconds: int = SECONDS, codec_id: str = "A_AAC") -> tuple[bytes, list[int]]:
@@ -217,6 +260,55 @@ def first_frame_latency(data: bytes, block_ends: list[int], samples: int = 2000)
     return statistics.median(latencies)
 
 
+def _child_cpu_seconds(command: list[str], env: dict[str, str]) -> float:
+    """CPU time (user + system) of ``command`` run to its exit with its output discarded."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(command, env=env, stdout=subprocess.DEVNULL, check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+
+def whole_process(seconds: int = WHOLE_PROCESS_SECONDS) -> dict[str, Any]:
+    """``voicebridge mkv dump`` against a PyAV demuxing process over a ``seconds``-long stream in a file."""
+    data, block_ends = connect_stream(seconds)
+    figures: dict[str, Any] = {"stream_seconds": seconds, "stream_mb": round(len(data) / 1e6, 2)}
+    if importlib.util.find_spec("av") is None:
+        figures["pyav"] = {"available": False}
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "getmedia.mkv"
+        path.write_bytes(data)
+        del data
+        # Bytecode caches in the temporary folder for both, whatever PYTHONDONTWRITEBYTECODE says here.
+        env = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+        env["PYTHONPYCACHEPREFIX"] = str(Path(folder) / "pycache")
+        # The CLI's main() as the console script calls it, started by this interpreter whatever PATH holds.
+        commands = {
+            "voicebridge": [sys.executable, "-m", "voicebridge_dev.cli", "mkv", "dump", str(path), "--track", TRACK]
+        }
+        if "pyav" not in figures:
+            commands["pyav"] = [sys.executable, "-c", _PYAV_DUMP, str(path), TRACK]
+        expected = len(block_ends) // 2 * BLOCK_BYTES
+        outputs = {
+            name: subprocess.run(command, env=env, capture_output=True, check=True).stdout
+            for name, command in commands.items()
+        }
+        for name, output in outputs.items():
+            if len(output) != expected:
+                raise RuntimeError(f"{name} wrote {len(output)} bytes of {TRACK}, expected {expected}")
+            if output != outputs["voicebridge"]:
+                raise RuntimeError(f"{name} wrote other bytes of {TRACK} than voicebridge mkv dump")
+        del outputs
+        best = dict.fromkeys(commands, float("inf"))
+        for _ in range(WHOLE_PROCESS_REPEAT):
+            for name, command in commands.items():
+                best[name] = min(best[name], _child_cpu_seconds(command, env))
+    for name, cpu in best.items():
+        figures[name] = {"seconds": round(cpu, 3), "x_realtime": round(seconds / cpu)}
+    if "seconds" in figures.get("pyav", {}):
+        figures["pyav"]["voicebridge_speedup"] = round(best["pyav"] / best["voicebridge"], 2)
+    return figures
+
+
 def run() -> dict[str, Any]:
     data, block_ends = connect_stream()
     megabytes = len(data) / 1e6
@@ -239,6 +331,7 @@ def run() -> dict[str, Any]:
         if "seconds" in figures[peer]:
             figures[peer]["voicebridge_speedup"] = round(figures[peer]["seconds"] / ours, 2)
     figures["first_frame_latency_us"] = round(first_frame_latency(data, block_ends) * 1e6, 1)
+    figures["whole_process"] = whole_process()
     return figures
 
 
@@ -255,6 +348,18 @@ def report(figures: dict[str, Any]) -> str:
         ratio = f"{row['voicebridge_speedup']:.2f}x faster" if "voicebridge_speedup" in row else ""
         lines.append(f"{name:<12} {row['seconds']:>9.4f} {row['mb_per_s']:>8.1f} {row['x_realtime']:>11} {ratio:>15}")
     lines.append(f"first-frame latency (median): {figures['first_frame_latency_us']} us after the block's last byte")
+    whole = figures["whole_process"]
+    lines.append(
+        f"whole process, {whole['stream_seconds']} s stream ({whole['stream_mb']} MB) in a file, CPU seconds "
+        "from start to exit:"
+    )
+    for name, label in (("voicebridge", "voicebridge mkv dump"), ("pyav", "PyAV demux")):
+        row = whole[name]
+        if "seconds" not in row:
+            lines.append(f"  {label:<22} not installed")
+            continue
+        ratio = f"  voicebridge is {row['voicebridge_speedup']:.2f}x faster" if "voicebridge_speedup" in row else ""
+        lines.append(f"  {label:<22} {row['seconds']:>7.3f} s {row['x_realtime']:>7}x realtime{ratio}")
     return "\n".join(lines)
 
 

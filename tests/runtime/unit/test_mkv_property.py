@@ -1,5 +1,6 @@
 """Properties of the Matroska reader: chunking never changes what it reads, no input makes it raise, and a
-damaged fragment costs only its own frames."""
+damaged fragment costs at most itself and the fragment after it (only itself, for damage the reader sees where
+it is: see test_mkv_damage.py)."""
 
 from __future__ import annotations
 
@@ -133,7 +134,11 @@ def test_the_next_document_is_found_wherever_a_block_is_cut_short(data: st.DataO
     cut = data.draw(st.integers(block.offset, block.offset + len(block.pcm) - 1))
     spliced = stream.data[:cut] + stream.data[stream.offsets[1] :]
     events = read_chunked(spliced, data.draw(cuts_in(spliced)))
-    assert cut in [e.offset for e in events if isinstance(e, DocumentStart)]
+    # Sizes are trusted: a cut that leaves the block's size ending on an element boundary of the next document
+    # (its Tags, its Cluster, its first block) reads as well-formed input. Wherever the damage shows, the next
+    # document is found.
+    damage_shows = any(isinstance(e, MalformedInput) for e in events)
+    assert cut in [e.offset for e in events if isinstance(e, DocumentStart)] or not damage_shows
 
 
 DAMAGEABLE = {
@@ -181,19 +186,23 @@ def frame_rows(events: list[Event]) -> list[Frame]:
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), damaged=one_fragment_damaged())
-def test_a_damaged_fragment_costs_only_its_own_frames_under_any_chunking(
+def test_a_damaged_fragment_costs_at_most_itself_and_the_next_under_any_chunking(
     data: st.DataObject, damaged: tuple[Stream, int, bytes]
 ) -> None:
     stream, index, damaged_data = damaged
     start, end = stream.offsets[index], fragment_end(stream, index)
     moved = len(damaged_data) - len(stream.data)
     after = end + moved  # where the next fragment starts in the damaged stream
+    later = fragment_end(stream, index + 1) if index + 1 < len(stream.offsets) else end  # and the one after it
     read = frame_rows(read_chunked(damaged_data, data.draw(cuts_in(damaged_data))))
-    others = [(*f[:4], f[4] - moved if f[4] >= after else f[4]) for f in read if not start <= f[4] < after]
-    assert others == [f for f in frame_rows(read_whole(stream.data)) if not start <= f[4] < end]
-    # The damaged fragment's frames stop short of the next document's magic; the last may end in its first
-    # bytes, which no reader can tell from chance before the bytes after them arrive.
-    assert all(f[4] + len(f[3]) < after + 4 for f in read if start <= f[4] < after)
+    expected = frame_rows(read_whole(stream.data))
+    assert [f for f in read if f[4] < start] == [f for f in expected if f[4] < start]
+    assert [(*f[:4], f[4] - moved) for f in read if f[4] >= later + moved] == [f for f in expected if f[4] >= later]
+    # Sizes are trusted, so the damage may show only after the next document's first bytes are read: one block
+    # whose size ran over them (its fragment was cut short inside it) may hold them. Any other frame of the
+    # damaged fragment stops short of the next document's magic, or ends in its first bytes, which no reader
+    # can tell from chance before the bytes after them arrive.
+    assert len([f for f in read if start <= f[4] <= after and f[4] + len(f[3]) >= after + 4]) <= 1
 
 
 tag_values = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=6)

@@ -12,23 +12,31 @@ Format: GetMedia returns a concatenation of Matroska (EBML) documents, one per f
       Tags      appended by GetMedia: AWS_KINESISVIDEO_FRAGMENT_NUMBER, ..._CONTINUATION_TOKEN,
                 ..._ERROR_CODE
 
-Every element is ``ID VINT | size VINT | payload``. A (Simple)Block payload is ``track-number VINT |
-int16 timecode relative to the cluster | flags | [lacing header] frame data``; lacing is none, Xiph, EBML
-or fixed-size. Void (EC) and CRC-32 (BF) may appear inside any master. Amazon Connect labels its tracks
-``A_AAC`` although the frames carry 16-bit little-endian PCM, so frame data is handed over untouched.
+Every element is ``ID VINT | size VINT | payload`` (RFC 8794). A (Simple)Block payload is ``track-number
+VINT | int16 timecode relative to the cluster | flags | [lacing header] frame data``; lacing is none, Xiph,
+EBML or fixed-size (RFC 9559, Matroska). Void (EC) and CRC-32 (BF) may appear inside any master. Amazon
+Connect labels its tracks ``A_AAC`` although the frames carry 16-bit little-endian PCM, so frame data is
+handed over untouched.
 
 :class:`MatroskaReader` is sans-I/O: ``feed(bytes)`` returns the events completed by those bytes,
 ``close()`` the ones completed by the end of input. It descends into master elements and buffers only the
-leaf being read, so memory stays bounded by one element whatever the chunking, and each event leaves the
-reader as soon as the last byte of its element arrives. An unknown-size master ends when an element
-arrives that the Matroska hierarchy does not allow inside it (a new EBML header, a Cluster or Tags at
-segment level).
+leaf being read (and keeps the two elements read before it, see below), so memory stays bounded by a few
+elements whatever the chunking, and each event leaves the reader as soon as the last byte of its element
+arrives. An unknown-size master ends when an element arrives that the Matroska hierarchy does not allow
+inside it (a new EBML header, a Cluster or Tags at segment level).
 
-Malformed input yields :class:`MalformedInput`, and the reader resumes at the next EBML header wherever it
-starts: every byte is searched for one, and no element is read across one (an element that an EBML header
-begins inside had a corrupt size, or its document was cut short). A damaged fragment so costs at most
-itself, and no frame holds the next document's header; the last one may end in the first bytes of its
-magic, which no reader can tell from audio before the bytes after them arrive.
+Sizes are trusted: while the input reads as well-formed, no byte is searched for the next EBML header.
+Damage shows as an invalid ID or size VINT; an element that the open master cannot hold (Matroska lists
+every child of a Segment, a Cluster and a BlockGroup, and a Segment holds one Info and one Tracks, a Cluster
+one Timecode); a Segment without its EBML header; a size that overruns the parent or exceeds
+:data:`MAX_ELEMENT_SIZE`; a block for an unknown track or with reserved flag bits set; input that ends
+inside an element. It yields :class:`MalformedInput`, and only then does the reader search for the next EBML
+header, from the start of the older of the last two elements it read whole. So damage the reader sees
+where it is costs at most its fragment. So does a fragment cut short inside an element, whose trusted size
+then runs over the next document's header, as long as the damage shows within the next element or two, as
+bytes read from the wrong place almost always make it: the reader resumes at that header. A frame already
+out stays out, though, and the block cut short may have carried the next document's first bytes; a size
+that ends exactly on an element boundary of the next document reads as well-formed, and costs that one too.
 
     reader = MatroskaReader()
     for chunk in chunks:
@@ -41,7 +49,6 @@ magic, which no reader can tell from audio before the bytes after them arrive.
 
 from __future__ import annotations
 
-import re
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -100,13 +107,23 @@ _TAGLANGUAGE = 0x447A
 _TAGDEFAULT = 0x4484
 _CLUSTER = 0x1F43B675
 _TIMECODE = 0xE7
+_SILENTTRACKS = 0x5854
 _POSITION = 0xA7
 _PREVSIZE = 0xAB
 _SIMPLEBLOCK = 0xA3
 _BLOCKGROUP = 0xA0
+_ENCRYPTEDBLOCK = 0xAF
 _BLOCK = 0xA1
+_BLOCKVIRTUAL = 0xA2
+_BLOCKADDITIONS = 0x75A1
 _BLOCKDURATION = 0x9B
+_REFERENCEPRIORITY = 0xFA
 _REFERENCEBLOCK = 0xFB
+_REFERENCEVIRTUAL = 0xFD
+_CODECSTATE = 0xA4
+_DISCARDPADDING = 0x75A2
+_SLICES = 0x8E
+_REFERENCEFRAME = 0xC8
 _CUES = 0x1C53BB6B
 _CHAPTERS = 0x1043A770
 _ATTACHMENTS = 0x1941A469
@@ -141,21 +158,24 @@ _LEAF = 3  # read its payload
 _HEADER = 4  # an EBML header: a document starts; its content is not needed
 
 _DESCEND = frozenset({_MASTER, _HOOKED})
-_END_HOOKS = frozenset({_SIMPLETAG, _TAGS, _TRACKENTRY, _TRACKS})
+_END_HOOKS = frozenset({_SIMPLETAG, _TAGS, _TRACKENTRY, _TRACKS, _INFO})
+_GROUPED = frozenset({_INFO, _TAGS, _TRACKS})
+"""Masters that count as one element read whole (their children do not), whether they are taken whole from
+the buffer (recognised, or read in one pass) or child by child, as they are when they straddle feeds."""
 
 
 def _spec(parents: tuple[int, ...], kind: int, *eids: int) -> dict[int, tuple[frozenset[int], int]]:
     return dict.fromkeys(eids, (frozenset(parents), kind))
 
 
-# Where each element may appear, and what to do with it. Unlisted elements (Void, CRC-32, anything
-# unknown) belong to whichever master is open; the listed ones are what lets an unknown-size master end.
+# Where each element may appear, and what to do with it. Void and CRC-32 belong to whichever master is
+# open, and so do unlisted elements, except in the masters of _CLOSED; the listed ones are what lets an
+# unknown-size master end.
 _SPEC: dict[int, tuple[frozenset[int], int]] = {
     **_spec((_ROOT,), _HEADER, _EBML),
     **_spec((_ROOT,), _HOOKED, _SEGMENT),
     **_spec((_SEGMENT,), _SKIP, _SEEKHEAD, _CUES, _CHAPTERS, _ATTACHMENTS),
-    **_spec((_SEGMENT,), _MASTER, _INFO),
-    **_spec((_SEGMENT,), _HOOKED, _TRACKS, _TAGS, _CLUSTER),
+    **_spec((_SEGMENT,), _HOOKED, _INFO, _TRACKS, _TAGS, _CLUSTER),
     **_spec((_INFO,), _LEAF, _TIMECODESCALE),
     **_spec((_TRACKS,), _HOOKED, _TRACKENTRY),
     **_spec((_TRACKENTRY,), _LEAF, _TRACKNUMBER, _TRACKUID, _NAME, _CODECID),
@@ -167,12 +187,29 @@ _SPEC: dict[int, tuple[frozenset[int], int]] = {
     **_spec((_TAG, _SIMPLETAG), _HOOKED, _SIMPLETAG),
     **_spec((_SIMPLETAG,), _LEAF, _TAGNAME, _TAGSTRING),
     **_spec((_SIMPLETAG,), _SKIP, _TAGBINARY, _TAGLANGUAGE, _TAGDEFAULT),
-    **_spec((_CLUSTER,), _LEAF, _TIMECODE, _SIMPLEBLOCK),
-    **_spec((_CLUSTER,), _SKIP, _POSITION, _PREVSIZE),
+    # Integers are read (and their size judged) although only Timecode's value is needed: where misread
+    # bytes pass for an element, the damage then shows at once.
+    **_spec((_CLUSTER,), _LEAF, _TIMECODE, _SIMPLEBLOCK, _POSITION, _PREVSIZE),
+    **_spec((_CLUSTER,), _SKIP, _SILENTTRACKS, _ENCRYPTEDBLOCK),
     **_spec((_CLUSTER,), _MASTER, _BLOCKGROUP),
-    **_spec((_BLOCKGROUP,), _LEAF, _BLOCK),
-    **_spec((_BLOCKGROUP,), _SKIP, _BLOCKDURATION, _REFERENCEBLOCK),
+    **_spec((_BLOCKGROUP,), _LEAF, _BLOCK, _BLOCKDURATION, _REFERENCEPRIORITY, _REFERENCEBLOCK, _DISCARDPADDING),
+    **_spec(
+        (_BLOCKGROUP,),
+        _SKIP,
+        _BLOCKVIRTUAL,
+        _BLOCKADDITIONS,
+        _REFERENCEVIRTUAL,
+        _CODECSTATE,
+        _SLICES,
+        _REFERENCEFRAME,
+    ),
 }
+
+_CLOSED = frozenset({_ROOT, _SEGMENT, _CLUSTER, _BLOCKGROUP})
+"""Masters whose every child Matroska lists (and _SPEC holds): anything else inside one is damage. Misread
+bytes land in a Cluster most of all, and there they cannot pass for skippable unknown elements."""
+_ONCE_BITS = {_INFO: 1, _TRACKS: 2}
+"""Segment children that Matroska allows once per Segment, as bits of MatroskaReader._once."""
 
 _VINT_LEN = bytes(9 - b.bit_length() for b in range(256))
 """Length of a VINT from its first byte; 9 marks the invalid first byte 0x00."""
@@ -182,11 +219,6 @@ _NO_LIMIT = 1 << 63
 _TAGS_REMEMBERED = 8
 """Distinct Tags payloads remembered, and Tags shapes: Connect repeats its producer Tags in every fragment,
 and GetMedia's differ only in their values."""
-_search_magic = re.compile(re.escape(EBML_MAGIC)).search
-"""Where the next EBML magic starts; the stream's bytes go through here about once each. CPython's regex
-engine scans for a literal about twice as fast as ``bytes.find`` does for a 4-byte needle."""
-_HEADER_SIGNATURE = 14
-"""Bytes that tell an EBML header from chance: magic (4), size VINT (up to 8), first child ID (2)."""
 _EBML_HEADER_CHILDREN = frozenset({0x86, 0xF7, 0xF2, 0xF3, 0x82, 0x87, 0x85})
 """Second bytes of the EBML header's children: EBMLVersion, EBMLReadVersion, EBMLMaxIDLength,
 EBMLMaxSizeLength, DocType, DocTypeVersion, DocTypeReadVersion."""
@@ -196,6 +228,10 @@ differs in its values only)."""
 
 _LACING_XIPH = 0x02
 _LACING_EBML = 0x06
+_RESERVED_FLAGS = {_SIMPLEBLOCK: 0x70, _BLOCK: 0xF0}
+"""Flag bits that Matroska reserves (set to 0) in a SimpleBlock and in a Block."""
+_BLOCK_HEAD = struct.Struct(">HBhB").unpack_from
+"""A Connect block after its ID: 2-byte size VINT, 1-byte track-number VINT, relative timecode, flags."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,11 +342,12 @@ _Value: TypeAlias = tuple[str, int, int]
 """A tag as a Tags payload holds it: TagName, and where its TagString lies in the payload."""
 _Open: TypeAlias = tuple[int, int, int | None, int]
 """An open master: ID, start offset, end offset (None when unknown), the offset its children must end by."""
+_Whole: TypeAlias = tuple[int, int, int]
+"""An element read whole: its start and end stream offsets, and its ID."""
 
 _UNKNOWN = -1
 """The data size :func:`_element_header` gives an element whose size VINT says "unknown"."""
-_UNDECIDED = -2
-"""What :meth:`MatroskaReader._header_inside` answers while the bytes that tell have not arrived."""
+_NOTHING: _Whole = (-1, -1, 0)
 
 
 class _TrackEntry:
@@ -335,16 +372,49 @@ def _text(src: bytes, a: int, b: int) -> str:
 class _Corrupt(Exception):
     """A step of the reader found the input malformed.
 
-    The reader reports ``offset`` (by default the stream offset of the element the step was reading) and
-    scans for the next EBML header from buffer index ``resume`` (by default the byte after that element's
-    first).
+    ``offset`` is the stream offset to report (by default that of the element the step was reading), and
+    ``at`` where the damage showed (by default the same); ``eid`` is the element's ID, where it is known.
+    ``end``, where the element's size says it ends, is given when an EBML header inside it would explain the
+    damage better: it is then reported as the element running into that header.
     """
 
-    def __init__(self, reason: str, offset: int | None = None, resume: int | None = None) -> None:
+    def __init__(
+        self, reason: str, offset: int | None = None, at: int | None = None, end: int | None = None, eid: int = 0
+    ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.offset = offset
-        self.resume = resume
+        self.at = at
+        self.end = end
+        self.eid = eid
+
+
+class _Damage:
+    """Malformed input found, reported once the scan knows where the next EBML header is (if anywhere)."""
+
+    __slots__ = ("at", "eid", "end", "exclude", "offset", "reason", "wholes")
+
+    def __init__(self, corrupt: _Corrupt, offset: int, at: int, wholes: tuple[_Whole, _Whole]) -> None:
+        self.offset = offset
+        self.reason = corrupt.reason
+        self.at = at
+        self.end = corrupt.end
+        self.eid = corrupt.eid
+        # A damaged EBML header is no place to resume.
+        self.exclude = at if corrupt.eid == _EBML else -1
+        self.wholes = wholes
+
+    def report(self, header: int | None) -> MalformedInput:
+        """The event for this damage, given the stream offset of the EBML header the reader resumes at."""
+        if header is not None and header < self.at:
+            # The header lies in bytes read before the damage showed: an element they hold was cut short.
+            for start, end, eid in self.wholes:
+                if start < header < end and header + len(EBML_MAGIC) <= end:
+                    return MalformedInput(start, f"{_name(eid)} runs into an EBML header")
+            return MalformedInput(header, "EBML header begins inside the element before it")
+        if header is not None and self.end is not None and header < self.end:
+            return MalformedInput(self.offset, f"{_name(self.eid)} runs into an EBML header")
+        return MalformedInput(self.offset, self.reason)
 
 
 def _element_header(buf: bytes, pos: int) -> tuple[int, int, int] | None:
@@ -390,37 +460,34 @@ def _element_header(buf: bytes, pos: int) -> tuple[int, int, int] | None:
 
 def _connect_blocks(
     buf: bytes, pos: int, bound: int, base: int, by_byte: list[TrackInfo | None], cluster_tc: int, out: list[Event]
-) -> int:
-    """Read the run of Connect blocks at ``buf[pos]`` that ends by index ``bound``; return the index after it.
+) -> tuple[int, int, int]:
+    """Read the run of Connect blocks at ``buf[pos]`` that ends by index ``bound``.
 
     Connect's every block is an unlaced SimpleBlock (A3) with a 2-byte size and the one-byte track number of a
     known track, so its frame is read inline: the time of reading a stream goes here. Anything else ends the
-    run, for the element-wise path to read, and so does a block that ends past ``bound``, which the caller
-    puts at the next EBML magic too. Timecodes are ``cluster_tc`` plus the block's, as milliseconds: the
-    caller runs this only at the default TimecodeScale.
+    run, for the element-wise path to read (and judge). Timecodes are ``cluster_tc`` plus the block's, as
+    milliseconds: the caller runs this only at the default TimecodeScale. Returns the index after the run and
+    the starts of its last two blocks (-1 for none).
 
-        pos = _connect_blocks(buf, pos, min(len(buf), limit - base, magic - base), base, by_byte, cluster_tc, out)
+        pos, last, before = _connect_blocks(buf, pos, min(len(buf), limit - base), base, by_byte, tc, out)
     """
     append = out.append
     new = _new
+    head = _BLOCK_HEAD
     set_track_name = _set_track_name
     set_track_number = _set_track_number
     set_timecode_ms = _set_timecode_ms
     set_pcm = _set_pcm
     set_offset = _set_offset
-    end = len(buf)
-    while end - pos > 7 and buf[pos] == 0xA3:
-        size_first = buf[pos + 1]
-        if not 0x40 <= size_first < 0x80:
+    last = before = -1
+    # The 7 bytes of a block's header must have arrived; its frame must end by the bound.
+    while pos + 7 <= bound and buf[pos] == 0xA3:
+        word, track, relative, flags = head(buf, pos + 1)
+        # A 2-byte size VINT (01xx xxxx xxxx xxxx), not "unknown", that holds at least the block's header.
+        stop = pos + word - 0x3FFD
+        info = by_byte[track]
+        if not 0x4004 <= word < 0x7FFF or info is None or stop > bound or flags & 0x76:
             break
-        size = ((size_first & 0x3F) << 8) | buf[pos + 2]
-        stop = pos + 3 + size
-        info = by_byte[buf[pos + 3]]
-        if info is None or stop > bound or size < 4 or size == 0x3FFF or buf[pos + 6] & 0x06:
-            break
-        relative = (buf[pos + 4] << 8) | buf[pos + 5]
-        if relative > 0x7FFF:
-            relative -= 0x10000
         frame = new(AudioFrame)
         set_track_name(frame, info.name)
         set_track_number(frame, info.number)
@@ -428,17 +495,18 @@ def _connect_blocks(
         set_pcm(frame, buf[pos + 7 : stop])
         set_offset(frame, base + pos + 7)
         append(frame)
+        before = last
+        last = pos
         pos = stop
-    return pos
+    return pos, last, before
 
 
 class MatroskaReader:
     """Sans-I/O incremental reader of concatenated Matroska documents (see the module docstring).
 
     A small state machine with three states: at an element boundary, where the innermost open master picks
-    the next step (:meth:`_run`); inside an element that straddles feeds, skipped or collected as its bytes
-    arrive (:meth:`_finish_pending`); scanning for the next EBML header after malformed input
-    (:meth:`_resynchronise`).
+    the next step (:meth:`_run`); inside an element that straddles feeds, collected as its bytes arrive
+    (:meth:`_finish_pending`); scanning for the next EBML header once damage has shown (:meth:`_resynchronise`).
     """
 
     __slots__ = (
@@ -448,31 +516,49 @@ class MatroskaReader:
         "_closed",
         "_cluster_tc",
         "_collected",
+        "_damage",
+        "_doc_at",
+        "_doc_open",
         "_entry",
-        "_held",
+        "_head",
+        "_head_at",
+        "_head_info",
+        "_head_scale",
+        "_head_tracks",
+        "_head_tracks_raw",
+        "_info_pending_raw",
+        "_info_raw",
+        "_info_scale",
+        "_inside",
         "_limit",
-        "_magic",
         "_need",
         "_new_tracks",
+        "_old",
+        "_old_at",
+        "_once",
         "_parent",
         "_parts",
+        "_parts_at",
         "_pend_data",
         "_pend_eid",
+        "_pend_end",
+        "_pend_kind",
         "_pend_start",
         "_pos",
+        "_resyncs",
         "_scale",
         "_scanning",
-        "_search_at",
-        "_skip",
         "_stack",
         "_tag_stack",
         "_tags",
         "_tags_seen",
         "_tags_shapes",
-        "_tail",
+        "_timed",
         "_tracks",
         "_tracks_pending_raw",
         "_tracks_raw",
+        "_whole1",
+        "_whole2",
     )
 
     def __init__(self) -> None:
@@ -481,24 +567,31 @@ class MatroskaReader:
         self._base = 0  # stream offset of self._buf[0]
         self._scanning = False
         self._closed = False
-        # An element whose bytes straddle feeds: either skipped or collected whole.
-        self._skip = 0
+        self._resyncs = 0
+        self._damage: _Damage | None = None
+        # An element whose bytes straddle feeds, collected whole. The parts start at stream offset
+        # self._parts_at, before the element: they hold the bytes a scan after damage may need too.
         self._need = 0
         self._parts: list[bytes] = []
-        self._collected = 0  # bytes in self._parts
+        self._parts_at = 0
+        self._collected = 0  # bytes of the element's data in self._parts
         self._pend_eid = 0
+        self._pend_kind = _SKIP
         self._pend_start = 0
         self._pend_data = 0
-        # A pending element is searched for an EBML header as it arrives; the tail carries its last bytes,
-        # where a header may have begun.
-        self._tail = b""
-        # Bytes of the stream after a magic that the pending element may end inside, taken with the next feed.
-        self._held = b""
-        # The EBML magics in the stream, found as the bytes arrive: the stream offset of the first one the
-        # reader has not read past (_NO_LIMIT while none is known), and where the search goes on. Bytes from
-        # self._search_at on are kept, as they may begin the next document.
-        self._magic = _NO_LIMIT
-        self._search_at = 0
+        self._pend_end = 0
+        # The last two elements read whole, and the bytes from the older one's start up to the buffer, kept
+        # so that the scan after damage can start there (see the module docstring).
+        self._whole1 = _NOTHING
+        self._whole2 = _NOTHING
+        self._inside = 0  # open _GROUPED masters
+        self._old = b""
+        self._old_at = 0
+        # Where the current document's EBML header starts, and whether its Segment is still to come.
+        self._doc_at = -1
+        self._doc_open = False
+        self._once = 0  # _ONCE_BITS of the Segment's children read so far
+        self._timed = False  # the Cluster's Timecode has been read
         self._stack: list[_Open] = []
         # The innermost open master's ID and the stream offset its children must end by, kept with the stack.
         self._parent = _ROOT
@@ -518,15 +611,31 @@ class MatroskaReader:
         self._tags_shapes: dict[int, _TagsShape] = {}
         self._tracks_raw = b""
         self._tracks_pending_raw = b""
+        # The raw Info last read, and the TimecodeScale it set.
+        self._info_raw = b""
+        self._info_pending_raw = b""
+        self._info_scale = DEFAULT_TIMECODE_SCALE
+        # The head of the last document (EBML header, Segment, Info, Tracks) as bytes, where its Segment, Info
+        # and Tracks start and where Info ends, and what reading it set (see _replay_head).
+        self._head = b""
+        self._head_at = (0, 0, 0, 0)
+        self._head_info = b""
+        self._head_tracks_raw = b""
+        self._head_scale = DEFAULT_TIMECODE_SCALE
+        self._head_tracks: dict[int, TrackInfo] = {}
 
     @property
     def buffered_bytes(self) -> int:
-        """Bytes held while waiting for the rest of an element (never more than one element)."""
-        return len(self._buf) - self._kept() + self._collected + len(self._held)
+        """Bytes held while waiting for the rest of an element (never more than one element).
 
-    def _kept(self) -> int:
-        """The index of the first buffered byte the reader still needs: where it reads, or an earlier magic."""
-        return min(self._pos, self._search_at - self._base)
+        Not counted: the bytes of the last two elements read, kept for a scan should damage show after them.
+        """
+        return len(self._buf) - self._pos + self._collected
+
+    @property
+    def resynchronisations(self) -> int:
+        """How many times damage made the reader scan for the next EBML header (0 for well-formed input)."""
+        return self._resyncs
 
     def feed(self, data: bytes | bytearray | memoryview) -> Iterator[Event]:
         """Take the next bytes of the stream; return the events they complete, in stream order."""
@@ -542,22 +651,13 @@ class MatroskaReader:
             return iter(())
         self._closed = True
         out: list[Event] = []
-        # No more bytes will tell a magic near the end from chance: it is none, and reading goes on past it.
+        # A scan waiting on the bytes after a magic near the end now judges it by the bytes there are.
         self._take(b"", out)
-        if self._scanning:
-            return iter(out)
-        truncated: MalformedInput | None = None
-        for eid, start, stop, _ in self._stack:
-            if stop is not None:
-                truncated = MalformedInput(start, f"input ends inside {_name(eid)} of {stop - start} bytes")
-                break
-        if truncated is None and (self._skip or self._need):
-            truncated = MalformedInput(self._pend_start, f"input ends inside {_name(self._pend_eid)}")
-        if truncated is None and self._pos < len(self._buf):
-            truncated = MalformedInput(self._base + self._pos, "input ends inside an element header")
-        if truncated is not None:
-            out.append(truncated)
-            return iter(out)
+        # Input that ends inside an element is damage like any other: the bytes kept may hold the next
+        # document (an element cut short by it), and reading goes on from there.
+        while (truncated := self._truncation()) is not None:
+            self._corrupt(truncated, out)
+            self._run(out)
         while self._stack:
             eid, start, _, _ = self._stack.pop()
             reason = self._end_master(eid, start, out) if eid in _END_HOOKS else None
@@ -566,101 +666,114 @@ class MatroskaReader:
                 break
         return iter(out)
 
+    def _truncation(self) -> _Corrupt | None:
+        """What the input ends inside, once every byte is read: a known-size master, an element, a header."""
+        pending = self._need > 0
+        if pending:
+            # The element's bytes become the kept ones, for the scan to search.
+            self._old = b"".join(self._parts)
+            self._old_at = self._parts_at
+            self._parts = []
+            self._need = self._collected = 0
+        end = self._base + len(self._buf)
+        for eid, start, stop, _ in self._stack:
+            if stop is not None:
+                return _Corrupt(f"input ends inside {_name(eid)} of {stop - start} bytes", start, end)
+        if pending:
+            start = self._pend_start
+            return _Corrupt(f"input ends inside {_name(self._pend_eid)}", start, start, self._pend_end, self._pend_eid)
+        if self._pos < len(self._buf):
+            at = self._base + self._pos
+            return _Corrupt("input ends inside an element header", at, at)
+        return None
+
     def _take(self, chunk: bytes, out: list[Event]) -> None:
         """Add ``chunk`` to what is buffered, or to the element that straddles feeds, and read on."""
-        if self._held:
-            chunk = self._held + chunk
-            self._held = b""
-        if self._skip or self._need:
-            if not self._finish_pending(chunk, out):
-                return
-        elif (kept := self._kept()) < len(self._buf):
-            self._base += kept
-            self._buf = self._buf[kept:] + chunk
-            self._pos -= kept
-        else:
-            self._base += len(self._buf)
-            self._buf = chunk
+        if self._need:
+            try:
+                if not self._finish_pending(chunk, out):
+                    return
+            except _Corrupt as corrupt:
+                self._corrupt(corrupt, out)
+        elif self._buf:
+            # The first bytes of an element header (or, while scanning, of a magic): rare, and short.
+            self._buf = self._buf[self._pos :] + chunk
+            self._base += self._pos
             self._pos = 0
+        else:
+            self._buf = chunk
         # Even with no bytes left, the element just completed may have been the last one of its masters.
         self._run(out)
 
     def _finish_pending(self, chunk: bytes, out: list[Event]) -> bool:
-        """Feed the element that straddles feeds; once it is done, make the rest of ``chunk`` the buffer.
+        """Collect the element that straddles feeds; once it is whole, read it and buffer the rest of ``chunk``.
 
-        Returns whether reading goes on from the buffer: the element is done, or an EBML header begins inside.
+        Returns whether reading goes on from the buffer.
         """
-        # While an element is pending the buffer is empty and self._base is the offset of chunk[0].
-        collecting = self._need > 0
-        remaining = self._need if collecting else self._skip
-        taken = min(remaining, len(chunk))
-        tail = self._tail
-        # The element's bytes in this chunk after the last ones already taken, where a magic may have begun,
-        # and the first bytes after the element, which tell a magic near its end from chance.
-        window = tail + chunk[: taken + _HEADER_SIGNATURE]
-        found = _first_header(window, 0, len(tail) + taken, len(window), self._closed)
-        if found >= 0:
-            if _header_at(window, found, len(window)) > 0:
-                self._malformed(out, self._pend_start, f"{_name(self._pend_eid)} runs into an EBML header")
-                self._rebuffer(window[found:] + chunk[len(window) - len(tail) :], self._base - len(tail) + found)
-                return True
-            # The bytes after that magic have not all come: take the ones before it, the rest with the next.
-            taken = max(0, found - len(tail))
-            self._held = chunk[taken:]
-        portion = chunk[:taken]
-        if collecting:
-            self._parts.append(portion)
-            self._collected += taken
-            self._need -= taken
-        else:
-            self._skip -= taken
-        if taken < remaining:
-            self._tail = (tail + portion[-3:])[-3:]
-            self._base += taken
-            self._search_at = self._base
+        need = self._need
+        if len(chunk) < need:
+            self._parts.append(chunk)
+            self._need = need - len(chunk)
+            self._collected += len(chunk)
+            self._base += len(chunk)
             return False
-        self._tail = b""
-        # The element's last bytes may begin a magic that the next ones complete: they stay buffered.
-        lead = _magic_prefix(window, len(tail) + taken)
-        if lead > taken:
-            self._rebuffer(
-                window[len(tail) + taken - lead :] + chunk[len(window) - len(tail) :], self._base + taken - lead
-            )
-            self._pos = lead
-        else:
-            self._buf = chunk
-            self._pos = taken
-            self._search_at = self._base + taken - lead
-        if not collecting:
-            return True
-        payload = b"".join(self._parts)
+        self._parts.append(chunk[:need])
+        joined = b"".join(self._parts)
         self._parts = []
-        self._collected = 0
-        reason = self._leaf(self._pend_eid, payload, 0, len(payload), self._pend_data, out)
-        if reason is not None:
-            self._malformed(out, self._pend_start, reason)
-            self._pos = self._kept()
+        self._need = self._collected = 0
+        self._old = joined
+        self._old_at = at = self._parts_at
+        self._buf = chunk
+        self._pos = need
+        start = self._pend_start
+        eid = self._pend_eid
+        if self._pend_kind == _LEAF:
+            reason = self._leaf(eid, joined, self._pend_data - at, len(joined), at, out)
+            if reason is not None:
+                raise _Corrupt(reason, start, start, self._pend_end, eid)
+        self._read_whole(start, self._pend_end, eid)
         return True
 
-    def _rebuffer(self, buf: bytes, base: int) -> None:
-        """Read on from ``buf``, which starts at stream offset ``base``, searching it for magics afresh."""
-        self._buf = buf
-        self._base = base
-        self._pos = 0
-        self._magic = _NO_LIMIT
-        self._search_at = base
+    def _read_whole(self, start: int, end: int, eid: int) -> None:
+        """Note the element ``eid`` at stream offsets ``start`` to ``end`` as read whole."""
+        if not self._inside:
+            self._whole2 = self._whole1
+            self._whole1 = (start, end, eid)
 
-    def _malformed(self, out: list[Event], offset: int, reason: str) -> None:
-        out.append(MalformedInput(offset, reason))
+    def _bytes_from(self, start: int, end: int) -> bytes:
+        """The stream's bytes from offset ``start`` (or the first one kept) to ``end``, which is in the buffer."""
+        base = self._base
+        if start >= base:
+            return self._buf[start - base : end - base]
+        old_at = self._old_at
+        old_end = old_at + len(self._old)
+        return self._old[max(0, start - old_at) :] + self._buf[old_end - base : end - base]
+
+    def _anchor(self) -> int:
+        """The stream offset from which a scan after damage may need bytes: the older of the last two elements
+        read whole, or the current document's EBML header if that is later."""
+        return max(self._whole2[0], self._doc_at)
+
+    def _corrupt(self, corrupt: _Corrupt, out: list[Event], pos: int | None = None) -> None:
+        """Note the damage a step at buffer index ``pos`` found, drop the open masters, and scan for the next
+        EBML header from the byte after the anchor; the damage is reported once the scan has an answer."""
+        at = corrupt.at if corrupt.at is not None else self._base + (self._pos if pos is None else pos)
+        offset = corrupt.offset if corrupt.offset is not None else at
+        self._damage = _Damage(corrupt, offset, at, (self._whole1, self._whole2))
+        end = self._base + len(self._buf)
+        region = self._bytes_from(self._anchor() + 1, end)
+        self._buf = region
+        self._base = self._old_at = end - len(region)
+        self._old = b""
+        self._pos = 0
         self._stack.clear()
         self._tag_stack.clear()
+        self._inside = 0
         self._parts = []
-        self._collected = 0
-        self._need = 0
-        self._skip = 0
-        self._tail = b""
-        self._scanning = True
+        self._need = self._collected = 0
         self._parent, self._limit = _ROOT, _NO_LIMIT
+        self._scanning = True
+        self._resyncs += 1
 
     def _remember_tags(self, raw: bytes, tags: dict[str, str], values: list[_Value]) -> None:
         if len(raw) > _RECOGNISED_MAX:
@@ -677,34 +790,29 @@ class MatroskaReader:
     def _run(self, out: list[Event]) -> None:
         """Take steps through the buffer until one waits for bytes that have not arrived.
 
-        The reader's state picks each step: scanning for the next EBML header after malformed input, the end
-        of the innermost master once its children are read, the check of a magic that the element before
-        ended inside, a run of Connect's blocks inside a Cluster, or the next element, read from its header as
-        its kind asks. A step that finds the input malformed raises :class:`_Corrupt`; the reader reports it
-        and scans on.
+        The reader's state picks each step: scanning for the next EBML header after damage, the end of the
+        innermost master once its children are read, a run of Connect's blocks inside a Cluster, or the next
+        element, read from its header as its kind asks. A step that finds the input malformed raises
+        :class:`_Corrupt`; the reader notes it and scans.
         """
         buf = self._buf
         pos = self._pos
-        # A magic needs four bytes: fewer new ones cannot hold one.
-        if self._magic == _NO_LIMIT and len(buf) - (self._search_at - self._base) >= len(EBML_MAGIC):
-            self._find_magic(buf, self._search_at - self._base)
         while True:
             try:
                 if self._scanning:
-                    pos = self._resynchronise(buf, pos)
+                    pos = self._resynchronise(buf, pos, out)
                     if self._scanning:
                         break
                     continue
                 if self._base + pos >= self._limit:
                     pos = self._end_of_master(pos, out)
                     continue
-                if self._magic < self._base + pos:
-                    after = self._straddled(buf, pos)
-                    if after is None:
-                        break
-                    pos = after
-                    continue
-                if self._parent == _CLUSTER and self._scale == DEFAULT_TIMECODE_SCALE and buf.startswith(b"\xa3", pos):
+                if (
+                    pos < len(buf)
+                    and buf[pos] == 0xA3
+                    and self._parent == _CLUSTER
+                    and self._scale == DEFAULT_TIMECODE_SCALE
+                ):
                     after = self._blocks(buf, pos, out)
                     if after != pos:
                         pos = after
@@ -714,109 +822,97 @@ class MatroskaReader:
                     break
                 eid, size, data_at = header
                 spec = _SPEC.get(eid)
-                kind = spec[1] if spec is not None and self._parent in spec[0] else self._place(eid, spec, pos, out)
-                if kind in _DESCEND:
-                    after = self._master(buf, pos, eid, kind, size, data_at, out)
+                if spec is not None and self._parent in spec[0]:
+                    kind = spec[1]
                 else:
-                    after = self._content(buf, pos, eid, kind, size, data_at, out)
-                if after is None:
-                    break
-                pos = after
+                    kind = self._place(eid, spec, pos, size, data_at, out)
+                if kind in _DESCEND:
+                    pos = self._master(buf, pos, eid, kind, size, data_at, out)
+                    continue
+                if (
+                    kind == _HEADER
+                    and self._head
+                    and self._tracks is self._head_tracks
+                    and buf.startswith(self._head, pos)
+                ):
+                    pos = self._replay_head(pos, out)
+                    continue
+                stop = self._content(buf, pos, eid, kind, size, data_at, out)
+                if stop is None:
+                    # The element straddles feeds: its bytes are collected as they arrive.
+                    self._buf = b""
+                    self._pos = 0
+                    return
+                pos = stop
             except _Corrupt as corrupt:
-                pos = self._corrupt(corrupt, pos, out)
-        self._pos = pos
-        if self._kept() >= len(buf):
-            self._base += len(buf)
-            self._buf = b""
-            self._pos = 0
+                self._corrupt(corrupt, out, pos)
+                buf = self._buf
+                pos = 0
+        self._keep(buf, pos)
 
-    def _find_magic(self, buf: bytes, start: int) -> None:
-        """Note the first EBML magic at index ``start`` or later; if none, where to look once more bytes arrive."""
-        match = _search_magic(buf, start)
-        if match is not None:
-            self._magic = self._search_at = self._base + match.start()
-        else:
-            self._magic = _NO_LIMIT
-            self._search_at = self._base + max(start, len(buf) - _magic_prefix(buf, len(buf)))
-
-    def _resynchronise(self, buf: bytes, pos: int) -> int:
-        """Scan for the next EBML header: a magic that the bytes after it confirm. Wait where they have not come."""
+    def _keep(self, buf: bytes, pos: int) -> None:
+        """Keep what a later step may need of ``buf``: its unread bytes, and those from the anchor on."""
         base = self._base
-        if self._magic < base + pos:
-            self._find_magic(buf, pos)
-        while (magic := self._magic - base) < len(buf):
-            verdict = self._verdict(buf, magic)
-            if verdict:
-                self._scanning = verdict < 0
-                return magic
-            self._find_magic(buf, magic + 1)
-        return self._search_at - base
+        if not self._scanning:
+            anchor = self._anchor()
+            if anchor < base + pos:
+                self._old = self._bytes_from(anchor, base + pos)
+                self._old_at = base + pos - len(self._old)
+            else:
+                self._old = b""
+                self._old_at = base + pos
+        self._buf = buf[pos:] if pos < len(buf) else b""
+        self._base = base + pos
+        self._pos = 0
 
-    def _verdict(self, buf: bytes, magic: int) -> int:
-        """Whether the EBML magic at ``buf[magic]`` begins a header: 1 yes, 0 no, -1 not told by the bytes yet."""
-        verdict = _header_at(buf, magic, len(buf))
-        # At the end of input no more bytes will tell, and a header that cannot be read is none.
-        return 0 if verdict < 0 and self._closed else verdict
+    def _resynchronise(self, buf: bytes, pos: int, out: list[Event]) -> int:
+        """Scan for the next EBML header: a magic that the bytes after it confirm. Wait where they have not come.
 
-    def _corrupt(self, corrupt: _Corrupt, pos: int, out: list[Event]) -> int:
-        """Report what the step at ``pos`` found malformed; return where the scan for an EBML header starts."""
-        self._malformed(out, self._base + pos if corrupt.offset is None else corrupt.offset, corrupt.reason)
-        resume = pos + 1 if corrupt.resume is None else corrupt.resume
-        if self._magic < self._base + pos:
-            # A magic that the element before ``pos`` ended inside is still to be judged: the scan starts there.
-            resume = min(resume, self._magic - self._base)
-        return resume
-
-    def _straddled(self, buf: bytes, pos: int) -> int | None:
-        """The element before ``pos`` ended inside an EBML magic: if a header begins there, so does a document.
-
-        That element was read on its own bytes, as it had to be: the bytes that finish the magic may come in
-        the next feed, and its frame cannot wait for them.
+        Once the scan knows where reading resumes, or that it does not before the end of input, the damage is
+        reported.
         """
-        magic = self._magic - self._base
-        verdict = self._verdict(buf, magic)
-        if verdict < 0:
-            return None
-        if verdict:
-            raise _Corrupt("EBML header begins inside the element before it", self._base + magic, magic)
-        self._find_magic(buf, magic + 1)
-        return pos
-
-    def _header_inside(self, buf: bytes, pos: int, stop: int) -> int:
-        """The index of an EBML header whose magic lies whole inside the element ``buf[pos:stop]``, or -1.
-
-        Each magic is judged by the bytes after it, the element's and the stream's; while they have not all
-        come the answer is :data:`_UNDECIDED` (rare: audio holds the magic by chance about once in 4 GiB, and
-        it must then lie among the last bytes received). A magic that goes on past the element's end is left
-        to :meth:`_straddled`.
-
-            found = self._header_inside(buf, pos, data_at + size)
-        """
+        damage = self._damage
+        assert damage is not None
         base = self._base
-        last = min(stop, len(buf)) - 4
-        while True:
-            magic = self._magic - base
-            if magic == pos:
-                # The element's own ID: it is an EBML header, and the magic is read past.
-                self._find_magic(buf, pos + 1)
-                continue
-            if magic > last:
-                return -1
-            verdict = self._verdict(buf, magic)
-            if verdict:
-                return magic if verdict > 0 else _UNDECIDED
-            self._find_magic(buf, magic + 1)
+        end = len(buf)
+        i = buf.find(EBML_MAGIC, pos)
+        while i >= 0:
+            if base + i != damage.exclude:
+                verdict = _header_at(buf, i, end)
+                if verdict > 0:
+                    break
+                # At the end of input no more bytes will tell, and a header that cannot be read is none.
+                if verdict < 0 and not self._closed:
+                    return i
+            i = buf.find(EBML_MAGIC, i + 1)
+        if i < 0 and not self._closed:
+            # The last bytes may begin a magic that the next ones complete.
+            return max(pos, end - len(EBML_MAGIC) + 1)
+        header = base + i if i >= 0 else None
+        out.append(damage.report(header))
+        self._damage = None
+        self._scanning = False
+        if header is None:
+            return end
+        # Nothing before the header is read again: a later scan starts after it.
+        self._whole1 = self._whole2 = (header, header, _EBML)
+        self._old = b""
+        self._old_at = header
+        return i
 
     def _end_of_master(self, pos: int, out: list[Event]) -> int:
         """Close the innermost master, whose children end at ``pos``: a Tags or a Tracks completes here."""
         eid, start, _, limit = self._stack.pop()
         self._refresh_parent()
         if self._base + pos > limit:
-            raise _Corrupt(f"{_name(eid)} overruns its size", start, pos)
+            raise _Corrupt(f"{_name(eid)} overruns its size", start)
         if eid in _END_HOOKS:
             reason = self._end_master(eid, start, out)
             if reason is not None:
-                raise _Corrupt(reason, start, pos)
+                raise _Corrupt(reason, start)
+        if eid in _GROUPED:
+            self._inside -= 1
+            self._read_whole(start, self._base + pos, eid)
         return pos
 
     def _refresh_parent(self) -> None:
@@ -828,28 +924,41 @@ class MatroskaReader:
     def _blocks(self, buf: bytes, pos: int, out: list[Event]) -> int:
         """Inside a Cluster at the default TimecodeScale: the run of Connect's blocks at ``pos``."""
         base = self._base
-        bound = min(len(buf), self._limit - base, self._magic - base)
-        return _connect_blocks(buf, pos, bound, base, self._by_byte, self._cluster_tc, out)
+        bound = min(len(buf), self._limit - base)
+        after, last, before = _connect_blocks(buf, pos, bound, base, self._by_byte, self._cluster_tc, out)
+        if last >= 0:
+            self._whole2 = (base + before, base + last, _SIMPLEBLOCK) if before >= 0 else self._whole1
+            self._whole1 = (base + last, base + after, _SIMPLEBLOCK)
+        return after
 
-    def _place(self, eid: int, spec: tuple[frozenset[int], int] | None, pos: int, out: list[Event]) -> int:
+    def _place(
+        self, eid: int, spec: tuple[frozenset[int], int] | None, pos: int, size: int, data_at: int, out: list[Event]
+    ) -> int:
         """What to do with ``eid``, which ``spec`` does not place in the open master: unlisted, or it ends masters."""
+        base = self._base
+        end = None if size == _UNKNOWN else base + data_at + size
         if spec is None:
-            if self._parent == _ROOT and eid != _VOID and eid != _CRC32:
-                raise _Corrupt(f"unexpected element 0x{eid:x} outside a document")
-            return _SKIP
+            if eid in (_VOID, _CRC32) or self._parent not in _CLOSED:
+                return _SKIP
+            if self._parent == _ROOT:
+                raise _Corrupt(f"unexpected element 0x{eid:x} outside a document", end=end, eid=eid)
+            raise _Corrupt(f"{_name(eid)} cannot appear inside {_name(self._parent)}", end=end, eid=eid)
         parents, kind = spec
-        self._enter(eid, parents, pos, out)
+        self._enter(eid, parents, base + pos, end, out)
         return kind
 
-    def _enter(self, eid: int, parents: frozenset[int], pos: int, out: list[Event]) -> None:
+    def _enter(self, eid: int, parents: frozenset[int], start: int, end: int | None, out: list[Event]) -> None:
         """End unknown-size masters until one can hold ``eid``; raise :class:`_Corrupt` if none can."""
         stack = self._stack
         found_in = self._parent
         while stack and stack[-1][2] is None:
-            top, start, _, _ = stack.pop()
-            reason = self._end_master(top, start, out) if top in _END_HOOKS else None
+            top, top_start, _, _ = stack.pop()
+            reason = self._end_master(top, top_start, out) if top in _END_HOOKS else None
             if reason is not None:
-                raise _Corrupt(reason, start, pos)
+                raise _Corrupt(reason, top_start, start)
+            if top in _GROUPED:
+                self._inside -= 1
+                self._read_whole(top_start, start, top)
             if (stack[-1][0] if stack else _ROOT) in parents:
                 self._refresh_parent()
                 return
@@ -858,48 +967,129 @@ class MatroskaReader:
             out.append(MalformedInput(stack[0][1], f"document ends inside {_name(stack[-1][0])}"))
             stack.clear()
             self._tag_stack.clear()
+            self._inside = 0
             self._refresh_parent()
             return
-        raise _Corrupt(f"{_name(eid)} cannot appear inside {_name(found_in)}")
+        raise _Corrupt(f"{_name(eid)} cannot appear inside {_name(found_in)}", end=end, eid=eid)
 
-    def _master(
-        self, buf: bytes, pos: int, eid: int, kind: int, size: int, data_at: int, out: list[Event]
-    ) -> int | None:
-        """Open the master at ``pos``, or take it whole: Tags read in one pass, Tracks recognised as a repeat."""
+    def _master(self, buf: bytes, pos: int, eid: int, kind: int, size: int, data_at: int, out: list[Event]) -> int:
+        """Open the master at ``pos``, or take it whole (see :meth:`_grouped`)."""
         base = self._base
-        if self._magic - base < data_at:
-            found = self._header_inside(buf, pos, data_at)
-            if found == _UNDECIDED:
-                return None
-            if found >= 0:
-                raise _Corrupt(f"{_name(eid)} runs into an EBML header", resume=found)
-        stop = data_at + size
-        # Whole: all arrived, inside its parent, and no magic inside for its children to be judged by.
-        whole = size != _UNKNOWN and stop <= len(buf) and base + stop <= self._limit and base + stop <= self._magic
-        if eid == _TAGS and whole:
-            if self._whole_tags(buf, pos, data_at, stop, out):
+        if eid in _GROUPED:
+            stop = self._grouped(buf, pos, eid, size, data_at, out)
+            if stop is not None:
                 return stop
-        elif eid == _TRACKS:
-            # Connect repeats the same Tracks in every fragment: byte for byte the mapping in force.
-            raw = buf[data_at:stop] if whole and size <= _RECOGNISED_MAX else b""
-            if raw and raw == self._tracks_raw:
-                return stop
-            self._tracks_pending_raw = raw
-        if len(self._stack) >= MAX_DEPTH:
+        elif eid == _SEGMENT:
+            if not self._doc_open:
+                end = None if size == _UNKNOWN else base + data_at + size
+                raise _Corrupt("Segment without an EBML header", end=end, eid=eid)
+            self._doc_open = False
+            self._once = 0
+        stack = self._stack
+        if len(stack) >= MAX_DEPTH:
             raise _Corrupt("elements nested too deeply")
         if size == _UNKNOWN:
             limit = self._limit
-            self._stack.append((eid, base + pos, None, limit))
-        elif base + stop > self._limit:
-            raise _Corrupt(f"{_name(eid)} overruns its parent")
+            stack.append((eid, base + pos, None, limit))
         else:
-            limit = base + stop
-            self._stack.append((eid, base + pos, limit, limit))
+            limit = base + data_at + size
+            if limit > self._limit:
+                raise _Corrupt(f"{_name(eid)} overruns its parent", eid=eid)
+            stack.append((eid, base + pos, limit, limit))
         self._parent = eid
         self._limit = limit
         if kind == _HOOKED:
             self._begin_master(eid)
         return data_at
+
+    def _grouped(self, buf: bytes, pos: int, eid: int, size: int, data_at: int, out: list[Event]) -> int | None:
+        """The Info, Tracks or Tags at ``pos``: the index after it if it is taken whole, else None (to open it).
+
+        A Tags whole in the buffer is read in one pass, and an Info or Tracks byte for byte the one last read
+        (GetMedia repeats both in every fragment) stands for what that one held.
+        """
+        base = self._base
+        stop = data_at + size
+        end = None if size == _UNKNOWN else base + stop
+        once = _ONCE_BITS.get(eid, 0)
+        if once:
+            if self._once & once:
+                raise _Corrupt(f"second {_name(eid)} in a Segment", end=end, eid=eid)
+            self._once |= once
+        # Whole: all arrived, and inside its parent.
+        whole = end is not None and stop <= len(buf) and end <= self._limit
+        if eid == _TAGS:
+            if whole and self._whole_tags(buf, pos, data_at, stop, out):
+                self._read_whole(base + pos, base + stop, eid)
+                return stop
+        else:
+            raw = buf[data_at:stop] if whole and size <= _RECOGNISED_MAX else b""
+            if eid == _TRACKS:
+                if raw and raw == self._tracks_raw:
+                    self._read_whole(base + pos, base + stop, eid)
+                    self._note_head(buf, base + stop)
+                    return stop
+                self._tracks_pending_raw = raw
+            elif raw and raw == self._info_raw:
+                self._scale = self._info_scale
+                self._read_whole(base + pos, base + stop, eid)
+                return stop
+            else:
+                self._info_pending_raw = raw
+        # Opened by the caller, unless it finds the element malformed (which clears this count).
+        self._inside += 1
+        return None
+
+    def _note_head(self, buf: bytes, end: int) -> None:
+        """Tracks recognised at stream offset ``end``: keep the document's head if it is what _replay_head reads.
+
+        That is an EBML header, an unknown-size Segment, then Info and Tracks, both taken whole, nothing else
+        between them, and all of it in ``buf``.
+        """
+        base = self._base
+        start = self._doc_at
+        info = self._whole2
+        tracks = self._whole1
+        if len(self._stack) != 1 or self._stack[0][2] is not None or start < base or info[2] != _INFO:
+            return
+        segment = self._stack[0][1] - start
+        head = buf[start - base : end - base]
+        if head == self._head or info[1] != tracks[0]:
+            return
+        ebml = _element_header(head, 0)
+        if ebml is None or ebml[0] != _EBML or ebml[1] == _UNKNOWN or ebml[2] + ebml[1] != segment:
+            return
+        opened = _element_header(head, segment)
+        if opened is None or opened[0] != _SEGMENT or opened[1] != _UNKNOWN or start + opened[2] != info[0]:
+            return
+        self._head = head
+        self._head_at = (segment, info[0] - start, info[1] - start, tracks[0] - start)
+        self._head_info = self._info_raw
+        self._head_tracks_raw = self._tracks_raw
+        self._head_scale = self._scale
+        self._head_tracks = self._tracks
+
+    def _replay_head(self, pos: int, out: list[Event]) -> int:
+        """The document at ``pos`` starts with the last one's head, byte for byte, and its tracks are in force:
+        take the head as reading it element by element would (GetMedia repeats it in every fragment)."""
+        start = self._base + pos
+        segment, info_start, info_end, tracks_start = self._head_at
+        out.append(DocumentStart(start))
+        self._doc_at = start
+        self._doc_open = False
+        self._once = _ONCE_BITS[_INFO] | _ONCE_BITS[_TRACKS]
+        self._scale = self._info_scale = self._head_scale
+        self._cluster_tc = 0
+        self._timed = False
+        self._info_raw = self._head_info
+        self._tracks_raw = self._head_tracks_raw
+        self._stack.append((_SEGMENT, start + segment, None, _NO_LIMIT))
+        self._parent = _SEGMENT
+        self._limit = _NO_LIMIT
+        end = len(self._head)
+        self._whole2 = (start + info_start, start + info_end, _INFO)
+        self._whole1 = (start + tracks_start, start + end, _TRACKS)
+        return pos + end
 
     def _whole_tags(self, buf: bytes, pos: int, data_at: int, stop: int, out: list[Event]) -> bool:
         """Read a Tags element whole in the buffer in one pass, or recognise it from a past fragment."""
@@ -907,6 +1097,8 @@ class MatroskaReader:
         tags = self._tags_seen.pop(raw, None)
         if tags is not None:
             self._tags_seen[raw] = tags
+            # The event gets its own dict: the remembered one is handed out again for the next repeat.
+            tags = dict(tags)
         else:
             shape = self._tags_shapes.get(stop - data_at)
             tags = shape.read(buf, data_at) if shape is not None else None
@@ -916,68 +1108,71 @@ class MatroskaReader:
                     return False
                 tags, values = read
                 self._remember_tags(raw, tags, values)
-        out.append(Tags(dict(tags), self._base + pos))
+                tags = dict(tags)
+        out.append(Tags(tags, self._base + pos))
         return True
 
     def _content(
         self, buf: bytes, pos: int, eid: int, kind: int, size: int, data_at: int, out: list[Event]
     ) -> int | None:
-        """Read, skip or start collecting the element at ``pos``, whose children (if any) are not read."""
+        """Read or skip the element at ``pos`` (its children, if any, unread), or start collecting it."""
         base = self._base
-        stop = data_at + size
         if size == _UNKNOWN:
-            raise _Corrupt(f"{_name(eid)} of unknown size")
+            raise _Corrupt(f"{_name(eid)} of unknown size", eid=eid)
         if size > MAX_ELEMENT_SIZE:
-            raise _Corrupt(f"{_name(eid)} of {size} bytes exceeds the size limit")
+            raise _Corrupt(f"{_name(eid)} of {size} bytes exceeds the size limit", eid=eid)
+        stop = data_at + size
         if base + stop > self._limit:
-            raise _Corrupt(f"{_name(eid)} overruns its parent")
-        found = self._header_inside(buf, pos, stop) if self._magic - base < stop else -1
-        if found == _UNDECIDED:
-            return None
+            raise _Corrupt(f"{_name(eid)} overruns its parent", eid=eid)
+        if eid == _CRC32 and size != 4:
+            raise _Corrupt(f"CRC-32 of {size} bytes", eid=eid)
         if kind == _HEADER:
             out.append(DocumentStart(base + pos))
-        if found >= 0:
-            raise _Corrupt(f"{_name(eid)} runs into an EBML header", resume=found)
-        end = len(buf)
-        if stop > end:
+            self._doc_at = base + pos
+            self._doc_open = True
+        if stop > len(buf):
             self._begin_pending(buf, pos, eid, kind, size, data_at)
-            return end
+            return None
         if kind == _LEAF:
             reason = self._leaf(eid, buf, data_at, stop, base, out)
             if reason is not None:
-                raise _Corrupt(reason)
+                raise _Corrupt(reason, end=base + stop, eid=eid)
+        self._read_whole(base + pos, base + stop, eid)
         return stop
 
     def _begin_pending(self, buf: bytes, pos: int, eid: int, kind: int, size: int, data_at: int) -> None:
-        """The element at ``pos`` straddles feeds: the rest of the buffer is its first part, to skip or collect."""
-        end = len(buf)
-        if kind == _LEAF:
-            self._need = data_at + size - end
-            self._parts = [buf[data_at:]]
-            self._collected = end - data_at
-        else:
-            self._skip = data_at + size - end
-        # From here the element's own search takes over, from the bytes where a magic may still begin.
-        self._tail = buf[max(pos + 1, end - 3) :]
-        self._search_at = self._base + end
+        """The element at ``pos`` straddles feeds: the rest of the buffer is its first part."""
+        base = self._base
+        end = base + len(buf)
+        anchor = self._anchor()
+        first = self._bytes_from(anchor, end)
+        self._parts = [first]
+        self._parts_at = end - len(first)
+        self._need = data_at + size - len(buf)
+        self._collected = len(buf) - data_at
         self._pend_eid = eid
-        self._pend_start = self._base + pos
-        self._pend_data = self._base + data_at
+        self._pend_kind = kind
+        self._pend_start = base + pos
+        self._pend_data = base + data_at
+        self._pend_end = base + data_at + size
+        self._base = end
 
     def _begin_master(self, eid: int) -> None:
-        if eid == _SIMPLETAG:
-            self._tag_stack.append([None, None])
-        elif eid == _CLUSTER:
+        if eid == _CLUSTER:
             self._cluster_tc = 0
+            self._timed = False
+        elif eid == _SEGMENT:
+            self._scale = DEFAULT_TIMECODE_SCALE
+            self._cluster_tc = 0
+            self._timed = False
+        elif eid == _SIMPLETAG:
+            self._tag_stack.append([None, None])
         elif eid == _TRACKENTRY:
             self._entry = _TrackEntry()
         elif eid == _TAGS:
             self._tags = {}
         elif eid == _TRACKS:
             self._new_tracks = {}
-        elif eid == _SEGMENT:
-            self._scale = DEFAULT_TIMECODE_SCALE
-            self._cluster_tc = 0
 
     def _end_master(self, eid: int, start: int, out: list[Event]) -> str | None:
         if eid == _SIMPLETAG:
@@ -996,6 +1191,9 @@ class MatroskaReader:
             self._new_tracks[e.number] = TrackInfo(
                 e.number, e.name, e.codec_id, e.uid, e.sampling_rate, e.channels, e.bit_depth
             )
+        elif eid == _INFO:
+            self._info_raw = self._info_pending_raw
+            self._info_scale = self._scale
         elif eid == _TRACKS:
             tracks = self._new_tracks
             self._new_tracks = {}
@@ -1012,7 +1210,7 @@ class MatroskaReader:
     def _leaf(self, eid: int, src: bytes, a: int, b: int, src_base: int, out: list[Event]) -> str | None:
         """Read the leaf ``src[a:b]`` (``src[0]`` is at stream offset ``src_base``); say why it is invalid."""
         if eid in (_SIMPLEBLOCK, _BLOCK):
-            return self._block(src, a, b, src_base, out)
+            return self._block(eid, src, a, b, src_base, out)
         if eid == _TAGNAME:
             self._tag_stack[-1][0] = _text(src, a, b)
             return None
@@ -1038,6 +1236,9 @@ class MatroskaReader:
             return f"unsigned integer element 0x{eid:x} of {b - a} bytes"
         value = int.from_bytes(src[a:b], "big")
         if eid == _TIMECODE:
+            if self._timed:
+                return "second Timecode in a Cluster"
+            self._timed = True
             self._cluster_tc = value
             out.append(ClusterStart(value * self._scale // 1_000_000))
         elif eid == _TRACKNUMBER:
@@ -1054,7 +1255,7 @@ class MatroskaReader:
             self._scale = value
         return None
 
-    def _block(self, src: bytes, a: int, b: int, src_base: int, out: list[Event]) -> str | None:
+    def _block(self, eid: int, src: bytes, a: int, b: int, src_base: int, out: list[Event]) -> str | None:
         if a >= b:
             return "empty block"
         first = src[a]
@@ -1068,11 +1269,14 @@ class MatroskaReader:
         info = self._tracks.get(track)
         if info is None:
             return f"block for unknown track {track}"
+        flags = src[head + 2]
+        if flags & _RESERVED_FLAGS[eid]:
+            return f"block with reserved flag bits set (0x{flags:02x})"
         relative = (src[head] << 8) | src[head + 1]
         if relative & 0x8000:
             relative -= 0x10000
         ms = (self._cluster_tc + relative) * self._scale // 1_000_000
-        lacing = src[head + 2] & 0x06
+        lacing = flags & 0x06
         data = head + 3
         if not lacing:
             out.append(_frame(info.name, track, ms, src[data:b], src_base + data))
@@ -1156,35 +1360,6 @@ def _header_at(data: bytes, i: int, stop: int) -> int:
     if child + 2 > stop:
         return -1
     return 1 if data[child] == 0x42 and data[child + 1] in _EBML_HEADER_CHILDREN else 0
-
-
-def _magic_prefix(data: bytes, end: int) -> int:
-    """How many of the bytes before ``data[end]`` (three at most) could be the first bytes of an EBML magic.
-
-    >>> _magic_prefix(bytes.fromhex("00 1a 45 00"), 3)
-    2
-    """
-    # The magic holds one 0x1A, its first byte: a prefix can only start at the last one.
-    first = data.rfind(0x1A, max(0, end - 3), end)
-    return end - first if first >= 0 and EBML_MAGIC.startswith(data[first:end]) else 0
-
-
-def _first_header(data: bytes, start: int, stop: int, end: int, final: bool) -> int:
-    """The index of the first EBML header whose magic lies whole in ``data[start:stop]``, or -1.
-
-    Each magic is judged by ``data[:end]``. Unless ``final`` (no more bytes will come), a magic those bytes
-    cannot yet tell from chance counts too, for the caller to judge again once more bytes arrive.
-
-    >>> _first_header(EBML_MAGIC + bytes.fromhex("a3 42 86"), 0, 4, 7, final=True)
-    0
-    """
-    i = data.find(EBML_MAGIC, start, stop)
-    while i >= 0:
-        verdict = _header_at(data, i, end)
-        if verdict > 0 or (verdict < 0 and not final):
-            return i
-        i = data.find(EBML_MAGIC, i + 1, stop)
-    return -1
 
 
 _OPEN_CHILD = 0
@@ -1312,7 +1487,11 @@ class _TagsShape:
         for at, same in self.fixed:
             if not buf.startswith(same, a + at):
                 return None
-        return {name: _text(buf, a + start, a + stop) for name, start, stop in self.values}
+        # _text, inline: this runs for GetMedia's Tags in every fragment.
+        return {
+            name: buf[a + start : a + stop].rstrip(b"\x00").decode("utf-8", "replace")
+            for name, start, stop in self.values
+        }
 
 
 def _name(eid: int) -> str:
