@@ -2,7 +2,7 @@
 
 Handlers catch :class:`VoiceBridgeError` at the edge and map ``code`` and ``safe_message`` to the Connect
 response; messages are short, safe to log, and never carry a secret. :data:`ERROR_CODES` maps every code to its
-type, and the error-code table in ``docs/reference.md`` is checked against it::
+type, and the error-code table in ``docs/errors.md`` is checked against it::
 
     >>> ERROR_CODES["NoMediaStream"].__name__
     'NoMediaStream'

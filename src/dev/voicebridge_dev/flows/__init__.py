@@ -1,4 +1,4 @@
-"""Amazon Connect flow language, version 2019-10-30: models, validation and rendering (PROTOCOLS.md §2).
+"""Connect's flow language, version 2019-10-30: models, validation, rendering (docs/protocols.md, *The flow language*).
 
 Check a flow file against the template, model it, and fill its placeholders for a console import::
 

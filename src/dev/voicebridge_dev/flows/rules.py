@@ -1,4 +1,4 @@
-"""What Amazon Connect accepts in a flow (PROTOCOLS.md §2): limits, identifiers, and per action type its
+"""What Connect accepts in a flow (docs/protocols.md, *The flow language*): limits, identifiers, and per action type its
 parameters, error types, conditions and where it may run.
 
 The rules come from Connect's *Flow language* reference (:data:`REFERENCE`; each :class:`ActionSpec` names its page

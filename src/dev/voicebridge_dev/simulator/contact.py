@@ -1,6 +1,6 @@
 """The simulated contact: identity, attributes, the last Lambda result, and the event a function receives.
 
-References are Connect's JSONPath-like names (PROTOCOLS.md §2; Connect's *How to reference contact attributes* and
+JSONPath references (docs/protocols.md, *The flow language*; Connect's *How to reference contact attributes* and
 *List of available contact attributes and their JSONPath references*): ``$.Attributes.X`` (contact attributes),
 ``$.External.X`` (the latest Invoke-Lambda result), ``$.FlowAttributes.X`` (set by *Set flow attributes*, alive for
 the flow), ``$.Lex.…`` and ``$.Metrics.…`` (what a Lex block or *Get queue metrics* left), ``$.StoredCustomerInput``,
@@ -12,7 +12,7 @@ or other special characters goes in brackets and single quotes, after a dot or n
 hold references inline ("You said: $.Attributes.LastTranscript"). A reference to nothing is the empty string, as
 Connect renders it.
 
-The event (PROTOCOLS.md §1)::
+The event (docs/protocols.md, *Amazon Connect → Lambda*)::
 
     {"Name": "ContactFlowEvent",
      "Details": {"ContactData": {"Attributes": {...}, "Channel": "VOICE", "ContactId": "...", ...,

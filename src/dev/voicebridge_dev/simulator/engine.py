@@ -1,7 +1,7 @@
 """The Amazon Connect flow simulator: runs an exported flow (flow language 2019-10-30) for one inbound call.
 
 This is an emulator of Connect's flow engine for local runs, not Amazon Connect. It executes a flow's actions
-against the local cloud (PROTOCOLS.md §1–§4):
+against the local cloud (docs/protocols.md, *Amazon Connect → Lambda* to *Kinesis Video Streams*):
 
 - ``InvokeLambdaFunction`` — boto3 ``lambda.invoke`` against ``AWS_ENDPOINT_URL_LAMBDA`` with the Connect
   event (:class:`~voicebridge_dev.simulator.contact.Contact`); the function is the block's
@@ -1204,7 +1204,7 @@ def _s3_location(uri: str) -> tuple[str, str]:
 
 
 def _check_playable(data: bytes) -> None:
-    """Connect plays 8 kHz mono µ-law WAVs only (PROTOCOLS.md §3)."""
+    """Connect plays 8 kHz mono µ-law WAVs only (docs/protocols.md, *Prompts played from S3*)."""
     if len(data) < 12 or data[:4] != b"RIFF" or data[8:12] != b"WAVE":
         raise AudioFormatError("not a RIFF/WAVE file")
     offset = 12

@@ -2,7 +2,7 @@
 
 While media streaming is on, every moment of the call reaches the contact's stream on both tracks, in step:
 the caller's audio on ``AUDIO_FROM_CUSTOMER``, the bot's prompts on ``AUDIO_TO_CUSTOMER``, and silence
-wherever a party says nothing (PROTOCOLS.md §4). The plane feeds the stream up to the clock's present —
+wherever a party says nothing (docs/protocols.md, *Kinesis Video Streams*). It streams up to the clock's present —
 every 20 ms from its own thread, and at once whenever the simulator moves the clock — so with a
 :class:`VirtualClock` a skipped prompt or utterance is streamed at once, and the KVS emulator (pace 0) hands
 it to the consumer as fast as the consumer reads. Audio before streaming started is in the recording only.

@@ -1,4 +1,4 @@
-"""Amazon Connect's Lambda contract: the ContactFlowEvent in, a flat string map out (PROTOCOLS.md §1).
+"""Connect's Lambda contract: ContactFlowEvent in, flat string map out (docs/protocols.md, *Amazon Connect → Lambda*).
 
 Every value Connect sends is a string or null, and every field the product reads is checked against its documented
 shape before anything reaches AWS; a field that does not fit is ``InvalidInput`` with a short message naming the
@@ -17,7 +17,7 @@ field, never echoing its value. The shapes, and where they are documented:
   account and the ``stream`` resource: ``arn:aws[-a-z]*:kinesisvideo:<region>:<account>:stream/<name>/<creation ms>``.
 - ``StartFragmentNumber``, ``StopFragmentNumber``: ``^[0-9]+$``, 1 to 128 characters (``AfterFragmentNumber`` of
   GetMedia's StartSelector, to which the consumer passes them on).
-- ``StartTimestamp``, ``StopTimestamp``: epoch milliseconds as ASCII digits (PROTOCOLS.md §1); at most 13, a bound of
+- ``StartTimestamp``, ``StopTimestamp``: epoch milliseconds as ASCII digits (docs/protocols.md); at most 13, a bound of
   the product's own that lasts until 2286.
 - ``Attributes``: names of letters, digits, ``-`` and ``_``, at most 32,768 UTF-8 bytes across all names and values
   (UpdateContactAttributes: "up to 32,768 UTF-8 bytes across all attributes for a contact. Attribute keys can

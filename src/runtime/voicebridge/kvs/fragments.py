@@ -1,7 +1,7 @@
 """From Matroska events to the caller's audio: which fragment each frame is in, whose contact it is, and where a
 GetMedia read must resume. Sans-I/O: fed the reader's events, it returns what to do with them.
 
-What Connect writes (PROTOCOLS.md §4): one Matroska document per fragment, whose Tags carry
+What Connect writes (docs/protocols.md, *Kinesis Video Streams*): one Matroska document per fragment, whose Tags carry
 ``AWS_KINESISVIDEO_FRAGMENT_NUMBER`` and ``AWS_KINESISVIDEO_PRODUCER_TIMESTAMP`` *before* the Cluster, and
 ``ContactId`` and GetMedia's own tags (``AWS_KINESISVIDEO_MILLIS_BEHIND_NOW``, ``AWS_KINESISVIDEO_CONTINUATION_TOKEN``,
 or ``AWS_KINESISVIDEO_ERROR_CODE``) *after* it. Streams are reused across contacts, so a fragment's contact is known

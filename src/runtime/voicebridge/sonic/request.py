@@ -1,6 +1,6 @@
 """What a flow asks Sonic to say, validated, and the request body Sonic receives.
 
-Sonic's generation request (PROTOCOLS.md §5; one model per SageMaker package, so no ``model_id`` there)::
+Sonic's generation request (docs/protocols.md, *Sonic on SageMaker*; one model per package, so no ``model_id``)::
 
     {"context_id": "…", "transcript": "…", "voice": {"mode": "id", "id": "<uuid>"},
      "output_format": {"container": "raw", "encoding": "pcm_s16le", "sample_rate": 24000},

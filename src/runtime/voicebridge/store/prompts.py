@@ -43,7 +43,7 @@ class PromptStore:
         return f"{self.prefix}{digest}.wav"
 
     def uri_for(self, key: str) -> str:
-        """The virtual-hosted URL Connect's MessageParticipant block plays (PROTOCOLS.md §3)."""
+        """The virtual-hosted URL a MessageParticipant block plays (docs/protocols.md, *Prompts played from S3*)."""
         return f"https://{self.bucket}.s3.{self.region}.amazonaws.com/{key}"
 
     def known(self, digest: str) -> StoredPrompt | None:
