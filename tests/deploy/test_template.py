@@ -1043,9 +1043,9 @@ def test_every_environment_variable_the_template_sets_is_documented_in_the_confi
             assert f"| `{name}` |" in reference, name
 
 
-# boto3 ships with the Lambda runtime; PyYAML serves the template tooling only; pydantic serves the developer
-# package's emulators (the cartesia SDK brings its own to the functions that use it).
-LEFT_OUT_OF_THE_LAMBDA_PACKAGE = {"boto3", "botocore", "pyyaml", "pydantic"}
+# boto3 ships with the Lambda runtime; every other project dependency is something the runtime imports (PyYAML and
+# pydantic, which only the developer side uses, are in the dev extra; the cartesia SDK brings its own pydantic).
+LEFT_OUT_OF_THE_LAMBDA_PACKAGE = {"boto3", "botocore"}
 REQUIREMENTS = ROOT / "src" / "runtime" / "requirements"
 # What each function ships besides the runtime package: AwaitTurn, StartListening and Converse only log and count;
 # TranscribeStream speaks the replies with what Synthesize ships.
