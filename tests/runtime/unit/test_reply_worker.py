@@ -292,3 +292,31 @@ def test_a_later_turn_stops_the_reply_being_made_and_is_answered(replies: Memory
         made.close(1.0)
     assert replies.current is not None and (replies.current.turn, replies.current.action) == (1, Action.TRANSFER)
     assert len([s for (t, k, _), s in replies.segments_by_key.items() if t == 0]) < 3
+
+
+def test_a_speculation_confirmed_as_the_turn_ends_is_named_before_the_turn_is_stored(replies: MemoryReplies) -> None:
+    rules = Rules(RULES)
+    with running(replies, rules) as made:
+        made.eager_end(0, "what is my balance")
+        until(lambda: spec_segments(replies, 0))
+        ended = turn(0, "What is my balance?")
+        made.turn_ended(ended)
+        assert replies.current is not None and replies.current.turn == 0 and replies.current.keys.startswith("spec#")
+        # Once stored, the turn has nothing left to ask for.
+        made.submit(ended)
+        assert made.drain(2)
+    assert rules.asked == ["what is my balance"]
+    assert replies.named(0) == ["Your balance", "is two hundred dollars.", "Anything else?"]
+
+
+def test_a_turn_that_ends_with_other_words_waits_to_be_stored_before_it_is_answered(replies: MemoryReplies) -> None:
+    rules = Rules(RULES)
+    with running(replies, rules) as made:
+        made.eager_end(0, "what is my")
+        until(lambda: spec_segments(replies, 0))
+        ended = turn(0, "what is my balance")
+        made.turn_ended(ended)
+        assert rules.asked == ["what is my"]
+        made.submit(ended)
+        assert made.drain(2)
+    assert rules.asked == ["what is my", "what is my balance"]

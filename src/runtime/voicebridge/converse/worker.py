@@ -35,6 +35,7 @@ status records the reply's action and the responder's attributes.
 
     worker = ReplyWorker(contact_id, responder=..., speak=..., replies=ReplyStore(turns), settings=settings)
     worker.eager_end(3, "what is my balance")   # from the transcriber: Ink thinks the caller may be done
+    worker.turn_ended(turn)                     # from the transcriber, as Ink ends the turn (commits a match)
     worker.submit(turn)                         # from the transcriber, once the turn is stored
     worker.drain(timeout_s=10)                  # before a hand-over
 """
@@ -137,6 +138,7 @@ class _Reply:
     sonic_ms: float = 0.0
     last: Segment | None = None
     """The segment stored last: the status carries a copy of it."""
+    committed_at_ms: float | None = None
 
     @property
     def speculative(self) -> bool:
@@ -177,6 +179,8 @@ class ReplyWorker:
         """Speculative replies committed and still being made, on their own threads."""
         self._running: set[threading.Thread] = set()
         self._starts: Counter[int] = Counter()
+        self._answered_early: set[int] = set()
+        """Turns whose speculative reply :meth:`turn_ended` committed: their :meth:`submit` has nothing to do."""
         self._history: list[Exchange] | None = None
         """The conversation so far, read once: this worker is its only writer while it lives."""
         self._closing = False
@@ -225,34 +229,63 @@ class ReplyWorker:
             if reply is not None and reply.seq == seq:
                 self._cancel(reply, "the caller went on")
 
+    def turn_ended(self, turn: Turn) -> None:
+        """Ink ended ``turn`` (not yet stored): a speculative reply to the same words is committed now, while the turn
+        is being written, so the flow can play it one write sooner. Anything else waits for :meth:`submit`.
+
+        Called on Ink's receiver thread. A turn that turns out to be a replay (a predecessor stored it) is harmless
+        here: if the predecessor answered it, the commit finds its reply named and drops the speculation."""
+        with self._wake:
+            reply = self._speculation
+            if reply is None or not self._confirms(reply, turn):
+                return
+            self._speculation = None
+            # Counted as being made from now on, so a drain at once (a hand-over) waits for it.
+            self._committed.add(reply)
+            self._answered_early.add(turn.seq)
+            self._interrupt_all_but(reply)
+            self._wake.notify_all()
+        self._commit(reply, turn)
+
     def submit(self, turn: Turn) -> None:
         """Answer ``turn`` (the caller's, just stored); a reply still being made stops after its segment. A
-        speculative reply to the same words is committed instead of starting anew."""
+        speculative reply to the same words is committed instead of starting anew (unless :meth:`turn_ended` did
+        already)."""
         with self._wake:
+            if turn.seq in self._answered_early:
+                self._answered_early.discard(turn.seq)
+                return
             reply, self._speculation = self._speculation, None
-            hit = (
-                reply is not None
-                and reply.seq == turn.seq
-                and not self._queue
-                and not reply.failed
-                and not reply.cancel.is_set()
-                and same_words(reply.transcript, turn.transcript)
-            )
+            hit = reply is not None and self._confirms(reply, turn)
             if reply is not None and not hit:
                 self._cancel(reply, "the turn ended with other words")
             if hit and reply is not None:
-                # Counted as being made from now on, so a drain at once (a hand-over) waits for it.
                 self._committed.add(reply)
             else:
                 self._queue.append(_Job(turn, turn.transcript))
-            for making in (self._current, *self._committed):
-                if making is not None and making is not reply:
-                    making.interrupt.set()
+            self._interrupt_all_but(reply)
             self._wake.notify_all()
         if hit and reply is not None:
             self._commit(reply, turn)
         elif self._starts[turn.seq]:
             self._note(turn.seq, outcome="miss")
+
+    def _confirms(self, reply: _Reply, turn: Turn) -> bool:
+        """Whether ``turn`` ended with the words ``reply`` was made for, nothing else waiting (caller holds the
+        lock)."""
+        return (
+            reply.seq == turn.seq
+            and not self._queue
+            and not reply.failed
+            and not reply.cancel.is_set()
+            and same_words(reply.transcript, turn.transcript)
+        )
+
+    def _interrupt_all_but(self, reply: _Reply | None) -> None:
+        """A newer turn ended: every reply still being made stops after its segment (caller holds the lock)."""
+        for making in (self._current, *self._committed):
+            if making is not None and making is not reply:
+                making.interrupt.set()
 
     def resume(self, turn: Turn, keys: str = REPLY_KEYS) -> None:
         """Finish the reply to ``turn`` that a predecessor left unfinished, continuing after what it stored."""
@@ -364,7 +397,10 @@ class ReplyWorker:
             reply.failed = True
             logger.exception("speculative reply failed")
         finally:
-            if reply.cancel.is_set() and not self._abandoned.is_set():
+            # Counted on this thread, not on the one that committed it (Ink's receiver, or the turn writer).
+            if reply.committed_at_ms is not None:
+                self._note(reply.seq, outcome="hit", keys=reply.keys, committed_at_ms=reply.committed_at_ms, Hits=1)
+            elif reply.cancel.is_set() and not self._abandoned.is_set():
                 self._count_waste(reply)
             with self._wake:
                 self._committed.discard(reply)
@@ -408,6 +444,7 @@ class ReplyWorker:
                 self._wake.notify_all()
             return
         committed_at_ms = self._clock.time() * 1000
+        reply.committed_at_ms = committed_at_ms
         if finished is not None:
             # Made whole before the turn ended: recorded as finished before its thread may end and a drain return.
             self._finalize(reply)
@@ -419,7 +456,6 @@ class ReplyWorker:
                 "ReplyFirstPromptReady", MetricUnit.Milliseconds, max(0.0, committed_at_ms - caller_stopped_ms)
             )
         logger.info("speculative reply committed", turn=turn.seq, segments=reply.next_index)
-        self._note(turn.seq, outcome="hit", keys=reply.keys, committed_at_ms=committed_at_ms, Hits=1)
 
     def _count_waste(self, reply: _Reply) -> None:
         """What a cancelled speculative reply cost: the model's tokens (its own count when the stream got that far,

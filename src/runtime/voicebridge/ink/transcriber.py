@@ -19,7 +19,8 @@ The transcriber sits between the KVS reader and an :class:`~voicebridge.ink.sess
   replay or a continuation can reproduce a turn, never store it twice.
 - **Eager ends.** Ink's ``turn.eager_end`` (the caller may be done) and ``turn.resume`` (they were not) are passed on
   with the sequence number the turn will take if it ends, so a reply can be started on the words so far; nothing is
-  stored or settled for them.
+  stored or settled for them. A finished turn is passed on once as it ends (``on_turn_ended``, so a reply made for its
+  words can be named while it is being stored) and once stored (``on_turn``, never for a replay).
 - **Keep-alive.** When the source stalls, silence keeps the session alive and lets a turn in progress end (Ink ends
   a turn only while audio flows); that silence is not part of the positions.
 """
@@ -82,6 +83,7 @@ class TrackTranscriber(TurnListener):
         on_turn: Callable[[Turn], None] | None = None,
         on_eager_end: Callable[[int, str], None] | None = None,
         on_resume: Callable[[int], None] | None = None,
+        on_turn_ended: Callable[[Turn], None] | None = None,
     ) -> None:
         self.contact_id = contact_id
         self.track = track
@@ -104,6 +106,7 @@ class TrackTranscriber(TurnListener):
         self._on_turn = on_turn
         self._on_eager_end = on_eager_end
         self._on_resume = on_resume
+        self._on_turn_ended = on_turn_ended
         self._session_start = progress.stream_bytes
         self._open_backoff = Backoff(base_s=0.1, cap_s=5.0, stable_s=10.0)
         self._next_open_at = 0.0
@@ -322,6 +325,9 @@ class TrackTranscriber(TurnListener):
                 ended_at_ms=int(now_ms),
                 latency_ms=None if latency is None else int(latency),
             )
+        if self._on_turn_ended is not None:
+            # Before the turn is stored: a reply already made for these words can be named while the write goes on.
+            self._on_turn_ended(turn)
         self._writer.put(turn)
 
     def _written(self, turn: Turn, outcome: Written) -> None:

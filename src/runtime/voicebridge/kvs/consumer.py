@@ -166,6 +166,7 @@ class StreamConsumer:
                 on_turn=self._replier.submit if self._replier is not None and track == CUSTOMER else None,
                 on_eager_end=self._replier.eager_end if self._replier is not None and track == CUSTOMER else None,
                 on_resume=self._replier.turn_resumed if self._replier is not None and track == CUSTOMER else None,
+                on_turn_ended=self._replier.turn_ended if self._replier is not None and track == CUSTOMER else None,
             )
             for track, progress in checkpoint.tracks.items()
         }
