@@ -48,7 +48,8 @@ from pathlib import Path
 from typing import Any
 
 from voicebridge import container
-from voicebridge.converse.replies import Action, TurnRequest
+from voicebridge.conversation import Action
+from voicebridge.converse.responder import TurnRequest
 from voicebridge.converse.worker import ReplyWorker, Spoken
 from voicebridge.sonic.request import SpeechRequest
 from voicebridge.store.replies import speculation_key

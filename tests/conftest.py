@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-pytest_plugins = ["tests.fixtures.cloud"]
+pytest_plugins = ["tests.fixtures.cloud", "tests.fixtures.logs"]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -18,7 +18,7 @@ from packaging.requirements import Requirement
 
 from tests.fixtures import ROOT
 from voicebridge.config import Settings, SonicBackendName
-from voicebridge.converse.replies import Action
+from voicebridge.conversation import Action
 from voicebridge.converse.responders.scripted import ScriptedResponder
 from voicebridge.errors import ConfigurationError
 from voicebridge_dev.template import load_template

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, get_args
 
-from voicebridge.converse.replies import Action
+from voicebridge.conversation import Action
 from voicebridge.errors import ConfigurationError
 
 SonicBackendName = Literal["sagemaker", "container", "cartesia-api"]

@@ -1,7 +1,8 @@
 """Per-container wiring: everything a Lambda container builds once and every invocation reuses.
 
 Settings, AWS clients, the Cartesia API key, the turn table, the prompt store, the synthesizer, the Ink client, the
-KVS media sources and the responder are built lazily, on first use, and kept for the container's lifetime. Handlers
+KVS media sources and the responder are built lazily, on first use, and kept for the container's lifetime; the
+consumer's Ink sessions and reply worker, one per call, are made here too. Handlers
 take them from here; nothing else in the runtime builds a client or caches one. Each factory imports what it builds
 when it first builds it, so a function loads only the libraries it uses (AwaitTurn never loads numpy, soxr or the
 Cartesia SDK)::
@@ -22,12 +23,15 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 if TYPE_CHECKING:
     from voicebridge.config import Settings
-    from voicebridge.converse.replies import Responder
+    from voicebridge.converse.responder import Responder
+    from voicebridge.converse.worker import ReplyWorker
+    from voicebridge.ink.session import InkSession, TurnListener
+    from voicebridge.ink.transcriber import MetricSink
     from voicebridge.kvs.media import MediaSource
     from voicebridge.sonic.synthesizer import Synthesizer
     from voicebridge.store.prompts import PromptStore
     from voicebridge.store.replies import ReplyStore
-    from voicebridge.store.turns import TurnStore
+    from voicebridge.store.turns import Checkpoint, TurnStore
 
 T = TypeVar("T")
 
@@ -236,3 +240,52 @@ def responder() -> Responder:
         )
 
     return _once(("responder",), build)
+
+
+def ink_session(listener: TurnListener, name: str) -> InkSession:
+    """A new Ink session for one of a call's tracks (not kept: the consumer opens one per track, and again after a
+    drop), on the container's Ink client and settings."""
+    from voicebridge.ink.session import InkSession
+
+    config = settings()
+    return InkSession(
+        ink_client(),
+        listener,
+        mode=config.ink_mode,
+        model=config.ink_model,
+        language=config.ink_language,
+        end_timeout_ms=config.ink_turn_end_timeout_ms,
+        eager_end_threshold=config.ink_eager_end_threshold,
+        name=name,
+    )
+
+
+def reply_worker(checkpoint: Checkpoint, sink: MetricSink) -> ReplyWorker:
+    """The worker answering a call's turns with the configured responder, speaking with the Speak path's
+    synthesizer (not kept: one per call's invocation), reporting to the consumer's ``sink``."""
+
+    from aws_lambda_powertools.metrics import MetricUnit
+
+    from voicebridge.converse.worker import ReplyWorker, Spoken
+    from voicebridge.sonic.request import SpeechRequest
+
+    config = settings()
+    speaker = synthesizer()
+
+    def speak(text: str, deadline: float, cancel: threading.Event | None = None) -> Spoken:
+        request = SpeechRequest.from_parameters({"Text": text}, config)
+        prompt = speaker.synthesize(request, deadline=deadline, cancel=cancel)
+        if prompt.time_to_first_byte_ms is not None:
+            sink.add("SonicTimeToFirstByte", MetricUnit.Milliseconds, prompt.time_to_first_byte_ms)
+        sink.add("PromptCacheHit", MetricUnit.Count, 1 if prompt.cache_hit else 0)
+        return Spoken(prompt.uri, prompt.synthesis_ms, prompt.first_byte_at)
+
+    return ReplyWorker(
+        checkpoint.contact_id,
+        responder=responder(),
+        speak=speak,
+        replies=reply_store(),
+        settings=config,
+        attributes=checkpoint.attributes,
+        report=sink.add,
+    )

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from voicebridge import container
-from voicebridge.converse.replies import Action, Reply, ResponderError, TurnRequest
+from voicebridge.conversation import Action
+from voicebridge.converse.responder import Reply, ResponderError, TurnRequest
 from voicebridge.converse.responders.bedrock import BedrockReply
 from voicebridge_dev.local.bedrock import DEFAULT_MODEL_ID, BedrockEmulator, Fault, FaultKind
 

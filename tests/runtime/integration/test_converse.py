@@ -17,9 +17,9 @@ from collections.abc import Iterator
 import pytest
 
 from voicebridge import container
-from voicebridge.converse.playback import Next, next_to_play
-from voicebridge.converse.replies import Action
+from voicebridge.conversation import Action
 from voicebridge.converse.worker import ReplyWorker, Spoken
+from voicebridge.polls.next_segment import Next, next_to_play
 from voicebridge.sonic.request import SpeechRequest
 from voicebridge.store.replies import Segment
 from voicebridge.store.turns import CUSTOMER, Turn
@@ -269,9 +269,8 @@ def test_a_call_is_heard_and_each_turn_answered_by_the_consumer(converse: LocalC
     import numpy as np
     from cartesia import Cartesia
 
-    from voicebridge.handlers.transcribe_stream import _replier
+    from voicebridge.call.consumer import StreamConsumer
     from voicebridge.ink.session import InkSession, TurnListener
-    from voicebridge.kvs.consumer import StreamConsumer
     from voicebridge_dev.local.cloud import LOCAL_API_KEY
     from voicebridge_dev.simulator import load_clips
 
@@ -309,7 +308,7 @@ def test_a_call_is_heard_and_each_turn_answered_by_the_consumer(converse: LocalC
         continue_with=lambda payload: None,
         remaining_ms=lambda: 600_000,
         media=container.media_source,
-        replier=_replier,
+        replier=container.reply_worker,
     ).run()
     assert outcome.reason == "stream ended" and outcome.turns == 2
     answered = [answer(contact_id, seq) for seq in (0, 1)]

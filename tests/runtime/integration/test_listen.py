@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from voicebridge import container
+from voicebridge.call.consumer import StreamConsumer
 from voicebridge.config import Settings
 from voicebridge.ink.session import InkSession, TurnListener
-from voicebridge.kvs.consumer import StreamConsumer
 from voicebridge.store.turns import CUSTOMER, Claim, TurnStore
 from voicebridge_dev.local.cloud import LOCAL_API_KEY, LocalCloud
 from voicebridge_dev.local.ink import DropFault
@@ -549,7 +549,7 @@ def test_a_throttled_turn_write_is_retried_until_the_turn_is_stored(
 
 def test_await_turn_answers_not_listening_when_the_consumer_stopped_beating(env: LocalCloud) -> None:
     from voicebridge.errors import NotListening
-    from voicebridge.listening import await_turn
+    from voicebridge.polls.next_turn import await_turn
 
     contact_id = str(uuid.uuid4())
     store = TurnStore(local_physical_id("TurnTable"), container.client("dynamodb"))

@@ -19,7 +19,8 @@ import yaml
 
 from tests.fixtures import ROOT
 from voicebridge import container
-from voicebridge.converse.replies import Action, Exchange, Reply, Responder, ResponderError, TurnRequest
+from voicebridge.conversation import Action, Exchange
+from voicebridge.converse.responder import Reply, Responder, ResponderError, TurnRequest
 from voicebridge_dev.local.bedrock import BedrockEmulator
 from voicebridge_dev.local.bedrock import Fault as BedrockFault
 from voicebridge_dev.local.bedrock import FaultKind as BedrockFaultKind

@@ -12,7 +12,7 @@ import pytest
 from tests.fixtures.cloud import Invoker
 from voicebridge import container
 from voicebridge.errors import NotListening, Superseded
-from voicebridge.listening import await_turn
+from voicebridge.polls.next_turn import await_turn
 from voicebridge.store.turns import CUSTOMER, LISTENING, STARTING, STOPPED, Claim, Turn, TurnStore
 from voicebridge_dev.local.cloud import LocalCloud
 from voicebridge_dev.template import local_physical_id

@@ -6,18 +6,15 @@ The families and what each accepts are the Bedrock User Guide's *Supported model
 
 from __future__ import annotations
 
-import io
-import json
-import logging
-from collections.abc import Callable, Iterator
-from typing import Any, cast
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
-from voicebridge.converse.replies import Exchange, TurnRequest
+from voicebridge.conversation import Exchange
+from voicebridge.converse.responder import TurnRequest
 from voicebridge.converse.responders.bedrock import BedrockResponder
 from voicebridge.converse.responders.bedrock_models import DEFAULT_FAMILY, model_family
-from voicebridge.telemetry import logger
 
 # --- the table ----------------------------------------------------------------------------------------------
 
@@ -142,20 +139,6 @@ def test_a_family_that_takes_no_system_prompt_reads_it_at_the_head_of_the_first_
 def test_without_a_system_prompt_the_first_user_message_is_the_callers_words_alone() -> None:
     request = BedrockResponder(object(), model_id="mistral.mistral-7b-instruct-v0:2").request(turn())
     assert request["messages"] == [{"role": "user", "content": [{"text": "what is my balance"}]}]
-
-
-@pytest.fixture
-def log_lines() -> Iterator[Callable[[], list[dict[str, Any]]]]:
-    stream = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
-    handler = cast("logging.StreamHandler[Any]", logger.registered_handler)
-    previous = handler.setStream(stream)
-
-    def lines() -> list[dict[str, Any]]:
-        stream.flush()
-        return [json.loads(line) for line in stream.buffer.getvalue().decode().splitlines()]
-
-    yield lines
-    handler.setStream(previous)
 
 
 def test_a_model_that_cannot_be_offered_tools_is_said_once_at_construction(

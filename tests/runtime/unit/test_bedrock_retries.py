@@ -7,18 +7,15 @@ text. The client (botocore's) retries nothing itself; time is a fake clock that 
 
 from __future__ import annotations
 
-import io
 import json
-import logging
 from collections.abc import Callable, Iterator
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError, EventStreamError
 
-from voicebridge.converse.replies import ResponderError, TurnRequest
+from voicebridge.converse.responder import ResponderError, TurnRequest
 from voicebridge.converse.responders.bedrock import BedrockResponder
-from voicebridge.telemetry import logger
 
 TRANSCRIPT = "what is my balance"
 
@@ -217,20 +214,6 @@ def test_a_stream_retry_and_a_call_retry_share_one_budget(clock: Clock) -> None:
 
 
 # --- what is logged -----------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def log_lines() -> Iterator[Callable[[], list[dict[str, Any]]]]:
-    stream = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
-    handler = cast("logging.StreamHandler[Any]", logger.registered_handler)
-    previous = handler.setStream(stream)
-
-    def lines() -> list[dict[str, Any]]:
-        stream.flush()
-        return [json.loads(line) for line in stream.buffer.getvalue().decode().splitlines()]
-
-    yield lines
-    handler.setStream(previous)
 
 
 def test_each_retry_is_logged_with_its_code_and_never_the_callers_words(

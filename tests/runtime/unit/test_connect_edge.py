@@ -3,13 +3,10 @@ than 32 KB of UTF-8, and the function's log keeps every line."""
 
 from __future__ import annotations
 
-import io
 import json
-import logging
-from collections.abc import Callable, Iterator
-from typing import Any, cast
+from collections.abc import Callable
+from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,7 +21,6 @@ from voicebridge.connect.events import (
 )
 from voicebridge.errors import InvalidInput
 from voicebridge.handlers._edge import connect_edge
-from voicebridge.telemetry import logger
 
 EVENT = json.loads((ROOT / "events" / "synthesize.json").read_text())
 CJK = "語"
@@ -39,21 +35,6 @@ def answering(answer: dict[str, str], *, truncate: tuple[str, ...] = ()) -> Call
         return answer
 
     return domain
-
-
-@pytest.fixture
-def log_lines() -> Iterator[Callable[[], list[dict[str, Any]]]]:
-    """The function's log lines as Lambda's stdout takes them: strict UTF-8, so a line it cannot encode is lost."""
-    stream = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
-    handler = cast("logging.StreamHandler[Any]", logger.registered_handler)
-    previous = handler.setStream(stream)
-
-    def lines() -> list[dict[str, Any]]:
-        stream.flush()
-        return [json.loads(line) for line in stream.buffer.getvalue().decode().splitlines()]
-
-    yield lines
-    handler.setStream(previous)
 
 
 def test_the_sample_event_parses() -> None:

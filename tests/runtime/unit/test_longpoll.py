@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from tests.fixtures.clock import ManualClock
-from voicebridge.converse.playback import next_to_play
-from voicebridge.listening import await_turn
-from voicebridge.longpoll import LongPoll
+from voicebridge.polls.longpoll import LongPoll
+from voicebridge.polls.next_segment import next_to_play
+from voicebridge.polls.next_turn import await_turn
 
 
 class SlowReplies:

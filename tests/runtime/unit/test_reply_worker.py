@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from voicebridge.config import Settings
-from voicebridge.converse.replies import Action, Exchange, FixedReply, ResponderError, TurnRequest
+from voicebridge.conversation import Action, Exchange
+from voicebridge.converse.responder import FixedReply, ResponderError, TurnRequest
 from voicebridge.converse.worker import ReplyWorker, Spoken
 from voicebridge.store.replies import REPLY_KEYS, ReplyStatus, ReplyStore, Segment
 from voicebridge.store.turns import CUSTOMER, Turn

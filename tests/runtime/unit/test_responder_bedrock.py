@@ -19,7 +19,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from urllib3.exceptions import ProtocolError
 
-from voicebridge.converse.replies import Action, Exchange, ResponderError, TurnRequest
+from voicebridge.conversation import Action, Exchange
+from voicebridge.converse.responder import ResponderError, TurnRequest
 from voicebridge.converse.responders.bedrock import (
     COMPLETE_STOPS,
     STOP_REASONS,

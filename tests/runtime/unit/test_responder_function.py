@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
 
-from voicebridge.converse.replies import Action, Exchange, ResponderError, TurnRequest
+from voicebridge.conversation import Action, Exchange
+from voicebridge.converse.responder import ResponderError, TurnRequest
 from voicebridge.converse.responders.function import FunctionResponder, event_of, reply_of
 
 LATER = float("inf")

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
 
-from voicebridge.converse.replies import Action, ResponderError, TurnRequest
+from voicebridge.conversation import Action
+from voicebridge.converse.responder import ResponderError, TurnRequest
 from voicebridge.converse.responders.lex import LexResponder, reply_of, session_id, spoken
 
 ACTIONS = {"TransferToAgent": Action.TRANSFER, "Goodbye": Action.HANGUP}

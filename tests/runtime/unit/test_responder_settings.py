@@ -13,8 +13,9 @@ from botocore.exceptions import ClientError
 
 from voicebridge import container
 from voicebridge.config import Settings
+from voicebridge.conversation import Action
 from voicebridge.converse.documents import read_document
-from voicebridge.converse.replies import Action, TurnRequest
+from voicebridge.converse.responder import TurnRequest
 from voicebridge.converse.responders.bedrock import BedrockResponder
 from voicebridge.converse.responders.function import FunctionResponder
 from voicebridge.converse.responders.lex import LexResponder

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from voicebridge.converse.replies import Action, TurnRequest
+from voicebridge.conversation import Action
+from voicebridge.converse.responder import TurnRequest
 from voicebridge.converse.responders.scripted import ScriptedResponder
 from voicebridge.errors import ConfigurationError
 

@@ -53,7 +53,8 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from voicebridge.clock import SYSTEM_CLOCK, Clock
 from voicebridge.config import Settings
-from voicebridge.converse.replies import Action, Exchange, Responder, ResponderError, TurnRequest
+from voicebridge.conversation import Action, Exchange
+from voicebridge.converse.responder import Responder, ResponderError, TurnRequest
 from voicebridge.converse.sentences import SentenceSplitter
 from voicebridge.errors import ModelUnavailable, VoiceBridgeError
 from voicebridge.sonic.synthesizer import SynthesisCancelled

@@ -16,7 +16,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from voicebridge import container
 from voicebridge.connect.events import ContactFlowEvent, response
 from voicebridge.handlers._edge import connect_edge
-from voicebridge.listening import await_turn
+from voicebridge.polls.next_turn import await_turn
 from voicebridge.telemetry import metrics
 
 

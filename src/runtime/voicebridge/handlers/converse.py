@@ -5,7 +5,7 @@ Output: ``Result=Speak`` with ``PromptUri``, ``Text`` (the sentence it speaks), 
 ``More``, ``Transcript``, ``Action`` and the responder's attributes; ``Result=Fallback`` with ``Text`` and no
 ``PromptUri`` when Sonic could not speak the sentence; ``Result=OK`` with ``Action`` when the reply is over and the
 flow must transfer or hang up; ``Result=Timeout``; ``Result=Error`` (``NotListening``, ``InvalidInput``…). See
-:mod:`voicebridge.converse.playback`.
+:mod:`voicebridge.polls.next_segment`.
 An answer too long for Connect's 32 KB has its ``Transcript``, then its ``Text``, cut on a character boundary and says
 ``Truncated=true``.
 """
@@ -19,8 +19,8 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from voicebridge import container
 from voicebridge.connect.events import TRUNCATED, ContactFlowEvent, response
-from voicebridge.converse.playback import next_to_play
 from voicebridge.handlers._edge import connect_edge
+from voicebridge.polls.next_segment import next_to_play
 from voicebridge.telemetry import metrics
 
 RESERVED = frozenset({"Result", "PromptUri", "Text", "TurnIndex", "Segment", "More", "Transcript", "Action", TRUNCATED})

@@ -11,10 +11,10 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 
 from voicebridge import container
+from voicebridge.call.start import start_listening
 from voicebridge.connect.events import ContactFlowEvent, response
 from voicebridge.errors import VoiceBridgeError
 from voicebridge.handlers._edge import connect_edge
-from voicebridge.listening import start_listening
 from voicebridge.telemetry import logger, metrics
 
 

@@ -10,65 +10,16 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
 from voicebridge import container
+from voicebridge.call.consumer import StreamConsumer
 from voicebridge.errors import VoiceBridgeError
-from voicebridge.ink.session import InkSession, TurnListener
-from voicebridge.ink.transcriber import MetricSink
-from voicebridge.kvs.consumer import StreamConsumer
-from voicebridge.store.turns import Checkpoint
 from voicebridge.telemetry import logger, metrics
 
-if TYPE_CHECKING:
-    from voicebridge.converse.worker import ReplyWorker
-
 CONTACT_ID = re.compile(r"[A-Za-z0-9-]{1,256}")
-
-
-def _open_session(listener: TurnListener, name: str) -> InkSession:
-    config = container.settings()
-    return InkSession(
-        container.ink_client(),
-        listener,
-        mode=config.ink_mode,
-        model=config.ink_model,
-        language=config.ink_language,
-        end_timeout_ms=config.ink_turn_end_timeout_ms,
-        eager_end_threshold=config.ink_eager_end_threshold,
-        name=name,
-    )
-
-
-def _replier(checkpoint: Checkpoint, sink: MetricSink) -> ReplyWorker:
-    """The worker answering the caller's turns with the configured responder, speaking with the Speak path."""
-    import threading
-
-    from voicebridge.converse.worker import ReplyWorker, Spoken
-    from voicebridge.sonic.request import SpeechRequest
-
-    config = container.settings()
-    synthesizer = container.synthesizer()
-
-    def speak(text: str, deadline: float, cancel: threading.Event | None = None) -> Spoken:
-        request = SpeechRequest.from_parameters({"Text": text}, config)
-        prompt = synthesizer.synthesize(request, deadline=deadline, cancel=cancel)
-        if prompt.time_to_first_byte_ms is not None:
-            sink.add("SonicTimeToFirstByte", MetricUnit.Milliseconds, prompt.time_to_first_byte_ms)
-        sink.add("PromptCacheHit", MetricUnit.Count, 1 if prompt.cache_hit else 0)
-        return Spoken(prompt.uri, prompt.synthesis_ms, prompt.first_byte_at)
-
-    return ReplyWorker(
-        checkpoint.contact_id,
-        responder=container.responder(),
-        speak=speak,
-        replies=container.reply_store(),
-        settings=config,
-        attributes=checkpoint.attributes,
-        report=sink.add,
-    )
 
 
 def handler(event: Any, context: Any) -> dict[str, Any]:
@@ -91,11 +42,11 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
             container.turn_store(),
             contact_id=contact_id,
             generation=generation,
-            open_session=_open_session,
+            open_session=container.ink_session,
             continue_with=continue_with,
             remaining_ms=context.get_remaining_time_in_millis,
             media=container.media_source,
-            replier=_replier,
+            replier=container.reply_worker,
         ).run()
     except VoiceBridgeError as exc:
         logger.error("transcription stopped", error_code=exc.code, reason=exc.safe_message)

@@ -35,7 +35,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from voicebridge.converse.replies import Action, Exchange
+from voicebridge.conversation import Action, Exchange
 from voicebridge.store.turns import ConditionFailed, TurnStore, plain_item, typed_item
 
 STATUS = "reply"

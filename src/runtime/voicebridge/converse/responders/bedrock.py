@@ -68,7 +68,8 @@ from botocore.exceptions import BotoCoreError, ClientError, EventStreamError
 from urllib3.exceptions import HTTPError as Urllib3Error
 
 from voicebridge.backoff import Backoff
-from voicebridge.converse.replies import Action, ResponderError, TurnRequest
+from voicebridge.conversation import Action
+from voicebridge.converse.responder import ResponderError, TurnRequest
 from voicebridge.converse.responders.bedrock_models import ModelFamily, model_family
 from voicebridge.telemetry import logger
 

@@ -33,7 +33,8 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 from urllib3.exceptions import HTTPError as Urllib3Error
 
-from voicebridge.converse.replies import Action, FixedReply, ResponderError, TurnRequest
+from voicebridge.conversation import Action
+from voicebridge.converse.responder import FixedReply, ResponderError, TurnRequest
 from voicebridge.telemetry import logger
 
 VERSION = "1"

@@ -22,7 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from voicebridge.converse.replies import Action, FixedReply, Reply, TurnRequest
+from voicebridge.conversation import Action
+from voicebridge.converse.responder import FixedReply, Reply, TurnRequest
 from voicebridge.errors import ConfigurationError
 
 

@@ -17,39 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Protocol
 
+from voicebridge.conversation import Action, Exchange
 from voicebridge.errors import ResponderUnavailable as ResponderError
 
-__all__ = ["Action", "Exchange", "FixedReply", "Reply", "Responder", "ResponderError", "TurnRequest"]
-
-
-class Action(StrEnum):
-    """What the flow does once the reply has been played."""
-
-    CONTINUE = "Continue"
-    """Listen for the caller's next turn."""
-    TRANSFER = "Transfer"
-    """Hand the caller to a person (the flow's queue)."""
-    HANGUP = "Hangup"
-    """End the call."""
-
-    @classmethod
-    def parse(cls, value: str) -> Action:
-        """An action named in any case (``transfer``, ``HANGUP``); ValueError for anything else."""
-        for action in cls:
-            if action.value.lower() == value.strip().lower():
-                return action
-        raise ValueError(f"unknown action {value!r}: expected Continue, Transfer or Hangup")
-
-
-@dataclass(frozen=True, slots=True)
-class Exchange:
-    """One earlier turn of the conversation: what the caller said and what was answered."""
-
-    caller: str
-    agent: str
+__all__ = ["FixedReply", "Reply", "Responder", "ResponderError", "TurnRequest"]
 
 
 @dataclass(frozen=True, slots=True)

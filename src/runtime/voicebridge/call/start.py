@@ -1,13 +1,9 @@
-"""The Listen path's two Connect-facing steps: start listening to a contact, and await the caller's next turn.
+"""StartListeningFunction's domain: the call's consumer started for a contact's media stream.
 
 ``start_listening`` validates the contact's media stream, records a listening session (a conditional put, so a flow
 that calls it twice still gets one consumer; a stopped or dead consumer's claim is taken over) and hands the stream
 to TranscribeStreamFunction with an asynchronous invoke — it answers in a few tens of milliseconds. If that invoke
 fails, the claim is released, so the flow's retry starts a consumer instead of finding a claim with none.
-
-``await_turn`` long-polls the turn table for the caller's first finished turn after a given index, at a short
-interval, for a bounded time that always fits Connect's 8 s limit for a synchronous Lambda block. When nobody is
-listening (never started, stopped, or the consumer died) it says so, with the reason, instead of timing out.
 """
 
 from __future__ import annotations
@@ -18,11 +14,9 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from voicebridge.clock import SYSTEM_CLOCK, Clock
-from voicebridge.connect.events import ContactFlowEvent, whole_number
-from voicebridge.errors import HandOffFailed, InvalidInput, NoMediaStream, NotListening
-from voicebridge.longpoll import LongPoll
-from voicebridge.store.turns import AGENT, CUSTOMER, MAX_SEQ, Claim, Turn, TurnStore
+from voicebridge.connect.events import ContactFlowEvent
+from voicebridge.errors import HandOffFailed, InvalidInput, NoMediaStream
+from voicebridge.store.turns import AGENT, CUSTOMER, Claim, TurnStore
 
 
 @dataclass(frozen=True)
@@ -73,43 +67,3 @@ def start_listening(
             store.release(event.contact_id, generation, reason)
             raise HandOffFailed(reason) from None
     return Started(audio.stream_arn, audio.start_fragment_number, tracks, already_listening=claim is Claim.ALIVE)
-
-
-def require_listening(store: TurnStore, contact_id: str) -> None:
-    """NotListening, saying why, unless a consumer is alive for the contact."""
-    checkpoint = store.load(contact_id)
-    if checkpoint is None:
-        raise NotListening("nobody is listening to this contact: call StartListening first")
-    if not checkpoint.alive(store.now_ms()):
-        raise NotListening(checkpoint.why_not_listening)
-
-
-def await_turn(
-    contact_id: str,
-    parameters: dict[str, Any],
-    *,
-    store: TurnStore,
-    max_wait_ms: int,
-    poll_interval_ms: int,
-    remaining_ms: int | None,
-    started: float | None = None,
-    clock: Clock = SYSTEM_CLOCK,
-) -> tuple[Turn | None, float]:
-    """The caller's first turn after ``AfterTurn`` (None on timeout), and how long it took in ms, counted from
-    ``started``, when the invocation began (:class:`~voicebridge.longpoll.LongPoll`)."""
-    after = whole_number(parameters, "AfterTurn", default=-1, low=-1, high=MAX_SEQ)
-    wait_ms = min(whole_number(parameters, "MaxWaitMs", default=max_wait_ms, low=0), max_wait_ms)
-    if remaining_ms is not None:
-        wait_ms = max(0, min(wait_ms, remaining_ms - 300))
-    poll = LongPoll(wait_ms, started=started, clock=clock)
-    checked_session = False
-    while True:
-        with poll.look():
-            turns = store.turns_after(contact_id, after=after, track=CUSTOMER, limit=1)
-        if turns:
-            return turns[0], poll.waited_ms
-        if not checked_session:
-            require_listening(store, contact_id)
-            checked_session = True
-        if not poll.pause(poll_interval_ms / 1000):
-            return None, poll.waited_ms

@@ -18,7 +18,7 @@ It polls one small item: every ``fast_poll_ms`` while a reply is being made (the
 milliseconds away) or may be named at any moment (Ink's eager end was heard: a speculative reply is ready to be
 committed when the turn ends), every ``slow_poll_ms`` while the caller speaks or thinks. Segments are read where the
 status says they are (a committed speculative reply keeps its speculative keys). It answers ``Timeout`` within the wait,
-counted from the invocation's start (:mod:`voicebridge.longpoll`).
+counted from the invocation's start (:mod:`voicebridge.polls.longpoll`).
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from typing import Any
 
 from voicebridge.clock import SYSTEM_CLOCK, Clock
 from voicebridge.connect.events import whole_number
-from voicebridge.converse.replies import Action
-from voicebridge.listening import require_listening
-from voicebridge.longpoll import LongPoll
+from voicebridge.conversation import Action
+from voicebridge.polls.longpoll import LongPoll
+from voicebridge.polls.next_turn import require_listening
 from voicebridge.store.replies import ReplyStatus, ReplyStore, Segment
 from voicebridge.store.turns import MAX_SEQ, TurnStore
 
@@ -68,7 +68,7 @@ def next_to_play(
 
     ``started`` is when the invocation began (``clock.monotonic()``), so what came before the poll — a cold
     container making its clients — counts against the wait, as it counts against Connect's limit
-    (:class:`~voicebridge.longpoll.LongPoll`).
+    (:class:`~voicebridge.polls.longpoll.LongPoll`).
     """
     turn = whole_number(parameters, "TurnIndex", default=-1, low=-1, high=MAX_SEQ)
     played = whole_number(parameters, "Segment", default=-1, low=-1)

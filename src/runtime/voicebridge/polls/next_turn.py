@@ -1,0 +1,57 @@
+"""AwaitTurnFunction's domain: the caller's next finished turn, long-polled within Connect's 8 s.
+
+``await_turn`` long-polls the turn table for the caller's first finished turn after a given index, at a short
+interval, for a bounded time that always fits Connect's 8 s limit for a synchronous Lambda block. When nobody is
+listening (never started, stopped, or the consumer died) it says so, with the reason, instead of timing out
+(:func:`require_listening`, which ConverseFunction's long poll, :mod:`voicebridge.polls.next_segment`, uses too).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from voicebridge.clock import SYSTEM_CLOCK, Clock
+from voicebridge.connect.events import whole_number
+from voicebridge.errors import NotListening
+from voicebridge.polls.longpoll import LongPoll
+from voicebridge.store.turns import CUSTOMER, MAX_SEQ, Turn, TurnStore
+
+
+def require_listening(store: TurnStore, contact_id: str) -> None:
+    """NotListening, saying why, unless a consumer is alive for the contact."""
+    checkpoint = store.load(contact_id)
+    if checkpoint is None:
+        raise NotListening("nobody is listening to this contact: call StartListening first")
+    if not checkpoint.alive(store.now_ms()):
+        raise NotListening(checkpoint.why_not_listening)
+
+
+def await_turn(
+    contact_id: str,
+    parameters: dict[str, Any],
+    *,
+    store: TurnStore,
+    max_wait_ms: int,
+    poll_interval_ms: int,
+    remaining_ms: int | None,
+    started: float | None = None,
+    clock: Clock = SYSTEM_CLOCK,
+) -> tuple[Turn | None, float]:
+    """The caller's first turn after ``AfterTurn`` (None on timeout), and how long it took in ms, counted from
+    ``started``, when the invocation began (:class:`~voicebridge.polls.longpoll.LongPoll`)."""
+    after = whole_number(parameters, "AfterTurn", default=-1, low=-1, high=MAX_SEQ)
+    wait_ms = min(whole_number(parameters, "MaxWaitMs", default=max_wait_ms, low=0), max_wait_ms)
+    if remaining_ms is not None:
+        wait_ms = max(0, min(wait_ms, remaining_ms - 300))
+    poll = LongPoll(wait_ms, started=started, clock=clock)
+    checked_session = False
+    while True:
+        with poll.look():
+            turns = store.turns_after(contact_id, after=after, track=CUSTOMER, limit=1)
+        if turns:
+            return turns[0], poll.waited_ms
+        if not checked_session:
+            require_listening(store, contact_id)
+            checked_session = True
+        if not poll.pause(poll_interval_ms / 1000):
+            return None, poll.waited_ms
