@@ -49,8 +49,9 @@ from typing import Any
 
 from voicebridge import container
 from voicebridge.conversation import Action
+from voicebridge.converse.making import ReplySettings, Spoken
 from voicebridge.converse.responder import TurnRequest
-from voicebridge.converse.worker import ReplyWorker, Spoken
+from voicebridge.converse.worker import ReplyWorker
 from voicebridge.sonic.request import SpeechRequest
 from voicebridge.store.replies import speculation_key
 from voicebridge.store.turns import CUSTOMER, Turn, plain_item
@@ -154,7 +155,7 @@ def _speculation(mode: str, sentences: tuple[str, ...], lead_s: float, tag: str)
         responder=_PacedResponder(sentences, per_transcript=True),
         speak=_speak,
         replies=container.reply_store(),
-        settings=settings,
+        settings=ReplySettings.of(settings),
     )
     words = f"my card was charged twice {tag}"
     eager_words = words if mode != "on, wrong" else f"my card was {tag}"
@@ -199,7 +200,7 @@ def _ours(sentences: tuple[str, ...]) -> dict[str, Any]:
         responder=_PacedResponder(sentences),
         speak=_speak,
         replies=container.reply_store(),
-        settings=config,
+        settings=ReplySettings.of(config),
     )
     now = int(time.time() * 1000)
     turn = Turn(contact_id, CUSTOMER, 0, "my card was charged twice", 0, 1000, now, latency_ms=0)

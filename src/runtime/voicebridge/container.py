@@ -266,7 +266,8 @@ def reply_worker(checkpoint: Checkpoint, sink: MetricSink) -> ReplyWorker:
 
     from aws_lambda_powertools.metrics import MetricUnit
 
-    from voicebridge.converse.worker import ReplyWorker, Spoken
+    from voicebridge.converse.making import ReplySettings, Spoken
+    from voicebridge.converse.worker import ReplyWorker
     from voicebridge.sonic.request import SpeechRequest
 
     config = settings()
@@ -285,7 +286,7 @@ def reply_worker(checkpoint: Checkpoint, sink: MetricSink) -> ReplyWorker:
         responder=responder(),
         speak=speak,
         replies=reply_store(),
-        settings=config,
+        settings=ReplySettings.of(config),
         attributes=checkpoint.attributes,
         report=sink.add,
     )

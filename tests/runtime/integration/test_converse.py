@@ -18,9 +18,9 @@ import pytest
 
 from voicebridge import container
 from voicebridge.conversation import Action
-from voicebridge.converse.worker import ReplyWorker, Spoken
+from voicebridge.converse.worker import ReplyWorker
+from voicebridge.ink.transcriber import MetricSink
 from voicebridge.polls.next_segment import Next, next_to_play
-from voicebridge.sonic.request import SpeechRequest
 from voicebridge.store.replies import Segment
 from voicebridge.store.turns import CUSTOMER, Turn
 from voicebridge_dev.local.bedrock import Fault as BedrockFault
@@ -69,20 +69,16 @@ def worker(responder: str = "scripted", **settings: str) -> tuple[ReplyWorker, s
     for name, value in settings.items():
         os.environ[name] = value
     container.reset()
-    config = container.settings()
-    synthesizer = container.synthesizer()
-
-    def speak(text: str, deadline: float, cancel: threading.Event | None = None) -> Spoken:
-        request = SpeechRequest.from_parameters({"Text": text}, config)
-        prompt = synthesizer.synthesize(request, deadline=deadline, cancel=cancel)
-        return Spoken(prompt.uri, prompt.synthesis_ms, prompt.first_byte_at)
-
     contact_id = str(uuid.uuid4())
     container.turn_store().claim(contact_id, "arn:stream", "100", [CUSTOMER], converse=True)
-    made = ReplyWorker(
-        contact_id, responder=container.responder(), speak=speak, replies=container.reply_store(), settings=config
-    )
-    return made, contact_id
+    return successor(contact_id), contact_id
+
+
+def successor(contact_id: str) -> ReplyWorker:
+    """The contact's reply worker as its consumer's next invocation builds it."""
+    checkpoint = container.turn_store().load(contact_id)
+    assert checkpoint is not None
+    return container.reply_worker(checkpoint, MetricSink(threading.Lock()))
 
 
 def turn(contact_id: str, seq: int, transcript: str) -> Turn:
@@ -269,7 +265,7 @@ def test_a_call_is_heard_and_each_turn_answered_by_the_consumer(converse: LocalC
     import numpy as np
     from cartesia import Cartesia
 
-    from voicebridge.call.consumer import StreamConsumer
+    from voicebridge.call.consumer import ConsumerSettings, StreamConsumer
     from voicebridge.ink.session import InkSession, TurnListener
     from voicebridge_dev.local.cloud import LOCAL_API_KEY
     from voicebridge_dev.simulator import load_clips
@@ -300,7 +296,7 @@ def test_a_call_is_heard_and_each_turn_answered_by_the_consumer(converse: LocalC
         return InkSession(client, listener, name=name)
 
     outcome = StreamConsumer(
-        container.settings(),
+        ConsumerSettings.of(container.settings()),
         store,
         contact_id=contact_id,
         generation=0,
@@ -488,18 +484,12 @@ def test_a_hand_over_before_the_turn_ends_drops_the_speculation_and_the_successo
     # The hand-over does not wait for a turn that has not ended.
     assert replies.drain(0.5)
     replies.abandon()
-    successor = ReplyWorker(
-        contact_id,
-        responder=container.responder(),
-        speak=replies._speak,
-        replies=container.reply_store(),
-        settings=container.settings(),
-    )
-    successor.resume_unfinished(container.turn_store())
+    next_worker = successor(contact_id)
+    next_worker.resume_unfinished(container.turn_store())
     assert play(contact_id, wait_ms=200).timed_out
     # The successor hears the turn again, and answers it: nothing of the dropped speculation is ever named.
-    successor.submit(turn(contact_id, 0, "what is my balance"))
-    assert successor.drain(20)
+    next_worker.submit(turn(contact_id, 0, "what is my balance"))
+    assert next_worker.drain(20)
     played = whole_reply(contact_id, 0)
     assert all(p.segment is not None and p.segment.keys == "reply" for p in played)
 
@@ -518,15 +508,9 @@ def test_a_committed_speculative_reply_unfinished_at_a_hand_over_is_finished_und
     assert not replies.drain(0)
     replies.abandon()
     converse.bedrock.configure({"time_to_first_token_ms": 50, "tokens_per_second": 200})
-    successor = ReplyWorker(
-        contact_id,
-        responder=container.responder(),
-        speak=replies._speak,
-        replies=container.reply_store(),
-        settings=container.settings(),
-    )
-    successor.resume_unfinished(container.turn_store())
-    assert successor.drain(30)
+    next_worker = successor(contact_id)
+    next_worker.resume_unfinished(container.turn_store())
+    assert next_worker.drain(30)
     played = whole_reply(contact_id, 0)
     texts = [p.segment.text for p in played if p.segment]
     assert texts[0] == first.segment.text

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from voicebridge import container
-from voicebridge.call.consumer import StreamConsumer
+from voicebridge.call.consumer import ConsumerSettings, StreamConsumer
 from voicebridge.config import Settings
 from voicebridge.ink.session import InkSession, TurnListener
 from voicebridge.store.turns import CUSTOMER, Claim, TurnStore
@@ -55,10 +55,10 @@ def caller(cloud: LocalCloud) -> tuple[bytes, list[bytes]]:
     return np.concatenate(pieces).tobytes(), clips
 
 
-def _settings(**overrides: Any) -> Settings:
+def _settings(**overrides: Any) -> ConsumerSettings:
     values: dict[str, Any] = {"turn_table": local_physical_id("TurnTable"), "kvs_read_timeout_ms": 800}
     values.update(overrides)
-    return Settings(**values)
+    return ConsumerSettings.of(Settings(**values))
 
 
 def _no_silence(received: bytes) -> bytes:

@@ -17,8 +17,9 @@ import pytest
 
 from voicebridge.config import Settings
 from voicebridge.conversation import Action, Exchange
+from voicebridge.converse.making import ReplySettings, Spoken
 from voicebridge.converse.responder import FixedReply, ResponderError, TurnRequest
-from voicebridge.converse.worker import ReplyWorker, Spoken
+from voicebridge.converse.worker import ReplyWorker
 from voicebridge.store.replies import REPLY_KEYS, ReplyStatus, ReplyStore, Segment
 from voicebridge.store.turns import CUSTOMER, Turn
 
@@ -161,7 +162,9 @@ def replies() -> MemoryReplies:
 
 @contextlib.contextmanager
 def running(replies: MemoryReplies, responder: Rules, **settings: Any) -> Iterator[ReplyWorker]:
-    made = ReplyWorker(CONTACT, responder=responder, speak=speak, replies=replies, settings=Settings(**settings))
+    made = ReplyWorker(
+        CONTACT, responder=responder, speak=speak, replies=replies, settings=ReplySettings.of(Settings(**settings))
+    )
     try:
         yield made
     finally:
@@ -283,7 +286,9 @@ def test_a_later_turn_stops_the_reply_being_made_and_is_answered(replies: Memory
         slow.wait(0.05)
         return speak(text, deadline, cancel)
 
-    made = ReplyWorker(CONTACT, responder=Rules(RULES), speak=slow_speak, replies=replies, settings=Settings())
+    made = ReplyWorker(
+        CONTACT, responder=Rules(RULES), speak=slow_speak, replies=replies, settings=ReplySettings.of(Settings())
+    )
     try:
         made.submit(turn(0, "what is my balance"))
         until(lambda: replies.current is not None and replies.current.segments >= 1)

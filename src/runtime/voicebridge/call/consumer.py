@@ -32,7 +32,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from voicebridge.backoff import Backoff
 from voicebridge.clock import SYSTEM_CLOCK, Clock
-from voicebridge.config import Settings
+from voicebridge.config import InkCatchUp, InkMode, Settings
 from voicebridge.converse.worker import ReplyWorker
 from voicebridge.errors import ConfigurationError, MediaInterrupted, MediaStalled, Superseded, VoiceBridgeError
 from voicebridge.ink.pacer import CATCH_UP_AFTER_MS, Pacer
@@ -75,6 +75,29 @@ HANDOFF_FLOOR_MS = 5000
 METRICS_EVERY_S = 60.0
 
 
+@dataclass(frozen=True, slots=True)
+class ConsumerSettings:
+    """What the consumer reads of the settings (:meth:`of`, which the container calls)."""
+
+    ink_mode: InkMode
+    ink_frame_ms: int
+    ink_catch_up: InkCatchUp
+    kvs_read_timeout_ms: int
+    listen_retry_limit_ms: int
+    consumer_handoff_ms: int
+
+    @classmethod
+    def of(cls, settings: Settings) -> ConsumerSettings:
+        return cls(
+            ink_mode=settings.ink_mode,
+            ink_frame_ms=settings.ink_frame_ms,
+            ink_catch_up=settings.ink_catch_up,
+            kvs_read_timeout_ms=settings.kvs_read_timeout_ms,
+            listen_retry_limit_ms=settings.listen_retry_limit_ms,
+            consumer_handoff_ms=settings.consumer_handoff_ms,
+        )
+
+
 @dataclass
 class Outcome:
     """How an invocation ended."""
@@ -99,7 +122,7 @@ class StreamConsumer:
 
     def __init__(
         self,
-        settings: Settings,
+        settings: ConsumerSettings,
         store: TurnStore,
         *,
         contact_id: str,

@@ -15,7 +15,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 
 from voicebridge import container
-from voicebridge.call.consumer import StreamConsumer
+from voicebridge.call.consumer import ConsumerSettings, StreamConsumer
 from voicebridge.errors import VoiceBridgeError
 from voicebridge.telemetry import logger, metrics
 
@@ -38,7 +38,7 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
 
     try:
         outcome = StreamConsumer(
-            container.settings(),
+            ConsumerSettings.of(container.settings()),
             container.turn_store(),
             contact_id=contact_id,
             generation=generation,

@@ -1,0 +1,356 @@
+"""Making one reply: the responder asked, its text cut into segments, each spoken and stored the moment it is.
+
+:class:`ReplyMaker` makes a :class:`ReplyInProgress` — a reply to a finished turn, or a speculative one started on
+Ink's eager end — for the :class:`~voicebridge.converse.worker.ReplyWorker`, which decides which replies are made and
+when. The first segment is short (its first clause, about a second of speech) and the rest whole sentences
+(:class:`~voicebridge.converse.sentences.SentenceSplitter`); each is spoken by the Speak path's synthesizer and stored
+as segment *k* the moment its prompt is in S3, with, on the first, the reply's waterfall (when the responder was
+asked, its first token, the first clause, Sonic's first byte). A speculative reply stores its segments where no flow
+can play them and, after the first, waits to be committed or cancelled; its action and attributes reach the flow
+only once it is committed. A responder that fails before saying anything yields the apology (a speculative reply
+that fails is left for the turn's end instead); a sentence Sonic cannot speak is stored as text, for Connect's voice.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from aws_lambda_powertools.metrics import MetricUnit
+
+from voicebridge.clock import Clock
+from voicebridge.config import Settings
+from voicebridge.conversation import Action, Exchange
+from voicebridge.converse.responder import Responder, ResponderError, TurnRequest
+from voicebridge.converse.sentences import SentenceSplitter
+from voicebridge.errors import ModelUnavailable
+from voicebridge.sonic.synthesizer import SynthesisCancelled
+from voicebridge.store.replies import REPLY_KEYS, ReplyStore, Segment
+from voicebridge.store.turns import Turn
+from voicebridge.telemetry import logger
+
+CHARS_PER_TOKEN = 4.0
+"""What a discarded reply's text (and the conversation it was asked) is counted as in model tokens when the model's
+own count never came (a stream closed early): the usual estimate for English text."""
+
+
+@dataclass(frozen=True, slots=True)
+class Spoken:
+    """A sentence made into a prompt."""
+
+    uri: str
+    synthesis_ms: float | None = None
+    """The model's part of it (first byte to last); None when the prompt came from the cache."""
+    first_byte_at: float | None = None
+    """When the model's first audio arrived (epoch seconds); None when the prompt came from the cache."""
+
+
+class Speak(Protocol):
+    """Speak a sentence before a deadline (``time.monotonic()``); ModelUnavailable when only its text can go,
+    SynthesisCancelled once ``cancel`` is set."""
+
+    def __call__(self, text: str, deadline: float, cancel: threading.Event | None = None) -> Spoken: ...
+
+
+Report = Callable[[str, MetricUnit, float], None]
+
+
+@dataclass(frozen=True, slots=True)
+class ReplySettings:
+    """What the reply worker reads of the settings (:meth:`of`, which the container calls)."""
+
+    speculative: bool
+    """``SPECULATIVE_REPLIES`` is on (a responder must also be free of side effects to speculate)."""
+    speculative_max_per_turn: int
+    responder_timeout_ms: int
+    history_turns: int
+    language: str
+    """The language a responder answers in (``SONIC_DEFAULT_LANGUAGE``)."""
+    sonic_deadline_ms: int
+    apology_text: str
+
+    @classmethod
+    def of(cls, settings: Settings) -> ReplySettings:
+        return cls(
+            speculative=settings.speculative_replies == "on",
+            speculative_max_per_turn=settings.speculative_max_per_turn,
+            responder_timeout_ms=settings.responder_timeout_ms,
+            history_turns=settings.history_turns,
+            language=settings.sonic_default_language,
+            sonic_deadline_ms=settings.sonic_deadline_ms,
+            apology_text=settings.apology_text,
+        )
+
+
+@dataclass(eq=False)
+class ReplyInProgress:
+    """One reply being made: to a finished turn (committed from the start), or speculatively on an eager end."""
+
+    seq: int
+    transcript: str
+    keys: str
+    turn: Turn | None
+    """The caller's finished turn; None while a speculative reply waits for it."""
+    first_segment: int = 0
+    spoken_prefix: str = ""
+    eager_at_ms: float | None = None
+    committed: bool = True
+    cancel: threading.Event = field(default_factory=threading.Event)
+    """Stop at once and store nothing more (a speculation the caller's words did not confirm; an abandon)."""
+    interrupt: threading.Event = field(default_factory=threading.Event)
+    """Stop after the current segment (the caller spoke again)."""
+    go: threading.Event = field(default_factory=threading.Event)
+    """Set once a speculative reply is committed or cancelled: it waits for this after its first segment."""
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    next_index: int = 0
+    spoken: list[str] = field(default_factory=list)
+    finished: tuple[Action, dict[str, str]] | None = None
+    finalized: bool = False
+    failed: bool = False
+    request_chars: int = 0
+    text_chars: int = 0
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    sonic_ms: float = 0.0
+    last: Segment | None = None
+    """The segment stored last: the status carries a copy of it."""
+    committed_at_ms: float | None = None
+
+    @property
+    def speculative(self) -> bool:
+        return self.keys != REPLY_KEYS
+
+
+class ReplyMaker:
+    """Makes one contact's replies, each on the thread that asks (the worker's, or a speculation's own)."""
+
+    def __init__(
+        self,
+        contact_id: str,
+        *,
+        responder: Responder,
+        speak: Speak,
+        replies: ReplyStore,
+        settings: ReplySettings,
+        attributes: Mapping[str, str],
+        report: Report,
+        clock: Clock,
+        abandoned: threading.Event,
+        hold: Callable[[ReplyInProgress], None],
+    ) -> None:
+        self.contact_id = contact_id
+        self._responder = responder
+        self._speak = speak
+        self._replies = replies
+        self._settings = settings
+        self._attributes = dict(attributes)
+        self._report = report
+        self._clock = clock
+        self._abandoned = abandoned
+        self._hold = hold
+        self._history: list[Exchange] | None = None
+        """The conversation so far, read once: this consumer is its only writer while it lives."""
+        self.replies_made = 0
+
+    def make(self, reply: ReplyInProgress) -> None:
+        """Make ``reply``: ask the responder, speak and store each segment, record its end once committed (a
+        speculative one waits, after its first segment, for :meth:`hold` to let it on)."""
+        started = self._clock.monotonic()
+        deadline = started + self._settings.responder_timeout_ms / 1000
+        waterfall: dict[str, float] = {"ResponderStartedAt": self._clock.time() * 1000}
+        if reply.eager_at_ms is not None:
+            waterfall["EagerEndAt"] = reply.eager_at_ms
+        request = TurnRequest(
+            contact_id=self.contact_id,
+            turn_index=reply.seq,
+            transcript=reply.transcript,
+            history=self.conversation()[-self._settings.history_turns :] if self._settings.history_turns else (),
+            attributes=dict(self._attributes),
+            language=self._settings.language,
+            spoken_prefix=reply.spoken_prefix,
+        )
+        reply.request_chars = len(request.transcript) + sum(len(e.caller) + len(e.agent) for e in request.history)
+        splitter = SentenceSplitter(short_first=reply.first_segment == 0 and not reply.spoken_prefix)
+        reply.next_index = reply.first_segment
+        if reply.spoken_prefix:
+            reply.spoken.append(reply.spoken_prefix)
+        action, attributes = Action.CONTINUE, {}
+        try:
+            answer = self._responder.respond(request, deadline=deadline)
+            # Said once the responder has been asked, so the status write is not on the way to its first token.
+            if not reply.speculative:
+                self._replies.begin(self.contact_id, reply.seq, reply.keys)
+            elif not reply.committed:
+                self._replies.expect(self.contact_id, reply.seq)
+            text = answer.text()
+            try:
+                for delta in text:
+                    if reply.cancel.is_set():
+                        return
+                    reply.text_chars += len(delta)
+                    waterfall.setdefault("ResponderFirstTokenAt", self._clock.time() * 1000)
+                    if self._add_pieces(reply, splitter.feed(delta), started, waterfall):
+                        logger.info(
+                            "reply cut short: the caller spoke again", turn=reply.seq, segments=reply.next_index
+                        )
+                        break
+                    if reply.cancel.is_set():
+                        return
+                else:
+                    self._add_pieces(reply, splitter.flush(), started, waterfall)
+                    action, attributes = answer.action, dict(answer.attributes)
+            finally:
+                close = getattr(text, "close", None)
+                if close is not None:
+                    close()
+            reply.input_tokens = getattr(answer, "input_tokens", None)
+            reply.output_tokens = getattr(answer, "output_tokens", None)
+            retries = getattr(answer, "retries", 0)
+            if retries:
+                self._report("ResponderRetries", MetricUnit.Count, retries)
+        except ResponderError as exc:
+            if reply.speculative and not reply.committed:
+                reply.failed = True
+                logger.info("speculative reply failed; the turn is answered when it ends", reason=exc.safe_message)
+                return
+            self._report("ResponderErrors", MetricUnit.Count, 1)
+            logger.warning("responder failed", responder=self._responder.name, turn=reply.seq, reason=exc.safe_message)
+            if reply.next_index == reply.first_segment:
+                self._add_pieces(reply, [self._settings.apology_text], started, waterfall)
+        if reply.cancel.is_set():
+            return
+        with reply.lock:
+            reply.finished = (action, bounded(attributes))
+            committed = reply.committed
+        if committed:
+            self.finalize(reply)
+
+    def _add_pieces(
+        self, reply: ReplyInProgress, pieces: list[str], started: float, waterfall: dict[str, float]
+    ) -> bool:
+        """Speak and store each piece; True when the caller spoke again (the reply stops here)."""
+        for piece in pieces:
+            if reply.cancel.is_set():
+                return False
+            timings: dict[str, float] = {}
+            if reply.next_index == reply.first_segment:
+                responder_ms = self._since(started)
+                waterfall["FirstClauseAt"] = self._clock.time() * 1000
+                self._report("ResponderFirstSentence", MetricUnit.Milliseconds, responder_ms)
+                timings = {**waterfall, "ResponderMs": round(responder_ms, 1)}
+            self._store(reply, piece, timings)
+            reply.spoken.append(piece)
+            if reply.interrupt.is_set():
+                return True
+            if reply.speculative:
+                self._hold(reply)
+        return False
+
+    def finalize(self, reply: ReplyInProgress) -> None:
+        """Record the end of a committed reply: its status, the contact's attributes, the history (once)."""
+        with reply.lock:
+            if reply.finalized or reply.finished is None or reply.turn is None:
+                return
+            reply.finalized = True
+            action, attributes = reply.finished
+        if self._abandoned.is_set():
+            return
+        self._attributes.update(attributes)
+        self._replies.finish(
+            self.contact_id, reply.seq, reply.next_index, action, attributes, reply.keys, latest=reply.last
+        )
+        self._history = self._replies.record_exchange(
+            self.contact_id,
+            Exchange(reply.transcript, " ".join(reply.spoken)),
+            keep=self._settings.history_turns,
+            before=self.conversation(),
+        )
+        self.replies_made += 1
+        logger.info(
+            "reply stored",
+            turn=reply.seq,
+            segments=reply.next_index,
+            action=action.value,
+            speculative=reply.speculative,
+        )
+
+    def _store(self, reply: ReplyInProgress, sentence: str, waterfall: Mapping[str, float]) -> None:
+        """Speak and store one sentence as the reply's next segment. The segment keeps how its time was spent (the
+        responder's, the model's, the caller's stop, and on the first one the reply's waterfall), for the report and
+        the metrics."""
+        index = reply.next_index
+        budget_s = min(self._settings.sonic_deadline_ms / 1000, 8.0)
+        uri: str | None
+        timings: dict[str, float] = dict(waterfall)
+        turn = reply.turn
+        if turn is not None:
+            timings["TurnEndedAt"] = float(turn.ended_at_ms)
+            if turn.latency_ms is not None:
+                timings["CallerStoppedAt"] = float(turn.ended_at_ms - turn.latency_ms)
+        try:
+            spoken = self._speak(sentence, self._clock.monotonic() + budget_s, reply.cancel)
+            uri = spoken.uri
+            if spoken.synthesis_ms is not None:
+                timings["SynthesisMs"] = round(spoken.synthesis_ms, 1)
+                reply.sonic_ms += spoken.synthesis_ms
+            if spoken.first_byte_at is not None and index == reply.first_segment:
+                timings["SonicFirstByteAt"] = spoken.first_byte_at * 1000
+        except SynthesisCancelled:
+            return
+        except ModelUnavailable as exc:
+            logger.warning("sentence left to Connect's voice", turn=reply.seq, segment=index, reason=exc.safe_message)
+            uri = None
+        if reply.cancel.is_set() or self._abandoned.is_set():
+            return
+        ready_ms = int(self._clock.time() * 1000)
+        segment = Segment(
+            self.contact_id,
+            reply.seq,
+            index,
+            sentence,
+            uri,
+            transcript=reply.transcript,
+            ready_at_ms=ready_ms,
+            timings=timings,
+            keys=reply.keys,
+        )
+        with reply.lock:
+            if reply.cancel.is_set():
+                return
+            stored = self._replies.put_segment(segment, advance=reply.committed)
+            reply.next_index = index + 1
+            reply.last = segment
+        if stored and index == 0 and turn is not None and turn.latency_ms is not None:
+            # From the end of the caller's voice (Connect's clock) to the first prompt in S3.
+            caller_stopped_ms = turn.ended_at_ms - turn.latency_ms
+            self._report("ReplyFirstPromptReady", MetricUnit.Milliseconds, max(0.0, ready_ms - caller_stopped_ms))
+
+    def conversation(self) -> list[Exchange]:
+        if self._history is None:
+            self._history = self._replies.history(self.contact_id)
+        return self._history
+
+    def _since(self, started: float) -> float:
+        return (self._clock.monotonic() - started) * 1000
+
+
+MAX_ATTRIBUTES_BYTES = 8 * 1024
+"""What a reply's attributes may weigh: they reach the flow in ConverseFunction's answer, which Connect caps at
+32 KB, next to a sentence and a transcript."""
+
+
+def bounded(attributes: Mapping[str, str]) -> dict[str, str]:
+    """The responder's attributes, as many as fit in :data:`MAX_ATTRIBUTES_BYTES` (the rest dropped, and said)."""
+    kept: dict[str, str] = {}
+    size = 0
+    for name, value in attributes.items():
+        size += len(name.encode()) + len(value.encode(errors="replace"))
+        if size > MAX_ATTRIBUTES_BYTES:
+            logger.warning(
+                "responder attributes over the limit; the rest are dropped", kept=len(kept), given=len(attributes)
+            )
+            break
+        kept[name] = value
+    return kept
