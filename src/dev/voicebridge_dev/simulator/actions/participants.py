@@ -1,0 +1,166 @@
+"""The input and Lex family of the flow simulator, what the caller (or the agent's workspace) answers:
+``GetParticipantInput``, ``ConnectParticipantWithLexBot`` and ``ShowView``.
+
+``GetParticipantInput`` plays its prompt, then waits ``InputTimeLimitSeconds`` for the keys the simulated caller
+presses (:mod:`~voicebridge_dev.simulator.keypad`: a menu's key and its condition, or keys stored in
+``$.StoredCustomerInput``); none in time takes its ``InputTimeLimitExceeded`` branch, else ``NoMatchingError`` (the
+branch for any error no other matches, GetParticipantInput's page of Connect's flow language reference,
+https://docs.aws.amazon.com/connect/latest/APIReference/participant-actions-getparticipantinput.html).
+``ConnectParticipantWithLexBot`` sends the Lex emulator's bot what the caller says
+(:mod:`~voicebridge_dev.simulator.lexbot`); ``ShowView`` is recorded and answered by the caller script's choice, or
+left to its time limit (:mod:`~voicebridge_dev.simulator.standins`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from voicebridge_dev.flows import Action
+from voicebridge_dev.simulator.actions.common import ActionFailed, Branch, branch_on, error_type
+from voicebridge_dev.simulator.actions.prompts import Prompt, play, prompt, speak
+from voicebridge_dev.simulator.actions.recorded import resolved
+from voicebridge_dev.simulator.caller import Press, Say
+from voicebridge_dev.simulator.events import Noted
+from voicebridge_dev.simulator.keypad import menu_key, stored_input
+from voicebridge_dev.simulator.lexbot import (
+    LexBotRef,
+    bot_of,
+    closed,
+    lex_attributes,
+    message_text,
+    start_timeout_s,
+)
+
+if TYPE_CHECKING:
+    from voicebridge_dev.simulator.engine import Call
+
+__all__ = ["get_input", "lex_bot", "view"]
+
+_LEX_TURNS = 20
+"""Turns of one Lex conversation before the simulator gives up on the bot closing an intent."""
+
+
+def get_input(call: Call, action: Action) -> Branch:
+    """DTMF from the scripted caller (:mod:`~.keypad`): a menu's key, or keys kept in ``$.StoredCustomerInput``."""
+    params = action.parameters
+    played = prompt(call, action)
+    if played is not None:
+        play(call, action, played)
+    keys = _listen(call, call.seconds(action, "InputTimeLimitSeconds"), Press)
+    if str(params.get("StoreInput", "False")) == "True":
+        entry = stored_input(keys, params)
+        if entry.value is None:
+            raise ActionFailed(entry.reason or "invalid input", error_type(action, entry.error))
+        call.contact.stored_input = entry.value
+        return Branch("stored" if keys is not None else "stored Timeout", action.next_action)
+    if keys is None:
+        # No key before InputTimeLimitSeconds. Without an InputTimeLimitExceeded branch it takes NoMatchingError,
+        # the branch for any error no other matches (GetParticipantInput's page of Connect's flow language
+        # reference).
+        raise ActionFailed("no input before InputTimeLimitSeconds", error_type(action, "InputTimeLimitExceeded"))
+    return branch_on(action, menu_key(keys))
+
+
+def _listen(call: Call, limit_s: float, kind: type[Press] | type[Say] | tuple[type, ...]) -> str | None:
+    """Give the caller its turn and wait up to ``limit_s`` for it to press keys or speak (``kind``): the keys or
+    the words, once made; None when nothing of the kind came in time."""
+    call.caller.bot_stopped(call.clock.now(), call.media)
+    deadline = call.clock.now() + limit_s
+    answer = call.caller.respond(kind, before=deadline)
+    if answer is None:
+        call.pass_time(deadline)
+        return None
+    step, _, end = answer
+    call.pass_time(end)
+    return step.digits if isinstance(step, Press) else step.clip.transcript
+
+
+# -- a Lex V2 bot (:mod:`~.lexbot`)
+
+
+def lex_bot(call: Call, action: Action) -> Branch:
+    params = action.parameters
+    played = prompt(call, action)
+    if played is not None:
+        play(call, action, played)
+    if "LexV2Bot" not in params:
+        raise ActionFailed("a Lex V1 bot (LexBot) is not in the local cloud")
+    alias_arn = call.contact.value(str(params["LexV2Bot"].get("AliasArn", "")))
+    bot = bot_of(alias_arn)
+    if bot is None:
+        raise ActionFailed(f"LexV2Bot.AliasArn {alias_arn!r} is not a Lex V2 bot alias ARN")
+    if call.lex is None:
+        raise ActionFailed("no Lex runtime in this simulation")
+    attributes = {k: call.contact.value(str(v)) for k, v in (params.get("LexSessionAttributes") or {}).items()}
+    state: dict[str, Any] = {"sessionAttributes": attributes}
+    for turn in range(_LEX_TURNS):
+        dialog = state.get("dialogAction") or {}
+        intent = (state.get("intent") or {}).get("name")
+        timeout = start_timeout_s(state.get("sessionAttributes") or attributes, intent, dialog.get("slotToElicit"))
+        said = _listen(call, timeout, (Say, Press))
+        if said is None:
+            raise ActionFailed("the caller said nothing", error_type(action, "InputTimeLimitExceeded"))
+        # The flow's session attributes go with the first turn; the bot's session keeps them, and its dialog,
+        # after that (sending a sessionState again would replace the dialog's).
+        answer = _recognize(call, bot, said, attributes if turn == 0 else {})
+        state = answer.get("sessionState") or {}
+        call.contact.lex = lex_attributes(answer)
+        words = message_text(answer)
+        call.log.record(
+            Noted(
+                call.clock.now(),
+                action.identifier,
+                action.type,
+                {
+                    "said": said,
+                    "intent": call.contact.lex["IntentName"],
+                    "answer": words,
+                    "dialog_action": (state.get("dialogAction") or {}).get("type"),
+                },
+            )
+        )
+        if words:
+            play(call, action, Prompt(speak(call, words), "connect-voice", text=words))
+        if closed(answer):
+            return branch_on(action, str(call.contact.lex["IntentName"] or ""))
+    raise ActionFailed(f"the bot did not close an intent in {_LEX_TURNS} turns")
+
+
+def _recognize(call: Call, bot: LexBotRef, text: str, attributes: Mapping[str, str]) -> dict[str, Any]:
+    request: dict[str, Any] = {
+        "botId": bot.bot_id,
+        "botAliasId": bot.alias_id,
+        "localeId": call.contact.language.replace("-", "_"),
+        "sessionId": call.contact.contact_id,
+        "text": text,
+    }
+    if attributes:
+        request["sessionState"] = {"sessionAttributes": dict(attributes)}
+    try:
+        answer: dict[str, Any] = call.lex.recognize_text(**request)
+    except (BotoCoreError, ClientError) as exc:
+        raise ActionFailed(f"Lex: {exc}") from exc
+    return answer
+
+
+# -- a view in the agent's workspace
+
+
+def view(call: Call, action: Action) -> Branch:
+    """A view in the agent's workspace: shown (in the report), answered by the caller script's choice for it,
+    else left unanswered until its time limit, when it takes ``TimeLimitExceeded``."""
+    params = action.parameters
+    shown = str((params.get("ViewResource") or {}).get("Id", ""))
+    result = call.views.get(action.identifier, call.views.get(shown))
+    detail: dict[str, Any] = {
+        "view": shown,
+        "data": resolved(params.get("ViewData") or {}, call.contact.interpolate),
+    }
+    call.log.record(Noted(call.clock.now(), action.identifier, action.type, {**detail, "result": result}))
+    if result is None:
+        call.pass_time(call.clock.now() + call.seconds(action, "InvocationTimeLimitSeconds", "0"))
+        raise ActionFailed(f"view {shown} was not answered", error_type(action, "TimeLimitExceeded"))
+    return branch_on(action, result)

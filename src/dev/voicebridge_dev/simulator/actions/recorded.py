@@ -1,0 +1,76 @@
+"""The recorded stand-ins of the flow simulator: the action types the local cloud answers by a documented
+stand-in (:mod:`voicebridge_dev.simulator.standins`, which lists them and why) rather than by Connect's semantics.
+
+Those in :data:`~voicebridge_dev.simulator.standins.RECORDED` are recorded and the call goes on by ``NextAction``;
+those in :data:`~voicebridge_dev.simulator.standins.ENDS` end the run, as ``ended`` or ``transferred``; those in
+:data:`~voicebridge_dev.simulator.standins.UNAVAILABLE` take the most specific error branch the action has; ``Wait``
+lets its time limit pass (the action pages of Connect's flow language reference,
+https://docs.aws.amazon.com/connect/latest/APIReference/flow-language-actions.html).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from voicebridge_dev.flows import Action
+from voicebridge_dev.simulator.actions.common import ActionFailed, Branch, CallOver, FlowRuntimeError
+from voicebridge_dev.simulator.actions.prompts import play, prompt_of
+from voicebridge_dev.simulator.events import Noted
+from voicebridge_dev.simulator.standins import unavailable_error
+
+if TYPE_CHECKING:
+    from voicebridge_dev.simulator.engine import Call
+
+__all__ = ["ends", "recorded", "resolved", "unavailable", "wait"]
+
+
+def recorded(call: Call, action: Action) -> Branch:
+    parameters = resolved(action.parameters, call.contact.interpolate)
+    call.log.record(Noted(call.clock.now(), action.identifier, action.type, {"parameters": parameters}))
+    return Branch("recorded", action.next_action)
+
+
+def ends(call: Call, action: Action) -> Branch:
+    params = action.parameters
+    if action.type == "EndFlowExecution":
+        raise CallOver("ended", action.type)
+    if action.type == "TransferParticipantToThirdParty":
+        if str(params.get("ContinueFlowExecution", "")).lower() == "true":
+            return Branch("recorded", action.next_action)
+        raise CallOver("transferred", call.contact.value(str(params.get("ThirdPartyPhoneNumber", "a third party"))))
+    if action.type == "MessageParticipantIteratively":
+        for message in params.get("Messages") or []:
+            played = prompt_of(call, message)
+            if played is not None:
+                play(call, action, played)
+        raise CallOver("transferred", "waiting in queue for an agent")
+    target = params.get("QueueId") or params.get("AgentId") or call.contact.queue or "an agent"
+    raise CallOver("transferred", call.contact.value(str(target)))
+
+
+def unavailable(call: Call, action: Action) -> Branch:
+    errors = {branch.error_type: branch.next_action for branch in action.errors}
+    error = unavailable_error(errors)
+    if error is None:
+        raise FlowRuntimeError(
+            f"action {action.identifier!r} ({action.type}) needs a service the local cloud does not run"
+        )
+    raise ActionFailed(f"{action.type} needs a service the local cloud does not run", error)
+
+
+def wait(call: Call, action: Action) -> Branch:
+    name = "TimeLimitSeconds" if "TimeLimitSeconds" in action.parameters else "TimeoutSeconds"
+    call.pass_time(call.clock.now() + call.seconds(action, name, "0"))
+    return Branch("WaitCompleted", action.condition_target("WaitCompleted") or action.next_action)
+
+
+def resolved(value: Any, resolve: Callable[[str], str]) -> Any:
+    """``value`` with the references in each of its strings replaced by their values (what the report shows)."""
+    if isinstance(value, str):
+        return resolve(value)
+    if isinstance(value, Mapping):
+        return {key: resolved(item, resolve) for key, item in value.items()}
+    if isinstance(value, list):
+        return [resolved(item, resolve) for item in value]
+    return value
