@@ -8,12 +8,12 @@ refused as Bedrock refuses it, while the default ``voicebridge.`` model takes ev
 
 from __future__ import annotations
 
+import json
 import logging
 import math
-import threading
 import time
-from collections import deque
 from collections.abc import Iterable, Mapping
+from http import HTTPStatus
 from typing import Any, ClassVar, Final
 
 from voicebridge_dev.local.bedrock.brain import BANK_AGENT, Brain
@@ -21,8 +21,15 @@ from voicebridge_dev.local.bedrock.errors import EmulatorConfigError
 from voicebridge_dev.local.bedrock.families import base_model_id
 from voicebridge_dev.local.bedrock.faults import Fault
 from voicebridge_dev.local.bedrock.records import LABEL, Invocation, InvocationRecord
-from voicebridge_dev.local.bedrock.server import Server
-from voicebridge_dev.local.service import ServedEmulator
+from voicebridge_dev.local.bedrock.server import Handler
+from voicebridge_dev.local.service import (
+    CallLog,
+    ControlAnswer,
+    ControlPlane,
+    EmulatorServer,
+    ServedEmulator,
+    validation_refusal,
+)
 
 __all__ = ["DEFAULT_MODEL_ID", "RECORD_LIMIT", "BedrockEmulator"]
 
@@ -66,11 +73,10 @@ class BedrockEmulator(ServedEmulator[Fault]):
             raise EmulatorConfigError("the emulator serves at least one model id")
         self._brain = _brain(BANK_AGENT if brain is None else brain)
         self.time_to_first_token_ms, self.tokens_per_second = _pacing(time_to_first_token_ms, tokens_per_second)
-        self._records: deque[InvocationRecord] = deque(maxlen=RECORD_LIMIT)
-        self._records_lock = threading.Lock()
+        self._records: CallLog[InvocationRecord] = CallLog(RECORD_LIMIT)
 
-    def _make_server(self, address: tuple[str, int]) -> Server:
-        return Server(address, self)
+    def _make_server(self, address: tuple[str, int]) -> EmulatorServer[BedrockEmulator]:
+        return EmulatorServer(address, Handler, self, control_plane(self))
 
     def _serving(self) -> str:
         return f"models: {', '.join(self.model_ids)}"
@@ -116,30 +122,12 @@ class BedrockEmulator(ServedEmulator[Fault]):
     @property
     def invocations(self) -> list[InvocationRecord]:
         """ConverseStream calls so far, oldest first (a copy)."""
-        with self._records_lock:
-            return list(self._records)
+        return self._records.snapshot()
 
     def record(self, state: Invocation) -> None:
         """Keep the record of a finished call, and log it."""
-        record = InvocationRecord(
-            request_id=state.request_id,
-            model_id=state.model_id,
-            body=state.body,
-            http_status=state.http_status,
-            outcome=state.outcome,
-            started=state.started,
-            first_token_at=state.first_token_at,
-            finished=time.perf_counter(),
-            text=state.text,
-            tool=state.tool,
-            stop_reason=state.stop_reason,
-            deltas=state.deltas,
-            error_type=state.error_type,
-            error_message=state.error_message,
-            fault=state.fault,
-        )
-        with self._records_lock:
-            self._records.append(record)
+        record = InvocationRecord.of(state, finished=time.perf_counter())
+        self._records.append(record)
         ttft = f"{(record.first_token_at - record.started) * 1000:.0f}ms" if record.first_token_at else "-"
         logger.info(
             "%s: ConverseStream %s -> %d %s stop=%s deltas=%d tool=%s ttft=%s total=%.0fms",
@@ -153,6 +141,22 @@ class BedrockEmulator(ServedEmulator[Fault]):
             ttft,
             (record.finished - record.started) * 1000,
         )
+
+
+def control_plane(emulator: BedrockEmulator) -> ControlPlane:
+    """The ``/_emulator/...`` routes: faults, the calls so far, the brain and the pacing."""
+
+    def set_brain(body: bytes) -> ControlAnswer:
+        emulator.brain = json.loads(body or b"null")
+        return ControlAnswer(HTTPStatus.OK, {"emulator": LABEL, "rules": len(emulator.brain.rules)})
+
+    control = ControlPlane(refusal=validation_refusal)
+    control.add_fault_routes(emulator, Fault.from_json, Fault.to_json)
+    control.add_invocation_routes(LABEL, lambda: emulator.invocations)
+    control.route("POST", "brain", set_brain)
+    control.route("GET", "brain", lambda _: ControlAnswer(HTTPStatus.OK, dict(emulator.brain.document)))
+    control.add_config_routes(emulator.configure, emulator.config)
+    return control
 
 
 def _brain(brain: Brain | Mapping[str, Any]) -> Brain:

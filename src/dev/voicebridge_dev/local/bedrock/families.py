@@ -51,7 +51,7 @@ import re
 from collections.abc import Collection
 from typing import Final
 
-from voicebridge_dev.local.bedrock.errors import ApiError, validation_error
+from voicebridge_dev.local.service import ApiError, validation_error
 
 __all__ = ["GUARDRAIL", "REFUSABLE_FIELDS", "SYSTEM", "TOOLS", "base_model_id", "family_refusal"]
 

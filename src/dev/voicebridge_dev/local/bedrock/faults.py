@@ -22,13 +22,11 @@ injected: Bedrock's exact words for them were not found.
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Final, Self
+from typing import Final
 
-from voicebridge_dev.local.bedrock.errors import ApiError, FaultSpecError
+from voicebridge_dev.local.service import ApiError, CountedFault, FaultSpecError, check_seconds
 
 __all__ = ["STOP_REASONS", "STREAM_EXCEPTIONS", "Fault", "FaultKind"]
 
@@ -75,9 +73,6 @@ STOP_REASONS: Final = (
 )
 """The values of ``messageStop.stopReason`` (botocore's ``bedrock-runtime`` model, shape ``StopReason``)."""
 
-_FAULT_FIELDS: Final = frozenset(
-    {"kind", "count", "after_tokens", "seconds", "exception", "message", "stop_reason", "first_turns"}
-)
 _REFUSALS: Final = {
     FaultKind.THROTTLE: (429, "ThrottlingException", "Too many requests, please wait before trying again."),
     FaultKind.MODEL_NOT_READY: (429, "ModelNotReadyException", "The model is not ready to serve inference requests."),
@@ -86,8 +81,10 @@ _REFUSALS: Final = {
 
 
 @dataclass(frozen=True)
-class Fault:
+class Fault(CountedFault):
     """A failure to inject into the next ``count`` ConverseStream calls the service runs."""
+
+    kinds = FaultKind
 
     kind: FaultKind
     count: int = 1
@@ -101,23 +98,10 @@ class Fault:
     however many calls each of them makes (retries, a reply started early and asked again)."""
 
     def __post_init__(self) -> None:
-        try:
-            object.__setattr__(self, "kind", FaultKind(self.kind))
-        except ValueError as exc:
-            kinds = ", ".join(kind.value for kind in FaultKind)
-            raise FaultSpecError(f"unknown fault kind {self.kind!r}; one of {kinds}") from exc
-        if not isinstance(self.count, int) or isinstance(self.count, bool) or self.count < 1:
-            raise FaultSpecError(f"count must be a positive integer, got {self.count!r}")
+        super().__post_init__()
         if not isinstance(self.after_tokens, int) or isinstance(self.after_tokens, bool) or self.after_tokens < 0:
             raise FaultSpecError(f"after_tokens must be a non-negative integer, got {self.after_tokens!r}")
-        seconds = self.seconds
-        if (
-            isinstance(seconds, bool)
-            or not isinstance(seconds, int | float)
-            or not math.isfinite(seconds)
-            or seconds < 0
-        ):
-            raise FaultSpecError(f"seconds must be a non-negative number, got {self.seconds!r}")
+        check_seconds(self.seconds)
         if self.exception not in STREAM_EXCEPTIONS:
             raise FaultSpecError(f"unknown exception {self.exception!r}; one of {', '.join(STREAM_EXCEPTIONS)}")
         if self.message is not None and not isinstance(self.message, str):
@@ -128,29 +112,9 @@ class Fault:
         if self.stop_reason not in STOP_REASONS:
             raise FaultSpecError(f"unknown stop_reason {self.stop_reason!r}; one of {', '.join(STOP_REASONS)}")
 
-    @classmethod
-    def from_json(cls, data: Any) -> Fault:
-        """A fault from its JSON form (the ``POST /_emulator/faults`` body)."""
-        if not isinstance(data, dict) or "kind" not in data:
-            raise FaultSpecError("a fault is an object with at least a 'kind'")
-        unknown = set(data) - _FAULT_FIELDS
-        if unknown:
-            raise FaultSpecError(f"unknown fault fields: {', '.join(sorted(unknown))}")
-        return cls(**data)
-
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @property
-    def uses(self) -> int:
-        return self.count
-
     def strikes(self, user_messages: int) -> bool:
         """Whether this fault applies to a call whose conversation has ``user_messages`` user messages."""
         return self.first_turns is None or user_messages <= self.first_turns
-
-    def with_uses(self, uses: int) -> Self:
-        return dataclasses.replace(self, count=uses)
 
     @property
     def before_stream(self) -> bool:

@@ -12,13 +12,15 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Final
 
+from voicebridge_dev.local.service import Record
+
 __all__ = ["LABEL", "Invocation", "InvocationRecord"]
 
 LABEL: Final = "Bedrock Runtime emulator (scripted, not a model)"
 
 
 @dataclass(frozen=True)
-class InvocationRecord:
+class InvocationRecord(Record):
     """One ConverseStream call as the emulator saw it; times are ``time.perf_counter()`` seconds.
 
     ``body`` is the request's JSON as it arrived; ``first_token_at`` is when the first ``contentBlockDelta`` was
@@ -44,9 +46,6 @@ class InvocationRecord:
     error_type: str | None = None
     error_message: str | None = None
     fault: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
 
 @dataclass

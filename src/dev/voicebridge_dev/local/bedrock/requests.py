@@ -31,8 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from voicebridge_dev.local.bedrock.errors import ApiError, validation_error
 from voicebridge_dev.local.bedrock.families import REFUSABLE_FIELDS, family_refusal
+from voicebridge_dev.local.service import ApiError, validation_error
 
 __all__ = ["MAX_OUTPUT_TOKENS", "ConverseRequest", "Message", "parse_converse_request"]
 

@@ -42,150 +42,66 @@ Any other path is UnknownOperationException (404).
 
 from __future__ import annotations
 
-import contextlib
 import json
-import logging
 import re
-import socket
 import time
-import uuid
-from collections.abc import Mapping
-from http import HTTPStatus
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import Final, Protocol
 from urllib.parse import unquote, urlsplit
 
-from voicebridge_dev.local.bedrock.errors import ApiError, ClientGone, Stopping, validation_error
+from voicebridge_dev.local.bedrock.brain import Brain
 from voicebridge_dev.local.bedrock.faults import Fault, FaultKind
 from voicebridge_dev.local.bedrock.records import LABEL, Invocation
 from voicebridge_dev.local.bedrock.requests import ConverseRequest, parse_converse_request
 from voicebridge_dev.local.bedrock.stream import ReplyPlan, event, exception_event, forced_stop, pieces, plan_reply
-from voicebridge_dev.local.service import ControlAnswer, ControlPlane, TrackedHandler, TrackingHTTPServer
+from voicebridge_dev.local.service import (
+    ApiError,
+    CallHandler,
+    ClientGone,
+    Serving,
+    Stopping,
+    validation_error,
+)
 
-if TYPE_CHECKING:
-    from voicebridge_dev.local.bedrock.emulator import BedrockEmulator
-
-__all__ = ["Handler", "Server"]
-
-logger = logging.getLogger(__name__)
+__all__ = ["Backend", "Handler"]
 
 _CONVERSE_STREAM: Final = re.compile(r"^/model/(?P<model>[^/]+)/converse-stream$")
 _INVALID_MODEL: Final = "The provided model identifier is invalid."
 _ERROR_NAMESPACE: Final = "http://internal.amazon.com/coral/com.amazon.bedrock/"
 
 
-def control_plane(emulator: BedrockEmulator) -> ControlPlane:
-    """The ``/_emulator/...`` routes: faults, the calls so far, the brain and the pacing."""
-
-    def refused(reason: str) -> ControlAnswer:
-        return ControlAnswer(HTTPStatus.BAD_REQUEST, {"message": reason}, {"x-amzn-ErrorType": "ValidationException"})
-
-    def invocations(_: bytes) -> ControlAnswer:
-        records = [record.to_json() for record in emulator.invocations]
-        return ControlAnswer(HTTPStatus.OK, {"emulator": LABEL, "invocations": records})
-
-    def set_brain(body: bytes) -> ControlAnswer:
-        emulator.brain = json.loads(body or b"null")
-        return ControlAnswer(HTTPStatus.OK, {"emulator": LABEL, "rules": len(emulator.brain.rules)})
-
-    def configure(body: bytes) -> ControlAnswer:
-        emulator.configure(json.loads(body or b"null"))
-        return ControlAnswer(HTTPStatus.OK, emulator.config())
-
-    control = ControlPlane(refusal=refused)
-    control.add_fault_routes(emulator, Fault.from_json, Fault.to_json)
-    control.route("GET", "invocations", invocations)
-    control.route("POST", "brain", set_brain)
-    control.route("GET", "brain", lambda _: ControlAnswer(HTTPStatus.OK, dict(emulator.brain.document)))
-    control.route("POST", "config", configure)
-    control.route("GET", "config", lambda _: ControlAnswer(HTTPStatus.OK, emulator.config()))
-    return control
-
-
-class Server(TrackingHTTPServer):
-    def __init__(self, address: tuple[str, int], emulator: BedrockEmulator) -> None:
-        self.emulator = emulator
-        self.control = control_plane(emulator)
-        super().__init__(address, Handler)
-
-
-class Handler(TrackedHandler):
-    server_version = "BedrockRuntimeEmulator/1.0"
+class Backend(Serving[Fault], Protocol):
+    """What the handler needs of the emulator it serves (:class:`~.emulator.BedrockEmulator`)."""
 
     @property
-    def emulator(self) -> BedrockEmulator:
-        return cast(Server, self.server).emulator
+    def brain(self) -> Brain: ...
+    @property
+    def time_to_first_token_ms(self) -> float: ...
+    @property
+    def tokens_per_second(self) -> float: ...
+    def serves(self, model_id: str) -> bool: ...
+    def record(self, state: Invocation) -> None: ...
 
-    def handle_one_request(self) -> None:
-        try:
-            super().handle_one_request()
-        except ClientGone:
-            self.close_connection = True
 
-    def log_message(self, format: str, *args: Any) -> None:
-        logger.debug("%s: " + format, LABEL, *args)
-
-    # -- plain answers
-
-    def _send_json(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
-        body = json.dumps(payload).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("x-amzn-RequestId", str(uuid.uuid4()))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        try:
-            self.end_headers()
-            self.wfile.write(body)
-        except OSError as exc:
-            raise ClientGone from exc
+class Handler(CallHandler[Backend]):
+    server_version = "BedrockRuntimeEmulator/1.0"
+    label = LABEL
 
     def _send_error(self, error: ApiError) -> None:
         headers = {"x-amzn-ErrorType": f"{error.error_type}:{_ERROR_NAMESPACE}"}
-        self._send_json(error.status, {"message": error.message}, headers)
-
-    # -- routing
+        self.send_json(error.status, {"message": error.message}, headers)
 
     def do_POST(self) -> None:
         match = _CONVERSE_STREAM.match(urlsplit(self.path).path)
         if match is None:
-            self._serve_control()
+            self.serve_control(self.read_body())
             return
         state = Invocation(unquote(match.group("model")), time.perf_counter())
         body = self.read_body()
-        self.emulator.in_flight.begin()
-        try:
-            self._converse_stream(state, body)
-        except ClientGone:
-            state.outcome = "client_disconnected"
-            self.close_connection = True
-        except Stopping:
-            state.outcome = "emulator_stopped"
-            self.close_connection = True
-        finally:
-            self._complete(state)
-            self.emulator.in_flight.end()
+        self.serve_call(state, lambda: self._converse_stream(state, body))
 
-    def do_GET(self) -> None:
-        self._serve_control()
-
-    def do_DELETE(self) -> None:
-        self._serve_control()
-
-    def _serve_control(self) -> None:
-        answer = cast(Server, self.server).control.dispatch(self.command, self.path, self.read_body())
-        if answer is None:
-            message = f"{self.command} {urlsplit(self.path).path} is not an operation of the {LABEL}"
-            self._send_json(404, {"message": message}, {"x-amzn-ErrorType": "UnknownOperationException"})
-        else:
-            self._send_json(answer.status, answer.payload, answer.headers)
-
-    def _complete(self, state: Invocation) -> None:
-        """Records the call once, just before its last bytes go out, so the record exists once a client has read
-        the whole answer."""
-        if not state.recorded:
-            state.recorded = True
-            self.emulator.record(state)
+    def unknown_operation(self) -> None:
+        message = f"{self.command} {urlsplit(self.path).path} is not an operation of the {LABEL}"
+        self.send_json(404, {"message": message}, {"x-amzn-ErrorType": "UnknownOperationException"})
 
     # -- ConverseStream
 
@@ -203,7 +119,7 @@ class Handler(TrackedHandler):
             state.http_status, state.error_type, state.error_message = error.status, error.error_type, error.message
             if state.fault is None:
                 state.outcome = "error"
-            self._complete(state)
+            self.complete(state)
             self._send_error(error)
             return
         brain = emulator.brain
@@ -232,13 +148,13 @@ class Handler(TrackedHandler):
             self.end_headers()
         except OSError as exc:
             raise ClientGone from exc
-        self._write(event("messageStart", {"role": "assistant"}))
+        self.write_chunk(event("messageStart", {"role": "assistant"}))
         first_due = state.started + emulator.time_to_first_token_ms / 1000.0
         interval = 1.0 / emulator.tokens_per_second
         tokens = 0
         for piece in pieces(plan):
             if not piece.token:
-                self._write(piece.frame)
+                self.write_chunk(piece.frame)
                 continue
             self._wait_until(first_due + tokens * interval)
             if fault is not None and tokens == fault.after_tokens:
@@ -247,7 +163,7 @@ class Handler(TrackedHandler):
                 # The stall pushes the rest of the schedule back, as a stuck model would.
                 first_due += fault.seconds
                 fault = None
-            self._write(piece.frame)
+            self.write_chunk(piece.frame)
             state.first_token_at = state.first_token_at or time.perf_counter()
             state.text += piece.text
             tokens += 1
@@ -258,14 +174,14 @@ class Handler(TrackedHandler):
             if not self._strike(state, fault):
                 return
         state.tool, state.stop_reason = (plan.tool.name if plan.tool else None), plan.stop_reason
-        self._write(event("messageStop", {"stopReason": plan.stop_reason}))
+        self.write_chunk(event("messageStop", {"stopReason": plan.stop_reason}))
         usage = {
             "inputTokens": request.input_tokens,
             "outputTokens": plan.output_tokens,
             "totalTokens": request.input_tokens + plan.output_tokens,
         }
         latency_ms = round((time.perf_counter() - state.started) * 1000)
-        self._write(event("metadata", {"usage": usage, "metrics": {"latencyMs": latency_ms}}))
+        self.write_chunk(event("metadata", {"usage": usage, "metrics": {"latencyMs": latency_ms}}))
         self._end(state)
 
     def _strike(self, state: Invocation, fault: Fault) -> bool:
@@ -275,30 +191,19 @@ class Handler(TrackedHandler):
             return True
         state.outcome = f"fault_{fault.kind.value}"
         if fault.kind is FaultKind.STREAM_ERROR:
-            self._write(exception_event(fault.exception, fault.describe()))
+            self.write_chunk(exception_event(fault.exception, fault.describe()))
             self._end(state)
             return False
         # A drop: the socket is cut with the body unfinished, as a connection lost mid-stream.
-        self._complete(state)
-        self.close_connection = True
-        with contextlib.suppress(OSError):
-            self.connection.shutdown(socket.SHUT_RDWR)
+        self.complete(state)
+        self.cut()
         return False
 
     # -- writing and pacing
 
-    def _write(self, frame: bytes) -> None:
-        try:
-            self.wfile.write(f"{len(frame):x}\r\n".encode("ascii") + frame + b"\r\n")
-        except OSError as exc:
-            raise ClientGone from exc
-
     def _end(self, state: Invocation) -> None:
-        self._complete(state)
-        try:
-            self.wfile.write(b"0\r\n\r\n")
-        except OSError as exc:
-            raise ClientGone from exc
+        self.complete(state)
+        self.end_chunks()
 
     def _wait_until(self, due: float) -> None:
         delay = due - time.perf_counter()

@@ -17,23 +17,25 @@ with :meth:`InkEmulator.configure` or over the control plane, and apply to sessi
 
 from __future__ import annotations
 
-import asyncio
+import base64
 import dataclasses
 import logging
 import math
-import threading
 import time
-from typing import Any, ClassVar, Self, cast
+from http import HTTPStatus
+from typing import Any, ClassVar, cast
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from voicebridge_dev.local.ink.clips import ClipRegistry
 from voicebridge_dev.local.ink.errors import EmulatorNotRunningError, InkEmulatorError
-from voicebridge_dev.local.ink.faults import DropFault, ErrorFault, Fault, RejectFault, StallFault
+from voicebridge_dev.local.ink.faults import DropFault, ErrorFault, Fault, RejectFault, StallFault, fault_from_json
 from voicebridge_dev.local.ink.pacing import REALTIME_TOLERANCE_MS, RealtimeMode, check_realtime
 from voicebridge_dev.local.ink.recognisers import Recogniser
 from voicebridge_dev.local.ink.records import HandshakeRecord, InkSession
-from voicebridge_dev.local.ink.server import InkServer
+from voicebridge_dev.local.ink.server import MAX_RATE, MIN_RATE, InkServer
 from voicebridge_dev.local.ink.turns import TurnSettings
-from voicebridge_dev.local.service import Emulator
+from voicebridge_dev.local.service import ControlAnswer, ControlPlane, ServedEmulator
 
 __all__ = ["IDLE_TIMEOUT_S", "InkEmulator"]
 
@@ -42,17 +44,19 @@ logger = logging.getLogger(__name__)
 IDLE_TIMEOUT_S = 20.0
 
 
-class InkEmulator(Emulator[DropFault | ErrorFault | RejectFault | StallFault]):
+class InkEmulator(ServedEmulator[DropFault | ErrorFault | RejectFault | StallFault]):
     """Ink WebSocket emulator on loopback, run by its own asyncio loop in a background thread.
 
     ``recogniser`` is the embedded engine used when no registered clip matches (pass :func:`load_recogniser`'s
     result for PocketSphinx); without one, unmatched speech gets a deterministic stand-in transcript.
     ``realtime`` and ``realtime_tolerance_ms`` say what happens to audio sent faster than real time (refused by
     default), ``turn_settings.end_delay_ms`` when a turn ends, ``idle_timeout_s`` when a silent session is
-    closed. :meth:`wait_idle` waits until no connection is being served (open sessions included).
+    closed. :meth:`wait_idle` waits until no connection is being served (open sessions included). ``url``
+    (``http://host:port``) is the SDK's ``base_url``: it derives ``ws://`` from it.
     """
 
     label: ClassVar[str] = "Ink emulator"
+    service: ClassVar[str] = "Ink"
 
     def __init__(
         self,
@@ -67,10 +71,9 @@ class InkEmulator(Emulator[DropFault | ErrorFault | RejectFault | StallFault]):
         realtime: RealtimeMode = "reject",
         realtime_tolerance_ms: float = REALTIME_TOLERANCE_MS,
     ) -> None:
-        super().__init__()
         check_realtime(realtime, realtime_tolerance_ms)
         _check_idle_timeout(idle_timeout_s)
-        self.host = host
+        super().__init__(host, port)
         self.api_key = api_key
         self.recogniser = recogniser
         self.turn_settings = turn_settings or TurnSettings()
@@ -79,51 +82,19 @@ class InkEmulator(Emulator[DropFault | ErrorFault | RejectFault | StallFault]):
         self.realtime: RealtimeMode = realtime
         self.realtime_tolerance_ms = realtime_tolerance_ms
         self.clips = ClipRegistry(self.turn_settings)
-        self._requested_port = port
-        self._port: int | None = None
         self._sessions: list[InkSession] = []
         self._handshakes: list[HandshakeRecord] = []
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop_event: asyncio.Event | None = None
-        self._startup_error: BaseException | None = None
 
     # ---- lifecycle
 
-    def start(self) -> Self:
-        if self._thread is not None:
-            return self
-        ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, args=(ready,), name="ink-emulator", daemon=True)
-        self._thread.start()
-        ready.wait()
-        if self._startup_error is not None:
-            self._thread.join()
-            self._thread = None
-            raise InkEmulatorError(f"Ink emulator failed to start: {self._startup_error}") from self._startup_error
-        logger.info("Ink emulator listening on %s", self.url)
-        return self
+    def _make_server(self, address: tuple[str, int]) -> InkServer:
+        try:
+            return InkServer(address, self, control_plane(self))
+        except OSError as exc:
+            raise InkEmulatorError(f"Ink emulator failed to start: {exc}") from exc
 
-    def stop(self) -> None:
-        thread, loop, stop_event = self._thread, self._loop, self._stop_event
-        if thread is None or loop is None or stop_event is None:
-            return
-        loop.call_soon_threadsafe(stop_event.set)
-        thread.join(timeout=10)
-        self._thread = None
-        self._port = None
-        logger.info("Ink emulator stopped")
-
-    @property
-    def port(self) -> int:
-        if self._port is None:
-            raise EmulatorNotRunningError("the Ink emulator is not running")
-        return self._port
-
-    @property
-    def url(self) -> str:
-        """``http://host:port``: the SDK's ``base_url`` (it derives ``ws://`` from it)."""
-        return f"http://{self.host}:{self.port}"
+    def _not_running(self) -> Exception:
+        return EmulatorNotRunningError("the Ink emulator is not running")
 
     # ---- settings
 
@@ -222,31 +193,61 @@ class InkEmulator(Emulator[DropFault | ErrorFault | RejectFault | StallFault]):
         """The oldest handshake rejection armed, one of its connections spent."""
         return cast(RejectFault | None, self.faults.take(lambda fault: isinstance(fault, RejectFault)))
 
-    # ---- server
-
-    def _run(self, ready: threading.Event) -> None:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        try:
-            loop.run_until_complete(self._serve(ready))
-        except OSError as exc:
-            self._startup_error = exc
-            ready.set()
-        finally:
-            loop.close()
-
-    async def _serve(self, ready: threading.Event) -> None:
-        self._stop_event = asyncio.Event()
-        front = InkServer(self)
-        server = await asyncio.start_server(front.on_connection, self.host, self._requested_port)
-        self._port = int(server.sockets[0].getsockname()[1])
-        ready.set()
-        async with server:
-            await self._stop_event.wait()
-            server.close()
-            await front.close()
-
 
 def _check_idle_timeout(seconds: float) -> None:
     if not math.isfinite(seconds) or seconds <= 0:
         raise ValueError(f"idle_timeout_s must be a positive number, got {seconds}")
+
+
+class _RegisterRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    pcm_base64: str
+    transcript: str
+    sample_rate: int = Field(default=8000, ge=MIN_RATE, le=MAX_RATE)
+
+
+class _ConfigRequest(BaseModel):
+    """The settings :meth:`InkEmulator.configure` changes; each one left out stays as it is."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    realtime: RealtimeMode | None = None
+    realtime_tolerance_ms: float | None = None
+    end_delay_ms: float | None = None
+    idle_timeout_s: float | None = None
+
+
+def control_plane(emulator: InkEmulator) -> ControlPlane:
+    """The ``/_emulator/...`` routes: clips, faults and the sessions' summaries."""
+
+    def register(body: bytes) -> ControlAnswer:
+        registration = _RegisterRequest.model_validate_json(body)
+        pcm = base64.b64decode(registration.pcm_base64, validate=True)
+        emulator.register(pcm, registration.transcript, registration.sample_rate)
+        return ControlAnswer(HTTPStatus.CREATED, {"registered": len(emulator.clips)})
+
+    def inject(body: bytes) -> ControlAnswer:
+        fault = fault_from_json(body)
+        emulator.inject(fault)
+        return ControlAnswer(HTTPStatus.CREATED, {"armed": fault.model_dump()})
+
+    def clear(_: bytes) -> ControlAnswer:
+        emulator.clear_faults()
+        return ControlAnswer(HTTPStatus.OK, {"cleared": True})
+
+    def sessions(_: bytes) -> ControlAnswer:
+        return ControlAnswer(HTTPStatus.OK, [session.summary() for session in emulator.sessions])
+
+    def configure(body: bytes) -> ControlAnswer:
+        changes = _ConfigRequest.model_validate_json(body or b"{}")
+        return ControlAnswer(HTTPStatus.OK, {"config": emulator.configure(**changes.model_dump())})
+
+    control = ControlPlane(refusal=lambda reason: ControlAnswer(HTTPStatus.BAD_REQUEST, {"message": reason}))
+    control.route("POST", "transcripts", register)
+    control.route("POST", "faults", inject)
+    control.route("DELETE", "faults", clear)
+    control.route("GET", "sessions", sessions)
+    control.route("POST", "config", configure)
+    control.route("GET", "config", lambda _: ControlAnswer(HTTPStatus.OK, {"config": emulator.settings()}))
+    return control

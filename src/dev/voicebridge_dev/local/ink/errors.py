@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from voicebridge_dev.local.service import FaultSpecError
+from voicebridge_dev.local.service import ApiError, FaultSpecError
 
 __all__ = [
     "ConnectionLost",
@@ -49,10 +49,9 @@ class EndSession(Exception):
         self.reason = reason
 
 
-class HandshakeRejected(Exception):
-    """A WebSocket handshake refused with ``status`` and ``message``."""
+class HandshakeRejected(ApiError):
+    """A WebSocket handshake refused with ``status`` and ``message``; the body it is answered with names no error
+    type."""
 
     def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
+        super().__init__(status, "", message)

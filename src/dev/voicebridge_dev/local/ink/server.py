@@ -19,35 +19,28 @@ Control plane, JSON over plain HTTP on the same port (:class:`~voicebridge_dev.l
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import json
 import logging
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from http import HTTPStatus
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 from urllib.parse import parse_qsl, urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field
 from websockets.http11 import Request, Response
 from websockets.server import ServerProtocol
 
 from voicebridge_dev.local.ink.audio import BYTES_PER_SAMPLE
 from voicebridge_dev.local.ink.errors import ConnectionLost, EndSession, HandshakeRejected
-from voicebridge_dev.local.ink.faults import fault_from_json
-from voicebridge_dev.local.ink.pacing import RealtimeMode
+from voicebridge_dev.local.ink.faults import RejectFault
 from voicebridge_dev.local.ink.records import HandshakeRecord, InkSession
-from voicebridge_dev.local.ink.sessions import ManualRunner, SessionRunner, TurnsRunner
+from voicebridge_dev.local.ink.sessions import ManualRunner, SessionHost, SessionRunner, TurnsRunner
 from voicebridge_dev.local.ink.turns import CLIENT_RANGES, TurnSettings
 from voicebridge_dev.local.ink.websocket import WebSocket
-from voicebridge_dev.local.service import CONTROL_PREFIX, ControlAnswer, ControlPlane
+from voicebridge_dev.local.service import CONTROL_PREFIX, ControlPlane, InFlight
 
-if TYPE_CHECKING:
-    from voicebridge_dev.local.ink.emulator import InkEmulator
-
-__all__ = ["MANUAL_PATH", "TURNS_PATH", "InkServer"]
+__all__ = ["MANUAL_PATH", "MAX_RATE", "MIN_RATE", "TURNS_PATH", "Backend", "InkServer"]
 
 logger = logging.getLogger(__name__)
 
@@ -55,63 +48,21 @@ TURNS_PATH = "/stt/turns/websocket"
 MANUAL_PATH = "/stt/websocket"
 _TURN_MODELS = ("ink-2",)
 _MANUAL_MODELS = ("ink-2", "ink-whisper")
-_MIN_RATE, _MAX_RATE = 8000, 48000
+MIN_RATE, MAX_RATE = 8000, 48000
 _MAX_HTTP_BODY = 64 * 1024 * 1024
 _MAX_WS_MESSAGE = 4 * 1024 * 1024
 
 
-class _RegisterRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Backend(SessionHost, Protocol):
+    """What the server needs of the emulator it serves (:class:`~.emulator.InkEmulator`)."""
 
-    pcm_base64: str
-    transcript: str
-    sample_rate: int = Field(default=8000, ge=_MIN_RATE, le=_MAX_RATE)
-
-
-class _ConfigRequest(BaseModel):
-    """The settings :meth:`InkEmulator.configure` changes; each one left out stays as it is."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    realtime: RealtimeMode | None = None
-    realtime_tolerance_ms: float | None = None
-    end_delay_ms: float | None = None
-    idle_timeout_s: float | None = None
-
-
-def control_plane(emulator: InkEmulator) -> ControlPlane:
-    """The ``/_emulator/...`` routes: clips, faults and the sessions' summaries."""
-
-    def register(body: bytes) -> ControlAnswer:
-        registration = _RegisterRequest.model_validate_json(body)
-        pcm = base64.b64decode(registration.pcm_base64, validate=True)
-        emulator.register(pcm, registration.transcript, registration.sample_rate)
-        return ControlAnswer(HTTPStatus.CREATED, {"registered": len(emulator.clips)})
-
-    def inject(body: bytes) -> ControlAnswer:
-        fault = fault_from_json(body)
-        emulator.inject(fault)
-        return ControlAnswer(HTTPStatus.CREATED, {"armed": fault.model_dump()})
-
-    def clear(_: bytes) -> ControlAnswer:
-        emulator.clear_faults()
-        return ControlAnswer(HTTPStatus.OK, {"cleared": True})
-
-    def sessions(_: bytes) -> ControlAnswer:
-        return ControlAnswer(HTTPStatus.OK, [session.summary() for session in emulator.sessions])
-
-    def configure(body: bytes) -> ControlAnswer:
-        changes = _ConfigRequest.model_validate_json(body or b"{}")
-        return ControlAnswer(HTTPStatus.OK, {"config": emulator.configure(**changes.model_dump())})
-
-    control = ControlPlane(refusal=lambda reason: ControlAnswer(HTTPStatus.BAD_REQUEST, {"message": reason}))
-    control.route("POST", "transcripts", register)
-    control.route("POST", "faults", inject)
-    control.route("DELETE", "faults", clear)
-    control.route("GET", "sessions", sessions)
-    control.route("POST", "config", configure)
-    control.route("GET", "config", lambda _: ControlAnswer(HTTPStatus.OK, {"config": emulator.settings()}))
-    return control
+    @property
+    def in_flight(self) -> InFlight: ...
+    @property
+    def api_key(self) -> str | None: ...
+    def note_handshake(self, record: HandshakeRecord) -> None: ...
+    def note_session(self, session: InkSession) -> None: ...
+    def take_reject(self) -> RejectFault | None: ...
 
 
 @dataclass(frozen=True)
@@ -148,21 +99,44 @@ def _http_response(status: int, body: Mapping[str, Any] | list[Any]) -> bytes:
 
 
 class InkServer:
-    """Serves one emulator's connections: each is a WebSocket session or a control request."""
+    """Serves one emulator's connections, each a WebSocket session or a control request, from an asyncio loop of
+    its own: bound to ``address`` when made, run by :meth:`serve_forever` on the emulator's serving thread
+    (a :class:`~voicebridge_dev.local.service.Front`)."""
 
-    def __init__(self, emulator: InkEmulator) -> None:
+    def __init__(self, address: tuple[str, int], emulator: Backend, control: ControlPlane) -> None:
         self.emulator = emulator
-        self.control = control_plane(emulator)
+        self.control = control
         self._tasks: set[asyncio.Task[None]] = set()
         self._sockets: set[WebSocket] = set()
+        self._loop = asyncio.new_event_loop()
+        self._stop = asyncio.Event()
+        try:
+            self._server = self._loop.run_until_complete(asyncio.start_server(self.on_connection, *address))
+        except OSError:
+            self._loop.close()
+            raise
+        self.server_address = self._server.sockets[0].getsockname()[:2]
 
-    async def close(self) -> None:
-        """End every open session and connection (the emulator is stopping)."""
-        for socket in list(self._sockets):
-            socket.close_now(1001, "Ink emulator stopping")
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+    def serve_forever(self, poll_interval: float = 0.5) -> None:
+        """Serve until :meth:`close_all`; the loop wakes on its own events, so ``poll_interval`` is unused."""
+        try:
+            self._loop.run_until_complete(self._run())
+        finally:
+            self._loop.close()
+
+    def close_all(self) -> None:
+        self._loop.call_soon_threadsafe(self._stop.set)
+
+    async def _run(self) -> None:
+        async with self._server:
+            await self._stop.wait()
+            self._server.close()
+            # End every open session and connection: the emulator is stopping.
+            for socket in list(self._sockets):
+                socket.close_now(1001, "Ink emulator stopping")
+            for task in list(self._tasks):
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
 
     async def on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -301,8 +275,8 @@ class InkServer:
             rate = int(query.get("sample_rate", ""))
         except ValueError:
             rate = 0
-        if not _MIN_RATE <= rate <= _MAX_RATE:
-            raise HandshakeRejected(400, f"sample_rate must be an integer in [{_MIN_RATE}, {_MAX_RATE}]")
+        if not MIN_RATE <= rate <= MAX_RATE:
+            raise HandshakeRejected(400, f"sample_rate must be an integer in [{MIN_RATE}, {MAX_RATE}]")
         settings = self.emulator.turn_settings
         if endpoint == "turns":
             names = {f"turn_{f.name}": f.name for f in fields(TurnSettings) if f.name in CLIENT_RANGES}

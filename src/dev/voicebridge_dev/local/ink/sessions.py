@@ -47,22 +47,42 @@ import collections
 import json
 import logging
 import math
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
 from voicebridge_dev.local.ink.audio import BYTES_PER_SAMPLE, as_s16le, decode
+from voicebridge_dev.local.ink.clips import ClipRegistry
 from voicebridge_dev.local.ink.errors import ConnectionLost, EndSession
 from voicebridge_dev.local.ink.faults import DropFault, ErrorFault, StallFault
-from voicebridge_dev.local.ink.pacing import RealtimeBudget
+from voicebridge_dev.local.ink.pacing import RealtimeBudget, RealtimeMode
+from voicebridge_dev.local.ink.recognisers import Recogniser
 from voicebridge_dev.local.ink.records import InkSession, SentEvent, TurnRecord
 from voicebridge_dev.local.ink.turns import CLIENT_RANGES, TurnDetector, TurnSettings, TurnSignal, voiced_span
 from voicebridge_dev.local.ink.websocket import WebSocket
 
-if TYPE_CHECKING:
-    from voicebridge_dev.local.ink.emulator import InkEmulator
-
-__all__ = ["ManualRunner", "SessionRunner", "TurnsRunner"]
+__all__ = ["ManualRunner", "SessionHost", "SessionRunner", "TurnsRunner"]
 
 logger = logging.getLogger(__name__)
+
+
+class SessionHost(Protocol):
+    """What a session needs of the emulator it runs in (:class:`~.emulator.InkEmulator`)."""
+
+    @property
+    def recogniser(self) -> Recogniser | None: ...
+    @property
+    def clips(self) -> ClipRegistry: ...
+    @property
+    def turn_settings(self) -> TurnSettings: ...
+    @property
+    def idle_timeout_s(self) -> float: ...
+    @property
+    def update_interval_ms(self) -> float: ...
+    @property
+    def realtime(self) -> RealtimeMode: ...
+    @property
+    def realtime_tolerance_ms(self) -> float: ...
+    def take_faults(self, session: InkSession, turn_ends: int) -> list[DropFault | ErrorFault | StallFault]: ...
+
 
 # Context around a turn's voiced span that the matcher and recogniser see: the detector decides on 20 ms
 # frames, so a clip's first or last syllable may sit just outside the voiced frames.
@@ -77,7 +97,7 @@ _CLIENT_ERROR_CLOSE = 1008
 class SessionRunner:
     """What both endpoints share: message order, pacing, audio accounting, events, faults, the idle timeout."""
 
-    def __init__(self, emulator: InkEmulator, session: InkSession, socket: WebSocket) -> None:
+    def __init__(self, emulator: SessionHost, session: InkSession, socket: WebSocket) -> None:
         self.emulator = emulator
         self.session = session
         self.socket = socket
@@ -288,7 +308,7 @@ class SessionRunner:
 class TurnsRunner(SessionRunner):
     """``/stt/turns/websocket``: turns from the energy detector, events as the SDK's auto-finalize types."""
 
-    def __init__(self, emulator: InkEmulator, session: InkSession, socket: WebSocket, settings: TurnSettings) -> None:
+    def __init__(self, emulator: SessionHost, session: InkSession, socket: WebSocket, settings: TurnSettings) -> None:
         super().__init__(emulator, session, socket)
         self.detector = TurnDetector(settings, session.sample_rate)
         self._carry = b""
@@ -414,7 +434,7 @@ class TurnsRunner(SessionRunner):
 class ManualRunner(SessionRunner):
     """``/stt/websocket``: audio is transcribed when the client says ``finalize`` or ``close``."""
 
-    def __init__(self, emulator: InkEmulator, session: InkSession, socket: WebSocket) -> None:
+    def __init__(self, emulator: SessionHost, session: InkSession, socket: WebSocket) -> None:
         super().__init__(emulator, session, socket)
         self._segment_start = 0
         self._spoken = False

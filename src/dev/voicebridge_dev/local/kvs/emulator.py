@@ -11,21 +11,24 @@ given to the constructor, or changed on a running emulator with :meth:`KvsEmulat
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import logging
 import math
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, Self
+from dataclasses import asdict
+from http import HTTPStatus
+from typing import Any, ClassVar
 
 from voicebridge_dev.local.kvs.errors import KvsEmulatorError, StreamExistsError, StreamNotFoundError
 from voicebridge_dev.local.kvs.faults import Fault
 from voicebridge_dev.local.kvs.fragments import FRAGMENT_NUMBER_SELECTORS, FragmentNumbers, FragmentNumberSelector
-from voicebridge_dev.local.kvs.matroska import CODEC_AAC
-from voicebridge_dev.local.kvs.server import Server
-from voicebridge_dev.local.kvs.streams import STREAM_NAME, EmulatedStream, Settings, epoch_ms
-from voicebridge_dev.local.service import Emulator
+from voicebridge_dev.local.kvs.matroska import AGENT_TRACK, CODEC_AAC, CUSTOMER_TRACK
+from voicebridge_dev.local.kvs.server import Handler, json_object
+from voicebridge_dev.local.kvs.streams import EMULATED_INSTANCE_ID, STREAM_NAME, EmulatedStream, Settings, epoch_ms
+from voicebridge_dev.local.service import ApiError, ControlAnswer, ControlPlane, EmulatorServer, ServedEmulator
 
 __all__ = [
     "BLOCKS_PER_FRAGMENT",
@@ -55,7 +58,7 @@ _RUNTIME_SETTINGS: dict[str, Callable[[Any], Any]] = {
 }
 
 
-class KvsEmulator(Emulator[Fault]):
+class KvsEmulator(ServedEmulator[Fault]):
     """Kinesis Video Streams emulator (control plane + GetMedia) on a loopback HTTP port.
 
     Faults strike GetMedia calls; :meth:`wait_idle` waits until no GetMedia response is open and no contact is
@@ -70,6 +73,7 @@ class KvsEmulator(Emulator[Fault]):
     """
 
     label: ClassVar[str] = "KVS emulator"
+    service: ClassVar[str] = "KVS"
 
     def __init__(
         self,
@@ -92,10 +96,8 @@ class KvsEmulator(Emulator[Fault]):
             raise ValueError("a fragment holds at least one block")
         if contact_gap_ms < 0:
             raise ValueError(f"contact_gap_ms must not be negative, got {contact_gap_ms}")
-        super().__init__()
-        self.host = host
+        super().__init__(host, port)
         self.region = region
-        self._requested_port = port
         self._settings = _checked(
             Settings(
                 pace=pace,
@@ -111,46 +113,21 @@ class KvsEmulator(Emulator[Fault]):
         self._numbers = FragmentNumbers()
         self._lock = threading.Lock()
         self._streams: dict[str, EmulatedStream] = {}
-        self._server: Server | None = None
-        self._thread: threading.Thread | None = None
-        self.stopping = threading.Event()
 
     # -- lifecycle --
 
-    def start(self) -> Self:
-        if self._server is not None:
-            return self
-        self.stopping.clear()
-        self._server = Server((self.host, self._requested_port), self)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, args=(0.05,), name="kvs-emulator", daemon=True
-        )
-        self._thread.start()
-        logger.info("KVS emulator listening on %s", self.url)
-        return self
+    def _make_server(self, address: tuple[str, int]) -> EmulatorServer[KvsEmulator]:
+        return EmulatorServer(address, Handler, self, control_plane(self))
 
-    def stop(self) -> None:
-        """Stop serving; open GetMedia responses end and live contacts stop producing, for good."""
-        server, thread = self._server, self._thread
-        if server is None:
-            return
-        self.stopping.set()
+    def _wind_down(self) -> None:
+        """Open GetMedia responses end and live contacts stop producing, for good."""
         with self._lock:
             streams = list(self._streams.values())
         for stream in streams:
             stream.close()
-        server.close_all()
-        if thread is not None:
-            thread.join(timeout=5)
-        self._server = self._thread = None
-        logger.info("KVS emulator stopped")
 
-    @property
-    def url(self) -> str:
-        if self._server is None:
-            raise KvsEmulatorError("the KVS emulator is not running")
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+    def _not_running(self) -> Exception:
+        return KvsEmulatorError("the KVS emulator is not running")
 
     @property
     def pace(self) -> float:
@@ -245,3 +222,111 @@ def _checked(settings: Settings) -> Settings:
     if settings.max_get_media_connections < 1 or settings.max_get_media_calls_per_second < 1:
         raise ValueError("GetMedia's limits allow at least one call and one connection")
     return settings
+
+
+def control_plane(emulator: KvsEmulator) -> ControlPlane:
+    """The ``/_emulator/...`` routes: faults and the streams' figures."""
+
+    def refused(reason: str) -> ControlAnswer:
+        logger.info("KVS emulator: control request refused: %s", reason)
+        return ControlAnswer(
+            HTTPStatus.BAD_REQUEST, {"Message": reason}, {"x-amzn-ErrorType": "InvalidArgumentException:"}
+        )
+
+    def pending() -> list[dict[str, Any]]:
+        return [asdict(fault) for fault in emulator.pending_faults]
+
+    def inject(body: bytes) -> ControlAnswer:
+        emulator.inject(Fault.from_json(json_object(body)))
+        return ControlAnswer(HTTPStatus.OK, {"PendingFaults": pending()})
+
+    def clear(_: bytes) -> ControlAnswer:
+        emulator.clear_faults()
+        return ControlAnswer(HTTPStatus.OK, {"PendingFaults": []})
+
+    def streams(_: bytes) -> ControlAnswer:
+        return ControlAnswer(HTTPStatus.OK, {"Streams": [stream.stats() for stream in emulator.streams]})
+
+    control = ControlPlane(refusal=refused)
+    control.route("POST", "faults", inject)
+    control.route("DELETE", "faults", clear)
+    control.route("GET", "streams", streams)
+    _add_config_routes(control, emulator)
+    _add_contact_routes(control, emulator)
+    return control
+
+
+def _add_config_routes(control: ControlPlane, emulator: KvsEmulator) -> None:
+    """``/_emulator/config``: the settings a GetMedia call reads (:meth:`KvsEmulator.configure`)."""
+
+    def configure(raw: bytes) -> ControlAnswer:
+        try:
+            changes = json_object(raw)
+        except ApiError as exc:
+            raise ValueError(exc.message) from None
+        emulator.configure_from_json(changes)
+        return ControlAnswer(HTTPStatus.OK, {"Config": emulator.runtime_settings()})
+
+    control.route("POST", "config", configure)
+    control.route("GET", "config", lambda _: ControlAnswer(HTTPStatus.OK, {"Config": emulator.runtime_settings()}))
+
+
+def _add_contact_routes(control: ControlPlane, emulator: KvsEmulator) -> None:
+    """``/_emulator/contacts...``: begin a contact on a stream, queue its audio, end it."""
+
+    def stream_in(body: Mapping[str, Any]) -> EmulatedStream:
+        named = body.get("StreamARN", body.get("StreamName"))
+        if not isinstance(named, str) or not named:
+            raise ValueError("StreamName or StreamARN is required")
+        try:
+            return emulator.stream(named)
+        except StreamNotFoundError:
+            raise ApiError(404, "ResourceNotFoundException", f"The stream {named} does not exist.") from None
+
+    def pcm(body: Mapping[str, Any], track: str) -> bytes:
+        encoded = body.get(track, "")
+        if not isinstance(encoded, str):
+            raise ValueError(f"{track} must be base64 text")
+        return base64.b64decode(encoded, validate=True)
+
+    def begin(raw: bytes) -> ControlAnswer:
+        body = json_object(raw)
+        stream = stream_in(body)
+        contact_id, instance_id = body.get("ContactId"), body.get("InstanceId", EMULATED_INSTANCE_ID)
+        if not isinstance(contact_id, str) or not contact_id or not isinstance(instance_id, str):
+            raise ValueError("ContactId (and InstanceId, when given) must be non-empty text")
+        try:
+            start = stream.begin_contact(contact_id, instance_id)
+        except KvsEmulatorError as exc:
+            raise ValueError(str(exc)) from None
+        answer = {
+            "StreamARN": stream.arn,
+            "ContactId": contact_id,
+            "StartFragmentNumber": start.fragment_number,
+            "StartTimestamp": start.start_timestamp,
+        }
+        return ControlAnswer(HTTPStatus.CREATED, answer)
+
+    def audio(raw: bytes) -> ControlAnswer:
+        body = json_object(raw)
+        stream = stream_in(body)
+        try:
+            stream.append_tracks(customer=pcm(body, CUSTOMER_TRACK), agent=pcm(body, AGENT_TRACK))
+        except KvsEmulatorError as exc:
+            raise ValueError(str(exc)) from None
+        return ControlAnswer(HTTPStatus.OK, stream.stats())
+
+    def end(raw: bytes) -> ControlAnswer:
+        body = json_object(raw)
+        stream, drain = stream_in(body), body.get("Drain", True)
+        if not isinstance(drain, bool):
+            raise ValueError("Drain must be true or false")
+        try:
+            stream.end_contact(drain=drain)
+        except KvsEmulatorError as exc:
+            raise ValueError(str(exc)) from None
+        return ControlAnswer(HTTPStatus.OK, stream.stats())
+
+    control.route("POST", "contacts", begin)
+    control.route("POST", "contacts/audio", audio)
+    control.route("POST", "contacts/end", end)

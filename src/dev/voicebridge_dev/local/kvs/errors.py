@@ -1,16 +1,13 @@
-"""The KVS emulator's errors: what it refuses from Python, what it answers a client with, and the error ids
-GetMedia's error tags carry."""
+"""The KVS emulator's errors: what it refuses from Python, and the error ids GetMedia's error tags carry. What it
+answers a client with is the shared :class:`~voicebridge_dev.local.service.ApiError`."""
 
 from __future__ import annotations
-
-from http import HTTPStatus
 
 from voicebridge_dev.local.service import FaultSpecError
 
 __all__ = [
     "ERROR_FRAGMENT_NOT_FOUND",
     "ERROR_INTERNAL",
-    "ApiError",
     "ConnectionLost",
     "ContactStateError",
     "FaultSpecError",
@@ -43,16 +40,6 @@ class ContactStateError(KvsEmulatorError):
 class UnplayableAudioError(KvsEmulatorError):
     """Audio handed to the emulator cannot be played on a stream: not 16-bit PCM for a known track (or a WAV
     file it can turn into 8 kHz mono)."""
-
-
-class ApiError(Exception):
-    """An error answered to a client in the service's own shape."""
-
-    def __init__(self, code: str, message: str, status: int = HTTPStatus.BAD_REQUEST) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.status = status
 
 
 class ConnectionLost(Exception):

@@ -14,10 +14,11 @@ such as ``{"fault": "cut", "after_bytes": 4096, "count": 1}``; each applies to t
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from typing import Any, Literal, Self, get_args
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
 
 from voicebridge_dev.local.kvs.errors import ERROR_INTERNAL, FaultSpecError
+from voicebridge_dev.local.service import Counted
 
 __all__ = ["Fault", "FaultKind"]
 
@@ -25,7 +26,7 @@ FaultKind = Literal["cut", "stall", "error_tag", "throttle"]
 
 
 @dataclass
-class Fault:
+class Fault(Counted):
     """A fault to inject into the next ``count`` GetMedia calls (on ``stream`` only, when given)."""
 
     kind: FaultKind
@@ -58,13 +59,6 @@ class Fault:
             raise
         except (KeyError, TypeError, ValueError) as exc:
             raise FaultSpecError(f"bad fault description: {exc}") from exc
-
-    @property
-    def uses(self) -> int:
-        return self.count
-
-    def with_uses(self, uses: int) -> Self:
-        return replace(self, count=uses)
 
     def strikes(self, name: str, arn: str) -> bool:
         """Whether the fault applies to a GetMedia call on the stream of that name and ARN."""

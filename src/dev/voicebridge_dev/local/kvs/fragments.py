@@ -47,8 +47,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from voicebridge_dev.local.kvs.errors import ApiError
 from voicebridge_dev.local.kvs.matroska import FragmentInfo, FragmentWriter
+from voicebridge_dev.local.service import ApiError
 
 __all__ = ["FRAGMENT_NUMBER_SELECTORS", "Fragment", "FragmentNumberSelector", "FragmentNumbers", "start_index"]
 
@@ -121,7 +121,7 @@ def start_index(
         return None if index is None else index + 1
     if kind in ("PRODUCER_TIMESTAMP", "SERVER_TIMESTAMP"):
         return _index_at(fragments, _timestamp_ms(selector), producer=kind == "PRODUCER_TIMESTAMP")
-    raise ApiError("InvalidArgumentException", f"StartSelectorType {kind!r} is not valid")
+    raise ApiError(400, "InvalidArgumentException", f"StartSelectorType {kind!r} is not valid")
 
 
 def _index_at(fragments: Sequence[Fragment], at_ms: int, producer: bool) -> int:
@@ -152,7 +152,7 @@ def _valid(selector: Mapping[str, Any], key: str, shape: re.Pattern[str]) -> str
     """``selector[key]``, which must have the shape botocore's model gives it."""
     value = selector.get(key)
     if not isinstance(value, str) or not shape.fullmatch(value):
-        raise ApiError("InvalidArgumentException", f"{key} must match {shape.pattern}, got {value!r}")
+        raise ApiError(400, "InvalidArgumentException", f"{key} must match {shape.pattern}, got {value!r}")
     return value
 
 
@@ -161,7 +161,9 @@ def _timestamp_ms(selector: Mapping[str, Any]) -> int:
     try:
         seconds = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
-        raise ApiError("InvalidArgumentException", f"StartTimestamp must be epoch seconds, got {value!r}") from None
+        raise ApiError(
+            400, "InvalidArgumentException", f"StartTimestamp must be epoch seconds, got {value!r}"
+        ) from None
     if not math.isfinite(seconds) or seconds < 0:
-        raise ApiError("InvalidArgumentException", f"StartTimestamp {value!r} is out of range")
+        raise ApiError(400, "InvalidArgumentException", f"StartTimestamp {value!r} is out of range")
     return round(seconds * 1000)

@@ -60,7 +60,7 @@ from typing import Any, cast
 import numpy as np
 import soxr
 
-from voicebridge_dev.local.kvs.errors import ApiError, ConnectionLost, ContactStateError, UnplayableAudioError
+from voicebridge_dev.local.kvs.errors import ConnectionLost, ContactStateError, UnplayableAudioError
 from voicebridge_dev.local.kvs.fragments import Fragment, FragmentNumbers, FragmentNumberSelector, start_index
 from voicebridge_dev.local.kvs.matroska import (
     AGENT_TRACK,
@@ -70,6 +70,7 @@ from voicebridge_dev.local.kvs.matroska import (
     FragmentInfo,
     FragmentWriter,
 )
+from voicebridge_dev.local.service import ApiError
 
 __all__ = ["EMULATED_INSTANCE_ID", "STREAM_NAME", "ContactStart", "EmulatedStream", "Settings", "epoch_ms"]
 
@@ -370,12 +371,14 @@ class EmulatedStream:
                 self._recent_calls.popleft()
             if len(self._recent_calls) >= settings.max_get_media_calls_per_second:
                 raise ApiError(
+                    400,
                     "ClientLimitExceededException",
                     f"GetMedia was called {len(self._recent_calls)} times in the last second on {self.name}; "
                     f"the limit is {settings.max_get_media_calls_per_second} per second per stream",
                 )
             if self._active_get_media >= settings.max_get_media_connections:
                 raise ApiError(
+                    400,
                     "ConnectionLimitExceededException",
                     f"{self._active_get_media} GetMedia connections are already open on {self.name}",
                 )

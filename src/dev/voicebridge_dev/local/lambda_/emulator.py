@@ -24,6 +24,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Mapping
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any, ClassVar, Final, Self
 
@@ -35,13 +36,13 @@ from voicebridge_dev.local.lambda_.containers import (
     Outcome,
     error_outcome,
 )
-from voicebridge_dev.local.lambda_.errors import ApiError, EmulatorStopping
+from voicebridge_dev.local.lambda_.errors import EmulatorStopping
 from voicebridge_dev.local.lambda_.faults import Fault
 from voicebridge_dev.local.lambda_.functions import LATEST, Function, Functions
 from voicebridge_dev.local.lambda_.invoke import Answer, log_tail, parse_event, parse_invoke_headers
 from voicebridge_dev.local.lambda_.records import LABEL, InvocationRecord, InvocationStatus, InvocationType
-from voicebridge_dev.local.lambda_.server import Server
-from voicebridge_dev.local.service import Emulator
+from voicebridge_dev.local.lambda_.server import Handler
+from voicebridge_dev.local.service import ApiError, ControlAnswer, ControlPlane, EmulatorServer, ServedEmulator
 
 __all__ = ["EVENT_QUEUE_LIMIT", "RECORD_LIMIT", "LambdaEmulator"]
 
@@ -75,7 +76,7 @@ development machine runs each container as a process, so the local cloud stops a
 (each with its consumer and a long-polling ConverseFunction) run unthrottled, a larger burst is throttled."""
 
 
-class LambdaEmulator(Emulator[Fault]):
+class LambdaEmulator(ServedEmulator[Fault]):
     """A local Lambda ``Invoke`` endpoint running a SAM template's Python functions (an emulator, not Lambda).
 
     ``parameters`` — template parameter values (else their defaults), as ``sam local --parameter-overrides``.
@@ -87,6 +88,7 @@ class LambdaEmulator(Emulator[Fault]):
     """
 
     label: ClassVar[str] = LABEL
+    service: ClassVar[str] = "Lambda"
 
     def __init__(
         self,
@@ -102,10 +104,8 @@ class LambdaEmulator(Emulator[Fault]):
         concurrency = DEFAULT_CONCURRENCY if concurrency is None else concurrency
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-        super().__init__()
+        super().__init__(host, port)
         self.template_path = Path(template_path).resolve()
-        self.host = host
-        self.port = port
         self.region = region
         self.parameters = dict(parameters or {})
         self.env = dict(env or {})
@@ -115,10 +115,6 @@ class LambdaEmulator(Emulator[Fault]):
         self._state = threading.Lock()
         self._containers: set[Container] = set()
         self._numbers = itertools.count(1)
-        self._stopping = threading.Event()
-        self._server: Server | None = None
-        self._thread: threading.Thread | None = None
-        self._endpoint = ""
 
     # -- lifecycle
 
@@ -128,31 +124,19 @@ class LambdaEmulator(Emulator[Fault]):
         A function whose environment cannot be resolved locally is logged and answers ServiceException with
         the reason; the others run.
         """
-        if self._server is not None:
-            return self
-        self._functions = Functions.load(self.template_path, self.region, self.parameters)
-        self._stopping.clear()
-        self._server = Server((self.host, self.port), self)
-        self.port = int(self._server.server_address[1])
-        self._endpoint = f"http://{self.host}:{self.port}"
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name="lambda-emulator",
-            daemon=True,
-        )
-        self._thread.start()
-        functions = ", ".join(function.logical_id for function in self._functions)
-        logger.info("%s listening on %s (functions: %s)", LABEL, self.url, functions)
-        return self
+        if self._server is None:
+            self._functions = Functions.load(self.template_path, self.region, self.parameters)
+        return super().start()
 
-    def stop(self) -> None:
-        """Drop queued Event invocations, kill every container (running handlers included), stop serving."""
-        server, self._server = self._server, None
-        if server is None:
-            return
+    def _serving(self) -> str:
+        return "functions: " + ", ".join(function.logical_id for function in self._functions)
+
+    def _make_server(self, address: tuple[str, int]) -> EmulatorServer[LambdaEmulator]:
+        return EmulatorServer(address, Handler, self, control_plane(self))
+
+    def _wind_down(self) -> None:
+        """Drop queued Event invocations and kill every container, running handlers included."""
         with self._state:
-            self._stopping.set()
             containers = list(self._containers)
             self._containers.clear()
         for function in self._functions:
@@ -171,19 +155,8 @@ class LambdaEmulator(Emulator[Fault]):
                 function.dispatchers.clear()
                 function.idle.clear()
                 function.containers = 0
-        server.close_all()
-        if self._thread is not None:
-            self._thread.join(timeout=KILL_WAIT_S)
-            self._thread = None
-        logger.info("%s stopped", LABEL)
 
     # -- state
-
-    @property
-    def url(self) -> str:
-        if self._server is None:
-            raise RuntimeError("the Lambda emulator is not running; call start() first")
-        return self._endpoint
 
     @property
     def invocations(self) -> list[InvocationRecord]:
@@ -235,7 +208,7 @@ class LambdaEmulator(Emulator[Fault]):
 
     def _enqueue(self, function: Function, call: Call) -> None:
         with function.lock:
-            if self._stopping.is_set():
+            if self.stopping.is_set():
                 raise ApiError(500, "ServiceException", "the Lambda emulator is stopping")
             if len(function.events) >= EVENT_QUEUE_LIMIT:
                 raise ApiError(
@@ -260,8 +233,8 @@ class LambdaEmulator(Emulator[Fault]):
     def _dispatch(self, function: Function) -> None:
         while True:
             with function.lock:
-                function.lock.wait_for(lambda: bool(function.events) or self._stopping.is_set())
-                if self._stopping.is_set():
+                function.lock.wait_for(lambda: bool(function.events) or self.stopping.is_set())
+                if self.stopping.is_set():
                     return
                 call = function.events.popleft()
             try:
@@ -301,7 +274,7 @@ class LambdaEmulator(Emulator[Fault]):
         (throttled) when every container is busy and ``wait`` is false."""
         with function.lock:
             while True:
-                if self._stopping.is_set():
+                if self.stopping.is_set():
                     raise EmulatorStopping
                 if function.idle:
                     # Most recently used first, so one warm container serves a trickle of calls.
@@ -320,7 +293,7 @@ class LambdaEmulator(Emulator[Fault]):
 
     def _release(self, function: Function, container: Container | None) -> None:
         with function.lock:
-            if container is not None and container.alive() and not self._stopping.is_set():
+            if container is not None and container.alive() and not self.stopping.is_set():
                 function.idle.append(container)
             else:
                 function.containers = max(0, function.containers - 1)
@@ -332,7 +305,8 @@ class LambdaEmulator(Emulator[Fault]):
     def _environment(self, function: Function) -> dict[str, str]:
         spec = function.spec
         variables = {name: os.environ[name] for name in _INHERITED if name in os.environ}
-        variables["AWS_ENDPOINT_URL_LAMBDA"] = self._endpoint
+        # Not self.url: a container may still start while the emulator stops.
+        variables["AWS_ENDPOINT_URL_LAMBDA"] = f"http://{self.host}:{self.port}"
         variables.update(self.env)
         # A value the template leaves empty (an endpoint override, an optional URL) keeps the local cloud's.
         variables.update({name: value for name, value in spec.environment.items() if value or name not in variables})
@@ -364,7 +338,7 @@ class LambdaEmulator(Emulator[Fault]):
     def _spawn(self, function: Function) -> Container:
         container = Container(next(self._numbers), function, self._environment(function), self.region)
         with self._state:
-            stopping = self._stopping.is_set()
+            stopping = self.stopping.is_set()
             if not stopping:
                 self._containers.add(container)
         if stopping:
@@ -474,3 +448,16 @@ class LambdaEmulator(Emulator[Fault]):
             duration_ms,
             f" (cold start, init {init_ms:.0f} ms)" if init_ms is not None else "",
         )
+
+
+def control_plane(emulator: LambdaEmulator) -> ControlPlane:
+    """The ``/_emulator/...`` routes: the finished invocations and the faults."""
+
+    def refused(reason: str) -> ControlAnswer:
+        body = {"Type": "User", "message": reason}
+        return ControlAnswer(HTTPStatus.BAD_REQUEST, body, {"x-amzn-ErrorType": "InvalidRequestContentException"})
+
+    control = ControlPlane(refusal=refused)
+    control.add_invocation_routes(LABEL, lambda: emulator.invocations)
+    control.add_fault_routes(emulator, Fault.from_json, Fault.to_json)
+    return control

@@ -12,12 +12,10 @@ and DryRun take no count. From Python: ``emu.inject(Fault(FaultKind.THROTTLE, co
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Final, Self
 
-from voicebridge_dev.local.lambda_.errors import ApiError, FaultSpecError
+from voicebridge_dev.local.service import ApiError, CountedFault, FaultSpecError
 
 __all__ = ["Fault", "FaultKind"]
 
@@ -30,12 +28,11 @@ class FaultKind(StrEnum):
     """500 ServiceException: Lambda failed before running the function."""
 
 
-_FAULT_FIELDS: Final = frozenset({"kind", "count", "function", "message"})
-
-
 @dataclass(frozen=True)
-class Fault:
+class Fault(CountedFault):
     """A refusal to inject into the next ``count`` invocations (of ``function`` only, when given)."""
+
+    kinds = FaultKind
 
     kind: FaultKind
     count: int = 1
@@ -43,37 +40,11 @@ class Fault:
     message: str | None = None
 
     def __post_init__(self) -> None:
-        try:
-            object.__setattr__(self, "kind", FaultKind(self.kind))
-        except ValueError as exc:
-            kinds = ", ".join(kind.value for kind in FaultKind)
-            raise FaultSpecError(f"unknown fault kind {self.kind!r}; one of {kinds}") from exc
-        if not isinstance(self.count, int) or isinstance(self.count, bool) or self.count < 1:
-            raise FaultSpecError(f"count must be a positive integer, got {self.count!r}")
+        super().__post_init__()
         if self.function is not None and not isinstance(self.function, str):
             raise FaultSpecError(f"function must be a function's name, got {self.function!r}")
         if self.message is not None and not isinstance(self.message, str):
             raise FaultSpecError(f"message must be a string, got {self.message!r}")
-
-    @classmethod
-    def from_json(cls, data: Any) -> Fault:
-        """A fault from its JSON form (the ``POST /_emulator/faults`` body)."""
-        if not isinstance(data, dict) or "kind" not in data:
-            raise FaultSpecError("a fault is an object with at least a 'kind'")
-        unknown = set(data) - _FAULT_FIELDS
-        if unknown:
-            raise FaultSpecError(f"unknown fault fields: {', '.join(sorted(unknown))}")
-        return cls(**data)
-
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @property
-    def uses(self) -> int:
-        return self.count
-
-    def with_uses(self, uses: int) -> Self:
-        return dataclasses.replace(self, count=uses)
 
     def strikes(self, logical_id: str, physical_name: str) -> bool:
         """Whether the fault applies to an invocation of the function of that logical ID and local name."""

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from voicebridge_dev.local.lambda_.errors import ApiError
 from voicebridge_dev.local.lambda_.records import LABEL
+from voicebridge_dev.local.service import ApiError
 from voicebridge_dev.template import (
     LOCAL_ACCOUNT,
     FunctionSpec,

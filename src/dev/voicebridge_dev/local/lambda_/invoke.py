@@ -33,8 +33,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from voicebridge_dev.local.lambda_.errors import ApiError
 from voicebridge_dev.local.lambda_.records import InvocationType
+from voicebridge_dev.local.service import ApiError
 
 __all__ = ["LOG_TAIL_BYTES", "Answer", "InvokeRequest", "log_tail", "parse_event", "parse_invoke_headers"]
 

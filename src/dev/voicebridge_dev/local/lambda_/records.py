@@ -7,10 +7,11 @@ Records are served over HTTP::
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
+
+from voicebridge_dev.local.service import Record
 
 __all__ = ["LABEL", "InvocationRecord", "InvocationStatus", "InvocationType"]
 
@@ -37,7 +38,7 @@ class InvocationStatus(StrEnum):
 
 
 @dataclass(frozen=True)
-class InvocationRecord:
+class InvocationRecord(Record):
     """One finished invocation.
 
     ``started``/``finished`` are epoch seconds, ``duration_ms`` is measured on a monotonic clock (a cold
@@ -60,6 +61,3 @@ class InvocationRecord:
     """The container's peak resident memory so far, as Lambda's ``Max Memory Used``."""
     cpu_ms: float | None = None
     """CPU time the container's process used during the invocation (the emulator's own figure)."""
-
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)

@@ -11,89 +11,51 @@ Any other path is UnknownOperationException (404).
 
 from __future__ import annotations
 
-import json
-import logging
 import re
-import uuid
-from http import HTTPStatus
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Mapping
+from typing import Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from voicebridge_dev.local.lambda_.errors import ApiError
-from voicebridge_dev.local.lambda_.faults import Fault
 from voicebridge_dev.local.lambda_.invoke import Answer
 from voicebridge_dev.local.lambda_.records import LABEL
-from voicebridge_dev.local.service import ControlAnswer, ControlPlane, TrackedHandler, TrackingHTTPServer
+from voicebridge_dev.local.service import ApiError, EmulatorHandler
 
-if TYPE_CHECKING:
-    from voicebridge_dev.local.lambda_.emulator import LambdaEmulator
-
-__all__ = ["Handler", "Server"]
-
-logger = logging.getLogger(__name__)
+__all__ = ["Backend", "Handler"]
 
 _INVOKE_PATH = re.compile(r"^/2015-03-31/functions/(?P<name>[^/]+)/invocations$")
 
 
-def control_plane(emulator: LambdaEmulator) -> ControlPlane:
-    """The ``/_emulator/...`` routes: the finished invocations and the faults."""
-
-    def refused(reason: str) -> ControlAnswer:
-        body = {"Type": "User", "message": reason}
-        return ControlAnswer(HTTPStatus.BAD_REQUEST, body, {"x-amzn-ErrorType": "InvalidRequestContentException"})
-
-    def invocations(_: bytes) -> ControlAnswer:
-        records = [record.to_json() for record in emulator.invocations]
-        return ControlAnswer(HTTPStatus.OK, {"emulator": LABEL, "invocations": records})
-
-    control = ControlPlane(refusal=refused)
-    control.route("GET", "invocations", invocations)
-    control.add_fault_routes(emulator, Fault.from_json, Fault.to_json)
-    return control
+def _body(error: ApiError) -> dict[str, str]:
+    """The Lambda API's error body: who is at fault, and the message under the key botocore reads it from."""
+    key = "Message" if error.error_type in ("ResourceNotFoundException", "ServiceException") else "message"
+    return {"Type": "User" if error.status < 500 else "Service", key: error.message, **error.extra}
 
 
-class Server(TrackingHTTPServer):
-    def __init__(self, address: tuple[str, int], emulator: LambdaEmulator) -> None:
-        self.emulator = emulator
-        self.control = control_plane(emulator)
-        super().__init__(address, Handler)
+class Backend(Protocol):
+    """What the handler needs of the emulator it serves (:class:`~.emulator.LambdaEmulator`)."""
+
+    def answer_invoke(self, name: str, qualifier: str | None, headers: Mapping[str, str], body: bytes) -> Answer: ...
 
 
-class Handler(TrackedHandler):
+class Handler(EmulatorHandler[Backend]):
     server_version = "LambdaEmulator/1.0"
-
-    @property
-    def emulator(self) -> LambdaEmulator:
-        return cast(Server, self.server).emulator
-
-    def log_message(self, format: str, *args: Any) -> None:
-        logger.debug("%s: " + format, LABEL, *args)
+    label = LABEL
 
     def _send(self, answer: Answer) -> None:
-        self.send_response(answer.status)
-        headers = {"Content-Type": "application/json", **answer.headers}
-        headers.setdefault("x-amzn-RequestId", str(uuid.uuid4()))
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(answer.body)))
-        try:
-            self.end_headers()
-            self.wfile.write(answer.body)
-        except OSError:
-            self.close_connection = True
+        self.send(answer.status, answer.body, answer.headers)
 
     def _send_error(self, error: ApiError) -> None:
         headers = {"x-amzn-ErrorType": error.error_type}
         if error.status == 429:
             headers["Retry-After"] = "1"
-        self._send(Answer(error.status, headers, json.dumps(error.body()).encode()))
+        self.send_json(error.status, _body(error), headers)
 
     def do_POST(self) -> None:
         parts = urlsplit(self.path)
         match = _INVOKE_PATH.match(parts.path)
         body = self.read_body()
         if match is None:
-            self._serve_control(body)
+            self.serve_control(body)
             return
         qualifier = parse_qs(parts.query).get("Qualifier", [None])[0]
         try:
@@ -104,24 +66,6 @@ class Handler(TrackedHandler):
             return
         self._send(answer)
 
-    def do_GET(self) -> None:
-        self._serve_control(self.read_body())
-
-    def do_DELETE(self) -> None:
-        self._serve_control(self.read_body())
-
-    def _serve_control(self, body: bytes) -> None:
-        answer = cast(Server, self.server).control.dispatch(self.command, self.path, body)
-        if answer is None:
-            self._unknown_operation()
-        else:
-            self._send(Answer(answer.status, dict(answer.headers), json.dumps(answer.payload).encode()))
-
-    def _unknown_operation(self) -> None:
-        self._send_error(
-            ApiError(
-                404,
-                "UnknownOperationException",
-                f"{self.command} {self.path} is not an operation of {LABEL}",
-            )
-        )
+    def unknown_operation(self) -> None:
+        message = f"{self.command} {self.path} is not an operation of {LABEL}"
+        self._send_error(ApiError(404, "UnknownOperationException", message))

@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from voicebridge_dev.local.lex.bot import FALLBACK_INTENT, Intent, Locale, SlotValue, yes_or_no
-from voicebridge_dev.local.lex.errors import validation_error
 from voicebridge_dev.local.lex.requests import RecognizeTextRequest, RequestedState
+from voicebridge_dev.local.service import validation_error
 
 __all__ = ["Dialog", "Session", "SessionKey", "Sessions"]
 

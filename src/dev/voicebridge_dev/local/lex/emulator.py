@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import json
 import logging
-import threading
-from collections import deque
 from collections.abc import Mapping
+from http import HTTPStatus
 from typing import Any, ClassVar, Final
 
 from voicebridge_dev.local.lex.bot import BANK_BOT, Bot, Locale
 from voicebridge_dev.local.lex.dialog import Dialog, Session, Sessions
-from voicebridge_dev.local.lex.errors import ApiError
 from voicebridge_dev.local.lex.faults import Fault
 from voicebridge_dev.local.lex.records import LABEL, InvocationRecord
 from voicebridge_dev.local.lex.requests import RecognizeTextRequest
-from voicebridge_dev.local.lex.server import Server
-from voicebridge_dev.local.service import ServedEmulator
+from voicebridge_dev.local.lex.server import Handler
+from voicebridge_dev.local.service import (
+    ApiError,
+    CallLog,
+    ControlAnswer,
+    ControlPlane,
+    EmulatorServer,
+    ServedEmulator,
+    validation_refusal,
+)
 
 __all__ = ["RECORD_LIMIT", "LexEmulator"]
 
@@ -40,11 +47,10 @@ class LexEmulator(ServedEmulator[Fault]):
         super().__init__(host, port)
         self._bot = _bot(BANK_BOT if bot is None else bot)
         self.sessions = Sessions(self._bot.idle_session_ttl_s)
-        self._records: deque[InvocationRecord] = deque(maxlen=RECORD_LIMIT)
-        self._records_lock = threading.Lock()
+        self._records: CallLog[InvocationRecord] = CallLog(RECORD_LIMIT)
 
-    def _make_server(self, address: tuple[str, int]) -> Server:
-        return Server(address, self)
+    def _make_server(self, address: tuple[str, int]) -> EmulatorServer[LexEmulator]:
+        return EmulatorServer(address, Handler, self, control_plane(self))
 
     def _serving(self) -> str:
         return f"bot {self.bot_id}, alias {self.bot_alias_id}"
@@ -107,13 +113,11 @@ class LexEmulator(ServedEmulator[Fault]):
     @property
     def invocations(self) -> list[InvocationRecord]:
         """RecognizeText calls so far, oldest first (a copy)."""
-        with self._records_lock:
-            return list(self._records)
+        return self._records.snapshot()
 
     def record(self, record: InvocationRecord) -> None:
         """Keep the record of a finished call, and log it."""
-        with self._records_lock:
-            self._records.append(record)
+        self._records.append(record)
         dialog_action = ((record.answer or {}).get("sessionState", {}).get("dialogAction") or {}).get("type")
         logger.info(
             "%s: RecognizeText %s/%s/%s session=%s -> %d %s intent=%s action=%s total=%.0fms",
@@ -132,3 +136,23 @@ class LexEmulator(ServedEmulator[Fault]):
 
 def _bot(bot: Bot | Mapping[str, Any]) -> Bot:
     return bot if isinstance(bot, Bot) else Bot.from_json(dict(bot) if isinstance(bot, Mapping) else bot)
+
+
+def control_plane(emulator: LexEmulator) -> ControlPlane:
+    """The ``/_emulator/...`` routes: faults, the calls so far, the bot and its sessions."""
+
+    def set_bot(body: bytes) -> ControlAnswer:
+        emulator.bot = json.loads(body or b"null")
+        bot = emulator.bot
+        return ControlAnswer(
+            HTTPStatus.OK, {"botId": bot.bot_id, "botAliasIds": list(bot.alias_ids), "locales": list(bot.locales)}
+        )
+
+    control = ControlPlane(refusal=validation_refusal)
+    control.add_fault_routes(emulator, Fault.from_json, Fault.to_json)
+    control.add_invocation_routes(LABEL, lambda: emulator.invocations)
+    control.route("POST", "bot", set_bot)
+    control.route("GET", "bot", lambda _: ControlAnswer(HTTPStatus.OK, dict(emulator.bot.document)))
+    control.route("GET", "sessions", lambda _: ControlAnswer(HTTPStatus.OK, {"sessions": emulator.sessions.snapshot()}))
+    control.route("DELETE", "sessions", lambda _: ControlAnswer(HTTPStatus.OK, {"cleared": emulator.sessions.clear()}))
+    return control

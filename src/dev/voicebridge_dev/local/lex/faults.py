@@ -11,13 +11,11 @@ locale) take no count. From Python: ``emu.inject(Fault(FaultKind.THROTTLE, count
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Final, Self
+from typing import Final
 
-from voicebridge_dev.local.lex.errors import ApiError, FaultSpecError
+from voicebridge_dev.local.service import ApiError, CountedFault, FaultSpecError, check_seconds
 
 __all__ = ["Fault", "FaultKind"]
 
@@ -35,7 +33,6 @@ class FaultKind(StrEnum):
     """The connection cut with no answer."""
 
 
-_FAULT_FIELDS: Final = frozenset({"kind", "count", "seconds", "message"})
 _REFUSALS: Final = {
     FaultKind.THROTTLE: (429, "ThrottlingException", "Rate exceeded"),
     FaultKind.INTERNAL_ERROR: (500, "InternalServerException", "An internal error occurred"),
@@ -44,8 +41,10 @@ _REFUSALS: Final = {
 
 
 @dataclass(frozen=True)
-class Fault:
+class Fault(CountedFault):
     """A failure to inject into the next ``count`` RecognizeText calls the runtime answers."""
+
+    kinds = FaultKind
 
     kind: FaultKind
     count: int = 1
@@ -53,43 +52,10 @@ class Fault:
     message: str | None = None
 
     def __post_init__(self) -> None:
-        try:
-            object.__setattr__(self, "kind", FaultKind(self.kind))
-        except ValueError as exc:
-            kinds = ", ".join(kind.value for kind in FaultKind)
-            raise FaultSpecError(f"unknown fault kind {self.kind!r}; one of {kinds}") from exc
-        if not isinstance(self.count, int) or isinstance(self.count, bool) or self.count < 1:
-            raise FaultSpecError(f"count must be a positive integer, got {self.count!r}")
-        seconds = self.seconds
-        if (
-            isinstance(seconds, bool)
-            or not isinstance(seconds, int | float)
-            or not math.isfinite(seconds)
-            or seconds < 0
-        ):
-            raise FaultSpecError(f"seconds must be a non-negative number, got {self.seconds!r}")
+        super().__post_init__()
+        check_seconds(self.seconds)
         if self.message is not None and not isinstance(self.message, str):
             raise FaultSpecError(f"message must be a string, got {self.message!r}")
-
-    @classmethod
-    def from_json(cls, data: Any) -> Fault:
-        """A fault from its JSON form (the ``POST /_emulator/faults`` body)."""
-        if not isinstance(data, dict) or "kind" not in data:
-            raise FaultSpecError("a fault is an object with at least a 'kind'")
-        unknown = set(data) - _FAULT_FIELDS
-        if unknown:
-            raise FaultSpecError(f"unknown fault fields: {', '.join(sorted(unknown))}")
-        return cls(**data)
-
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @property
-    def uses(self) -> int:
-        return self.count
-
-    def with_uses(self, uses: int) -> Self:
-        return dataclasses.replace(self, count=uses)
 
     def refusal(self) -> ApiError | None:
         """The error the struck call is answered with; None for a stall or a drop."""

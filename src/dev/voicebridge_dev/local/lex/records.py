@@ -7,9 +7,10 @@ Records are served over HTTP::
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any, Final
+
+from voicebridge_dev.local.service import Record
 
 __all__ = ["LABEL", "InvocationRecord"]
 
@@ -17,7 +18,7 @@ LABEL: Final = "Lex V2 runtime emulator (a scripted bot, not Amazon Lex)"
 
 
 @dataclass(frozen=True)
-class InvocationRecord:
+class InvocationRecord(Record):
     """One RecognizeText call: what was asked (``body`` as it arrived) and answered (``answer``, None for an
     error); ``outcome`` is ``ok``, ``error`` (``error_type`` saying which), ``fault_<kind>`` or
     ``client_disconnected``."""
@@ -42,6 +43,3 @@ class InvocationRecord:
         """The intent the answer names, if any."""
         state = (self.answer or {}).get("sessionState", {})
         return (state.get("intent") or {}).get("name")
-
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from voicebridge_dev.local.lex.bot import SlotValue
-from voicebridge_dev.local.lex.errors import ApiError, validation_error
+from voicebridge_dev.local.service import ApiError, validation_error
 
 __all__ = ["DIALOG_ACTION_TYPES", "RecognizeTextRequest", "RequestedIntent", "RequestedState", "parse_recognize_text"]
 

@@ -31,98 +31,47 @@ Any other path is UnknownOperationException (404).
 
 from __future__ import annotations
 
-import contextlib
 import json
-import logging
 import re
-import socket
 import time
 import uuid
-from collections.abc import Mapping
-from http import HTTPStatus
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import Any, Final, Protocol
 from urllib.parse import unquote, urlsplit
 
-from voicebridge_dev.local.lex.errors import ApiError
+from voicebridge_dev.local.lex.bot import Locale
+from voicebridge_dev.local.lex.dialog import Session
 from voicebridge_dev.local.lex.faults import Fault, FaultKind
 from voicebridge_dev.local.lex.records import LABEL, InvocationRecord
-from voicebridge_dev.local.lex.requests import parse_recognize_text
-from voicebridge_dev.local.service import ControlAnswer, ControlPlane, TrackedHandler, TrackingHTTPServer
+from voicebridge_dev.local.lex.requests import RecognizeTextRequest, parse_recognize_text
+from voicebridge_dev.local.service import ApiError, EmulatorHandler, Serving
 
-if TYPE_CHECKING:
-    from voicebridge_dev.local.lex.emulator import LexEmulator
-
-__all__ = ["Handler", "Server"]
-
-logger = logging.getLogger(__name__)
+__all__ = ["Backend", "Handler"]
 
 _RECOGNIZE_TEXT: Final = re.compile(
     r"^/bots/(?P<bot>[^/]+)/botAliases/(?P<alias>[^/]+)/botLocales/(?P<locale>[^/]+)/sessions/(?P<session>[^/]+)/text$"
 )
 
 
-def control_plane(emulator: LexEmulator) -> ControlPlane:
-    """The ``/_emulator/...`` routes: faults, the calls so far, the bot and its sessions."""
+class Backend(Serving[Fault], Protocol):
+    """What the handler needs of the emulator it serves (:class:`~.emulator.LexEmulator`)."""
 
-    def refused(reason: str) -> ControlAnswer:
-        return ControlAnswer(HTTPStatus.BAD_REQUEST, {"message": reason}, {"x-amzn-ErrorType": "ValidationException"})
-
-    def invocations(_: bytes) -> ControlAnswer:
-        records = [record.to_json() for record in emulator.invocations]
-        return ControlAnswer(HTTPStatus.OK, {"emulator": LABEL, "invocations": records})
-
-    def set_bot(body: bytes) -> ControlAnswer:
-        emulator.bot = json.loads(body or b"null")
-        bot = emulator.bot
-        return ControlAnswer(
-            HTTPStatus.OK, {"botId": bot.bot_id, "botAliasIds": list(bot.alias_ids), "locales": list(bot.locales)}
-        )
-
-    control = ControlPlane(refusal=refused)
-    control.add_fault_routes(emulator, Fault.from_json, Fault.to_json)
-    control.route("GET", "invocations", invocations)
-    control.route("POST", "bot", set_bot)
-    control.route("GET", "bot", lambda _: ControlAnswer(HTTPStatus.OK, dict(emulator.bot.document)))
-    control.route("GET", "sessions", lambda _: ControlAnswer(HTTPStatus.OK, {"sessions": emulator.sessions.snapshot()}))
-    control.route("DELETE", "sessions", lambda _: ControlAnswer(HTTPStatus.OK, {"cleared": emulator.sessions.clear()}))
-    return control
+    def locale_of(self, request: RecognizeTextRequest) -> Locale: ...
+    def converse(
+        self, locale: Locale, request: RecognizeTextRequest, request_id: str
+    ) -> tuple[dict[str, Any], Session]: ...
+    def keep(self, session: Session) -> None: ...
+    def record(self, record: InvocationRecord) -> None: ...
 
 
-class Server(TrackingHTTPServer):
-    def __init__(self, address: tuple[str, int], emulator: LexEmulator) -> None:
-        self.emulator = emulator
-        self.control = control_plane(emulator)
-        super().__init__(address, Handler)
-
-
-class Handler(TrackedHandler):
+class Handler(EmulatorHandler[Backend]):
     server_version = "LexRuntimeV2Emulator/1.0"
-
-    @property
-    def emulator(self) -> LexEmulator:
-        return cast(Server, self.server).emulator
-
-    def log_message(self, format: str, *args: Any) -> None:
-        logger.debug("%s: " + format, LABEL, *args)
-
-    def _send_json(self, status: int, payload: Any, headers: Mapping[str, str]) -> None:
-        body = json.dumps(payload).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        for name, value in headers.items():
-            self.send_header(name, value)
-        try:
-            self.end_headers()
-            self.wfile.write(body)
-        except OSError:
-            self.close_connection = True
+    label = LABEL
 
     def do_POST(self) -> None:
         match = _RECOGNIZE_TEXT.match(urlsplit(self.path).path)
         body = self.read_body()
         if match is None:
-            self._serve_control(body)
+            self.serve_control(body)
             return
         ids = {name: unquote(value) for name, value in match.groupdict().items()}
         self.emulator.in_flight.begin()
@@ -131,20 +80,9 @@ class Handler(TrackedHandler):
         finally:
             self.emulator.in_flight.end()
 
-    def do_GET(self) -> None:
-        self._serve_control(self.read_body())
-
-    def do_DELETE(self) -> None:
-        self._serve_control(self.read_body())
-
-    def _serve_control(self, body: bytes) -> None:
-        answer = cast(Server, self.server).control.dispatch(self.command, self.path, body)
-        if answer is None:
-            message = f"{self.command} {urlsplit(self.path).path} is not an operation of the {LABEL}"
-            headers = {"x-amzn-ErrorType": "UnknownOperationException", "x-amzn-RequestId": str(uuid.uuid4())}
-            self._send_json(404, {"message": message}, headers)
-        else:
-            self._send_json(answer.status, answer.payload, answer.headers)
+    def unknown_operation(self) -> None:
+        message = f"{self.command} {urlsplit(self.path).path} is not an operation of the {LABEL}"
+        self.send_json(404, {"message": message}, {"x-amzn-ErrorType": "UnknownOperationException"})
 
     def _recognize_text(self, ids: dict[str, str], raw: bytes) -> None:
         emulator, started, request_id = self.emulator, time.perf_counter(), str(uuid.uuid4())
@@ -187,18 +125,16 @@ class Handler(TrackedHandler):
             if record.get("fault") is None:
                 record["outcome"] = "error"
             self._finish(record)
-            self._send_json(error.status, {"message": error.message}, {**headers, "x-amzn-ErrorType": error.error_type})
+            self.send_json(error.status, {"message": error.message}, {**headers, "x-amzn-ErrorType": error.error_type})
             return
         self._finish(record)
-        self._send_json(200, answer, headers)
+        self.send_json(200, answer, headers)
 
     def _drop(self, record: dict[str, Any]) -> None:
         """Cut the connection with no answer; the session stays as it was before the turn."""
         record["outcome"] = "fault_drop"
         self._finish(record)
-        self.close_connection = True
-        with contextlib.suppress(OSError):
-            self.connection.shutdown(socket.SHUT_RDWR)
+        self.cut()
 
     def _finish(self, record: dict[str, Any]) -> None:
         self.emulator.record(InvocationRecord(finished=time.perf_counter(), **record))

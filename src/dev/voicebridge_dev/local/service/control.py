@@ -11,12 +11,16 @@ route for is the emulator's to answer (each tells an unknown operation as the se
     POST   /_emulator/faults   one fault or a list of them   -> 201 {"pending": [fault, ...]}
     GET    /_emulator/faults                                 -> 200 {"pending": [fault, ...]}
     DELETE /_emulator/faults                                 -> 200 {"cleared": calls they would have struck}
+
+and :meth:`ControlPlane.add_invocation_routes` the calls an emulator recorded::
+
+    GET    /_emulator/invocations                            -> 200 {"emulator": label, "invocations": [...]}
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
@@ -24,6 +28,7 @@ from urllib.parse import urlsplit
 
 from voicebridge_dev.local.service.emulator import Emulator
 from voicebridge_dev.local.service.faults import F
+from voicebridge_dev.local.service.records import Record
 
 CONTROL_PREFIX = "/_emulator/"
 
@@ -39,6 +44,12 @@ class ControlAnswer:
 
 ControlAction = Callable[[bytes], ControlAnswer]
 """Acts on a control request's body; raises ValueError (its reason answered with 400) to refuse it."""
+
+
+def validation_refusal(reason: str) -> ControlAnswer:
+    """A refused control request in the AWS JSON shape: 400, ``{"message"}``, ``x-amzn-ErrorType:
+    ValidationException``."""
+    return ControlAnswer(HTTPStatus.BAD_REQUEST, {"message": reason}, {"x-amzn-ErrorType": "ValidationException"})
 
 
 class ControlPlane:
@@ -83,3 +94,23 @@ class ControlPlane:
         self.route("POST", "faults", post)
         self.route("GET", "faults", lambda _: ControlAnswer(HTTPStatus.OK, {"pending": pending()}))
         self.route("DELETE", "faults", lambda _: ControlAnswer(HTTPStatus.OK, {"cleared": emulator.clear_faults()}))
+
+    def add_invocation_routes(self, label: str, invocations: Callable[[], Iterable[Record]]) -> None:
+        """``GET /_emulator/invocations``: ``{"emulator": label, "invocations": [record, ...]}``, oldest first."""
+
+        def answer(_: bytes) -> ControlAnswer:
+            records = [record.to_json() for record in invocations()]
+            return ControlAnswer(HTTPStatus.OK, {"emulator": label, "invocations": records})
+
+        self.route("GET", "invocations", answer)
+
+    def add_config_routes(self, configure: Callable[[Any], None], config: Callable[[], Any]) -> None:
+        """``POST /_emulator/config`` applies its JSON body with ``configure`` (a ValueError refuses it) and, like
+        ``GET``, answers the settings ``config`` reads."""
+
+        def post(body: bytes) -> ControlAnswer:
+            configure(json.loads(body or b"null"))
+            return ControlAnswer(HTTPStatus.OK, config())
+
+        self.route("POST", "config", post)
+        self.route("GET", "config", lambda _: ControlAnswer(HTTPStatus.OK, config()))

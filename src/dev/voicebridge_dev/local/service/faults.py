@@ -11,12 +11,15 @@ twice is taken by two calls, then the queue is empty::
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Generic, Protocol, Self, TypeVar
+from enum import StrEnum
+from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
 
-__all__ = ["FaultQueue", "FaultSpecError", "InjectableFault"]
+__all__ = ["Counted", "CountedFault", "FaultQueue", "FaultSpecError", "InjectableFault", "check_seconds"]
 
 
 class FaultSpecError(ValueError):
@@ -37,6 +40,62 @@ class InjectableFault(Protocol):
 
 
 F = TypeVar("F", bound=InjectableFault)
+
+
+class Counted:
+    """The uses of a dataclass fault that strikes the next ``count`` calls, as the queue counts them."""
+
+    # Declared for the type checker only: the dataclass a fault is sets them.
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
+    count: int
+
+    @property
+    def uses(self) -> int:
+        return self.count
+
+    def with_uses(self, uses: int) -> Self:
+        return dataclasses.replace(self, count=uses)
+
+
+class CountedFault(Counted):
+    """What the faults of the AWS-shaped emulators share, mixed into a frozen dataclass with a ``kind`` of
+    ``kinds`` and a ``count`` of calls to strike: the checks of both, the JSON round trip of the dataclass's
+    fields, and the uses the queue counts.
+
+    A subclass's ``__post_init__`` calls this one before checking its own fields.
+    """
+
+    kinds: ClassVar[type[StrEnum]]
+    kind: StrEnum
+
+    def __post_init__(self) -> None:
+        try:
+            # The dataclass is frozen: a kind given as its JSON text is turned into the enum member in place.
+            object.__setattr__(self, "kind", self.kinds(self.kind))
+        except ValueError as exc:
+            names = ", ".join(kind.value for kind in self.kinds)
+            raise FaultSpecError(f"unknown fault kind {self.kind!r}; one of {names}") from exc
+        if not isinstance(self.count, int) or isinstance(self.count, bool) or self.count < 1:
+            raise FaultSpecError(f"count must be a positive integer, got {self.count!r}")
+
+    @classmethod
+    def from_json(cls, data: Any) -> Self:
+        """A fault from its JSON form (the ``POST /_emulator/faults`` body); a field the fault has not is refused."""
+        if not isinstance(data, dict) or "kind" not in data:
+            raise FaultSpecError("a fault is an object with at least a 'kind'")
+        unknown = set(data) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise FaultSpecError(f"unknown fault fields: {', '.join(sorted(unknown))}")
+        return cls(**data)
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def check_seconds(seconds: Any) -> None:
+    """Refuse a fault's ``seconds`` unless it is a finite number, not negative."""
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not math.isfinite(seconds) or seconds < 0:
+        raise FaultSpecError(f"seconds must be a non-negative number, got {seconds!r}")
 
 
 @dataclass(eq=False)

@@ -1,13 +1,54 @@
-"""An HTTP server that knows its open connections, so stopping it can cut its keep-alive ones, and the request
-handler that registers with it."""
+"""The HTTP server every emulator's API is served by: a server that knows its open connections, so stopping it can
+cut its keep-alive ones, and a handler base that reads requests, writes JSON answers, serves the control plane and
+lets a client go quietly when it hangs up.
+
+An emulator's handler keeps only its protocol: its routes (``do_POST`` and what it calls), how it renders an error,
+and what it answers a path it has no operation for (:meth:`EmulatorHandler.unknown_operation`).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import json
+import logging
 import socket
+import sys
 import threading
+import uuid
+from abc import abstractmethod
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import cast
+from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar, cast
+
+from voicebridge_dev.local.service.control import ControlPlane
+from voicebridge_dev.local.service.emulator import Emulator
+from voicebridge_dev.local.service.errors import ClientGone, Stopping
+from voicebridge_dev.local.service.faults import F, FaultQueue
+from voicebridge_dev.local.service.lifecycle import InFlight
+
+__all__ = [
+    "EmulatorHandler",
+    "EmulatorServer",
+    "Front",
+    "ServedEmulator",
+    "Serving",
+    "TrackedHandler",
+    "TrackingHTTPServer",
+]
+
+E = TypeVar("E")
+
+
+class Serving(Protocol[F]):
+    """What every emulator's handler needs of it: its fault queue, its count of work in flight, and whether it is
+    stopping. A handler's own ``Backend`` protocol adds what its protocol needs."""
+
+    @property
+    def faults(self) -> FaultQueue[F]: ...
+    @property
+    def in_flight(self) -> InFlight: ...
+    @property
+    def stopping(self) -> threading.Event: ...
 
 
 class TrackingHTTPServer(ThreadingHTTPServer):
@@ -31,6 +72,13 @@ class TrackingHTTPServer(ThreadingHTTPServer):
             with contextlib.suppress(OSError):
                 connection.shutdown(socket.SHUT_RDWR)
         self.server_close()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that hung up (a pool dropping a connection, a call cancelled mid-answer) is the client's doing:
+        # socketserver would print a traceback for each, one per call under load.
+        if isinstance(sys.exc_info()[1], ConnectionResetError | BrokenPipeError):
+            return
+        super().handle_error(request, client_address)
 
 
 class TrackedHandler(BaseHTTPRequestHandler):
@@ -62,3 +110,225 @@ class TrackedHandler(BaseHTTPRequestHandler):
         if length is None or not length.isdigit():
             return b""
         return self.rfile.read(int(length))
+
+
+class EmulatorServer(TrackingHTTPServer, Generic[E]):
+    """The server of one emulator: its handlers reach the emulator (``E``) and its control plane through it. A
+    handler types the emulator as only what it needs of it, so the server module need not import the emulator's."""
+
+    def __init__(
+        self, address: tuple[str, int], handler: type[EmulatorHandler[Any]], emulator: E, control: ControlPlane
+    ) -> None:
+        self.emulator = emulator
+        self.control = control
+        super().__init__(address, handler)
+
+
+class EmulatorHandler(TrackedHandler, Generic[E]):
+    """The handler of an :class:`EmulatorServer`; ``label`` names the emulator in its log lines."""
+
+    label: ClassVar[str]
+
+    @property
+    def emulator(self) -> E:
+        return cast(EmulatorServer[E], self.server).emulator
+
+    @property
+    def control(self) -> ControlPlane:
+        return cast(EmulatorServer[E], self.server).control
+
+    def handle_one_request(self) -> None:
+        try:
+            super().handle_one_request()
+        except ClientGone:
+            self.close_connection = True
+
+    def log_message(self, format: str, *args: Any) -> None:
+        logging.getLogger(type(self).__module__).debug("%s: " + format, self.label, *args)
+
+    def write(self, data: bytes) -> None:
+        """Write ``data`` to the client; :class:`ClientGone` when it has hung up."""
+        try:
+            self.wfile.write(data)
+        except OSError as exc:
+            raise ClientGone from exc
+
+    def write_chunk(self, data: bytes) -> None:
+        """One HTTP chunk of a ``Transfer-Encoding: chunked`` body, sent at once."""
+        self.write(f"{len(data):x}\r\n".encode("ascii") + data + b"\r\n")
+
+    def end_chunks(self) -> None:
+        """The last chunk, ending a chunked body."""
+        self.write(b"0\r\n\r\n")
+
+    def send(self, status: int, body: bytes, headers: Mapping[str, str] | None = None) -> None:
+        """A whole JSON answer, with a request id unless ``headers`` carries one."""
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        headers = headers or {}
+        if "x-amzn-RequestId" not in headers:
+            self.send_header("x-amzn-RequestId", str(uuid.uuid4()))
+        for name, value in headers.items():
+            self.send_header(name, value)
+        try:
+            self.end_headers()
+        except OSError as exc:
+            raise ClientGone from exc
+        self.write(body)
+
+    def send_json(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
+        self.send(status, json.dumps(payload).encode("utf-8"), headers)
+
+    def cut(self) -> None:
+        """Cut the connection with no more bytes, as a connection lost mid-answer."""
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
+
+    def do_GET(self) -> None:
+        self.serve_control(self.read_body())
+
+    def do_DELETE(self) -> None:
+        self.serve_control(self.read_body())
+
+    def serve_control(self, body: bytes) -> None:
+        """Answer a ``/_emulator/...`` request, or, on a path the plane has no route for, the emulator's own way."""
+        answer = self.control.dispatch(self.command, self.path, body)
+        if answer is None:
+            self.unknown_operation()
+        else:
+            self.send_json(answer.status, answer.payload, answer.headers)
+
+    def unknown_operation(self) -> None:
+        """Answer a request for an operation the emulator does not serve."""
+        raise NotImplementedError
+
+
+class CallState(Protocol):
+    """The running bookkeeping of one call, as :class:`CallHandler` notes how it ended and records it once."""
+
+    outcome: str
+    recorded: bool
+
+
+class Recording(Protocol):
+    """What a :class:`CallHandler` needs of its emulator: the count of work in flight, and where records go."""
+
+    @property
+    def in_flight(self) -> InFlight: ...
+
+    def record(self, state: Any) -> None: ...
+
+
+B = TypeVar("B", bound=Recording)
+
+
+class CallHandler(EmulatorHandler[B]):
+    """A handler whose calls are counted in flight and recorded once each, however they end."""
+
+    def serve_call(self, state: CallState, serve: Callable[[], None]) -> None:
+        """Run ``serve``; a client that hangs up or an emulator that stops ends the call with that outcome."""
+        self.emulator.in_flight.begin()
+        try:
+            serve()
+        except ClientGone:
+            state.outcome = "client_disconnected"
+            self.close_connection = True
+        except Stopping:
+            state.outcome = "emulator_stopped"
+            self.close_connection = True
+        finally:
+            self.complete(state)
+            self.emulator.in_flight.end()
+
+    def complete(self, state: CallState) -> None:
+        """Records the call once, just before its last bytes go out, so the record exists once a client has read
+        the whole answer."""
+        if not state.recorded:
+            state.recorded = True
+            self.emulator.record(state)
+
+
+class Front(Protocol):
+    """The server an emulator runs: a :class:`TrackingHTTPServer`, or a front of its own (an asyncio one) with the
+    same three members."""
+
+    @property
+    def server_address(self) -> Any:
+        """Where it listens, bound: ``(host, port)``."""
+        ...
+
+    def serve_forever(self, poll_interval: float = 0.5) -> None: ...
+
+    def close_all(self) -> None:
+        """Stop serving, cut every open connection and close the listening socket."""
+        ...
+
+
+class ServedEmulator(Emulator[F]):
+    """An emulator serving on ``host``:``port`` (its :class:`Front`, from :meth:`_make_server`) from a thread of its
+    own; ``service`` names it in messages."""
+
+    service: ClassVar[str]
+    """The real service's short name (``Sonic``, ``Bedrock``…), for the serving thread and errors."""
+
+    def __init__(self, host: str, port: int) -> None:
+        super().__init__()
+        self.host = host
+        self.port = port
+        self.stopping = threading.Event()
+        self._server: Front | None = None
+        self._thread: threading.Thread | None = None
+
+    @abstractmethod
+    def _make_server(self, address: tuple[str, int]) -> Front:
+        """The emulator's server, bound to ``address``."""
+
+    def _serving(self) -> str:
+        """What the start log line says the emulator serves (empty: nothing more than its URL)."""
+        return ""
+
+    def _wind_down(self) -> None:
+        """End the emulator's own work (streams, containers) once ``stopping`` is set, before the server cuts its
+        connections; nothing more by default."""
+
+    def _not_running(self) -> Exception:
+        """What asking a stopped emulator for its URL raises."""
+        return RuntimeError(f"the {self.service} emulator is not running; call start() first")
+
+    def start(self) -> Self:
+        if self._server is not None:
+            return self
+        self.stopping.clear()
+        self._server = self._make_server((self.host, self.port))
+        self.port = int(self._server.server_address[1])
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"{self.service.lower()}-emulator",
+            daemon=True,
+        )
+        self._thread.start()
+        serving = self._serving()
+        logger = logging.getLogger(type(self).__module__)
+        logger.info("%s listening on %s%s", self.label, self.url, f" ({serving})" if serving else "")
+        return self
+
+    def stop(self) -> None:
+        server, self._server = self._server, None
+        if server is None:
+            return
+        self.stopping.set()
+        self._wind_down()
+        server.close_all()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+        logging.getLogger(type(self).__module__).info("%s stopped", self.label)
+
+    @property
+    def url(self) -> str:
+        if self._server is None:
+            raise self._not_running()
+        return f"http://{self.host}:{self.port}"

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Iterable
+from http import HTTPStatus
 from typing import Any, ClassVar
 
-from voicebridge_dev.local.service import ServedEmulator
+from voicebridge_dev.local.service import CallLog, ControlAnswer, ControlPlane, EmulatorServer, ServedEmulator
 from voicebridge_dev.local.sonic.errors import EmulatorConfigError
 from voicebridge_dev.local.sonic.faults import Fault
-from voicebridge_dev.local.sonic.records import Invocation, InvocationRecord
+from voicebridge_dev.local.sonic.records import LABEL, Invocation, InvocationRecord
 from voicebridge_dev.local.sonic.requests import DEFAULT_MODEL, ENCODINGS, PACKAGE_MODELS
-from voicebridge_dev.local.sonic.server import Server
+from voicebridge_dev.local.sonic.server import Handler
 from voicebridge_dev.local.speech_engine import SpeechEngine, load_engine
 
 __all__ = ["SonicEmulator"]
@@ -41,7 +41,7 @@ class SonicEmulator(ServedEmulator[Fault]):
     """
 
     service: ClassVar[str] = "Sonic"
-    label: ClassVar[str] = "sonic endpoint emulator (not the model)"
+    label: ClassVar[str] = LABEL
 
     def __init__(
         self,
@@ -70,11 +70,10 @@ class SonicEmulator(ServedEmulator[Fault]):
         self._accepted_encodings = _encodings(accepted_encodings)
         self._model = _model(model)
         self.ready = ready
-        self._records: list[InvocationRecord] = []
-        self._records_lock = threading.Lock()
+        self._records: CallLog[InvocationRecord] = CallLog()
 
-    def _make_server(self, address: tuple[str, int]) -> Server:
-        return Server(address, self)
+    def _make_server(self, address: tuple[str, int]) -> EmulatorServer[SonicEmulator]:
+        return EmulatorServer(address, Handler, self, control_plane(self))
 
     def _serving(self) -> str:
         return f"engine: {self.engine.name}"
@@ -134,30 +133,12 @@ class SonicEmulator(ServedEmulator[Fault]):
     @property
     def stats(self) -> list[InvocationRecord]:
         """Invocations so far, oldest first (a copy)."""
-        with self._records_lock:
-            return list(self._records)
+        return self._records.snapshot()
 
     def record(self, state: Invocation) -> None:
         """Keep the record of a finished invocation, and log it."""
-        record = InvocationRecord(
-            endpoint_name=state.endpoint_name,
-            body=state.body,
-            http_status=state.http_status,
-            outcome=state.outcome,
-            started=state.started,
-            first_byte_at=state.first_byte_at,
-            finished=time.perf_counter(),
-            generation_seconds=state.generation_seconds,
-            audio_seconds=state.audio_seconds,
-            chunks=state.chunks,
-            payload_parts=state.payload_parts,
-            fault=state.fault,
-            transport=state.transport,
-            cartesia_version=state.cartesia_version,
-            accept=state.accept,
-        )
-        with self._records_lock:
-            self._records.append(record)
+        record = InvocationRecord.of(state, finished=time.perf_counter())
+        self._records.append(record)
         ttfb = f"{(record.first_byte_at - record.started) * 1000:.0f}ms" if record.first_byte_at else "-"
         target = {"cartesia-api": "/tts/sse", "container": "/invocations"}.get(
             record.transport, f"/endpoints/{record.endpoint_name}"
@@ -195,3 +176,18 @@ def _model(name: Any) -> str:
     if not isinstance(name, str) or name not in PACKAGE_MODELS:
         raise EmulatorConfigError(f"unknown model {name!r}; one of {', '.join(PACKAGE_MODELS)}")
     return name
+
+
+def control_plane(emulator: SonicEmulator) -> ControlPlane:
+    """The ``/_emulator/...`` routes: faults, statistics and the model's configuration."""
+    control = ControlPlane(refusal=lambda reason: ControlAnswer(HTTPStatus.BAD_REQUEST, {"message": reason}))
+    control.add_fault_routes(emulator, Fault.from_json, Fault.to_json)
+
+    def stats(_: bytes) -> ControlAnswer:
+        invocations = [record.to_json() for record in emulator.stats]
+        payload = {"emulator": emulator.label, "engine": emulator.engine.name, "invocations": invocations}
+        return ControlAnswer(HTTPStatus.OK, payload)
+
+    control.route("GET", "stats", stats)
+    control.add_config_routes(emulator.configure, emulator.config)
+    return control

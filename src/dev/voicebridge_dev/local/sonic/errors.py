@@ -1,10 +1,10 @@
-"""The Sonic emulator's errors: what it refuses from Python or over HTTP, and how a response ends early."""
+"""The Sonic emulator's errors: what it refuses from Python or over HTTP."""
 
 from __future__ import annotations
 
 from voicebridge_dev.local.service import FaultSpecError
 
-__all__ = ["ClientGone", "EmulatorConfigError", "FaultSpecError", "InvalidSonicRequest", "Stopping"]
+__all__ = ["EmulatorConfigError", "FaultSpecError", "InvalidSonicRequest"]
 
 
 class InvalidSonicRequest(ValueError):
@@ -13,11 +13,3 @@ class InvalidSonicRequest(ValueError):
 
 class EmulatorConfigError(ValueError):
     """An emulator setting (from Python or ``POST /_emulator/config``) is malformed."""
-
-
-class ClientGone(Exception):
-    """The client closed the connection while the response was being written."""
-
-
-class Stopping(Exception):
-    """The emulator is shutting down."""

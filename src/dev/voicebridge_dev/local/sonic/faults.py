@@ -11,13 +11,10 @@ count. From Python: ``emu.inject(Fault(FaultKind.THROTTLE, count=2))``; over HTT
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Final, Self
 
-from voicebridge_dev.local.sonic.errors import FaultSpecError
-from voicebridge_dev.local.sonic.requests import finite_number
+from voicebridge_dev.local.service import CountedFault, FaultSpecError, check_seconds
 
 __all__ = ["Fault", "FaultKind"]
 
@@ -43,12 +40,11 @@ class FaultKind(StrEnum):
     """An InternalStreamFailure (an SSE ``error`` event, status 500) after ``after_chunks`` chunks."""
 
 
-_FAULT_FIELDS: Final = frozenset({"kind", "count", "after_chunks", "seconds", "message", "error_code"})
-
-
 @dataclass(frozen=True)
-class Fault:
+class Fault(CountedFault):
     """A failure to inject into the next ``count`` invocations that reach the model."""
+
+    kinds = FaultKind
 
     kind: FaultKind
     count: int = 1
@@ -58,40 +54,10 @@ class Fault:
     error_code: str = "ModelInvocationTimeExceeded"
 
     def __post_init__(self) -> None:
-        try:
-            object.__setattr__(self, "kind", FaultKind(self.kind))
-        except ValueError as exc:
-            kinds = ", ".join(kind.value for kind in FaultKind)
-            raise FaultSpecError(f"unknown fault kind {self.kind!r}; one of {kinds}") from exc
-        if not isinstance(self.count, int) or self.count < 1:
-            raise FaultSpecError(f"count must be a positive integer, got {self.count!r}")
+        super().__post_init__()
         if not isinstance(self.after_chunks, int) or self.after_chunks < 0:
             raise FaultSpecError(f"after_chunks must be a non-negative integer, got {self.after_chunks!r}")
-        if not finite_number(self.seconds) or self.seconds < 0:
-            raise FaultSpecError(f"seconds must be a non-negative number, got {self.seconds!r}")
-
-    @classmethod
-    def from_json(cls, data: Any) -> Fault:
-        """A fault from its JSON form (the ``POST /_emulator/faults`` body)."""
-        if not isinstance(data, dict) or "kind" not in data:
-            raise FaultSpecError("a fault is an object with at least a 'kind'")
-        unknown = set(data) - _FAULT_FIELDS
-        if unknown:
-            raise FaultSpecError(f"unknown fault fields: {', '.join(sorted(unknown))}")
-        try:
-            return cls(**data)
-        except TypeError as exc:
-            raise FaultSpecError(str(exc)) from exc
-
-    @property
-    def uses(self) -> int:
-        return self.count
-
-    def with_uses(self, uses: int) -> Self:
-        return dataclasses.replace(self, count=uses)
-
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        check_seconds(self.seconds)
 
     def describe(self) -> str:
         """The text carried by the injected error."""

@@ -10,15 +10,19 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
-__all__ = ["Invocation", "InvocationRecord", "Transport"]
+from voicebridge_dev.local.service import Record
+
+__all__ = ["LABEL", "Invocation", "InvocationRecord", "Transport"]
+
+LABEL: Final = "sonic endpoint emulator (not the model)"
 
 Transport = Literal["sagemaker", "container", "cartesia-api"]
 
 
 @dataclass(frozen=True)
-class InvocationRecord:
+class InvocationRecord(Record):
     """One invocation as the emulator saw it; times are ``time.perf_counter()`` seconds.
 
     ``first_byte_at`` is when the stream's first bytes (headers and first message) were written, None for an
@@ -51,9 +55,6 @@ class InvocationRecord:
     transport: Transport = "sagemaker"
     cartesia_version: str | None = None
     accept: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
 
 @dataclass

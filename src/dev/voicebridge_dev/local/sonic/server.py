@@ -61,31 +61,23 @@ import base64
 import hmac
 import itertools
 import json
-import logging
 import math
 import re
 import time
-import uuid
-from collections.abc import Callable, Mapping
-from http import HTTPStatus
-from typing import TYPE_CHECKING, Any, Final, cast
+from collections.abc import Callable
+from typing import Any, Final, Protocol
 from urllib.parse import unquote, urlsplit
 
-from voicebridge_dev.local.service import ControlAnswer, ControlPlane, TrackedHandler, TrackingHTTPServer
-from voicebridge_dev.local.sonic.errors import ClientGone, InvalidSonicRequest, Stopping
+from voicebridge_dev.local.service import CallHandler, ClientGone, Serving, Stopping
+from voicebridge_dev.local.sonic.errors import InvalidSonicRequest
 from voicebridge_dev.local.sonic.faults import Fault, FaultKind
-from voicebridge_dev.local.sonic.records import Invocation
+from voicebridge_dev.local.sonic.records import LABEL, Invocation
 from voicebridge_dev.local.sonic.requests import parse_cartesia_request, parse_sonic_request
 from voicebridge_dev.local.sonic.stream import ContainerFraming, EventStreamFraming, Framing, SseFraming
 from voicebridge_dev.local.sonic.synthesis import Synthesis, encode_audio
-from voicebridge_dev.local.speech_engine import SpeechEngineError
+from voicebridge_dev.local.speech_engine import SpeechEngine, SpeechEngineError
 
-if TYPE_CHECKING:
-    from voicebridge_dev.local.sonic.emulator import SonicEmulator
-
-__all__ = ["Handler", "Server"]
-
-logger = logging.getLogger(__name__)
+__all__ = ["Backend", "Handler"]
 
 ACCOUNT_ID: Final = "123456789012"
 REGION: Final = "us-east-1"
@@ -93,26 +85,6 @@ _INVOKE_PATH = re.compile(r"^/endpoints/(?P<name>[^/]+)/invocations-response-str
 _VALIDATION_ERROR: Final = "ValidationError:http://internal.amazon.com/coral/com.amazon.coral.validate/"
 _MAX_HEADER_CHARS: Final = 1024
 _MEDIA_TYPE_HEADERS: Final = {"accept": "X-Amzn-SageMaker-Accept", "contentType": "Content-Type"}
-
-
-def control_plane(emulator: SonicEmulator) -> ControlPlane:
-    """The ``/_emulator/...`` routes: faults, statistics and the model's configuration."""
-    control = ControlPlane(refusal=lambda reason: ControlAnswer(HTTPStatus.BAD_REQUEST, {"message": reason}))
-    control.add_fault_routes(emulator, Fault.from_json, Fault.to_json)
-
-    def stats(_: bytes) -> ControlAnswer:
-        invocations = [record.to_json() for record in emulator.stats]
-        payload = {"emulator": emulator.label, "engine": emulator.engine.name, "invocations": invocations}
-        return ControlAnswer(HTTPStatus.OK, payload)
-
-    def configure(body: bytes) -> ControlAnswer:
-        emulator.configure(json.loads(body or b"null"))
-        return ControlAnswer(HTTPStatus.OK, emulator.config())
-
-    control.route("GET", "stats", stats)
-    control.route("POST", "config", configure)
-    control.route("GET", "config", lambda _: ControlAnswer(HTTPStatus.OK, emulator.config()))
-    return control
 
 
 def _header_constraint(value: str | None) -> str | None:
@@ -126,46 +98,31 @@ def _header_constraint(value: str | None) -> str | None:
     return None
 
 
-class Server(TrackingHTTPServer):
-    def __init__(self, address: tuple[str, int], emulator: SonicEmulator) -> None:
-        self.emulator = emulator
-        self.control = control_plane(emulator)
-        super().__init__(address, Handler)
-
-
-class Handler(TrackedHandler):
-    server_version = "SonicEndpointEmulator/1.0"
+class Backend(Serving[Fault], Protocol):
+    """What the handler needs of the emulator it serves (:class:`~.emulator.SonicEmulator`)."""
 
     @property
-    def emulator(self) -> SonicEmulator:
-        return cast(Server, self.server).emulator
+    def endpoint_name(self) -> str | None: ...
+    @property
+    def accepted_encodings(self) -> frozenset[str]: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def ready(self) -> bool: ...
+    @property
+    def api_key(self) -> str | None: ...
+    @property
+    def engine(self) -> SpeechEngine: ...
+    @property
+    def realtime_factor(self) -> float: ...
+    @property
+    def time_to_first_byte_ms(self) -> float: ...
+    def record(self, state: Invocation) -> None: ...
 
-    def handle_one_request(self) -> None:
-        try:
-            super().handle_one_request()
-        except ClientGone:
-            self.close_connection = True
 
-    def log_message(self, format: str, *args: Any) -> None:
-        logger.debug("%s: " + format, self.emulator.label, *args)
-
-    # -- plain responses
-
-    def _send_json(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
-        body = json.dumps(payload).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("x-amzn-RequestId", str(uuid.uuid4()))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        try:
-            self.end_headers()
-            self.wfile.write(body)
-        except OSError as exc:
-            raise ClientGone from exc
-
-    # -- routing
+class Handler(CallHandler[Backend]):
+    server_version = "SonicEndpointEmulator/1.0"
+    label = LABEL
 
     def do_POST(self) -> None:
         path = urlsplit(self.path).path
@@ -178,53 +135,26 @@ class Handler(TrackedHandler):
         elif path == "/tts/sse":
             self._invoke(Invocation("cartesia-api", time.perf_counter()), self._serve_cartesia_api)
         else:
-            self._serve_control()
+            self.serve_control(self.read_body())
 
     def do_GET(self) -> None:
         if urlsplit(self.path).path == "/ping":
             self._serve_ping()
         else:
-            self._serve_control()
+            self.serve_control(self.read_body())
 
-    def do_DELETE(self) -> None:
-        self._serve_control()
-
-    def _serve_control(self) -> None:
-        answer = cast(Server, self.server).control.dispatch(self.command, self.path, self.read_body())
-        if answer is None:
-            self._send_json(
-                404,
-                {"message": f"{self.command} {self.path} is not an operation of this emulator"},
-                {"x-amzn-ErrorType": "UnknownOperationException"},
-            )
-        else:
-            self._send_json(answer.status, answer.payload, answer.headers)
+    def unknown_operation(self) -> None:
+        self.send_json(
+            404,
+            {"message": f"{self.command} {self.path} is not an operation of this emulator"},
+            {"x-amzn-ErrorType": "UnknownOperationException"},
+        )
 
     # -- invocations, either transport
 
     def _invoke(self, state: Invocation, serve: Callable[[Invocation, bytes], None]) -> None:
         raw = self.read_body()
-        self.emulator.in_flight.begin()
-        try:
-            serve(state, raw)
-        except ClientGone:
-            state.outcome = "client_disconnected"
-            self.close_connection = True
-        except Stopping:
-            state.outcome = "emulator_stopped"
-            self.close_connection = True
-        finally:
-            self.complete(state)
-            self.emulator.in_flight.end()
-
-    def complete(self, state: Invocation) -> None:
-        """Records the invocation once, just before its last byte goes out.
-
-        Recording first means the record exists by the time a client has read the whole response.
-        """
-        if not state.recorded:
-            state.recorded = True
-            self.emulator.record(state)
+        self.serve_call(state, lambda: serve(state, raw))
 
     # -- SageMaker InvokeEndpointWithResponseStream
 
@@ -274,14 +204,14 @@ class Handler(TrackedHandler):
     def _validation_error(self, state: Invocation, message: str) -> None:
         state.http_status, state.outcome = 400, "validation_error"
         self.complete(state)
-        self._send_json(400, {"message": message}, {"x-amzn-ErrorType": _VALIDATION_ERROR})
+        self.send_json(400, {"message": message}, {"x-amzn-ErrorType": _VALIDATION_ERROR})
 
     def model_error(self, state: Invocation, original_status: int, reason: str) -> None:
         state.http_status, state.outcome = 424, f"model_error_{original_status}"
         log_group = f"/aws/sagemaker/Endpoints/{state.endpoint_name}"
         kind = "client" if original_status < 500 else "server"
         self.complete(state)
-        self._send_json(
+        self.send_json(
             424,
             {
                 "ErrorCode": f"{kind.upper()}_ERROR_FROM_MODEL",
@@ -325,9 +255,9 @@ class Handler(TrackedHandler):
         self.send_header("Content-Length", str(len(body)))
         try:
             self.end_headers()
-            self.wfile.write(body)
         except OSError as exc:
             raise ClientGone from exc
+        self.write(body)
 
     # -- Cartesia API POST /tts/sse
 
@@ -374,7 +304,7 @@ class Handler(TrackedHandler):
         """The Cartesia API's structured error object; its SDK raises it as the status's exception class."""
         state.http_status, state.outcome = status, f"api_error_{status}"
         self.complete(state)
-        self._send_json(
+        self.send_json(
             status,
             {"error_code": error_code, "title": title, "message": message, "request_id": state.request_id},
             {"X-Request-Id": state.request_id},

@@ -53,18 +53,32 @@ import random
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import Any, ClassVar, Final, Protocol
 
 from voicebridge_dev.local.eventstream_encoder import encode_event, encode_exception
-from voicebridge_dev.local.sonic.errors import ClientGone
+from voicebridge_dev.local.service import ClientGone
 from voicebridge_dev.local.sonic.faults import Fault, FaultKind
 from voicebridge_dev.local.sonic.records import Invocation
 from voicebridge_dev.local.sonic.requests import SonicRequest
 
-if TYPE_CHECKING:
-    from voicebridge_dev.local.sonic.server import Handler
+__all__ = ["ContainerFraming", "EventStreamFraming", "Framing", "Responder", "SseFraming"]
 
-__all__ = ["ContainerFraming", "EventStreamFraming", "Framing", "SseFraming"]
+
+class Responder(Protocol):
+    """What a framing writes through: the server's request handler (:class:`~.server.Handler`)."""
+
+    close_connection: bool
+
+    def send_response(self, code: int, message: str | None = None) -> None: ...
+    def send_header(self, keyword: str, value: str) -> None: ...
+    def end_headers(self) -> None: ...
+    def write_chunk(self, data: bytes) -> None: ...
+    def end_chunks(self) -> None: ...
+    def complete(self, state: Invocation) -> None: ...
+    def model_error(self, state: Invocation, original_status: int, reason: str) -> None: ...
+    def container_error(self, state: Invocation, status: int, reason: str) -> None: ...
+    def api_error(self, state: Invocation, status: int, title: str, message: str, error_code: str) -> None: ...
+
 
 # What the emulated container declares for its stream; clients must not depend on it.
 MODEL_CONTENT_TYPE: Final = "application/jsonlines"
@@ -116,7 +130,7 @@ class Framing(ABC):
 
     content_type: ClassVar[str]
 
-    def __init__(self, handler: Handler, state: Invocation, request: SonicRequest) -> None:
+    def __init__(self, handler: Responder, state: Invocation, request: SonicRequest) -> None:
         self.handler = handler
         self.state = state
         self.request = request
@@ -160,24 +174,18 @@ class Framing(ABC):
     def write(self, data: bytes) -> None:
         """One HTTP chunk, preceded by the response headers the first time."""
         self.start()
-        try:
-            self.handler.wfile.write(f"{len(data):x}\r\n".encode("ascii") + data + b"\r\n")
-        except OSError as exc:
-            raise ClientGone from exc
+        self.handler.write_chunk(data)
 
     def end(self) -> None:
         self.handler.complete(self.state)
-        try:
-            self.handler.wfile.write(b"0\r\n\r\n")
-        except OSError as exc:
-            raise ClientGone from exc
+        self.handler.end_chunks()
 
 
 class _JsonLinesFraming(Framing):
     """Sonic's own JSON lines, packed into parts as the model package writes them; how a part travels is the
     subclass's (:meth:`_send_parts`)."""
 
-    def __init__(self, handler: Handler, state: Invocation, request: SonicRequest) -> None:
+    def __init__(self, handler: Responder, state: Invocation, request: SonicRequest) -> None:
         super().__init__(handler, state, request)
         self._packer = PartPacker(request.context_id or "")
 
