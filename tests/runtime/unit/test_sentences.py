@@ -49,7 +49,7 @@ def test_a_short_piece_waits_to_join_the_next_sentence() -> None:
     assert split("OK. Your card is blocked now.") == ["OK. Your card is blocked now."]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(
     words=st.lists(
         st.sampled_from(["pay", "the", "monthly", "bill", "now.", "Mr.", "3.5", "yes!", "really?", "card,", "—", "It"]),
@@ -57,11 +57,14 @@ def test_a_short_piece_waits_to_join_the_next_sentence() -> None:
         max_size=60,
     ),
     chunk=st.integers(min_value=1, max_value=20),
+    short_first=st.booleans(),
 )
-def test_any_chunking_yields_the_same_sentences_and_loses_no_word(words: list[str], chunk: int) -> None:
+def test_any_chunking_yields_the_same_segments_and_loses_no_word(
+    words: list[str], chunk: int, short_first: bool
+) -> None:
     text = " ".join(words)
-    whole = split(text, chunk=len(text), max_chars=40)
-    assert split(text, chunk=chunk, max_chars=40) == whole
+    whole = split(text, chunk=len(text), max_chars=40, short_first=short_first)
+    assert split(text, chunk=chunk, max_chars=40, short_first=short_first) == whole
     assert " ".join(whole).split() == text.split()
 
 
@@ -108,19 +111,3 @@ def test_later_segments_stay_whole_sentences_after_a_short_first_one() -> None:
         "Your card, the one ending in four, is blocked now.",
         "A new one is on its way.",
     ]
-
-
-@settings(max_examples=200, deadline=None)
-@given(
-    words=st.lists(
-        st.sampled_from(["pay", "the", "monthly", "bill", "now.", "Mr.", "3.5", "yes!", "really?", "card,", "—", "It"]),
-        min_size=1,
-        max_size=60,
-    ),
-    chunk=st.integers(min_value=1, max_value=20),
-)
-def test_any_chunking_yields_the_same_short_first_segment_and_loses_no_word(words: list[str], chunk: int) -> None:
-    text = " ".join(words)
-    whole = split(text, chunk=len(text), max_chars=40, short_first=True)
-    assert split(text, chunk=chunk, max_chars=40, short_first=True) == whole
-    assert " ".join(whole).split() == text.split()

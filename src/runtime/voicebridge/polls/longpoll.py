@@ -18,16 +18,39 @@ look so far, would end past the deadline::
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from typing import Any
 
 from voicebridge.clock import SYSTEM_CLOCK, Clock
+from voicebridge.connect.events import whole_number
 
 __all__ = ["LongPoll"]
 
 
+ANSWER_MARGIN_MS = 300
+"""What a long poll leaves of Lambda's remaining time for answering: its wait ends this long before the timeout."""
+
+
 class LongPoll:
     """The wait of one long poll, ``wait_ms`` from ``started`` (``clock.monotonic()``; now, if not given)."""
+
+    @classmethod
+    def asked(
+        cls,
+        parameters: Mapping[str, Any],
+        *,
+        max_wait_ms: int,
+        remaining_ms: int | None,
+        started: float | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> LongPoll:
+        """The wait a Connect block asked for (its ``MaxWaitMs``), never more than ``max_wait_ms``, and ending
+        :data:`ANSWER_MARGIN_MS` before the invocation's ``remaining_ms`` run out."""
+        wait_ms = min(whole_number(parameters, "MaxWaitMs", default=max_wait_ms, low=0), max_wait_ms)
+        if remaining_ms is not None:
+            wait_ms = max(0, min(wait_ms, remaining_ms - ANSWER_MARGIN_MS))
+        return cls(wait_ms, started=started, clock=clock)
 
     def __init__(self, wait_ms: float, *, started: float | None = None, clock: Clock = SYSTEM_CLOCK) -> None:
         self._clock = clock

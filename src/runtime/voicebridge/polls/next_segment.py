@@ -72,10 +72,7 @@ def next_to_play(
     """
     turn = whole_number(parameters, "TurnIndex", default=-1, low=-1, high=MAX_SEQ)
     played = whole_number(parameters, "Segment", default=-1, low=-1)
-    wait_ms = min(whole_number(parameters, "MaxWaitMs", default=max_wait_ms, low=0), max_wait_ms)
-    if remaining_ms is not None:
-        wait_ms = max(0, min(wait_ms, remaining_ms - 300))
-    poll = LongPoll(wait_ms, started=started, clock=clock)
+    poll = LongPoll.asked(parameters, max_wait_ms=max_wait_ms, remaining_ms=remaining_ms, started=started, clock=clock)
     checked_listening = False
     while True:
         with poll.look():

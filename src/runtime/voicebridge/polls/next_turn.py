@@ -40,10 +40,7 @@ def await_turn(
     """The caller's first turn after ``AfterTurn`` (None on timeout), and how long it took in ms, counted from
     ``started``, when the invocation began (:class:`~voicebridge.polls.longpoll.LongPoll`)."""
     after = whole_number(parameters, "AfterTurn", default=-1, low=-1, high=MAX_SEQ)
-    wait_ms = min(whole_number(parameters, "MaxWaitMs", default=max_wait_ms, low=0), max_wait_ms)
-    if remaining_ms is not None:
-        wait_ms = max(0, min(wait_ms, remaining_ms - 300))
-    poll = LongPoll(wait_ms, started=started, clock=clock)
+    poll = LongPoll.asked(parameters, max_wait_ms=max_wait_ms, remaining_ms=remaining_ms, started=started, clock=clock)
     checked_session = False
     while True:
         with poll.look():

@@ -201,8 +201,9 @@ class EmulatorHandler(TrackedHandler, Generic[E]):
             self.send_json(answer.status, answer.payload, answer.headers)
 
     def unknown_operation(self) -> None:
-        """Answer a request for an operation the emulator does not serve."""
-        raise NotImplementedError
+        """Answer a request for an operation the emulator does not serve: 404, unless the emulator's protocol says
+        otherwise (each emulator answers as its service does)."""
+        self.send_json(404, {"message": f"no operation at {self.command} {self.path}"})
 
 
 class CallState(Protocol):
