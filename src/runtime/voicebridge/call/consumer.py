@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
 from voicebridge.backoff import Backoff
+from voicebridge.call.heartbeat import Heartbeat
 from voicebridge.clock import SYSTEM_CLOCK, Clock
 from voicebridge.config import InkCatchUp, InkMode, Settings
 from voicebridge.converse.worker import ReplyWorker
@@ -62,9 +63,6 @@ from voicebridge.store.turns import (
 from voicebridge.telemetry import logger, metrics
 
 TRACKS = {"AUDIO_FROM_CUSTOMER": CUSTOMER, "Track_audio/L16": CUSTOMER, "AUDIO_TO_CUSTOMER": AGENT}
-KEEPALIVE_AFTER_MS = 1000
-HEARTBEAT_S = 5.0
-"""How often a running consumer shows it is alive (well inside the claim's lease)."""
 START_MARGIN_MS = 5000
 """The first read starts this much before Connect's StartTimestamp: whichever clock the timestamp is on, the chunk
 holding the start fragment is then included (earlier fragments are skipped by number)."""
@@ -72,7 +70,6 @@ REPLY_FINISH_S = 10.0
 """How long a reply in progress is waited for at a hand-over or at the end of the stream."""
 HANDOFF_FLOOR_MS = 5000
 """Below this much remaining time a hand-over that keeps failing is given up, and the reason recorded."""
-METRICS_EVERY_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,12 +158,22 @@ class StreamConsumer:
 
     def run(self) -> Outcome:
         """Read until the stream ends, the contact changes or the time is short; never leaves a false state."""
-        checkpoint = self._take_ownership()
+        checkpoint = take_ownership(self._store, self.contact_id, self.generation, self._clock)
         if checkpoint is None:
             return Outcome("superseded")
         checkpoint.invocations += 1
         self._history = FragmentHistory(ours_up_to=_latest_settled(checkpoint))
-        ticker = threading.Thread(target=self._tick, args=(checkpoint,), name="consumer-tick", daemon=True)
+        ticker = Heartbeat(
+            checkpoint,
+            self._store,
+            lambda: list(self._transcribers.values()),
+            frame_ms=self._settings.ink_frame_ms,
+            stop=self._stop,
+            superseded=self._superseded,
+            state=lambda: (self._state, self._state_reason),
+            sink=self._sink,
+            clock=self._clock,
+        )
         try:
             self._start_replying(checkpoint)
         except VoiceBridgeError as exc:
@@ -224,34 +231,7 @@ class StreamConsumer:
             self._replier = self._make_replier(checkpoint, self._sink)
             self._replier.resume_unfinished(self._store)
 
-    def _take_ownership(self) -> Checkpoint | None:
-        """The checkpoint, once this generation owns it; None when another generation does."""
-        checkpoint = self._store.load(self.contact_id)
-        if checkpoint is None:
-            raise ConfigurationError(f"contact {self.contact_id} has no listening session")
-        if checkpoint.generation == self.generation - 1 and checkpoint.state != STOPPED:
-            checkpoint = self._await_predecessor(checkpoint)
-        if checkpoint is None or checkpoint.generation != self.generation or checkpoint.state == STOPPED:
-            owner = None if checkpoint is None else checkpoint.generation
-            logger.info("not the owner of this contact; exiting", owner=owner, mine=self.generation)
-            return None
-        return checkpoint
-
-    def _await_predecessor(self, checkpoint: Checkpoint) -> Checkpoint | None:
-        """The predecessor invoked this generation and saves the hand-over next; if it dies first, take over."""
-        deadline = self._clock.monotonic() + LEASE_MS / 1000 + 2
-        while self._clock.monotonic() < deadline:
-            self._clock.sleep(0.1)
-            latest = self._store.load(self.contact_id)
-            if latest is None or latest.generation != self.generation - 1 or latest.state == STOPPED:
-                return latest
-            if not latest.alive(self._store.now_ms()):
-                logger.warning("the predecessor died before handing over; taking over", predecessor=latest.generation)
-                self._store.save(latest, new_generation=self.generation)
-                return latest
-        return None
-
-    def _end(self, checkpoint: Checkpoint, reason: str, ticker: threading.Thread) -> None:
+    def _end(self, checkpoint: Checkpoint, reason: str, ticker: Heartbeat) -> None:
         """Close the sessions (letting a turn in progress finish) and record why listening stopped."""
         self._stop_ticker(ticker)
         for transcriber in self._transcribers.values():
@@ -259,7 +239,7 @@ class StreamConsumer:
         if self._replier is not None:
             # The caller's last turn deserves its answer even though listening is over (the flow may still play it).
             self._replier.close(timeout_s=REPLY_FINISH_S)
-        self._record(checkpoint)
+        record_settled(checkpoint, self._transcribers, self._history)
         checkpoint.state, checkpoint.stop_reason = STOPPED, reason[:240]
         try:
             self._store.save(checkpoint)
@@ -269,16 +249,15 @@ class StreamConsumer:
             logger.warning("could not record the end of listening", reason=exc.safe_message)
         logger.info("listening stopped", reason=reason)
 
-    def _stop_ticker(self, ticker: threading.Thread) -> None:
+    def _stop_ticker(self, ticker: Heartbeat) -> None:
         self._stop.set()
-        if ticker.is_alive():
-            ticker.join(2.0)
+        ticker.join(2.0)
 
     # -- reading
 
     def _read(self, checkpoint: Checkpoint) -> Outcome:
         source = self._media(checkpoint.stream_arn)
-        initial = self._initial_selector(checkpoint)
+        initial = initial_selector(checkpoint)
         idle_since: float | None = None
         failing_since: float | None = None
         while True:
@@ -330,19 +309,6 @@ class StreamConsumer:
             )
             self._add("MediaReconnects", MetricUnit.Count, 1)
             self._clock.sleep(delay)
-
-    def _initial_selector(self, checkpoint: Checkpoint) -> StartSelector:
-        """Where this invocation's first read starts: the settled position, else where the caller's audio began."""
-        needed = checkpoint.earliest_needed()
-        if needed is not None and needed.fragment is not None:
-            if needed.previous:
-                return StartSelector.after_fragment(needed.previous)
-            if needed.fragment_ms is not None:
-                return StartSelector.producer_time(needed.fragment_ms)
-        if checkpoint.start_timestamp_ms is not None:
-            return StartSelector.producer_time(checkpoint.start_timestamp_ms - START_MARGIN_MS)
-        logger.warning("no start timestamp: the first fragment may be skipped if FRAGMENT_NUMBER is exclusive")
-        return StartSelector.after_fragment(checkpoint.start_fragment)
 
     def _consume(
         self, source: MediaSource, selector: StartSelector, router: FragmentRouter, checkpoint: Checkpoint
@@ -430,7 +396,7 @@ class StreamConsumer:
             self._replier.abandon()
         # Only now that the successor was accepted does the checkpoint name it: it waits for this save.
         self._stop.set()
-        self._record(checkpoint)
+        record_settled(checkpoint, self._transcribers, self._history)
         self._store.save(checkpoint, new_generation=successor)
         for transcriber in self._transcribers.values():
             transcriber.close(flush_ms=0, timeout_s=0.5)
@@ -438,50 +404,6 @@ class StreamConsumer:
             self._replier.close(timeout_s=0)
         logger.info("handed over to the next invocation", generation=successor, quiet=quiet, remaining_ms=remaining)
         return Outcome("handoff", handed_off_to=successor)
-
-    def _record(self, checkpoint: Checkpoint) -> None:
-        """Put each track's settled position in the checkpoint, with where GetMedia must resume for it."""
-        for track, transcriber in self._transcribers.items():
-            settled = transcriber.settled
-            known = self._history.locate(settled.fragment) if settled.fragment else None
-            previous = checkpoint.tracks.get(track)
-            progress = TrackProgress(settled.fragment, settled.offset, settled.stream_bytes, settled.next_seq)
-            if known is not None:
-                progress.previous, progress.fragment_ms = known.previous, known.producer_ms
-            elif previous is not None and previous.fragment == settled.fragment:
-                progress.previous, progress.fragment_ms = previous.previous, previous.fragment_ms
-            checkpoint.tracks[track] = progress
-
-    # -- the consumer's own thread: keep-alive silence and the heartbeat
-
-    def _tick(self, checkpoint: Checkpoint) -> None:
-        # GetMedia delivers with jitter; only a real stall (not a late block mid-utterance) earns silence.
-        idle_ms = max(KEEPALIVE_AFTER_MS, self._settings.ink_frame_ms * 2)
-        next_beat = self._clock.monotonic() + HEARTBEAT_S
-        next_metrics = self._clock.monotonic() + METRICS_EVERY_S
-        while not self._clock.wait(self._stop, self._settings.ink_frame_ms / 1000):
-            for transcriber in self._transcribers.values():
-                try:
-                    transcriber.keepalive(idle_ms)
-                except VoiceBridgeError as exc:
-                    logger.warning("keep-alive failed", reason=exc.safe_message)
-            if self._clock.monotonic() >= next_beat and not self._stop.is_set():
-                next_beat = self._clock.monotonic() + HEARTBEAT_S
-                self._beat(checkpoint)
-            if self._clock.monotonic() >= next_metrics:
-                # Long calls publish as they go: a stream counts as active in every minute it is read.
-                next_metrics = self._clock.monotonic() + METRICS_EVERY_S
-                self._add("ActiveStreams", MetricUnit.Count, 1)
-                self._flush_metrics()
-
-    def _beat(self, checkpoint: Checkpoint) -> None:
-        try:
-            self._store.heartbeat(checkpoint, self._state, self._state_reason)
-        except Superseded:
-            logger.warning("another consumer took over this contact; stopping")
-            self._superseded.set()
-        except VoiceBridgeError as exc:
-            logger.warning("heartbeat not recorded", reason=exc.safe_message)
 
     def _add(self, name: str, unit: MetricUnit, value: float) -> None:
         self._sink.add(name, unit, value)
@@ -495,3 +417,62 @@ def _latest_settled(checkpoint: Checkpoint) -> str | None:
     """The highest fragment any track has settled audio in: this contact's for certain."""
     numbers = [p.fragment for p in checkpoint.tracks.values() if p.fragment and p.fragment.isdigit()]
     return max(numbers, key=int) if numbers else None
+
+
+def record_settled(
+    checkpoint: Checkpoint, transcribers: Mapping[str, TrackTranscriber], history: FragmentHistory
+) -> None:
+    """Put each track's settled position in the checkpoint, with where GetMedia must resume for it."""
+    for track, transcriber in transcribers.items():
+        settled = transcriber.settled
+        known = history.locate(settled.fragment) if settled.fragment else None
+        previous = checkpoint.tracks.get(track)
+        progress = TrackProgress(settled.fragment, settled.offset, settled.stream_bytes, settled.next_seq)
+        if known is not None:
+            progress.previous, progress.fragment_ms = known.previous, known.producer_ms
+        elif previous is not None and previous.fragment == settled.fragment:
+            progress.previous, progress.fragment_ms = previous.previous, previous.fragment_ms
+        checkpoint.tracks[track] = progress
+
+
+def initial_selector(checkpoint: Checkpoint) -> StartSelector:
+    """Where an invocation's first read starts: the settled position, else where the caller's audio began."""
+    needed = checkpoint.earliest_needed()
+    if needed is not None and needed.fragment is not None:
+        if needed.previous:
+            return StartSelector.after_fragment(needed.previous)
+        if needed.fragment_ms is not None:
+            return StartSelector.producer_time(needed.fragment_ms)
+    if checkpoint.start_timestamp_ms is not None:
+        return StartSelector.producer_time(checkpoint.start_timestamp_ms - START_MARGIN_MS)
+    logger.warning("no start timestamp: the first fragment may be skipped if FRAGMENT_NUMBER is exclusive")
+    return StartSelector.after_fragment(checkpoint.start_fragment)
+
+
+def take_ownership(store: TurnStore, contact_id: str, generation: int, clock: Clock) -> Checkpoint | None:
+    """The contact's checkpoint, once ``generation`` owns it; None when another generation does."""
+    checkpoint = store.load(contact_id)
+    if checkpoint is None:
+        raise ConfigurationError(f"contact {contact_id} has no listening session")
+    if checkpoint.generation == generation - 1 and checkpoint.state != STOPPED:
+        checkpoint = _await_predecessor(store, checkpoint, generation, clock)
+    if checkpoint is None or checkpoint.generation != generation or checkpoint.state == STOPPED:
+        owner = None if checkpoint is None else checkpoint.generation
+        logger.info("not the owner of this contact; exiting", owner=owner, mine=generation)
+        return None
+    return checkpoint
+
+
+def _await_predecessor(store: TurnStore, checkpoint: Checkpoint, generation: int, clock: Clock) -> Checkpoint | None:
+    """The predecessor invoked ``generation`` and saves the hand-over next; if it dies first, take over."""
+    deadline = clock.monotonic() + LEASE_MS / 1000 + 2
+    while clock.monotonic() < deadline:
+        clock.sleep(0.1)
+        latest = store.load(checkpoint.contact_id)
+        if latest is None or latest.generation != generation - 1 or latest.state == STOPPED:
+            return latest
+        if not latest.alive(store.now_ms()):
+            logger.warning("the predecessor died before handing over; taking over", predecessor=latest.generation)
+            store.save(latest, new_generation=generation)
+            return latest
+    return None
