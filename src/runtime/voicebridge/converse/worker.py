@@ -410,5 +410,3 @@ class ReplyWorker:
         if not reply.go.wait(self._settings.responder_timeout_ms / 1000):
             with self._wake:
                 self._cancel(reply, "the turn did not end in time")
-
-    # -- making a reply
