@@ -1,0 +1,320 @@
+"""The call's consumer on a clock the test moves, with GetMedia, the checkpoint and Ink in memory: where each read
+starts, that every byte of the contact reaches Ink once across a dropped connection, that another contact's audio
+never does, when it gives up, and how it hands over to its successor."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.fixtures.clock import ManualClock
+from tests.fixtures.mkv import AGENT, CUSTOMER, Block, Fragment, Track
+from voicebridge.call.consumer import HANDOFF_FLOOR_MS, START_MARGIN_MS, ConsumerSettings, Outcome, StreamConsumer
+from voicebridge.errors import MediaInterrupted, Superseded
+from voicebridge.ink.session import TurnListener
+from voicebridge.kvs.fragments import CONTACT_ID, CONTINUATION_TOKEN, FRAGMENT_NUMBER, PRODUCER_TIMESTAMP
+from voicebridge.kvs.media import StartSelector
+from voicebridge.store import turns
+from voicebridge.store.turns import RETRYING, STOPPED, Checkpoint, TrackProgress, Turn
+
+CONTACT = "4a573372-1f28-4e26-b97b-0ea7a4c8e1f0"
+OTHER = "0f1e2d3c-4b5a-4968-8776-655443322110"
+BASE = "91343852333181452199722691208580038832"
+START_MS = 1_764_000_000_000
+FRAME_BYTES = 640
+"""40 ms of 8 kHz 16-bit audio, as Connect writes it."""
+FRAMES = 5
+
+
+class ReadClock(ManualClock):
+    """Moves only when the consumer sleeps: the heartbeat's waits take a little real time and no virtual time, so
+    the consumer's own decisions are the only thing that moves the clock."""
+
+    def wait(self, event: threading.Event, seconds: float) -> bool:
+        return event.wait(0.005)
+
+
+@dataclasses.dataclass
+class Piece:
+    number: str
+    producer_ms: int
+    data: bytes
+    customer: bytes
+
+
+def voice(seed: int) -> bytes:
+    """A frame of audio with no zero byte, so the keep-alive silence sent in between can be told from it."""
+    return random.Random(seed).randbytes(FRAME_BYTES).replace(b"\x00", b"\x01")
+
+
+def fragment(index: int, contact: str = CONTACT, *, producer_ms: int | None = None) -> Piece:
+    """One Connect fragment: its number and producer time in the Tags before the Cluster, its contact and
+    GetMedia's own tags after it (docs/protocols.md, *Kinesis Video Streams*)."""
+    number = f"{BASE}{index:04d}"
+    produced = START_MS + index * FRAMES * 40 if producer_ms is None else producer_ms
+    customer = [voice(index * 100 + k) for k in range(FRAMES)]
+    blocks = [
+        block
+        for k in range(FRAMES)
+        for block in (Block(1, k * 40, (customer[k],)), Block(2, k * 40, (voice(-index * 100 - k),)))
+    ]
+    encoded = Fragment(
+        blocks,
+        cluster_timecode=produced,
+        tracks=(Track(1, CUSTOMER, 1), Track(2, AGENT, 2)),
+        producer_tags={FRAGMENT_NUMBER: number, PRODUCER_TIMESTAMP: f"{produced / 1000:.3f}"},
+        trailing_tags={CONTACT_ID: contact, "AWS_KINESISVIDEO_MILLIS_BEHIND_NOW": "0", CONTINUATION_TOKEN: number},
+    ).encode()
+    return Piece(number, produced, encoded, b"".join(customer))
+
+
+class Media:
+    """GetMedia over a list of fragments, by AWS's StartSelector reference: ``FRAGMENT_NUMBER`` starts after the
+    fragment named, a timestamp with the fragment containing it, a continuation token after the fragment that
+    carried it. ``cuts`` makes the n-th read fail ``after`` bytes in, as a dropped connection does."""
+
+    def __init__(self, pieces: list[Piece], *, chunk: int = 700, cuts: dict[int, int] | None = None) -> None:
+        self.pieces = pieces
+        self.chunk = chunk
+        self.cuts = cuts or {}
+        self.selectors: list[StartSelector] = []
+        self.always_fail = False
+
+    def __call__(self, stream_arn: str) -> Media:
+        return self
+
+    def read(self, selector: StartSelector) -> Iterator[bytes]:
+        self.selectors.append(selector)
+        if self.always_fail:
+            raise MediaInterrupted("GetMedia: connection refused")
+        data = b"".join(p.data for p in self._from(selector))
+        cut = self.cuts.get(len(self.selectors) - 1)
+        for start in range(0, len(data) if cut is None else cut, self.chunk):
+            yield data[start : min(start + self.chunk, len(data) if cut is None else cut)]
+        if cut is not None:
+            raise MediaInterrupted("media read interrupted (ProtocolError)")
+
+    def _from(self, selector: StartSelector) -> list[Piece]:
+        numbers = [p.number for p in self.pieces]
+        if selector.kind in ("FRAGMENT_NUMBER", "CONTINUATION_TOKEN"):
+            return self.pieces[numbers.index(selector.value) + 1 :]
+        at = int(selector.value)
+        return [
+            p for i, p in enumerate(self.pieces) if i + 1 == len(self.pieces) or self.pieces[i + 1].producer_ms > at
+        ]
+
+
+class Checkpoints:
+    """The turn table's checkpoint and turns, with its conditional writes."""
+
+    def __init__(self, checkpoint: Checkpoint) -> None:
+        self._item = dataclasses.replace(checkpoint, tracks=dict(checkpoint.tracks))
+        self.states: list[tuple[str, str]] = []
+        self.turns: dict[str, Turn] = {}
+
+    def now_ms(self) -> int:
+        return 0
+
+    def load(self, contact_id: str) -> Checkpoint:
+        return dataclasses.replace(self._item, tracks={k: dataclasses.replace(v) for k, v in self._item.tracks.items()})
+
+    def heartbeat(self, checkpoint: Checkpoint, state: str, reason: str = "") -> None:
+        if checkpoint.generation != self._item.generation:
+            raise Superseded("owned by a newer consumer")
+        self.states.append((state, reason))
+        self._item.state, self._item.stop_reason = state, reason
+
+    def save(self, checkpoint: Checkpoint, *, new_generation: int | None = None) -> None:
+        if checkpoint.generation != self._item.generation:
+            raise Superseded("owned by a newer consumer")
+        if new_generation is not None:
+            checkpoint.generation = new_generation
+        self._item = dataclasses.replace(
+            checkpoint, tracks={k: dataclasses.replace(v) for k, v in checkpoint.tracks.items()}
+        )
+
+    def put_turn(self, turn: Turn) -> bool:
+        return self.turns.setdefault(turn.key, turn) is turn
+
+
+class Ink:
+    """Every session opened, and the audio each was sent."""
+
+    def __init__(self) -> None:
+        self.sessions: list[Session] = []
+
+    def __call__(self, listener: TurnListener, name: str) -> Session:
+        session = Session()
+        self.sessions.append(session)
+        return session
+
+    @property
+    def heard(self) -> bytes:
+        """What Ink was sent, without the keep-alive silence."""
+        return b"".join(bytes(s.sent) for s in self.sessions).replace(b"\x00", b"")
+
+
+class Session:
+    def __init__(self) -> None:
+        self.sent = bytearray()
+        self.alive = True
+
+    def open(self) -> None:
+        pass
+
+    def send_audio(self, pcm: bytes) -> None:
+        self.sent += pcm
+
+    def finalize(self) -> None:
+        pass
+
+    def close(self, *, timeout_s: float = 0) -> None:
+        self.alive = False
+
+
+@dataclasses.dataclass
+class Call:
+    store: Checkpoints
+    media: Media
+    ink: Ink
+    handed_over: list[dict[str, Any]]
+    remaining: list[int]
+
+    def consumer(self, generation: int = 0, **settings: Any) -> StreamConsumer:
+        options: dict[str, Any] = {
+            "ink_mode": "turns",
+            "ink_frame_ms": 100,
+            "ink_catch_up": "off",
+            "kvs_read_timeout_ms": 1000,
+            "listen_retry_limit_ms": 10_000,
+            "consumer_handoff_ms": 30_000,
+        }
+        options.update(settings)
+        return StreamConsumer(
+            ConsumerSettings(**options),
+            self.store,  # type: ignore[arg-type]
+            contact_id=CONTACT,
+            generation=generation,
+            open_session=self.ink,  # type: ignore[arg-type]
+            continue_with=self._continue,
+            remaining_ms=lambda: self.remaining[0],
+            media=self.media,  # type: ignore[arg-type]
+            clock=ReadClock(),
+        )
+
+    def _continue(self, payload: dict[str, Any]) -> None:
+        if self.remaining[1:]:
+            self.remaining.pop(0)
+            raise RuntimeError("TooManyRequestsException")
+        self.handed_over.append(payload)
+
+    @property
+    def checkpoint(self) -> Checkpoint:
+        return self.store.load(CONTACT)
+
+
+def call(pieces: list[Piece], *, start: int = 0, generation: int = 0, **media: Any) -> Call:
+    checkpoint = Checkpoint(
+        contact_id=CONTACT,
+        stream_arn="arn:aws:kinesisvideo:us-east-1:123456789012:stream/connect-contact/1",
+        start_fragment=pieces[start].number,
+        start_timestamp_ms=pieces[start].producer_ms,
+        tracks={turns.CUSTOMER: TrackProgress()},
+        generation=generation,
+        state=turns.STARTING,
+    )
+    return Call(Checkpoints(checkpoint), Media(pieces, **media), Ink(), [], [600_000])
+
+
+def test_the_first_read_starts_before_the_callers_audio_and_the_contact_reaches_ink_from_its_start_fragment() -> None:
+    earlier = [fragment(i, OTHER) for i in range(2)]
+    ours = [fragment(i) for i in range(2, 6)]
+    c = call(earlier + ours, start=2)
+    outcome = c.consumer().run()
+    assert outcome.reason == "stream ended"
+    first = c.media.selectors[0]
+    assert first == StartSelector.producer_time(ours[0].producer_ms - START_MARGIN_MS)
+    # The earlier contact's fragments were read (the read starts early) but none of its audio went to Ink.
+    assert c.ink.heard == b"".join(p.customer for p in ours)
+    assert (c.checkpoint.state, c.checkpoint.stop_reason) == (STOPPED, "stream ended")
+
+
+@pytest.mark.parametrize("cut", ["in the first header", "in the first audio", "two fragments in"])
+def test_a_dropped_connection_resumes_where_the_audio_was_read_and_no_byte_is_lost_or_repeated(cut: str) -> None:
+    pieces = [fragment(i) for i in range(4)]
+    at = {"in the first header": 300, "in the first audio": 2_500, "two fragments in": 0}[cut]
+    at = at or len(pieces[0].data) + len(pieces[1].data) + 500
+    c = call(pieces, cuts={0: at}, chunk=256)
+    assert c.consumer().run().reason == "stream ended"
+    assert c.ink.heard == b"".join(p.customer for p in pieces)
+    first, resumed = c.media.selectors[:2]
+    expected = {
+        # Nothing of the contact read yet: the read starts over as it began.
+        "in the first header": first,
+        # Inside the first fragment no token has been seen: the chunk containing its producer time.
+        "in the first audio": StartSelector.producer_time(pieces[0].producer_ms),
+        # The continuation token of the last fragment read whole.
+        "two fragments in": StartSelector.continuation(pieces[1].number),
+    }
+    assert resumed == expected[cut]
+
+
+def test_another_contacts_fragment_stops_the_read_before_any_of_its_audio_reaches_ink() -> None:
+    ours = [fragment(i) for i in range(3)]
+    # Streams are reused: the next contact's audio starts seconds after this one's ended.
+    theirs = [fragment(i, OTHER, producer_ms=ours[-1].producer_ms + 10_000 + i * 200) for i in range(3, 5)]
+    c = call(ours + theirs)
+    assert c.consumer().run().reason == "contact changed"
+    assert c.ink.heard == b"".join(p.customer for p in ours)
+    assert (c.checkpoint.state, c.checkpoint.stop_reason) == (STOPPED, "contact changed")
+
+
+def test_media_that_stays_unavailable_is_given_up_after_the_retry_limit_and_the_retrying_is_recorded() -> None:
+    c = call([fragment(0)])
+    c.media.always_fail = True
+    outcome = c.consumer(listen_retry_limit_ms=10_000).run()
+    assert outcome.reason == "media unavailable for 10 s: GetMedia: connection refused"
+    assert (RETRYING, "GetMedia: connection refused") in c.store.states
+    # Bounded back-off: a handful of attempts in ten seconds, not a busy loop.
+    assert 4 <= len(c.media.selectors) <= 30
+    assert (c.checkpoint.state, c.checkpoint.stop_reason) == (STOPPED, outcome.reason)
+
+
+def test_when_time_is_short_the_successor_is_invoked_and_only_then_named_in_the_checkpoint() -> None:
+    pieces = [fragment(i) for i in range(4)]
+    c = call(pieces)
+    c.remaining[0] = 10_000
+    outcome = c.consumer().run()
+    assert outcome == Outcome("handoff", handed_off_to=1, audio_seconds=outcome.audio_seconds)
+    assert c.handed_over == [{"ContactId": CONTACT, "Generation": 1}]
+    saved = c.checkpoint
+    assert saved.generation == 1 and saved.state != STOPPED
+    # What was sent and not settled is the successor's to send again: the checkpoint is never ahead of Ink.
+    assert saved.tracks[turns.CUSTOMER].stream_bytes <= len(c.ink.heard)
+
+
+def test_a_refused_hand_over_is_tried_again_and_the_checkpoint_keeps_its_owner_until_one_is_accepted() -> None:
+    c = call([fragment(i) for i in range(4)])
+    c.remaining[:] = [10_000, 10_000, 10_000]
+    assert c.consumer().run().handed_off_to == 1
+    assert len(c.handed_over) == 1 and c.checkpoint.generation == 1
+
+
+def test_a_hand_over_refused_with_too_little_time_left_stops_listening_with_the_reason() -> None:
+    c = call([fragment(i) for i in range(4)])
+    c.remaining[:] = [HANDOFF_FLOOR_MS - 1, HANDOFF_FLOOR_MS - 1]
+    outcome = c.consumer().run()
+    assert outcome.reason == "hand-over failed (RuntimeError)"
+    assert (c.checkpoint.generation, c.checkpoint.state, c.checkpoint.stop_reason) == (0, STOPPED, outcome.reason)
+
+
+def test_an_invocation_that_does_not_own_the_contact_reads_nothing() -> None:
+    c = call([fragment(0)], generation=3)
+    assert c.consumer(generation=1).run().reason == "superseded"
+    assert c.media.selectors == [] and c.ink.sessions == []
+    assert c.checkpoint.generation == 3
