@@ -116,9 +116,8 @@ class _PacedResponder:
 
 
 def _speak(text: str, deadline: float, cancel: threading.Event | None = None) -> Spoken:
-    config = container.settings()
     prompt = container.synthesizer().synthesize(
-        SpeechRequest.from_parameters({"Text": text}, config), deadline=deadline, cancel=cancel
+        SpeechRequest.from_parameters({"Text": text}, container.request_settings()), deadline=deadline, cancel=cancel
     )
     return Spoken(prompt.uri, prompt.synthesis_ms, prompt.first_byte_at)
 

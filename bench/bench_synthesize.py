@@ -31,8 +31,8 @@ from voicebridge import container
 from voicebridge.audio.convert import MulawConverter
 from voicebridge.config import Settings
 from voicebridge.sonic.backends import STALL_TIMEOUT_S, OutputFormat, SageMakerBackend
-from voicebridge.sonic.request import SpeechRequest
-from voicebridge.sonic.synthesizer import Generation, GenerationWatch, Synthesizer
+from voicebridge.sonic.request import RequestSettings, SpeechRequest
+from voicebridge.sonic.synthesizer import Generation, GenerationWatch, SynthesisSettings, Synthesizer
 from voicebridge.store.prompts import PromptStore
 from voicebridge_dev.local.cloud import LOCAL_ENDPOINT_NAME, local_cloud_process
 from voicebridge_dev.local.runner import environment, invoke
@@ -133,14 +133,20 @@ def run() -> dict[str, Any]:
         backend = SageMakerBackend(
             settings.sonic_endpoint_name, container.client("sagemaker-runtime", read_timeout=STALL_TIMEOUT_S, pool=32)
         )
+        wanted = SynthesisSettings(
+            settings.sonic_encoding, settings.sonic_sample_rate, settings.sonic_resampler, settings.sonic_max_attempts
+        )
+        defaults = RequestSettings(
+            settings.sonic_max_text_chars, settings.sonic_default_voice, settings.sonic_default_language
+        )
         synthesizers = {
-            "streaming (ours)": Synthesizer(settings, backend, store),
-            "buffer-then-convert": BufferThenConvert(settings, backend, store),
+            "streaming (ours)": Synthesizer(wanted, backend, store),
+            "buffer-then-convert": BufferThenConvert(wanted, backend, store),
         }
         peers: dict[str, list[tuple[float, float]]] = {name: [] for name in synthesizers}
         for i in range(ROUNDS):
             for name, synth in synthesizers.items():
-                request = SpeechRequest.from_parameters({"Text": f"{LONG_TEXT} {name} {i}."}, settings)
+                request = SpeechRequest.from_parameters({"Text": f"{LONG_TEXT} {name} {i}."}, defaults)
                 started = time.perf_counter()
                 synth.synthesize(request, deadline=time.monotonic() + 30)
                 peers[name].append(((time.perf_counter() - started) * 1000, _last_generation_ms(sonic_url)))

@@ -4,14 +4,17 @@ logged, never in an error."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from voicebridge.errors import ConfigurationError
 
+if TYPE_CHECKING:
+    from types_boto3_secretsmanager.client import SecretsManagerClient
 
-def read_api_key(secret_arn: str, secrets: Any) -> str:
+
+def read_api_key(secret_arn: str, secrets: SecretsManagerClient) -> str:
     """The key stored in ``secret_arn`` (read with the ``secretsmanager`` client ``secrets``): a plain string, or
     JSON with an ``api_key`` field."""
     if not secret_arn:

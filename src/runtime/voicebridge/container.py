@@ -1,11 +1,11 @@
 """Per-container wiring: everything a Lambda container builds once and every invocation reuses.
 
-Settings, AWS clients, the Cartesia API key, the turn table, the prompt store, the synthesizer, the Ink client, the
-KVS media sources and the responder are built lazily, on first use, and kept for the container's lifetime; the
-consumer's Ink sessions and reply worker, one per call, are made here too. Handlers
-take them from here; nothing else in the runtime builds a client or caches one. Each factory imports what it builds
-when it first builds it, so a function loads only the libraries it uses (AwaitTurn never loads numpy, soxr or the
-Cartesia SDK)::
+Settings, AWS clients, the Cartesia API key, a speech request's defaults, the turn table, the prompt store, the
+synthesizer, the Ink client, the KVS media sources and the responder are built lazily, on first use, and kept for the
+container's lifetime; the consumer's Ink sessions and reply worker, one per call, are made here too. Handlers take
+them from here; nothing else in the runtime builds a client or caches one. A component is given only the settings it
+reads, never the whole :class:`~voicebridge.config.Settings`. Each factory imports what it builds when it first
+builds it, so a function loads only the libraries it uses (AwaitTurn never loads numpy, soxr or the Cartesia SDK)::
 
     from voicebridge import container
 
@@ -19,21 +19,56 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, Unpack, cast, overload
 
 if TYPE_CHECKING:
+    # Type stubs only: the functions' artifacts do not ship them.
+    from botocore.client import BaseClient
+    from types_boto3_bedrock_runtime.client import BedrockRuntimeClient
+    from types_boto3_dynamodb.client import DynamoDBClient
+    from types_boto3_kinesis_video_media.client import KinesisVideoMediaClient
+    from types_boto3_kinesisvideo.client import KinesisVideoClient
+    from types_boto3_lambda.client import LambdaClient
+    from types_boto3_lexv2_runtime.client import LexRuntimeV2Client
+    from types_boto3_s3.client import S3Client
+    from types_boto3_sagemaker_runtime.client import SageMakerRuntimeClient
+    from types_boto3_secretsmanager.client import SecretsManagerClient
+
     from voicebridge.config import Settings
     from voicebridge.converse.responder import Responder
     from voicebridge.converse.worker import ReplyWorker
     from voicebridge.ink.session import InkSession, TurnListener
     from voicebridge.ink.transcriber import MetricSink
     from voicebridge.kvs.media import MediaSource
+    from voicebridge.sonic.request import RequestSettings
     from voicebridge.sonic.synthesizer import Synthesizer
     from voicebridge.store.prompts import PromptStore
     from voicebridge.store.replies import ReplyStore
     from voicebridge.store.turns import Checkpoint, TurnStore
 
 T = TypeVar("T")
+Service = Literal[
+    "bedrock-runtime",
+    "dynamodb",
+    "kinesis-video-media",
+    "kinesisvideo",
+    "lambda",
+    "lexv2-runtime",
+    "s3",
+    "sagemaker-runtime",
+    "secretsmanager",
+]
+"""The AWS services the runtime calls; each overload of :func:`client` names its client's type."""
+
+
+class ClientOptions(TypedDict, total=False):
+    """How :func:`client` may be asked to configure a client."""
+
+    read_timeout: float
+    pool: int
+    endpoint_url: str | None
+    retries: int
+
 
 _lock = threading.RLock()
 _built: dict[tuple[Any, ...], Any] = {}
@@ -63,9 +98,31 @@ def settings() -> Settings:
     return _once(("settings",), Settings.from_env)
 
 
+# One overload per service, so each caller gets its service's client type (the ``types-boto3`` stubs, which only the
+# type checker reads).
+@overload
+def client(service: Literal["bedrock-runtime"], **options: Unpack[ClientOptions]) -> BedrockRuntimeClient: ...
+@overload
+def client(service: Literal["dynamodb"], **options: Unpack[ClientOptions]) -> DynamoDBClient: ...
+@overload
+def client(service: Literal["kinesis-video-media"], **options: Unpack[ClientOptions]) -> KinesisVideoMediaClient: ...
+@overload
+def client(service: Literal["kinesisvideo"], **options: Unpack[ClientOptions]) -> KinesisVideoClient: ...
+@overload
+def client(service: Literal["lambda"], **options: Unpack[ClientOptions]) -> LambdaClient: ...
+@overload
+def client(service: Literal["lexv2-runtime"], **options: Unpack[ClientOptions]) -> LexRuntimeV2Client: ...
+@overload
+def client(service: Literal["s3"], **options: Unpack[ClientOptions]) -> S3Client: ...
+@overload
+def client(service: Literal["sagemaker-runtime"], **options: Unpack[ClientOptions]) -> SageMakerRuntimeClient: ...
+@overload
+def client(service: Literal["secretsmanager"], **options: Unpack[ClientOptions]) -> SecretsManagerClient: ...
+
+
 def client(
-    service: str, *, read_timeout: float = 10.0, pool: int = 16, endpoint_url: str | None = None, retries: int = 2
-) -> Any:
+    service: Service, *, read_timeout: float = 10.0, pool: int = 16, endpoint_url: str | None = None, retries: int = 2
+) -> BaseClient:
     """A shared boto3 client; keep-alive connections in a pool sized for concurrent generations.
 
     Endpoints come from boto3's own ``AWS_ENDPOINT_URL_<SERVICE>`` variables (the local cloud sets them), or from
@@ -73,7 +130,7 @@ def client(
     many times botocore may repeat a failed call by itself (botocore's ``max_attempts`` counts retries only): 0 for a
     call that must not be made twice."""
 
-    def build() -> Any:
+    def build() -> BaseClient:
         from botocore.config import Config
 
         from voicebridge.aws import session
@@ -137,7 +194,7 @@ def synthesizer() -> Synthesizer:
             SageMakerBackend,
             SonicBackend,
         )
-        from voicebridge.sonic.synthesizer import Synthesizer
+        from voicebridge.sonic.synthesizer import SynthesisSettings, Synthesizer
 
         config = settings()
         backend: SonicBackend
@@ -155,9 +212,30 @@ def synthesizer() -> Synthesizer:
             # The read timeout bounds a stall between two parts, not the whole generation.
             runtime = client("sagemaker-runtime", read_timeout=STALL_TIMEOUT_S, pool=32)
             backend = SageMakerBackend(config.sonic_endpoint_name, runtime)
-        return Synthesizer(config, backend, prompt_store())
+        read = SynthesisSettings(
+            sonic_encoding=config.sonic_encoding,
+            sonic_sample_rate=config.sonic_sample_rate,
+            sonic_resampler=config.sonic_resampler,
+            sonic_max_attempts=config.sonic_max_attempts,
+        )
+        return Synthesizer(read, backend, prompt_store())
 
     return _once(("synthesizer",), build)
+
+
+def request_settings() -> RequestSettings:
+    """What a speech request is limited by and falls back on, whether a flow or a responder's reply asks."""
+    from voicebridge.sonic.request import RequestSettings
+
+    config = settings()
+    return _once(
+        ("request_settings",),
+        lambda: RequestSettings(
+            sonic_max_text_chars=config.sonic_max_text_chars,
+            sonic_default_voice=config.sonic_default_voice,
+            sonic_default_language=config.sonic_default_language,
+        ),
+    )
 
 
 def ink_client() -> Any:
@@ -272,9 +350,10 @@ def reply_worker(checkpoint: Checkpoint, sink: MetricSink) -> ReplyWorker:
 
     config = settings()
     speaker = synthesizer()
+    defaults = request_settings()
 
     def speak(text: str, deadline: float, cancel: threading.Event | None = None) -> Spoken:
-        request = SpeechRequest.from_parameters({"Text": text}, config)
+        request = SpeechRequest.from_parameters({"Text": text}, defaults)
         prompt = speaker.synthesize(request, deadline=deadline, cancel=cancel)
         if prompt.time_to_first_byte_ms is not None:
             sink.add("SonicTimeToFirstByte", MetricUnit.Milliseconds, prompt.time_to_first_byte_ms)

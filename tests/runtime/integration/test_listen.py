@@ -536,8 +536,9 @@ def test_a_throttled_turn_write_is_retried_until_the_turn_is_stored(
     def throttle_turns(params: dict[str, Any], **_: Any) -> None:
         if params.get("Item", {}).get("TurnKey", {}).get("S", "").startswith(CUSTOMER) and refusals["left"] > 0:
             refusals["left"] -= 1
-            error = {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "throttled"}}
-            raise ClientError(error, "PutItem")
+            raise ClientError(
+                {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "throttled"}}, "PutItem"
+            )
 
     dynamodb = container.client("dynamodb")
     dynamodb.meta.events.register("provide-client-params.dynamodb.PutItem", throttle_turns)

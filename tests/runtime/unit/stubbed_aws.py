@@ -22,6 +22,7 @@ import pytest
 from botocore.stub import Stubber
 
 from voicebridge import container
+from voicebridge.container import ClientOptions, Service
 from voicebridge.sonic.backends import STALL_TIMEOUT_S
 
 TURN_TABLE = "voicebridge-turns"
@@ -41,7 +42,7 @@ ENVIRONMENT = {
     "SONIC_MAX_ATTEMPTS": "1",
     "SONIC_DEADLINE_MS": "500",
 }
-CLIENTS: dict[str, dict[str, Any]] = {
+CLIENTS: dict[Service, ClientOptions] = {
     "dynamodb": {},
     "lambda": {},
     "s3": {},

@@ -148,9 +148,14 @@ def test_a_field_of_its_documented_shape_is_accepted(path: tuple[str, ...], valu
 
 def test_a_lone_surrogate_in_a_responders_reply_is_refused_before_the_model_or_the_cache() -> None:
     from voicebridge.config import Settings
+    from voicebridge.sonic.request import RequestSettings
 
+    defaults = Settings()
+    settings = RequestSettings(
+        defaults.sonic_max_text_chars, defaults.sonic_default_voice, defaults.sonic_default_language
+    )
     with pytest.raises(InvalidInput, match="Text is not valid Unicode"):
-        SpeechRequest.from_parameters({"Text": "Sure \udc80"}, Settings())
+        SpeechRequest.from_parameters({"Text": "Sure \udc80"}, settings)
 
 
 @pytest.mark.parametrize(

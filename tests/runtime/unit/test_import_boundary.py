@@ -31,10 +31,9 @@ LOADED_WHEN_USED = {"cartesia", "pydantic", "soxr", "numpy"}
 LOADED_AT_IMPORT = {"voicebridge.handlers.transcribe_stream": {"numpy"}}
 CACHE_HIT = """
 import json, sys
-from voicebridge.config import Settings
 from voicebridge.sonic.backends import SageMakerBackend
-from voicebridge.sonic.request import SpeechRequest
-from voicebridge.sonic.synthesizer import Synthesizer
+from voicebridge.sonic.request import RequestSettings, SpeechRequest
+from voicebridge.sonic.synthesizer import SynthesisSettings, Synthesizer
 from voicebridge.store.prompts import PromptStore
 
 class StoredPrompts:
@@ -52,10 +51,11 @@ class Endpoint:
         time.sleep(0.5)
         return {"Body": Stream([{"PayloadPart": {"Bytes": b"{}"}}])}
 
-settings = Settings(prompt_bucket="prompts")
+settings = SynthesisSettings("pcm_s16le", 24000, "soxr", 4)
+defaults = RequestSettings(1000, "a0e99841-438c-4a64-b679-ae501e7d6091", "en")
 store = PromptStore("prompts", StoredPrompts(), region="us-east-1")
 synthesizer = Synthesizer(settings, SageMakerBackend("sonic", runtime=Endpoint()), store)
-prompt = synthesizer.synthesize(SpeechRequest.from_parameters({"Text": "Hello"}, settings), deadline=float("inf"))
+prompt = synthesizer.synthesize(SpeechRequest.from_parameters({"Text": "Hello"}, defaults), deadline=float("inf"))
 assert prompt.cache_hit, prompt
 print(json.dumps(sorted(sys.modules)))
 """

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from voicebridge.config import Settings
+from voicebridge import container
 from voicebridge.errors import InvalidInput
-from voicebridge.sonic.request import SpeechRequest
+from voicebridge.sonic.request import RequestSettings, SpeechRequest
 
-SETTINGS = Settings(sonic_max_text_chars=50)
 VOICE = "a0e99841-438c-4a64-b679-ae501e7d6091"
+SETTINGS = RequestSettings(sonic_max_text_chars=50, sonic_default_voice=VOICE, sonic_default_language="en")
 
 
 def test_defaults_come_from_configuration() -> None:
@@ -21,6 +21,18 @@ def test_defaults_come_from_configuration() -> None:
         1.0,
         None,
     )
+
+
+def test_the_container_reads_the_limit_and_the_defaults_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    other = "b0e99841-438c-4a64-b679-ae501e7d6091"
+    environment = {"SONIC_MAX_TEXT_CHARS": "70", "SONIC_DEFAULT_VOICE": other, "SONIC_DEFAULT_LANGUAGE": "fr"}
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    container.reset()
+    try:
+        assert container.request_settings() == RequestSettings(70, other, "fr")
+    finally:
+        container.reset()
 
 
 def test_prefix_builds_a_reply_from_a_turn_and_whitespace_is_normalised() -> None:

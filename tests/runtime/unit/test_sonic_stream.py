@@ -6,6 +6,7 @@ import base64
 import itertools
 import json
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, cast
 
 import pytest
 from hypothesis import given, settings
@@ -22,6 +23,9 @@ from voicebridge.sonic.stream import (
     StreamError,
     Timestamps,
 )
+
+if TYPE_CHECKING:
+    from types_boto3_sagemaker_runtime.client import SageMakerRuntimeClient
 
 
 def _line(obj: dict[str, object]) -> bytes:
@@ -143,7 +147,7 @@ class _Runtime:
 
 
 def _stream(*lines: bytes) -> list[bytes]:
-    backend = SageMakerBackend("sonic", _Runtime(list(lines)))
+    backend = SageMakerBackend("sonic", cast("SageMakerRuntimeClient", _Runtime(list(lines))))
     request = SpeechRequest("Hello", "a0e99841-438c-4a64-b679-ae501e7d6091", "en")
     return list(backend.stream(request, OutputFormat("pcm_s16le", 8000), deadline=float("inf")))
 

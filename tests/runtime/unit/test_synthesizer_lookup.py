@@ -5,17 +5,24 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from voicebridge.config import Settings
 from voicebridge.sonic.backends import OutputFormat
-from voicebridge.sonic.request import SpeechRequest
-from voicebridge.sonic.synthesizer import Synthesizer
+from voicebridge.sonic.request import RequestSettings, SpeechRequest
+from voicebridge.sonic.synthesizer import SynthesisSettings, Synthesizer
 from voicebridge.store.prompts import PromptStore
 
-SETTINGS = Settings(prompt_bucket="prompts", sonic_sample_rate=8000)
+if TYPE_CHECKING:
+    from types_boto3_s3.client import S3Client
+
+SETTINGS = SynthesisSettings(
+    sonic_encoding="pcm_s16le", sonic_sample_rate=8000, sonic_resampler="soxr", sonic_max_attempts=4
+)
+REQUEST_SETTINGS = RequestSettings(
+    sonic_max_text_chars=1000, sonic_default_voice="a0e99841-438c-4a64-b679-ae501e7d6091", sonic_default_language="en"
+)
 
 
 class Bucket:
@@ -65,9 +72,9 @@ class Sonic:
 
 
 def synthesize(bucket: Bucket, sonic: Sonic) -> Any:
-    store = PromptStore("prompts", bucket, region="us-east-1")
+    store = PromptStore("prompts", cast("S3Client", bucket), region="us-east-1")
     synthesizer = Synthesizer(SETTINGS, sonic, store)  # type: ignore[arg-type]
-    request = SpeechRequest.from_parameters({"Text": "A sentence nobody has asked for before."}, SETTINGS)
+    request = SpeechRequest.from_parameters({"Text": "A sentence nobody has asked for before."}, REQUEST_SETTINGS)
     return synthesizer.synthesize(request, deadline=time.monotonic() + 10)
 
 

@@ -29,7 +29,7 @@ LAMBDA_MARGIN_MS = 300
 def _synthesize(event: ContactFlowEvent, context: Any) -> dict[str, str]:
     started = time.perf_counter()
     try:
-        request = SpeechRequest.from_parameters(event.parameters, container.settings())
+        request = SpeechRequest.from_parameters(event.parameters, container.request_settings())
         budget_ms = container.settings().sonic_deadline_ms
         if context is not None and hasattr(context, "get_remaining_time_in_millis"):
             budget_ms = min(budget_ms, context.get_remaining_time_in_millis() - LAMBDA_MARGIN_MS)

@@ -29,7 +29,7 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
         return {"Result": "Error", "ErrorCode": "InvalidInput", "ErrorMessage": parsed}
     contact_id, generation = parsed
     logger.set_correlation_id(contact_id)
-    myself = getattr(context, "invoked_function_arn", None) or getattr(context, "function_name", "")
+    myself = str(getattr(context, "invoked_function_arn", None) or getattr(context, "function_name", ""))
 
     def continue_with(payload: dict[str, Any]) -> None:
         container.client("lambda").invoke(

@@ -12,13 +12,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from botocore.exceptions import BotoCoreError, ClientError
 from urllib3.exceptions import HTTPError as Urllib3Error
 from urllib3.exceptions import ReadTimeoutError
 
 from voicebridge.errors import ConfigurationError, MediaInterrupted, MediaStalled
+
+if TYPE_CHECKING:
+    from types_boto3_kinesis_video_media.client import KinesisVideoMediaClient
+    from types_boto3_kinesis_video_media.type_defs import StartSelectorTypeDef
+    from types_boto3_kinesisvideo.client import KinesisVideoClient
 
 READ_SIZE = 64 * 1024
 
@@ -49,7 +54,7 @@ class StartSelector:
     def continuation(cls, token: str) -> StartSelector:
         return cls("CONTINUATION_TOKEN", token)
 
-    def to_api(self) -> dict[str, Any]:
+    def to_api(self) -> StartSelectorTypeDef:
         """The ``StartSelector`` parameter of ``get_media``."""
         if self.kind == "FRAGMENT_NUMBER":
             return {"StartSelectorType": self.kind, "AfterFragmentNumber": self.value}
@@ -61,7 +66,7 @@ class StartSelector:
         return f"{self.kind}={self.value}"
 
 
-def data_endpoint(control: Any, stream_arn: str) -> str:
+def data_endpoint(control: KinesisVideoClient, stream_arn: str) -> str:
     """The stream's GetMedia endpoint (``GetDataEndpoint``); MediaInterrupted when it is worth asking again."""
     try:
         answer = control.get_data_endpoint(StreamARN=stream_arn, APIName="GET_MEDIA")
@@ -81,7 +86,9 @@ class MediaSource:
     ``control`` is a ``kinesisvideo`` client; ``media_client`` gives a ``kinesis-video-media`` client for a data
     endpoint. The endpoint is looked up on the first read and kept."""
 
-    def __init__(self, stream_arn: str, *, control: Any, media_client: Callable[[str], Any]) -> None:
+    def __init__(
+        self, stream_arn: str, *, control: KinesisVideoClient, media_client: Callable[[str], KinesisVideoMediaClient]
+    ) -> None:
         self.stream_arn = stream_arn
         self._control = control
         self._media_client = media_client
@@ -102,7 +109,8 @@ class MediaSource:
         except (BotoCoreError, Urllib3Error) as exc:
             raise MediaInterrupted(f"GetMedia unreachable ({type(exc).__name__})") from None
         body = answer["Payload"]
-        raw = body._raw_stream
+        # The urllib3 response under botocore's StreamingBody has read1; the stubs leave this attribute out.
+        raw = body._raw_stream  # type: ignore[attr-defined]
         try:
             while True:
                 data = raw.read1(READ_SIZE)

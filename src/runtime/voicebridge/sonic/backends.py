@@ -55,6 +55,8 @@ from voicebridge.sonic.request import SpeechRequest
 from voicebridge.sonic.stream import Chunk, SonicStreamDecoder, SonicStreamError, StreamError
 
 if TYPE_CHECKING:
+    from types_boto3_sagemaker_runtime.client import SageMakerRuntimeClient
+
     # The audio package needs numpy and soxr, which a prompt answered from the cache never loads.
     from voicebridge.audio.convert import SourceEncoding
 
@@ -98,7 +100,7 @@ class SageMakerBackend:
     pcm_names: tuple[str, ...] = ("pcm_s16le", "pcm")
     """Sonic 3.5's name, then Sonic 3's: the package behind the endpoint is not known until it answers."""
 
-    def __init__(self, endpoint_name: str, runtime: Any) -> None:
+    def __init__(self, endpoint_name: str, runtime: SageMakerRuntimeClient) -> None:
         """``runtime`` is a ``sagemaker-runtime`` client whose read timeout bounds a stall between two parts."""
         if not endpoint_name:
             raise ConfigurationError("SONIC_ENDPOINT_NAME is not set")

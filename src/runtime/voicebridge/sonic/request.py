@@ -24,7 +24,6 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from voicebridge.config import Settings
 from voicebridge.connect.events import is_unicode
 from voicebridge.errors import InvalidInput
 
@@ -39,6 +38,16 @@ VOLUME_RANGE = (0.5, 2.0)
 
 
 @dataclass(frozen=True, slots=True)
+class RequestSettings:
+    """What a speech request reads of the settings: its length limit and the defaults a flow may leave out (built
+    by :mod:`voicebridge.container`)."""
+
+    sonic_max_text_chars: int
+    sonic_default_voice: str
+    sonic_default_language: str
+
+
+@dataclass(frozen=True, slots=True)
 class SpeechRequest:
     """One prompt to synthesize: the text and every control that changes the audio."""
 
@@ -50,7 +59,7 @@ class SpeechRequest:
     emotion: str | None = None
 
     @classmethod
-    def from_parameters(cls, parameters: Mapping[str, Any], settings: Settings) -> SpeechRequest:
+    def from_parameters(cls, parameters: Mapping[str, Any], settings: RequestSettings) -> SpeechRequest:
         """Build from a Connect block's parameters (all strings), with defaults from ``settings``."""
         text = parameters.get("Text")
         if not isinstance(text, str) or not text.strip():

@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from voicebridge.config import Settings
 from voicebridge.errors import AudioFormatError, InvalidInput, ModelUnavailable, RetryableModelError, VoiceBridgeError
 from voicebridge.sonic.backends import OutputFormat, SonicBackend
 from voicebridge.sonic.request import SpeechRequest
@@ -47,12 +46,23 @@ from voicebridge.telemetry import NAMESPACE, logger
 
 if TYPE_CHECKING:
     from voicebridge.audio.convert import MulawConverter
+    from voicebridge.config import ResamplerName, SonicEncoding
 
 BACKOFF_BASE_S = 0.05
 BACKOFF_CAP_S = 0.8
 MIN_ATTEMPT_S = 0.4
 """Time an attempt needs to be worth starting: Sonic's first audio takes ~40–90 ms, a short prompt ~200 ms more."""
 STREAM_SECONDS_METRIC = "SonicStreamSeconds"
+
+
+@dataclass(frozen=True, slots=True)
+class SynthesisSettings:
+    """What the synthesizer reads of the settings (built by :mod:`voicebridge.container`)."""
+
+    sonic_encoding: SonicEncoding
+    sonic_sample_rate: int
+    sonic_resampler: ResamplerName
+    sonic_max_attempts: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +99,7 @@ Lookup = Future[StoredPrompt | None]
 class Synthesizer:
     """Turns :class:`SpeechRequest` into a stored :class:`Prompt`."""
 
-    def __init__(self, settings: Settings, backend: SonicBackend, store: PromptStore) -> None:
+    def __init__(self, settings: SynthesisSettings, backend: SonicBackend, store: PromptStore) -> None:
         self._settings = settings
         self._backend = backend
         self._store = store

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from voicebridge.errors import ConfigurationError, StorageError
+
+if TYPE_CHECKING:
+    from types_boto3_s3.client import S3Client
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +32,9 @@ class StoredPrompt:
 class PromptStore:
     """Prompts in ``bucket`` under ``prefix``, with a per-container index of keys known to exist."""
 
-    def __init__(self, bucket: str, s3: Any, *, region: str, prefix: str = "prompts/", index_size: int = 4096) -> None:
+    def __init__(
+        self, bucket: str, s3: S3Client, *, region: str, prefix: str = "prompts/", index_size: int = 4096
+    ) -> None:
         if not bucket:
             raise ConfigurationError("PROMPT_BUCKET is not set")
         self.bucket = bucket

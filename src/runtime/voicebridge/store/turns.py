@@ -24,13 +24,20 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from voicebridge.errors import ConfigurationError, StorageError, Superseded
+
+if TYPE_CHECKING:
+    from types_boto3_dynamodb.client import DynamoDBClient
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 CHECKPOINT = "checkpoint"
 CUSTOMER = "customer"
@@ -156,7 +163,7 @@ def turn_key(track: str, seq: int) -> str:
 class TurnStore:
     """Turns and checkpoints of every live contact, in one table."""
 
-    def __init__(self, table: str, dynamodb: Any, *, ttl_days: int = 7) -> None:
+    def __init__(self, table: str, dynamodb: DynamoDBClient, *, ttl_days: int = 7) -> None:
         if not table:
             raise ConfigurationError("TURN_TABLE is not set")
         self.table = table
@@ -194,7 +201,7 @@ class TurnStore:
         )
         try:
             self._call(
-                "put_item",
+                self._db.put_item,
                 TableName=self.table,
                 Item=self._checkpoint_item(fresh),
                 ConditionExpression="attribute_not_exists(TurnKey)",
@@ -213,7 +220,7 @@ class TurnStore:
             progress.next_seq = old.next_seq if old else 0
         try:
             self._call(
-                "put_item",
+                self._db.put_item,
                 TableName=self.table,
                 Item=self._checkpoint_item(fresh),
                 ConditionExpression="Generation = :g AND (#s = :stopped OR HeartbeatAt < :stale)",
@@ -232,7 +239,7 @@ class TurnStore:
     def call(self, operation: str, **kwargs: Any) -> Any:
         """One operation on the table, its failures as the product's errors (ConditionFailed for a failed
         condition): the other stores of this table (replies) use it."""
-        return self._call(operation, **kwargs)
+        return self._call(getattr(self._db, operation), **kwargs)
 
     def expires_at(self) -> int:
         """The TTL attribute's value for an item written now (epoch seconds)."""
@@ -246,7 +253,7 @@ class TurnStore:
         """Mark a claim stopped (its consumer could not be started), so the flow's next StartListening starts one."""
         with contextlib.suppress(ConditionFailed):
             self._call(
-                "update_item",
+                self._db.update_item,
                 TableName=self.table,
                 Key=_checkpoint_key(contact_id),
                 UpdateExpression="SET #s = :stopped, StopReason = :r, UpdatedAt = :now",
@@ -265,7 +272,7 @@ class TurnStore:
         now_ms = _now_ms()
         try:
             self._call(
-                "update_item",
+                self._db.update_item,
                 TableName=self.table,
                 Key=_checkpoint_key(checkpoint.contact_id),
                 UpdateExpression="SET HeartbeatAt = :now, #s = :state, StopReason = :r, UpdatedAt = :now",
@@ -283,7 +290,9 @@ class TurnStore:
         checkpoint.state, checkpoint.stop_reason, checkpoint.heartbeat_at_ms = state, reason, now_ms
 
     def load(self, contact_id: str) -> Checkpoint | None:
-        answer = self._call("get_item", TableName=self.table, Key=_checkpoint_key(contact_id), ConsistentRead=True)
+        answer = self._call(
+            self._db.get_item, TableName=self.table, Key=_checkpoint_key(contact_id), ConsistentRead=True
+        )
         item = answer.get("Item")
         if item is None:
             return None
@@ -310,7 +319,7 @@ class TurnStore:
             checkpoint.generation = new_generation
         try:
             self._call(
-                "put_item",
+                self._db.put_item,
                 TableName=self.table,
                 Item=self._checkpoint_item(checkpoint),
                 ConditionExpression="Generation = :g",
@@ -361,7 +370,7 @@ class TurnStore:
             item["LatencyMs"] = turn.latency_ms
         try:
             self._call(
-                "put_item",
+                self._db.put_item,
                 TableName=self.table,
                 Item=typed_item(item),
                 ConditionExpression="attribute_not_exists(TurnKey)",
@@ -376,7 +385,7 @@ class TurnStore:
             # No turn lies above the last key; a ten-digit lower bound would sort among the nine-digit keys.
             return []
         answer = self._call(
-            "query",
+            self._db.query,
             TableName=self.table,
             KeyConditionExpression="ContactId = :c AND TurnKey BETWEEN :lo AND :hi",
             ExpressionAttributeValues={
@@ -404,16 +413,18 @@ class TurnStore:
             )
         return turns
 
-    def _call(self, operation: str, **kwargs: Any) -> Any:
+    def _call(self, operation: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+        """One call of ``operation``, a method of the client (passed as itself, so the type checker knows its
+        parameters), its failures as the product's errors."""
         try:
-            return getattr(self._db, operation)(**kwargs)
+            return operation(*args, **kwargs)
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code", "")
             if code == "ConditionalCheckFailedException":
                 raise ConditionFailed from None
             if code == "ResourceNotFoundException":
                 raise ConfigurationError(f"turn table {self.table} does not exist") from None
-            raise StorageError(f"turn table {operation} failed ({code})") from None
+            raise StorageError(f"turn table {operation.__name__} failed ({code})") from None
         except BotoCoreError as exc:
             raise StorageError(f"turn table unreachable ({type(exc).__name__})") from None
 
