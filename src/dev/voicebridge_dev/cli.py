@@ -26,6 +26,13 @@ from typing import TYPE_CHECKING, Any, TextIO
 if TYPE_CHECKING:
     from voicebridge_dev.local.cloud import LocalCall
 
+_ENGINES = ("auto", "standin", "piper")
+
+
+def _choice(parser: argparse.ArgumentParser, flag: str, choices: tuple[str, ...], help: str | None = None) -> None:
+    """An option taking one of ``choices``; the first is the default."""
+    parser.add_argument(flag, choices=choices, default=choices[0], help=help)
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="voicebridge", description=__doc__.split("\n\n")[0])
@@ -35,12 +42,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     up = local.add_parser("up", help="run moto and the emulators in the foreground; Ctrl-C stops them")
     up.add_argument("--port-base", type=int, default=4566, help="moto on this port, emulators on the next ones")
     up.add_argument("--template", default="template.yaml")
-    up.add_argument("--engine", choices=("auto", "standin", "piper"), default="auto")
-    up.add_argument(
+    _choice(up, "--engine", _ENGINES)
+    _choice(
+        up,
         "--recogniser",
-        choices=("auto", "pocketsphinx", "none"),
-        default="auto",
-        help="the Ink emulator's recogniser for speech no registered transcript matches (auto: pocketsphinx when "
+        ("auto", "pocketsphinx", "none"),
+        "the Ink emulator's recogniser for speech no registered transcript matches (auto: pocketsphinx when "
         "installed, else stand-ins)",
     )
     up.add_argument("--sonic-ttfb-ms", type=float, default=40.0, help="emulated Sonic time to first byte")
@@ -71,8 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo = commands.add_parser("demo", help="the product end to end on the local cloud")
     demo.add_argument("--report", help="write a JSON report to this file")
     demo.add_argument("--out", default="out", help="folder for the files the demo writes")
-    demo.add_argument("--engine", choices=("auto", "standin", "piper"), default="auto")
-    demo.add_argument("--scenario", choices=("normal", "lex", "silence", "model-failure", "transfer"), default="normal")
+    _choice(demo, "--engine", _ENGINES)
+    _choice(demo, "--scenario", ("normal", "lex", "silence", "model-failure", "transfer"))
     demo.add_argument(
         "--calls",
         type=int,
@@ -92,18 +99,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo.add_argument(
         "--text", default=None, help="a sentence the caller says first (spoken by the local speech engine)"
     )
-    demo.add_argument(
+    _choice(
+        demo,
         "--recognition",
-        choices=("auto", "pocketsphinx", "registered"),
-        default="auto",
-        help="how the Ink emulator hears the caller: PocketSphinx (auto, when installed), or each clip's registered "
+        ("auto", "pocketsphinx", "registered"),
+        "how the Ink emulator hears the caller: PocketSphinx (auto, when installed), or each clip's registered "
         "transcript, the --text sentence included, so a scripted sentence is heard exactly and at once",
     )
-    demo.add_argument(
+    _choice(
+        demo,
         "--sonic-hosting",
-        choices=("sagemaker", "self-managed", "cartesia-api"),
-        default="sagemaker",
-        help="how the functions reach the Sonic emulator: its SageMaker endpoint, its container contract "
+        ("sagemaker", "self-managed", "cartesia-api"),
+        "how the functions reach the Sonic emulator: its SageMaker endpoint, its container contract "
         "(POST /invocations) or its Cartesia API",
     )
 
@@ -226,11 +233,13 @@ def _sonic_preflight(args: argparse.Namespace) -> int:
     from voicebridge_dev.sonic_preflight import report, sagemaker_checks, self_managed_checks
 
     session = boto3.session.Session(region_name=args.region)
+    # The service is named at run time, and boto3's typed overloads know services only by literal name.
+    make_client: Callable[..., Any] = session.client
     built: dict[str, Any] = {}
 
     def clients(service: str) -> Any:
         if service not in built:
-            built[service] = session.client(service)
+            built[service] = make_client(service)
         return built[service]
 
     if args.hosting == "sagemaker":

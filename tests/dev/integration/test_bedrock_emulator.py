@@ -10,7 +10,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import boto3
 import botocore.loaders
@@ -136,7 +136,7 @@ def refusal(emulator: BedrockEmulator, client: Any = None, **request: Any) -> di
     request.setdefault("messages", [user("hello")])
     with pytest.raises(ClientError) as caught:
         (client or runtime(emulator)).converse_stream(**{"modelId": emulator.model_id, **request})
-    return dict(caught.value.response["Error"])
+    return cast("dict[str, str]", caught.value.response["Error"]).copy()
 
 
 # --- the stream ---------------------------------------------------------------------------------------
@@ -469,7 +469,8 @@ def test_an_operation_it_does_not_emulate_is_unknown(emulator: BedrockEmulator) 
 
 
 def test_the_local_cloud_exports_reach_it_with_a_plain_client(cloud_env: LocalCloud) -> None:
-    client = boto3.client("bedrock-runtime", region_name=REGION, config=Config(retries={"total_max_attempts": 1}))
+    # The plain, untyped client a user would make: the emulator is checked against the wire, not the stubs.
+    client: Any = boto3.client("bedrock-runtime", region_name=REGION, config=Config(retries={"total_max_attempts": 1}))
     answer = client.converse_stream(modelId=os.environ["BEDROCK_MODEL_ID"], messages=[user("What's my balance?")])
     assert text_of(list(answer["stream"])) == BALANCE
     assert cloud_env.bedrock.invocations[-1].body["messages"] == [user("What's my balance?")]

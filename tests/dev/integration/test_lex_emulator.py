@@ -11,7 +11,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import boto3
 import pytest
@@ -93,7 +93,7 @@ def dialog(answer: Any) -> tuple[str, str | None, str | None]:
 def refusal(emulator: LexEmulator, text: str = "hello", client: Any = None, **request: Any) -> dict[str, str]:
     with pytest.raises(ClientError) as caught:
         say(emulator, text, client=client, **request)
-    return dict(caught.value.response["Error"])
+    return cast("dict[str, str]", caught.value.response["Error"]).copy()
 
 
 def control(emulator: LexEmulator, method: str, route: str, body: Any = None) -> tuple[int, Any]:

@@ -58,7 +58,8 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 def clients_with(quotas: Quotas) -> Any:
     def clients(service: str) -> Any:
-        return quotas.client if service == "service-quotas" else boto3.client(service, region_name=REGION)
+        make: Any = boto3.client
+        return quotas.client if service == "service-quotas" else make(service, region_name=REGION)
 
     return clients
 
@@ -274,7 +275,7 @@ def test_quotas_that_cannot_be_read_fail_with_the_reason(aws: None) -> None:
 def stubbed_quotas(aws: None, monkeypatch: pytest.MonkeyPatch) -> Quotas:
     """The command's own session, with Service Quotas answered by the stubber."""
     quotas = Quotas({"ec2": [quota(EC2_GPU_QUOTA, 64)]}, {})
-    build = boto3.session.Session.client
+    build: Any = boto3.session.Session.client
 
     def client(session: boto3.session.Session, service: str, *args: Any, **kwargs: Any) -> Any:
         return quotas.client if service == "service-quotas" else build(session, service, *args, **kwargs)

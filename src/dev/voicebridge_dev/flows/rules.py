@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 FLOW_LANGUAGE_VERSION = "2019-10-30"
 MAX_ACTIONS = 250
@@ -428,13 +428,6 @@ def _check_compare(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
     return [f"ComparisonValue must be a single JSONPath ($.…), not {value!r}"]
 
 
-def _check_loop(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
-    count = params.get("LoopCount")
-    if _skip(count, ctx) or _is_int_string(count, 0, 100):
-        return []
-    return [f"LoopCount must be a string holding an integer 0–100 (or one JSONPath), not {count!r}"]
-
-
 def _check_target_queue(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
     given = [k for k in ("QueueId", "AgentId") if k in params]
     if len(given) != 1:
@@ -598,6 +591,54 @@ def _participant(name: str) -> str:
     return _page(f"participant-actions-{name.lower()}")
 
 
+def _partly_pinned(
+    source: str, optional: Iterable[str], *, check: _Check = _check_nothing, errors: frozenset[str] = _NO_MATCH
+) -> ActionSpec:
+    """An action whose parameters and errors the reference gives only in part: all optional, other errors accepted."""
+    return ActionSpec(
+        source, optional=frozenset(optional), check=check, errors=errors, open_errors=True, note=_NOT_PINNED
+    )
+
+
+class _Conditions(TypedDict):
+    """The fields of an :class:`ActionSpec` that say how it branches on conditions."""
+
+    conditions: bool
+    operators: frozenset[str]
+    operands: frozenset[str] | None
+    required_operands: frozenset[str]
+
+
+def _equals(*operands: str, required: Iterable[str] | None = None) -> _Conditions:
+    """Conditions that compare with Equals against one of ``operands`` (none given: any), the flow having a branch
+    for each of ``required`` (by default, each of the operands)."""
+    return {
+        "conditions": True,
+        "operators": frozenset({"Equals"}),
+        "operands": frozenset(operands) if operands else None,
+        "required_operands": frozenset(operands if required is None else required),
+    }
+
+
+def _case(slug: str, *parameters: str, errors: Iterable[str] = (), open_errors: bool = False) -> ActionSpec:
+    """A Cases action: it takes the case's fields and may link the contact to the case, and fails when the contact
+    is not linked to one."""
+    return ActionSpec(
+        _page(slug),
+        optional=frozenset({"LinkContactToCase", *parameters, "CaseRequestFields"}),
+        errors=frozenset({*errors, "ContactNotLinked", CATCH_ALL_ERROR}),
+        open_errors=open_errors,
+    )
+
+
+_PROFILE_DATA = frozenset({"ProfileRequestData", "ProfileResponseData"})
+
+
+def _profile(name: str, errors: frozenset[str] = _NO_MATCH) -> ActionSpec:
+    """A Customer Profiles action: it takes the request and response data; the reference lists its errors in part."""
+    return ActionSpec(_interaction(name), optional=_PROFILE_DATA, errors=errors, open_errors=True)
+
+
 _SPECS: dict[str, ActionSpec] = {
     # --- participant actions ---------------------------------------------------------------------------------
     "ConnectParticipantWithLexBot": ActionSpec(
@@ -636,9 +677,7 @@ _SPECS: dict[str, ActionSpec] = {
         optional=frozenset({"InterruptFrequencySeconds"}),
         check=_check_messages,
         errors=_NO_MATCH,
-        conditions=True,
-        operators=frozenset({"Equals"}),
-        operands=frozenset({"MessagesInterrupted"}),
+        **_equals("MessagesInterrupted", required=()),
         next_action_optional=True,
         unavailable_in=frozenset({"inbound", "whisper", "transfer"}),
         note="loops until interrupted: exports omit NextAction",
@@ -675,10 +714,7 @@ _SPECS: dict[str, ActionSpec] = {
         _control("CheckHoursOfOperation"),
         optional=frozenset({"HoursOfOperationId"}),
         errors=_NO_MATCH,
-        conditions=True,
-        operators=frozenset({"Equals"}),
-        operands=frozenset({"True", "False"}),
-        required_operands=frozenset({"True", "False"}),
+        **_equals("True", "False"),
         unavailable_in=frozenset({"hold", "whisper"}),
     ),
     "CheckMetricData": ActionSpec(
@@ -693,9 +729,7 @@ _SPECS: dict[str, ActionSpec] = {
     "CheckOutboundCallStatus": ActionSpec(
         _control("CheckOutboundCallStatus"),
         errors=_NO_MATCH,
-        conditions=True,
-        operators=frozenset({"Equals"}),
-        operands=frozenset({"CallAnswered", "VoicemailBeep", "VoicemailNoBeep", "NotDetected"}),
+        **_equals("CallAnswered", "VoicemailBeep", "VoicemailNoBeep", "NotDetected", required=()),
         note="outbound campaigns only",
     ),
     "CheckVoiceId": ActionSpec(
@@ -732,11 +766,8 @@ _SPECS: dict[str, ActionSpec] = {
     "Loop": ActionSpec(
         _control("Loop"),
         required=frozenset({"LoopCount"}),
-        check=_check_loop,
-        conditions=True,
-        operators=frozenset({"Equals"}),
-        operands=frozenset({"ContinueLooping", "DoneLooping"}),
-        required_operands=frozenset({"ContinueLooping", "DoneLooping"}),
+        check=_int_string("LoopCount", 0, 100, dynamic=True),
+        **_equals("ContinueLooping", "DoneLooping"),
     ),
     "StartVoiceIdStream": ActionSpec(
         _control("StartVoiceIdStream"), errors=_NO_MATCH, unavailable_in=frozenset({"hold"})
@@ -772,9 +803,7 @@ _SPECS: dict[str, ActionSpec] = {
         optional=frozenset({"TimeLimitSeconds", "TimeoutSeconds", "Events", "ContinueExecution"}),
         check=_check_wait,
         errors=frozenset({"NoMatchingError", "ParticipantNotFound"}),
-        conditions=True,
-        operators=frozenset({"Equals"}),
-        required_operands=frozenset({"WaitCompleted"}),
+        **_equals(required=("WaitCompleted",)),
         note="the reference says TimeoutSeconds, exports TimeLimitSeconds: both accepted",
     ),
     # --- interactions ----------------------------------------------------------------------------------------
@@ -784,48 +813,25 @@ _SPECS: dict[str, ActionSpec] = {
         optional=frozenset({"ProfileResponseData"}),
         errors=_NO_MATCH,
     ),
-    "CreateCallbackContact": ActionSpec(
+    "CreateCallbackContact": _partly_pinned(
         _interaction("CreateCallbackContact"),
-        optional=frozenset(
-            {
-                "QueueId",
-                "AgentId",
-                "InitialCallDelaySeconds",
-                "MaximumConnectionAttempts",
-                "RetryDelaySeconds",
-                "ContactFlowId",
-                "CustomerCallbackNumber",
-            }
+        (
+            "QueueId",
+            "AgentId",
+            "InitialCallDelaySeconds",
+            "MaximumConnectionAttempts",
+            "RetryDelaySeconds",
+            "ContactFlowId",
+            "CustomerCallbackNumber",
         ),
         check=_at_most_one("QueueId", "AgentId"),
-        errors=_NO_MATCH,
-        open_errors=True,
-        note=_NOT_PINNED,
     ),
-    "CreateCustomerProfile": ActionSpec(
-        _interaction("CreateCustomerProfile"),
-        optional=frozenset({"ProfileRequestData", "ProfileResponseData"}),
-        errors=_NO_MATCH,
-        open_errors=True,
+    "CreateCustomerProfile": _profile("CreateCustomerProfile"),
+    "GetCalculatedAttributesForCustomerProfile": _profile("GetCalculatedAttributesForCustomerProfile"),
+    "GetCustomerProfile": _profile(
+        "GetCustomerProfile", frozenset({"MultipleFoundError", "NoneFoundError", "NoMatchingError"})
     ),
-    "GetCalculatedAttributesForCustomerProfile": ActionSpec(
-        _interaction("GetCalculatedAttributesForCustomerProfile"),
-        optional=frozenset({"ProfileRequestData", "ProfileResponseData"}),
-        errors=_NO_MATCH,
-        open_errors=True,
-    ),
-    "GetCustomerProfile": ActionSpec(
-        _interaction("GetCustomerProfile"),
-        optional=frozenset({"ProfileRequestData", "ProfileResponseData"}),
-        errors=frozenset({"MultipleFoundError", "NoneFoundError", "NoMatchingError"}),
-        open_errors=True,
-    ),
-    "GetCustomerProfileObject": ActionSpec(
-        _interaction("GetCustomerProfileObject"),
-        optional=frozenset({"ProfileRequestData", "ProfileResponseData"}),
-        errors=frozenset({"NoneFoundError", "NoMatchingError"}),
-        open_errors=True,
-    ),
+    "GetCustomerProfileObject": _profile("GetCustomerProfileObject", frozenset({"NoneFoundError", "NoMatchingError"})),
     "InvokeLambdaFunction": ActionSpec(
         _interaction("InvokeLambdaFunction"),
         required=frozenset({"LambdaFunctionARN", "InvocationTimeLimitSeconds"}),
@@ -834,44 +840,24 @@ _SPECS: dict[str, ActionSpec] = {
         errors=_NO_MATCH,
         note="LambdaFunctionARN may be static or dynamic ($.Attributes.X, $.FlowAttributes.X)",
     ),
-    "UpdateCustomerProfile": ActionSpec(
-        _interaction("UpdateCustomerProfile"),
-        optional=frozenset({"ProfileRequestData", "ProfileResponseData"}),
-        errors=_NO_MATCH,
-        open_errors=True,
-    ),
+    "UpdateCustomerProfile": _profile("UpdateCustomerProfile"),
     # --- contact actions -------------------------------------------------------------------------------------
-    "CompleteOutboundCall": ActionSpec(
-        _contact("CompleteOutboundCall"),
-        optional=frozenset({"CallerId", "VoiceConnector"}),
-        errors=_NO_MATCH,
-        open_errors=True,
-        note=_NOT_PINNED,
-    ),
-    "CreateCase": ActionSpec(
-        _page("createcase"),
-        optional=frozenset({"LinkContactToCase", "CaseTemplateId", "CaseRequestFields"}),
-        errors=frozenset({"ContactNotLinked", "NoMatchingError"}),
-    ),
-    "CreateTask": ActionSpec(
+    "CompleteOutboundCall": _partly_pinned(_contact("CompleteOutboundCall"), ("CallerId", "VoiceConnector")),
+    "CreateCase": _case("createcase", "CaseTemplateId"),
+    "CreateTask": _partly_pinned(
         _page("createtask"),
-        optional=frozenset(
-            {
-                "Name",
-                "Description",
-                "ContactFlowId",
-                "QuickConnectId",
-                "Attributes",
-                "References",
-                "ScheduledTime",
-                "TaskTemplateId",
-                "DelaySeconds",
-            }
+        (
+            "Name",
+            "Description",
+            "ContactFlowId",
+            "QuickConnectId",
+            "Attributes",
+            "References",
+            "ScheduledTime",
+            "TaskTemplateId",
+            "DelaySeconds",
         ),
         check=_string_map("Attributes"),
-        errors=_NO_MATCH,
-        open_errors=True,
-        note=_NOT_PINNED,
     ),
     "CreateWisdomSession": ActionSpec(
         _page("createwisdomsession"),
@@ -889,11 +875,8 @@ _SPECS: dict[str, ActionSpec] = {
     "EndFlowModuleExecution": ActionSpec(
         _page("endflowmoduleexecution"), optional=frozenset({"Result", "ResultData"}), terminal=True
     ),
-    "GetCase": ActionSpec(
-        _page("getcase"),
-        optional=frozenset({"LinkContactToCase", "GetLastUpdatedCase", "CaseResponseFields", "CaseRequestFields"}),
-        errors=frozenset({"MultipleFound", "NoneFound", "ContactNotLinked", "NoMatchingError"}),
-        open_errors=True,
+    "GetCase": _case(
+        "getcase", "GetLastUpdatedCase", "CaseResponseFields", errors=("MultipleFound", "NoneFound"), open_errors=True
     ),
     "InvokeFlowModule": ActionSpec(
         _page("flow-language-actions-invoke-flow-module"),
@@ -929,11 +912,7 @@ _SPECS: dict[str, ActionSpec] = {
         aliases=("UnTagContact",),
         note="the page spells it UnTagContact, the service UntagContact: both accepted",
     ),
-    "UpdateCase": ActionSpec(
-        _page("updatecase"),
-        optional=frozenset({"LinkContactToCase", "CaseId", "CaseRequestFields"}),
-        errors=frozenset({"ContactNotLinked", "NoMatchingError"}),
-    ),
+    "UpdateCase": _case("updatecase", "CaseId"),
     "UpdateContactAttributes": ActionSpec(
         _contact("UpdateContactAttributes"),
         required=frozenset({"Attributes"}),
@@ -979,12 +958,8 @@ _SPECS: dict[str, ActionSpec] = {
         errors=_NO_MATCH,
         note="EventHooksConfiguration is seen in exports, not in the reference",
     ),
-    "UpdateContactMediaProcessing": ActionSpec(
-        _contact("UpdateContactMediaProcessing"),
-        optional=frozenset({"ChatProcessorSettings"}),
-        errors=_NO_MATCH,
-        open_errors=True,
-        note=_NOT_PINNED,
+    "UpdateContactMediaProcessing": _partly_pinned(
+        _contact("UpdateContactMediaProcessing"), ("ChatProcessorSettings",)
     ),
     "UpdateContactMediaStreamingBehavior": ActionSpec(
         _contact("UpdateContactMediaStreamingBehavior"),
@@ -992,19 +967,16 @@ _SPECS: dict[str, ActionSpec] = {
         check=_check_streaming,
         errors=_NO_MATCH,
     ),
-    "UpdateContactRecordingAndAnalyticsBehavior": ActionSpec(
+    "UpdateContactRecordingAndAnalyticsBehavior": _partly_pinned(
         _contact("UpdateContactRecordingAndAnalyticsBehavior"),
-        optional=frozenset({"VoiceBehavior", "ChatBehavior", "EmailBehavior"}),
+        ("VoiceBehavior", "ChatBehavior", "EmailBehavior"),
         errors=frozenset({"NoMatchingError", "InFlightRedactionConfigurationFailed"}),
-        open_errors=True,
-        note=_NOT_PINNED,
     ),
-    "UpdateContactRecordingBehavior": ActionSpec(
+    "UpdateContactRecordingBehavior": _partly_pinned(
         _contact("UpdateContactRecordingBehavior"),
-        optional=frozenset({"RecordingBehavior", "AnalyticsBehavior", "IVRRecordingBehavior"}),
+        ("RecordingBehavior", "AnalyticsBehavior", "IVRRecordingBehavior"),
         check=_check_recording,
-        open_errors=True,
-        note=_NOT_PINNED,
+        errors=frozenset(),
     ),
     "ResumeContact": ActionSpec(_contact("ResumeContact"), errors=_NO_MATCH, open_errors=True),
     "UpdateContactRoutingBehavior": ActionSpec(
@@ -1028,12 +1000,8 @@ _SPECS: dict[str, ActionSpec] = {
         check=_one_of("TextToSpeechStyle", ("None", "Conversational", "Newscaster"), dynamic=True),
         note="the reference now asks for a NoMatchingError branch; older exports have none, so it is optional",
     ),
-    "UpdatePreviousContactParticipantState": ActionSpec(
-        _contact("UpdatePreviousContactParticipantState"),
-        optional=frozenset({"PreviousContactParticipantState"}),
-        errors=_NO_MATCH,
-        open_errors=True,
-        note=_NOT_PINNED,
+    "UpdatePreviousContactParticipantState": _partly_pinned(
+        _contact("UpdatePreviousContactParticipantState"), ("PreviousContactParticipantState",)
     ),
 }
 

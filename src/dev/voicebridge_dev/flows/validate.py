@@ -322,30 +322,27 @@ def _token_places(value: Any, key: str = "", free: bool = False) -> Iterator[tup
             yield from _token_places(item, key, free)
 
 
-def _other_tokens(text: str) -> list[str]:
-    """The ``%%X%%`` and ``{{x}}`` tokens in ``text``: ``${x}`` is ``Fn::Sub``'s, checked against the template."""
-    return [t for t in TEMPLATE_TOKEN.findall(text) if not t.startswith("${")]
+def _other_tokens(params: Mapping[str, Any], ctx: CheckContext, *, free: bool) -> Iterator[tuple[str, str]]:
+    """Each ``%%X%%`` and ``{{x}}`` token with its key, in free text or not (``${x}`` is ``Fn::Sub``'s, checked
+    against the template); none in a template, whose tokens are all filled before import."""
+    if ctx.templated:
+        return
+    for key, text, in_free_text in _token_places(params):
+        if in_free_text == free:
+            yield from ((key, t) for t in TEMPLATE_TOKEN.findall(text) if not t.startswith("${"))
 
 
 def _check_tokens(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
-    if ctx.templated:
-        return []
     return [
         f"leftover template token {token} in {key or 'Parameters'}: Connect cannot resolve it; fill it before importing"
-        for key, text, free in _token_places(params)
-        if not free
-        for token in _other_tokens(text)
+        for key, token in _other_tokens(params, ctx, free=False)
     ]
 
 
 def _token_warnings(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
-    if ctx.templated:
-        return []
     return [
         f"template token {token} in {key}: Connect says it as written unless it is filled before importing"
-        for key, text, free in _token_places(params)
-        if free
-        for token in _other_tokens(text)
+        for key, token in _other_tokens(params, ctx, free=True)
     ]
 
 

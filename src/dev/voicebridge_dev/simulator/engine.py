@@ -58,7 +58,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypedDict
 
 import boto3
 import numpy as np
@@ -109,6 +109,10 @@ from voicebridge_dev.simulator.records import CallRecords, read_records
 from voicebridge_dev.simulator.standins import ENDS, RECORDED, UNAVAILABLE, LocalContactCentre
 from voicebridge_dev.template import Resolver, load_template, local_physical_id
 
+if TYPE_CHECKING:
+    # typing has Unpack from Python 3.12 on; only the type checker reads it here.
+    from typing_extensions import Unpack
+
 __all__ = [
     "CHAIN_BUDGET_S",
     "Call",
@@ -129,6 +133,15 @@ _STREAM_DRAIN_S = 5.0
 
 
 # --- loading -----------------------------------------------------------------------------------------------
+
+
+class _LoadOptions(TypedDict, total=False):
+    """How :func:`load_flow_for_simulation` fills and checks a flow, besides its template."""
+
+    region: str
+    parameters: Mapping[str, str] | None
+    placeholders: Mapping[str, str] | None
+    templated: bool
 
 
 @dataclass(frozen=True)
@@ -475,8 +488,10 @@ def _client(service: str, env: Mapping[str, str], **config: Any) -> Any:
     endpoint = env.get(variable) or env.get("AWS_ENDPOINT_URL")
     if not endpoint:
         raise SimulatorError(f"{variable} is not set: the simulator runs on the local cloud")
+    # The service is named at run time, and boto3's typed overloads know services only by literal name.
+    make_client: Callable[..., Any] = boto3.client
     with _CLIENTS_LOCK:
-        return boto3.client(
+        return make_client(
             service,
             endpoint_url=endpoint,
             region_name=env.get("AWS_DEFAULT_REGION", "us-east-1"),
@@ -487,24 +502,11 @@ def _client(service: str, env: Mapping[str, str], **config: Any) -> Any:
 
 
 def flow_library(
-    folders: Sequence[str | Path],
-    template_path: str | Path,
-    *,
-    region: str = "us-east-1",
-    parameters: Mapping[str, str] | None = None,
-    placeholders: Mapping[str, str] | None = None,
-    templated: bool = False,
+    folders: Sequence[str | Path], template_path: str | Path, **options: Unpack[_LoadOptions]
 ) -> FlowLibrary:
-    """The flows of ``folders``, each loaded for simulation (:func:`load_flow_for_simulation`) when first reached."""
-    load = functools.partial(
-        load_flow_for_simulation,
-        template_path=template_path,
-        region=region,
-        parameters=parameters,
-        placeholders=placeholders,
-        templated=templated,
-    )
-    return FlowLibrary(folders, load)
+    """The flows of ``folders``, each loaded for simulation (:func:`load_flow_for_simulation`, with ``options``)
+    when first reached."""
+    return FlowLibrary(folders, functools.partial(load_flow_for_simulation, template_path=template_path, **options))
 
 
 def simulate_call(
@@ -541,9 +543,13 @@ def simulate_call(
     template's turn table (``TurnTable``, when it declares one) is read back into :attr:`CallResult.records`.
     """
     region = env.get("AWS_DEFAULT_REGION", "us-east-1")
-    loaded = load_flow_for_simulation(
-        flow_path, template_path, region=region, parameters=parameters, placeholders=placeholders, templated=templated
-    )
+    options: _LoadOptions = {
+        "region": region,
+        "parameters": parameters,
+        "placeholders": placeholders,
+        "templated": templated,
+    }
+    loaded = load_flow_for_simulation(flow_path, template_path, **options)
     # The flow enforces its own time limit; botocore must neither give up first nor retry behind its back.
     lambda_client = _client(
         "lambda",
@@ -555,18 +561,7 @@ def simulate_call(
     )
     s3 = _client("s3", env, retries={"total_max_attempts": 2})
     library = (
-        flows
-        if isinstance(flows, FlowLibrary)
-        else flow_library(
-            flows,
-            template_path,
-            region=region,
-            parameters=parameters,
-            placeholders=placeholders,
-            templated=templated,
-        )
-        if flows
-        else None
+        flows if isinstance(flows, FlowLibrary) else flow_library(flows, template_path, **options) if flows else None
     )
     # A Lex client only where a Lex block may be reached: making one costs every call of a load run its time.
     may_meet_lex = library is not None or any(

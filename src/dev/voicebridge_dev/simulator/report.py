@@ -47,7 +47,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from voicebridge_dev.simulator.engine import CHAIN_BUDGET_S, CallResult
+from voicebridge_dev.simulator.actions.lambda_ import CHAIN_BUDGET_S
+from voicebridge_dev.simulator.engine import CallResult
 from voicebridge_dev.simulator.events import (
     BOT,
     CALLER,
