@@ -34,7 +34,7 @@ import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Self
 
 import boto3
 import numpy as np
@@ -53,6 +53,7 @@ from voicebridge_dev.local.kvs import (
 )
 from voicebridge_dev.local.lambda_ import LambdaEmulator
 from voicebridge_dev.local.lex import LexEmulator
+from voicebridge_dev.local.service import LocalService
 from voicebridge_dev.local.sonic import SonicEmulator
 from voicebridge_dev.local.speech_engine import SpeechEngine
 from voicebridge_dev.template import load_template, local_physical_id
@@ -68,7 +69,7 @@ _ALREADY_THERE = {"BucketAlreadyOwnedByYou", "ResourceExistsException", "Resourc
 _MOTO_SERVICES = ("S3", "DYNAMODB", "SECRETS_MANAGER", "CLOUDWATCH", "LOGS", "STS")
 
 
-class LocalCloud:
+class LocalCloud(LocalService):
     """moto's server plus the project's emulators, with the template's resources created."""
 
     def __init__(
@@ -111,23 +112,17 @@ class LocalCloud:
         self.lambdas: LambdaEmulator | None = None
         self.moto_url = ""
 
-    def __enter__(self) -> LocalCloud:
-        self.start()
-        return self
+    def _emulators(self) -> tuple[LocalService, ...]:
+        """The emulators that need no other's URL, in the order they start."""
+        return (self.sonic, self.kvs, self.ink, self.bedrock, self.lex)
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def start(self) -> None:
+    def start(self) -> Self:
         self._moto = _moto_server(self._port_base)
         self._moto.start()
         host, port = self._moto.get_host_and_port()
         self.moto_url = f"http://{host}:{port}"
-        self.sonic.start()
-        self.kvs.start()
-        self.ink.start()
-        self.bedrock.start()
-        self.lex.start()
+        for emulator in self._emulators():
+            emulator.start()
         self.create_resources()
         self.lambdas = LambdaEmulator(
             self.template_path,
@@ -147,16 +142,14 @@ class LocalCloud:
             self.bedrock.url,
             self.lex.url,
         )
+        return self
 
     def stop(self) -> None:
         if self.lambdas is not None:
             self.lambdas.stop()
             self.lambdas = None
-        self.lex.stop()
-        self.bedrock.stop()
-        self.ink.stop()
-        self.kvs.stop()
-        self.sonic.stop()
+        for emulator in reversed(self._emulators()):
+            emulator.stop()
         if self._moto is not None:
             self._moto.stop()
             self._moto = None
@@ -187,7 +180,9 @@ class LocalCloud:
         return {"SonicEndpointName": self.endpoint_name}
 
     def client(self, service: str) -> Any:
-        return boto3.client(
+        # The service is named at run time, and boto3's typed overloads know services only by literal name.
+        make_client: Callable[..., Any] = boto3.client
+        return make_client(
             service,
             endpoint_url=self.moto_url,
             region_name=self.region,
@@ -234,18 +229,10 @@ def local_cloud_process(
     Measurements use this: the services then run on their own interpreter, as the real ones run on other machines,
     instead of competing with the code under test for this process's GIL. ``stderr`` takes the child's logs.
     """
-    command = [
-        sys.executable,
-        "-m",
-        "voicebridge_dev.cli",
-        "local",
-        "up",
-        "--port-base",
-        "0",
-        "--template",
-        str(template),
-    ]
-    child = subprocess.Popen([*command, *options], stdout=subprocess.PIPE, stderr=stderr, text=True)
+    command = [sys.executable, "-m", "voicebridge_dev.cli", "local", "up", "--port-base", "0"]
+    child = subprocess.Popen(
+        [*command, "--template", str(template), *options], stdout=subprocess.PIPE, stderr=stderr, text=True
+    )
     try:
         yield _exports_of(child, start_timeout_s)
     finally:
@@ -512,8 +499,6 @@ def _moto_server(port: int) -> Any:
     the last one winning. Requests on a path below the root (S3's, path-style) are served one at a time, each answer
     whole before the next; every other service moto serves here is a POST to ``/`` and is left concurrent.
     """
-    import threading
-
     from moto.moto_server.threaded_moto_server import ThreadedMotoServer
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
     from werkzeug.serving import make_server

@@ -21,7 +21,6 @@ Usage::
 from voicebridge_dev.local.ink.emulator import IDLE_TIMEOUT_S, InkEmulator
 from voicebridge_dev.local.ink.errors import (
     EmulatorNotRunningError,
-    FaultSpecError,
     InkEmulatorError,
     InvalidClipError,
     InvalidTurnSettingsError,
@@ -33,6 +32,7 @@ from voicebridge_dev.local.ink.recognisers import PocketsphinxRecogniser, Recogn
 from voicebridge_dev.local.ink.records import HandshakeRecord, InkSession, SentEvent, TurnRecord
 from voicebridge_dev.local.ink.server import MANUAL_PATH, TURNS_PATH
 from voicebridge_dev.local.ink.turns import END_DELAY_MS, TurnDetector, TurnSettings, TurnSignal
+from voicebridge_dev.local.service import FaultSpecError
 
 __all__ = [
     "END_DELAY_MS",

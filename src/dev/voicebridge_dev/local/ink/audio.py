@@ -7,8 +7,6 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["BYTES_PER_SAMPLE", "Samples", "as_s16le", "decode", "level_dbfs"]
-
 Samples = npt.NDArray[np.float32]
 
 BYTES_PER_SAMPLE: dict[str, int] = {

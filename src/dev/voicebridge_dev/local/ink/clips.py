@@ -10,8 +10,6 @@ from voicebridge_dev.local.ink.audio import decode
 from voicebridge_dev.local.ink.errors import InvalidClipError
 from voicebridge_dev.local.ink.turns import TurnSettings, voiced_span
 
-__all__ = ["ClipRegistry"]
-
 # A clip is known by a slice this long of its voiced middle (and of its head, for partial transcripts).
 _ANCHOR_MS = 200.0
 
@@ -43,6 +41,10 @@ class ClipRegistry:
         with self._lock:
             return len(self._clips)
 
+    def _snapshot(self) -> list[_Clip]:
+        with self._lock:
+            return list(self._clips)
+
     def register(self, pcm_s16le: bytes, transcript: str, sample_rate: int) -> None:
         pcm = pcm_s16le[: len(pcm_s16le) // 2 * 2]
         span = voiced_span(decode("pcm_s16le", pcm), self._settings, sample_rate)
@@ -66,18 +68,14 @@ class ClipRegistry:
     def final_transcript(self, region: bytes) -> str | None:
         """Transcripts of every clip whose middle lies in ``region``, in stream order."""
         found: list[tuple[int, str]] = []
-        with self._lock:
-            clips = list(self._clips)
-        for clip in clips:
+        for clip in self._snapshot():
             found.extend((at, clip.transcript) for at in _occurrences(region, clip.middle, clip.length))
         return " ".join(text for _, text in sorted(found)) if found else None
 
     def partial_transcript(self, region: bytes) -> str | None:
         """The words of each clip begun in ``region``, in proportion to how much of it has arrived."""
         found: list[tuple[int, str]] = []
-        with self._lock:
-            clips = list(self._clips)
-        for clip in clips:
+        for clip in self._snapshot():
             words = clip.transcript.split()
             for at in _occurrences(region, clip.head, clip.length):
                 arrived = len(region) - at

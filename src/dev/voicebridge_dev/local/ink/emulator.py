@@ -37,8 +37,6 @@ from voicebridge_dev.local.ink.server import MAX_RATE, MIN_RATE, InkServer
 from voicebridge_dev.local.ink.turns import TurnSettings
 from voicebridge_dev.local.service import ControlAnswer, ControlPlane, ServedEmulator
 
-__all__ = ["IDLE_TIMEOUT_S", "InkEmulator"]
-
 logger = logging.getLogger(__name__)
 
 IDLE_TIMEOUT_S = 20.0

@@ -2,19 +2,7 @@
 
 from __future__ import annotations
 
-from voicebridge_dev.local.service import ApiError, FaultSpecError
-
-__all__ = [
-    "ConnectionLost",
-    "EmulatorNotRunningError",
-    "EndSession",
-    "FaultSpecError",
-    "HandshakeRejected",
-    "InkEmulatorError",
-    "InvalidClipError",
-    "InvalidTurnSettingsError",
-    "RecogniserUnavailableError",
-]
+from voicebridge_dev.local.service import ApiError
 
 
 class InkEmulatorError(Exception):
@@ -35,10 +23,6 @@ class InvalidClipError(InkEmulatorError, ValueError):
 
 class InvalidTurnSettingsError(InkEmulatorError, ValueError):
     """Turn-detection settings outside the ranges the service accepts."""
-
-
-class ConnectionLost(Exception):
-    """The peer went away mid-write."""
 
 
 class EndSession(Exception):

@@ -13,9 +13,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-from voicebridge_dev.local.ink.errors import FaultSpecError
-
-__all__ = ["DropFault", "ErrorFault", "Fault", "RejectFault", "StallFault", "fault_from_json"]
+from voicebridge_dev.local.service import FaultSpecError
 
 
 class _FaultBase(BaseModel):

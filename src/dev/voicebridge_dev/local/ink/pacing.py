@@ -34,8 +34,6 @@ from __future__ import annotations
 import math
 from typing import Literal, get_args
 
-__all__ = ["REALTIME_MODES", "REALTIME_TOLERANCE_MS", "RealtimeBudget", "RealtimeMode", "check_realtime"]
-
 RealtimeMode = Literal["reject", "delay", "off"]
 REALTIME_MODES: tuple[RealtimeMode, ...] = get_args(RealtimeMode)
 REALTIME_TOLERANCE_MS = 500.0

@@ -10,8 +10,6 @@ import numpy as np
 
 from voicebridge_dev.local.ink.errors import RecogniserUnavailableError
 
-__all__ = ["PocketsphinxRecogniser", "Recogniser", "load_recogniser"]
-
 logger = logging.getLogger(__name__)
 
 

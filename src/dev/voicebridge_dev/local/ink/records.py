@@ -13,8 +13,6 @@ from typing import Any, Literal
 
 from voicebridge_dev.local.ink.audio import BYTES_PER_SAMPLE
 
-__all__ = ["HandshakeRecord", "InkSession", "SentEvent", "TurnRecord"]
-
 
 @dataclass(frozen=True)
 class SentEvent:

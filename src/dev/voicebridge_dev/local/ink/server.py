@@ -25,6 +25,7 @@ import logging
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from http import HTTPStatus
 from typing import Any, Literal, Protocol
 from urllib.parse import parse_qsl, urlsplit
 
@@ -32,15 +33,13 @@ from websockets.http11 import Request, Response
 from websockets.server import ServerProtocol
 
 from voicebridge_dev.local.ink.audio import BYTES_PER_SAMPLE
-from voicebridge_dev.local.ink.errors import ConnectionLost, EndSession, HandshakeRejected
+from voicebridge_dev.local.ink.errors import EndSession, HandshakeRejected
 from voicebridge_dev.local.ink.faults import RejectFault
 from voicebridge_dev.local.ink.records import HandshakeRecord, InkSession
 from voicebridge_dev.local.ink.sessions import ManualRunner, SessionHost, SessionRunner, TurnsRunner
 from voicebridge_dev.local.ink.turns import CLIENT_RANGES, TurnSettings
 from voicebridge_dev.local.ink.websocket import WebSocket
-from voicebridge_dev.local.service import CONTROL_PREFIX, ControlPlane, InFlight
-
-__all__ = ["MANUAL_PATH", "MAX_RATE", "MIN_RATE", "TURNS_PATH", "Backend", "InkServer"]
+from voicebridge_dev.local.service import CONTROL_PREFIX, ClientGone, ControlPlane, InFlight
 
 logger = logging.getLogger(__name__)
 
@@ -56,10 +55,9 @@ _MAX_WS_MESSAGE = 4 * 1024 * 1024
 class Backend(SessionHost, Protocol):
     """What the server needs of the emulator it serves (:class:`~.emulator.InkEmulator`)."""
 
-    @property
-    def in_flight(self) -> InFlight: ...
-    @property
-    def api_key(self) -> str | None: ...
+    in_flight: InFlight
+    api_key: str | None
+
     def note_handshake(self, record: HandshakeRecord) -> None: ...
     def note_session(self, session: InkSession) -> None: ...
     def take_reject(self) -> RejectFault | None: ...
@@ -90,9 +88,8 @@ def _parse_head(head: bytes) -> _HttpRequest | None:
 
 def _http_response(status: int, body: Mapping[str, Any] | list[Any]) -> bytes:
     payload = json.dumps(body).encode()
-    reason = {200: "OK", 201: "Created", 400: "Bad Request", 404: "Not Found"}[status]
     head = (
-        f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n"
+        f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\nContent-Type: application/json\r\n"
         f"Content-Length: {len(payload)}\r\nConnection: close\r\nServer: ink-emulator\r\n\r\n"
     )
     return head.encode() + payload
@@ -163,15 +160,8 @@ class InkServer:
                 await self._websocket(request, reader, writer)
             else:
                 writer.write(_http_response(404, {"message": f"no route for {request.target}"}))
-            with contextlib.suppress(ConnectionError, OSError):
-                await writer.drain()
-        except (
-            TimeoutError,
-            asyncio.IncompleteReadError,
-            asyncio.LimitOverrunError,
-            ConnectionError,
-            OSError,
-        ):
+            await writer.drain()
+        except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
             pass
 
     # ---- control plane
@@ -243,7 +233,7 @@ class InkServer:
         except Exception:
             logger.exception("Ink emulator: session %s failed", session.request_id)
             session.ended_by = "emulator_error"
-            with contextlib.suppress(ConnectionLost, EndSession):
+            with contextlib.suppress(ClientGone, EndSession):
                 await runner.emit_error(500, "Internal Server Error", "Ink emulator failure", "internal_error")
                 await socket.close(1011, "emulator failure")
         finally:

@@ -47,40 +47,34 @@ import collections
 import json
 import logging
 import math
+from http import HTTPStatus
 from typing import Any, NoReturn, Protocol
 
 from voicebridge_dev.local.ink.audio import BYTES_PER_SAMPLE, as_s16le, decode
 from voicebridge_dev.local.ink.clips import ClipRegistry
-from voicebridge_dev.local.ink.errors import ConnectionLost, EndSession
+from voicebridge_dev.local.ink.errors import EndSession
 from voicebridge_dev.local.ink.faults import DropFault, ErrorFault, StallFault
 from voicebridge_dev.local.ink.pacing import RealtimeBudget, RealtimeMode
 from voicebridge_dev.local.ink.recognisers import Recogniser
 from voicebridge_dev.local.ink.records import InkSession, SentEvent, TurnRecord
 from voicebridge_dev.local.ink.turns import CLIENT_RANGES, TurnDetector, TurnSettings, TurnSignal, voiced_span
 from voicebridge_dev.local.ink.websocket import WebSocket
-
-__all__ = ["ManualRunner", "SessionHost", "SessionRunner", "TurnsRunner"]
+from voicebridge_dev.local.service import ClientGone
 
 logger = logging.getLogger(__name__)
 
 
 class SessionHost(Protocol):
-    """What a session needs of the emulator it runs in (:class:`~.emulator.InkEmulator`)."""
+    """What a session needs of the emulator it runs in (:class:`~.emulator.InkEmulator`); it only reads them."""
 
-    @property
-    def recogniser(self) -> Recogniser | None: ...
-    @property
-    def clips(self) -> ClipRegistry: ...
-    @property
-    def turn_settings(self) -> TurnSettings: ...
-    @property
-    def idle_timeout_s(self) -> float: ...
-    @property
-    def update_interval_ms(self) -> float: ...
-    @property
-    def realtime(self) -> RealtimeMode: ...
-    @property
-    def realtime_tolerance_ms(self) -> float: ...
+    recogniser: Recogniser | None
+    clips: ClipRegistry
+    turn_settings: TurnSettings
+    idle_timeout_s: float
+    update_interval_ms: float
+    realtime: RealtimeMode
+    realtime_tolerance_ms: float
+
     def take_faults(self, session: InkSession, turn_ends: int) -> list[DropFault | ErrorFault | StallFault]: ...
 
 
@@ -107,8 +101,6 @@ class SessionRunner:
         self._turn_ends = 0
         self._transcripts: dict[tuple[int, int], str] = {}
         self._idle_timeout_s = emulator.idle_timeout_s
-        self._realtime_mode = emulator.realtime
-        self._realtime_tolerance_ms = emulator.realtime_tolerance_ms
         # Messages received and not yet handled, oldest first; only a delay-mode backlog keeps any here.
         self._pending: collections.deque[bytes | str] = collections.deque()
         self._arrived = 0
@@ -117,8 +109,8 @@ class SessionRunner:
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
         budget = RealtimeBudget(
-            self._realtime_mode,
-            self._realtime_tolerance_ms,
+            self.emulator.realtime,
+            self.emulator.realtime_tolerance_ms,
             bytes_per_second=self.session.sample_rate * self._width,
             opened_at=loop.time(),
         )
@@ -131,22 +123,20 @@ class SessionRunner:
                 except TimeoutError:
                     if not self._pending and loop.time() >= self._active_at + self._idle_timeout_s:
                         await self._fail_idle()
-                    await self._drain(budget)
-                    await self._release_held()
-                    continue
-                if message is None:
-                    raise EndSession("client_closed" if self.socket.peer_closed else "connection_lost")
-                self._active_at = loop.time()
-                if isinstance(message, bytes):
-                    self._arrived += len(message)
-                    if not budget.admits(self._arrived, loop.time()):
-                        await self._fail_realtime(budget)
-                self._pending.append(message)
+                else:
+                    if message is None:
+                        raise EndSession("client_closed" if self.socket.peer_closed else "connection_lost")
+                    self._active_at = loop.time()
+                    if isinstance(message, bytes):
+                        self._arrived += len(message)
+                        if not budget.admits(self._arrived, loop.time()):
+                            await self._fail_realtime(budget)
+                    self._pending.append(message)
                 await self._drain(budget)
                 await self._release_held()
         except EndSession as end:
             self.session.ended_by = end.reason
-        except ConnectionLost:
+        except ClientGone:
             self.session.ended_by = "connection_lost"
         finally:
             self.on_end()
@@ -221,11 +211,13 @@ class SessionRunner:
         }
         await self.emit(payload)
 
-    async def fail(self, status_code: int, title: str, message: str, error_code: str, ended_by: str) -> NoReturn:
-        """End the session for a client's mistake: the error event, then the socket closes."""
+    async def fail(self, message: str, error_code: str, ended_by: str | None = None, status: int = 400) -> NoReturn:
+        """End the session for a client's mistake: the error event, titled with the status's HTTP phrase, then the
+        socket closes; ``ended_by`` is the ``error_code`` unless given."""
         logger.info("Ink emulator: session %s: %s", self.session.request_id, message)
-        await self.emit_error(status_code, title, message, error_code)
-        await self.finish(_CLIENT_ERROR_CLOSE, title, ended_by)
+        title = HTTPStatus(status).phrase
+        await self.emit_error(status, title, message, error_code)
+        await self.finish(_CLIENT_ERROR_CLOSE, title, ended_by or error_code)
 
     async def _release_held(self) -> None:
         if self._held and asyncio.get_running_loop().time() >= self._stall_until:
@@ -251,12 +243,11 @@ class SessionRunner:
     async def _fail_realtime(self, budget: RealtimeBudget) -> NoReturn:
         ahead_ms = budget.ahead_ms(self._arrived, asyncio.get_running_loop().time())
         await self.fail(
-            429,
-            "Too Many Requests",
             f"Audio arrived {ahead_ms:.0f} ms ahead of real time (allowed: {budget.tolerance_ms:g} ms); realtime "
             "endpoints accept one second of audio per second (Ink emulator).",
             "audio_faster_than_realtime",
             "realtime_exceeded",
+            429,
         )
 
     # ---- faults
@@ -416,19 +407,17 @@ class TurnsRunner(SessionRunner):
         elif kind == "config":
             await self._configure(command.get("turn") or {})
         else:
-            await self.fail(400, "Bad Request", f"Unknown command: {text[:200]}", "invalid_command", "invalid_command")
+            await self.fail(f"Unknown command: {text[:200]}", "invalid_command")
 
     async def _configure(self, turn: Any) -> None:
         allowed = set(CLIENT_RANGES)
         if not isinstance(turn, dict) or not set(turn) <= allowed:
-            await self.fail(
-                400, "Bad Request", f"config.turn accepts {sorted(allowed)}", "invalid_config", "invalid_config"
-            )
+            await self.fail(f"config.turn accepts {sorted(allowed)}", "invalid_config")
         try:
             values = {name: float(value) for name, value in turn.items() if value is not None}
             self.detector.settings = self.detector.settings.with_client_values(values)
         except (TypeError, ValueError) as exc:
-            await self.fail(400, "Bad Request", str(exc), "invalid_config", "invalid_config")
+            await self.fail(str(exc), "invalid_config")
 
 
 class ManualRunner(SessionRunner):
@@ -449,9 +438,7 @@ class ManualRunner(SessionRunner):
             await self.emit({"type": "done"})
             await self.finish(1000, "", "close_command")
         else:
-            await self.fail(
-                400, "Bad Request", f"Unknown command: {command[:200]}", "invalid_command", "invalid_command"
-            )
+            await self.fail(f"Unknown command: {command[:200]}", "invalid_command")
 
     async def _finalize(self) -> None:
         start = self._segment_start

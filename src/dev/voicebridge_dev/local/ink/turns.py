@@ -32,16 +32,6 @@ import numpy as np
 from voicebridge_dev.local.ink.audio import Samples, level_dbfs
 from voicebridge_dev.local.ink.errors import InvalidTurnSettingsError
 
-__all__ = [
-    "CLIENT_RANGES",
-    "END_DELAY_MS",
-    "END_TIMEOUT_MS",
-    "TurnDetector",
-    "TurnSettings",
-    "TurnSignal",
-    "voiced_span",
-]
-
 CLIENT_RANGES: dict[str, tuple[float, float]] = {
     "start_threshold": (0.5, 0.9),
     "eager_end_threshold": (0.3, 0.6),
@@ -50,6 +40,13 @@ CLIENT_RANGES: dict[str, tuple[float, float]] = {
 }
 END_TIMEOUT_MS = 5600.0
 END_DELAY_MS = 700.0
+
+
+def _check_range(name: str, value: float, limits: str | None = None) -> None:
+    """InvalidTurnSettingsError unless ``value`` lies within the client range of ``limits`` (by default ``name``)."""
+    low, high = CLIENT_RANGES[limits or name]
+    if not low <= value <= high:
+        raise InvalidTurnSettingsError(f"{name} must be within [{low:g}, {high:g}], got {value:g}")
 
 
 @dataclass(frozen=True)
@@ -82,12 +79,8 @@ class TurnSettings:
             raise InvalidTurnSettingsError("eager_end_threshold must lie within (0, 1)")
         if self.start_ramp_ms <= 0 or self.frame_ms <= 0:
             raise InvalidTurnSettingsError("durations must be positive")
-        low, high = CLIENT_RANGES["end_timeout_ms"]
         for name in ("end_timeout_ms", "end_delay_ms"):
-            if not low <= getattr(self, name) <= high:
-                raise InvalidTurnSettingsError(
-                    f"{name} must be within [{low:g}, {high:g}], got {getattr(self, name):g}"
-                )
+            _check_range(name, getattr(self, name), "end_timeout_ms")
         if self.silence_dbfs > self.voiced_dbfs:
             raise InvalidTurnSettingsError("silence_dbfs must not exceed voiced_dbfs")
 
@@ -99,9 +92,7 @@ class TurnSettings:
     def with_client_values(self, values: Mapping[str, float]) -> TurnSettings:
         """These settings as updated by a client (query or config command), within the service's ranges."""
         for name, value in values.items():
-            low, high = CLIENT_RANGES[name]
-            if not low <= value <= high:
-                raise InvalidTurnSettingsError(f"{name} must be within [{low:g}, {high:g}], got {value:g}")
+            _check_range(name, value)
         updated = replace(self, **values)
         if not updated.end_threshold < updated.eager_end_threshold < updated.start_threshold:
             raise InvalidTurnSettingsError("eager_end_threshold must stay between end_threshold and start_threshold")

@@ -17,9 +17,7 @@ from websockets.frames import Frame, Opcode
 from websockets.protocol import State
 from websockets.server import ServerProtocol
 
-from voicebridge_dev.local.ink.errors import ConnectionLost
-
-__all__ = ["WebSocket"]
+from voicebridge_dev.local.service import ClientGone
 
 _CLOSE_GRACE_S = 2.0
 
@@ -55,7 +53,7 @@ class WebSocket:
         try:
             await self._writer.drain()
         except (ConnectionError, OSError) as exc:
-            raise ConnectionLost(str(exc)) from exc
+            raise ClientGone(str(exc)) from exc
 
     async def receive(self, deadline: float) -> str | bytes | None:
         """The next message, or None once the peer has closed; TimeoutError at ``deadline`` (loop time)."""
@@ -75,7 +73,7 @@ class WebSocket:
                 for event in self._protocol.events_received():
                     if isinstance(event, Frame):
                         self._on_frame(event)
-                with contextlib.suppress(ConnectionLost):
+                with contextlib.suppress(ClientGone):
                     await self.flush()
             return self._messages.popleft()
 
@@ -108,7 +106,7 @@ class WebSocket:
         """Close handshake initiated by the emulator, then the TCP connection."""
         if self.open:
             self._protocol.send_close(code, reason)
-            with contextlib.suppress(ConnectionLost):
+            with contextlib.suppress(ClientGone):
                 await self.flush()
             loop = asyncio.get_running_loop()
             with contextlib.suppress(TimeoutError):

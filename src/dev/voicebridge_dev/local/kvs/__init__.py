@@ -20,7 +20,6 @@ sources are silent or disagree the module that implements it says so and the cho
 from voicebridge_dev.local.kvs.emulator import EMULATED_ACCOUNT_ID, KvsEmulator
 from voicebridge_dev.local.kvs.errors import (
     ContactStateError,
-    FaultSpecError,
     KvsEmulatorError,
     StreamExistsError,
     StreamNotFoundError,
@@ -30,6 +29,7 @@ from voicebridge_dev.local.kvs.faults import Fault, FaultKind
 from voicebridge_dev.local.kvs.fragments import FragmentNumberSelector
 from voicebridge_dev.local.kvs.matroska import AGENT_TRACK, CODEC_AAC, CODEC_PCM, CUSTOMER_TRACK
 from voicebridge_dev.local.kvs.streams import EMULATED_INSTANCE_ID, ContactStart, EmulatedStream, Settings
+from voicebridge_dev.local.service import FaultSpecError
 
 __all__ = [
     "AGENT_TRACK",

@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import dataclasses
 import logging
-import math
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -24,21 +23,11 @@ from typing import Any, ClassVar
 
 from voicebridge_dev.local.kvs.errors import KvsEmulatorError, StreamExistsError, StreamNotFoundError
 from voicebridge_dev.local.kvs.faults import Fault
-from voicebridge_dev.local.kvs.fragments import FRAGMENT_NUMBER_SELECTORS, FragmentNumbers, FragmentNumberSelector
+from voicebridge_dev.local.kvs.fragments import FragmentNumbers, FragmentNumberSelector
 from voicebridge_dev.local.kvs.matroska import AGENT_TRACK, CODEC_AAC, CUSTOMER_TRACK
-from voicebridge_dev.local.kvs.server import Handler, json_object
+from voicebridge_dev.local.kvs.server import Handler, json_object, resolve_stream
 from voicebridge_dev.local.kvs.streams import EMULATED_INSTANCE_ID, STREAM_NAME, EmulatedStream, Settings, epoch_ms
 from voicebridge_dev.local.service import ApiError, ControlAnswer, ControlPlane, EmulatorServer, ServedEmulator
-
-__all__ = [
-    "BLOCKS_PER_FRAGMENT",
-    "CONTACT_GAP_MS",
-    "EMULATED_ACCOUNT_ID",
-    "GET_MEDIA_CALLS_PER_SECOND",
-    "GET_MEDIA_CONNECTIONS",
-    "IDLE_CLOSE_SECONDS",
-    "KvsEmulator",
-]
 
 logger = logging.getLogger(__name__)
 
@@ -90,25 +79,17 @@ class KvsEmulator(ServedEmulator[Fault]):
         max_get_media_connections: int = GET_MEDIA_CONNECTIONS,
         max_get_media_calls_per_second: int = GET_MEDIA_CALLS_PER_SECOND,
     ) -> None:
-        if pace < 0 or not math.isfinite(pace):
-            raise ValueError(f"pace must be a finite number >= 0, got {pace}")
-        if blocks_per_fragment < 1:
-            raise ValueError("a fragment holds at least one block")
-        if contact_gap_ms < 0:
-            raise ValueError(f"contact_gap_ms must not be negative, got {contact_gap_ms}")
         super().__init__(host, port)
         self.region = region
-        self._settings = _checked(
-            Settings(
-                pace=pace,
-                codec_id=codec_id,
-                blocks_per_fragment=blocks_per_fragment,
-                contact_gap_ms=contact_gap_ms,
-                fragment_number_selector=fragment_number_selector,
-                idle_close_seconds=idle_close_seconds,
-                max_get_media_connections=max_get_media_connections,
-                max_get_media_calls_per_second=max_get_media_calls_per_second,
-            )
+        self._settings = Settings(
+            pace=pace,
+            codec_id=codec_id,
+            blocks_per_fragment=blocks_per_fragment,
+            contact_gap_ms=contact_gap_ms,
+            fragment_number_selector=fragment_number_selector,
+            idle_close_seconds=idle_close_seconds,
+            max_get_media_connections=max_get_media_connections,
+            max_get_media_calls_per_second=max_get_media_calls_per_second,
         )
         self._numbers = FragmentNumbers()
         self._lock = threading.Lock()
@@ -130,10 +111,6 @@ class KvsEmulator(ServedEmulator[Fault]):
         return KvsEmulatorError("the KVS emulator is not running")
 
     @property
-    def pace(self) -> float:
-        return self._settings.pace
-
-    @property
     def settings(self) -> Settings:
         """The settings the next GetMedia call reads."""
         return self._settings
@@ -149,7 +126,7 @@ class KvsEmulator(ServedEmulator[Fault]):
         if unknown:
             raise ValueError(f"unknown settings {sorted(unknown)}; the emulator's are {list(_RUNTIME_SETTINGS)}")
         with self._lock:
-            self._settings = _checked(dataclasses.replace(self._settings, **changes))
+            self._settings = dataclasses.replace(self._settings, **changes)
             settings = self._settings
         logger.info("KVS emulator: settings changed: %s", changes)
         return settings
@@ -157,14 +134,6 @@ class KvsEmulator(ServedEmulator[Fault]):
     def runtime_settings(self) -> dict[str, Any]:
         """The settings :meth:`configure` can change, by name."""
         return {name: getattr(self._settings, name) for name in _RUNTIME_SETTINGS}
-
-    def configure_from_json(self, body: Mapping[str, Any]) -> Settings:
-        """:meth:`configure` from a control-plane body, each value read as its setting's type."""
-        try:
-            changes = {name: _RUNTIME_SETTINGS.get(name, str)(value) for name, value in body.items()}
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"bad settings: {exc}") from exc
-        return self.configure(**changes)
 
     def wait_idle(self, timeout: float) -> bool:
         """Wait until no GetMedia response is open and no contact is live; False on timeout."""
@@ -210,20 +179,6 @@ class KvsEmulator(ServedEmulator[Fault]):
         self.inject(fault)
 
 
-def _checked(settings: Settings) -> Settings:
-    """``settings`` once every value is in range; ValueError otherwise."""
-    if settings.fragment_number_selector not in FRAGMENT_NUMBER_SELECTORS:
-        raise ValueError(
-            f"fragment_number_selector must be one of {FRAGMENT_NUMBER_SELECTORS}, "
-            f"got {settings.fragment_number_selector!r}"
-        )
-    if settings.idle_close_seconds <= 0 or not math.isfinite(settings.idle_close_seconds):
-        raise ValueError(f"idle_close_seconds must be a positive number, got {settings.idle_close_seconds}")
-    if settings.max_get_media_connections < 1 or settings.max_get_media_calls_per_second < 1:
-        raise ValueError("GetMedia's limits allow at least one call and one connection")
-    return settings
-
-
 def control_plane(emulator: KvsEmulator) -> ControlPlane:
     """The ``/_emulator/...`` routes: faults and the streams' figures."""
 
@@ -247,41 +202,47 @@ def control_plane(emulator: KvsEmulator) -> ControlPlane:
     def streams(_: bytes) -> ControlAnswer:
         return ControlAnswer(HTTPStatus.OK, {"Streams": [stream.stats() for stream in emulator.streams]})
 
+    def config(_: bytes) -> ControlAnswer:
+        return ControlAnswer(HTTPStatus.OK, {"Config": emulator.runtime_settings()})
+
+    def configure(raw: bytes) -> ControlAnswer:
+        """:meth:`KvsEmulator.configure` from the body, each value read as its setting's type."""
+        try:
+            changes = {name: _RUNTIME_SETTINGS.get(name, str)(value) for name, value in json_object(raw).items()}
+        except ApiError as exc:
+            raise ValueError(exc.message) from None
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"bad settings: {exc}") from exc
+        emulator.configure(**changes)
+        return config(raw)
+
     control = ControlPlane(refusal=refused)
     control.route("POST", "faults", inject)
     control.route("DELETE", "faults", clear)
     control.route("GET", "streams", streams)
-    _add_config_routes(control, emulator)
+    control.route("POST", "config", configure)
+    control.route("GET", "config", config)
     _add_contact_routes(control, emulator)
     return control
-
-
-def _add_config_routes(control: ControlPlane, emulator: KvsEmulator) -> None:
-    """``/_emulator/config``: the settings a GetMedia call reads (:meth:`KvsEmulator.configure`)."""
-
-    def configure(raw: bytes) -> ControlAnswer:
-        try:
-            changes = json_object(raw)
-        except ApiError as exc:
-            raise ValueError(exc.message) from None
-        emulator.configure_from_json(changes)
-        return ControlAnswer(HTTPStatus.OK, {"Config": emulator.runtime_settings()})
-
-    control.route("POST", "config", configure)
-    control.route("GET", "config", lambda _: ControlAnswer(HTTPStatus.OK, {"Config": emulator.runtime_settings()}))
 
 
 def _add_contact_routes(control: ControlPlane, emulator: KvsEmulator) -> None:
     """``/_emulator/contacts...``: begin a contact on a stream, queue its audio, end it."""
 
-    def stream_in(body: Mapping[str, Any]) -> EmulatedStream:
-        named = body.get("StreamARN", body.get("StreamName"))
-        if not isinstance(named, str) or not named:
-            raise ValueError("StreamName or StreamARN is required")
-        try:
-            return emulator.stream(named)
-        except StreamNotFoundError:
-            raise ApiError(404, "ResourceNotFoundException", f"The stream {named} does not exist.") from None
+    def on_stream(
+        act: Callable[[EmulatedStream, Mapping[str, Any]], ControlAnswer],
+    ) -> Callable[[bytes], ControlAnswer]:
+        """The route that ``act``s on the stream its body names; the stream's refusal refuses the request."""
+
+        def action(raw: bytes) -> ControlAnswer:
+            body = json_object(raw)
+            stream = resolve_stream(emulator, body)
+            try:
+                return act(stream, body)
+            except KvsEmulatorError as exc:
+                raise ValueError(str(exc)) from None
+
+        return action
 
     def pcm(body: Mapping[str, Any], track: str) -> bytes:
         encoded = body.get(track, "")
@@ -289,16 +250,11 @@ def _add_contact_routes(control: ControlPlane, emulator: KvsEmulator) -> None:
             raise ValueError(f"{track} must be base64 text")
         return base64.b64decode(encoded, validate=True)
 
-    def begin(raw: bytes) -> ControlAnswer:
-        body = json_object(raw)
-        stream = stream_in(body)
+    def begin(stream: EmulatedStream, body: Mapping[str, Any]) -> ControlAnswer:
         contact_id, instance_id = body.get("ContactId"), body.get("InstanceId", EMULATED_INSTANCE_ID)
         if not isinstance(contact_id, str) or not contact_id or not isinstance(instance_id, str):
             raise ValueError("ContactId (and InstanceId, when given) must be non-empty text")
-        try:
-            start = stream.begin_contact(contact_id, instance_id)
-        except KvsEmulatorError as exc:
-            raise ValueError(str(exc)) from None
+        start = stream.begin_contact(contact_id, instance_id)
         answer = {
             "StreamARN": stream.arn,
             "ContactId": contact_id,
@@ -307,26 +263,17 @@ def _add_contact_routes(control: ControlPlane, emulator: KvsEmulator) -> None:
         }
         return ControlAnswer(HTTPStatus.CREATED, answer)
 
-    def audio(raw: bytes) -> ControlAnswer:
-        body = json_object(raw)
-        stream = stream_in(body)
-        try:
-            stream.append_tracks(customer=pcm(body, CUSTOMER_TRACK), agent=pcm(body, AGENT_TRACK))
-        except KvsEmulatorError as exc:
-            raise ValueError(str(exc)) from None
+    def audio(stream: EmulatedStream, body: Mapping[str, Any]) -> ControlAnswer:
+        stream.append_tracks(customer=pcm(body, CUSTOMER_TRACK), agent=pcm(body, AGENT_TRACK))
         return ControlAnswer(HTTPStatus.OK, stream.stats())
 
-    def end(raw: bytes) -> ControlAnswer:
-        body = json_object(raw)
-        stream, drain = stream_in(body), body.get("Drain", True)
+    def end(stream: EmulatedStream, body: Mapping[str, Any]) -> ControlAnswer:
+        drain = body.get("Drain", True)
         if not isinstance(drain, bool):
             raise ValueError("Drain must be true or false")
-        try:
-            stream.end_contact(drain=drain)
-        except KvsEmulatorError as exc:
-            raise ValueError(str(exc)) from None
+        stream.end_contact(drain=drain)
         return ControlAnswer(HTTPStatus.OK, stream.stats())
 
-    control.route("POST", "contacts", begin)
-    control.route("POST", "contacts/audio", audio)
-    control.route("POST", "contacts/end", end)
+    control.route("POST", "contacts", on_stream(begin))
+    control.route("POST", "contacts/audio", on_stream(audio))
+    control.route("POST", "contacts/end", on_stream(end))

@@ -3,20 +3,6 @@ answers a client with is the shared :class:`~voicebridge_dev.local.service.ApiEr
 
 from __future__ import annotations
 
-from voicebridge_dev.local.service import FaultSpecError
-
-__all__ = [
-    "ERROR_FRAGMENT_NOT_FOUND",
-    "ERROR_INTERNAL",
-    "ConnectionLost",
-    "ContactStateError",
-    "FaultSpecError",
-    "KvsEmulatorError",
-    "StreamExistsError",
-    "StreamNotFoundError",
-    "UnplayableAudioError",
-]
-
 ERROR_FRAGMENT_NOT_FOUND = 4000
 ERROR_INTERNAL = 5000
 

@@ -17,10 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from voicebridge_dev.local.kvs.errors import ERROR_INTERNAL, FaultSpecError
-from voicebridge_dev.local.service import Counted
-
-__all__ = ["Fault", "FaultKind"]
+from voicebridge_dev.local.kvs.errors import ERROR_INTERNAL
+from voicebridge_dev.local.service import Counted, FaultSpecError
 
 FaultKind = Literal["cut", "stall", "error_tag", "throttle"]
 

@@ -50,8 +50,6 @@ from typing import Any, Literal, get_args
 from voicebridge_dev.local.kvs.matroska import FragmentInfo, FragmentWriter
 from voicebridge_dev.local.service import ApiError
 
-__all__ = ["FRAGMENT_NUMBER_SELECTORS", "Fragment", "FragmentNumberSelector", "FragmentNumbers", "start_index"]
-
 FragmentNumberSelector = Literal["exclusive", "inclusive"]
 FRAGMENT_NUMBER_SELECTORS: tuple[FragmentNumberSelector, ...] = get_args(FragmentNumberSelector)
 

@@ -53,24 +53,6 @@ import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-__all__ = [
-    "AGENT_TRACK",
-    "BLOCK_BYTES",
-    "BLOCK_MS",
-    "CODEC_AAC",
-    "CODEC_PCM",
-    "CUSTOMER_TRACK",
-    "EBML_MAGIC",
-    "MIME_TYPE",
-    "FragmentInfo",
-    "FragmentWriter",
-    "MkvWriteError",
-    "encode_fragment",
-    "error_document",
-    "error_tags",
-    "format_timestamp",
-]
-
 CUSTOMER_TRACK = "AUDIO_FROM_CUSTOMER"
 AGENT_TRACK = "AUDIO_TO_CUSTOMER"
 CODEC_AAC = "A_AAC"
@@ -171,23 +153,18 @@ def _master(element_id: int, children: Iterable[bytes]) -> bytes:
     return _element(element_id, b"".join(children))
 
 
-def _ebml_header() -> bytes:
-    return _master(
-        _EBML,
-        (
-            _uint(_EBML_VERSION, 1),
-            _uint(_EBML_READ_VERSION, 1),
-            _uint(_EBML_MAX_ID_LENGTH, 4),
-            _uint(_EBML_MAX_SIZE_LENGTH, 8),
-            _string(_DOC_TYPE, "matroska"),
-            _uint(_DOC_TYPE_VERSION, 2),
-            _uint(_DOC_TYPE_READ_VERSION, 2),
-        ),
-    )
-
-
 def _open_segment() -> bytes:
-    return _ebml_header() + _element_id(_SEGMENT) + _UNKNOWN_SIZE
+    """A document's EBML header, then its Segment, of unknown size."""
+    header = (
+        _uint(_EBML_VERSION, 1),
+        _uint(_EBML_READ_VERSION, 1),
+        _uint(_EBML_MAX_ID_LENGTH, 4),
+        _uint(_EBML_MAX_SIZE_LENGTH, 8),
+        _string(_DOC_TYPE, "matroska"),
+        _uint(_DOC_TYPE_VERSION, 2),
+        _uint(_DOC_TYPE_READ_VERSION, 2),
+    )
+    return _master(_EBML, header) + _element_id(_SEGMENT) + _UNKNOWN_SIZE
 
 
 def _simple_tags(tags: Sequence[tuple[str, str]]) -> bytes:
@@ -259,18 +236,12 @@ class FragmentWriter:
         header = _vint(self.info.track_number(track)) + struct.pack(">hB", offset_ms, _KEYFRAME)
         return _element(_SIMPLE_BLOCK, header + pcm)
 
-    def trailer(
-        self,
-        millis_behind_now: int,
-        continuation_token: str,
-        extra_tags: Sequence[tuple[str, str]] = (),
-    ) -> bytes:
+    def trailer(self, millis_behind_now: int, continuation_token: str) -> bytes:
         """The Tags that close the fragment: Connect's contact tags, one Tags element each, then GetMedia's."""
         connect = b"".join(_simple_tags((tag,)) for tag in self._connect_tags())
         getmedia = [
             ("AWS_KINESISVIDEO_MILLIS_BEHIND_NOW", str(millis_behind_now)),
             ("AWS_KINESISVIDEO_CONTINUATION_TOKEN", continuation_token),
-            *extra_tags,
         ]
         return connect + _simple_tags(getmedia)
 
@@ -320,22 +291,6 @@ class FragmentWriter:
             ("AWS_KINESISVIDEO_SERVER_TIMESTAMP", format_timestamp(self.info.server_ms)),
             ("AWS_KINESISVIDEO_PRODUCER_TIMESTAMP", format_timestamp(self.info.producer_ms)),
         ]
-
-
-def encode_fragment(
-    info: FragmentInfo,
-    blocks: Iterable[tuple[str, int, bytes]],
-    millis_behind_now: int = 0,
-    continuation_token: str | None = None,
-) -> bytes:
-    """A whole fragment at once; ``blocks`` are ``(track name, offset ms, pcm)`` in the order to write them.
-
-    The continuation token defaults to the fragment number, as KVS does.
-    """
-    writer = FragmentWriter(info)
-    body = b"".join(writer.block(track, offset, pcm) for track, offset, pcm in blocks)
-    token = info.fragment_number if continuation_token is None else continuation_token
-    return writer.header() + body + writer.trailer(millis_behind_now, token)
 
 
 def error_tags(error_code: str, error_id: int) -> bytes:

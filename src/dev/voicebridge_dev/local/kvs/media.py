@@ -13,14 +13,13 @@ import logging
 import select
 import socket
 import threading
-from http.server import BaseHTTPRequestHandler
+from typing import Any
 
 from voicebridge_dev.local.kvs.errors import ERROR_FRAGMENT_NOT_FOUND, ConnectionLost
 from voicebridge_dev.local.kvs.faults import Fault
 from voicebridge_dev.local.kvs.matroska import error_document, error_tags
 from voicebridge_dev.local.kvs.streams import EmulatedStream
-
-__all__ = ["MediaResponse"]
+from voicebridge_dev.local.service import EmulatorHandler
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +32,7 @@ class MediaResponse:
     """
 
     def __init__(
-        self, handler: BaseHTTPRequestHandler, stream: EmulatedStream, faults: list[Fault], stopping: threading.Event
+        self, handler: EmulatorHandler[Any], stream: EmulatedStream, faults: list[Fault], stopping: threading.Event
     ) -> None:
         stream.open_get_media()
         self.handler = handler
@@ -94,9 +93,7 @@ class MediaResponse:
     def _write(self, data: bytes) -> None:
         if not data:
             return
-        wfile = self.handler.wfile
-        wfile.write(b"%x\r\n%b\r\n" % (len(data), data))
-        wfile.flush()
+        self.handler.write_chunk(data)
         self.sent += len(data)
         self.stream.count_sent(len(data))
 
@@ -109,8 +106,7 @@ class MediaResponse:
     def _finish(self) -> None:
         # Closed before the last chunk leaves, so the stream's figures agree with a client that read it all.
         self.release()
-        self.handler.wfile.write(b"0\r\n\r\n")
-        self.handler.wfile.flush()
+        self.handler.end_chunks()
 
     def _abort(self) -> None:
         """Close the connection without the final chunk, so the client sees a broken payload."""

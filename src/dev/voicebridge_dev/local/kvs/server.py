@@ -47,22 +47,15 @@ from collections.abc import Mapping
 from http import HTTPStatus
 from typing import Any, Protocol
 
-from voicebridge_dev.local.kvs.errors import (
-    ConnectionLost,
-    StreamExistsError,
-    StreamNotFoundError,
-)
+from voicebridge_dev.local.kvs.errors import ConnectionLost, StreamExistsError, StreamNotFoundError
 from voicebridge_dev.local.kvs.faults import Fault
 from voicebridge_dev.local.kvs.media import MediaResponse
 from voicebridge_dev.local.kvs.streams import STREAM_NAME, EmulatedStream
 from voicebridge_dev.local.service import ApiError, EmulatorHandler, Serving
 
-__all__ = ["Backend", "Handler", "json_object"]
-
 logger = logging.getLogger(__name__)
 
 MEDIA_CONTENT_TYPE = "video/webm"
-_OPERATIONS = frozenset({"createStream", "describeStream", "getDataEndpoint", "listStreams"})
 
 
 def json_object(raw: bytes) -> dict[str, Any]:
@@ -88,6 +81,20 @@ class Backend(Serving[Fault], Protocol):
     def create_stream(self, name: str) -> str: ...
 
 
+def resolve_stream(emulator: Backend, body: Mapping[str, Any]) -> EmulatedStream:
+    """The stream a request's body names by ``StreamARN`` or ``StreamName`` (both: the same stream)."""
+    arn, name = body.get("StreamARN"), body.get("StreamName")
+    if arn is None and name is None:
+        raise ApiError(400, "InvalidArgumentException", "StreamName or StreamARN is required")
+    try:
+        stream = emulator.stream(str(arn if arn is not None else name))
+    except StreamNotFoundError:
+        raise ApiError(404, "ResourceNotFoundException", f"The stream {arn or name} does not exist.") from None
+    if arn is not None and name is not None and stream.name != name:
+        raise ApiError(400, "InvalidArgumentException", "StreamName and StreamARN name different streams")
+    return stream
+
+
 class Handler(EmulatorHandler[Backend]):
     label = "KVS emulator"
 
@@ -104,10 +111,8 @@ class Handler(EmulatorHandler[Backend]):
             body = json_object(raw)
             if path == "/getMedia":
                 self._get_media(body)
-            elif path.lstrip("/") in _OPERATIONS:
-                self.send_json(HTTPStatus.OK, self._operation(path.lstrip("/"), body))
             else:
-                raise ApiError(404, "UnknownOperationException", f"no operation at {path}")
+                self.send_json(HTTPStatus.OK, self._operation(path, body))
         except ApiError as exc:
             self._send_error(exc)
 
@@ -120,20 +125,8 @@ class Handler(EmulatorHandler[Backend]):
 
     # -- the kinesisvideo operations --
 
-    def _resolve(self, body: Mapping[str, Any]) -> EmulatedStream:
-        arn, name = body.get("StreamARN"), body.get("StreamName")
-        if arn is None and name is None:
-            raise ApiError(400, "InvalidArgumentException", "StreamName or StreamARN is required")
-        try:
-            stream = self.emulator.stream(str(arn if arn is not None else name))
-        except StreamNotFoundError:
-            raise ApiError(404, "ResourceNotFoundException", f"The stream {arn or name} does not exist.") from None
-        if arn is not None and name is not None and stream.name != name:
-            raise ApiError(400, "InvalidArgumentException", "StreamName and StreamARN name different streams")
-        return stream
-
-    def _operation(self, operation: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        emulator = self.emulator
+    def _operation(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        emulator, operation = self.emulator, path.lstrip("/")
         if operation == "createStream":
             name = body.get("StreamName")
             if not isinstance(name, str) or not STREAM_NAME.match(name):
@@ -143,25 +136,25 @@ class Handler(EmulatorHandler[Backend]):
             except StreamExistsError as exc:
                 raise ApiError(400, "ResourceInUseException", str(exc)) from None
         if operation == "describeStream":
-            return {"StreamInfo": self._resolve(body).stream_info()}
+            return {"StreamInfo": resolve_stream(emulator, body).stream_info()}
         if operation == "getDataEndpoint":
             api = body.get("APIName")
             if api != "GET_MEDIA":
                 raise ApiError(400, "InvalidArgumentException", f"the KVS emulator serves GET_MEDIA only, not {api!r}")
-            self._resolve(body)
+            resolve_stream(emulator, body)
             return {"DataEndpoint": emulator.url}
         if operation == "listStreams":
             condition = body.get("StreamNameCondition") or {}
             prefix = condition.get("ComparisonValue", "") if isinstance(condition, dict) else ""
             infos = [s.stream_info() for s in emulator.streams if s.name.startswith(str(prefix))]
             return {"StreamInfoList": infos}
-        raise ApiError(404, "UnknownOperationException", f"unknown operation {operation}")
+        raise ApiError(404, "UnknownOperationException", f"no operation at {path}")
 
     # -- GetMedia --
 
     def _get_media(self, body: Mapping[str, Any]) -> None:
         emulator = self.emulator
-        stream = self._resolve(body)
+        stream = resolve_stream(emulator, body)
         selector = body.get("StartSelector")
         if not isinstance(selector, dict):
             raise ApiError(400, "InvalidArgumentException", "StartSelector is required")

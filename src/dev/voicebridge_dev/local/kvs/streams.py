@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import math
 import re
 import threading
 import time
@@ -61,23 +62,27 @@ import numpy as np
 import soxr
 
 from voicebridge_dev.local.kvs.errors import ConnectionLost, ContactStateError, UnplayableAudioError
-from voicebridge_dev.local.kvs.fragments import Fragment, FragmentNumbers, FragmentNumberSelector, start_index
+from voicebridge_dev.local.kvs.fragments import (
+    FRAGMENT_NUMBER_SELECTORS,
+    Fragment,
+    FragmentNumbers,
+    FragmentNumberSelector,
+    start_index,
+)
 from voicebridge_dev.local.kvs.matroska import (
     AGENT_TRACK,
     BLOCK_BYTES,
     BLOCK_MS,
     CUSTOMER_TRACK,
+    SAMPLE_RATE,
     FragmentInfo,
     FragmentWriter,
 )
 from voicebridge_dev.local.service import ApiError
 
-__all__ = ["EMULATED_INSTANCE_ID", "STREAM_NAME", "ContactStart", "EmulatedStream", "Settings", "epoch_ms"]
-
 logger = logging.getLogger(__name__)
 
 EMULATED_INSTANCE_ID = "c8c0e68d-5d8a-4b2e-9a51-6f1f0e6c0000"
-SAMPLE_RATE = 8000
 STREAM_NAME = re.compile(r"^[a-zA-Z0-9_.\-]{1,256}$")
 _TRACKS = (CUSTOMER_TRACK, AGENT_TRACK)
 _POLL_SECONDS = 0.2
@@ -112,6 +117,24 @@ class Settings:
     max_get_media_connections: int
     max_get_media_calls_per_second: int
 
+    def __post_init__(self) -> None:
+        """ValueError for a value out of range, so no emulator ever holds one."""
+        if self.pace < 0 or not math.isfinite(self.pace):
+            raise ValueError(f"pace must be a finite number >= 0, got {self.pace}")
+        if self.blocks_per_fragment < 1:
+            raise ValueError("a fragment holds at least one block")
+        if self.contact_gap_ms < 0:
+            raise ValueError(f"contact_gap_ms must not be negative, got {self.contact_gap_ms}")
+        if self.fragment_number_selector not in FRAGMENT_NUMBER_SELECTORS:
+            raise ValueError(
+                f"fragment_number_selector must be one of {FRAGMENT_NUMBER_SELECTORS}, "
+                f"got {self.fragment_number_selector!r}"
+            )
+        if self.idle_close_seconds <= 0 or not math.isfinite(self.idle_close_seconds):
+            raise ValueError(f"idle_close_seconds must be a positive number, got {self.idle_close_seconds}")
+        if self.max_get_media_connections < 1 or self.max_get_media_calls_per_second < 1:
+            raise ValueError("GetMedia's limits allow at least one call and one connection")
+
 
 @dataclass(frozen=True)
 class ContactStart:
@@ -139,7 +162,6 @@ class EmulatedStream:
         self.name = name
         self.arn = arn
         self.creation_ms = creation_ms
-        self.media_type = "audio/x-matroska"
         self._settings = settings
         self._numbers = numbers
         self._segment_uid = uuid.uuid4().bytes
@@ -188,21 +210,19 @@ class EmulatedStream:
         """Queue live audio (s16le, 8 kHz, mono) on ``track``; it plays out on the emulator's clock."""
         if track not in _TRACKS:
             raise UnplayableAudioError(f"unknown track {track!r}; expected {CUSTOMER_TRACK} or {AGENT_TRACK}")
-        if len(pcm) % 2:
-            raise UnplayableAudioError("s16le audio has an even number of bytes")
-        with self._cond:
-            self._live_session().buffers[track] += pcm
-            self._cond.notify_all()
+        self._queue({track: pcm})
 
     def append_tracks(self, customer: bytes = b"", agent: bytes = b"") -> None:
         """Queue audio on both tracks at once, so no tick falls between the two and shifts one of them."""
-        for pcm in (customer, agent):
-            if len(pcm) % 2:
-                raise UnplayableAudioError("s16le audio has an even number of bytes")
+        self._queue({CUSTOMER_TRACK: customer, AGENT_TRACK: agent})
+
+    def _queue(self, audio: Mapping[str, bytes]) -> None:
+        if any(len(pcm) % 2 for pcm in audio.values()):
+            raise UnplayableAudioError("s16le audio has an even number of bytes")
         with self._cond:
             session = self._live_session()
-            session.buffers[CUSTOMER_TRACK] += customer
-            session.buffers[AGENT_TRACK] += agent
+            for track, pcm in audio.items():
+                session.buffers[track] += pcm
             self._cond.notify_all()
 
     def end_contact(self, drain: bool = True) -> None:
@@ -237,11 +257,6 @@ class EmulatedStream:
             return self._cond.wait_for(lambda: self._session is None, timeout)
 
     @property
-    def live(self) -> bool:
-        with self._cond:
-            return self._session is not None
-
-    @property
     def fragment_numbers(self) -> list[str]:
         """Numbers of every fragment produced so far, oldest first."""
         with self._cond:
@@ -264,7 +279,7 @@ class EmulatedStream:
         return {
             "StreamName": self.name,
             "StreamARN": self.arn,
-            "MediaType": self.media_type,
+            "MediaType": "audio/x-matroska",
             "Version": "1",
             "Status": "ACTIVE",
             "CreationTime": self.creation_ms / 1000,
@@ -423,9 +438,6 @@ class EmulatedStream:
                 if client_gone():
                     raise ConnectionLost("client closed the GetMedia connection")
 
-    def _millis_behind_now(self, fragment: Fragment) -> int:
-        return max(0, self._fragments[-1].end_ms - fragment.end_ms)
-
     def _next_piece(self, position: list[int]) -> bytes | None:
         """The next bytes for a reader at ``position`` ([fragment index, piece index]), if any exist yet."""
         fragment_index, piece_index = position
@@ -437,7 +449,8 @@ class EmulatedStream:
             return fragment.pieces[piece_index]
         if fragment.complete:
             position[0], position[1] = fragment_index + 1, 0
-            return fragment.writer.trailer(self._millis_behind_now(fragment), str(fragment.number))
+            millis_behind_now = max(0, self._fragments[-1].end_ms - fragment.end_ms)
+            return fragment.writer.trailer(millis_behind_now, str(fragment.number))
         return None
 
 
