@@ -14,9 +14,21 @@ from __future__ import annotations
 
 
 class VoiceBridgeError(Exception):
-    """Base of every error the product reports; unexpected failures are answered with its code."""
+    """Base of every error the product reports; unexpected failures are answered with its code.
+
+    A subclass's code is its own name, unless it is declared with ``refines=True``: a narrower case of its parent,
+    reported under the parent's code::
+
+        >>> RetryableModelError("throttled").code
+        'ModelUnavailable'
+    """
 
     code = "InternalError"
+
+    def __init_subclass__(cls, *, refines: bool = False, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if not refines:
+            cls.code = cls.__name__
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -29,53 +41,37 @@ class VoiceBridgeError(Exception):
 class InvalidInput(VoiceBridgeError):
     """The flow (or the model, with a 422) rejected what was asked: retrying cannot help."""
 
-    code = "InvalidInput"
-
 
 class ConfigurationError(VoiceBridgeError):
     """The deployment is missing or has a malformed setting."""
-
-    code = "ConfigurationError"
 
 
 class ModelUnavailable(VoiceBridgeError):
     """The model could not produce audio in time (throttled, stream failed, deadline passed)."""
 
-    code = "ModelUnavailable"
 
-
-class RetryableModelError(ModelUnavailable):
+class RetryableModelError(ModelUnavailable, refines=True):
     """A model failure worth another try: 429, 5xx, or a stream error before any audio arrived."""
 
 
 class StorageError(VoiceBridgeError):
     """The prompt bucket or the turn table could not be read or written."""
 
-    code = "StorageError"
-
 
 class AudioFormatError(VoiceBridgeError, ValueError):
     """Audio that cannot be handled: unsupported encoding or rate, malformed WAV, truncated sample."""
-
-    code = "AudioFormatError"
 
 
 class NoMediaStream(VoiceBridgeError):
     """The contact is not streaming media yet: the flow must start media streaming before listening."""
 
-    code = "NoMediaStream"
-
 
 class NotListening(VoiceBridgeError):
     """AwaitTurn was called for a contact nobody is listening to."""
 
-    code = "NotListening"
-
 
 class HandOffFailed(VoiceBridgeError):
     """The consumer could not be started."""
-
-    code = "HandOffFailed"
 
 
 # -- internal: handled by the consumer, reported only in its logs and its own invocation result
@@ -84,30 +80,22 @@ class HandOffFailed(VoiceBridgeError):
 class MediaInterrupted(VoiceBridgeError):
     """The media connection ended abnormally; the consumer resumes from its last fragment."""
 
-    code = "MediaInterrupted"
 
-
-class MediaStalled(MediaInterrupted):
+class MediaStalled(MediaInterrupted, refines=True):
     """GetMedia answered, then sent nothing for the read timeout: the producer stalled or stopped."""
 
 
 class InkUnavailable(VoiceBridgeError):
     """An Ink session could not be opened or was lost; the consumer reopens it and replays what is unsettled."""
 
-    code = "InkUnavailable"
-
 
 class ResponderUnavailable(VoiceBridgeError):
     """The responder could not answer a turn (refused, throttled, timed out, or answered something unreadable); the
     caller hears the configured apology instead."""
 
-    code = "ResponderUnavailable"
-
 
 class Superseded(VoiceBridgeError):
     """Another consumer generation owns this contact now; this one must stop without writing."""
-
-    code = "Superseded"
 
 
 def _registry() -> dict[str, type[VoiceBridgeError]]:
@@ -115,7 +103,7 @@ def _registry() -> dict[str, type[VoiceBridgeError]]:
     pending = [VoiceBridgeError]
     while pending:
         for sub in pending.pop().__subclasses__():
-            # A subclass that keeps its parent's code (RetryableModelError) is a refinement, not a new code.
+            # A refinement keeps its parent's code (RetryableModelError): it names no new code.
             found.setdefault(sub.code, sub)
             pending.append(sub)
     return found

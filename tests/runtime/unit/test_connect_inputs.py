@@ -225,3 +225,18 @@ def test_a_log_line_holding_a_lone_surrogate_is_still_written() -> None:
     line = logger.registered_formatter.format(record)
     assert "\\ud800" in line
     line.encode("utf-8")
+
+
+@pytest.mark.parametrize(
+    ("media_streams", "named"),
+    [
+        ("not an object", "Details.ContactData.MediaStreams must be an object"),
+        ({"Customer": "not an object"}, "Details.ContactData.ContactId is required"),
+    ],
+)
+def test_media_streams_that_are_not_an_object_are_named_first_a_problem_inside_them_last(
+    media_streams: Any, named: str
+) -> None:
+    with pytest.raises(InvalidInput) as raised:
+        ContactFlowEvent.parse({"Details": {"ContactData": {"MediaStreams": media_streams}}})
+    assert raised.value.safe_message == named

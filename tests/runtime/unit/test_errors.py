@@ -8,7 +8,15 @@ import re
 
 import voicebridge
 from tests.fixtures import ROOT
-from voicebridge.errors import ERROR_CODES, INTERNAL_CODES, VoiceBridgeError
+from voicebridge.errors import (
+    ERROR_CODES,
+    INTERNAL_CODES,
+    MediaInterrupted,
+    MediaStalled,
+    ModelUnavailable,
+    RetryableModelError,
+    VoiceBridgeError,
+)
 
 
 def _all_subclasses(base: type[VoiceBridgeError]) -> set[type[VoiceBridgeError]]:
@@ -53,3 +61,9 @@ def test_the_docs_list_every_code_a_flow_can_be_answered() -> None:
 
 def test_the_docs_list_every_internal_code() -> None:
     assert sorted(_documented("| code |")) == sorted(INTERNAL_CODES)
+
+
+def test_a_code_is_its_types_name_and_a_refinement_keeps_its_parents() -> None:
+    assert all(code == cls.__name__ for code, cls in ERROR_CODES.items() if cls is not VoiceBridgeError)
+    assert RetryableModelError("x").code == ModelUnavailable.code == "ModelUnavailable"
+    assert MediaStalled.code == MediaInterrupted.code == "MediaInterrupted"

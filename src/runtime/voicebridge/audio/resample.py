@@ -78,44 +78,14 @@ def _round_to_int16(samples: NDArray[np.float32]) -> NDArray[np.int16]:
     return samples.astype(np.int16)
 
 
-def _check_rates(in_rate: int, out_rate: int) -> None:
-    if in_rate <= 0 or out_rate <= 0:
-        raise AudioFormatError(f"sample rates must be positive, got {in_rate} -> {out_rate}")
+class _Rates:
+    """The two rates of a resampler, refused unless positive."""
 
-
-class PassthroughResampler:
-    """The identity, for a stream already at the target rate."""
-
-    def __init__(self, rate: int) -> None:
-        _check_rates(rate, rate)
-        self._rate = rate
-
-    @property
-    def in_rate(self) -> int:
-        return self._rate
-
-    @property
-    def out_rate(self) -> int:
-        return self._rate
-
-    def process(self, pcm: NDArray[np.int16]) -> NDArray[np.int16]:
-        return np.asarray(pcm, dtype=np.int16)
-
-    def flush(self) -> NDArray[np.int16]:
-        return _EMPTY
-
-
-class SoxrResampler:
-    """libsoxr streaming resampler (``quality`` one of ``QQ LQ MQ HQ VHQ``; HQ is 20-bit, ≈ 120 dB)."""
-
-    def __init__(self, in_rate: int, out_rate: int, quality: str = "HQ") -> None:
-        _check_rates(in_rate, out_rate)
+    def __init__(self, in_rate: int, out_rate: int) -> None:
+        if in_rate <= 0 or out_rate <= 0:
+            raise AudioFormatError(f"sample rates must be positive, got {in_rate} -> {out_rate}")
         self._in_rate = in_rate
         self._out_rate = out_rate
-        try:
-            self._stream = soxr.ResampleStream(in_rate, out_rate, 1, dtype="float32", quality=quality)
-        except ValueError as exc:
-            raise AudioFormatError(f"soxr cannot resample {in_rate} -> {out_rate}: {exc}") from exc
 
     @property
     def in_rate(self) -> int:
@@ -124,6 +94,30 @@ class SoxrResampler:
     @property
     def out_rate(self) -> int:
         return self._out_rate
+
+
+class PassthroughResampler(_Rates):
+    """The identity, for a stream already at the target rate."""
+
+    def __init__(self, rate: int) -> None:
+        super().__init__(rate, rate)
+
+    def process(self, pcm: NDArray[np.int16]) -> NDArray[np.int16]:
+        return np.asarray(pcm, dtype=np.int16)
+
+    def flush(self) -> NDArray[np.int16]:
+        return _EMPTY
+
+
+class SoxrResampler(_Rates):
+    """libsoxr streaming resampler (``quality`` one of ``QQ LQ MQ HQ VHQ``; HQ is 20-bit, ≈ 120 dB)."""
+
+    def __init__(self, in_rate: int, out_rate: int, quality: str = "HQ") -> None:
+        super().__init__(in_rate, out_rate)
+        try:
+            self._stream = soxr.ResampleStream(in_rate, out_rate, 1, dtype="float32", quality=quality)
+        except ValueError as exc:
+            raise AudioFormatError(f"soxr cannot resample {in_rate} -> {out_rate}: {exc}") from exc
 
     def process(self, pcm: NDArray[np.int16]) -> NDArray[np.int16]:
         # int16 values go through as float32 unscaled: the filter is linear and libsoxr's float path does not
@@ -182,27 +176,17 @@ def _polyphase_bank(up: int, down: int) -> _PolyphaseBank:
     return _PolyphaseBank(up, down)
 
 
-class NumpyResampler:
+class NumpyResampler(_Rates):
     """Polyphase windowed-sinc FIR resampler (linear phase, delay compensated, exact across chunk splits)."""
 
     def __init__(self, in_rate: int, out_rate: int) -> None:
-        _check_rates(in_rate, out_rate)
-        self._in_rate = in_rate
-        self._out_rate = out_rate
+        super().__init__(in_rate, out_rate)
         divisor = math.gcd(in_rate, out_rate)
         up, down = out_rate // divisor, in_rate // divisor
         if up > _MAX_UP_FACTOR or down > _MAX_DOWN_FACTOR:
             raise AudioFormatError(f"ratio {in_rate} -> {out_rate} reduces to {up}/{down}: too fine")
         self._bank = _polyphase_bank(up, down) if up != down else None
         self._reset()
-
-    @property
-    def in_rate(self) -> int:
-        return self._in_rate
-
-    @property
-    def out_rate(self) -> int:
-        return self._out_rate
 
     def _reset(self) -> None:
         taps = self._bank.taps if self._bank is not None else 1

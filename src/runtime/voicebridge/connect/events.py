@@ -44,13 +44,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from voicebridge.errors import InvalidInput
 
 ResultValue = Literal["OK", "Turn", "Speak", "Timeout", "Error", "Fallback"]
+_Read = TypeVar("_Read")
 
 MAX_RESPONSE_BYTES = 32 * 1024
 """Connect refuses a response that is not smaller than this, counted in UTF-8 (see :func:`response_size`)."""
@@ -157,17 +158,17 @@ class _Object:
             return None
         return _checked(value, where, shape)
 
-    def child(self, name: str, alias: str) -> _Object:
-        """A required object field."""
+    def child(self, name: str, alias: str, read: Callable[[_Object], _Read]) -> _Read:
+        """A required object field, as ``read`` makes it."""
         value, where = self._get(name, alias)
         if value is _ABSENT or value is None:
             raise _Malformed(where, "is required")
-        return _Object(value, where)
+        return read(_Object(value, where))
 
-    def optional_child(self, name: str, alias: str) -> _Object | None:
-        """An object field that may be absent or null."""
+    def optional_child(self, name: str, alias: str, read: Callable[[_Object], _Read]) -> _Read | None:
+        """An object field that may be absent or null, as ``read`` makes it."""
         value, where = self._get(name, alias)
-        return None if value is _ABSENT or value is None else _Object(value, where)
+        return None if value is _ABSENT or value is None else read(_Object(value, where))
 
     def attributes(self, name: str, alias: str) -> dict[str, str | None]:
         """The contact's attributes: documented names, string (or null) values, 32,768 UTF-8 bytes in all."""
@@ -257,8 +258,7 @@ class ParticipantStreams:
 
     @classmethod
     def _read(cls, raw: _Object) -> ParticipantStreams:
-        audio = raw.optional_child("audio", "Audio")
-        return cls(audio=AudioStream._read(audio) if audio else None)
+        return cls(audio=raw.optional_child("audio", "Audio", AudioStream._read))
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,8 +269,7 @@ class MediaStreams:
 
     @classmethod
     def _read(cls, raw: _Object) -> MediaStreams:
-        customer = raw.optional_child("customer", "Customer")
-        return cls(customer=ParticipantStreams._read(customer) if customer else None)
+        return cls(customer=raw.optional_child("customer", "Customer", ParticipantStreams._read))
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,7 +287,8 @@ class ContactData:
 
     @classmethod
     def _read(cls, raw: _Object) -> ContactData:
-        streams = raw.optional_child("media_streams", "MediaStreams")
+        # A MediaStreams that is not an object is named before any other field's problem, one inside it after them.
+        streams = raw.optional_child("media_streams", "MediaStreams", lambda found: found)
         return cls(
             contact_id=raw.text("contact_id", "ContactId", CONTACT_ID),
             initial_contact_id=raw.optional_text("initial_contact_id", "InitialContactId", CONTACT_ID),
@@ -311,7 +311,7 @@ class Details:
     @classmethod
     def _read(cls, raw: _Object) -> Details:
         return cls(
-            contact_data=ContactData._read(raw.child("contact_data", "ContactData")),
+            contact_data=raw.child("contact_data", "ContactData", ContactData._read),
             parameters=raw.parameters("parameters", "Parameters"),
         )
 
@@ -337,7 +337,7 @@ class ContactFlowEvent:
         try:
             raw = _Object(event, "")
             name = raw.optional_text("name", "Name", SHORT_TEXT) or "ContactFlowEvent"
-            return cls(name=name, details=Details._read(raw.child("details", "Details")))
+            return cls(name=name, details=raw.child("details", "Details", Details._read))
         except _Malformed as exc:
             raise InvalidInput(f"{exc.field} {exc.problem}") from None
 

@@ -27,7 +27,7 @@ from voicebridge.converse.responder import Responder, ResponderError, TurnReques
 from voicebridge.converse.sentences import SentenceSplitter
 from voicebridge.errors import ModelUnavailable
 from voicebridge.sonic.synthesizer import SynthesisCancelled
-from voicebridge.store.replies import REPLY_KEYS, ReplyStore, Segment
+from voicebridge.store.replies import REPLY_KEYS, ReplyStatus, ReplyStore, Segment
 from voicebridge.store.turns import Turn
 from voicebridge.telemetry import logger
 
@@ -247,6 +247,30 @@ class ReplyMaker:
             if reply.speculative:
                 self._hold(reply)
         return False
+
+    def commit(self, reply: ReplyInProgress, turn: Turn) -> float | None:
+        """Name the speculative ``reply`` as ``turn``'s, with whatever it has ready, and record it finished if it is
+        made whole already; when that was (epoch ms), or None when another reply was named first."""
+        with reply.lock:
+            finished = reply.finished
+            action, attributes = finished or (Action.CONTINUE, {})
+            status = ReplyStatus(
+                turn.seq,
+                reply.next_index,
+                done=finished is not None,
+                action=action,
+                attributes=bounded(attributes),
+                keys=reply.keys,
+                latest=reply.last,
+            )
+            if not self._replies.commit(status, self.contact_id):
+                return None
+            reply.turn, reply.committed = turn, True
+        reply.committed_at_ms = self._clock.time() * 1000
+        if finished is not None:
+            # Made whole before the turn ended: recorded as finished before its thread may end and a drain return.
+            self.finalize(reply)
+        return reply.committed_at_ms
 
     def finalize(self, reply: ReplyInProgress) -> None:
         """Record the end of a committed reply: its status, the contact's attributes, the history (once)."""

@@ -48,19 +48,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from voicebridge.clock import SYSTEM_CLOCK, Clock
-from voicebridge.conversation import Action
 from voicebridge.converse.making import (
     ReplyInProgress,
     ReplyMaker,
     ReplySettings,
     Report,
     Speak,
-    bounded,
 )
 from voicebridge.converse.responder import Responder
 from voicebridge.converse.speculation import SpeculationLedger
 from voicebridge.errors import VoiceBridgeError
-from voicebridge.store.replies import REPLY_KEYS, ReplyStatus, ReplyStore, speculative_keys
+from voicebridge.store.replies import REPLY_KEYS, ReplyStore, speculative_keys
 from voicebridge.store.turns import Turn, TurnStore
 from voicebridge.telemetry import logger
 
@@ -82,6 +80,40 @@ class _Job:
     spoken_prefix: str = ""
     first_segment: int = 0
     keys: str = REPLY_KEYS
+
+
+class _TurnQueue:
+    """The turns waiting to be answered: only the newest is, with what the caller said in the turns it supersedes."""
+
+    def __init__(self) -> None:
+        self._jobs: deque[_Job] = deque()
+
+    def __bool__(self) -> bool:
+        return bool(self._jobs)
+
+    def append(self, job: _Job) -> None:
+        self._jobs.append(job)
+
+    def clear(self) -> None:
+        self._jobs.clear()
+
+    def take(self) -> ReplyInProgress:
+        """The reply to make next, emptying the queue; a reply being resumed is made as it was left."""
+        jobs = list(self._jobs)
+        self._jobs.clear()
+        job = jobs[-1]
+        if len(jobs) > 1 and not job.spoken_prefix:
+            # The caller ended turns faster than they were answered: one reply answers all they said.
+            said = " ".join(queued.transcript.strip() for queued in jobs if not queued.spoken_prefix)
+            job = _Job(job.turn, said)
+        return ReplyInProgress(
+            job.turn.seq,
+            job.transcript,
+            keys=job.keys,
+            turn=job.turn,
+            first_segment=job.first_segment,
+            spoken_prefix=job.spoken_prefix,
+        )
 
 
 class ReplyWorker:
@@ -118,7 +150,7 @@ class ReplyWorker:
             hold=self._hold,
         )
         self._speculates = settings.speculative and getattr(responder, "speculative_safe", False)
-        self._queue: deque[_Job] = deque()
+        self._queue = _TurnQueue()
         self._wake = threading.Condition()
         self._current: ReplyInProgress | None = None
         """The reply the worker's thread is making."""
@@ -300,15 +332,7 @@ class ReplyWorker:
                     self._wake.wait()
                 if not self._queue:
                     return
-                job = self._take_newest()
-                reply = ReplyInProgress(
-                    job.turn.seq,
-                    job.transcript,
-                    keys=job.keys,
-                    turn=job.turn,
-                    first_segment=job.first_segment,
-                    spoken_prefix=job.spoken_prefix,
-                )
+                reply = self._queue.take()
                 self._current = reply
             try:
                 self._maker.make(reply)
@@ -320,16 +344,6 @@ class ReplyWorker:
                 with self._wake:
                     self._current = None
                     self._wake.notify_all()
-
-    def _take_newest(self) -> _Job:
-        """The newest queued turn, carrying what the caller said in the turns it supersedes (caller holds the lock)."""
-        jobs = list(self._queue)
-        self._queue.clear()
-        newest = jobs[-1]
-        if len(jobs) == 1 or newest.spoken_prefix:
-            return newest
-        said = " ".join(job.transcript.strip() for job in jobs if not job.spoken_prefix)
-        return _Job(newest.turn, said)
 
     # -- speculation
 
@@ -370,22 +384,8 @@ class ReplyWorker:
 
     def _commit(self, reply: ReplyInProgress, turn: Turn) -> None:
         """Name the speculative ``reply`` as ``turn``'s, with whatever it has ready; it then goes on as any other."""
-        with reply.lock:
-            finished = reply.finished
-            action, attributes = finished or (Action.CONTINUE, {})
-            status = ReplyStatus(
-                turn.seq,
-                reply.next_index,
-                done=finished is not None,
-                action=action,
-                attributes=bounded(attributes),
-                keys=reply.keys,
-                latest=reply.last,
-            )
-            committed = self._replies.commit(status, self.contact_id)
-            if committed:
-                reply.turn, reply.committed = turn, True
-        if not committed:
+        committed_at_ms = self._maker.commit(reply, turn)
+        if committed_at_ms is None:
             # A reply to this turn (a predecessor's) or to a later one is named already: answering it again would
             # say it twice, so the speculation is simply dropped.
             with self._wake:
@@ -393,11 +393,6 @@ class ReplyWorker:
                 self._committed.discard(reply)
                 self._wake.notify_all()
             return
-        committed_at_ms = self._clock.time() * 1000
-        reply.committed_at_ms = committed_at_ms
-        if finished is not None:
-            # Made whole before the turn ended: recorded as finished before its thread may end and a drain return.
-            self._maker.finalize(reply)
         reply.go.set()
         self._ledger.committed(reply, turn, committed_at_ms)
         logger.info("speculative reply committed", turn=turn.seq, segments=reply.next_index)

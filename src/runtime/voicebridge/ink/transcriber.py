@@ -12,11 +12,11 @@ The transcriber sits between the KVS reader and an :class:`~voicebridge.ink.sess
   buffer.
 - **Dropped sockets.** After a failure the next frame opens a new session and replays the unsettled audio first, so
   a turn in progress is transcribed whole. Reopening backs off (bounded, jittered), and a session lost right after
-  it opened does not reset the back-off, so a failing Ink is not hammered.
+  it opened does not reset the back-off, so a failing Ink is not hammered (:class:`SessionOpener`).
 - **Pace.** Everything goes through a :class:`~voicebridge.ink.pacer.Pacer`: Ink accepts at most one second of audio
   per second, so a replay or a backlog is paced, and catches up with live by dropping long silences.
 - **Turns.** Each finished turn takes the track's next sequence number and is written with a conditional put: a
-  replay or a continuation can reproduce a turn, never store it twice.
+  replay or a continuation can reproduce a turn, never store it twice (:class:`TurnRecorder`).
 - **Eager ends.** Ink's ``turn.eager_end`` (the caller may be done) and ``turn.resume`` (they were not) are passed on
   with the sequence number the turn will take if it ends, so a reply can be started on the words so far; nothing is
   stored or settled for them. A finished turn is passed on once as it ends (``on_turn_ended``, so a reply made for its
@@ -61,6 +61,109 @@ class MetricSink:
             metrics.add_metric(name=name, unit=unit, value=value)
 
 
+class SessionOpener:
+    """Opens one track's Ink sessions, no sooner than the back-off (bounded, jittered) allows after a failure.
+
+    A session lost soon after it opened counts as a failure too, so a failing Ink is not hammered."""
+
+    def __init__(self, open_session: SessionFactory, track: str, clock: Clock) -> None:
+        self._open_session = open_session
+        self.track = track
+        self._clock = clock
+        self._backoff = Backoff(base_s=0.1, cap_s=5.0, stable_s=10.0)
+        self._next_open_at = 0.0
+
+    @property
+    def waiting(self) -> bool:
+        """Whether the back-off still forbids opening."""
+        return self._clock.monotonic() < self._next_open_at
+
+    def failed(self) -> None:
+        self._next_open_at = self._clock.monotonic() + self._backoff.failure(self._clock.monotonic())
+
+    def open(self, listener: TurnListener) -> InkSession | None:
+        """A session open for ``listener``, or None when Ink is unavailable (the failure counted)."""
+        try:
+            session = self._open_session(listener, f"ink-{self.track}")
+            session.open()
+        except InkUnavailable as exc:
+            self.failed()
+            logger.warning("ink unavailable; audio kept for replay", track=self.track, reason=exc.safe_message)
+            return None
+        self._backoff.success(self._clock.monotonic())
+        return session
+
+
+class TurnRecorder:
+    """Stores one track's finished turns and tells of them: each is passed on as Ink ends it, written in order on the
+    writer's thread, then counted, logged, and passed on again once stored."""
+
+    def __init__(
+        self,
+        store: TurnStore,
+        contact_id: str,
+        track: str,
+        sink: MetricSink,
+        clock: Clock,
+        *,
+        on_turn: Callable[[Turn], None] | None = None,
+        on_turn_ended: Callable[[Turn], None] | None = None,
+    ) -> None:
+        self.contact_id = contact_id
+        self.track = track
+        self._sink = sink
+        self._on_turn = on_turn
+        self._on_turn_ended = on_turn_ended
+        self._writer = TurnWriter(store, on_done=self._written, clock=clock, name=f"turns-{track}")
+        self.turns_stored = 0
+
+    def ended(
+        self, seq: int, transcript: str, audio_ms: tuple[float, float], ended_at_ms: float, latency_ms: float | None
+    ) -> None:
+        """Ink ended turn ``seq`` (its audio ``audio_ms`` into the stream): pass it on, then queue it to be stored."""
+        turn = Turn(
+            contact_id=self.contact_id,
+            track=self.track,
+            seq=seq,
+            transcript=transcript,
+            audio_start_ms=int(audio_ms[0]),
+            audio_end_ms=int(audio_ms[1]),
+            ended_at_ms=int(ended_at_ms),
+            latency_ms=None if latency_ms is None else int(latency_ms),
+        )
+        if self._on_turn_ended is not None:
+            # Before the turn is stored: a reply already made for these words can be named while the write goes on.
+            self._on_turn_ended(turn)
+        self._writer.put(turn)
+
+    def _written(self, turn: Turn, outcome: Written) -> None:
+        """The writer's report (on its thread) of what became of a turn."""
+        if outcome is Written.STORED:
+            self.turns_stored += 1
+            self._sink.add("TurnsTranscribed", MetricUnit.Count, 1)
+            if turn.latency_ms is not None:
+                self._sink.add("InkTurnLatency", MetricUnit.Milliseconds, turn.latency_ms)
+            logger.info(
+                "turn stored", track=self.track, seq=turn.seq, chars=len(turn.transcript), latency_ms=turn.latency_ms
+            )
+            if self._on_turn is not None:
+                self._on_turn(turn)
+        elif outcome is Written.REPLAY:
+            logger.info("turn already stored (replay)", track=self.track, seq=turn.seq)
+        else:
+            self._sink.add("TurnsLost", MetricUnit.Count, 1)
+            self._sink.add("ListenErrors", MetricUnit.Count, 1)
+            logger.error("turn lost: the turn table refused it until listening ended", track=self.track, seq=turn.seq)
+
+    def drain(self, timeout_s: float) -> bool:
+        """Wait for the turns still being written; whether all were within ``timeout_s``."""
+        return self._writer.drain(timeout_s=timeout_s)
+
+    def close(self, timeout_s: float) -> None:
+        """Write the turns still queued (retrying for at most ``timeout_s``), then stop the writer."""
+        self._writer.close(timeout_s=timeout_s)
+
+
 class TrackTranscriber(TurnListener):
     """Sends one track's audio to Ink and stores its finished turns."""
 
@@ -89,8 +192,8 @@ class TrackTranscriber(TurnListener):
         self.track = track
         self._ledger = PositionLedger(progress, max_unsettled_bytes=MAX_REPLAY_BYTES)
         self._clock = clock
-        self._writer = TurnWriter(store, on_done=self._written, clock=clock, name=f"turns-{track}")
-        self._open_session = open_session
+        self._turns = TurnRecorder(store, contact_id, track, sink, clock, on_turn=on_turn, on_turn_ended=on_turn_ended)
+        self._opener = SessionOpener(open_session, track, clock)
         self._sink = sink
         self._mode = mode
         self._frame_bytes = frame_ms * BYTES_PER_MS
@@ -103,16 +206,11 @@ class TrackTranscriber(TurnListener):
         """Manual mode: finalizes queued for closed utterances whose transcripts have not arrived yet."""
         self._session: InkSession | None = None
         self._pacer = pacer or Pacer()
-        self._on_turn = on_turn
         self._on_eager_end = on_eager_end
         self._on_resume = on_resume
-        self._on_turn_ended = on_turn_ended
         self._session_start = progress.stream_bytes
-        self._open_backoff = Backoff(base_s=0.1, cap_s=5.0, stable_s=10.0)
-        self._next_open_at = 0.0
         self._last_send = clock.monotonic()
         self.audio_bytes_sent = 0
-        self.turns_stored = 0
 
     # -- audio in
 
@@ -193,7 +291,7 @@ class TrackTranscriber(TurnListener):
         Called without the lock: the lost session's receiver must be able to deliver the events it already has
         (a turn that ended just before the drop settles its audio, which then is not replayed)."""
         lost = self._session
-        if (lost is not None and lost.alive) or self._clock.monotonic() < self._next_open_at:
+        if (lost is not None and lost.alive) or self._opener.waiting:
             return
         if lost is not None:
             lost.close(timeout_s=0.5)
@@ -204,18 +302,12 @@ class TrackTranscriber(TurnListener):
                 self._session = None
                 self._pacer.drop_queue()
                 self._sink.add("InkReconnects", MetricUnit.Count, 1)
-                # A session lost soon after it opened keeps the back-off growing: Ink is not hammered.
-                self._next_open_at = self._clock.monotonic() + self._open_backoff.failure(self._clock.monotonic())
-                if self._clock.monotonic() < self._next_open_at:
+                self._opener.failed()
+                if self._opener.waiting:
                     return
-            try:
-                session = self._open_session(self, f"ink-{self.track}")
-                session.open()
-            except InkUnavailable as exc:
-                self._next_open_at = self._clock.monotonic() + self._open_backoff.failure(self._clock.monotonic())
-                logger.warning("ink unavailable; audio kept for replay", track=self.track, reason=exc.safe_message)
+            session = self._opener.open(self)
+            if session is None:
                 return
-            self._open_backoff.success(self._clock.monotonic())
             self._turn_open = False
             self._finalizes_queued = 0
             self._ledger.forget_silent_points()
@@ -315,39 +407,12 @@ class TrackTranscriber(TurnListener):
             self.settled.next_seq = seq + 1
             latency = None if voiced_end_wall is None else max(0.0, now_ms - voiced_end_wall)
             position = self._vad.position_ms
-            turn = Turn(
-                contact_id=self.contact_id,
-                track=self.track,
-                seq=seq,
-                transcript=transcript,
-                audio_start_ms=int(utterance.start_ms if utterance else position),
-                audio_end_ms=int(utterance.end_ms if utterance else position),
-                ended_at_ms=int(now_ms),
-                latency_ms=None if latency is None else int(latency),
-            )
-        if self._on_turn_ended is not None:
-            # Before the turn is stored: a reply already made for these words can be named while the write goes on.
-            self._on_turn_ended(turn)
-        self._writer.put(turn)
+            audio_ms = (utterance.start_ms, utterance.end_ms) if utterance else (position, position)
+        self._turns.ended(seq, transcript, audio_ms, now_ms, latency)
 
-    def _written(self, turn: Turn, outcome: Written) -> None:
-        """The writer's report (on its thread) of what became of a turn."""
-        if outcome is Written.STORED:
-            self.turns_stored += 1
-            self._sink.add("TurnsTranscribed", MetricUnit.Count, 1)
-            if turn.latency_ms is not None:
-                self._sink.add("InkTurnLatency", MetricUnit.Milliseconds, turn.latency_ms)
-            logger.info(
-                "turn stored", track=self.track, seq=turn.seq, chars=len(turn.transcript), latency_ms=turn.latency_ms
-            )
-            if self._on_turn is not None:
-                self._on_turn(turn)
-        elif outcome is Written.REPLAY:
-            logger.info("turn already stored (replay)", track=self.track, seq=turn.seq)
-        else:
-            self._sink.add("TurnsLost", MetricUnit.Count, 1)
-            self._sink.add("ListenErrors", MetricUnit.Count, 1)
-            logger.error("turn lost: the turn table refused it until listening ended", track=self.track, seq=turn.seq)
+    @property
+    def turns_stored(self) -> int:
+        return self._turns.turns_stored
 
     def on_failure(self, reason: str) -> None:
         # The session marks itself dead; the next frame opens a new one and replays what is unsettled.
@@ -357,7 +422,7 @@ class TrackTranscriber(TurnListener):
 
     def drain_writes(self, timeout_s: float) -> bool:
         """Wait for the finished turns still being written; whether all were within ``timeout_s``."""
-        return self._writer.drain(timeout_s=timeout_s)
+        return self._turns.drain(timeout_s)
 
     def close(self, *, flush_ms: int = 1200, timeout_s: float = 3.0, write_timeout_s: float = 10.0) -> None:
         """End of audio: let a turn in progress finish (silence, or finalize), close the session, then write the
@@ -365,7 +430,7 @@ class TrackTranscriber(TurnListener):
         try:
             self._close_session(flush_ms, timeout_s)
         finally:
-            self._writer.close(timeout_s=write_timeout_s)
+            self._turns.close(write_timeout_s)
 
     def _close_session(self, flush_ms: int, timeout_s: float) -> None:
         with self._lock:

@@ -139,7 +139,7 @@ class ReplyStore:
         }
         if segment.prompt_uri:
             item["PromptUri"] = segment.prompt_uri
-        naming: Future[None] | None = None
+        naming: Future[bool] | None = None
         if advance:
             # The status carries the segment itself, so it is written beside the segment's item, not after it: the
             # flow can play the segment one round trip sooner. A replay that loses the item's condition has named
@@ -186,18 +186,7 @@ class ReplyStore:
     def commit(self, status: ReplyStatus, contact_id: str) -> bool:
         """Name a speculative reply as ``status.turn``'s, with the segments it has ready: one conditional write.
         False when a reply to that turn or a later one is already named (the speculation lost the race)."""
-        try:
-            self._turns.call(
-                "put_item",
-                TableName=self._turns.table,
-                Item=typed_item(self._status_item(contact_id, status)),
-                ConditionExpression="attribute_not_exists(TurnKey) OR #t < :t",
-                ExpressionAttributeNames={"#t": "Turn"},
-                ExpressionAttributeValues={":t": {"N": str(status.turn)}},
-            )
-        except ConditionFailed:
-            return False
-        return True
+        return self._put_status(contact_id, status, same_turn=False)
 
     def expect(self, contact_id: str, turn: int) -> None:
         """Say that ``turn``'s reply may be named at any moment (pollers look fast); the status keeps the rest."""
@@ -370,17 +359,21 @@ class ReplyStore:
             **({"Latest": _segment_copy(status.latest)} if status.latest is not None else {}),
         }
 
-    def _put_status(self, contact_id: str, status: ReplyStatus) -> None:
+    def _put_status(self, contact_id: str, status: ReplyStatus, *, same_turn: bool = True) -> bool:
+        """Write ``status`` over an older turn's (and, with ``same_turn``, over its own turn's); whether it was."""
         # A newer turn's status is never replaced by an older one's (a late write from a superseded reply).
-        with contextlib.suppress(ConditionFailed):
+        try:
             self._turns.call(
                 "put_item",
                 TableName=self._turns.table,
                 Item=typed_item(self._status_item(contact_id, status)),
-                ConditionExpression="attribute_not_exists(TurnKey) OR #t <= :t",
+                ConditionExpression=f"attribute_not_exists(TurnKey) OR #t {'<=' if same_turn else '<'} :t",
                 ExpressionAttributeNames={"#t": "Turn"},
                 ExpressionAttributeValues={":t": {"N": str(status.turn)}},
             )
+        except ConditionFailed:
+            return False
+        return True
 
     def _get(self, contact_id: str, key: str) -> dict[str, Any] | None:
         answer = self._turns.call(

@@ -71,6 +71,7 @@ from voicebridge.backoff import Backoff
 from voicebridge.conversation import Action
 from voicebridge.converse.responder import ResponderError, TurnRequest
 from voicebridge.converse.responders.bedrock_models import ModelFamily, model_family
+from voicebridge.converse.responders.refusals import error_code, refusal
 from voicebridge.telemetry import logger
 
 TOOL_ACTIONS: Mapping[str, Action] = {"transfer_to_agent": Action.TRANSFER, "end_call": Action.HANGUP}
@@ -117,6 +118,7 @@ RETRYABLE_REFUSALS = frozenset({"ThrottlingException", "ModelNotReadyException",
 RETRYABLE_STREAM_ERRORS = frozenset({"throttlingException", "serviceUnavailableException"})
 """Exception events inside the stream that a later call may not get."""
 _EXPLAINED_REFUSALS = frozenset({"ValidationException", "AccessDeniedException", "ResourceNotFoundException"})
+"""Refusals naming what is wrong with the deployment (model id, access, guardrail): their message is reported."""
 
 
 @dataclass
@@ -504,17 +506,8 @@ class BedrockResponder:
             try:
                 return self._client.converse_stream(**parameters)["stream"]
             except ClientError as exc:
-                code = str(exc.response.get("Error", {}).get("Code") or "unknown")
+                code = error_code(exc)
                 if code not in RETRYABLE_REFUSALS or not budget.retry(code):
-                    raise ResponderError(_refusal(exc)) from None
+                    raise ResponderError(refusal("Bedrock", exc, _EXPLAINED_REFUSALS)) from None
             except (BotoCoreError, Urllib3Error) as exc:
                 raise ResponderError(f"Bedrock unreachable ({type(exc).__name__})") from None
-
-
-def _refusal(exc: ClientError) -> str:
-    error = exc.response.get("Error", {})
-    code = error.get("Code") or "unknown"
-    if code in _EXPLAINED_REFUSALS:
-        # These name what is wrong with the deployment (model id, access, guardrail), not what the caller said.
-        return f"Bedrock refused the request ({code}: {str(error.get('Message', ''))[:160]})"
-    return f"Bedrock refused the request ({code})"

@@ -35,6 +35,7 @@ from urllib3.exceptions import HTTPError as Urllib3Error
 
 from voicebridge.conversation import Action
 from voicebridge.converse.responder import FixedReply, ResponderError, TurnRequest
+from voicebridge.converse.responders.refusals import error_code
 from voicebridge.telemetry import logger
 
 VERSION = "1"
@@ -103,8 +104,7 @@ class FunctionResponder:
             )
             payload = answer["Payload"].read()
         except ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code") or "unknown"
-            raise ResponderError(f"the function could not be invoked ({code})") from None
+            raise ResponderError(f"the function could not be invoked ({error_code(exc)})") from None
         except (BotoCoreError, Urllib3Error) as exc:
             raise ResponderError(f"the function did not answer ({type(exc).__name__})") from None
         if answer.get("FunctionError"):

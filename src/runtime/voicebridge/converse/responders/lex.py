@@ -44,6 +44,7 @@ from urllib3.exceptions import HTTPError as Urllib3Error
 
 from voicebridge.conversation import Action
 from voicebridge.converse.responder import FixedReply, ResponderError, TurnRequest
+from voicebridge.converse.responders.refusals import refusal
 from voicebridge.telemetry import logger
 
 ACTION_ATTRIBUTE = "voicebridge_action"
@@ -59,6 +60,7 @@ _SSML_BREAKS = re.compile(r"<\s*/?\s*(?:break|p|s|speak)\b[^>]*>", re.IGNORECASE
 _SSML_TAG = re.compile(r"<[^>]*>")
 _SPACES = re.compile(r"\s+")
 _EXPLAINED_REFUSALS = frozenset({"AccessDeniedException", "ResourceNotFoundException"})
+"""Refusals naming what is wrong with the deployment (bot, alias, locale, access): their message is reported."""
 
 
 def session_id(contact_id: str) -> str:
@@ -151,7 +153,7 @@ class LexResponder:
         try:
             response = self._client.recognize_text(**parameters)
         except ClientError as exc:
-            raise ResponderError(_refusal(exc)) from None
+            raise ResponderError(refusal("Lex", exc, _EXPLAINED_REFUSALS)) from None
         except (BotoCoreError, Urllib3Error) as exc:
             raise ResponderError(f"Lex unreachable ({type(exc).__name__})") from None
         reply = reply_of(response, self.intent_actions)
@@ -179,12 +181,3 @@ def _card_text(card: Mapping[str, Any]) -> str:
     parts = [str(card.get("title") or "").strip(), str(card.get("subtitle") or "").strip(), buttons]
     # Each part ends as a sentence, so the reply is cut into sentences where the card's lines end.
     return " ".join(part if part[-1] in ".!?…" else part + "." for part in parts if part)
-
-
-def _refusal(exc: ClientError) -> str:
-    error = exc.response.get("Error", {})
-    code = error.get("Code") or "unknown"
-    if code in _EXPLAINED_REFUSALS:
-        # These name what is wrong with the deployment (bot, alias, locale, access), not what the caller said.
-        return f"Lex refused the request ({code}: {str(error.get('Message', ''))[:160]})"
-    return f"Lex refused the request ({code})"
