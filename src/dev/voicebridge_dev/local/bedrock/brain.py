@@ -28,12 +28,11 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Final
+from dataclasses import dataclass
+from typing import Any, Final, Self
 
 from voicebridge_dev.local.bedrock.errors import BrainError
-
-__all__ = ["BANK_AGENT", "Brain", "Rule", "ToolCall"]
+from voicebridge_dev.local.service import Definition, unknown_names
 
 _TOOL_NAME: Final = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 _RULE_FIELDS: Final = frozenset({"match", "after", "reply", "tool"})
@@ -67,22 +66,20 @@ class Rule:
 
 
 @dataclass(frozen=True)
-class Brain:
+class Brain(Definition):
     """The rules of a brain file, in order, with its fallbacks; ``document`` is the file itself."""
 
     rules: tuple[Rule, ...]
     fallback: Rule
     after_tool_result: Rule
-    document: Mapping[str, Any] = field(repr=False)
 
     @classmethod
-    def from_json(cls, document: Any) -> Brain:
+    def from_json(cls, document: Any) -> Self:
         """The brain a document describes; :class:`BrainError` saying what is wrong with it."""
         if not isinstance(document, dict):
             raise BrainError("a brain is a JSON object with a 'rules' list")
-        unknown = set(document) - _BRAIN_FIELDS
-        if unknown:
-            raise BrainError(f"unknown brain fields: {', '.join(sorted(unknown))}")
+        if unknown := unknown_names(document, _BRAIN_FIELDS):
+            raise BrainError(f"unknown brain fields: {unknown}")
         rules = document.get("rules", [])
         if not isinstance(rules, list):
             raise BrainError("'rules' is a list of rules")
@@ -104,9 +101,8 @@ class Brain:
 def _rule(raw: Any, where: str, *, matched: bool = False) -> Rule:
     if not isinstance(raw, dict):
         raise BrainError(f"{where} is an object")
-    unknown = set(raw) - (_RULE_FIELDS if matched else {"reply", "tool"})
-    if unknown:
-        raise BrainError(f"{where}: unknown fields {', '.join(sorted(unknown))}")
+    if unknown := unknown_names(raw, _RULE_FIELDS if matched else {"reply", "tool"}):
+        raise BrainError(f"{where}: unknown fields {unknown}")
     reply = raw.get("reply", "")
     if not isinstance(reply, str):
         raise BrainError(f"{where}.reply is text")

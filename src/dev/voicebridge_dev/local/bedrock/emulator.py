@@ -10,39 +10,33 @@ from __future__ import annotations
 
 import json
 import logging
-import math
-import time
 from collections.abc import Iterable, Mapping
 from http import HTTPStatus
-from typing import Any, ClassVar, Final
+from typing import Any, Final
 
 from voicebridge_dev.local.bedrock.brain import BANK_AGENT, Brain
 from voicebridge_dev.local.bedrock.errors import EmulatorConfigError
 from voicebridge_dev.local.bedrock.families import base_model_id
 from voicebridge_dev.local.bedrock.faults import Fault
-from voicebridge_dev.local.bedrock.records import LABEL, Invocation, InvocationRecord
+from voicebridge_dev.local.bedrock.records import LABEL, InvocationRecord
 from voicebridge_dev.local.bedrock.server import Handler
 from voicebridge_dev.local.service import (
-    CallLog,
     ControlAnswer,
     ControlPlane,
-    EmulatorServer,
-    ServedEmulator,
+    RecordingEmulator,
+    finite_number,
+    unknown_names,
     validation_refusal,
 )
-
-__all__ = ["DEFAULT_MODEL_ID", "RECORD_LIMIT", "BedrockEmulator"]
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MODEL_ID: Final = "voicebridge.emulated-bank-agent-v1:0"
 """The model id the emulator serves by default: shaped as Bedrock's model ids are, and named as what it is."""
-RECORD_LIMIT: Final = 1000
-"""Calls kept in :attr:`BedrockEmulator.invocations` (oldest dropped first)."""
 _SETTINGS: Final = ("time_to_first_token_ms", "tokens_per_second")
 
 
-class BedrockEmulator(ServedEmulator[Fault]):
+class BedrockEmulator(RecordingEmulator[Fault, InvocationRecord]):
     """A local Bedrock Runtime ``ConverseStream`` answering from a scripted brain (an emulator, not a model).
 
     ``model_ids`` — the model ids served (each also by its ARN and inference profiles); others get
@@ -54,8 +48,9 @@ class BedrockEmulator(ServedEmulator[Fault]):
     :meth:`wait_idle` waits until no call is being served.
     """
 
-    service: ClassVar[str] = "Bedrock"
-    label: ClassVar[str] = LABEL
+    service = "Bedrock"
+    label = LABEL
+    handler = Handler
 
     def __init__(
         self,
@@ -67,16 +62,12 @@ class BedrockEmulator(ServedEmulator[Fault]):
         time_to_first_token_ms: float = 300.0,
         tokens_per_second: float = 60.0,
     ) -> None:
-        super().__init__(host, port)
+        super().__init__(host, port, InvocationRecord)
         self.model_ids = tuple(model_ids)
         if not self.model_ids:
             raise EmulatorConfigError("the emulator serves at least one model id")
-        self._brain = _brain(BANK_AGENT if brain is None else brain)
+        self._brain = Brain.of(BANK_AGENT if brain is None else brain)
         self.time_to_first_token_ms, self.tokens_per_second = _pacing(time_to_first_token_ms, tokens_per_second)
-        self._records: CallLog[InvocationRecord] = CallLog(RECORD_LIMIT)
-
-    def _make_server(self, address: tuple[str, int]) -> EmulatorServer[BedrockEmulator]:
-        return EmulatorServer(address, Handler, self, control_plane(self))
 
     def _serving(self) -> str:
         return f"models: {', '.join(self.model_ids)}"
@@ -97,7 +88,7 @@ class BedrockEmulator(ServedEmulator[Fault]):
 
     @brain.setter
     def brain(self, brain: Brain | Mapping[str, Any]) -> None:
-        self._brain = _brain(brain)
+        self._brain = Brain.of(brain)
         logger.info("%s: a new brain of %d rules answers", LABEL, len(self._brain.rules))
 
     def config(self) -> dict[str, Any]:
@@ -112,22 +103,13 @@ class BedrockEmulator(ServedEmulator[Fault]):
         """Apply a ``POST /_emulator/config`` body; a bad one raises :class:`EmulatorConfigError`, changing nothing."""
         if not isinstance(changes, dict):
             raise EmulatorConfigError("the configuration is a JSON object")
-        unknown = set(changes) - set(_SETTINGS)
-        if unknown:
-            raise EmulatorConfigError(f"unknown configuration fields: {', '.join(sorted(unknown))}")
+        if unknown := unknown_names(changes, _SETTINGS):
+            raise EmulatorConfigError(f"unknown configuration fields: {unknown}")
         settings = {name: changes.get(name, getattr(self, name)) for name in _SETTINGS}
         self.time_to_first_token_ms, self.tokens_per_second = _pacing(**settings)
         logger.info("%s: pacing now %s", LABEL, settings)
 
-    @property
-    def invocations(self) -> list[InvocationRecord]:
-        """ConverseStream calls so far, oldest first (a copy)."""
-        return self._records.snapshot()
-
-    def record(self, state: Invocation) -> None:
-        """Keep the record of a finished call, and log it."""
-        record = InvocationRecord.of(state, finished=time.perf_counter())
-        self._records.append(record)
+    def _log(self, record: InvocationRecord) -> None:
         ttft = f"{(record.first_token_at - record.started) * 1000:.0f}ms" if record.first_token_at else "-"
         logger.info(
             "%s: ConverseStream %s -> %d %s stop=%s deltas=%d tool=%s ttft=%s total=%.0fms",
@@ -142,30 +124,25 @@ class BedrockEmulator(ServedEmulator[Fault]):
             (record.finished - record.started) * 1000,
         )
 
+    def control_plane(self) -> ControlPlane:
+        """The ``/_emulator/...`` routes: faults, the calls so far, the brain and the pacing."""
 
-def control_plane(emulator: BedrockEmulator) -> ControlPlane:
-    """The ``/_emulator/...`` routes: faults, the calls so far, the brain and the pacing."""
+        def set_brain(body: bytes) -> ControlAnswer:
+            self.brain = json.loads(body or b"null")
+            return ControlAnswer(HTTPStatus.OK, {"emulator": LABEL, "rules": len(self.brain.rules)})
 
-    def set_brain(body: bytes) -> ControlAnswer:
-        emulator.brain = json.loads(body or b"null")
-        return ControlAnswer(HTTPStatus.OK, {"emulator": LABEL, "rules": len(emulator.brain.rules)})
-
-    control = ControlPlane(refusal=validation_refusal)
-    control.add_fault_routes(emulator, Fault.from_json, Fault.to_json)
-    control.add_invocation_routes(LABEL, lambda: emulator.invocations)
-    control.route("POST", "brain", set_brain)
-    control.route("GET", "brain", lambda _: ControlAnswer(HTTPStatus.OK, dict(emulator.brain.document)))
-    control.add_config_routes(emulator.configure, emulator.config)
-    return control
-
-
-def _brain(brain: Brain | Mapping[str, Any]) -> Brain:
-    return brain if isinstance(brain, Brain) else Brain.from_json(dict(brain) if isinstance(brain, Mapping) else brain)
+        control = ControlPlane(refusal=validation_refusal)
+        control.add_fault_routes(self, Fault.from_json, Fault.to_json)
+        control.add_invocation_routes(LABEL, lambda: self.invocations)
+        control.route("POST", "brain", set_brain)
+        control.route("GET", "brain", lambda _: ControlAnswer(HTTPStatus.OK, dict(self.brain.document)))
+        control.add_config_routes(self.configure, self.config)
+        return control
 
 
 def _pacing(time_to_first_token_ms: Any, tokens_per_second: Any) -> tuple[float, float]:
     for name, value in (("time_to_first_token_ms", time_to_first_token_ms), ("tokens_per_second", tokens_per_second)):
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        if not finite_number(value):
             raise EmulatorConfigError(f"{name} must be a number, got {value!r}")
     if time_to_first_token_ms < 0:
         raise EmulatorConfigError(f"time_to_first_token_ms must be >= 0, got {time_to_first_token_ms}")

@@ -53,8 +53,6 @@ from typing import Final
 
 from voicebridge_dev.local.service import ApiError, validation_error
 
-__all__ = ["GUARDRAIL", "REFUSABLE_FIELDS", "SYSTEM", "TOOLS", "base_model_id", "family_refusal"]
-
 SYSTEM: Final = "system"
 TOOLS: Final = "toolConfig"
 GUARDRAIL: Final = "guardrailConfig"

@@ -24,11 +24,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Final
+from typing import ClassVar, Final
 
-from voicebridge_dev.local.service import ApiError, CountedFault, FaultSpecError, check_seconds
-
-__all__ = ["STOP_REASONS", "STREAM_EXCEPTIONS", "Fault", "FaultKind"]
+from voicebridge_dev.local.service import ApiError, CountedFault, FaultSpecError, check_whole
 
 
 class FaultKind(StrEnum):
@@ -73,18 +71,22 @@ STOP_REASONS: Final = (
 )
 """The values of ``messageStop.stopReason`` (botocore's ``bedrock-runtime`` model, shape ``StopReason``)."""
 
-_REFUSALS: Final = {
-    FaultKind.THROTTLE: (429, "ThrottlingException", "Too many requests, please wait before trying again."),
-    FaultKind.MODEL_NOT_READY: (429, "ModelNotReadyException", "The model is not ready to serve inference requests."),
-    FaultKind.UNAVAILABLE: (503, "ServiceUnavailableException", "The service is unavailable. Try again later."),
-}
-
 
 @dataclass(frozen=True)
 class Fault(CountedFault):
     """A failure to inject into the next ``count`` ConverseStream calls the service runs."""
 
     kinds = FaultKind
+    refusals: ClassVar = {
+        FaultKind.THROTTLE: ApiError(429, "ThrottlingException", "Too many requests, please wait before trying again."),
+        FaultKind.MODEL_NOT_READY: ApiError(
+            429, "ModelNotReadyException", "The model is not ready to serve inference requests."
+        ),
+        FaultKind.UNAVAILABLE: ApiError(
+            503, "ServiceUnavailableException", "The service is unavailable. Try again later."
+        ),
+    }
+    injected_by = "the Bedrock emulator"
 
     kind: FaultKind
     count: int = 1
@@ -99,32 +101,17 @@ class Fault(CountedFault):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not isinstance(self.after_tokens, int) or isinstance(self.after_tokens, bool) or self.after_tokens < 0:
-            raise FaultSpecError(f"after_tokens must be a non-negative integer, got {self.after_tokens!r}")
-        check_seconds(self.seconds)
+        check_whole("after_tokens", self.after_tokens)
         if self.exception not in STREAM_EXCEPTIONS:
             raise FaultSpecError(f"unknown exception {self.exception!r}; one of {', '.join(STREAM_EXCEPTIONS)}")
-        if self.message is not None and not isinstance(self.message, str):
-            raise FaultSpecError(f"message must be a string, got {self.message!r}")
-        turns = self.first_turns
-        if turns is not None and (not isinstance(turns, int) or isinstance(turns, bool) or turns < 1):
-            raise FaultSpecError(f"first_turns must be a positive integer, got {turns!r}")
+        if self.first_turns is not None:
+            check_whole("first_turns", self.first_turns, positive=True)
         if self.stop_reason not in STOP_REASONS:
             raise FaultSpecError(f"unknown stop_reason {self.stop_reason!r}; one of {', '.join(STOP_REASONS)}")
 
     def strikes(self, user_messages: int) -> bool:
         """Whether this fault applies to a call whose conversation has ``user_messages`` user messages."""
         return self.first_turns is None or user_messages <= self.first_turns
-
-    @property
-    def before_stream(self) -> bool:
-        """Whether the fault is an HTTP error instead of a stream."""
-        return self.kind in _REFUSALS
-
-    def refusal(self) -> ApiError:
-        """The HTTP error a fault before the stream answers with."""
-        status, error_type, message = _REFUSALS[self.kind]
-        return ApiError(status, error_type, self.message or f"{message} (injected by the Bedrock emulator)")
 
     def describe(self) -> str:
         """The text an injected exception event carries."""

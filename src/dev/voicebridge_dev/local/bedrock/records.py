@@ -7,20 +7,16 @@ Records are served over HTTP::
 
 from __future__ import annotations
 
-import dataclasses
-import uuid
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
-from voicebridge_dev.local.service import Record
-
-__all__ = ["LABEL", "Invocation", "InvocationRecord"]
+from voicebridge_dev.local.service import CallRecord, CallState
 
 LABEL: Final = "Bedrock Runtime emulator (scripted, not a model)"
 
 
-@dataclass(frozen=True)
-class InvocationRecord(Record):
+@dataclass(frozen=True, kw_only=True)
+class InvocationRecord(CallRecord):
     """One ConverseStream call as the emulator saw it; times are ``time.perf_counter()`` seconds.
 
     ``body`` is the request's JSON as it arrived; ``first_token_at`` is when the first ``contentBlockDelta`` was
@@ -31,33 +27,21 @@ class InvocationRecord(Record):
     ``stop_reason`` the ``messageStop``'s.
     """
 
-    request_id: str
     model_id: str
-    body: Any
-    http_status: int
-    outcome: str
-    started: float
     first_token_at: float | None
-    finished: float
-    text: str = ""
-    tool: str | None = None
-    stop_reason: str | None = None
-    deltas: int = 0
-    error_type: str | None = None
-    error_message: str | None = None
-    fault: str | None = None
+    text: str
+    tool: str | None
+    stop_reason: str | None
+    deltas: int
+    error_type: str | None
+    error_message: str | None
 
 
-@dataclass
-class Invocation:
+@dataclass(kw_only=True)
+class Invocation(CallState):
     """Mutable bookkeeping of one call while it runs."""
 
     model_id: str
-    started: float
-    request_id: str = dataclasses.field(default_factory=lambda: str(uuid.uuid4()))
-    body: Any = None
-    http_status: int = 200
-    outcome: str = "ok"
     first_token_at: float | None = None
     text: str = ""
     tool: str | None = None
@@ -65,5 +49,3 @@ class Invocation:
     deltas: int = 0
     error_type: str | None = None
     error_message: str | None = None
-    fault: str | None = None
-    recorded: bool = False

@@ -25,16 +25,13 @@ Last, the request is held to what the model's family takes (:mod:`~.families`, f
 from __future__ import annotations
 
 import itertools
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from voicebridge_dev.local.bedrock.families import REFUSABLE_FIELDS, family_refusal
-from voicebridge_dev.local.service import ApiError, validation_error
-
-__all__ = ["MAX_OUTPUT_TOKENS", "ConverseRequest", "Message", "parse_converse_request"]
+from voicebridge_dev.local.service import ApiError, finite_number, validation_error
 
 MAX_OUTPUT_TOKENS: Final = 4096
 """The emulated model's output limit: ``inferenceConfig.maxTokens`` above it is refused."""
@@ -135,8 +132,8 @@ def parse_converse_request(model_id: str, body: Any) -> ConverseRequest:
     max_tokens, stop_sequences = _inference_config(body.get("inferenceConfig"))
     _guardrail_config(body.get("guardrailConfig"))
     additional = body.get("additionalModelRequestFields")
-    if additional is not None and not isinstance(additional, dict):
-        raise _constraint("additionalModelRequestFields", additional, "Member must be a JSON object")
+    if additional is not None:
+        _object(additional, "additionalModelRequestFields", "JSON")
     refusal = family_refusal(model_id, [name for name in REFUSABLE_FIELDS if body.get(name)])
     if refusal is not None:
         raise refusal
@@ -158,6 +155,27 @@ def _constraint(path: str, value: Any, constraint: str) -> ApiError:
     )
 
 
+def _object(raw: Any, path: str, shape: str) -> dict[str, Any]:
+    """``raw``, when it is the JSON object a ``shape`` is."""
+    if not isinstance(raw, dict):
+        raise _constraint(path, raw, f"Member must be a {shape} object")
+    return raw
+
+
+def _matching(raw: dict[str, Any], member: str, path: str, pattern: re.Pattern[str], shown: str) -> str:
+    """``raw``'s ``member``, when it is a string ``pattern`` matches (``shown`` as the service words it)."""
+    value = raw.get(member)
+    if not isinstance(value, str) or not pattern.fullmatch(value):
+        raise _constraint(f"{path}.{member}", value, f"Member must satisfy regular expression pattern: {shown}")
+    return value
+
+
+def _one_of(raw: dict[str, Any], member: str, path: str, values: Sequence[str]) -> None:
+    """Refuse ``raw``'s ``member``, when it is set, unless it is one of ``values``."""
+    if member in raw and raw[member] not in values:
+        raise _constraint(f"{path}.{member}", raw[member], f"Member must satisfy enum value set: [{', '.join(values)}]")
+
+
 def _messages(raw: Any) -> tuple[Message, ...]:
     if raw is None or raw == []:
         raise validation_error(_START_WITH_USER)
@@ -177,9 +195,7 @@ def _messages(raw: Any) -> tuple[Message, ...]:
 
 
 def _message(raw: Any, path: str) -> Message:
-    if not isinstance(raw, dict):
-        raise _constraint(path, raw, "Member must be a Message object")
-    role = raw.get("role")
+    role = _object(raw, path, "Message").get("role")
     if role not in ("user", "assistant"):
         raise _constraint(f"{path}.role", role, "Member must satisfy enum value set: [user, assistant]")
     content = raw.get("content")
@@ -247,32 +263,20 @@ def _guarded_text(value: Any, path: str) -> str:
 
 
 def _tool_use(value: Any, path: str) -> str:
-    if not isinstance(value, dict):
-        raise _constraint(path, value, "Member must be a ToolUseBlock object")
-    tool_use_id, name = value.get("toolUseId"), value.get("name")
-    if not isinstance(tool_use_id, str) or not _TOOL_USE_ID.fullmatch(tool_use_id):
-        raise _constraint(
-            f"{path}.toolUseId", tool_use_id, "Member must satisfy regular expression pattern: [a-zA-Z0-9_.:-]+"
-        )
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise _constraint(f"{path}.name", name, "Member must satisfy regular expression pattern: [a-zA-Z0-9_-]+")
-    if "input" not in value:
+    block = _object(value, path, "ToolUseBlock")
+    tool_use_id = _matching(block, "toolUseId", path, _TOOL_USE_ID, "[a-zA-Z0-9_.:-]+")
+    _matching(block, "name", path, _NAME, "[a-zA-Z0-9_-]+")
+    if "input" not in block:
         raise _constraint(f"{path}.input", None, "Member must not be null")
     return tool_use_id
 
 
 def _tool_result(value: Any, path: str) -> str:
-    if not isinstance(value, dict):
-        raise _constraint(path, value, "Member must be a ToolResultBlock object")
-    tool_use_id = value.get("toolUseId")
-    if not isinstance(tool_use_id, str) or not _TOOL_USE_ID.fullmatch(tool_use_id):
-        raise _constraint(
-            f"{path}.toolUseId", tool_use_id, "Member must satisfy regular expression pattern: [a-zA-Z0-9_.:-]+"
-        )
-    if not isinstance(value.get("content"), list):
-        raise _constraint(f"{path}.content", value.get("content"), "Member must not be null")
-    if value.get("status", "success") not in ("success", "error"):
-        raise _constraint(f"{path}.status", value["status"], "Member must satisfy enum value set: [success, error]")
+    block = _object(value, path, "ToolResultBlock")
+    tool_use_id = _matching(block, "toolUseId", path, _TOOL_USE_ID, "[a-zA-Z0-9_.:-]+")
+    if not isinstance(block.get("content"), list):
+        raise _constraint(f"{path}.content", block.get("content"), "Member must not be null")
+    _one_of(block, "status", path, ("success", "error"))
     return tool_use_id
 
 
@@ -324,7 +328,7 @@ def _number(raw: dict[str, Any], name: str, low: float, high: float) -> None:
     if value is None:
         return
     path = f"inferenceConfig.{name}"
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if not finite_number(value):
         raise _constraint(path, value, "Member must be a number")
     if value < low:
         raise _constraint(path, value, f"Member must have value greater than or equal to {low:g}")
@@ -335,9 +339,7 @@ def _number(raw: dict[str, Any], name: str, low: float, high: float) -> None:
 def _inference_config(raw: Any) -> tuple[int | None, tuple[str, ...]]:
     if raw is None:
         return None, ()
-    if not isinstance(raw, dict):
-        raise _constraint("inferenceConfig", raw, "Member must be an InferenceConfiguration object")
-    max_tokens = raw.get("maxTokens")
+    max_tokens = _object(raw, "inferenceConfig", "InferenceConfiguration").get("maxTokens")
     if max_tokens is not None:
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
             raise _constraint("inferenceConfig.maxTokens", max_tokens, "Member must be an integer")
@@ -367,9 +369,7 @@ def _tool_config(raw: Any) -> list[str] | None:
     """The names of the tools declared; None without a toolConfig."""
     if raw is None:
         return None
-    if not isinstance(raw, dict):
-        raise _constraint("toolConfig", raw, "Member must be a ToolConfiguration object")
-    tools = raw.get("tools")
+    tools = _object(raw, "toolConfig", "ToolConfiguration").get("tools")
     if not isinstance(tools, list):
         raise _constraint("toolConfig.tools", tools, "Member must not be null")
     if not tools:
@@ -399,15 +399,8 @@ def _tool_config(raw: Any) -> list[str] | None:
 
 
 def _tool_spec(raw: Any, path: str) -> str:
-    if not isinstance(raw, dict):
-        raise _constraint(path, raw, "Member must be a ToolSpecification object")
-    name = raw.get("name")
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise _constraint(
-            f"{path}.name",
-            name,
-            "Member must satisfy regular expression pattern: [a-zA-Z0-9_-]+ and have length less than or equal to 64",
-        )
+    shown = "[a-zA-Z0-9_-]+ and have length less than or equal to 64"
+    name = _matching(_object(raw, path, "ToolSpecification"), "name", path, _NAME, shown)
     description = raw.get("description")
     if description is not None and (not isinstance(description, str) or not description):
         raise _constraint(f"{path}.description", description, "Member must have length greater than or equal to 1")
@@ -427,31 +420,10 @@ def _tool_spec(raw: Any, path: str) -> str:
 def _guardrail_config(raw: Any) -> None:
     if raw is None:
         return
-    if not isinstance(raw, dict):
-        raise _constraint("guardrailConfig", raw, "Member must be a GuardrailStreamConfiguration object")
-    identifier, version = raw.get("guardrailIdentifier"), raw.get("guardrailVersion")
-    if not isinstance(identifier, str) or not _GUARDRAIL_ID.fullmatch(identifier):
-        raise _constraint(
-            "guardrailConfig.guardrailIdentifier",
-            identifier,
-            "Member must satisfy regular expression "
-            "pattern: ([a-z0-9]+)|(arn:aws(-[^:]+)?:bedrock:[a-z0-9-]{1,20}:[0-9]{12}:guardrail/[a-z0-9]+)",
-        )
-    if not isinstance(version, str) or not _GUARDRAIL_VERSION.fullmatch(version):
-        raise _constraint(
-            "guardrailConfig.guardrailVersion",
-            version,
-            "Member must satisfy regular expression pattern: (([1-9][0-9]{0,7})|(DRAFT))",
-        )
-    if raw.get("trace", "disabled") not in _GUARDRAIL_TRACE:
-        raise _constraint(
-            "guardrailConfig.trace",
-            raw["trace"],
-            f"Member must satisfy enum value set: [{', '.join(_GUARDRAIL_TRACE)}]",
-        )
-    if raw.get("streamProcessingMode", "sync") not in _STREAM_MODES:
-        raise _constraint(
-            "guardrailConfig.streamProcessingMode",
-            raw["streamProcessingMode"],
-            f"Member must satisfy enum value set: [{', '.join(_STREAM_MODES)}]",
-        )
+    path = "guardrailConfig"
+    identifier = "([a-z0-9]+)|(arn:aws(-[^:]+)?:bedrock:[a-z0-9-]{1,20}:[0-9]{12}:guardrail/[a-z0-9]+)"
+    _object(raw, path, "GuardrailStreamConfiguration")
+    _matching(raw, "guardrailIdentifier", path, _GUARDRAIL_ID, identifier)
+    _matching(raw, "guardrailVersion", path, _GUARDRAIL_VERSION, "(([1-9][0-9]{0,7})|(DRAFT))")
+    _one_of(raw, "trace", path, _GUARDRAIL_TRACE)
+    _one_of(raw, "streamProcessingMode", path, _STREAM_MODES)

@@ -42,7 +42,6 @@ Any other path is UnknownOperationException (404).
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from typing import Final, Protocol
@@ -53,16 +52,7 @@ from voicebridge_dev.local.bedrock.faults import Fault, FaultKind
 from voicebridge_dev.local.bedrock.records import LABEL, Invocation
 from voicebridge_dev.local.bedrock.requests import ConverseRequest, parse_converse_request
 from voicebridge_dev.local.bedrock.stream import ReplyPlan, event, exception_event, forced_stop, pieces, plan_reply
-from voicebridge_dev.local.service import (
-    ApiError,
-    CallHandler,
-    ClientGone,
-    Serving,
-    Stopping,
-    validation_error,
-)
-
-__all__ = ["Backend", "Handler"]
+from voicebridge_dev.local.service import ApiError, CallHandler, Serving, Stopping, validation_error
 
 _CONVERSE_STREAM: Final = re.compile(r"^/model/(?P<model>[^/]+)/converse-stream$")
 _INVALID_MODEL: Final = "The provided model identifier is invalid."
@@ -72,12 +62,10 @@ _ERROR_NAMESPACE: Final = "http://internal.amazon.com/coral/com.amazon.bedrock/"
 class Backend(Serving[Fault], Protocol):
     """What the handler needs of the emulator it serves (:class:`~.emulator.BedrockEmulator`)."""
 
-    @property
-    def brain(self) -> Brain: ...
-    @property
-    def time_to_first_token_ms(self) -> float: ...
-    @property
-    def tokens_per_second(self) -> float: ...
+    brain: Brain
+    time_to_first_token_ms: float
+    tokens_per_second: float
+
     def serves(self, model_id: str) -> bool: ...
     def record(self, state: Invocation) -> None: ...
 
@@ -95,13 +83,9 @@ class Handler(CallHandler[Backend]):
         if match is None:
             self.serve_control(self.read_body())
             return
-        state = Invocation(unquote(match.group("model")), time.perf_counter())
+        state = Invocation(model_id=unquote(match.group("model")), started=time.perf_counter())
         body = self.read_body()
         self.serve_call(state, lambda: self._converse_stream(state, body))
-
-    def unknown_operation(self) -> None:
-        message = f"{self.command} {urlsplit(self.path).path} is not an operation of the {LABEL}"
-        self.send_json(404, {"message": message}, {"x-amzn-ErrorType": "UnknownOperationException"})
 
     # -- ConverseStream
 
@@ -112,9 +96,9 @@ class Handler(CallHandler[Backend]):
             asked = sum(message.role == "user" for message in request.messages)
             fault = emulator.faults.take(lambda pending: pending.strikes(asked))
             state.fault = fault.kind.value if fault else None
-            if fault is not None and fault.before_stream:
+            if fault is not None and (refusal := fault.refusal()) is not None:
                 state.outcome = f"fault_{fault.kind.value}"
-                raise fault.refusal()
+                raise refusal
         except ApiError as error:
             state.http_status, state.error_type, state.error_message = error.status, error.error_type, error.message
             if state.fault is None:
@@ -128,26 +112,16 @@ class Handler(CallHandler[Backend]):
             plan, fault = forced_stop(plan, fault.stop_reason, fault.after_tokens, fault.message), None
         self._stream(state, request, plan, fault)
 
-    def _request(self, state: Invocation, body: bytes) -> ConverseRequest:
-        try:
-            state.body = json.loads(body) if body else {}
-        except ValueError:
-            state.body = body.decode("utf-8", errors="replace")
-            raise ApiError(400, "SerializationException", "The request body is not valid JSON.") from None
+    def _request(self, state: Invocation, raw: bytes) -> ConverseRequest:
+        body = self.json_body(state, raw)
         if not self.emulator.serves(state.model_id):
             raise validation_error(_INVALID_MODEL)
-        return parse_converse_request(state.model_id, state.body)
+        return parse_converse_request(state.model_id, body)
 
     def _stream(self, state: Invocation, request: ConverseRequest, plan: ReplyPlan, fault: Fault | None) -> None:
         emulator = self.emulator
-        self.send_response(200)
-        self.send_header("Content-Type", "application/vnd.amazon.eventstream")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.send_header("x-amzn-RequestId", state.request_id)
-        try:
-            self.end_headers()
-        except OSError as exc:
-            raise ClientGone from exc
+        headers = {"Content-Type": "application/vnd.amazon.eventstream", "Transfer-Encoding": "chunked"}
+        self.send_head(200, {**headers, "x-amzn-RequestId": state.request_id})
         self.write_chunk(event("messageStart", {"role": "assistant"}))
         first_due = state.started + emulator.time_to_first_token_ms / 1000.0
         interval = 1.0 / emulator.tokens_per_second
@@ -182,7 +156,8 @@ class Handler(CallHandler[Backend]):
         }
         latency_ms = round((time.perf_counter() - state.started) * 1000)
         self.write_chunk(event("metadata", {"usage": usage, "metrics": {"latencyMs": latency_ms}}))
-        self._end(state)
+        self.complete(state)
+        self.end_chunks()
 
     def _strike(self, state: Invocation, fault: Fault) -> bool:
         """Apply a mid-stream fault; True when the stream goes on after it (a stall)."""
@@ -190,20 +165,17 @@ class Handler(CallHandler[Backend]):
             self._pause(fault.seconds)
             return True
         state.outcome = f"fault_{fault.kind.value}"
+        # Recorded first: a client that reads an exception event stops reading there.
+        self.complete(state)
         if fault.kind is FaultKind.STREAM_ERROR:
             self.write_chunk(exception_event(fault.exception, fault.describe()))
-            self._end(state)
-            return False
-        # A drop: the socket is cut with the body unfinished, as a connection lost mid-stream.
-        self.complete(state)
-        self.cut()
+            self.end_chunks()
+        else:
+            # A drop: the socket is cut with the body unfinished, as a connection lost mid-stream.
+            self.cut()
         return False
 
     # -- writing and pacing
-
-    def _end(self, state: Invocation) -> None:
-        self.complete(state)
-        self.end_chunks()
 
     def _wait_until(self, due: float) -> None:
         delay = due - time.perf_counter()

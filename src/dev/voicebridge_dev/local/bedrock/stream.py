@@ -43,8 +43,6 @@ from voicebridge_dev.local.bedrock.brain import Rule, ToolCall
 from voicebridge_dev.local.bedrock.requests import ConverseRequest
 from voicebridge_dev.local.eventstream_encoder import encode_event, encode_exception
 
-__all__ = ["Piece", "ReplyPlan", "event", "exception_event", "forced_stop", "pieces", "plan_reply"]
-
 _WORD: Final = re.compile(r"\s*\S+(?:\s+$)?")
 # Tool input leaves in pieces of about this many characters, as a model writes JSON a few tokens at a time.
 _INPUT_PIECE_CHARS: Final = 16
@@ -83,7 +81,7 @@ def plan_reply(request: ConverseRequest, rule: Rule) -> ReplyPlan:
         text, stop_reason = text[: min(cuts)], "stop_sequence"
     deltas = tuple(_WORD.findall(text))
     tool = rule.tool if rule.tool is not None and rule.tool.name in request.tools else None
-    tool_input = _input_pieces(tool.input) if tool is not None and stop_reason == "end_turn" else ()
+    tool_input = _pieces_of(json.dumps(tool.input)) if tool is not None and stop_reason == "end_turn" else ()
     if request.max_tokens is not None and len(deltas) + len(tool_input) > request.max_tokens:
         return ReplyPlan(deltas[: request.max_tokens], "max_tokens")
     if not tool_input:
@@ -109,10 +107,6 @@ def _continuation(reply: str, prefill: str) -> str:
     if reply.startswith(prefill):
         return reply[len(prefill) :]
     return " " + reply
-
-
-def _input_pieces(tool_input: Any) -> tuple[str, ...]:
-    return _pieces_of(json.dumps(tool_input))
 
 
 def _pieces_of(document: str) -> tuple[str, ...]:

@@ -40,17 +40,6 @@ from voicebridge_dev.local.lambda_.records import LABEL, InvocationStatus, Invoc
 if TYPE_CHECKING:
     from voicebridge_dev.local.lambda_.functions import Function
 
-__all__ = [
-    "INIT_MARK",
-    "INIT_TIMEOUT_S",
-    "KILL_WAIT_S",
-    "LOG_LIMIT_CHARS",
-    "Call",
-    "Container",
-    "Outcome",
-    "error_outcome",
-]
-
 logger = logging.getLogger(__name__)
 
 INIT_TIMEOUT_S: Final = 10.0

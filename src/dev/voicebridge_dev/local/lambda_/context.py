@@ -7,8 +7,6 @@ from typing import Any
 
 from voicebridge_dev.local.runner import LambdaContext
 
-__all__ = ["ClientContext", "InvokeContext"]
-
 
 @dataclass
 class ClientContext:

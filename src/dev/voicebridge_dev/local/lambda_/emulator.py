@@ -22,11 +22,10 @@ import os
 import threading
 import time
 import uuid
-from collections import deque
 from collections.abc import Mapping
 from http import HTTPStatus
 from pathlib import Path
-from typing import Any, ClassVar, Final, Self
+from typing import Any, Final, Self
 
 from voicebridge_dev.local.lambda_.containers import (
     KILL_WAIT_S,
@@ -42,16 +41,12 @@ from voicebridge_dev.local.lambda_.functions import LATEST, Function, Functions
 from voicebridge_dev.local.lambda_.invoke import Answer, log_tail, parse_event, parse_invoke_headers
 from voicebridge_dev.local.lambda_.records import LABEL, InvocationRecord, InvocationStatus, InvocationType
 from voicebridge_dev.local.lambda_.server import Handler
-from voicebridge_dev.local.service import ApiError, ControlAnswer, ControlPlane, EmulatorServer, ServedEmulator
-
-__all__ = ["EVENT_QUEUE_LIMIT", "RECORD_LIMIT", "LambdaEmulator"]
+from voicebridge_dev.local.service import RECORD_LIMIT, ApiError, CallLog, ControlAnswer, ControlPlane, ServedEmulator
 
 logger = logging.getLogger(__name__)
 
 EVENT_QUEUE_LIMIT: Final = 100
 """Event invocations queued per function before further ones are refused with TooManyRequestsException."""
-RECORD_LIMIT: Final = 1000
-"""Finished invocations kept in :attr:`LambdaEmulator.invocations` (oldest dropped first)."""
 # Passed through from the host, as `sam local invoke` passes credentials into its container; nothing else is.
 _INHERITED: Final = (
     "PATH",
@@ -87,8 +82,9 @@ class LambdaEmulator(ServedEmulator[Fault]):
     :meth:`wait_idle` waits until no invocation is running or queued.
     """
 
-    label: ClassVar[str] = LABEL
-    service: ClassVar[str] = "Lambda"
+    label = LABEL
+    handler = Handler
+    service = "Lambda"
 
     def __init__(
         self,
@@ -111,7 +107,7 @@ class LambdaEmulator(ServedEmulator[Fault]):
         self.env = dict(env or {})
         self.concurrency = concurrency
         self._functions = Functions(region, {}, {})
-        self._records: deque[InvocationRecord] = deque(maxlen=RECORD_LIMIT)
+        self._records: CallLog[InvocationRecord] = CallLog(RECORD_LIMIT)
         self._state = threading.Lock()
         self._containers: set[Container] = set()
         self._numbers = itertools.count(1)
@@ -130,9 +126,6 @@ class LambdaEmulator(ServedEmulator[Fault]):
 
     def _serving(self) -> str:
         return "functions: " + ", ".join(function.logical_id for function in self._functions)
-
-    def _make_server(self, address: tuple[str, int]) -> EmulatorServer[LambdaEmulator]:
-        return EmulatorServer(address, Handler, self, control_plane(self))
 
     def _wind_down(self) -> None:
         """Drop queued Event invocations and kill every container, running handlers included."""
@@ -161,8 +154,7 @@ class LambdaEmulator(ServedEmulator[Fault]):
     @property
     def invocations(self) -> list[InvocationRecord]:
         """Finished invocations, oldest first (a copy)."""
-        with self._state:
-            return list(self._records)
+        return self._records.snapshot()
 
     def wait_for_idle(self, timeout: float) -> bool:
         """:meth:`wait_idle` by the name this emulator's callers have waited with."""
@@ -179,8 +171,8 @@ class LambdaEmulator(ServedEmulator[Fault]):
             return Answer(204, {})
         event = parse_event(body)
         fault = self.faults.take(lambda fault: fault.strikes(function.logical_id, function.physical_name))
-        if fault is not None:
-            raise fault.refusal()
+        if fault is not None and (refusal := fault.refusal()) is not None:
+            raise refusal
         call = Call(str(uuid.uuid4()), kind, event, request.client_context)
         if kind is InvocationType.EVENT:
             self._enqueue(function, call)
@@ -196,15 +188,12 @@ class LambdaEmulator(ServedEmulator[Fault]):
         return answer
 
     def _invoke_now(self, function: Function, call: Call) -> tuple[Outcome, list[str]]:
-        self.in_flight.begin()
-        try:
+        with self.in_flight.serving():
             try:
                 container = self._lease(function, wait=False)
             except EmulatorStopping as exc:
                 raise ApiError(500, "ServiceException", "the Lambda emulator is stopping") from exc
             return self._run(function, call, container)
-        finally:
-            self.in_flight.end()
 
     def _enqueue(self, function: Function, call: Call) -> None:
         with function.lock:
@@ -436,8 +425,7 @@ class LambdaEmulator(ServedEmulator[Fault]):
             max_memory_mb=outcome.max_memory_mb,
             cpu_ms=outcome.cpu_ms,
         )
-        with self._state:
-            self._records.append(record)
+        self._records.append(record)
         function.log.info(
             "%s: %s %s %s -> %s in %.0f ms%s",
             LABEL,
@@ -449,15 +437,14 @@ class LambdaEmulator(ServedEmulator[Fault]):
             f" (cold start, init {init_ms:.0f} ms)" if init_ms is not None else "",
         )
 
+    def control_plane(self) -> ControlPlane:
+        """The ``/_emulator/...`` routes: the finished invocations and the faults."""
 
-def control_plane(emulator: LambdaEmulator) -> ControlPlane:
-    """The ``/_emulator/...`` routes: the finished invocations and the faults."""
+        def refused(reason: str) -> ControlAnswer:
+            body = {"Type": "User", "message": reason}
+            return ControlAnswer(HTTPStatus.BAD_REQUEST, body, {"x-amzn-ErrorType": "InvalidRequestContentException"})
 
-    def refused(reason: str) -> ControlAnswer:
-        body = {"Type": "User", "message": reason}
-        return ControlAnswer(HTTPStatus.BAD_REQUEST, body, {"x-amzn-ErrorType": "InvalidRequestContentException"})
-
-    control = ControlPlane(refusal=refused)
-    control.add_invocation_routes(LABEL, lambda: emulator.invocations)
-    control.add_fault_routes(emulator, Fault.from_json, Fault.to_json)
-    return control
+        control = ControlPlane(refusal=refused)
+        control.add_invocation_routes(LABEL, lambda: self.invocations)
+        control.add_fault_routes(self, Fault.from_json, Fault.to_json)
+        return control

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import ClassVar
 
 from voicebridge_dev.local.service import ApiError, CountedFault, FaultSpecError
-
-__all__ = ["Fault", "FaultKind"]
 
 
 class FaultKind(StrEnum):
@@ -33,6 +32,13 @@ class Fault(CountedFault):
     """A refusal to inject into the next ``count`` invocations (of ``function`` only, when given)."""
 
     kinds = FaultKind
+    refusals: ClassVar = {
+        FaultKind.THROTTLE: ApiError(
+            429, "TooManyRequestsException", "Rate Exceeded.", {"Reason": "ConcurrentInvocationLimitExceeded"}
+        ),
+        FaultKind.SERVICE_ERROR: ApiError(500, "ServiceException", "Lambda failed"),
+    }
+    injected_by = "the Lambda emulator"
 
     kind: FaultKind
     count: int = 1
@@ -43,20 +49,7 @@ class Fault(CountedFault):
         super().__post_init__()
         if self.function is not None and not isinstance(self.function, str):
             raise FaultSpecError(f"function must be a function's name, got {self.function!r}")
-        if self.message is not None and not isinstance(self.message, str):
-            raise FaultSpecError(f"message must be a string, got {self.message!r}")
 
     def strikes(self, logical_id: str, physical_name: str) -> bool:
         """Whether the fault applies to an invocation of the function of that logical ID and local name."""
         return self.function in (None, logical_id, physical_name)
-
-    def refusal(self) -> ApiError:
-        """The error the Lambda API answers the struck invocation with."""
-        if self.kind is FaultKind.THROTTLE:
-            return ApiError(
-                429,
-                "TooManyRequestsException",
-                self.message or "Rate Exceeded. (injected by the Lambda emulator)",
-                {"Reason": "ConcurrentInvocationLimitExceeded"},
-            )
-        return ApiError(500, "ServiceException", self.message or "Lambda failed (injected by the Lambda emulator)")

@@ -30,8 +30,6 @@ from voicebridge_dev.template import (
 if TYPE_CHECKING:
     from voicebridge_dev.local.lambda_.containers import Call, Container
 
-__all__ = ["LATEST", "Function", "Functions"]
-
 logger = logging.getLogger(__name__)
 
 LATEST: Final = "$LATEST"

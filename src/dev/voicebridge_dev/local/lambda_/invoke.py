@@ -36,8 +36,6 @@ from typing import Any, Final
 from voicebridge_dev.local.lambda_.records import InvocationType
 from voicebridge_dev.local.service import ApiError
 
-__all__ = ["LOG_TAIL_BYTES", "Answer", "InvokeRequest", "log_tail", "parse_event", "parse_invoke_headers"]
-
 LOG_TAIL_BYTES: Final = 4096
 
 

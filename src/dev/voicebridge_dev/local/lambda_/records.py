@@ -13,8 +13,6 @@ from typing import Any, Final
 
 from voicebridge_dev.local.service import Record
 
-__all__ = ["LABEL", "InvocationRecord", "InvocationStatus", "InvocationType"]
-
 LABEL: Final = "lambda emulator (not AWS Lambda)"
 
 

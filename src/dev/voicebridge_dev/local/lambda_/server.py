@@ -20,8 +20,6 @@ from voicebridge_dev.local.lambda_.invoke import Answer
 from voicebridge_dev.local.lambda_.records import LABEL
 from voicebridge_dev.local.service import ApiError, EmulatorHandler
 
-__all__ = ["Backend", "Handler"]
-
 _INVOKE_PATH = re.compile(r"^/2015-03-31/functions/(?P<name>[^/]+)/invocations$")
 
 

@@ -46,29 +46,17 @@ import copy
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Self
 
 from voicebridge_dev.local.lex.errors import BotDefinitionError
-
-__all__ = [
-    "BANK_BOT",
-    "BUILTIN_SLOT_TYPES",
-    "FALLBACK_INTENT",
-    "Bot",
-    "Intent",
-    "Locale",
-    "Slot",
-    "SlotType",
-    "SlotValue",
-    "parse_number",
-    "yes_or_no",
-]
+from voicebridge_dev.local.service import Definition, finite_number, unknown_names
 
 FALLBACK_INTENT: Final = "FallbackIntent"
 BUILTIN_SLOT_TYPES: Final = ("AMAZON.Number", "AMAZON.FreeFormInput")
 _BOT_ID: Final = re.compile(r"[0-9a-zA-Z]{10}")
 _NAME: Final = re.compile(r"([0-9a-zA-Z][_-]?){1,100}")
-_SLOT_REFERENCE: Final = re.compile(r"\{(\w+)\}")
+SLOT_REFERENCE: Final = re.compile(r"\{(\w+)\}")
+"""``{Slot}``: a slot named in a sample utterance or a message."""
 _DIALOG_ACTIONS: Final = ("Close", "ElicitIntent")
 _END_STATES: Final = ("Fulfilled", "ReadyForFulfillment", "Failed")
 
@@ -152,14 +140,14 @@ class Intent:
     @property
     def slots_in_utterances(self) -> frozenset[str]:
         """The slots a sample utterance names, which the utterance that starts the intent may fill."""
-        return frozenset(name for utterance in self.sample_utterances for name in _SLOT_REFERENCE.findall(utterance))
+        return frozenset(name for utterance in self.sample_utterances for name in SLOT_REFERENCE.findall(utterance))
 
     def confidence(self, said: str) -> float:
         """How well ``said`` matches the best of the sample utterances, from 0 to 1."""
         words = set(_words(said))
         best = 0.0
         for utterance in self.sample_utterances:
-            spoken = _words(_SLOT_REFERENCE.sub(" ", utterance))
+            spoken = _words(SLOT_REFERENCE.sub(" ", utterance))
             telling = [word for word in spoken if word not in _COMMON_WORDS] or spoken
             if telling:
                 best = max(best, sum(word in words for word in telling) / len(telling))
@@ -202,18 +190,17 @@ class Locale:
 
 
 @dataclass(frozen=True)
-class Bot:
-    """A bot definition: where it is served, and its locales."""
+class Bot(Definition):
+    """A bot definition: where it is served, and its locales; ``document`` is the bot file itself."""
 
     bot_id: str
     bot_name: str
     alias_ids: tuple[str, ...]
     locales: Mapping[str, Locale]
     idle_session_ttl_s: float
-    document: Mapping[str, Any] = field(repr=False)
 
     @classmethod
-    def from_json(cls, document: Any) -> Bot:
+    def from_json(cls, document: Any) -> Self:
         """The bot a file describes; :class:`BotDefinitionError` saying what is wrong with it."""
         if not isinstance(document, dict):
             raise BotDefinitionError("a bot is a JSON object")
@@ -225,7 +212,7 @@ class Bot:
         if not isinstance(aliases, list) or not aliases or not all(isinstance(a, str) and a for a in aliases):
             raise BotDefinitionError("botAliasIds is a non-empty list of alias ids")
         ttl = document.get("idleSessionTTLInSeconds", 300)
-        if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 60 <= ttl <= 86400:
+        if not finite_number(ttl) or not 60 <= ttl <= 86400:
             raise BotDefinitionError(f"idleSessionTTLInSeconds must be 60 to 86400, got {ttl!r}")
         locales = document.get("locales")
         if not isinstance(locales, dict) or not locales:
@@ -251,9 +238,8 @@ class Bot:
 
 
 def _known(raw: Mapping[str, Any], fields: set[str], where: str) -> None:
-    unknown = set(raw) - fields
-    if unknown:
-        raise BotDefinitionError(f"{where}: unknown fields {', '.join(sorted(unknown))}")
+    if unknown := unknown_names(raw, fields):
+        raise BotDefinitionError(f"{where}: unknown fields {unknown}")
 
 
 def _text(raw: Mapping[str, Any], name: str, where: str, default: str | None = None) -> str:
@@ -270,7 +256,7 @@ def _locale(locale_id: str, raw: Any) -> Locale:
     _known(raw, {"intents", "slotTypes", "nluIntentConfidenceThreshold"}, where)
     slot_types = {slot_type.name: slot_type for slot_type in map(_slot_type, raw.get("slotTypes", []))}
     threshold = raw.get("nluIntentConfidenceThreshold", 0.5)
-    if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 <= threshold <= 1:
+    if not finite_number(threshold) or not 0 <= threshold <= 1:
         raise BotDefinitionError(f"{where}.nluIntentConfidenceThreshold must be 0 to 1, got {threshold!r}")
     intents_raw = raw.get("intents")
     if not isinstance(intents_raw, list):
@@ -319,7 +305,7 @@ def _intent(raw: Any, where: str, slot_types: Mapping[str, SlotType]) -> Intent:
     if not utterances and name != FALLBACK_INTENT:
         raise BotDefinitionError(f"{where}: an intent other than FallbackIntent needs sample utterances")
     slots = tuple(_slot(item, f"{where}.slots[{index}]", slot_types) for index, item in enumerate(raw.get("slots", [])))
-    unknown = {n for u in utterances for n in _SLOT_REFERENCE.findall(u)} - {slot.name for slot in slots}
+    unknown = {n for u in utterances for n in SLOT_REFERENCE.findall(u)} - {slot.name for slot in slots}
     if unknown:
         raise BotDefinitionError(f"{where}: sample utterances name slots it has not: {', '.join(sorted(unknown))}")
     dialog_action, state = raw.get("dialogAction", "Close"), raw.get("state", "Fulfilled")

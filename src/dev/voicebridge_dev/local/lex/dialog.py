@@ -32,16 +32,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from voicebridge_dev.local.lex.bot import FALLBACK_INTENT, Intent, Locale, SlotValue, yes_or_no
+from voicebridge_dev.local.lex.bot import FALLBACK_INTENT, SLOT_REFERENCE, Intent, Locale, SlotValue, yes_or_no
 from voicebridge_dev.local.lex.requests import RecognizeTextRequest, RequestedState
-from voicebridge_dev.local.service import validation_error
-
-__all__ = ["Dialog", "Session", "SessionKey", "Sessions"]
+from voicebridge_dev.local.service import unknown_names, validation_error
 
 SessionKey = tuple[str, str, str, str]
 """Bot id, alias id, locale id and session id."""
 
-_SLOT: Final = re.compile(r"\{(\w+)\}")
 _ATTRIBUTE: Final = re.compile(r"\(\((\w+)\)\)")
 _INTERPRETATIONS: Final = 5
 
@@ -165,9 +162,8 @@ class Dialog:
             session.attributes = dict(requested.session_attributes)
         if requested.intent is not None:
             intent = self._known_intent(requested.intent.name)
-            unknown = set(requested.intent.slots) - {slot.name for slot in intent.slots}
-            if unknown:
-                raise validation_error(f"The intent {intent.name} has no slot {', '.join(sorted(unknown))}.")
+            if unknown := unknown_names(requested.intent.slots, (slot.name for slot in intent.slots)):
+                raise validation_error(f"The intent {intent.name} has no slot {unknown}.")
             session.close()
             session.intent = intent.name
             session.slots = {slot.name: requested.intent.slots.get(slot.name) for slot in intent.slots}
@@ -330,7 +326,7 @@ class Dialog:
             value = slots.get(match.group(1))
             return value.interpreted if value else ""
 
-        with_slots = _SLOT.sub(slot_value, template)
+        with_slots = SLOT_REFERENCE.sub(slot_value, template)
         return _ATTRIBUTE.sub(lambda m: self.session.attributes.get(m.group(1), ""), with_slots)
 
 

@@ -6,7 +6,7 @@ import json
 import logging
 from collections.abc import Mapping
 from http import HTTPStatus
-from typing import Any, ClassVar, Final
+from typing import Any
 
 from voicebridge_dev.local.lex.bot import BANK_BOT, Bot, Locale
 from voicebridge_dev.local.lex.dialog import Dialog, Session, Sessions
@@ -14,25 +14,12 @@ from voicebridge_dev.local.lex.faults import Fault
 from voicebridge_dev.local.lex.records import LABEL, InvocationRecord
 from voicebridge_dev.local.lex.requests import RecognizeTextRequest
 from voicebridge_dev.local.lex.server import Handler
-from voicebridge_dev.local.service import (
-    ApiError,
-    CallLog,
-    ControlAnswer,
-    ControlPlane,
-    EmulatorServer,
-    ServedEmulator,
-    validation_refusal,
-)
-
-__all__ = ["RECORD_LIMIT", "LexEmulator"]
+from voicebridge_dev.local.service import ApiError, ControlAnswer, ControlPlane, RecordingEmulator, validation_refusal
 
 logger = logging.getLogger(__name__)
 
-RECORD_LIMIT: Final = 1000
-"""Calls kept in :attr:`LexEmulator.invocations` (oldest dropped first)."""
 
-
-class LexEmulator(ServedEmulator[Fault]):
+class LexEmulator(RecordingEmulator[Fault, InvocationRecord]):
     """A local Lex V2 runtime ``RecognizeText`` serving one scripted bot (an emulator, not Amazon Lex).
 
     ``bot`` — the bot (:mod:`~.bot`), a :class:`Bot` or its JSON document; the bank bot :data:`~.bot.BANK_BOT` by
@@ -40,17 +27,14 @@ class LexEmulator(ServedEmulator[Fault]):
     :meth:`wait_idle` waits until no call is being served.
     """
 
-    service: ClassVar[str] = "Lex"
-    label: ClassVar[str] = LABEL
+    service = "Lex"
+    label = LABEL
+    handler = Handler
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0, bot: Bot | Mapping[str, Any] | None = None) -> None:
-        super().__init__(host, port)
-        self._bot = _bot(BANK_BOT if bot is None else bot)
+        super().__init__(host, port, InvocationRecord)
+        self._bot = Bot.of(BANK_BOT if bot is None else bot)
         self.sessions = Sessions(self._bot.idle_session_ttl_s)
-        self._records: CallLog[InvocationRecord] = CallLog(RECORD_LIMIT)
-
-    def _make_server(self, address: tuple[str, int]) -> EmulatorServer[LexEmulator]:
-        return EmulatorServer(address, Handler, self, control_plane(self))
 
     def _serving(self) -> str:
         return f"bot {self.bot_id}, alias {self.bot_alias_id}"
@@ -61,7 +45,7 @@ class LexEmulator(ServedEmulator[Fault]):
 
     @bot.setter
     def bot(self, bot: Bot | Mapping[str, Any]) -> None:
-        chosen = _bot(bot)
+        chosen = Bot.of(bot)
         self._bot, self.sessions = chosen, Sessions(chosen.idle_session_ttl_s)
         logger.info("%s: now serving bot %s (%s)", LABEL, chosen.bot_id, ", ".join(chosen.locales))
 
@@ -110,14 +94,7 @@ class LexEmulator(ServedEmulator[Fault]):
 
     # -- records
 
-    @property
-    def invocations(self) -> list[InvocationRecord]:
-        """RecognizeText calls so far, oldest first (a copy)."""
-        return self._records.snapshot()
-
-    def record(self, record: InvocationRecord) -> None:
-        """Keep the record of a finished call, and log it."""
-        self._records.append(record)
+    def _log(self, record: InvocationRecord) -> None:
         dialog_action = ((record.answer or {}).get("sessionState", {}).get("dialogAction") or {}).get("type")
         logger.info(
             "%s: RecognizeText %s/%s/%s session=%s -> %d %s intent=%s action=%s total=%.0fms",
@@ -133,26 +110,21 @@ class LexEmulator(ServedEmulator[Fault]):
             (record.finished - record.started) * 1000,
         )
 
+    def control_plane(self) -> ControlPlane:
+        """The ``/_emulator/...`` routes: faults, the calls so far, the bot and its sessions."""
 
-def _bot(bot: Bot | Mapping[str, Any]) -> Bot:
-    return bot if isinstance(bot, Bot) else Bot.from_json(dict(bot) if isinstance(bot, Mapping) else bot)
+        def set_bot(body: bytes) -> ControlAnswer:
+            self.bot = json.loads(body or b"null")
+            bot = self.bot
+            return ControlAnswer(
+                HTTPStatus.OK, {"botId": bot.bot_id, "botAliasIds": list(bot.alias_ids), "locales": list(bot.locales)}
+            )
 
-
-def control_plane(emulator: LexEmulator) -> ControlPlane:
-    """The ``/_emulator/...`` routes: faults, the calls so far, the bot and its sessions."""
-
-    def set_bot(body: bytes) -> ControlAnswer:
-        emulator.bot = json.loads(body or b"null")
-        bot = emulator.bot
-        return ControlAnswer(
-            HTTPStatus.OK, {"botId": bot.bot_id, "botAliasIds": list(bot.alias_ids), "locales": list(bot.locales)}
-        )
-
-    control = ControlPlane(refusal=validation_refusal)
-    control.add_fault_routes(emulator, Fault.from_json, Fault.to_json)
-    control.add_invocation_routes(LABEL, lambda: emulator.invocations)
-    control.route("POST", "bot", set_bot)
-    control.route("GET", "bot", lambda _: ControlAnswer(HTTPStatus.OK, dict(emulator.bot.document)))
-    control.route("GET", "sessions", lambda _: ControlAnswer(HTTPStatus.OK, {"sessions": emulator.sessions.snapshot()}))
-    control.route("DELETE", "sessions", lambda _: ControlAnswer(HTTPStatus.OK, {"cleared": emulator.sessions.clear()}))
-    return control
+        control = ControlPlane(refusal=validation_refusal)
+        control.add_fault_routes(self, Fault.from_json, Fault.to_json)
+        control.add_invocation_routes(LABEL, lambda: self.invocations)
+        control.route("POST", "bot", set_bot)
+        control.route("GET", "bot", lambda _: ControlAnswer(HTTPStatus.OK, dict(self.bot.document)))
+        control.route("GET", "sessions", lambda _: ControlAnswer(HTTPStatus.OK, {"sessions": self.sessions.snapshot()}))
+        control.route("DELETE", "sessions", lambda _: ControlAnswer(HTTPStatus.OK, {"cleared": self.sessions.clear()}))
+        return control

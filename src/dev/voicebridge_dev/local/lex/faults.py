@@ -13,11 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Final
+from typing import ClassVar
 
-from voicebridge_dev.local.service import ApiError, CountedFault, FaultSpecError, check_seconds
-
-__all__ = ["Fault", "FaultKind"]
+from voicebridge_dev.local.service import ApiError, CountedFault
 
 
 class FaultKind(StrEnum):
@@ -33,33 +31,20 @@ class FaultKind(StrEnum):
     """The connection cut with no answer."""
 
 
-_REFUSALS: Final = {
-    FaultKind.THROTTLE: (429, "ThrottlingException", "Rate exceeded"),
-    FaultKind.INTERNAL_ERROR: (500, "InternalServerException", "An internal error occurred"),
-    FaultKind.DEPENDENCY_FAILED: (424, "DependencyFailedException", "The bot's code hook failed"),
-}
-
-
 @dataclass(frozen=True)
 class Fault(CountedFault):
-    """A failure to inject into the next ``count`` RecognizeText calls the runtime answers."""
+    """A failure to inject into the next ``count`` RecognizeText calls the runtime answers; a stall or a drop is no
+    :meth:`refusal`."""
 
     kinds = FaultKind
+    refusals: ClassVar = {
+        FaultKind.THROTTLE: ApiError(429, "ThrottlingException", "Rate exceeded"),
+        FaultKind.INTERNAL_ERROR: ApiError(500, "InternalServerException", "An internal error occurred"),
+        FaultKind.DEPENDENCY_FAILED: ApiError(424, "DependencyFailedException", "The bot's code hook failed"),
+    }
+    injected_by = "the Lex emulator"
 
     kind: FaultKind
     count: int = 1
     seconds: float = 1.0
     message: str | None = None
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_seconds(self.seconds)
-        if self.message is not None and not isinstance(self.message, str):
-            raise FaultSpecError(f"message must be a string, got {self.message!r}")
-
-    def refusal(self) -> ApiError | None:
-        """The error the struck call is answered with; None for a stall or a drop."""
-        if self.kind not in _REFUSALS:
-            return None
-        status, error_type, message = _REFUSALS[self.kind]
-        return ApiError(status, error_type, self.message or f"{message} (injected by the Lex emulator)")

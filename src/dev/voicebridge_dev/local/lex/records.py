@@ -10,36 +10,40 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from voicebridge_dev.local.service import Record
-
-__all__ = ["LABEL", "InvocationRecord"]
+from voicebridge_dev.local.service import CallRecord, CallState
 
 LABEL: Final = "Lex V2 runtime emulator (a scripted bot, not Amazon Lex)"
 
 
-@dataclass(frozen=True)
-class InvocationRecord(Record):
+@dataclass(frozen=True, kw_only=True)
+class InvocationRecord(CallRecord):
     """One RecognizeText call: what was asked (``body`` as it arrived) and answered (``answer``, None for an
     error); ``outcome`` is ``ok``, ``error`` (``error_type`` saying which), ``fault_<kind>`` or
     ``client_disconnected``."""
 
-    request_id: str
     bot_id: str
     bot_alias_id: str
     locale_id: str
     session_id: str
-    body: Any
-    http_status: int
-    outcome: str
-    started: float
-    finished: float
-    answer: Any = None
-    error_type: str | None = None
-    error_message: str | None = None
-    fault: str | None = None
+    answer: Any
+    error_type: str | None
+    error_message: str | None
 
     @property
     def intent(self) -> str | None:
         """The intent the answer names, if any."""
         state = (self.answer or {}).get("sessionState", {})
         return (state.get("intent") or {}).get("name")
+
+
+@dataclass(kw_only=True)
+class Turn(CallState):
+    """Mutable bookkeeping of one call while it runs."""
+
+    bot_id: str
+    bot_alias_id: str
+    locale_id: str
+    session_id: str
+    answer: Any = None
+    error_type: str | None = None
+    error_message: str | None = None

@@ -20,8 +20,6 @@ from typing import Any, Final
 from voicebridge_dev.local.lex.bot import SlotValue
 from voicebridge_dev.local.service import ApiError, validation_error
 
-__all__ = ["DIALOG_ACTION_TYPES", "RecognizeTextRequest", "RequestedIntent", "RequestedState", "parse_recognize_text"]
-
 DIALOG_ACTION_TYPES: Final = ("Close", "ConfirmIntent", "Delegate", "ElicitIntent", "ElicitSlot", "None")
 _INTENT_STATES: Final = ("Failed", "Fulfilled", "InProgress", "ReadyForFulfillment", "Waiting", "FulfillmentInProgress")
 _CONFIRMATION_STATES: Final = ("Confirmed", "Denied", "None")

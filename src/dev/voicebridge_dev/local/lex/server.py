@@ -31,21 +31,17 @@ Any other path is UnknownOperationException (404).
 
 from __future__ import annotations
 
-import json
 import re
 import time
-import uuid
 from typing import Any, Final, Protocol
 from urllib.parse import unquote, urlsplit
 
 from voicebridge_dev.local.lex.bot import Locale
 from voicebridge_dev.local.lex.dialog import Session
 from voicebridge_dev.local.lex.faults import Fault, FaultKind
-from voicebridge_dev.local.lex.records import LABEL, InvocationRecord
+from voicebridge_dev.local.lex.records import LABEL, Turn
 from voicebridge_dev.local.lex.requests import RecognizeTextRequest, parse_recognize_text
-from voicebridge_dev.local.service import ApiError, EmulatorHandler, Serving
-
-__all__ = ["Backend", "Handler"]
+from voicebridge_dev.local.service import ApiError, CallHandler, Serving
 
 _RECOGNIZE_TEXT: Final = re.compile(
     r"^/bots/(?P<bot>[^/]+)/botAliases/(?P<alias>[^/]+)/botLocales/(?P<locale>[^/]+)/sessions/(?P<session>[^/]+)/text$"
@@ -60,10 +56,10 @@ class Backend(Serving[Fault], Protocol):
         self, locale: Locale, request: RecognizeTextRequest, request_id: str
     ) -> tuple[dict[str, Any], Session]: ...
     def keep(self, session: Session) -> None: ...
-    def record(self, record: InvocationRecord) -> None: ...
+    def record(self, state: Turn) -> None: ...
 
 
-class Handler(EmulatorHandler[Backend]):
+class Handler(CallHandler[Backend]):
     server_version = "LexRuntimeV2Emulator/1.0"
     label = LABEL
 
@@ -74,67 +70,46 @@ class Handler(EmulatorHandler[Backend]):
             self.serve_control(body)
             return
         ids = {name: unquote(value) for name, value in match.groupdict().items()}
-        self.emulator.in_flight.begin()
-        try:
-            self._recognize_text(ids, body)
-        finally:
-            self.emulator.in_flight.end()
+        turn = Turn(
+            started=time.perf_counter(),
+            bot_id=ids["bot"],
+            bot_alias_id=ids["alias"],
+            locale_id=ids["locale"],
+            session_id=ids["session"],
+        )
+        self.serve_call(turn, lambda: self._recognize_text(turn, body))
 
-    def unknown_operation(self) -> None:
-        message = f"{self.command} {urlsplit(self.path).path} is not an operation of the {LABEL}"
-        self.send_json(404, {"message": message}, {"x-amzn-ErrorType": "UnknownOperationException"})
-
-    def _recognize_text(self, ids: dict[str, str], raw: bytes) -> None:
-        emulator, started, request_id = self.emulator, time.perf_counter(), str(uuid.uuid4())
-        record: dict[str, Any] = {
-            "request_id": request_id,
-            "bot_id": ids["bot"],
-            "bot_alias_id": ids["alias"],
-            "locale_id": ids["locale"],
-            "session_id": ids["session"],
-            "started": started,
-            "http_status": 200,
-            "outcome": "ok",
-        }
-        headers = {"x-amzn-RequestId": request_id}
+    def _recognize_text(self, turn: Turn, raw: bytes) -> None:
+        emulator = self.emulator
+        headers = {"x-amzn-RequestId": turn.request_id}
         try:
-            try:
-                record["body"] = json.loads(raw) if raw else {}
-            except ValueError:
-                record["body"] = raw.decode("utf-8", errors="replace")
-                raise ApiError(400, "SerializationException", "The request body is not valid JSON.") from None
-            request = parse_recognize_text(ids["bot"], ids["alias"], ids["locale"], ids["session"], record["body"])
-            answer, session = emulator.converse(emulator.locale_of(request), request, request_id)
+            body = self.json_body(turn, raw)
+            request = parse_recognize_text(turn.bot_id, turn.bot_alias_id, turn.locale_id, turn.session_id, body)
+            answer, session = emulator.converse(emulator.locale_of(request), request, turn.request_id)
             fault = emulator.faults.take()
-            record["fault"] = fault.kind.value if fault else None
+            turn.fault = fault.kind.value if fault else None
             if fault is not None:
                 if fault.kind is FaultKind.DROP:
-                    self._drop(record)
+                    # The connection is cut with no answer; the session stays as it was before the turn.
+                    turn.outcome = "fault_drop"
+                    self.complete(turn)
+                    self.cut()
                     return
                 refusal = fault.refusal()
                 if refusal is not None:
-                    record["outcome"] = f"fault_{fault.kind.value}"
+                    turn.outcome = f"fault_{fault.kind.value}"
                     raise refusal
             emulator.keep(session)
-            record["answer"] = answer
+            turn.answer = answer
             if fault is not None:
                 # A stall: the turn has happened, only its answer is late.
                 emulator.stopping.wait(fault.seconds)
         except ApiError as error:
-            record.update(http_status=error.status, error_type=error.error_type, error_message=error.message)
-            if record.get("fault") is None:
-                record["outcome"] = "error"
-            self._finish(record)
+            turn.http_status, turn.error_type, turn.error_message = error.status, error.error_type, error.message
+            if turn.fault is None:
+                turn.outcome = "error"
+            self.complete(turn)
             self.send_json(error.status, {"message": error.message}, {**headers, "x-amzn-ErrorType": error.error_type})
             return
-        self._finish(record)
+        self.complete(turn)
         self.send_json(200, answer, headers)
-
-    def _drop(self, record: dict[str, Any]) -> None:
-        """Cut the connection with no answer; the session stays as it was before the turn."""
-        record["outcome"] = "fault_drop"
-        self._finish(record)
-        self.cut()
-
-    def _finish(self, record: dict[str, Any]) -> None:
-        self.emulator.record(InvocationRecord(finished=time.perf_counter(), **record))

@@ -6,8 +6,11 @@
   ``wait_idle`` (:mod:`~voicebridge_dev.local.service.emulator`).
 - :class:`FaultQueue` — injected faults in order, each striking a number of calls; :class:`FaultSpecError`
   (:mod:`~voicebridge_dev.local.service.faults`).
+- :class:`Definition` — a brain or bot read from a JSON document, kept with it
+  (:mod:`~voicebridge_dev.local.service.documents`).
 - :class:`ControlPlane` — the ``/_emulator/...`` routes (:mod:`~voicebridge_dev.local.service.control`).
-- :class:`Record` / :class:`CallLog` — a call's record as JSON, and a bounded log of them
+- :class:`Record` / :class:`CallLog` — a call's record as JSON, and a bounded log of them; :class:`CallState` /
+  :class:`CallRecord` — what every served call keeps while it runs and once done
   (:mod:`~voicebridge_dev.local.service.records`).
 - :class:`ApiError` — an error answered in place of an operation; :class:`ClientGone` — a client that hung up
   mid-answer (:mod:`~voicebridge_dev.local.service.errors`).
@@ -16,53 +19,49 @@
 - :class:`EmulatorServer` / :class:`EmulatorHandler` — an ``http.server`` that can cut its keep-alive connections
   when it stops, and a handler that writes JSON answers and serves the control plane; :class:`CallHandler` — one
   that also counts its calls in flight and records each once; :class:`ServedEmulator` — the lifecycle of an
-  emulator served from a thread of its own (:mod:`~voicebridge_dev.local.service.server`).
+  emulator served from a thread of its own; :class:`RecordingEmulator` — one that keeps a bounded log of the calls
+  it served (:mod:`~voicebridge_dev.local.service.server`).
 """
 
-from voicebridge_dev.local.service.control import (
-    CONTROL_PREFIX,
-    ControlAction,
-    ControlAnswer,
-    ControlPlane,
-    validation_refusal,
-)
+from voicebridge_dev.local.service.control import CONTROL_PREFIX, ControlAnswer, ControlPlane, validation_refusal
+from voicebridge_dev.local.service.documents import Definition
 from voicebridge_dev.local.service.emulator import Emulator
-from voicebridge_dev.local.service.errors import ApiError, ClientGone, Stopping, validation_error
-from voicebridge_dev.local.service.faults import (
-    Counted,
-    CountedFault,
-    FaultQueue,
-    FaultSpecError,
-    InjectableFault,
-    check_seconds,
+from voicebridge_dev.local.service.errors import (
+    ApiError,
+    ClientGone,
+    Stopping,
+    finite_number,
+    unknown_names,
+    validation_error,
 )
+from voicebridge_dev.local.service.faults import Counted, CountedFault, FaultQueue, FaultSpecError, check_whole
 from voicebridge_dev.local.service.lifecycle import InFlight, LocalService
-from voicebridge_dev.local.service.records import CallLog, Record
+from voicebridge_dev.local.service.records import CallLog, CallRecord, CallState, Record
 from voicebridge_dev.local.service.server import (
+    RECORD_LIMIT,
     CallHandler,
-    CallState,
     EmulatorHandler,
     EmulatorServer,
     Front,
-    Recording,
+    RecordingEmulator,
     ServedEmulator,
     Serving,
-    TrackedHandler,
-    TrackingHTTPServer,
 )
 
 __all__ = [
     "CONTROL_PREFIX",
+    "RECORD_LIMIT",
     "ApiError",
     "CallHandler",
     "CallLog",
+    "CallRecord",
     "CallState",
     "ClientGone",
-    "ControlAction",
     "ControlAnswer",
     "ControlPlane",
     "Counted",
     "CountedFault",
+    "Definition",
     "Emulator",
     "EmulatorHandler",
     "EmulatorServer",
@@ -70,16 +69,15 @@ __all__ = [
     "FaultSpecError",
     "Front",
     "InFlight",
-    "InjectableFault",
     "LocalService",
     "Record",
-    "Recording",
+    "RecordingEmulator",
     "ServedEmulator",
     "Serving",
     "Stopping",
-    "TrackedHandler",
-    "TrackingHTTPServer",
-    "check_seconds",
+    "check_whole",
+    "finite_number",
+    "unknown_names",
     "validation_error",
     "validation_refusal",
 ]

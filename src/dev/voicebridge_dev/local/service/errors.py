@@ -8,9 +8,9 @@ fields and the way it is raised and caught are shared.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-__all__ = ["ApiError", "ClientGone", "Stopping", "validation_error"]
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 
 class ApiError(Exception):
@@ -32,6 +32,17 @@ class ApiError(Exception):
 def validation_error(message: str) -> ApiError:
     """A ``ValidationException`` (400), an AWS service's answer to a request it will not act on."""
     return ApiError(400, "ValidationException", message)
+
+
+def finite_number(value: Any) -> bool:
+    """A real number: an int or a float, not a bool, neither infinite nor NaN."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def unknown_names(given: Iterable[Any], known: Iterable[Any]) -> str:
+    """The names among ``given`` not ``known``, sorted and comma-separated as a refusal lists them; empty when every
+    one is known."""
+    return ", ".join(sorted(set(given) - set(known)))
 
 
 class ClientGone(Exception):

@@ -12,14 +12,13 @@ twice is taken by two calls, then the queue is empty::
 from __future__ import annotations
 
 import dataclasses
-import math
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
 
-__all__ = ["Counted", "CountedFault", "FaultQueue", "FaultSpecError", "InjectableFault", "check_seconds"]
+from voicebridge_dev.local.service.errors import ApiError, finite_number, unknown_names
 
 
 class FaultSpecError(ValueError):
@@ -59,14 +58,21 @@ class Counted:
 
 class CountedFault(Counted):
     """What the faults of the AWS-shaped emulators share, mixed into a frozen dataclass with a ``kind`` of
-    ``kinds`` and a ``count`` of calls to strike: the checks of both, the JSON round trip of the dataclass's
-    fields, and the uses the queue counts.
+    ``kinds``, a ``count`` of calls to strike, a ``message`` and, for most, ``seconds``: the checks of those, the
+    error a refusing kind answers with (:meth:`refusal`), the JSON round trip of the dataclass's fields, and the
+    uses the queue counts.
 
     A subclass's ``__post_init__`` calls this one before checking its own fields.
     """
 
     kinds: ClassVar[type[StrEnum]]
     kind: StrEnum
+    message: str | None
+    seconds: float
+    refusals: ClassVar[Mapping[StrEnum, ApiError]] = {}
+    """The kinds answered with an error in place of the call, each with its error as the service words it."""
+    injected_by: ClassVar[str]
+    """What the message of an injected error names as its source (``the Lex emulator``)."""
 
     def __post_init__(self) -> None:
         try:
@@ -75,26 +81,43 @@ class CountedFault(Counted):
         except ValueError as exc:
             names = ", ".join(kind.value for kind in self.kinds)
             raise FaultSpecError(f"unknown fault kind {self.kind!r}; one of {names}") from exc
-        if not isinstance(self.count, int) or isinstance(self.count, bool) or self.count < 1:
-            raise FaultSpecError(f"count must be a positive integer, got {self.count!r}")
+        check_whole("count", self.count, positive=True)
+        if self.message is not None and not isinstance(self.message, str):
+            raise FaultSpecError(f"message must be a string, got {self.message!r}")
+        if "seconds" in self.__dataclass_fields__:
+            check_seconds(self.seconds)
+
+    def refusal(self) -> ApiError | None:
+        """The error a struck call is answered with, ``message`` in place of the service's own words; None for a
+        kind that is no refusal."""
+        error = self.refusals.get(self.kind)
+        if error is None:
+            return None
+        message = self.message or f"{error.message} (injected by {self.injected_by})"
+        return ApiError(error.status, error.error_type, message, error.extra)
 
     @classmethod
     def from_json(cls, data: Any) -> Self:
         """A fault from its JSON form (the ``POST /_emulator/faults`` body); a field the fault has not is refused."""
         if not isinstance(data, dict) or "kind" not in data:
             raise FaultSpecError("a fault is an object with at least a 'kind'")
-        unknown = set(data) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise FaultSpecError(f"unknown fault fields: {', '.join(sorted(unknown))}")
+        if unknown := unknown_names(data, cls.__dataclass_fields__):
+            raise FaultSpecError(f"unknown fault fields: {unknown}")
         return cls(**data)
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
+def check_whole(name: str, value: Any, *, positive: bool = False) -> None:
+    """Refuse a fault's field ``name`` unless it is an integer (not a bool), not negative, or ``positive``."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < (1 if positive else 0):
+        raise FaultSpecError(f"{name} must be a {'positive' if positive else 'non-negative'} integer, got {value!r}")
+
+
 def check_seconds(seconds: Any) -> None:
     """Refuse a fault's ``seconds`` unless it is a finite number, not negative."""
-    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not math.isfinite(seconds) or seconds < 0:
+    if not finite_number(seconds) or seconds < 0:
         raise FaultSpecError(f"seconds must be a non-negative number, got {seconds!r}")
 
 

@@ -1,14 +1,15 @@
 """What the records of calls an emulator keeps share: each is a dataclass a test reads as JSON, kept in a
-bounded log, oldest first."""
+bounded log, oldest first. A call served by a :class:`~voicebridge_dev.local.service.server.CallHandler` is kept
+as a :class:`CallState` while it runs and recorded, once done, as a :class:`CallRecord` taken from its fields."""
 
 from __future__ import annotations
 
 import dataclasses
 import threading
+import uuid
 from collections import deque
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Self, TypeVar
-
-__all__ = ["CallLog", "Record"]
 
 
 class Record:
@@ -26,6 +27,35 @@ class Record:
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CallRecord(Record):
+    """What the record of every call a :class:`~voicebridge_dev.local.service.server.CallHandler` serves holds:
+    its request id, the request's ``body`` as it arrived, the status answered, how the call ended (``outcome``:
+    ``ok``, the emulator's own, ``client_disconnected`` or ``emulator_stopped``), the fault that struck it, and
+    when it began and ended (``time.perf_counter()`` seconds; ``finished`` just before its last bytes)."""
+
+    request_id: str
+    body: Any
+    http_status: int
+    outcome: str
+    fault: str | None
+    started: float
+    finished: float
+
+
+@dataclass(kw_only=True)
+class CallState:
+    """The mutable bookkeeping of one call while it runs; ``recorded`` once its record is kept."""
+
+    started: float
+    request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    body: Any = None
+    http_status: int = 200
+    outcome: str = "ok"
+    fault: str | None = None
+    recorded: bool = False
 
 
 R = TypeVar("R")

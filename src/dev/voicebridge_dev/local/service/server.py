@@ -14,27 +14,19 @@ import logging
 import socket
 import sys
 import threading
+import time
 import uuid
-from abc import abstractmethod
 from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar, cast
+from typing import Any, ClassVar, Final, Generic, Protocol, Self, TypeVar, cast
+from urllib.parse import urlsplit
 
 from voicebridge_dev.local.service.control import ControlPlane
 from voicebridge_dev.local.service.emulator import Emulator
-from voicebridge_dev.local.service.errors import ClientGone, Stopping
+from voicebridge_dev.local.service.errors import ApiError, ClientGone, Stopping
 from voicebridge_dev.local.service.faults import F, FaultQueue
 from voicebridge_dev.local.service.lifecycle import InFlight
-
-__all__ = [
-    "EmulatorHandler",
-    "EmulatorServer",
-    "Front",
-    "ServedEmulator",
-    "Serving",
-    "TrackedHandler",
-    "TrackingHTTPServer",
-]
+from voicebridge_dev.local.service.records import CallLog, CallRecord, CallState
 
 E = TypeVar("E")
 
@@ -51,14 +43,22 @@ class Serving(Protocol[F]):
     def stopping(self) -> threading.Event: ...
 
 
-class TrackingHTTPServer(ThreadingHTTPServer):
-    """A threading HTTP server that knows its open connections, so stopping it can cut idle keep-alive ones
-    (a client's connection pool would otherwise keep their handler threads reading)."""
+class EmulatorServer(ThreadingHTTPServer, Generic[E]):
+    """The server of one emulator: its handlers reach the emulator (``E``) and its control plane through it. A
+    handler types the emulator as only what it needs of it, so the server module need not import the emulator's.
+
+    It knows its open connections, so stopping it can cut idle keep-alive ones (a client's connection pool would
+    otherwise keep their handler threads reading).
+    """
 
     daemon_threads = False
     block_on_close = True
 
-    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+    def __init__(
+        self, address: tuple[str, int], handler: type[EmulatorHandler[Any]], emulator: E, control: ControlPlane
+    ) -> None:
+        self.emulator = emulator
+        self.control = control
         self.connections: set[socket.socket] = set()
         self.connections_lock = threading.Lock()
         super().__init__(address, handler)
@@ -81,9 +81,11 @@ class TrackingHTTPServer(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
-class TrackedHandler(BaseHTTPRequestHandler):
-    """Registers its connection with a :class:`TrackingHTTPServer` for as long as it is open."""
+class EmulatorHandler(BaseHTTPRequestHandler, Generic[E]):
+    """The handler of an :class:`EmulatorServer`, its connection registered with the server for as long as it is
+    open; ``label`` names the emulator in its log lines."""
 
+    label: ClassVar[str]
     protocol_version = "HTTP/1.1"
     # Idle keep-alive connections from a client's pool are dropped after this many seconds.
     timeout = 60
@@ -93,12 +95,12 @@ class TrackedHandler(BaseHTTPRequestHandler):
         # Answers go out as several small writes (status line and headers, then the body or each streamed part):
         # with Nagle's algorithm each one after the first waits for the client's delayed ACK, about 40 ms a time.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        server = cast(TrackingHTTPServer, self.server)
+        server = cast(EmulatorServer[E], self.server)
         with server.connections_lock:
             server.connections.add(self.connection)
 
     def finish(self) -> None:
-        server = cast(TrackingHTTPServer, self.server)
+        server = cast(EmulatorServer[E], self.server)
         with server.connections_lock:
             server.connections.discard(self.connection)
         with contextlib.suppress(OSError):
@@ -110,24 +112,6 @@ class TrackedHandler(BaseHTTPRequestHandler):
         if length is None or not length.isdigit():
             return b""
         return self.rfile.read(int(length))
-
-
-class EmulatorServer(TrackingHTTPServer, Generic[E]):
-    """The server of one emulator: its handlers reach the emulator (``E``) and its control plane through it. A
-    handler types the emulator as only what it needs of it, so the server module need not import the emulator's."""
-
-    def __init__(
-        self, address: tuple[str, int], handler: type[EmulatorHandler[Any]], emulator: E, control: ControlPlane
-    ) -> None:
-        self.emulator = emulator
-        self.control = control
-        super().__init__(address, handler)
-
-
-class EmulatorHandler(TrackedHandler, Generic[E]):
-    """The handler of an :class:`EmulatorServer`; ``label`` names the emulator in its log lines."""
-
-    label: ClassVar[str]
 
     @property
     def emulator(self) -> E:
@@ -161,20 +145,21 @@ class EmulatorHandler(TrackedHandler, Generic[E]):
         """The last chunk, ending a chunked body."""
         self.write(b"0\r\n\r\n")
 
-    def send(self, status: int, body: bytes, headers: Mapping[str, str] | None = None) -> None:
-        """A whole JSON answer, with a request id unless ``headers`` carries one."""
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        headers = headers or {}
-        if "x-amzn-RequestId" not in headers:
-            self.send_header("x-amzn-RequestId", str(uuid.uuid4()))
-        for name, value in headers.items():
-            self.send_header(name, value)
+    def send_head(self, status: int, headers: Mapping[str, str]) -> None:
+        """The status line and ``headers``, sent at once; :class:`ClientGone` when the client has hung up."""
         try:
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
             self.end_headers()
         except OSError as exc:
             raise ClientGone from exc
+
+    def send(self, status: int, body: bytes, headers: Mapping[str, str] | None = None) -> None:
+        """A whole JSON answer, with a request id unless ``headers`` carries one."""
+        length = str(len(body))
+        fields = {"Content-Type": "application/json", "Content-Length": length, "x-amzn-RequestId": str(uuid.uuid4())}
+        self.send_head(status, {**fields, **(headers or {})})
         self.write(body)
 
     def send_json(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
@@ -201,16 +186,10 @@ class EmulatorHandler(TrackedHandler, Generic[E]):
             self.send_json(answer.status, answer.payload, answer.headers)
 
     def unknown_operation(self) -> None:
-        """Answer a request for an operation the emulator does not serve: 404, unless the emulator's protocol says
-        otherwise (each emulator answers as its service does)."""
-        self.send_json(404, {"message": f"no operation at {self.command} {self.path}"})
-
-
-class CallState(Protocol):
-    """The running bookkeeping of one call, as :class:`CallHandler` notes how it ended and records it once."""
-
-    outcome: str
-    recorded: bool
+        """Answer a request for an operation the emulator does not serve: 404 UnknownOperationException in the AWS
+        JSON shape, unless the emulator's protocol says otherwise (each emulator answers as its service does)."""
+        message = f"{self.command} {urlsplit(self.path).path} is not an operation of the {self.label}"
+        self.send_json(404, {"message": message}, {"x-amzn-ErrorType": "UnknownOperationException"})
 
 
 class Recording(Protocol):
@@ -230,18 +209,27 @@ class CallHandler(EmulatorHandler[B]):
 
     def serve_call(self, state: CallState, serve: Callable[[], None]) -> None:
         """Run ``serve``; a client that hangs up or an emulator that stops ends the call with that outcome."""
-        self.emulator.in_flight.begin()
+        with self.emulator.in_flight.serving():
+            try:
+                serve()
+            except ClientGone:
+                state.outcome = "client_disconnected"
+                self.close_connection = True
+            except Stopping:
+                state.outcome = "emulator_stopped"
+                self.close_connection = True
+            finally:
+                self.complete(state)
+
+    def json_body(self, state: CallState, raw: bytes) -> Any:
+        """``raw`` as JSON (an empty body as ``{}``), kept as ``state.body``; a body that is not JSON is kept as text
+        and refused as AWS's JSON services refuse it, with a SerializationException (400)."""
         try:
-            serve()
-        except ClientGone:
-            state.outcome = "client_disconnected"
-            self.close_connection = True
-        except Stopping:
-            state.outcome = "emulator_stopped"
-            self.close_connection = True
-        finally:
-            self.complete(state)
-            self.emulator.in_flight.end()
+            state.body = json.loads(raw) if raw else {}
+        except ValueError:
+            state.body = raw.decode("utf-8", errors="replace")
+            raise ApiError(400, "SerializationException", "The request body is not valid JSON.") from None
+        return state.body
 
     def complete(self, state: CallState) -> None:
         """Records the call once, just before its last bytes go out, so the record exists once a client has read
@@ -252,7 +240,7 @@ class CallHandler(EmulatorHandler[B]):
 
 
 class Front(Protocol):
-    """The server an emulator runs: a :class:`TrackingHTTPServer`, or a front of its own (an asyncio one) with the
+    """The server an emulator runs: an :class:`EmulatorServer`, or a front of its own (an asyncio one) with the
     same three members."""
 
     @property
@@ -273,6 +261,8 @@ class ServedEmulator(Emulator[F]):
 
     service: ClassVar[str]
     """The real service's short name (``Sonic``, ``Bedrock``…), for the serving thread and errors."""
+    handler: ClassVar[type[EmulatorHandler[Any]]]
+    """What answers the requests of an emulator served by an :class:`EmulatorServer`."""
 
     def __init__(self, host: str, port: int) -> None:
         super().__init__()
@@ -282,9 +272,14 @@ class ServedEmulator(Emulator[F]):
         self._server: Front | None = None
         self._thread: threading.Thread | None = None
 
-    @abstractmethod
     def _make_server(self, address: tuple[str, int]) -> Front:
-        """The emulator's server, bound to ``address``."""
+        """The emulator's server, bound to ``address``: an :class:`EmulatorServer` of its ``handler`` and
+        :meth:`control_plane`, unless the emulator has a front of its own."""
+        return EmulatorServer(address, self.handler, self, self.control_plane())
+
+    def control_plane(self) -> ControlPlane:
+        """The emulator's ``/_emulator/...`` routes."""
+        raise NotImplementedError(f"the {self.service} emulator serves no control plane of its own")
 
     def _serving(self) -> str:
         """What the start log line says the emulator serves (empty: nothing more than its URL)."""
@@ -333,3 +328,33 @@ class ServedEmulator(Emulator[F]):
         if self._server is None:
             raise self._not_running()
         return f"http://{self.host}:{self.port}"
+
+
+CR = TypeVar("CR", bound=CallRecord)
+
+RECORD_LIMIT: Final = 1000
+"""Calls a :class:`RecordingEmulator` keeps by default (oldest dropped first)."""
+
+
+class RecordingEmulator(ServedEmulator[F], Generic[F, CR]):
+    """A served emulator that keeps the record (a ``record_type``) of each call its :class:`CallHandler` served:
+    the last ``limit`` of them, all without one."""
+
+    def __init__(self, host: str, port: int, record_type: type[CR], limit: int | None = RECORD_LIMIT) -> None:
+        super().__init__(host, port)
+        self._record_type = record_type
+        self._records: CallLog[CR] = CallLog(limit)
+
+    @property
+    def invocations(self) -> list[CR]:
+        """The calls recorded so far, oldest first (a copy)."""
+        return self._records.snapshot()
+
+    def record(self, state: CallState) -> None:
+        """Keep the record of a finished call, and :meth:`_log` it."""
+        record = self._record_type.of(state, finished=time.perf_counter())
+        self._records.append(record)
+        self._log(record)
+
+    def _log(self, record: CR) -> None:
+        """Log a call's record: nothing by default."""

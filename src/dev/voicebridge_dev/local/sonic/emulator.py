@@ -3,25 +3,22 @@
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterable
 from http import HTTPStatus
-from typing import Any, ClassVar
+from typing import Any
 
-from voicebridge_dev.local.service import CallLog, ControlAnswer, ControlPlane, EmulatorServer, ServedEmulator
+from voicebridge_dev.local.service import ControlAnswer, ControlPlane, RecordingEmulator, unknown_names
 from voicebridge_dev.local.sonic.errors import EmulatorConfigError
 from voicebridge_dev.local.sonic.faults import Fault
-from voicebridge_dev.local.sonic.records import LABEL, Invocation, InvocationRecord
+from voicebridge_dev.local.sonic.records import LABEL, InvocationRecord
 from voicebridge_dev.local.sonic.requests import DEFAULT_MODEL, ENCODINGS, PACKAGE_MODELS
 from voicebridge_dev.local.sonic.server import Handler
 from voicebridge_dev.local.speech_engine import SpeechEngine, load_engine
 
-__all__ = ["SonicEmulator"]
-
 logger = logging.getLogger(__name__)
 
 
-class SonicEmulator(ServedEmulator[Fault]):
+class SonicEmulator(RecordingEmulator[Fault, InvocationRecord]):
     """A local Sonic, as a SageMaker runtime endpoint and as the Cartesia API (an emulator, not the model).
 
     ``endpoint_name`` — when set, other names get SageMaker's ValidationError; None serves every name.
@@ -40,8 +37,9 @@ class SonicEmulator(ServedEmulator[Fault]):
     :meth:`wait_idle` waits until no invocation is being served (e.g. a stalled stream its client gave up on).
     """
 
-    service: ClassVar[str] = "Sonic"
-    label: ClassVar[str] = LABEL
+    service = "Sonic"
+    label = LABEL
+    handler = Handler
 
     def __init__(
         self,
@@ -61,7 +59,7 @@ class SonicEmulator(ServedEmulator[Fault]):
             raise ValueError(f"time_to_first_byte_ms must be >= 0, got {time_to_first_byte_ms}")
         if not realtime_factor > 0:
             raise ValueError(f"realtime_factor must be > 0, got {realtime_factor}")
-        super().__init__(host, port)
+        super().__init__(host, port, InvocationRecord, limit=None)
         self.endpoint_name = endpoint_name
         self.time_to_first_byte_ms = time_to_first_byte_ms
         self.realtime_factor = realtime_factor
@@ -70,10 +68,6 @@ class SonicEmulator(ServedEmulator[Fault]):
         self._accepted_encodings = _encodings(accepted_encodings)
         self._model = _model(model)
         self.ready = ready
-        self._records: CallLog[InvocationRecord] = CallLog()
-
-    def _make_server(self, address: tuple[str, int]) -> EmulatorServer[SonicEmulator]:
-        return EmulatorServer(address, Handler, self, control_plane(self))
 
     def _serving(self) -> str:
         return f"engine: {self.engine.name}"
@@ -109,9 +103,8 @@ class SonicEmulator(ServedEmulator[Fault]):
         """Apply a ``POST /_emulator/config`` body; a bad one raises :class:`EmulatorConfigError`, changing nothing."""
         if not isinstance(changes, dict):
             raise EmulatorConfigError("the configuration is a JSON object")
-        unknown = set(changes) - {"accepted_encodings", "model", "ready"}
-        if unknown:
-            raise EmulatorConfigError(f"unknown configuration fields: {', '.join(sorted(unknown))}")
+        if unknown := unknown_names(changes, {"accepted_encodings", "model", "ready"}):
+            raise EmulatorConfigError(f"unknown configuration fields: {unknown}")
         encodings = self._accepted_encodings
         if "accepted_encodings" in changes:
             if not isinstance(changes["accepted_encodings"], list):
@@ -133,12 +126,9 @@ class SonicEmulator(ServedEmulator[Fault]):
     @property
     def stats(self) -> list[InvocationRecord]:
         """Invocations so far, oldest first (a copy)."""
-        return self._records.snapshot()
+        return self.invocations
 
-    def record(self, state: Invocation) -> None:
-        """Keep the record of a finished invocation, and log it."""
-        record = InvocationRecord.of(state, finished=time.perf_counter())
-        self._records.append(record)
+    def _log(self, record: InvocationRecord) -> None:
         ttfb = f"{(record.first_byte_at - record.started) * 1000:.0f}ms" if record.first_byte_at else "-"
         target = {"cartesia-api": "/tts/sse", "container": "/invocations"}.get(
             record.transport, f"/endpoints/{record.endpoint_name}"
@@ -149,13 +139,27 @@ class SonicEmulator(ServedEmulator[Fault]):
             target,
             record.http_status,
             record.outcome,
-            state.context_id or "-",
+            record.context_id or "-",
             record.chunks,
             record.payload_parts,
             record.audio_seconds,
             ttfb,
             (record.finished - record.started) * 1000,
         )
+
+    def control_plane(self) -> ControlPlane:
+        """The ``/_emulator/...`` routes: faults, statistics and the model's configuration."""
+        control = ControlPlane(refusal=lambda reason: ControlAnswer(HTTPStatus.BAD_REQUEST, {"message": reason}))
+        control.add_fault_routes(self, Fault.from_json, Fault.to_json)
+
+        def stats(_: bytes) -> ControlAnswer:
+            invocations = [record.to_json() for record in self.stats]
+            payload = {"emulator": self.label, "engine": self.engine.name, "invocations": invocations}
+            return ControlAnswer(HTTPStatus.OK, payload)
+
+        control.route("GET", "stats", stats)
+        control.add_config_routes(self.configure, self.config)
+        return control
 
 
 def _encodings(names: Iterable[str]) -> frozenset[str]:
@@ -176,18 +180,3 @@ def _model(name: Any) -> str:
     if not isinstance(name, str) or name not in PACKAGE_MODELS:
         raise EmulatorConfigError(f"unknown model {name!r}; one of {', '.join(PACKAGE_MODELS)}")
     return name
-
-
-def control_plane(emulator: SonicEmulator) -> ControlPlane:
-    """The ``/_emulator/...`` routes: faults, statistics and the model's configuration."""
-    control = ControlPlane(refusal=lambda reason: ControlAnswer(HTTPStatus.BAD_REQUEST, {"message": reason}))
-    control.add_fault_routes(emulator, Fault.from_json, Fault.to_json)
-
-    def stats(_: bytes) -> ControlAnswer:
-        invocations = [record.to_json() for record in emulator.stats]
-        payload = {"emulator": emulator.label, "engine": emulator.engine.name, "invocations": invocations}
-        return ControlAnswer(HTTPStatus.OK, payload)
-
-    control.route("GET", "stats", stats)
-    control.add_config_routes(emulator.configure, emulator.config)
-    return control

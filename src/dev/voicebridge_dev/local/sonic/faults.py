@@ -14,9 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from voicebridge_dev.local.service import CountedFault, FaultSpecError, check_seconds
-
-__all__ = ["Fault", "FaultKind"]
+from voicebridge_dev.local.service import CountedFault, check_whole
 
 
 class FaultKind(StrEnum):
@@ -55,9 +53,7 @@ class Fault(CountedFault):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not isinstance(self.after_chunks, int) or self.after_chunks < 0:
-            raise FaultSpecError(f"after_chunks must be a non-negative integer, got {self.after_chunks!r}")
-        check_seconds(self.seconds)
+        check_whole("after_chunks", self.after_chunks)
 
     def describe(self) -> str:
         """The text carried by the injected error."""

@@ -35,26 +35,14 @@ with the reason the model (or the API) gives in its 422 answer.
 
 from __future__ import annotations
 
-import math
 import re
 import uuid
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from voicebridge_dev.local.service import finite_number
 from voicebridge_dev.local.sonic.errors import InvalidSonicRequest
-
-__all__ = [
-    "DEFAULT_MODEL",
-    "ENCODINGS",
-    "PACKAGE_MODELS",
-    "SAMPLE_RATES",
-    "PackageModel",
-    "SonicRequest",
-    "finite_number",
-    "parse_cartesia_request",
-    "parse_sonic_request",
-]
 
 ENCODINGS: Final = ("pcm_s16le", "pcm_f32le", "pcm_mulaw", "pcm_alaw")
 """The audio a model produces, by the Cartesia API's names (cartesia-python ``types/raw_encoding.py``)."""
@@ -118,11 +106,6 @@ class SonicRequest:
     emotion: str | None = None
     add_timestamps: bool = False
     model_id: str | None = None
-
-
-def finite_number(value: Any) -> bool:
-    """A real number: an int or a float, not a bool, neither infinite nor NaN."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _within(config: Mapping[str, Any], key: str, bounds: tuple[float, float]) -> float:

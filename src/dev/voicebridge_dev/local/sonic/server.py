@@ -58,6 +58,7 @@ The control plane (:class:`~voicebridge_dev.local.service.ControlPlane`)::
 from __future__ import annotations
 
 import base64
+import functools
 import hmac
 import itertools
 import json
@@ -68,16 +69,14 @@ from collections.abc import Callable
 from typing import Any, Final, Protocol
 from urllib.parse import unquote, urlsplit
 
-from voicebridge_dev.local.service import CallHandler, ClientGone, Serving, Stopping
+from voicebridge_dev.local.service import CallHandler, Serving, Stopping
 from voicebridge_dev.local.sonic.errors import InvalidSonicRequest
 from voicebridge_dev.local.sonic.faults import Fault, FaultKind
 from voicebridge_dev.local.sonic.records import LABEL, Invocation
-from voicebridge_dev.local.sonic.requests import parse_cartesia_request, parse_sonic_request
+from voicebridge_dev.local.sonic.requests import SonicRequest, parse_cartesia_request, parse_sonic_request
 from voicebridge_dev.local.sonic.stream import ContainerFraming, EventStreamFraming, Framing, SseFraming
 from voicebridge_dev.local.sonic.synthesis import Synthesis, encode_audio
 from voicebridge_dev.local.speech_engine import SpeechEngine, SpeechEngineError
-
-__all__ = ["Backend", "Handler"]
 
 ACCOUNT_ID: Final = "123456789012"
 REGION: Final = "us-east-1"
@@ -85,6 +84,18 @@ _INVOKE_PATH = re.compile(r"^/endpoints/(?P<name>[^/]+)/invocations-response-str
 _VALIDATION_ERROR: Final = "ValidationError:http://internal.amazon.com/coral/com.amazon.coral.validate/"
 _MAX_HEADER_CHARS: Final = 1024
 _MEDIA_TYPE_HEADERS: Final = {"accept": "X-Amzn-SageMaker-Accept", "contentType": "Content-Type"}
+_CARTESIA_REFUSALS: Final = {
+    422: ("Invalid request", "invalid_request"),
+    429: ("Too many concurrent requests", "concurrency_limited"),
+}
+
+
+def _decoded(raw: bytes) -> tuple[Any, bool]:
+    """A request's body as JSON, or as text when it is not JSON; and whether it was."""
+    try:
+        return json.loads(raw), True
+    except ValueError:
+        return raw.decode("utf-8", errors="replace"), False
 
 
 def _header_constraint(value: str | None) -> str | None:
@@ -101,22 +112,15 @@ def _header_constraint(value: str | None) -> str | None:
 class Backend(Serving[Fault], Protocol):
     """What the handler needs of the emulator it serves (:class:`~.emulator.SonicEmulator`)."""
 
-    @property
-    def endpoint_name(self) -> str | None: ...
-    @property
-    def accepted_encodings(self) -> frozenset[str]: ...
-    @property
-    def model(self) -> str: ...
-    @property
-    def ready(self) -> bool: ...
-    @property
-    def api_key(self) -> str | None: ...
-    @property
-    def engine(self) -> SpeechEngine: ...
-    @property
-    def realtime_factor(self) -> float: ...
-    @property
-    def time_to_first_byte_ms(self) -> float: ...
+    endpoint_name: str | None
+    accepted_encodings: frozenset[str]
+    model: str
+    ready: bool
+    api_key: str | None
+    engine: SpeechEngine
+    realtime_factor: float
+    time_to_first_byte_ms: float
+
     def record(self, state: Invocation) -> None: ...
 
 
@@ -128,12 +132,14 @@ class Handler(CallHandler[Backend]):
         path = urlsplit(self.path).path
         match = _INVOKE_PATH.match(path)
         if match:
-            state = Invocation("sagemaker", time.perf_counter(), endpoint_name=unquote(match.group("name")))
+            state = Invocation(
+                transport="sagemaker", started=time.perf_counter(), endpoint_name=unquote(match.group("name"))
+            )
             self._invoke(state, self._serve_sagemaker)
         elif path == "/invocations":
-            self._invoke(Invocation("container", time.perf_counter()), self._serve_container)
+            self._invoke(Invocation(transport="container", started=time.perf_counter()), self._serve_container)
         elif path == "/tts/sse":
-            self._invoke(Invocation("cartesia-api", time.perf_counter()), self._serve_cartesia_api)
+            self._invoke(Invocation(transport="cartesia-api", started=time.perf_counter()), self._serve_cartesia_api)
         else:
             self.serve_control(self.read_body())
 
@@ -142,13 +148,6 @@ class Handler(CallHandler[Backend]):
             self._serve_ping()
         else:
             self.serve_control(self.read_body())
-
-    def unknown_operation(self) -> None:
-        self.send_json(
-            404,
-            {"message": f"{self.command} {self.path} is not an operation of this emulator"},
-            {"x-amzn-ErrorType": "UnknownOperationException"},
-        )
 
     # -- invocations, either transport
 
@@ -169,32 +168,31 @@ class Handler(CallHandler[Backend]):
         if emulator.endpoint_name is not None and state.endpoint_name != emulator.endpoint_name:
             self._validation_error(state, f"Endpoint {state.endpoint_name} of account {ACCOUNT_ID} not found.")
             return
-        self._speak(state, raw, self.model_error, EventStreamFraming)
+        state.body, _ = _decoded(raw)
+        self._speak(state, self.model_error, EventStreamFraming, self._sonic_request)
+
+    def _sonic_request(self, body: Any) -> SonicRequest:
+        emulator = self.emulator
+        return parse_sonic_request(body, accepted_encodings=emulator.accepted_encodings, model=emulator.model)
 
     def _speak(
         self,
         state: Invocation,
-        raw: bytes,
         refuse: Callable[[Invocation, int, str], None],
         framing: Callable[[Any, Invocation, Any], Framing],
+        parse: Callable[[Any], SonicRequest],
     ) -> None:
-        """Parse the Sonic request, take the next fault, and stream the speech in ``framing``; ``refuse`` answers a
-        request the model rejects (422) or a throttle (429), in the shape of the interface it came through."""
-        emulator = self.emulator
+        """Read the request ``state.body`` carries with ``parse``, take the next fault, and stream the speech in
+        ``framing``; ``refuse`` answers a request the model rejects (422) or a throttle (429), in the shape of the
+        interface it came through."""
         try:
-            state.body = json.loads(raw)
-        except ValueError:
-            state.body = raw.decode("utf-8", errors="replace")
-        try:
-            request = parse_sonic_request(
-                state.body, accepted_encodings=emulator.accepted_encodings, model=emulator.model
-            )
+            request = parse(state.body)
         except InvalidSonicRequest as exc:
             refuse(state, 422, str(exc))
             return
         state.context_id = request.context_id
 
-        fault = emulator.faults.take()
+        fault = self.emulator.faults.take()
         state.fault = fault.kind.value if fault else None
         if fault is not None and fault.kind is FaultKind.THROTTLE:
             refuse(state, 429, fault.message or "model is at capacity; retry later (emulator)")
@@ -229,13 +227,7 @@ class Handler(CallHandler[Backend]):
     # -- the Sonic container: POST /invocations, GET /ping
 
     def _serve_ping(self) -> None:
-        status = 200 if self.emulator.ready else 503
-        self.send_response(status)
-        self.send_header("Content-Length", "0")
-        try:
-            self.end_headers()
-        except OSError as exc:
-            raise ClientGone from exc
+        self.send_head(200 if self.emulator.ready else 503, {"Content-Length": "0"})
 
     def _serve_container(self, state: Invocation, raw: bytes) -> None:
         emulator = self.emulator
@@ -243,20 +235,15 @@ class Handler(CallHandler[Backend]):
         if not emulator.ready:
             self.container_error(state, 503, "the model is still loading (emulator)")
             return
-        self._speak(state, raw, self.container_error, ContainerFraming)
+        state.body, _ = _decoded(raw)
+        self._speak(state, self.container_error, ContainerFraming, self._sonic_request)
 
     def container_error(self, state: Invocation, status: int, reason: str) -> None:
         """The container's refusal: its status, and its reason as the body."""
         state.http_status, state.outcome = status, f"container_error_{status}"
         body = reason.encode("utf-8")
         self.complete(state)
-        self.send_response(status)
-        self.send_header("Content-Type", "text/plain; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        try:
-            self.end_headers()
-        except OSError as exc:
-            raise ClientGone from exc
+        self.send_head(status, {"Content-Type": "text/plain; charset=utf-8", "Content-Length": str(len(body))})
         self.write(body)
 
     # -- Cartesia API POST /tts/sse
@@ -264,11 +251,7 @@ class Handler(CallHandler[Backend]):
     def _serve_cartesia_api(self, state: Invocation, raw: bytes) -> None:
         emulator = self.emulator
         state.cartesia_version = self.headers.get("Cartesia-Version")
-        try:
-            state.body = json.loads(raw)
-            readable = True
-        except ValueError:
-            state.body, readable = raw.decode("utf-8", errors="replace"), False
+        state.body, readable = _decoded(raw)
         if emulator.api_key is not None and not self._authorized(emulator.api_key):
             message = "the API key is missing or not valid; send it as 'Authorization: Bearer <key>'"
             self.api_error(state, 401, "Invalid API key", message, "unauthorized")
@@ -280,20 +263,13 @@ class Handler(CallHandler[Backend]):
         if not readable:
             self.api_error(state, 400, "Bad request", "the request body is not valid JSON", "bad_request")
             return
-        try:
-            request = parse_cartesia_request(state.body, accepted_encodings=emulator.accepted_encodings)
-        except InvalidSonicRequest as exc:
-            self.api_error(state, 422, "Invalid request", str(exc), "invalid_request")
-            return
-        state.context_id = request.context_id
+        parse = functools.partial(parse_cartesia_request, accepted_encodings=emulator.accepted_encodings)
+        self._speak(state, self._cartesia_refusal, SseFraming, parse)
 
-        fault = emulator.faults.take()
-        state.fault = fault.kind.value if fault else None
-        if fault is not None and fault.kind is FaultKind.THROTTLE:
-            message = fault.message or "model is at capacity; retry later (emulator)"
-            self.api_error(state, 429, "Too many concurrent requests", message, "concurrency_limited")
-            return
-        self._generate(SseFraming(self, state, request), fault)
+    def _cartesia_refusal(self, state: Invocation, status: int, message: str) -> None:
+        """A request the model rejects (422), or a throttle (429), as the Cartesia API answers them."""
+        title, error_code = _CARTESIA_REFUSALS[status]
+        self.api_error(state, status, title, message, error_code)
 
     def _authorized(self, api_key: str) -> bool:
         scheme, _, token = self.headers.get("Authorization", "").partition(" ")

@@ -56,12 +56,9 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, Final, Protocol
 
 from voicebridge_dev.local.eventstream_encoder import encode_event, encode_exception
-from voicebridge_dev.local.service import ClientGone
 from voicebridge_dev.local.sonic.faults import Fault, FaultKind
 from voicebridge_dev.local.sonic.records import Invocation
 from voicebridge_dev.local.sonic.requests import SonicRequest
-
-__all__ = ["ContainerFraming", "EventStreamFraming", "Framing", "Responder", "SseFraming"]
 
 
 class Responder(Protocol):
@@ -69,9 +66,7 @@ class Responder(Protocol):
 
     close_connection: bool
 
-    def send_response(self, code: int, message: str | None = None) -> None: ...
-    def send_header(self, keyword: str, value: str) -> None: ...
-    def end_headers(self) -> None: ...
+    def send_head(self, status: int, headers: Mapping[str, str]) -> None: ...
     def write_chunk(self, data: bytes) -> None: ...
     def end_chunks(self) -> None: ...
     def complete(self, state: Invocation) -> None: ...
@@ -160,15 +155,7 @@ class Framing(ABC):
         handler, state = self.handler, self.state
         if state.first_byte_at is not None:
             return
-        try:
-            handler.send_response(200)
-            handler.send_header("Content-Type", self.content_type)
-            handler.send_header("Transfer-Encoding", "chunked")
-            for name, value in self.headers().items():
-                handler.send_header(name, value)
-            handler.end_headers()
-        except OSError as exc:
-            raise ClientGone from exc
+        handler.send_head(200, {"Content-Type": self.content_type, "Transfer-Encoding": "chunked", **self.headers()})
         state.first_byte_at = time.perf_counter()
 
     def write(self, data: bytes) -> None:

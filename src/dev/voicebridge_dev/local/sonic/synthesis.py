@@ -19,8 +19,6 @@ import numpy.typing as npt
 from voicebridge_dev.local.sonic.requests import SonicRequest
 from voicebridge_dev.local.speech_engine import SpeechEngine
 
-__all__ = ["CHUNK_SECONDS", "Synthesis", "encode_audio"]
-
 CHUNK_SECONDS: Final = 0.020
 
 _ULAW_SEGMENT_ENDS: Final = np.array([0x3F, 0x7F, 0xFF, 0x1FF, 0x3FF, 0x7FF, 0xFFF, 0x1FFF])
