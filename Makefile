@@ -49,8 +49,11 @@ typecheck: $(DEV_STAMP)
 unit: $(DEV_STAMP)
 	$(VENV)/bin/pytest -q -m unit
 
+# They mostly wait on the local cloud's timers, so they run in worker processes, each with a local cloud of its own;
+# a test file stays on one worker, so its module fixtures are built once. INTEGRATION_WORKERS=0 runs them in one.
+INTEGRATION_WORKERS ?= 2
 integration: $(DEV_STAMP) system-deps
-	$(VENV)/bin/pytest -q -m integration
+	$(VENV)/bin/pytest -q -m integration $(if $(filter 0,$(INTEGRATION_WORKERS)),,-n $(INTEGRATION_WORKERS) --dist loadfile)
 
 # What `sam build` put in each function's folder: the runtime alone (tests/artifact, skipped without a build).
 artifact: sam-build

@@ -281,7 +281,7 @@ def test_a_stream_reused_for_another_contact_stops_the_consumer_before_any_of_it
     mine = caller[0][: 16000 * 3]
     call = Call(env, mine)
     stream = env.kvs.stream(call.store.load(call.contact_id).stream_arn)  # type: ignore[union-attr]
-    stream.wait_idle(5)
+    assert stream.wait_idle(30), "the first contact's audio was not all produced"
     # The next contact on the stream: its audio is the caller's louder, so any byte of it in Ink would show.
     theirs = (np.frombuffer(caller[0], dtype="<i2") // 2 * 3).astype("<i2").tobytes()
     stream.begin_contact(str(uuid.uuid4()), "instance-1")

