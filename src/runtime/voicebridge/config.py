@@ -202,6 +202,7 @@ class Settings:
     converse_max_wait_ms: int = field(default=7000, metadata=_whole(100, 7800))
     converse_fast_poll_ms: int = field(default=10, metadata=_whole(5, 1000))
     converse_slow_poll_ms: int = field(default=100, metadata=_whole(10, 2000))
+    converse_hold_after_ms: int = field(default=4000, metadata=_whole(1000, 60000))
 
     # Converse path: the responder that answers a caller's turn
     responder: ResponderName = field(default="scripted", metadata=_one_of(ResponderName))

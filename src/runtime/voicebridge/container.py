@@ -183,6 +183,37 @@ def prompt_store() -> PromptStore:
     )
 
 
+def pause_uri() -> str:
+    """Where the silent prompt the long polls hand out is (no call to S3: the consumer stores it as it starts)."""
+    from voicebridge.errors import ConfigurationError
+    from voicebridge.store.prompts import pause_uri as uri
+
+    config = settings()
+    if not config.prompt_bucket:
+        raise ConfigurationError("PROMPT_BUCKET is not set")
+    return uri(config.prompt_bucket, config.aws_region, config.prompt_prefix)
+
+
+def store_pause() -> None:
+    """Store the silent prompt the long polls hand out, once per container; a failure is logged, not fatal (the
+    flow's prompt block then takes its error branch)."""
+    from voicebridge.errors import VoiceBridgeError
+    from voicebridge.telemetry import logger
+
+    def store() -> bool:
+        try:
+            prompt_store().pause()
+        except VoiceBridgeError as exc:
+            logger.warning("the silent prompt could not be stored", reason=exc.safe_message)
+            return False
+        return True
+
+    if not _once(("pause",), store):
+        # Not kept: the next invocation tries again.
+        with _lock:
+            _built.pop(("pause",), None)
+
+
 def synthesizer() -> Synthesizer:
     """The Speak path's synthesizer on the configured Sonic backend."""
 

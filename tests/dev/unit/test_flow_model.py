@@ -17,7 +17,8 @@ def test_parse_flow_models_actions_and_their_branches() -> None:
         "Mark silence",
     )
     assert check.error_target("NoMatchingCondition") == "Count failures"
-    assert set(check.targets()) == {"Remember turn", "Mark silence", "Count failures"}
+    assert check.condition_target("Listening") == "Play silent prompt"
+    assert set(check.targets()) == {"Remember turn", "Mark silence", "Play silent prompt", "Count failures"}
 
 
 def test_parse_flow_raises_with_every_problem() -> None:

@@ -3,7 +3,8 @@
 ``voice-agent.json`` is the conversation loop over ConverseFunction; ``echo.json`` awaits each turn with AwaitTurn
 and says it back; ``listen-only.json`` transcribes a call an agent takes. The behaviour tests run the shipped flows
 through a small interpreter of the actions they use (Loop counts per action and resets after DoneLooping, as Connect
-documents; a queue that resolves to nothing takes the error branch), with scripted Lambda results.
+documents; a queue that resolves to nothing, or an S3 prompt the call marks unplayable, takes the error branch), with
+scripted Lambda results.
 """
 
 from __future__ import annotations
@@ -132,6 +133,37 @@ def next_lambdas(flow: Flow, start: str) -> set[str]:
     return {lambda_name(flow, a) for a in reached if flow[a].type == "InvokeLambdaFunction"}
 
 
+def longest_prompt_free_chain(flow: Flow, start: str) -> int:
+    """The most seconds of Lambda time Connect can spend from ``start`` before a prompt breaks the chain."""
+
+    def longest(identifier: str, seen: frozenset[str]) -> int:
+        current = flow[identifier]
+        if current.type == "MessageParticipant":
+            return 0
+        own = int(current.parameters["InvocationTimeLimitSeconds"]) if current.type == "InvokeLambdaFunction" else 0
+        return own + max((longest(t, seen | {t}) for t in current.targets() if t not in seen), default=0)
+
+    return longest(start, frozenset({start}))
+
+
+def is_silent_prompt(flow: Flow, identifier: str) -> bool:
+    """A prompt that says nothing: the poll's own ``PromptUri`` from S3, or an SSML break in Connect's voice."""
+    params = flow[identifier].parameters
+    if flow[identifier].type != "MessageParticipant":
+        return False
+    if "Media" in params:
+        return bool(params["Media"]["Uri"] == "$.External.PromptUri")
+    return re.fullmatch(r'<speak><break time="\d+ms"/></speak>', params.get("SSML", "")) is not None
+
+
+def mid_poll_path(flow: Flow, poll: str, result: str) -> set[str]:
+    """Every action the flow can pass through from ``poll``'s ``result`` without polling again."""
+    check = flow[flow[poll].next_action or ""]
+    first = check.condition_target(result) or ""
+    assert first, result
+    return {first} | reachable(flow, first, avoiding={poll})
+
+
 # --- the echo flow, by its graph: AwaitTurn and Synthesize in a flow of one's own ---------------------------
 
 
@@ -197,16 +229,28 @@ def test_timeout_path_plays_a_prompt_before_awaiting_again(echo: Flow) -> None:
     assert await_turn not in reachable(echo, timeout, avoiding=prompts)
 
 
-def test_no_prompt_free_chain_of_lambdas_exceeds_connects_twenty_second_budget(echo: Flow) -> None:
-    def longest(identifier: str, seen: frozenset[str]) -> int:
-        current = echo[identifier]
-        if current.type == "MessageParticipant":
-            return 0
-        own = int(current.parameters["InvocationTimeLimitSeconds"]) if current.type == "InvokeLambdaFunction" else 0
-        return own + max((longest(t, seen | {t}) for t in current.targets() if t not in seen), default=0)
+def test_a_caller_still_speaking_hears_a_silent_prompt_and_is_awaited_again(echo: Flow) -> None:
+    (await_turn,) = invokes(echo, "AwaitTurnFunction")
+    check = echo[echo[await_turn].next_action or ""]
+    pause = check.condition_target("Listening") or ""
+    assert is_sonic_prompt(echo, pause) and is_silent_prompt(echo, pause)
+    assert echo[pause].next_action == await_turn
+    # Nothing on the way counts a silence or a failure, or says anything: the caller is mid-sentence.
+    path = mid_poll_path(echo, await_turn, "Listening")
+    assert all(is_silent_prompt(echo, a) for a in path), path
+    assert echo[pause].error_target("NoMatchingError") in path
+    assert {a for a in path if echo[a].next_action == await_turn} == path
 
+
+def test_every_poll_is_separated_from_the_next_by_a_prompt(echo: Flow) -> None:
+    (await_turn,) = invokes(echo, "AwaitTurnFunction")
+    prompts = {a.identifier for a in echo.of_type("MessageParticipant")}
+    assert await_turn not in reachable(echo, await_turn, avoiding=prompts)
+
+
+def test_no_prompt_free_chain_of_lambdas_exceeds_connects_twenty_second_budget(echo: Flow) -> None:
     for start in echo.of_type("InvokeLambdaFunction"):
-        assert longest(start.identifier, frozenset({start.identifier})) <= 20, start.identifier
+        assert longest_prompt_free_chain(echo, start.identifier) <= 20, start.identifier
 
 
 def test_the_conversation_loop_counts_timeouts_and_rounds_with_loops(echo: Flow) -> None:
@@ -232,6 +276,8 @@ class Call:
     external: dict[str, str] = field(default_factory=dict)
     loops: dict[str, int] = field(default_factory=dict)
     events: list[tuple[str, str]] = field(default_factory=list)
+    unplayable: frozenset[str] = frozenset()
+    """S3 prompts that fail to play: their block takes its error branch."""
 
     def resolve(self, text: str) -> str:
         namespaces = {"External": self.external, "Attributes": self.attributes}
@@ -269,8 +315,12 @@ class Call:
             self.attributes.update({k: self.resolve(v) for k, v in params["Attributes"].items()})
         elif act.type == "MessageParticipant":
             media = params.get("Media")
+            if media and self.resolve(media["Uri"]) in self.unplayable:
+                return act.error_target("NoMatchingError")
             self.events.append(
-                ("sonic", self.resolve(media["Uri"])) if media else ("connect", self.resolve(params["Text"]))
+                ("sonic", self.resolve(media["Uri"]))
+                if media
+                else ("connect", self.resolve(params["Text"] if "Text" in params else params["SSML"]))
             )
         elif act.type == "UpdateContactMediaStreamingBehavior":
             self.events.append(("streaming", params["MediaStreamingState"]))
@@ -291,6 +341,11 @@ class Call:
         return act.next_action
 
 
+SILENT_PROMPT = "s3://prompts/silence-200ms.wav"
+MID_TURN = "(still speaking)"
+"""In ``scripted``'s turns: the wait ran out while the caller was still speaking."""
+
+
 def scripted(
     turns: list[str],
     *,
@@ -298,7 +353,8 @@ def scripted(
     start_listening: dict[str, str] | None = None,
     transfer: dict[str, str] | None = None,
 ) -> Responder:
-    """Lambda results: AwaitTurn answers each entry of ``turns`` ("" = a timeout), then times out forever."""
+    """Lambda results: AwaitTurn answers each entry of ``turns`` ("" = a timeout, ``MID_TURN`` = the caller is
+    still speaking), then times out forever."""
     pending: Iterator[str] = iter(turns)
     index = -1
 
@@ -318,6 +374,8 @@ def scripted(
         transcript = next(pending, "")
         if not transcript:
             return {"Result": "Timeout"}
+        if transcript == MID_TURN:
+            return {"Result": "Listening", "SpeakingMs": "7000", "PromptUri": SILENT_PROMPT}
         index += 1
         return {"Result": "Turn", "Transcript": transcript, "TurnIndex": str(index)}
 
@@ -405,6 +463,47 @@ def test_repeated_await_turn_failures_end_the_echo_call(echo: Flow) -> None:
     ]
 
 
+def test_an_echo_caller_who_speaks_past_the_wait_hears_silence_not_a_still_there_prompt(echo: Flow) -> None:
+    events = Call(echo, scripted(["hello", MID_TURN, MID_TURN, MID_TURN, "a long story"])).run()
+    assert heard(events)[:6] == [
+        "s3://Hello! Thanks for calling. How can I help you today?",
+        "s3://You said: hello",
+        SILENT_PROMPT,
+        SILENT_PROMPT,
+        SILENT_PROMPT,
+        "s3://You said: a long story",
+    ]
+    assert heard(events)[6:] == [
+        "s3://Are you still there? I'm listening.",
+        "s3://Are you still there? I'm listening.",
+        "s3://I haven't heard anything for a while, so I'll hang up now. Goodbye!",
+    ]
+
+
+def test_a_long_turn_counts_neither_as_silence_nor_as_a_failure_in_the_echo(echo: Flow) -> None:
+    # More waits run out than the silences (3) and the failures (3) a call may have, and the call goes on.
+    events = Call(echo, scripted(["", MID_TURN, MID_TURN, "", *[MID_TURN] * 6, "hello"])).run()
+    assert heard(events)[1:6] == [
+        "s3://Are you still there? I'm listening.",
+        SILENT_PROMPT,
+        SILENT_PROMPT,
+        "s3://Are you still there? I'm listening.",
+        SILENT_PROMPT,
+    ]
+    assert "s3://You said: hello" in heard(events)
+    assert "Sorry, I missed that. Could you say it again?" not in heard(events)
+
+
+def test_an_echo_silent_prompt_that_will_not_play_is_a_pause_in_connects_voice(echo: Flow) -> None:
+    events = Call(echo, scripted(["hello", MID_TURN, "again"]), unplayable=frozenset({SILENT_PROMPT})).run()
+    assert heard(events)[1:4] == [
+        "s3://You said: hello",
+        '<speak><break time="200ms"/></speak>',
+        "s3://You said: again",
+    ]
+    assert "Sorry, I missed that. Could you say it again?" not in heard(events)
+
+
 # --- the voice agent: the conversation loop over ConverseFunction --------------------------------------------
 
 GREETING = "Hello! Thanks for calling. How can I help you today?"
@@ -467,7 +566,7 @@ def test_the_conversation_starts_before_the_first_turn_and_remembers_where_each_
 
 def test_every_prompt_of_the_conversation_hands_over_straight_to_converse(voice_agent: Flow) -> None:
     (converse,) = invokes(voice_agent, "ConverseFunction")
-    for prompt in ("Play line", "Play reply segment", "Say reply segment text"):
+    for prompt in ("Play line", "Play reply segment", "Say reply segment text", "Play silent prompt"):
         reached = reachable(voice_agent, prompt, through=lambda a: voice_agent[a].type not in {"InvokeLambdaFunction"})
         assert converse in reached, prompt
         assert next_lambdas(voice_agent, prompt) <= {"ConverseFunction", "SynthesizeFunction"}, prompt
@@ -490,15 +589,86 @@ def test_a_timeout_plays_a_prompt_before_conversing_again(voice_agent: Flow) -> 
 def test_no_prompt_free_chain_of_the_voice_agents_lambdas_exceeds_connects_twenty_second_budget(
     voice_agent: Flow,
 ) -> None:
-    def longest(identifier: str, seen: frozenset[str]) -> int:
-        current = voice_agent[identifier]
-        if current.type == "MessageParticipant":
-            return 0
-        own = int(current.parameters["InvocationTimeLimitSeconds"]) if current.type == "InvokeLambdaFunction" else 0
-        return own + max((longest(t, seen | {t}) for t in current.targets() if t not in seen), default=0)
-
     for start in voice_agent.of_type("InvokeLambdaFunction"):
-        assert longest(start.identifier, frozenset({start.identifier})) <= 20, start.identifier
+        assert longest_prompt_free_chain(voice_agent, start.identifier) <= 20, start.identifier
+
+
+def test_converse_is_told_which_turn_the_flow_last_held(voice_agent: Flow) -> None:
+    (converse,) = invokes(voice_agent, "ConverseFunction")
+    assert voice_agent[converse].parameters["LambdaInvocationAttributes"]["HeldTurn"] == "$.Attributes.HeldTurn"
+    (initialise,) = [
+        a for a in voice_agent.of_type("UpdateContactAttributes") if "AgentQueue" in a.parameters["Attributes"]
+    ]
+    assert initialise.parameters["Attributes"]["HeldTurn"] == "-1"
+
+
+def test_a_caller_still_speaking_hears_a_silent_prompt_before_conversing_again(voice_agent: Flow) -> None:
+    (converse,) = invokes(voice_agent, "ConverseFunction")
+    check = voice_agent[voice_agent[converse].next_action or ""]
+    pause = check.condition_target("Listening") or ""
+    assert is_sonic_prompt(voice_agent, pause) and is_silent_prompt(voice_agent, pause)
+    assert voice_agent[pause].next_action == converse
+    path = mid_poll_path(voice_agent, converse, "Listening")
+    assert all(is_silent_prompt(voice_agent, a) for a in path), path
+    assert {a for a in path if voice_agent[a].next_action == converse} == path
+
+
+def test_a_reply_in_the_making_is_held_with_one_line_or_waited_for_in_silence(voice_agent: Flow) -> None:
+    (converse,) = invokes(voice_agent, "ConverseFunction")
+    check = voice_agent[voice_agent[converse].next_action or ""]
+    hold = voice_agent[check.condition_target("Thinking") or ""]
+    assert hold.type == "Compare" and hold.parameters["ComparisonValue"] == "$.External.Hold"
+    # Hold=false (or anything else): the same silent prompt as a caller still speaking gets.
+    pause = check.condition_target("Listening")
+    assert hold.next_action == hold.error_target("NoMatchingCondition") == pause
+    # Hold=true: the holding line through the flow's own say-a-line path, which returns to Converse.
+    holding = voice_agent[hold.condition_target("true") or ""]
+    assert holding.type == "UpdateContactAttributes"
+    assert holding.parameters["Attributes"] == {
+        "Line": "One moment.",
+        "Then": "Converse",
+        "HeldTurn": "$.External.TurnIndex",
+    }
+    assert holding.next_action == "Synthesize line"
+    assert voice_agent["Route after line"].condition_target("Converse") == converse
+
+
+def test_waiting_for_a_turn_or_a_reply_never_counts_a_silence(voice_agent: Flow) -> None:
+    (converse,) = invokes(voice_agent, "ConverseFunction")
+    for result in ("Listening", "Thinking"):
+        path = mid_poll_path(voice_agent, converse, result)
+        counting = {
+            a
+            for a in path
+            if voice_agent[a].type == "UpdateContactAttributes"
+            and "Silences" in voice_agent[a].parameters["Attributes"]
+        }
+        assert counting == set(), result
+        assert "Count silence" not in path, result
+        # Only the holding line is said on the way: never "Are you still there?".
+        lines = {
+            voice_agent[a].parameters["Attributes"].get("Line")
+            for a in path
+            if voice_agent[a].type == "UpdateContactAttributes"
+        }
+        assert lines <= {"One moment."}, result
+
+
+@pytest.mark.parametrize("result", ["Timeout", "Listening", "Thinking"])
+def test_a_wait_that_ran_out_is_followed_by_a_prompt_before_conversing_again(voice_agent: Flow, result: str) -> None:
+    (converse,) = invokes(voice_agent, "ConverseFunction")
+    check = voice_agent[voice_agent[converse].next_action or ""]
+    first = check.condition_target(result) or ""
+    prompts = {a.identifier for a in voice_agent.of_type("MessageParticipant")}
+    assert first
+    assert first in prompts or converse not in reachable(voice_agent, first, avoiding=prompts)
+
+
+@pytest.mark.parametrize("path", [ECHO, VOICE_AGENT], ids=lambda p: p.name)
+def test_no_chain_of_the_conversation_flows_is_longer_than_sixteen_seconds(path: Path) -> None:
+    # What the docs promise (docs/functions.md, docs/protocols.md): a poll, then at most one Synthesize.
+    flow = load_flow(path, known_functions=FUNCTIONS)
+    assert max(longest_prompt_free_chain(flow, a.identifier) for a in flow.of_type("InvokeLambdaFunction")) <= 16
 
 
 def test_a_transfer_stops_media_streaming_before_the_caller_is_queued(voice_agent: Flow) -> None:
@@ -543,23 +713,48 @@ def fallback(turn: int, segment: int, text: str, *, more: bool = False, action: 
 
 
 TIMEOUT = {"Result": "Timeout"}
+LISTENING = {"Result": "Listening", "SpeakingMs": "6500", "PromptUri": SILENT_PROMPT}
+HOLDING_LINE = "One moment."
+
+Answer = dict[str, str] | Callable[[dict[str, str]], dict[str, str]]
+
+
+def thinking(turn: int, *, hold: bool) -> dict[str, str]:
+    """ConverseFunction's answer when the wait ran out while the reply to ``turn`` was still being made."""
+    return {
+        "Result": "Thinking",
+        "TurnIndex": str(turn),
+        "ThinkingMs": "6500",
+        "Hold": "true" if hold else "false",
+        "PromptUri": SILENT_PROMPT,
+    }
+
+
+def thinking_about(turn: int) -> Callable[[dict[str, str]], dict[str, str]]:
+    """``thinking`` past the hold time, as ConverseFunction says it: ``Hold`` only for a turn not held yet."""
+    return lambda params: thinking(turn, hold=params["HeldTurn"] != str(turn))
 
 
 @dataclass
 class Conversation:
-    """Lambda results for the voice agent: ConverseFunction answers ``answers`` in order, then times out forever."""
+    """Lambda results for the voice agent: ConverseFunction answers ``answers`` in order (an answer may be made
+    from what the flow sent), then times out forever."""
 
-    answers: list[dict[str, str]]
+    answers: list[Answer]
     synthesize: Callable[[dict[str, str]], dict[str, str]] | None = None
     start_listening: dict[str, str] | None = None
     transfer: dict[str, str] | None = None
     asked: list[tuple[str, str]] = field(default_factory=list)
     """Where each ConverseFunction call said the flow was: (TurnIndex, Segment)."""
+    held: list[str] = field(default_factory=list)
+    """The HeldTurn each ConverseFunction call was sent."""
 
     def __call__(self, function: str, params: dict[str, str]) -> dict[str, str]:
         if function == "ConverseFunction":
             self.asked.append((params["TurnIndex"], params["Segment"]))
-            return self.answers.pop(0) if self.answers else TIMEOUT
+            self.held.append(params["HeldTurn"])
+            answer = self.answers.pop(0) if self.answers else TIMEOUT
+            return answer(params) if callable(answer) else answer
         if function == "SynthesizeFunction" and self.synthesize is not None:
             return self.synthesize(params)
         if function == "StartListeningFunction" and self.start_listening is not None:
@@ -716,6 +911,94 @@ def test_without_an_agent_queue_a_transfer_apologises_and_hangs_up(voice_agent: 
     assert heard(events)[-1] == f"s3://{NO_AGENT_GOODBYE}"
     assert ("queued", "") not in events
     assert events[-1] == ("disconnect", "")
+
+
+def test_a_caller_who_speaks_past_the_wait_hears_silence_then_the_reply(voice_agent: Flow) -> None:
+    replies = Conversation([LISTENING, LISTENING, LISTENING, speak(0, 0, more=False)])
+    events = Call(voice_agent, replies).run()
+    assert heard(events) == [
+        f"s3://{GREETING}",
+        SILENT_PROMPT,
+        SILENT_PROMPT,
+        SILENT_PROMPT,
+        "s3://reply/0/0",
+        *silence_end(),
+    ]
+    assert replies.asked[:5] == [("-1", "-1")] * 4 + [("0", "0")]
+
+
+def test_a_slow_reply_is_held_once_with_one_moment_then_waited_for_in_silence(voice_agent: Flow) -> None:
+    replies = Conversation(
+        [thinking(0, hold=False), thinking(0, hold=True), thinking(0, hold=False), speak(0, 0, more=False)]
+    )
+    events = Call(voice_agent, replies).run()
+    assert heard(events) == [
+        f"s3://{GREETING}",
+        SILENT_PROMPT,
+        f"s3://{HOLDING_LINE}",
+        SILENT_PROMPT,
+        "s3://reply/0/0",
+        *silence_end(),
+    ]
+    # The holding line records the turn it held, and leaves where the flow is in the replies as it was.
+    assert replies.held[:5] == ["-1", "-1", "0", "0", "0"]
+    assert replies.asked[:5] == [("-1", "-1")] * 4 + [("0", "0")]
+
+
+def test_each_turn_is_held_at_most_once_however_long_its_reply_takes(voice_agent: Flow) -> None:
+    answers: list[Answer] = [
+        *[thinking_about(0)] * 4,
+        speak(0, 0, more=False),
+        LISTENING,
+        *[thinking_about(1)] * 3,
+        speak(1, 0, more=False),
+    ]
+    events = Call(voice_agent, Conversation(answers)).run()
+    assert heard(events) == [
+        f"s3://{GREETING}",
+        f"s3://{HOLDING_LINE}",
+        *[SILENT_PROMPT] * 3,
+        "s3://reply/0/0",
+        SILENT_PROMPT,
+        f"s3://{HOLDING_LINE}",
+        *[SILENT_PROMPT] * 2,
+        "s3://reply/1/0",
+        *silence_end(),
+    ]
+
+
+def test_waiting_for_the_caller_or_the_reply_counts_no_silence(voice_agent: Flow) -> None:
+    # Two silences, then more waits than the call's third silence: the call goes on to the reply.
+    answers: list[Answer] = [TIMEOUT, LISTENING, thinking(0, hold=False), TIMEOUT, LISTENING, thinking(0, hold=True)]
+    events = Call(voice_agent, Conversation([*answers, thinking(0, hold=False), speak(0, 0, more=False)])).run()
+    assert heard(events) == [
+        f"s3://{GREETING}",
+        f"s3://{STILL_THERE}",
+        SILENT_PROMPT,
+        SILENT_PROMPT,
+        f"s3://{STILL_THERE}",
+        SILENT_PROMPT,
+        f"s3://{HOLDING_LINE}",
+        SILENT_PROMPT,
+        "s3://reply/0/0",
+        *silence_end(),
+    ]
+
+
+def test_the_holding_line_falls_back_to_connects_voice(voice_agent: Flow) -> None:
+    def synthesize(params: dict[str, str]) -> dict[str, str]:
+        return {"Result": "Fallback", "Text": params["Text"]}
+
+    replies = Conversation([thinking(0, hold=True), speak(0, 0, more=False)], synthesize=synthesize)
+    events = Call(voice_agent, replies).run()
+    assert heard(events)[:3] == [GREETING, HOLDING_LINE, "s3://reply/0/0"]
+
+
+def test_a_silent_prompt_that_will_not_play_is_a_pause_in_connects_voice(voice_agent: Flow) -> None:
+    replies = Conversation([LISTENING, thinking(0, hold=False), speak(0, 0, more=False)])
+    events = Call(voice_agent, replies, unplayable=frozenset({SILENT_PROMPT})).run()
+    pause = '<speak><break time="200ms"/></speak>'
+    assert heard(events)[:4] == [f"s3://{GREETING}", pause, pause, "s3://reply/0/0"]
 
 
 # --- the listen-only flow --------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ never holds a zero sample (±1 dither), so the consumer's keep-alive silence can
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.fixtures.cloud import fetch
 from voicebridge import container
 from voicebridge.call.consumer import ConsumerSettings, StreamConsumer
 from voicebridge.config import Settings
@@ -243,7 +245,7 @@ def test_a_flow_hears_each_turn_through_the_functions(env: LocalCloud, caller: t
     assert late == {"Result": "Timeout"}
 
 
-def test_a_slow_end_of_turn_times_out_once_then_reaches_the_flow_within_its_budget(
+def test_a_wait_that_runs_out_mid_turn_is_listening_not_silence_and_the_turn_then_reaches_the_flow(
     env: LocalCloud, caller: tuple[bytes, list[bytes]]
 ) -> None:
     env.ink.configure(end_delay_ms=3000)
@@ -260,12 +262,23 @@ def test_a_slow_end_of_turn_times_out_once_then_reaches_the_flow_within_its_budg
             "StartTimestamp": start.start_timestamp,
         }
         assert _invoke(env, "StartListeningFunction", _connect_event(contact_id, audio))["Result"] == "OK"
-        # The model takes three seconds to end the turn: a short wait times out (the flow plays a prompt and asks
-        # again, which also resets Connect's chained-Lambda budget), and the next wait, inside 8 s, gets it.
-        first = _invoke(env, "AwaitTurnFunction", _connect_event(contact_id, audio, AfterTurn="-1", MaxWaitMs="1000"))
-        assert first == {"Result": "Timeout"}
+        store = TurnStore(local_physical_id("TurnTable"), container.client("dynamodb"))
+        deadline = time.monotonic() + 15
+        while not getattr(store.load(contact_id), "speaking_since_ms", 0) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        # Ink has begun the caller's turn and takes three seconds to end it: a short wait that runs out meanwhile says
+        # the caller is speaking — the flow plays the silent prompt (which also ends Connect's chain of Lambda
+        # blocks) and asks again, never "Are you still there?" — and the next wait, inside 8 s, gets the turn.
+        first = _invoke(env, "AwaitTurnFunction", _connect_event(contact_id, audio, AfterTurn="-1", MaxWaitMs="500"))
+        assert first["Result"] == "Listening", first
+        assert int(first["SpeakingMs"]) >= 0 and first["PromptUri"].endswith("/prompts/pause-200ms.wav")
+        pause = fetch(env, first["PromptUri"])
+        assert pause[:4] == b"RIFF" and len(pause) == 58 + 1600 and set(pause[58:]) == {0xFF}
         second = _invoke(env, "AwaitTurnFunction", _connect_event(contact_id, audio, AfterTurn="-1"))
         assert (second["Result"], second["Transcript"]) == ("Turn", UTTERANCES[0])
+        # The turn is over once stored: what follows is silence again.
+        after = _invoke(env, "AwaitTurnFunction", _connect_event(contact_id, audio, AfterTurn="0", MaxWaitMs="1000"))
+        assert after == {"Result": "Timeout"}
     finally:
         env.ink.configure(end_delay_ms=700)
 

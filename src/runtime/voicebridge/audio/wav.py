@@ -10,17 +10,21 @@ Layout of a µ-law prompt (all integers little-endian; 58 bytes before the sampl
 
 Every chunk is padded to an even length: the pad byte is not counted in the chunk's size, but is in the RIFF
 size.
+
+Writing a µ-law prompt needs nothing but :mod:`struct`; numpy is imported only where samples are arrays, so the
+long-poll functions, which store a short silent prompt and ship without numpy, can write one.
 """
 
 from __future__ import annotations
 
 import struct
+from typing import TYPE_CHECKING
 
-import numpy as np
-from numpy.typing import NDArray
-
-from voicebridge.audio.mulaw import DECODE_TABLE
 from voicebridge.errors import AudioFormatError
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 __all__ = ["MULAW_RATE", "mulaw_wav_bytes", "mulaw_wav_header", "pcm16_wav_bytes", "read_wav"]
 
@@ -65,6 +69,8 @@ def mulaw_wav_bytes(data: bytes | bytearray | memoryview) -> bytes:
 
 def pcm16_wav_bytes(pcm: NDArray[np.int16], rate: int, channels: int = 1) -> bytes:
     """A PCM WAV file (format tag 1, 16 bits) of int16 samples, interleaved or ``(frames, channels)``."""
+    import numpy as np
+
     samples = np.asarray(pcm)
     if samples.dtype != np.int16:
         raise AudioFormatError(f"PCM16 WAV needs int16 samples, got {samples.dtype}")
@@ -141,6 +147,10 @@ def _parse_fmt(body: memoryview, size: int) -> tuple[int, int, int, int]:
 
 
 def _decode_samples(body: memoryview, fmt: tuple[int, int, int, int]) -> tuple[NDArray[np.int16], int]:
+    import numpy as np
+
+    from voicebridge.audio.mulaw import DECODE_TABLE
+
     tag, channels, rate, bits = fmt
     if tag == _WAVE_FORMAT_PCM and bits == 16:
         frame_bytes = 2 * channels

@@ -32,6 +32,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from voicebridge.backoff import Backoff
 from voicebridge.call.heartbeat import Heartbeat
+from voicebridge.call.speaking import SpeakingMarks
 from voicebridge.clock import SYSTEM_CLOCK, Clock
 from voicebridge.config import InkCatchUp, InkMode, Settings
 from voicebridge.converse.worker import ReplyWorker
@@ -153,6 +154,7 @@ class StreamConsumer:
         self._media_backoff = Backoff(base_s=0.1, cap_s=5.0, stable_s=2.0)
         self._handoff_backoff = Backoff(base_s=0.5, cap_s=4.0)
         self._next_handoff_at = 0.0
+        self._speaking = SpeakingMarks(store, contact_id, generation, clock=clock)
 
     # -- lifecycle
 
@@ -181,25 +183,7 @@ class StreamConsumer:
             # the reason, which the flow then hears from ConverseFunction.
             self._end(checkpoint, f"{exc.code}: {exc.safe_message}", ticker)
             raise
-        self._transcribers = {
-            track: TrackTranscriber(
-                contact_id=self.contact_id,
-                track=track,
-                progress=progress,
-                store=self._store,
-                open_session=self._open_session,
-                sink=self._sink,
-                mode=self._settings.ink_mode,
-                frame_ms=self._settings.ink_frame_ms,
-                clock=self._clock,
-                pacer=Pacer(catch_up_after_ms=CATCH_UP_AFTER_MS if self._settings.ink_catch_up != "off" else math.inf),
-                on_turn=self._replier.submit if self._replier is not None and track == CUSTOMER else None,
-                on_eager_end=self._replier.eager_end if self._replier is not None and track == CUSTOMER else None,
-                on_resume=self._replier.turn_resumed if self._replier is not None and track == CUSTOMER else None,
-                on_turn_ended=self._replier.turn_ended if self._replier is not None and track == CUSTOMER else None,
-            )
-            for track, progress in checkpoint.tracks.items()
-        }
+        self._transcribers = {track: self._transcriber(track, p) for track, p in checkpoint.tracks.items()}
         self._add("ActiveStreams", MetricUnit.Count, 1)
         try:
             self._store.heartbeat(checkpoint, LISTENING)
@@ -225,6 +209,27 @@ class StreamConsumer:
         self._flush_metrics()
         return outcome
 
+    def _transcriber(self, track: str, progress: TrackProgress) -> TrackTranscriber:
+        # The caller's turns are answered, and whether the caller is mid-turn is what the long polls are told.
+        replier = self._replier if track == CUSTOMER else None
+        return TrackTranscriber(
+            contact_id=self.contact_id,
+            track=track,
+            progress=progress,
+            store=self._store,
+            open_session=self._open_session,
+            sink=self._sink,
+            mode=self._settings.ink_mode,
+            frame_ms=self._settings.ink_frame_ms,
+            clock=self._clock,
+            pacer=Pacer(catch_up_after_ms=CATCH_UP_AFTER_MS if self._settings.ink_catch_up != "off" else math.inf),
+            on_turn=replier.submit if replier else None,
+            on_eager_end=replier.eager_end if replier else None,
+            on_resume=replier.turn_resumed if replier else None,
+            on_turn_ended=replier.turn_ended if replier else None,
+            on_speaking=self._speaking.update if track == CUSTOMER else None,
+        )
+
     def _start_replying(self, checkpoint: Checkpoint) -> None:
         """When the flow converses, the worker that answers the caller's turns (finishing a reply left unfinished)."""
         if checkpoint.converse and self._make_replier is not None:
@@ -239,8 +244,9 @@ class StreamConsumer:
         if self._replier is not None:
             # The caller's last turn deserves its answer even though listening is over (the flow may still play it).
             self._replier.close(timeout_s=REPLY_FINISH_S)
+        self._speaking.close(timeout_s=1.0)
         record_settled(checkpoint, self._transcribers, self._history)
-        checkpoint.state, checkpoint.stop_reason = STOPPED, reason[:240]
+        checkpoint.state, checkpoint.stop_reason, checkpoint.speaking_since_ms = STOPPED, reason[:240], 0
         try:
             self._store.save(checkpoint)
         except Superseded:
@@ -320,7 +326,7 @@ class StreamConsumer:
                 delivered = False
                 for event in reader.feed(chunk):
                     for action in router.feed(event):
-                        delivered |= self._act(action)
+                        delivered |= _deliver(action, self._transcribers, self._sink)
                 yield delivered
                 if self._superseded.is_set():
                     raise _Stop(Outcome("superseded"))
@@ -329,24 +335,6 @@ class StreamConsumer:
                     raise _Stop(outcome)
         finally:
             router.end()
-
-    def _act(self, action: Any) -> bool:
-        if isinstance(action, Audio):
-            transcriber = self._transcribers.get(action.track)
-            if transcriber is None:
-                return False
-            return transcriber.audio(action.fragment, action.offset, action.pcm, action.produced_end_ms)
-        if isinstance(action, ContactChanged):
-            logger.info("stream now carries another contact; stopping", other_contact=action.other)
-            raise _Stop(Outcome("contact changed"))
-        if isinstance(action, Lag):
-            self._add("KvsLag", MetricUnit.Milliseconds, action.ms)
-        elif isinstance(action, StreamErrorTag):
-            logger.warning("error in the media stream", error_code=action.code, error_id=action.error_id)
-            raise MediaInterrupted(f"stream error {action.code}")
-        elif isinstance(action, TagProblem):
-            logger.warning("unreadable tag in the media stream", tag=action.tag, value=action.value)
-        return False
 
     def _set_state(self, checkpoint: Checkpoint, state: str, reason: str = "") -> None:
         if (state, reason) == (self._state, self._state_reason):
@@ -397,7 +385,10 @@ class StreamConsumer:
         # Only now that the successor was accepted does the checkpoint name it: it waits for this save.
         self._stop.set()
         record_settled(checkpoint, self._transcribers, self._history)
+        # A turn open at the hand-over stays open for the long polls; the successor's Ink session ends it.
+        checkpoint.speaking_since_ms = self._speaking.since_ms
         self._store.save(checkpoint, new_generation=successor)
+        self._speaking.close(timeout_s=0)
         for transcriber in self._transcribers.values():
             transcriber.close(flush_ms=0, timeout_s=0.5)
         if self._replier is not None:
@@ -411,6 +402,27 @@ class StreamConsumer:
     def _flush_metrics(self) -> None:
         with self._sink.lock:
             metrics.flush_metrics()
+
+
+def _deliver(action: Any, transcribers: Mapping[str, TrackTranscriber], sink: MetricSink) -> bool:
+    """Do what one of the router's actions asks; whether it delivered new audio. _Stop or MediaInterrupted end the
+    read."""
+    if isinstance(action, Audio):
+        transcriber = transcribers.get(action.track)
+        if transcriber is None:
+            return False
+        return transcriber.audio(action.fragment, action.offset, action.pcm, action.produced_end_ms)
+    if isinstance(action, ContactChanged):
+        logger.info("stream now carries another contact; stopping", other_contact=action.other)
+        raise _Stop(Outcome("contact changed"))
+    if isinstance(action, Lag):
+        sink.add("KvsLag", MetricUnit.Milliseconds, action.ms)
+    elif isinstance(action, StreamErrorTag):
+        logger.warning("error in the media stream", error_code=action.code, error_id=action.error_id)
+        raise MediaInterrupted(f"stream error {action.code}")
+    elif isinstance(action, TagProblem):
+        logger.warning("unreadable tag in the media stream", tag=action.tag, value=action.value)
+    return False
 
 
 def _latest_settled(checkpoint: Checkpoint) -> str | None:

@@ -50,7 +50,7 @@ from typing import Any, Literal, TypeVar
 
 from voicebridge.errors import InvalidInput
 
-ResultValue = Literal["OK", "Turn", "Speak", "Timeout", "Error", "Fallback"]
+ResultValue = Literal["OK", "Turn", "Speak", "Timeout", "Listening", "Thinking", "Error", "Fallback"]
 _Read = TypeVar("_Read")
 
 MAX_RESPONSE_BYTES = 32 * 1024

@@ -1,7 +1,9 @@
 """AwaitTurnFunction: the caller's next finished turn, or a timeout that fits Connect's 8 s.
 
 Input: ``AfterTurn`` (the last turn index the flow has handled; ``-1`` or absent for the first), optional
-``MaxWaitMs``. Output: ``Result=Turn`` with ``Transcript`` and ``TurnIndex``; ``Result=Timeout``; ``Result=Error``.
+``MaxWaitMs``. Output: ``Result=Turn`` with ``Transcript`` and ``TurnIndex``; ``Result=Listening`` with ``SpeakingMs``
+and ``PromptUri`` (a short silent prompt to play before asking again) when the wait ran out while the caller is
+mid-turn; ``Result=Timeout`` when the caller said nothing; ``Result=Error``.
 A transcript too long for Connect's 32 KB is cut on a character boundary and the answer says ``Truncated=true``: the
 flow still gets the turn, and moves past it.
 """
@@ -16,7 +18,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from voicebridge import container
 from voicebridge.connect.events import ContactFlowEvent, response
 from voicebridge.handlers._edge import connect_edge
-from voicebridge.polls.next_turn import await_turn
+from voicebridge.polls.next_turn import await_turn, caller_speaking_ms
 from voicebridge.telemetry import metrics
 
 
@@ -24,10 +26,11 @@ from voicebridge.telemetry import metrics
 def _await(event: ContactFlowEvent, context: Any) -> dict[str, str]:
     entered = time.monotonic()
     remaining = context.get_remaining_time_in_millis() if hasattr(context, "get_remaining_time_in_millis") else None
+    store = container.turn_store()
     turn, waited_ms = await_turn(
         event.contact_id,
         event.parameters,
-        store=container.turn_store(),
+        store=store,
         max_wait_ms=container.settings().await_max_wait_ms,
         poll_interval_ms=container.settings().await_poll_interval_ms,
         remaining_ms=remaining,
@@ -35,6 +38,9 @@ def _await(event: ContactFlowEvent, context: Any) -> dict[str, str]:
     )
     metrics.add_metric(name="AwaitTurnWait", unit=MetricUnit.Milliseconds, value=waited_ms)
     if turn is None:
+        speaking = caller_speaking_ms(store, event.contact_id)
+        if speaking is not None:
+            return response("Listening", SpeakingMs=speaking, PromptUri=container.pause_uri())
         return response("Timeout")
     return response("Turn", Transcript=turn.transcript, TurnIndex=turn.seq)
 

@@ -4,8 +4,12 @@ Input: ``TurnIndex`` and ``Segment`` of what the flow just played (absent at the
 Output: ``Result=Speak`` with ``PromptUri``, ``Text`` (the sentence it speaks), ``TurnIndex``, ``Segment``,
 ``More``, ``Transcript``, ``Action`` and the responder's attributes; ``Result=Fallback`` with ``Text`` and no
 ``PromptUri`` when Sonic could not speak the sentence; ``Result=OK`` with ``Action`` when the reply is over and the
-flow must transfer or hang up; ``Result=Timeout``; ``Result=Error`` (``NotListening``, ``InvalidInput``…). See
-:mod:`voicebridge.polls.next_segment`.
+flow must transfer or hang up; when the wait ran out, ``Result=Listening`` with ``SpeakingMs`` while the caller is
+mid-turn, ``Result=Thinking`` with ``TurnIndex``, ``ThinkingMs`` and ``Hold`` while a reply is still being made (both
+with ``PromptUri``, a short silent prompt to play before asking again), else ``Result=Timeout``; ``Result=Error``
+(``NotListening``, ``InvalidInput``…). ``Hold=true`` says to play a holding line: once the reply has been
+``CONVERSE_HOLD_AFTER_MS`` in the making with nothing of it played, unless ``HeldTurn`` (an input: the turn the flow
+last held) is that turn. See :mod:`voicebridge.polls.next_segment`.
 An answer too long for Connect's 32 KB has its ``Transcript``, then its ``Text``, cut on a character boundary and says
 ``Truncated=true``.
 """
@@ -18,9 +22,11 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 
 from voicebridge import container
-from voicebridge.connect.events import TRUNCATED, ContactFlowEvent, response
+from voicebridge.connect.events import TRUNCATED, ContactFlowEvent, response, whole_number
 from voicebridge.handlers._edge import connect_edge
-from voicebridge.polls.next_segment import next_to_play
+from voicebridge.polls.next_segment import Next, next_to_play
+from voicebridge.polls.next_turn import caller_speaking_ms
+from voicebridge.store.turns import MAX_SEQ
 from voicebridge.telemetry import metrics
 
 RESERVED = frozenset({"Result", "PromptUri", "Text", "TurnIndex", "Segment", "More", "Transcript", "Action", TRUNCATED})
@@ -31,11 +37,12 @@ def _converse(event: ContactFlowEvent, context: Any) -> dict[str, str]:
     entered = time.monotonic()
     config = container.settings()
     remaining = context.get_remaining_time_in_millis() if hasattr(context, "get_remaining_time_in_millis") else None
+    turns = container.turn_store()
     found = next_to_play(
         event.contact_id,
         event.parameters,
         replies=container.reply_store(),
-        turns=container.turn_store(),
+        turns=turns,
         max_wait_ms=config.converse_max_wait_ms,
         fast_poll_ms=config.converse_fast_poll_ms,
         slow_poll_ms=config.converse_slow_poll_ms,
@@ -62,7 +69,22 @@ def _converse(event: ContactFlowEvent, context: Any) -> dict[str, str]:
         )
     if not found.timed_out:
         return response("OK", **attributes, Action=found.action.value)
-    return response("Timeout")
+    return _nothing_yet(event, found, caller_speaking_ms(turns, event.contact_id), config.converse_hold_after_ms)
+
+
+def _nothing_yet(event: ContactFlowEvent, found: Next, speaking_ms: int | None, hold_after_ms: int) -> dict[str, str]:
+    """The wait ran out: the caller is speaking, the agent is thinking, or there is silence."""
+    if speaking_ms is not None:
+        # A long turn is not silence, and no holding line may be played over the caller.
+        return response("Listening", SpeakingMs=speaking_ms, PromptUri=container.pause_uri())
+    thinking = found.thinking
+    if thinking is None:
+        return response("Timeout")
+    held = whole_number(event.parameters, "HeldTurn", default=-1, low=-1, high=MAX_SEQ)
+    hold = thinking.started and thinking.ms >= hold_after_ms and held != thinking.turn
+    return response(
+        "Thinking", TurnIndex=thinking.turn, ThinkingMs=thinking.ms, Hold=hold, PromptUri=container.pause_uri()
+    )
 
 
 handler = metrics.log_metrics(_converse)

@@ -37,6 +37,8 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
         )
 
     try:
+        # What the long polls play while the caller speaks or the agent thinks: there before they can hand it out.
+        container.store_pause()
         outcome = StreamConsumer(
             ConsumerSettings.of(container.settings()),
             container.turn_store(),

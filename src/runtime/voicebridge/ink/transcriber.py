@@ -108,12 +108,14 @@ class TurnRecorder:
         *,
         on_turn: Callable[[Turn], None] | None = None,
         on_turn_ended: Callable[[Turn], None] | None = None,
+        on_speaking: Callable[[int, bool], None] | None = None,
     ) -> None:
         self.contact_id = contact_id
         self.track = track
         self._sink = sink
         self._on_turn = on_turn
         self._on_turn_ended = on_turn_ended
+        self._on_speaking = on_speaking
         self._writer = TurnWriter(store, on_done=self._written, clock=clock, name=f"turns-{track}")
         self.turns_stored = 0
 
@@ -138,6 +140,9 @@ class TurnRecorder:
 
     def _written(self, turn: Turn, outcome: Written) -> None:
         """The writer's report (on its thread) of what became of a turn."""
+        if self._on_speaking is not None:
+            # Stored, replayed or lost, the caller's turn is over.
+            self._on_speaking(turn.seq, False)
         if outcome is Written.STORED:
             self.turns_stored += 1
             self._sink.add("TurnsTranscribed", MetricUnit.Count, 1)
@@ -187,12 +192,16 @@ class TrackTranscriber(TurnListener):
         on_eager_end: Callable[[int, str], None] | None = None,
         on_resume: Callable[[int], None] | None = None,
         on_turn_ended: Callable[[Turn], None] | None = None,
+        on_speaking: Callable[[int, bool], None] | None = None,
     ) -> None:
         self.contact_id = contact_id
         self.track = track
         self._ledger = PositionLedger(progress, max_unsettled_bytes=MAX_REPLAY_BYTES)
         self._clock = clock
-        self._turns = TurnRecorder(store, contact_id, track, sink, clock, on_turn=on_turn, on_turn_ended=on_turn_ended)
+        self._turns = TurnRecorder(
+            store, contact_id, track, sink, clock, on_turn=on_turn, on_turn_ended=on_turn_ended, on_speaking=on_speaking
+        )
+        self._on_speaking = on_speaking
         self._opener = SessionOpener(open_session, track, clock)
         self._sink = sink
         self._mode = mode
@@ -371,6 +380,9 @@ class TrackTranscriber(TurnListener):
         with self._lock:
             self._turn_open = True
             self._ledger.forget_silent_points()
+            seq = self.settled.next_seq
+        if self._on_speaking is not None:
+            self._on_speaking(seq, True)
 
     def on_turn_eager_end(self, transcript: str) -> None:
         if self._on_eager_end is None or not transcript.strip():
@@ -401,9 +413,11 @@ class TrackTranscriber(TurnListener):
                 following = self._vad.next_start_ms()
                 target = int(min(end, following if following is not None else end) * BYTES_PER_MS)
                 self._ledger.settle_to(min(target, self._heard_bytes))
-            if not transcript.strip():
-                return
             seq = self.settled.next_seq
+            if not transcript.strip():
+                if self._on_speaking is not None:
+                    self._on_speaking(seq, False)
+                return
             self.settled.next_seq = seq + 1
             latency = None if voiced_end_wall is None else max(0.0, now_ms - voiced_end_wall)
             position = self._vad.position_ms

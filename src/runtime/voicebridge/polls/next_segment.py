@@ -37,6 +37,16 @@ from voicebridge.store.turns import MAX_SEQ, TurnStore
 
 
 @dataclass(frozen=True, slots=True)
+class Thinking:
+    """A reply being made when the wait ran out: to ``turn``, nothing new of it for ``ms``; ``started`` when the
+    flow has played none of it yet."""
+
+    turn: int
+    ms: int
+    started: bool
+
+
+@dataclass(frozen=True, slots=True)
 class Next:
     """What ConverseFunction answers: a segment to play, an action to take, or nothing yet."""
 
@@ -45,6 +55,8 @@ class Next:
     action: Action = Action.CONTINUE
     attributes: Mapping[str, str] = field(default_factory=dict)
     waited_ms: float = 0.0
+    thinking: Thinking | None = None
+    """When nothing came within the wait: the reply still being made, if one is."""
 
     @property
     def timed_out(self) -> bool:
@@ -85,7 +97,15 @@ def next_to_play(
             checked_listening = True
         hurried = status is not None and status.hurried
         if not poll.pause((fast_poll_ms if hurried else slow_poll_ms) / 1000):
-            return Next(waited_ms=poll.waited_ms)
+            return Next(waited_ms=poll.waited_ms, thinking=_thinking(status, turn, played, clock.time()))
+
+
+def _thinking(status: ReplyStatus | None, turn: int, played: int, now_s: float) -> Thinking | None:
+    """The reply the flow is waiting for, if it is still being made (the turn it answers may be newer)."""
+    if status is None or status.done or status.turn < turn:
+        return None
+    started = status.turn > turn or played < 0
+    return Thinking(status.turn, max(0, int(now_s * 1000) - status.updated_at_ms), started)
 
 
 def _next(contact_id: str, status: ReplyStatus | None, turn: int, played: int, replies: ReplyStore) -> Next | None:

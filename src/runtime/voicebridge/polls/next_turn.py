@@ -26,6 +26,17 @@ def require_listening(store: TurnStore, contact_id: str) -> None:
         raise NotListening(checkpoint.why_not_listening)
 
 
+def caller_speaking_ms(store: TurnStore, contact_id: str) -> int | None:
+    """How long the caller has been speaking, while a turn is open and a consumer is alive; None otherwise.
+
+    What a long poll that ran out answers instead of ``Timeout``: the flow must not take a long turn for silence."""
+    checkpoint = store.load(contact_id)
+    now_ms = store.now_ms()
+    if checkpoint is None or not checkpoint.speaking_since_ms or not checkpoint.alive(now_ms):
+        return None
+    return max(0, now_ms - checkpoint.speaking_since_ms)
+
+
 def await_turn(
     contact_id: str,
     parameters: dict[str, Any],

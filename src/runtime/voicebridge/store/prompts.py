@@ -14,10 +14,27 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from voicebridge.audio.wav import MULAW_RATE, mulaw_wav_bytes
 from voicebridge.errors import ConfigurationError, StorageError
 
 if TYPE_CHECKING:
     from types_boto3_s3.client import S3Client
+
+
+PAUSE_MS = 200
+"""The silent prompt's length: short enough to go unnoticed between two long polls."""
+PAUSE = f"pause-{PAUSE_MS}ms"
+
+
+def prompt_uri(bucket: str, region: str, key: str) -> str:
+    """The virtual-hosted URL a MessageParticipant block plays (docs/protocols.md, *Prompts played from S3*)."""
+    return f"https://{bucket}.s3.{region}.amazonaws.com/{key}"
+
+
+def pause_uri(bucket: str, region: str, prefix: str) -> str:
+    """Where the silent prompt is: what a flow plays to end a chain of Lambda blocks, without a sound, while the
+    caller speaks or the agent thinks (docs/protocols.md, *Chained blocks*). Known without a call to S3."""
+    return prompt_uri(bucket, region, f"{prefix}{PAUSE}.wav")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,8 +65,7 @@ class PromptStore:
         return f"{self.prefix}{digest}.wav"
 
     def uri_for(self, key: str) -> str:
-        """The virtual-hosted URL a MessageParticipant block plays (docs/protocols.md, *Prompts played from S3*)."""
-        return f"https://{self.bucket}.s3.{self.region}.amazonaws.com/{key}"
+        return prompt_uri(self.bucket, self.region, key)
 
     def known(self, digest: str) -> StoredPrompt | None:
         """The stored prompt for ``digest`` if this container has seen it: no S3 round trip."""
@@ -92,6 +108,15 @@ class PromptStore:
         except BotoCoreError as exc:
             raise StorageError(f"prompt bucket unreachable ({type(exc).__name__})") from None
         return self._remember(StoredPrompt(key, self.uri_for(key), duration_ms))
+
+    def pause(self) -> StoredPrompt:
+        """The silent prompt (:func:`pause_uri`), stored once: the consumer makes sure of it as it starts."""
+        known = self.lookup(PAUSE)
+        if known is not None:
+            return known
+        # µ-law's silence is 0xFF (the code of a zero sample).
+        silence = mulaw_wav_bytes(b"\xff" * (MULAW_RATE * PAUSE_MS // 1000))
+        return self.put(PAUSE, silence, duration_ms=PAUSE_MS, text="")
 
     def _remember(self, prompt: StoredPrompt) -> StoredPrompt:
         self._index[prompt.key] = prompt

@@ -120,6 +120,9 @@ class Checkpoint:
     """The flow converses with the agent: each caller turn is answered by the responder."""
     attributes: dict[str, str] = field(default_factory=dict)
     """The contact's attributes when listening started, for the responder."""
+    speaking_since_ms: int = 0
+    """When the caller's turn in progress began (epoch ms; Ink's ``turn.start``), 0 when no turn is open: a long poll
+    that runs out meanwhile answers ``Listening``, not ``Timeout``."""
 
     def earliest_needed(self) -> TrackProgress | None:
         """The progress of the track that needs the earliest fragment; None when no track has settled any audio."""
@@ -310,7 +313,23 @@ class TurnStore:
             heartbeat_at_ms=int(plain.get("HeartbeatAt", 0)),
             converse=bool(plain.get("Converse", False)),
             attributes={str(k): str(v) for k, v in plain.get("Attributes", {}).items()},
+            speaking_since_ms=int(plain.get("SpeakingSince", 0)),
         )
+
+    def mark_speaking(self, contact_id: str, generation: int, since_ms: int) -> None:
+        """Record that the caller's turn in progress began at ``since_ms`` (0: no turn open); Superseded when another
+        generation owns the contact."""
+        try:
+            self._call(
+                self._db.update_item,
+                TableName=self.table,
+                Key=_checkpoint_key(contact_id),
+                UpdateExpression="SET SpeakingSince = :since",
+                ConditionExpression="Generation = :g",
+                ExpressionAttributeValues={":since": {"N": str(since_ms)}, ":g": {"N": str(generation)}},
+            )
+        except ConditionFailed:
+            raise Superseded(f"contact {contact_id} is owned by a newer consumer") from None
 
     def save(self, checkpoint: Checkpoint, *, new_generation: int | None = None) -> None:
         """Write ``checkpoint`` if its generation still owns the contact; with ``new_generation``, hand it over."""
@@ -343,6 +362,7 @@ class TurnStore:
             "HeartbeatAt": c.heartbeat_at_ms,
             "Converse": c.converse,
             "Attributes": dict(c.attributes),
+            "SpeakingSince": c.speaking_since_ms,
             "UpdatedAt": _now_ms(),
             "ExpiresAt": int(time.time()) + self._ttl_s,
         }

@@ -1,0 +1,92 @@
+"""Whether the caller is mid-turn, in the contact's checkpoint: what lets a long poll say ``Listening``.
+
+A long poll that runs out while the caller is still speaking must not answer ``Timeout``: the flow would take it for
+silence and play "Are you still there?" over the caller. Ink says when a turn begins (``turn.start``), and the turn is
+over once it is stored; :class:`SpeakingMarks` writes the start of the open turn into the checkpoint
+(``SpeakingSince``) and clears it when that turn is stored or comes to nothing. The writes go out on a thread of their
+own — Ink's receiver never waits on DynamoDB — and only the newest state is written, so a burst of turns costs at most
+one write in flight and one waiting::
+
+    marks = SpeakingMarks(store, contact_id, generation)
+    marks.update(seq, True)     # Ink began turn ``seq``
+    marks.update(seq, False)    # turn ``seq`` is stored (a later turn's start is not undone)
+    marks.close(timeout_s=1.0)
+"""
+
+from __future__ import annotations
+
+import threading
+
+from voicebridge.clock import SYSTEM_CLOCK, Clock
+from voicebridge.errors import Superseded, VoiceBridgeError
+from voicebridge.store.turns import TurnStore
+from voicebridge.telemetry import logger
+
+RETRY_S = 1.0
+"""How long a refused write waits before it is tried again (the newest state then)."""
+
+
+class SpeakingMarks:
+    """The open turn of one contact's caller, written to its checkpoint on a thread of its own."""
+
+    def __init__(self, store: TurnStore, contact_id: str, generation: int, *, clock: Clock = SYSTEM_CLOCK) -> None:
+        self._store = store
+        self._contact_id = contact_id
+        self._generation = generation
+        self._clock = clock
+        self._wake = threading.Condition()
+        self._open: int | None = None
+        self._since_ms = 0
+        self._written_ms = 0
+        self._closing = False
+        self._thread = threading.Thread(target=self._run, name="speaking-marks", daemon=True)
+
+    def update(self, seq: int, speaking: bool) -> None:
+        """Turn ``seq`` began (``speaking``) or is over; the end of an earlier turn leaves a later one open."""
+        with self._wake:
+            if not self._thread.is_alive() and not self._closing:
+                # Started by the first turn: an invocation that never hears one never starts it.
+                self._thread.start()
+            if speaking:
+                if self._open != seq:
+                    self._open, self._since_ms = seq, int(self._clock.time() * 1000)
+            elif self._open is None or self._open <= seq:
+                self._open, self._since_ms = None, 0
+            self._wake.notify()
+
+    @property
+    def since_ms(self) -> int:
+        """When the open turn began (epoch ms), 0 when none is open: what a hand-over saves in the checkpoint."""
+        with self._wake:
+            return self._since_ms
+
+    def close(self, *, timeout_s: float) -> None:
+        """Write the last state (a turn still open at a hand-over stays marked) and stop."""
+        with self._wake:
+            self._closing = True
+            self._wake.notify()
+            started = self._thread.is_alive()
+        if started:
+            self._thread.join(timeout_s)
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                while self._since_ms == self._written_ms and not self._closing:
+                    self._wake.wait()
+                if self._since_ms == self._written_ms:
+                    return
+                since = self._since_ms
+            try:
+                self._store.mark_speaking(self._contact_id, self._generation, since)
+            except Superseded:
+                return
+            except VoiceBridgeError as exc:
+                logger.warning("could not record whether the caller is speaking", reason=exc.safe_message)
+                with self._wake:
+                    if self._closing:
+                        return
+                self._clock.sleep(RETRY_S)
+                continue
+            with self._wake:
+                self._written_ms = since

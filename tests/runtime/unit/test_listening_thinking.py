@@ -1,0 +1,239 @@
+"""A long poll that runs out is not always silence: the caller may be mid-turn (``Listening``) or the agent still
+making its reply (``Thinking``), and neither may be answered with "Are you still there?"."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.fixtures.clock import ManualClock
+from voicebridge import container
+from voicebridge.call.speaking import SpeakingMarks
+from voicebridge.connect.events import ContactFlowEvent
+from voicebridge.errors import StorageError, Superseded
+from voicebridge.handlers.converse import _nothing_yet
+from voicebridge.polls.next_segment import Next, Thinking, next_to_play
+from voicebridge.polls.next_turn import caller_speaking_ms
+from voicebridge.store.replies import ReplyStatus
+from voicebridge.store.turns import LISTENING, STOPPED, Checkpoint
+
+CONTACT = "c-1"
+
+
+class Marks:
+    """The checkpoint's SpeakingSince as the table keeps it; ``refuse`` makes the next writes fail."""
+
+    def __init__(self, generation: int = 0) -> None:
+        self.generation = generation
+        self.written: list[int] = []
+        self.refuse = 0
+        self.changed = threading.Condition()
+
+    def mark_speaking(self, contact_id: str, generation: int, since_ms: int) -> None:
+        if generation != self.generation:
+            raise Superseded("owned by a newer consumer")
+        if self.refuse:
+            self.refuse -= 1
+            raise StorageError("turn table throttled")
+        with self.changed:
+            self.written.append(since_ms)
+            self.changed.notify_all()
+
+    def until(self, last: int, timeout_s: float = 5.0) -> list[int]:
+        with self.changed:
+            self.changed.wait_for(lambda: bool(self.written) and self.written[-1] == last, timeout_s)
+            return list(self.written)
+
+
+def marks(store: Marks) -> tuple[SpeakingMarks, ManualClock]:
+    clock = ManualClock(epoch=1_764_000_000.0)
+    return SpeakingMarks(store, CONTACT, 0, clock=clock), clock  # type: ignore[arg-type]
+
+
+def test_a_turn_that_begins_is_marked_with_its_start_and_cleared_once_it_is_stored() -> None:
+    store = Marks()
+    speaking, clock = marks(store)
+    speaking.update(0, True)
+    began = int(clock.time() * 1000)
+    assert store.until(began)[-1] == began
+    clock.advance(12.0)
+    speaking.update(0, True)  # Ink says the same turn began again (a replayed session): its start stays
+    speaking.update(0, False)
+    assert store.until(0) == [began, 0]
+    speaking.close(timeout_s=1.0)
+
+
+def test_the_end_of_an_earlier_turn_leaves_a_later_one_open() -> None:
+    store = Marks()
+    speaking, clock = marks(store)
+    speaking.update(3, True)
+    clock.advance(1.0)
+    speaking.update(4, True)
+    later = int(clock.time() * 1000)
+    speaking.update(3, False)  # turn 3 was stored after the caller began turn 4
+    assert speaking.since_ms == later
+    assert store.until(later)[-1] == later
+    speaking.close(timeout_s=1.0)
+
+
+def test_a_refused_write_is_tried_again_with_the_newest_state() -> None:
+    store = Marks()
+    store.refuse = 2
+    speaking, clock = marks(store)
+    speaking.update(0, True)
+    began = int(clock.time() * 1000)
+    assert store.until(began) == [began]
+    speaking.update(0, False)
+    assert store.until(0) == [began, 0]
+    speaking.close(timeout_s=1.0)
+
+
+def test_marks_of_a_consumer_that_lost_the_contact_stop_quietly() -> None:
+    store = Marks(generation=1)
+    speaking, _ = marks(store)
+    speaking.update(0, True)
+    speaking.close(timeout_s=1.0)
+    assert store.written == []
+
+
+def test_an_invocation_that_hears_no_turn_starts_no_thread() -> None:
+    speaking, _ = marks(Marks())
+    speaking.close(timeout_s=0)
+    assert speaking.since_ms == 0
+
+
+class Checkpoints:
+    def __init__(self, checkpoint: Checkpoint | None, now_ms: int) -> None:
+        self.checkpoint, self._now = checkpoint, now_ms
+
+    def load(self, contact_id: str) -> Checkpoint | None:
+        return self.checkpoint
+
+    def now_ms(self) -> int:
+        return self._now
+
+
+def checkpoint(*, speaking_since_ms: int, state: str = LISTENING, heartbeat_at_ms: int = 99_000) -> Checkpoint:
+    return Checkpoint(
+        CONTACT, "arn", "1", state=state, heartbeat_at_ms=heartbeat_at_ms, speaking_since_ms=speaking_since_ms
+    )
+
+
+@pytest.mark.parametrize(
+    ("state", "expected"),
+    [
+        (checkpoint(speaking_since_ms=70_000), 30_000),
+        (checkpoint(speaking_since_ms=0), None),
+        # A consumer that stopped, or stopped answering, is not listening to anyone.
+        (checkpoint(speaking_since_ms=70_000, state=STOPPED), None),
+        (checkpoint(speaking_since_ms=70_000, heartbeat_at_ms=1_000), None),
+        (None, None),
+    ],
+)
+def test_the_caller_is_speaking_while_a_turn_is_open_and_a_consumer_is_alive(
+    state: Checkpoint | None, expected: int | None
+) -> None:
+    assert caller_speaking_ms(Checkpoints(state, now_ms=100_000), CONTACT) == expected  # type: ignore[arg-type]
+
+
+class Status:
+    """A reply status that never changes."""
+
+    def __init__(self, status: ReplyStatus | None) -> None:
+        self._status = status
+
+    def status(self, contact_id: str) -> ReplyStatus | None:
+        return self._status
+
+
+def waited(status: ReplyStatus | None, turn: int, segment: int) -> Next:
+    clock = ManualClock(start=0.0, epoch=1_764_000_010.0)
+    return next_to_play(
+        CONTACT,
+        {"TurnIndex": str(turn), "Segment": str(segment), "MaxWaitMs": "500"},
+        replies=Status(status),  # type: ignore[arg-type]
+        turns=Checkpoints(checkpoint(speaking_since_ms=0, heartbeat_at_ms=10**15), 0),  # type: ignore[arg-type]
+        max_wait_ms=6000,
+        fast_poll_ms=20,
+        slow_poll_ms=100,
+        remaining_ms=None,
+        clock=clock,
+    )
+
+
+NOW_MS = 1_764_000_010_500
+"""The poll's epoch time when its 500 ms wait runs out."""
+
+
+def test_a_reply_to_a_newer_turn_with_nothing_stored_yet_is_thinking_from_when_it_began() -> None:
+    found = waited(ReplyStatus(3, 0, done=False, updated_at_ms=NOW_MS - 2_500), turn=2, segment=1)
+    assert found.timed_out and found.thinking == Thinking(3, 2_500, started=True)
+
+
+def test_a_reply_whose_next_segment_is_late_is_thinking_but_already_started() -> None:
+    found = waited(ReplyStatus(3, 1, done=False, updated_at_ms=NOW_MS - 700), turn=3, segment=0)
+    assert found.thinking == Thinking(3, 700, started=False)
+
+
+@pytest.mark.parametrize(
+    "status", [None, ReplyStatus(3, 2, done=True), ReplyStatus(2, 0, done=False)], ids=["none", "done", "older"]
+)
+def test_no_reply_in_the_making_is_silence(status: ReplyStatus | None) -> None:
+    found = waited(status, turn=3, segment=1)
+    assert found.timed_out and found.thinking is None
+
+
+@pytest.fixture
+def prompt_bucket(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("PROMPT_BUCKET", "voicebridge-prompts")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-2")
+    container.reset()
+    yield
+    container.reset()
+
+
+def answer(found: Next, speaking_ms: int | None, **parameters: str) -> dict[str, Any]:
+    event = ContactFlowEvent.parse(
+        {"Details": {"ContactData": {"ContactId": CONTACT}, "Parameters": parameters}, "Name": "ContactFlowEvent"}
+    )
+    return _nothing_yet(event, found, speaking_ms, hold_after_ms=4000)
+
+
+PAUSE = "https://voicebridge-prompts.s3.eu-west-2.amazonaws.com/prompts/pause-200ms.wav"
+
+
+@pytest.mark.usefixtures("prompt_bucket")
+def test_a_caller_mid_turn_is_listened_to_even_while_a_reply_is_in_the_making() -> None:
+    found = Next(thinking=Thinking(3, 9_000, started=True))
+    assert answer(found, 31_000) == {"Result": "Listening", "SpeakingMs": "31000", "PromptUri": PAUSE}
+
+
+@pytest.mark.usefixtures("prompt_bucket")
+@pytest.mark.parametrize(
+    ("thinking", "held", "hold"),
+    [
+        (Thinking(3, 3_999, started=True), "-1", "false"),
+        (Thinking(3, 4_000, started=True), "-1", "true"),
+        # Once per turn: the flow says which turn it last held.
+        (Thinking(3, 9_000, started=True), "3", "false"),
+        (Thinking(4, 9_000, started=True), "3", "true"),
+        # Never in the middle of a reply the caller is already hearing.
+        (Thinking(3, 9_000, started=False), "-1", "false"),
+    ],
+)
+def test_a_slow_reply_asks_for_one_holding_line_per_turn(thinking: Thinking, held: str, hold: str) -> None:
+    assert answer(Next(thinking=thinking), None, HeldTurn=held) == {
+        "Result": "Thinking",
+        "TurnIndex": str(thinking.turn),
+        "ThinkingMs": str(thinking.ms),
+        "Hold": hold,
+        "PromptUri": PAUSE,
+    }
+
+
+@pytest.mark.usefixtures("prompt_bucket")
+def test_nothing_in_the_making_and_nobody_speaking_is_a_timeout() -> None:
+    assert answer(Next(), None) == {"Result": "Timeout"}
