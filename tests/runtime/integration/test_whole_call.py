@@ -26,6 +26,8 @@ import pytest
 
 from tests.fixtures import ROOT
 from voicebridge_dev.demo import inject_scenario_faults, scenario_settings
+from voicebridge_dev.local.bedrock import Fault as BedrockFault
+from voicebridge_dev.local.bedrock import FaultKind as BedrockFaultKind
 from voicebridge_dev.local.cloud import LocalCloud
 from voicebridge_dev.local.kvs import EMULATED_INSTANCE_ID
 from voicebridge_dev.local.lambda_ import Fault as LambdaFault
@@ -35,6 +37,8 @@ from voicebridge_dev.local.speech_engine import StandInSpeechEngine
 from voicebridge_dev.simulator import (
     SCENARIOS,
     CallResult,
+    Clip,
+    Say,
     SimulatedCaller,
     Step,
     VirtualClock,
@@ -413,6 +417,63 @@ def test_when_the_agent_and_sonic_fail_the_caller_hears_an_apology_in_connects_v
     assert "Could you say that again?" in report["turns"][0]["reply"]
     assert "balance is" in report["turns"][1]["reply"]
     assert failure_call.ended_by == "caller hung up"
+
+
+# --- a long turn and a slow reply: never taken for silence ---------------------------------------------------
+
+
+def long_clip(seconds: float) -> Clip:
+    """One utterance of at least ``seconds`` without a pause Ink could end the turn at: the clips' voiced parts,
+    a tenth of a second apart, quieter than the originals so that only this registration matches it."""
+    parts, transcripts, total = [], [], 0
+    for clip in itertools.cycle(CLIPS.values()):
+        voiced = np.flatnonzero(np.abs(clip.samples.astype(np.int32)) > 300)
+        parts += [clip.samples[voiced[0] : voiced[-1] + 1], np.zeros(RATE // 10, np.int16)]
+        transcripts.append(clip.transcript)
+        total += voiced[-1] + 1 - voiced[0] + RATE // 10
+        if total >= seconds * RATE:
+            break
+    samples = (np.concatenate(parts).astype(np.int32) * 4 // 5).astype(np.int16)
+    return Clip("long", " ".join(transcripts), samples)
+
+
+def test_a_caller_who_talks_for_thirty_seconds_is_listened_to_and_never_asked_whether_anyone_is_there(
+    cloud: LocalCloud,
+) -> None:
+    clip = long_clip(30.0)
+    cloud.ink.register(clip.pcm, clip.transcript)
+    with _lambdas(cloud, PROMPT_PREFIX="long-talker/", RESPONDER="bedrock") as emulator:
+        result = call(cloud, emulator, [Say(clip), Say(CLIPS["person"])])
+    converse = results_of(result, "ConverseFunction")
+    # ConverseFunction waits 6 s at a time: at least four of its waits ran out while the caller spoke.
+    assert converse.count("Listening") >= 4 and "Timeout" not in converse, converse
+    said = [p["text"] for p in prompts(result)]
+    assert STILL_THERE not in said and SILENCE_GOODBYE not in said
+    assert [turn["heard"] for turn in build_report(result)["turns"]][:1] == [clip.transcript]
+    assert result.ended_by == "transferred"
+
+
+def test_a_reply_that_takes_twelve_seconds_is_waited_for_with_one_holding_line(cloud: LocalCloud) -> None:
+    # The bank agent's first answer starts twelve seconds late, however many times it is asked (a reply begun at
+    # Ink's eager end, and the turn's own): the responder is given the time.
+    stall = BedrockFault(BedrockFaultKind.STALL, after_tokens=0, seconds=12.0, count=5, first_turns=1)
+    with _lambdas(cloud, PROMPT_PREFIX="slow-reply/", RESPONDER="bedrock", RESPONDER_TIMEOUT_MS="20000") as emulator:
+        cloud.bedrock.inject(stall)
+        try:
+            result = call(cloud, emulator, [Say(CLIPS["balance"]), Say(CLIPS["person"])])
+        finally:
+            cloud.bedrock.clear_faults()
+    converse = results_of(result, "ConverseFunction")
+    assert converse.count("Thinking") >= 1 and "Timeout" not in converse, converse
+    said = [p["text"] for p in prompts(result)]
+    # One holding line a slow turn, however many waits run out on it (a later turn the stall also reached gets its
+    # own: what the caller said while waiting is answered with the turn it followed).
+    thinking = [c.response or {} for c in result.lambda_calls if c.result == "Thinking"]
+    held = [answer["TurnIndex"] for answer in thinking if answer["Hold"] == "true"]
+    assert held and len(held) == len(set(held)) and said.count("One moment.") == len(held), (held, said)
+    assert STILL_THERE not in said and SILENCE_GOODBYE not in said
+    assert "balance is" in build_report(result)["turns"][0]["reply"]
+    assert result.ended_by == "transferred"
 
 
 # --- the simulator's own rules -----------------------------------------------------------------------------

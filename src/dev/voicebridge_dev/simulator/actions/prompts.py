@@ -86,7 +86,10 @@ def play(call: Call, action: Action, prompt: Prompt) -> None:
     segment = call.media.play(
         BOT, prompt.samples, prompt.kind, text=prompt.text, uri=prompt.uri, action=action.identifier
     )
-    if prompt.kind != "hold" and segment.samples.size:
+    # A prompt of digital silence (what a flow plays to end a chain of Lambda blocks) is not the bot talking: the
+    # caller hears nothing, and neither stops nor takes a turn for it.
+    audible = prompt.kind != "hold" and bool(segment.samples.any())
+    if audible:
         call.caller.bot_started(segment.start, call.media)
     call.chain = 0.0
     call.media.pump()
@@ -95,7 +98,7 @@ def play(call: Call, action: Action, prompt: Prompt) -> None:
     except CallOver:
         call.media.cut(segment, call.clock.now())
         raise
-    if prompt.kind != "hold" and segment.samples.size:
+    if audible:
         call.caller.bot_stopped(segment.end, call.media)
 
 
