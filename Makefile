@@ -21,12 +21,17 @@ LAMBDA_PYTHON := python3.13
 SAM_PYENV_VERSION ?= 3.11.7:3.12.1:3.13.0
 SAM_ENV := SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} PYENV_VERSION=$(SAM_PYENV_VERSION)
 
-.PHONY: test check demo lint typecheck unit integration artifact template sam-validate sam-build checkov flows-sync \
+.PHONY: test check tools demo lint typecheck unit integration artifact template sam-validate sam-build checkov flows-sync \
 	system-deps bench clean
 
 # Everything, in the order a failure is cheapest to find: lint and types, unit tests (seconds), the template, the
-# integration tests (the local cloud, a few minutes), then the Lambda artifacts as `sam build` makes them.
-test: $(DEV_STAMP) system-deps lint typecheck unit template integration sam-validate sam-build artifact checkov
+# integration tests (the local cloud, a few minutes), then the Lambda artifacts as `sam build` makes them. The
+# deployment tools' virtualenvs are made beside the quick checks, which wait on nothing the installs use.
+test: $(DEV_STAMP) system-deps
+	$(MAKE) --no-print-directory -j2 check tools
+	$(MAKE) --no-print-directory template integration sam-validate sam-build artifact checkov
+
+tools: $(SAM_STAMP) $(CHECKOV_STAMP)
 
 # The quick loop while working: lint, types and the unit tests, no local cloud.
 check: $(DEV_STAMP) lint typecheck unit
