@@ -17,7 +17,7 @@ from voicebridge.errors import StorageError, Superseded
 from voicebridge.handlers.converse import _nothing_yet
 from voicebridge.polls.next_segment import Next, Thinking, next_to_play
 from voicebridge.polls.next_turn import caller_speaking_ms
-from voicebridge.store.replies import ReplyStatus
+from voicebridge.store.replies import ReplyStatus, Segment
 from voicebridge.store.turns import LISTENING, STOPPED, Checkpoint
 
 CONTACT = "c-1"
@@ -237,3 +237,59 @@ def test_a_slow_reply_asks_for_one_holding_line_per_turn(thinking: Thinking, hel
 @pytest.mark.usefixtures("prompt_bucket")
 def test_nothing_in_the_making_and_nobody_speaking_is_a_timeout() -> None:
     assert answer(Next(), None) == {"Result": "Timeout"}
+
+
+class Speaking(Checkpoints):
+    """A live consumer whose caller is mid-turn until ``stop_after`` looks."""
+
+    def __init__(self, stop_after: int) -> None:
+        super().__init__(checkpoint(speaking_since_ms=1, heartbeat_at_ms=10**15), now_ms=10)
+        self.looks, self._stop_after = 0, stop_after
+
+    def load(self, contact_id: str) -> Checkpoint | None:
+        self.looks += 1
+        if self.looks > self._stop_after:
+            return checkpoint(speaking_since_ms=0, heartbeat_at_ms=10**15)
+        return self.checkpoint
+
+
+class Ready(Status):
+    """Turn 3's reply with its second sentence stored."""
+
+    def __init__(self) -> None:
+        super().__init__(ReplyStatus(3, 2, done=False, updated_at_ms=NOW_MS))
+
+    def segment(self, contact_id: str, turn: int, index: int, keys: str) -> Segment:
+        return Segment(CONTACT, turn, index, "and your savings are fine.", "s3://b/k.wav", "balance?")
+
+
+def played(turns: Speaking, *, turn: int = 3, segment: int = 0) -> Next:
+    clock = ManualClock(start=0.0, epoch=1_764_000_010.0)
+    return next_to_play(
+        CONTACT,
+        {"TurnIndex": str(turn), "Segment": str(segment), "MaxWaitMs": "500"},
+        replies=Ready(),  # type: ignore[arg-type]
+        turns=turns,  # type: ignore[arg-type]
+        max_wait_ms=6000,
+        fast_poll_ms=20,
+        slow_poll_ms=100,
+        remaining_ms=None,
+        clock=clock,
+    )
+
+
+def test_the_next_sentence_of_a_reply_is_not_said_over_a_caller_who_began_speaking() -> None:
+    found = played(Speaking(stop_after=100))
+    assert found.segment is None and found.thinking == Thinking(3, 0, started=False)
+
+
+def test_the_reply_goes_on_once_the_callers_sound_turns_out_not_to_be_a_turn() -> None:
+    turns = Speaking(stop_after=3)
+    found = played(turns)
+    assert found.segment is not None and (found.segment.turn, found.segment.index) == (3, 1)
+
+
+def test_a_newer_turns_first_sentence_is_never_held_back() -> None:
+    turns = Speaking(stop_after=100)
+    found = played(turns, turn=2, segment=4)
+    assert found.segment is not None and (found.segment.turn, found.segment.index) == (3, 0)

@@ -233,7 +233,11 @@ def find_scenario(name: str) -> Scenario:
 
 
 class SimulatedCaller:
-    """Takes one step of its script each time the bot stops talking and stays quiet for the pause."""
+    """Takes one step of its script each time the bot stops talking and stays quiet for the pause.
+
+    A prompt the caller spoke over answers nothing they said: its end is not their cue (a caller who said something
+    over the bot's sentence waits for the answer to it, and does not say their next line the moment that sentence
+    ends)."""
 
     def __init__(self, steps: Iterable[Step], *, pause_s: float = PAUSE_S) -> None:
         self._steps = list(steps)
@@ -243,10 +247,12 @@ class SimulatedCaller:
         self._hangup_at: float | None = None
         # The step due next (at that moment of the call), with its utterance on the media plane, until it begins.
         self._pending: tuple[Step, float, Segment | None] | None = None
+        self._bot_since: float | None = None
 
     def bot_started(self, at: float, media: MediaPlane) -> None:
         """The bot starts talking at ``at``: a step not begun by then waits for the bot to stop again."""
         with self._lock:
+            self._bot_since = at
             if self._pending is None:
                 return
             step, due, speech = self._pending
@@ -263,6 +269,9 @@ class SimulatedCaller:
         """The bot stopped talking at ``at``: the next step is due a pause later."""
         with self._lock:
             if self._pending is not None or not self._steps or self._hangup_at is not None:
+                return
+            spoken = self._speech
+            if spoken is not None and self._bot_since is not None and spoken.end > self._bot_since:
                 return
             step = self._steps.pop(0)
             due = at + self._pause

@@ -11,12 +11,16 @@ it just played (absent at the start) — and gets back, as soon as it exists:
 - ``Result=OK`` with ``Action`` when the reply it was playing turned out to be over with nothing more to say, and
   the flow must transfer or hang up (a segment handed out while the reply was still being written says
   ``More=true``);
-- ``Result=Timeout`` when nothing new came within the wait (the caller says nothing);
+- when nothing new came within the wait: ``Listening`` while the caller is mid-turn, ``Thinking`` while a reply is
+  still being made, else ``Timeout`` (:func:`next_to_play` says which reply is in the making; the handler asks
+  whether the caller is speaking);
 - ``Result=Error`` with ``NotListening`` (and why) when no consumer is alive for the contact.
 
 It polls one small item: every ``fast_poll_ms`` while a reply is being made (the first segment is a few hundred
 milliseconds away) or may be named at any moment (Ink's eager end was heard: a speculative reply is ready to be
-committed when the turn ends), every ``slow_poll_ms`` while the caller speaks or thinks. Segments are read where the
+committed when the turn ends), every ``slow_poll_ms`` while the caller speaks or thinks. A later sentence of the reply
+being played is held back while the caller is mid-turn (they began speaking over it): nothing is said over a caller,
+and their turn's reply takes its place. Segments are read where the
 status says they are (a committed speculative reply keeps its speculative keys). It answers ``Timeout`` within the wait,
 counted from the invocation's start (:mod:`voicebridge.polls.longpoll`).
 """
@@ -31,7 +35,7 @@ from voicebridge.clock import SYSTEM_CLOCK, Clock
 from voicebridge.connect.events import whole_number
 from voicebridge.conversation import Action
 from voicebridge.polls.longpoll import LongPoll
-from voicebridge.polls.next_turn import require_listening
+from voicebridge.polls.next_turn import caller_speaking_ms, require_listening
 from voicebridge.store.replies import ReplyStatus, ReplyStore, Segment
 from voicebridge.store.turns import MAX_SEQ, TurnStore
 
@@ -90,6 +94,10 @@ def next_to_play(
         with poll.look():
             status = replies.status(contact_id)
             found = _next(contact_id, status, turn, played, replies)
+            if _continues(found, turn) and caller_speaking_ms(turns, contact_id) is not None:
+                # The caller began a turn while this reply was playing: its next sentence is not said over them.
+                # Their turn's own reply takes its place, or, if Ink hears no turn in it after all, it goes on.
+                found = None
         if found is not None:
             return Next(found.segment, found.more, found.action, found.attributes, waited_ms=poll.waited_ms)
         if not checked_listening:
@@ -98,6 +106,11 @@ def next_to_play(
         hurried = status is not None and status.hurried
         if not poll.pause((fast_poll_ms if hurried else slow_poll_ms) / 1000):
             return Next(waited_ms=poll.waited_ms, thinking=_thinking(status, turn, played, clock.time()))
+
+
+def _continues(found: Next | None, turn: int) -> bool:
+    """``found`` is a later sentence of the reply the flow is playing (not a newer turn's first)."""
+    return found is not None and found.segment is not None and found.segment.turn == turn and found.segment.index > 0
 
 
 def _thinking(status: ReplyStatus | None, turn: int, played: int, now_s: float) -> Thinking | None:
