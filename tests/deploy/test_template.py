@@ -1119,3 +1119,21 @@ def test_samconfig_overrides_only_parameters_the_template_declares(environment: 
         assert name in PARAMETERS, name
         pattern = PARAMETERS[name].get("AllowedPattern")
         assert pattern is None or re.fullmatch(pattern, value), item
+
+
+@pytest.mark.parametrize(("parameters", "reserved"), [({}, None), ({"LongPollReservedConcurrency": "1200"}, 1200)])
+def test_only_the_long_polls_can_be_given_reserved_concurrency_and_only_when_asked(
+    parameters: dict[str, str], reserved: int | None
+) -> None:
+    """The consumers hold concurrency for a whole call: a reservation keeps the flows' long polls answered."""
+    from voicebridge_dev.template import function_spec
+
+    given = {name: function_spec(TEMPLATE, name, parameters=parameters).reserved_concurrency for name in FUNCTIONS}
+    assert given == {
+        "SynthesizeFunction": None,
+        "StartListeningFunction": None,
+        "TranscribeStreamFunction": None,
+        "AwaitTurnFunction": reserved,
+        "ConverseFunction": reserved,
+    }
+    assert PARAMETERS["LongPollReservedConcurrency"]["Default"] == 0
