@@ -229,17 +229,21 @@ def test_timeout_path_plays_a_prompt_before_awaiting_again(echo: Flow) -> None:
     assert await_turn not in reachable(echo, timeout, avoiding=prompts)
 
 
-def test_a_caller_still_speaking_hears_a_silent_prompt_and_is_awaited_again(echo: Flow) -> None:
-    (await_turn,) = invokes(echo, "AwaitTurnFunction")
-    check = echo[echo[await_turn].next_action or ""]
+@pytest.mark.parametrize(("name", "poll"), [("echo", "AwaitTurnFunction"), ("voice_agent", "ConverseFunction")])
+def test_a_caller_still_speaking_hears_a_silent_prompt_and_is_polled_again(
+    name: str, poll: str, request: pytest.FixtureRequest
+) -> None:
+    flow: Flow = request.getfixturevalue(name)
+    (polling,) = invokes(flow, poll)
+    check = flow[flow[polling].next_action or ""]
     pause = check.condition_target("Listening") or ""
-    assert is_sonic_prompt(echo, pause) and is_silent_prompt(echo, pause)
-    assert echo[pause].next_action == await_turn
+    assert is_sonic_prompt(flow, pause) and is_silent_prompt(flow, pause)
+    assert flow[pause].next_action == polling
     # Nothing on the way counts a silence or a failure, or says anything: the caller is mid-sentence.
-    path = mid_poll_path(echo, await_turn, "Listening")
-    assert all(is_silent_prompt(echo, a) for a in path), path
-    assert echo[pause].error_target("NoMatchingError") in path
-    assert {a for a in path if echo[a].next_action == await_turn} == path
+    path = mid_poll_path(flow, polling, "Listening")
+    assert all(is_silent_prompt(flow, a) for a in path), path
+    assert flow[pause].error_target("NoMatchingError") in path
+    assert {a for a in path if flow[a].next_action == polling} == path
 
 
 def test_every_poll_is_separated_from_the_next_by_a_prompt(echo: Flow) -> None:
@@ -600,17 +604,6 @@ def test_converse_is_told_which_turn_the_flow_last_held(voice_agent: Flow) -> No
         a for a in voice_agent.of_type("UpdateContactAttributes") if "AgentQueue" in a.parameters["Attributes"]
     ]
     assert initialise.parameters["Attributes"]["HeldTurn"] == "-1"
-
-
-def test_a_caller_still_speaking_hears_a_silent_prompt_before_conversing_again(voice_agent: Flow) -> None:
-    (converse,) = invokes(voice_agent, "ConverseFunction")
-    check = voice_agent[voice_agent[converse].next_action or ""]
-    pause = check.condition_target("Listening") or ""
-    assert is_sonic_prompt(voice_agent, pause) and is_silent_prompt(voice_agent, pause)
-    assert voice_agent[pause].next_action == converse
-    path = mid_poll_path(voice_agent, converse, "Listening")
-    assert all(is_silent_prompt(voice_agent, a) for a in path), path
-    assert {a for a in path if voice_agent[a].next_action == converse} == path
 
 
 def test_a_reply_in_the_making_is_held_with_one_line_or_waited_for_in_silence(voice_agent: Flow) -> None:
