@@ -24,6 +24,7 @@ import json
 import logging
 import multiprocessing
 import sys
+import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -328,6 +329,7 @@ def place_calls(
             if isinstance(step, Say):
                 cloud.ink.register(step.clip.pcm, step.clip.transcript)
         emulated = _answer_with(cloud, chosen)
+        process_cpu = time.process_time()
         run = simulate_calls(
             calls,
             lambda _: SimulatedCaller(steps),
@@ -338,6 +340,11 @@ def place_calls(
             voice=speech,
             interval_s=interval_s,
         )
+        # The functions run in containers of their own; everything else — moto, the emulators, the calls' flows
+        # and callers — shares this process, so its CPU is one figure.
+        cpu = {f"{name} (its containers)": seconds for name, seconds in cloud.lambdas.cpu_seconds.items()}
+        cpu["this process: moto, the emulators, the simulated calls"] = time.process_time() - process_cpu
+        run = replace(run, cpu_s=cpu)
         logging.getLogger("voicebridge_dev.local.lambda_").setLevel(logging.ERROR)
     return run, emulated
 

@@ -15,7 +15,7 @@ import pytest
 from voicebridge_dev.demo import place_calls
 from voicebridge_dev.local.speech_engine import StandInSpeechEngine
 from voicebridge_dev.simulator import SCENARIOS, load_clips
-from voicebridge_dev.simulator.load import LoadRun, delivery, load_figures
+from voicebridge_dev.simulator.load import LoadRun, delivery, load_figures, load_table
 
 CALLS = 10
 
@@ -51,3 +51,15 @@ def test_the_figures_count_every_turn_and_give_percentiles_of_each_latency(run: 
     assert turns["exactly_once"] == turns["utterances"] == CALLS * len(SCENARIOS["normal"].steps)
     stop_to_turn_end = figures["percentiles_ms"]["stop_to_turn_end"]
     assert 0 < stop_to_turn_end["p50"] <= stop_to_turn_end["p90"] <= stop_to_turn_end["p99"]
+
+
+def test_the_figures_say_where_the_cpu_went_per_call_minute(run: LoadRun) -> None:
+    cpu = load_figures(run)["cpu"]
+    assert cpu["call_minutes"] > 0
+    components = cpu["components"]
+    assert "this process: moto, the emulators, the simulated calls" in components
+    assert {"ConverseFunction (its containers)", "TranscribeStreamFunction (its containers)"} <= set(components)
+    for figure in components.values():
+        assert figure["cpu_s"] > 0
+        assert figure["per_call_minute_s"] == pytest.approx(figure["cpu_s"] / cpu["call_minutes"], abs=0.02)
+    assert "per call-minute" in load_table(load_figures(run))

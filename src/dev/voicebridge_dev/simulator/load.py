@@ -21,7 +21,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,8 @@ class LoadRun:
 
     results: tuple[CallResult, ...]
     wall_s: float
+    cpu_s: Mapping[str, float] = field(default_factory=dict)
+    """CPU seconds each component used during the run, where the run's owner measured them (:func:`cpu_table`)."""
 
 
 def simulate_calls(
@@ -185,6 +187,7 @@ def load_figures(run: LoadRun) -> dict[str, Any]:
                     latencies[name].append(value)
             gaps.extend(turn.segment_gaps_ms())
     utterances = sum(d.utterances for d in deliveries)
+    call_minutes = sum(result.duration for result in run.results) / 60
     return {
         "calls": len(run.results),
         "wall_s": round(run.wall_s, 1),
@@ -203,6 +206,16 @@ def load_figures(run: LoadRun) -> dict[str, Any]:
             name: {f"p{q}": percentile(values, q) for q in PERCENTILES} for name, values in latencies.items()
         }
         | {"segment_gap": {f"p{q}": percentile(gaps, q) for q in PERCENTILES}},
+        "cpu": {
+            "call_minutes": round(call_minutes, 2),
+            "components": {
+                name: {
+                    "cpu_s": round(cpu, 2),
+                    "per_call_minute_s": round(cpu / call_minutes, 2) if call_minutes else None,
+                }
+                for name, cpu in sorted(run.cpu_s.items(), key=lambda item: -item[1])
+            },
+        },
         "per_call": [
             {
                 "contact_id": d.contact_id,
@@ -245,6 +258,13 @@ def load_table(figures: Mapping[str, Any]) -> str:
         values = figures["percentiles_ms"][name]
         cells = "  ".join(f"p{q} {_cell(values[f'p{q}']):>8}" for q in PERCENTILES)
         rows.append(f"{label:<18}{cells}")
+    cpu = figures["cpu"]
+    if cpu["components"]:
+        rows.append(f"CPU seconds, over {cpu['call_minutes']:g} call-minutes:")
+        rows.append(f"  {'component':<52}  {'CPU s':>7}  {'per call-minute':>15}")
+        for name, figure in cpu["components"].items():
+            per = figure["per_call_minute_s"]
+            rows.append(f"  {name:<52}  {figure['cpu_s']:>7g}  {'-' if per is None else f'{per:g} s':>15}")
     return "\n".join(rows) + "\n"
 
 

@@ -108,6 +108,7 @@ class LambdaEmulator(ServedEmulator[Fault]):
         self.concurrency = concurrency
         self._functions = Functions(region, {}, {})
         self._records: CallLog[InvocationRecord] = CallLog(RECORD_LIMIT)
+        self._cpu_ms: dict[str, float] = {}
         self._state = threading.Lock()
         self._containers: set[Container] = set()
         self._numbers = itertools.count(1)
@@ -155,6 +156,13 @@ class LambdaEmulator(ServedEmulator[Fault]):
     def invocations(self) -> list[InvocationRecord]:
         """Finished invocations, oldest first (a copy)."""
         return self._records.snapshot()
+
+    @property
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU time each function's containers used during invocations since the emulator started (however many
+        invocations the record log still keeps)."""
+        with self._state:
+            return {name: ms / 1000 for name, ms in self._cpu_ms.items()}
 
     def wait_for_idle(self, timeout: float) -> bool:
         """:meth:`wait_idle` by the name this emulator's callers have waited with."""
@@ -426,6 +434,9 @@ class LambdaEmulator(ServedEmulator[Fault]):
             cpu_ms=outcome.cpu_ms,
         )
         self._records.append(record)
+        if outcome.cpu_ms is not None:
+            with self._state:
+                self._cpu_ms[function.logical_id] = self._cpu_ms.get(function.logical_id, 0.0) + outcome.cpu_ms
         function.log.info(
             "%s: %s %s %s -> %s in %.0f ms%s",
             LABEL,
