@@ -87,9 +87,12 @@ class InkEmulator(ServedEmulator[DropFault | ErrorFault | RejectFault | StallFau
 
     def _make_server(self, address: tuple[str, int]) -> InkServer:
         try:
-            return InkServer(address, self, control_plane(self))
+            return InkServer(address, self, self.control_plane())
         except OSError as exc:
             raise InkEmulatorError(f"Ink emulator failed to start: {exc}") from exc
+
+    def control_plane(self) -> ControlPlane:
+        return _control_routes(self)
 
     def _not_running(self) -> Exception:
         return EmulatorNotRunningError("the Ink emulator is not running")
@@ -216,7 +219,7 @@ class _ConfigRequest(BaseModel):
     idle_timeout_s: float | None = None
 
 
-def control_plane(emulator: InkEmulator) -> ControlPlane:
+def _control_routes(emulator: InkEmulator) -> ControlPlane:
     """The ``/_emulator/...`` routes: clips, faults and the sessions' summaries."""
 
     def register(body: bytes) -> ControlAnswer:

@@ -27,7 +27,7 @@ from voicebridge_dev.local.kvs.fragments import FragmentNumbers, FragmentNumberS
 from voicebridge_dev.local.kvs.matroska import AGENT_TRACK, CODEC_AAC, CUSTOMER_TRACK
 from voicebridge_dev.local.kvs.server import Handler, json_object, resolve_stream
 from voicebridge_dev.local.kvs.streams import EMULATED_INSTANCE_ID, STREAM_NAME, EmulatedStream, Settings, epoch_ms
-from voicebridge_dev.local.service import ApiError, ControlAnswer, ControlPlane, EmulatorServer, ServedEmulator
+from voicebridge_dev.local.service import ApiError, ControlAnswer, ControlPlane, ServedEmulator
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +63,7 @@ class KvsEmulator(ServedEmulator[Fault]):
 
     label: ClassVar[str] = "KVS emulator"
     service: ClassVar[str] = "KVS"
+    handler: ClassVar[type[Handler]] = Handler
 
     def __init__(
         self,
@@ -97,8 +98,8 @@ class KvsEmulator(ServedEmulator[Fault]):
 
     # -- lifecycle --
 
-    def _make_server(self, address: tuple[str, int]) -> EmulatorServer[KvsEmulator]:
-        return EmulatorServer(address, Handler, self, control_plane(self))
+    def control_plane(self) -> ControlPlane:
+        return _control_routes(self)
 
     def _wind_down(self) -> None:
         """Open GetMedia responses end and live contacts stop producing, for good."""
@@ -179,7 +180,7 @@ class KvsEmulator(ServedEmulator[Fault]):
         self.inject(fault)
 
 
-def control_plane(emulator: KvsEmulator) -> ControlPlane:
+def _control_routes(emulator: KvsEmulator) -> ControlPlane:
     """The ``/_emulator/...`` routes: faults and the streams' figures."""
 
     def refused(reason: str) -> ControlAnswer:

@@ -4,21 +4,22 @@ as it was given."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Self
 
 
 @dataclass(frozen=True, kw_only=True)
-class Definition:
+class Definition(ABC):
     """A frozen dataclass read from ``document`` by :meth:`from_json`."""
 
     document: Mapping[str, Any] = field(repr=False)
 
     @classmethod
+    @abstractmethod
     def from_json(cls, document: Any) -> Self:
         """The definition ``document`` describes; the definition's own ValueError saying what is wrong with it."""
-        raise NotImplementedError
 
     @classmethod
     def of(cls, given: Self | Mapping[str, Any]) -> Self:

@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 import uuid
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar, Final, Generic, Protocol, Self, TypeVar, cast
@@ -255,7 +256,7 @@ class Front(Protocol):
         ...
 
 
-class ServedEmulator(Emulator[F]):
+class ServedEmulator(Emulator[F], ABC):
     """An emulator serving on ``host``:``port`` (its :class:`Front`, from :meth:`_make_server`) from a thread of its
     own; ``service`` names it in messages."""
 
@@ -277,9 +278,9 @@ class ServedEmulator(Emulator[F]):
         :meth:`control_plane`, unless the emulator has a front of its own."""
         return EmulatorServer(address, self.handler, self, self.control_plane())
 
+    @abstractmethod
     def control_plane(self) -> ControlPlane:
-        """The emulator's ``/_emulator/...`` routes."""
-        raise NotImplementedError(f"the {self.service} emulator serves no control plane of its own")
+        """The emulator's ``/_emulator/...`` routes: every emulator has them (faults, figures, its own settings)."""
 
     def _serving(self) -> str:
         """What the start log line says the emulator serves (empty: nothing more than its URL)."""
