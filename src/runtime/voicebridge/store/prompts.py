@@ -26,6 +26,11 @@ PAUSE_MS = 200
 PAUSE = f"pause-{PAUSE_MS}ms"
 
 
+def prompt_key(prefix: str, digest: str) -> str:
+    """Where a prompt is in the bucket."""
+    return f"{prefix}{digest}.wav"
+
+
 def prompt_uri(bucket: str, region: str, key: str) -> str:
     """The virtual-hosted URL a MessageParticipant block plays (docs/protocols.md, *Prompts played from S3*)."""
     return f"https://{bucket}.s3.{region}.amazonaws.com/{key}"
@@ -34,7 +39,7 @@ def prompt_uri(bucket: str, region: str, key: str) -> str:
 def pause_uri(bucket: str, region: str, prefix: str) -> str:
     """Where the silent prompt is: what a flow plays to end a chain of Lambda blocks, without a sound, while the
     caller speaks or the agent thinks (docs/protocols.md, *Chained blocks*). Known without a call to S3."""
-    return prompt_uri(bucket, region, f"{prefix}{PAUSE}.wav")
+    return prompt_uri(bucket, region, prompt_key(prefix, PAUSE))
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +67,7 @@ class PromptStore:
         self._index_size = index_size
 
     def key_for(self, digest: str) -> str:
-        return f"{self.prefix}{digest}.wav"
+        return prompt_key(self.prefix, digest)
 
     def uri_for(self, key: str) -> str:
         return prompt_uri(self.bucket, self.region, key)
