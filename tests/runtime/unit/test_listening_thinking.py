@@ -99,6 +99,17 @@ def test_marks_of_a_consumer_that_lost_the_contact_stop_quietly() -> None:
     assert store.written == []
 
 
+def test_turns_heard_after_the_contact_passed_to_a_newer_consumer_are_not_written_and_raise_nothing() -> None:
+    store = Marks(generation=1)
+    speaking, _ = marks(store)
+    speaking.update(0, True)
+    speaking._thread.join(5.0)  # it stopped at the refusal
+    speaking.update(1, True)
+    speaking.update(1, False)
+    speaking.close(timeout_s=1.0)
+    assert store.written == []
+
+
 def test_an_invocation_that_hears_no_turn_starts_no_thread() -> None:
     speaking, _ = marks(Marks())
     speaking.close(timeout_s=0)

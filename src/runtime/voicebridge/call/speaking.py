@@ -39,13 +39,16 @@ class SpeakingMarks:
         self._since_ms = 0
         self._written_ms = 0
         self._closing = False
+        self._started = False
         self._thread = threading.Thread(target=self._run, name="speaking-marks", daemon=True)
 
     def update(self, seq: int, speaking: bool) -> None:
         """Turn ``seq`` began (``speaking``) or is over; the end of an earlier turn leaves a later one open."""
         with self._wake:
-            if not self._thread.is_alive() and not self._closing:
-                # Started by the first turn: an invocation that never hears one never starts it.
+            if not self._started and not self._closing:
+                # Started by the first turn, once: an invocation that never hears one never starts it, and a thread
+                # that stopped (the contact passed to a newer consumer) is not started again.
+                self._started = True
                 self._thread.start()
             if speaking:
                 if self._open != seq:
@@ -65,7 +68,7 @@ class SpeakingMarks:
         with self._wake:
             self._closing = True
             self._wake.notify()
-            started = self._thread.is_alive()
+            started = self._started
         if started:
             self._thread.join(timeout_s)
 
