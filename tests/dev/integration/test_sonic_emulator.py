@@ -358,8 +358,10 @@ def test_chunks_are_paced_by_the_realtime_factor_and_sent_as_generated(stand_in:
     audio = len(SENTENCE) * SECONDS_PER_CHARACTER
     pacing = audio / 5
     assert record.first_byte_at is not None
-    assert record.finished - record.first_byte_at == pytest.approx(pacing, rel=0.1)
+    # The chunks keep to a schedule counted from the generation's start: the whole generation takes the time to first
+    # byte plus the audio's pacing, and a first byte sent late (a loaded machine) is caught up, never added on.
     assert record.generation_seconds == pytest.approx(0.010 + pacing, rel=0.1)
+    assert record.finished - record.first_byte_at <= pacing * 1.1
     assert record.audio_seconds == pytest.approx(audio)
     assert arrivals[-1] - began >= pacing
     assert arrivals[0] - began < pacing / 2, "audio arrived in one burst at the end, not as generated"
