@@ -18,7 +18,7 @@ from voicebridge.handlers.converse import _nothing_yet
 from voicebridge.polls.next_segment import Next, Thinking, next_to_play
 from voicebridge.polls.next_turn import caller_speaking_ms
 from voicebridge.store.replies import ReplyStatus, Segment
-from voicebridge.store.turns import LISTENING, STOPPED, Checkpoint
+from voicebridge.store.turns import LISTENING, STOPPED, Checkpoint, Turn
 
 CONTACT = "c-1"
 
@@ -117,11 +117,21 @@ def test_an_invocation_that_hears_no_turn_starts_no_thread() -> None:
 
 
 class Checkpoints:
-    def __init__(self, checkpoint: Checkpoint | None, now_ms: int) -> None:
+    """The turn table's checkpoint, and the turns stored (``stored``)."""
+
+    def __init__(self, checkpoint: Checkpoint | None, now_ms: int, stored: tuple[Turn, ...] = ()) -> None:
         self.checkpoint, self._now = checkpoint, now_ms
+        self.stored = stored
+        self.turn_reads = 0
 
     def load(self, contact_id: str) -> Checkpoint | None:
         return self.checkpoint
+
+    def turns_after(
+        self, contact_id: str, *, after: int, track: str = "AUDIO_FROM_CUSTOMER", limit: int = 10
+    ) -> list[Turn]:
+        self.turn_reads += 1
+        return [turn for turn in self.stored if turn.seq > after][:limit]
 
     def now_ms(self) -> int:
         return self._now
@@ -160,13 +170,13 @@ class Status:
         return self._status
 
 
-def waited(status: ReplyStatus | None, turn: int, segment: int) -> Next:
+def waited(status: ReplyStatus | None, turn: int, segment: int, stored: tuple[Turn, ...] = ()) -> Next:
     clock = ManualClock(start=0.0, epoch=1_764_000_010.0)
     return next_to_play(
         CONTACT,
         {"TurnIndex": str(turn), "Segment": str(segment), "MaxWaitMs": "500"},
         replies=Status(status),  # type: ignore[arg-type]
-        turns=Checkpoints(checkpoint(speaking_since_ms=0, heartbeat_at_ms=10**15), 0),  # type: ignore[arg-type]
+        turns=Checkpoints(checkpoint(speaking_since_ms=0, heartbeat_at_ms=10**15), 0, stored),  # type: ignore[arg-type]
         max_wait_ms=6000,
         fast_poll_ms=20,
         slow_poll_ms=100,
@@ -187,6 +197,49 @@ def test_a_reply_to_a_newer_turn_with_nothing_stored_yet_is_thinking_from_when_i
 def test_a_reply_whose_next_segment_is_late_is_thinking_but_already_started() -> None:
     found = waited(ReplyStatus(3, 1, done=False, updated_at_ms=NOW_MS - 700), turn=3, segment=0)
     assert found.thinking == Thinking(3, 700, started=False)
+
+
+def stored_turn(seq: int, ended_at_ms: int) -> Turn:
+    return Turn(CONTACT, "AUDIO_FROM_CUSTOMER", seq, "words", 0, 1_000, ended_at_ms)
+
+
+@pytest.mark.parametrize("status", [None, ReplyStatus(2, 3, done=True)], ids=["none", "older-done"])
+def test_a_stored_turn_whose_reply_has_not_begun_is_thinking_from_when_the_turn_ended(
+    status: ReplyStatus | None,
+) -> None:
+    # The responder has been asked and has not answered yet: the reply's status still names an older turn, or none.
+    stored = (stored_turn(2, NOW_MS - 9_000), stored_turn(3, NOW_MS - 1_200))
+    found = waited(status, turn=2, segment=2, stored=stored)
+    assert found.timed_out and found.thinking == Thinking(3, 1_200, started=True)
+
+
+def test_a_poll_whose_table_is_slow_answers_timeout_on_time_rather_than_look_for_a_stored_turn() -> None:
+    clock = ManualClock(start=0.0, epoch=1_764_000_010.0)
+
+    class SlowStatus(Status):
+        def status(self, contact_id: str) -> ReplyStatus | None:
+            clock.advance(0.4)  # each look at the reply's status takes 400 ms
+            return None
+
+    turns = Checkpoints(checkpoint(speaking_since_ms=0, heartbeat_at_ms=10**15), 0, (stored_turn(3, NOW_MS),))
+    found = next_to_play(
+        CONTACT,
+        {"TurnIndex": "2", "Segment": "2", "MaxWaitMs": "500"},
+        replies=SlowStatus(None),  # type: ignore[arg-type]
+        turns=turns,  # type: ignore[arg-type]
+        max_wait_ms=6000,
+        fast_poll_ms=20,
+        slow_poll_ms=100,
+        remaining_ms=None,
+        clock=clock,
+    )
+    assert found.timed_out and found.thinking is None and turns.turn_reads == 0
+    assert found.waited_ms <= 500 + 150
+
+
+def test_a_stored_turn_already_answered_is_not_thinking() -> None:
+    found = waited(ReplyStatus(3, 2, done=True), turn=3, segment=1, stored=(stored_turn(3, NOW_MS - 4_000),))
+    assert found.timed_out and found.thinking is None
 
 
 @pytest.mark.parametrize(

@@ -12,8 +12,8 @@ it just played (absent at the start) — and gets back, as soon as it exists:
   the flow must transfer or hang up (a segment handed out while the reply was still being written says
   ``More=true``);
 - when nothing new came within the wait: ``Listening`` while the caller is mid-turn, ``Thinking`` while a reply is
-  still being made, else ``Timeout`` (:func:`next_to_play` says which reply is in the making; the handler asks
-  whether the caller is speaking);
+  still being made or a stored turn has none begun yet, else ``Timeout`` (:func:`next_to_play` says which reply is
+  in the making; the handler asks whether the caller is speaking);
 - ``Result=Error`` with ``NotListening`` (and why) when no consumer is alive for the contact.
 
 It polls one small item: every ``fast_poll_ms`` while a reply is being made (the first segment is a few hundred
@@ -34,6 +34,7 @@ from typing import Any
 from voicebridge.clock import SYSTEM_CLOCK, Clock
 from voicebridge.connect.events import whole_number
 from voicebridge.conversation import Action
+from voicebridge.errors import StorageError
 from voicebridge.polls.longpoll import LongPoll
 from voicebridge.polls.next_turn import caller_speaking_ms, require_listening
 from voicebridge.store.replies import ReplyStatus, ReplyStore, Segment
@@ -90,8 +91,10 @@ def next_to_play(
     played = whole_number(parameters, "Segment", default=-1, low=-1)
     poll = LongPoll.asked(parameters, max_wait_ms=max_wait_ms, remaining_ms=remaining_ms, started=started, clock=clock)
     checked_listening = False
+    status: ReplyStatus | None = None
     while True:
-        with poll.look():
+        found: Next | None = None
+        with poll.look(tolerate=StorageError):
             status = replies.status(contact_id)
             found = _next(contact_id, status, turn, played, replies)
             if _continues(found, turn) and caller_speaking_ms(turns, contact_id) is not None:
@@ -105,7 +108,11 @@ def next_to_play(
             checked_listening = True
         hurried = status is not None and status.hurried
         if not poll.pause((fast_poll_ms if hurried else slow_poll_ms) / 1000):
-            return Next(waited_ms=poll.waited_ms, thinking=_thinking(status, turn, played, clock.time()))
+            thinking = _thinking(status, turn, played, clock.time())
+            if thinking is None and poll.spare_look():
+                with poll.look(tolerate=StorageError):
+                    thinking = _unanswered(turns, contact_id, status, turn, clock.time())
+            return Next(waited_ms=poll.waited_ms, thinking=thinking)
 
 
 def _continues(found: Next | None, turn: int) -> bool:
@@ -119,6 +126,20 @@ def _thinking(status: ReplyStatus | None, turn: int, played: int, now_s: float) 
         return None
     started = status.turn > turn or played < 0
     return Thinking(status.turn, max(0, int(now_s * 1000) - status.updated_at_ms), started)
+
+
+def _unanswered(
+    turns: TurnStore, contact_id: str, status: ReplyStatus | None, turn: int, now_s: float
+) -> Thinking | None:
+    """A turn stored whose reply has not begun yet: the responder has been asked and has not answered (a reply's
+    status is written once its first words are on their way), which is thinking, not silence. One read, made only
+    when the wait ran out and the table has been quick enough to leave time for it (else the answer is Timeout, on
+    time)."""
+    answered = max(turn, -1 if status is None else status.turn)
+    newer = turns.turns_after(contact_id, after=answered, limit=1)
+    if not newer:
+        return None
+    return Thinking(newer[0].seq, max(0, int(now_s * 1000) - newer[0].ended_at_ms), started=True)
 
 
 def _next(contact_id: str, status: ReplyStatus | None, turn: int, played: int, replies: ReplyStore) -> Next | None:
