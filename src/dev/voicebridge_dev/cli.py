@@ -85,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=int,
         default=1,
         metavar="N",
-        help="place N calls of the scenario at once on virtual clocks, and report whether every turn was "
+        help="place N calls of the scenario at once, in real time, and report whether every turn was "
         "delivered exactly once and the latencies' percentiles",
     )
     demo.add_argument(
@@ -95,6 +95,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="MS",
         help="with --calls, between one call's start and the next's (default 3000: ten calls are all on the line "
         "at once, without every container starting cold in the same second)",
+    )
+    demo.add_argument(
+        "--service-processes",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="run moto and each emulator in a process of its own, as the real services run on machines of their "
+        "own (default: with --calls only); --no-service-processes keeps them all in the demo's process",
     )
     demo.add_argument(
         "--text", default=None, help="a sentence the caller says first (spoken by the local speech engine)"
@@ -220,6 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sonic_hosting=args.sonic_hosting,
             calls=args.calls,
             interval_ms=args.interval_ms,
+            own_processes=args.service_processes,
         )
     if args.command == "bench":
         return _bench(args)

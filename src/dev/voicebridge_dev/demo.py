@@ -14,7 +14,7 @@ The terminal shows the live timeline, then the per-turn latencies. ``out/`` rece
 report. With the ``speech`` extra installed the bot speaks with piper and the Ink emulator recognises the
 caller with PocketSphinx; otherwise deterministic stand-ins do both. None of them is Sonic or Ink.
 
-``--calls N`` places N calls at once on one local cloud, on virtual clocks (:mod:`voicebridge_dev.simulator.load`),
+``--calls N`` places N calls at once on one local cloud, in real time (:mod:`voicebridge_dev.simulator.load`),
 and reports whether every caller turn was delivered exactly once and the percentiles of the turns' latencies.
 """
 
@@ -25,6 +25,7 @@ import logging
 import multiprocessing
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -33,17 +34,20 @@ from typing import Any
 from voicebridge.audio.wav import pcm16_wav_bytes
 from voicebridge_dev.local.bedrock import Fault as BedrockFault
 from voicebridge_dev.local.bedrock import FaultKind as BedrockFaultKind
-from voicebridge_dev.local.cloud import LocalCloud
+from voicebridge_dev.local.cloud import CloudBase, LocalCloud
 from voicebridge_dev.local.ink import Recogniser, RecogniserUnavailableError, load_recogniser
+from voicebridge_dev.local.lambda_.emulator import DEFAULT_CONCURRENCY
 from voicebridge_dev.local.lex import Fault as LexFault
 from voicebridge_dev.local.lex import FaultKind as LexFaultKind
+from voicebridge_dev.local.processes import ProcessCloud
 from voicebridge_dev.local.sonic import Fault, FaultKind
-from voicebridge_dev.local.speech_engine import SpeechEngine, load_engine
+from voicebridge_dev.local.speech_engine import SpeechEngine, engine_choice, load_engine
 from voicebridge_dev.simulator import (
     CallerScriptError,
     CallLog,
     CallResult,
     Clip,
+    Clock,
     LiveTimeline,
     RealClock,
     Say,
@@ -78,6 +82,17 @@ _LATENCY_HEADER = (
     "sentence (responder) -> Sonic makes its prompt (sonic) -> Connect plays segment 0 (stop->play); bridge = "
     "stop->play less those three, what the project adds; gaps: the silences between segments as Connect plays them"
 )
+
+_SERVICE_NAMES = {
+    "s3": "moto for S3",
+    "dynamodb": "moto for DynamoDB",
+    "moto": "moto for the rest",
+    "sonic": "Sonic emulator",
+    "kvs": "KVS emulator",
+    "ink": "Ink emulator",
+    "bedrock": "Bedrock emulator",
+    "lex": "Lex emulator",
+}
 
 _worker_recogniser: Recogniser | None = None
 
@@ -125,16 +140,19 @@ def run_demo(
     sonic_hosting: str = "sagemaker",
     calls: int = 1,
     interval_ms: float = DEFAULT_INTERVAL_MS,
+    own_processes: bool | None = None,
 ) -> int:
     """Run the demo call; returns the exit status (0 when the flow ended the call or the caller hung up).
 
     ``text``, when given, replaces the caller's first utterance: the local speech engine speaks it.
     ``recognition`` is how the Ink emulator hears the caller: ``pocketsphinx`` (``auto``: when installed) or
     ``registered`` (each clip's own transcript, heard exactly; what a run with many calls always uses).
-    ``calls`` above 1 places that many calls at once on virtual clocks instead (:func:`run_load`).
+    ``calls`` above 1 places that many calls at once instead (:func:`run_load`).
     ``sonic_hosting`` is where the functions find Sonic, as the template's ``SonicHosting`` says: ``sagemaker`` (the
     emulator's endpoint), ``self-managed`` (its container contract, ``POST /invocations``) or ``cartesia-api``.
+    ``own_processes`` runs moto and each emulator in a process of its own (None: for ``calls`` above 1 only).
     """
+    own_processes = calls > 1 if own_processes is None else own_processes
     speech = load_engine(engine)
     try:
         chosen = find_scenario(scenario)
@@ -153,6 +171,7 @@ def run_demo(
             report=report,
             sonic_backend=SONIC_BACKENDS[sonic_hosting],
             interval_ms=interval_ms,
+            own_processes=own_processes,
         )
     try:
         embedded = (
@@ -163,7 +182,14 @@ def run_demo(
     except RecogniserUnavailableError as exc:
         print(f"voicebridge demo: {exc}", file=sys.stderr)
         return 2
-    recogniser = _ChildProcessRecogniser() if embedded is not None else None
+    # In a cloud of processes the Ink emulator's own process decodes; in this one, a child process of its own.
+    recogniser = _ChildProcessRecogniser() if embedded is not None and not own_processes else None
+    cloud = local_cloud(
+        speech,
+        own_processes=own_processes,
+        recognition="registered" if embedded is None else "pocketsphinx",
+        recogniser=recogniser,
+    )
     # moto's web server logs every request; the timeline is what a person should read.
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     out.mkdir(parents=True, exist_ok=True)
@@ -171,11 +197,14 @@ def run_demo(
     print(
         "local cloud (emulators, not the real services): moto, Sonic emulator "
         f"(as {sonic_hosting}; voice: {speech.name}), KVS emulator, Ink emulator (recognition: "
-        f"{'PocketSphinx' if recogniser is not None else 'registered transcripts'}), Lambda emulator, "
+        f"{'PocketSphinx' if embedded is not None else 'registered transcripts'}), Lambda emulator, "
         "and the flow simulator playing Amazon Connect"
+        + ("; each service in a process of its own" if own_processes else "")
     )
     try:
-        result, emulated = _call(chosen, steps, speech, recogniser, SONIC_BACKENDS[sonic_hosting])
+        result, emulated = _call(
+            chosen, steps, cloud, speech, registered=embedded is None, sonic_backend=SONIC_BACKENDS[sonic_hosting]
+        )
     finally:
         if recogniser is not None:
             recogniser.close()
@@ -188,7 +217,8 @@ def run_demo(
         "emulated": emulated,
         "sonic_hosting": sonic_hosting,
         "speech_engine": speech.name,
-        "recogniser": "pocketsphinx" if recogniser is not None else "registered transcripts",
+        "recogniser": "pocketsphinx" if embedded is not None else "registered transcripts",
+        "service_processes": own_processes,
         "files": {name: str(path) for name, path in files.items()},
     }
     if report:
@@ -224,21 +254,56 @@ def _write_files(result: CallResult, out: Path) -> dict[str, Path]:
     return files
 
 
+def local_cloud(
+    speech: SpeechEngine,
+    *,
+    own_processes: bool,
+    recognition: str = "registered",
+    recogniser: Recogniser | None = None,
+    calls: int = 1,
+) -> CloudBase:
+    """The demo's local cloud (media at the pace the simulator streams it), its services in this process or each
+    in one of its own. ``recognition`` names how a cloud of processes' Ink emulator hears the caller; in this
+    process ``recogniser`` does (None: the registered transcripts). The Lambda emulator runs containers enough
+    for ``calls`` calls at once (:func:`containers_for`)."""
+    concurrency = containers_for(calls)
+    if own_processes:
+        # Each service's warnings and errors still reach this terminal.
+        return ProcessCloud(
+            template=TEMPLATE,
+            engine=engine_choice(speech),
+            media_pace=0,
+            recognition=recognition,
+            lambda_concurrency=concurrency,
+        )
+    return LocalCloud(
+        template=TEMPLATE, engine=speech, media_pace=0, recogniser=recogniser, lambda_concurrency=concurrency
+    )
+
+
+def containers_for(calls: int) -> int:
+    """Containers per function for ``calls`` calls at once, as docs/deploying.md (*Capacity*) sizes a deployment:
+    a call holds one consumer the whole time and at most one long poll, and a consumer's hand-over holds two for a
+    moment; so the calls and two more, and never fewer than the Lambda emulator's own default. Fewer would leave
+    the latest calls' consumers queued as Event invocations, and those calls with no transcriber."""
+    return max(DEFAULT_CONCURRENCY, calls + 2)
+
+
 def _call(
     chosen: Scenario,
     steps: list[Step],
+    cloud: CloudBase,
     speech: SpeechEngine,
-    recogniser: Recogniser | None,
+    *,
+    registered: bool,
     sonic_backend: str = "sagemaker",
 ) -> tuple[CallResult, dict[str, Any]]:
-    with LocalCloud(template=TEMPLATE, engine=speech, media_pace=0, recogniser=recogniser) as cloud:
+    with cloud:
         # Every function the call runs (the prompts, and the consumer's replies) asks Sonic through this backend.
         assert cloud.lambdas is not None
         cloud.lambdas.env["SONIC_BACKEND"] = sonic_backend
-        if recogniser is None:
-            for step in steps:
-                if isinstance(step, Say):
-                    cloud.ink.register(step.clip.pcm, step.clip.transcript)
+        if registered:
+            _register_clips(cloud, steps)
         emulated = _answer_with(cloud, chosen)
         log = CallLog()
         log.subscribe(LiveTimeline())
@@ -247,7 +312,7 @@ def _call(
             FLOW,
             template_path=TEMPLATE,
             env=cloud.env(),
-            kvs=cloud.kvs,
+            kvs=cloud.media,
             voice=speech,
             caller=SimulatedCaller(steps),
             clock=RealClock(),
@@ -259,6 +324,13 @@ def _call(
     return result, emulated
 
 
+def _register_clips(cloud: CloudBase, steps: list[Step]) -> None:
+    """The Ink emulator hears each of the caller's clips as its own transcript, exactly."""
+    for step in steps:
+        if isinstance(step, Say):
+            cloud.register_transcript(step.clip.pcm, step.clip.transcript)
+
+
 def scenario_settings(chosen: Scenario) -> dict[str, str]:
     """The functions' settings a scenario needs: its responder (and, for the Lex bot, what its intents ask)."""
     settings = {"RESPONDER": chosen.responder}
@@ -267,10 +339,10 @@ def scenario_settings(chosen: Scenario) -> dict[str, str]:
     return settings
 
 
-def inject_scenario_faults(cloud: LocalCloud, chosen: Scenario) -> None:
+def inject_scenario_faults(cloud: CloudBase, chosen: Scenario) -> None:
     """Make Sonic and the responder fail the way the scenario says (until the faults are cleared)."""
     if chosen.sonic_unavailable:
-        cloud.sonic.faults.push(Fault(FaultKind.THROTTLE, count=_UNAVAILABLE_CALLS))
+        cloud.inject("sonic", Fault(FaultKind.THROTTLE, count=_UNAVAILABLE_CALLS))
     if chosen.responder_failures:
         if chosen.responder == "bedrock":
             # However many calls those turns make (retries; a reply started at Ink's eager end, and one at the turn
@@ -278,29 +350,24 @@ def inject_scenario_faults(cloud: LocalCloud, chosen: Scenario) -> None:
             fault = BedrockFault(
                 BedrockFaultKind.THROTTLE, count=_UNAVAILABLE_CALLS, first_turns=chosen.responder_failures
             )
-            cloud.bedrock.inject(fault)
+            cloud.inject("bedrock", fault)
         else:
             # Lex is asked once per turn, never speculatively, and never again.
-            cloud.lex.inject(LexFault(LexFaultKind.THROTTLE, count=chosen.responder_failures))
+            cloud.inject("lex", LexFault(LexFaultKind.THROTTLE, count=chosen.responder_failures))
 
 
-def _answer_with(cloud: LocalCloud, chosen: Scenario) -> dict[str, Any]:
+def _answer_with(cloud: CloudBase, chosen: Scenario) -> dict[str, Any]:
     """Point the consumer at the scenario's responder, inject its faults; what the emulators' timings are."""
     assert cloud.lambdas is not None
     cloud.lambdas.env.update(scenario_settings(chosen))
     inject_scenario_faults(cloud, chosen)
-    emulated = {
-        "ink_end_of_turn_delay_ms": cloud.ink.turn_settings.end_delay_ms,
-        "bedrock_time_to_first_token_ms": cloud.bedrock.time_to_first_token_ms,
-        "bedrock_tokens_per_second": cloud.bedrock.tokens_per_second,
-        "sonic_time_to_first_byte_ms": cloud.sonic.time_to_first_byte_ms,
-        "sonic_realtime_factor": cloud.sonic.realtime_factor,
-    }
+    emulated = cloud.emulated_timings()
+    env = cloud.service_env()
     responder = {
-        "bedrock": f"the Bedrock emulator's bank agent ({cloud.bedrock.model_id}): first token after "
+        "bedrock": f"the Bedrock emulator's bank agent ({env['BEDROCK_MODEL_ID']}): first token after "
         f"{emulated['bedrock_time_to_first_token_ms']:g} ms, then {emulated['bedrock_tokens_per_second']:g} "
         "words a second",
-        "lex": f"the Lex emulator's bank bot ({cloud.lex.bot_id})",
+        "lex": f"the Lex emulator's bank bot ({env['LEX_BOT_ID']})",
         "scripted": "the template's rules (scripted)",
     }[chosen.responder]
     print(
@@ -319,16 +386,25 @@ def place_calls(
     *,
     sonic_backend: str = "sagemaker",
     interval_s: float = DEFAULT_INTERVAL_MS / 1000,
+    own_processes: bool = True,
+    clock: Callable[[], Clock] = RealClock,
 ) -> tuple[LoadRun, dict[str, Any]]:
-    """``calls`` calls of the scenario on one new local cloud, each on a virtual clock, the caller's clips registered
-    with the Ink emulator so each turn can be checked; the run, and what the emulators' timings were."""
-    with LocalCloud(template=TEMPLATE, engine=speech, media_pace=0) as cloud:
+    """``calls`` calls of the scenario on one new local cloud, the caller's clips registered with the Ink emulator so
+    each turn can be checked; the run, and what the emulators' timings were.
+
+    With ``own_processes`` moto and each emulator run in a process of their own, as the real services run on
+    machines of their own, and the run's CPU is told per process. Each call runs on a ``clock()``: real time by
+    default, as calls on a line do. A virtual clock skips the prompts, and the silence Connect streams under them
+    then reaches the consumer faster than real time; Ink takes audio no faster than real time, so each skipped
+    prompt puts Ink further behind the call, and a later turn ends seconds late on the call's clock (the last of
+    the bank scenario's five, 6.6 s after the caller stopped on a 20-call run, against 0.7 s in real time).
+    """
+    with local_cloud(speech, own_processes=own_processes, calls=calls) as cloud:
         assert cloud.lambdas is not None
         cloud.lambdas.env["SONIC_BACKEND"] = sonic_backend
-        for step in steps:
-            if isinstance(step, Say):
-                cloud.ink.register(step.clip.pcm, step.clip.transcript)
+        _register_clips(cloud, steps)
         emulated = _answer_with(cloud, chosen)
+        services_cpu = cloud.cpu_seconds()
         process_cpu = time.process_time()
         run = simulate_calls(
             calls,
@@ -336,14 +412,20 @@ def place_calls(
             flow=FLOW,
             template_path=TEMPLATE,
             env=cloud.env(),
-            kvs=cloud.kvs,
+            kvs=cloud.media,
             voice=speech,
+            clock=clock,
             interval_s=interval_s,
         )
-        # The functions run in containers of their own; everything else — moto, the emulators, the calls' flows
-        # and callers — shares this process, so its CPU is one figure.
+        process_cpu = time.process_time() - process_cpu
         cpu = {f"{name} (its containers)": seconds for name, seconds in cloud.lambdas.cpu_seconds.items()}
-        cpu["this process: moto, the emulators, the simulated calls"] = time.process_time() - process_cpu
+        for name, seconds in cloud.cpu_seconds().items():
+            cpu[f"{_SERVICE_NAMES[name]} (its process)"] = seconds - services_cpu[name]
+        if own_processes:
+            cpu["this process: the simulated calls and the Lambda emulator's front"] = process_cpu
+        else:
+            # moto, the emulators, the calls' flows and callers share this process, so its CPU is one figure.
+            cpu["this process: moto, the emulators, the simulated calls"] = process_cpu
         run = replace(run, cpu_s=cpu)
         logging.getLogger("voicebridge_dev.local.lambda_").setLevel(logging.ERROR)
     return run, emulated
@@ -358,23 +440,41 @@ def run_load(
     report: str | None = None,
     sonic_backend: str = "sagemaker",
     interval_ms: float = DEFAULT_INTERVAL_MS,
+    own_processes: bool = True,
 ) -> int:
-    """``calls`` calls of the scenario at once on one local cloud, each on a virtual clock; exit status 0 when
+    """``calls`` calls of the scenario at once on one local cloud, in real time; exit status 0 when
     every caller turn was delivered exactly once and no call stopped on an error."""
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     print(
-        f"scenario {chosen.name}, {calls} calls at once on one local cloud (virtual clocks, placed "
+        f"scenario {chosen.name}, {calls} calls at once on one local cloud (in real time, placed "
         f"{interval_ms:g} ms apart): {chosen.description}"
     )
     print("recognition: the caller's clips' registered transcripts, so each turn can be checked against what was said")
+    print(
+        "services: moto and each emulator in a process of its own"
+        if own_processes
+        else "services: moto and every emulator in this process, with the simulated calls"
+    )
+    print(f"Lambda emulator: at most {containers_for(calls)} containers per function (the calls, and two more)")
     run, emulated = place_calls(
-        calls, chosen, steps, speech, sonic_backend=sonic_backend, interval_s=interval_ms / 1000
+        calls,
+        chosen,
+        steps,
+        speech,
+        sonic_backend=sonic_backend,
+        interval_s=interval_ms / 1000,
+        own_processes=own_processes,
     )
     figures = load_figures(run)
     print(f"\n{figures['calls']} calls in {figures['wall_s']} s of wall time; ended: {figures['ended_by']}")
     print(load_table(figures))
     if report:
-        context = {"scenario": chosen.name, "responder": chosen.responder, "emulated": emulated}
+        context = {
+            "scenario": chosen.name,
+            "responder": chosen.responder,
+            "emulated": emulated,
+            "service_processes": own_processes,
+        }
         Path(report).parent.mkdir(parents=True, exist_ok=True)
         Path(report).write_text(json.dumps({**context, **figures}, indent=2) + "\n", encoding="utf-8")
         print(f"{'report':>10}: {report}")

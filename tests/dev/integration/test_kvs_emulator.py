@@ -998,13 +998,14 @@ def test_stream_figures_are_served_over_http(kvs: KvsEmulator) -> None:
             "StreamName": "connect-figures",
             "StreamARN": arn,
             "Fragments": 1,
+            "LastFragmentNumber": kvs.stream(arn).last_fragment_number,
             "LiveContactId": None,
             "ActiveGetMedia": 0,
             "GetMediaCalls": 1,
             "BytesSent": streams[0]["BytesSent"],
         }
     ]
-    assert streams[0]["BytesSent"] > 16000
+    assert streams[0]["BytesSent"] > 16000 and streams[0]["LastFragmentNumber"] == start.fragment_number
 
 
 def test_the_emulator_is_idle_once_every_payload_is_read_and_no_contact_is_live(

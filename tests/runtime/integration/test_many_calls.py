@@ -1,11 +1,12 @@
 """Ten calls on the line at once, through contact_flows/voice-agent.json on one local cloud: every caller turn is
 stored once as what was said and answered once, and no call stops on an error.
 
-The calls are the demo's ``--calls 10 --interval-ms 5000`` (virtual clocks; a call lasts a minute and a half, so all
-ten are on the line together for 45 s). Five seconds apart rather than the demo's three: on a shared two-core machine
-a burst of cold starts can starve a reply past ConverseFunction's 8 s, which is the machine's limit, not the
-product's. The Lambda emulator runs a dozen containers per function, as many as ten calls need (each call's consumer
-and its long-polling ConverseFunction); the latencies under this load are reported by the demo, not asserted here.
+The calls are the demo's ``--calls 10 --interval-ms 5000``, on virtual clocks and with every service in this process
+(the demo runs them in real time, each service in a process of its own, to measure; here only what was delivered is
+checked). Five seconds apart rather than the demo's three: on a shared two-core machine a burst of cold starts can
+starve a reply past ConverseFunction's 8 s, which is the machine's limit, not the product's. The Lambda emulator
+runs a dozen containers per function, as many as ten calls need (each call's consumer and its long-polling
+ConverseFunction); the latencies under this load are reported by the demo, not asserted here.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import pytest
 
 from voicebridge_dev.demo import place_calls
 from voicebridge_dev.local.speech_engine import StandInSpeechEngine
-from voicebridge_dev.simulator import SCENARIOS, load_clips
+from voicebridge_dev.simulator import SCENARIOS, VirtualClock, load_clips
 from voicebridge_dev.simulator.load import LoadRun, delivery, load_figures, load_table
 
 CALLS = 10
@@ -23,7 +24,15 @@ CALLS = 10
 @pytest.fixture(scope="module")
 def run() -> LoadRun:
     scenario = SCENARIOS["normal"]
-    result, _ = place_calls(CALLS, scenario, scenario.script(load_clips()), StandInSpeechEngine(), interval_s=5.0)
+    result, _ = place_calls(
+        CALLS,
+        scenario,
+        scenario.script(load_clips()),
+        StandInSpeechEngine(),
+        interval_s=5.0,
+        own_processes=False,
+        clock=VirtualClock,
+    )
     return result
 
 

@@ -31,6 +31,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from abc import abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -50,6 +51,7 @@ from voicebridge_dev.local.kvs import (
     EMULATED_ACCOUNT_ID,
     EMULATED_INSTANCE_ID,
     KvsEmulator,
+    StreamHost,
 )
 from voicebridge_dev.local.lambda_ import LambdaEmulator
 from voicebridge_dev.local.lex import LexEmulator
@@ -67,62 +69,60 @@ serves the template's default (this name in the repository's), so functions reac
 _CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
 _ALREADY_THERE = {"BucketAlreadyOwnedByYou", "ResourceExistsException", "ResourceInUseException"}
 _MOTO_SERVICES = ("S3", "DYNAMODB", "SECRETS_MANAGER", "CLOUDWATCH", "LOGS", "STS")
+_ENDPOINT_NAMES = {"secretsmanager": "SECRETS_MANAGER"}
+"""boto3's service names whose ``AWS_ENDPOINT_URL_*`` name is not the service's name in capitals."""
 
 
-class LocalCloud(LocalService):
-    """moto's server plus the project's emulators, with the template's resources created."""
+class CloudBase(LocalService):
+    """What every local cloud is, wherever its services run: moto and the emulators behind the ``AWS_ENDPOINT_URL_*``
+    variables, the template's resources, and the Lambda emulator running the template's functions.
+
+    :class:`LocalCloud` runs the services in this process; :class:`~voicebridge_dev.local.processes.ProcessCloud`
+    runs each in a process of its own. The demo and the flow simulator use only this face.
+    """
 
     def __init__(
-        self,
-        *,
-        template: str | Path = "template.yaml",
-        region: str = "us-east-1",
-        port_base: int = 0,
-        engine: SpeechEngine | None = None,
-        sonic_time_to_first_byte_ms: float = 40.0,
-        sonic_realtime_factor: float = 20.0,
-        media_pace: float = 1.0,
-        recogniser: Recogniser | None = None,
-        bedrock_time_to_first_token_ms: float = 300.0,
-        bedrock_tokens_per_second: float = 60.0,
+        self, *, template: str | Path, region: str, port_base: int = 0, lambda_concurrency: int | None = None
     ) -> None:
         self.template_path = Path(template)
+        self.lambda_concurrency = lambda_concurrency
         self.region = region
         self._port_base = port_base
-        self._moto: Any = None
         declared = load_template(self.template_path).get("Parameters", {}).get("SonicEndpointName", {})
         self.endpoint_name = str(declared.get("Default") or LOCAL_ENDPOINT_NAME)
-        self.sonic = SonicEmulator(
-            port=port_base + 1 if port_base else 0,
-            endpoint_name=self.endpoint_name,
-            time_to_first_byte_ms=sonic_time_to_first_byte_ms,
-            realtime_factor=sonic_realtime_factor,
-            engine=engine,
-            api_key=LOCAL_API_KEY,
-        )
-        self.kvs = KvsEmulator(port=port_base + 2 if port_base else 0, region=region, pace=media_pace)
-        self.ink = InkEmulator(port=port_base + 3 if port_base else 0, api_key=LOCAL_API_KEY, recogniser=recogniser)
-        # Port base + 4 is the Lambda emulator's, created in start() once the others' URLs are known.
-        self.bedrock = BedrockEmulator(
-            port=port_base + 5 if port_base else 0,
-            time_to_first_token_ms=bedrock_time_to_first_token_ms,
-            tokens_per_second=bedrock_tokens_per_second,
-        )
-        self.lex = LexEmulator(port=port_base + 6 if port_base else 0)
         self.lambdas: LambdaEmulator | None = None
         self.moto_url = ""
 
-    def _emulators(self) -> tuple[LocalService, ...]:
-        """The emulators that need no other's URL, in the order they start."""
-        return (self.sonic, self.kvs, self.ink, self.bedrock, self.lex)
+    # -- what each kind of cloud says of its services
 
-    def start(self) -> Self:
-        self._moto = _moto_server(self._port_base)
-        self._moto.start()
-        host, port = self._moto.get_host_and_port()
-        self.moto_url = f"http://{host}:{port}"
-        for emulator in self._emulators():
-            emulator.start()
+    @abstractmethod
+    def service_env(self) -> dict[str, str]:
+        """The variables naming the emulators' URLs and what they serve (the model, the bot), not moto's."""
+
+    @property
+    @abstractmethod
+    def media(self) -> StreamHost:
+        """The KVS emulator as Connect's media streaming feeds it (the flow simulator's ``kvs``)."""
+
+    @abstractmethod
+    def register_transcript(self, pcm: bytes, transcript: str) -> None:
+        """Have the Ink emulator hear ``transcript`` in ``pcm`` (8 kHz s16le), exactly."""
+
+    @abstractmethod
+    def inject(self, service: str, fault: Any) -> None:
+        """Queue ``fault`` on the emulator ``service`` (``sonic``, ``bedrock``, ``lex``, ``ink`` or ``kvs``)."""
+
+    @abstractmethod
+    def emulated_timings(self) -> dict[str, float]:
+        """The emulators' timings a report states: Ink's end of turn, Bedrock's and Sonic's pacing."""
+
+    def cpu_seconds(self) -> dict[str, float]:
+        """The CPU seconds each process of the cloud has used so far, by what it runs (none when it cannot say)."""
+        return {}
+
+    # -- shared
+
+    def _start_lambdas(self) -> None:
         self.create_resources()
         self.lambdas = LambdaEmulator(
             self.template_path,
@@ -130,47 +130,26 @@ class LocalCloud(LocalService):
             region=self.region,
             parameters=self.parameters(),
             env=self.env(),
+            concurrency=self.lambda_concurrency,
         )
         self.lambdas.start()
-        log.info(
-            "local cloud up: moto %s, emulators: Sonic %s, KVS %s, Ink %s, Lambda %s, Bedrock %s, Lex %s",
-            self.moto_url,
-            self.sonic.url,
-            self.kvs.url,
-            self.ink.url,
-            self.lambdas.url,
-            self.bedrock.url,
-            self.lex.url,
-        )
-        return self
 
-    def stop(self) -> None:
+    def _stop_lambdas(self) -> None:
         if self.lambdas is not None:
             self.lambdas.stop()
             self.lambdas = None
-        for emulator in reversed(self._emulators()):
-            emulator.stop()
-        if self._moto is not None:
-            self._moto.stop()
-            self._moto = None
+
+    def moto_endpoint(self, service: str) -> str:
+        """The URL of the moto server that serves ``service`` (its ``AWS_ENDPOINT_URL_<SERVICE>`` name): one for all."""
+        return self.moto_url
 
     def env(self) -> dict[str, str]:
         """Variables that point boto3, the ``cartesia`` SDK and the product at this local cloud."""
-        variables = {f"AWS_ENDPOINT_URL_{name}": self.moto_url for name in _MOTO_SERVICES}
-        variables["AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME"] = self.sonic.url
-        variables["AWS_ENDPOINT_URL_KINESIS_VIDEO"] = self.kvs.url
+        variables = {f"AWS_ENDPOINT_URL_{name}": self.moto_endpoint(name) for name in _MOTO_SERVICES}
+        variables.update(self.service_env())
         if self.lambdas is not None:
             variables["AWS_ENDPOINT_URL_LAMBDA"] = self.lambdas.url
-        variables["SONIC_BASE_URL"] = self.sonic.url
-        variables["CARTESIA_BASE_URL"] = self.ink.url
         variables["CARTESIA_API_KEY"] = LOCAL_API_KEY
-        variables["AWS_ENDPOINT_URL_BEDROCK_RUNTIME"] = self.bedrock.url
-        variables["AWS_ENDPOINT_URL_LEX_RUNTIME_V2"] = self.lex.url
-        # The emulated model and bot, so a client names what the emulators serve.
-        variables["BEDROCK_MODEL_ID"] = self.bedrock.model_id
-        variables["LEX_BOT_ID"] = self.lex.bot_id
-        variables["LEX_BOT_ALIAS_ID"] = self.lex.bot_alias_id
-        variables["LEX_LOCALE_ID"] = self.lex.locale_id
         variables["AWS_DEFAULT_REGION"] = self.region
         variables.update(_CREDENTIALS)
         return variables
@@ -184,7 +163,7 @@ class LocalCloud(LocalService):
         make_client: Callable[..., Any] = boto3.client
         return make_client(
             service,
-            endpoint_url=self.moto_url,
+            endpoint_url=self.moto_endpoint(_ENDPOINT_NAMES.get(service, service.upper())),
             region_name=self.region,
             aws_access_key_id="testing",
             aws_secret_access_key="testing",
@@ -213,6 +192,138 @@ class LocalCloud(LocalService):
             except ClientError as exc:
                 if exc.response["Error"]["Code"] not in _ALREADY_THERE:
                     raise
+
+
+def service_env(
+    *, sonic: str, kvs: str, ink: str, bedrock: str, lex: str, model_id: str, bot: tuple[str, str, str]
+) -> dict[str, str]:
+    """The variables naming the emulators' URLs, the model the Bedrock emulator serves and the Lex emulator's bot
+    (its ID, alias ID and locale), so a client names what they serve."""
+    return {
+        "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME": sonic,
+        "AWS_ENDPOINT_URL_KINESIS_VIDEO": kvs,
+        "SONIC_BASE_URL": sonic,
+        "CARTESIA_BASE_URL": ink,
+        "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": bedrock,
+        "AWS_ENDPOINT_URL_LEX_RUNTIME_V2": lex,
+        "BEDROCK_MODEL_ID": model_id,
+        "LEX_BOT_ID": bot[0],
+        "LEX_BOT_ALIAS_ID": bot[1],
+        "LEX_LOCALE_ID": bot[2],
+    }
+
+
+class LocalCloud(CloudBase):
+    """moto's server plus the project's emulators in this process, with the template's resources created.
+
+    ``lambda_concurrency`` is the Lambda emulator's containers per function where the template reserves none (by
+    default its :data:`~voicebridge_dev.local.lambda_.emulator.DEFAULT_CONCURRENCY`).
+    """
+
+    def __init__(
+        self,
+        *,
+        template: str | Path = "template.yaml",
+        region: str = "us-east-1",
+        port_base: int = 0,
+        engine: SpeechEngine | None = None,
+        sonic_time_to_first_byte_ms: float = 40.0,
+        sonic_realtime_factor: float = 20.0,
+        media_pace: float = 1.0,
+        recogniser: Recogniser | None = None,
+        bedrock_time_to_first_token_ms: float = 300.0,
+        bedrock_tokens_per_second: float = 60.0,
+        lambda_concurrency: int | None = None,
+    ) -> None:
+        super().__init__(template=template, region=region, port_base=port_base, lambda_concurrency=lambda_concurrency)
+        self._moto: Any = None
+        self.sonic = SonicEmulator(
+            port=port_base + 1 if port_base else 0,
+            endpoint_name=self.endpoint_name,
+            time_to_first_byte_ms=sonic_time_to_first_byte_ms,
+            realtime_factor=sonic_realtime_factor,
+            engine=engine,
+            api_key=LOCAL_API_KEY,
+        )
+        self.kvs = KvsEmulator(port=port_base + 2 if port_base else 0, region=region, pace=media_pace)
+        self.ink = InkEmulator(port=port_base + 3 if port_base else 0, api_key=LOCAL_API_KEY, recogniser=recogniser)
+        # Port base + 4 is the Lambda emulator's, created in start() once the others' URLs are known.
+        self.bedrock = BedrockEmulator(
+            port=port_base + 5 if port_base else 0,
+            time_to_first_token_ms=bedrock_time_to_first_token_ms,
+            tokens_per_second=bedrock_tokens_per_second,
+        )
+        self.lex = LexEmulator(port=port_base + 6 if port_base else 0)
+
+    def _emulators(self) -> tuple[LocalService, ...]:
+        """The emulators that need no other's URL, in the order they start."""
+        return (self.sonic, self.kvs, self.ink, self.bedrock, self.lex)
+
+    def start(self) -> Self:
+        self._moto = moto_server(self._port_base)
+        self._moto.start()
+        host, port = self._moto.get_host_and_port()
+        self.moto_url = f"http://{host}:{port}"
+        for emulator in self._emulators():
+            emulator.start()
+        self._start_lambdas()
+        assert self.lambdas is not None
+        log.info(
+            "local cloud up: moto %s, emulators: Sonic %s, KVS %s, Ink %s, Lambda %s, Bedrock %s, Lex %s",
+            self.moto_url,
+            self.sonic.url,
+            self.kvs.url,
+            self.ink.url,
+            self.lambdas.url,
+            self.bedrock.url,
+            self.lex.url,
+        )
+        return self
+
+    def stop(self) -> None:
+        self._stop_lambdas()
+        for emulator in reversed(self._emulators()):
+            emulator.stop()
+        if self._moto is not None:
+            self._moto.stop()
+            self._moto = None
+
+    def service_env(self) -> dict[str, str]:
+        return service_env(
+            sonic=self.sonic.url,
+            kvs=self.kvs.url,
+            ink=self.ink.url,
+            bedrock=self.bedrock.url,
+            lex=self.lex.url,
+            model_id=self.bedrock.model_id,
+            bot=(self.lex.bot_id, self.lex.bot_alias_id, self.lex.locale_id),
+        )
+
+    @property
+    def media(self) -> KvsEmulator:
+        return self.kvs
+
+    def register_transcript(self, pcm: bytes, transcript: str) -> None:
+        self.ink.register(pcm, transcript)
+
+    def inject(self, service: str, fault: Any) -> None:
+        emulators: dict[str, Any] = {
+            "sonic": self.sonic,
+            "kvs": self.kvs,
+            "ink": self.ink,
+            "bedrock": self.bedrock,
+            "lex": self.lex,
+        }
+        emulators[service].inject(fault)
+
+    def emulated_timings(self) -> dict[str, float]:
+        return {
+            "ink_end_of_turn_delay_ms": self.ink.turn_settings.end_delay_ms,
+            "bedrock_time_to_first_token_ms": self.bedrock.time_to_first_token_ms,
+            "bedrock_tokens_per_second": self.bedrock.tokens_per_second,
+            "sonic_time_to_first_byte_ms": self.sonic.time_to_first_byte_ms,
+            "sonic_realtime_factor": self.sonic.realtime_factor,
+        }
 
 
 @contextmanager
@@ -490,7 +601,7 @@ def _refusal(error: urllib.error.HTTPError) -> str:
     return str(message or f"HTTP {error.code} {error.reason}")
 
 
-def _moto_server(port: int) -> Any:
+def moto_server(port: int) -> Any:
     """moto's threaded server, its S3 object requests taken one at a time.
 
     moto's S3 backend is not safe across threads: two PutObject calls for one key at once (ten calls greeting their

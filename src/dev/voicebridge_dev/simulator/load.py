@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from voicebridge_dev.local.kvs import KvsEmulator
+from voicebridge_dev.local.kvs import StreamHost
 from voicebridge_dev.local.speech_engine import SpeechEngine
 from voicebridge_dev.simulator.caller import SimulatedCaller
 from voicebridge_dev.simulator.clock import Clock, VirtualClock
@@ -55,7 +55,7 @@ def simulate_calls(
     flow: str | Path,
     template_path: str | Path,
     env: Mapping[str, str],
-    kvs: KvsEmulator,
+    kvs: StreamHost,
     voice: SpeechEngine,
     clock: Callable[[], Clock] = VirtualClock,
     parameters: Mapping[str, str] | None = None,

@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from voicebridge.audio.wav import read_wav
 from voicebridge.errors import AudioFormatError
-from voicebridge_dev.local.kvs import EmulatedStream, KvsEmulatorError
+from voicebridge_dev.local.kvs import ContactStream, KvsEmulatorError
 from voicebridge_dev.simulator.clock import Clock
 from voicebridge_dev.simulator.events import BOT, CALLER, CallLog, Segment, SegmentKind, SpeechStarted, Track
 
@@ -49,7 +49,7 @@ class MediaPlane:
         self._segments: list[Segment] = []
         self._announced: set[int] = set()
         self._played = 0
-        self._stream: EmulatedStream | None = None
+        self._stream: ContactStream | None = None
         self._send_customer = True
         self._send_agent = True
         self._stop = threading.Event()
@@ -151,7 +151,7 @@ class MediaPlane:
 
     # -- streaming
 
-    def start_streaming(self, stream: EmulatedStream, *, customer: bool, agent: bool) -> None:
+    def start_streaming(self, stream: ContactStream, *, customer: bool, agent: bool) -> None:
         """Stream from now on (the contact is live on ``stream``); a track not streamed carries silence."""
         with self._lock:
             self._stream = None
@@ -160,7 +160,7 @@ class MediaPlane:
             self._send_customer = customer
             self._send_agent = agent
 
-    def stop_streaming(self) -> EmulatedStream | None:
+    def stop_streaming(self) -> ContactStream | None:
         """Stream up to now, then end the contact on its stream; returns it (None when not streaming)."""
         with self._lock:
             self.pump()

@@ -28,7 +28,14 @@ from voicebridge_dev.local.kvs.errors import (
 from voicebridge_dev.local.kvs.faults import Fault, FaultKind
 from voicebridge_dev.local.kvs.fragments import FragmentNumberSelector
 from voicebridge_dev.local.kvs.matroska import AGENT_TRACK, CODEC_AAC, CODEC_PCM, CUSTOMER_TRACK
-from voicebridge_dev.local.kvs.streams import EMULATED_INSTANCE_ID, ContactStart, EmulatedStream, Settings
+from voicebridge_dev.local.kvs.streams import (
+    EMULATED_INSTANCE_ID,
+    ContactStart,
+    ContactStream,
+    EmulatedStream,
+    Settings,
+    StreamHost,
+)
 from voicebridge_dev.local.service import FaultSpecError
 
 __all__ = [
@@ -40,6 +47,7 @@ __all__ = [
     "EMULATED_INSTANCE_ID",
     "ContactStart",
     "ContactStateError",
+    "ContactStream",
     "EmulatedStream",
     "Fault",
     "FaultKind",
@@ -49,6 +57,7 @@ __all__ = [
     "KvsEmulatorError",
     "Settings",
     "StreamExistsError",
+    "StreamHost",
     "StreamNotFoundError",
     "UnplayableAudioError",
 ]

@@ -56,7 +56,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import numpy as np
 import soxr
@@ -151,6 +151,33 @@ class ContactStart:
     def start_timestamp(self) -> str:
         """``StartTimestamp`` as the Lambda event carries it."""
         return str(self.timestamp_ms)
+
+
+class ContactStream(Protocol):
+    """A stream as Connect's media streaming feeds it: a contact begun, its audio queued, the contact ended.
+    :class:`EmulatedStream` is one; :class:`~voicebridge_dev.local.processes.RemoteStream` is one in another
+    process."""
+
+    arn: str
+
+    def begin_contact(self, contact_id: str, instance_id: str) -> ContactStart: ...
+
+    def append_tracks(self, customer: bytes = b"", agent: bytes = b"") -> None: ...
+
+    def end_contact(self, drain: bool = True) -> None: ...
+
+    def wait_idle(self, timeout: float | None = None) -> bool: ...
+
+    @property
+    def last_fragment_number(self) -> str | None: ...
+
+
+class StreamHost(Protocol):
+    """Where Connect creates a contact's stream and finds it again: the KVS emulator, here or in another process."""
+
+    def create_stream(self, name: str) -> str: ...
+
+    def stream(self, name_or_arn: str) -> ContactStream: ...
 
 
 class EmulatedStream:
@@ -262,6 +289,12 @@ class EmulatedStream:
         with self._cond:
             return [str(fragment.number) for fragment in self._fragments]
 
+    @property
+    def last_fragment_number(self) -> str | None:
+        """The number of the newest fragment, None before the first."""
+        with self._cond:
+            return str(self._fragments[-1].number) if self._fragments else None
+
     def stats(self) -> dict[str, Any]:
         with self._cond:
             session = self._session
@@ -269,6 +302,7 @@ class EmulatedStream:
                 "StreamName": self.name,
                 "StreamARN": self.arn,
                 "Fragments": len(self._fragments),
+                "LastFragmentNumber": str(self._fragments[-1].number) if self._fragments else None,
                 "LiveContactId": None if session is None else session.contact_id,
                 "ActiveGetMedia": self._active_get_media,
                 "GetMediaCalls": self._get_media_calls,
