@@ -203,8 +203,6 @@ class Settings:
     converse_fast_poll_ms: int = field(default=10, metadata=_whole(5, 1000))
     converse_slow_poll_ms: int = field(default=100, metadata=_whole(10, 2000))
     converse_hold_after_ms: int = field(default=4000, metadata=_whole(1000, 60000))
-    table_read_timeout_ms: int = field(default=1000, metadata=_whole(100, 5000))
-    """How long a long poll's read of the turn table may take: one attempt, then the next look retries it."""
 
     # Converse path: the responder that answers a caller's turn
     responder: ResponderName = field(default="scripted", metadata=_one_of(ResponderName))

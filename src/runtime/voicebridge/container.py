@@ -155,34 +155,21 @@ def cartesia_api_key() -> str:
     return _once(("cartesia_api_key", arn), lambda: read_api_key(arn, client("secretsmanager")))
 
 
-def turn_store(*, polling: bool = False) -> TurnStore:
-    """The DynamoDB turn table: turns and the consumer's checkpoints.
-
-    ``polling`` gives the long polls' own: each read is one attempt of at most ``TABLE_READ_TIMEOUT_MS``, and the
-    poll's next look is its retry, so a stalled read cannot carry the invocation past Connect's 8 s
-    (:mod:`voicebridge.polls.longpoll`)."""
+def turn_store() -> TurnStore:
+    """The DynamoDB turn table: turns and the consumer's checkpoints."""
     from voicebridge.store.turns import TurnStore
 
     config = settings()
     return _once(
-        ("turn_store", polling),
-        lambda: TurnStore(config.turn_table, table_client(polling=polling), ttl_days=config.turn_ttl_days),
+        ("turn_store",), lambda: TurnStore(config.turn_table, client("dynamodb"), ttl_days=config.turn_ttl_days)
     )
 
 
-def table_client(*, polling: bool = False) -> DynamoDBClient:
-    """The turn table's client: botocore's retries, or (``polling``) one attempt of ``TABLE_READ_TIMEOUT_MS``."""
-    if polling:
-        return client("dynamodb", read_timeout=settings().table_read_timeout_ms / 1000, retries=0)
-    return client("dynamodb")
-
-
-def reply_store(*, polling: bool = False) -> ReplyStore:
-    """The agent's replies, their status and the conversation's history, in the turn table (``polling``: as
-    :func:`turn_store`)."""
+def reply_store() -> ReplyStore:
+    """The agent's replies, their status and the conversation's history, in the turn table."""
     from voicebridge.store.replies import ReplyStore
 
-    return _once(("reply_store", polling), lambda: ReplyStore(turn_store(polling=polling)))
+    return _once(("reply_store",), lambda: ReplyStore(turn_store()))
 
 
 def prompt_store() -> PromptStore:

@@ -92,8 +92,6 @@ def stubbed_aws() -> Iterator[StubbedAws]:
         for name, value in ENVIRONMENT.items():
             patch.setenv(name, value)
         container.reset()
-        # The long polls' table client is the stubbed one too: one stub answers whichever handler asks.
-        patch.setattr(container, "table_client", lambda polling=False: container.client("dynamodb"))
         try:
             for service, options in CLIENTS.items():
                 aws._add(service, container.client(service, **options))

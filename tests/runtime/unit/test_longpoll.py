@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 
 from tests.fixtures.clock import ManualClock
-from voicebridge.errors import StorageError
 from voicebridge.polls.longpoll import LongPoll
 from voicebridge.polls.next_segment import next_to_play
 from voicebridge.polls.next_turn import await_turn
@@ -97,51 +96,3 @@ def test_a_poll_with_no_wait_looks_once_and_answers() -> None:
 
     assert not poll.pause(0.1)
     assert poll.waited_ms == pytest.approx(10)
-
-
-class FlakyTurns(SlowTurns):
-    """A turn store whose reads fail as ``failures`` says, in order (True: this read fails), then find ``turn``."""
-
-    def __init__(self, clock: ManualClock, failures: list[bool], turn: Any) -> None:
-        super().__init__(clock, 0.05)
-        self.failures, self.turn = failures, turn
-
-    def turns_after(self, contact_id: str, **_: Any) -> list[Any]:
-        super().turns_after(contact_id)
-        if self.failures and self.failures.pop(0):
-            raise StorageError("turn table unreachable (ReadTimeoutError)")
-        return [] if self.failures else [self.turn]
-
-
-def test_a_read_that_fails_once_the_poll_has_looked_is_retried_by_the_next_look_inside_the_wait() -> None:
-    clock = ManualClock(start=0.0)
-    turns = FlakyTurns(clock, [False, True, True, False], turn="turn 4")
-
-    turn, waited_ms = await_turn(
-        "contact",
-        {"AfterTurn": "3", "MaxWaitMs": "2000"},
-        store=turns,  # type: ignore[arg-type]
-        max_wait_ms=7000,
-        poll_interval_ms=100,
-        remaining_ms=None,
-        clock=clock,
-    )
-
-    assert turn == "turn 4" and turns.looks == 4 and waited_ms <= 2000
-
-
-def test_a_table_that_refuses_the_first_look_is_an_error_at_once() -> None:
-    clock = ManualClock(start=0.0)
-    turns = FlakyTurns(clock, [True, False], turn="turn 4")
-
-    with pytest.raises(StorageError):
-        await_turn(
-            "contact",
-            {"AfterTurn": "3", "MaxWaitMs": "2000"},
-            store=turns,  # type: ignore[arg-type]
-            max_wait_ms=7000,
-            poll_interval_ms=100,
-            remaining_ms=None,
-            clock=clock,
-        )
-    assert turns.looks == 1 and clock.monotonic() < 0.1

@@ -26,7 +26,7 @@ from voicebridge.telemetry import metrics
 def _await(event: ContactFlowEvent, context: Any) -> dict[str, str]:
     entered = time.monotonic()
     remaining = context.get_remaining_time_in_millis() if hasattr(context, "get_remaining_time_in_millis") else None
-    store = container.turn_store(polling=True)
+    store = container.turn_store()
     turn, waited_ms = await_turn(
         event.contact_id,
         event.parameters,

@@ -37,11 +37,11 @@ def _converse(event: ContactFlowEvent, context: Any) -> dict[str, str]:
     entered = time.monotonic()
     config = container.settings()
     remaining = context.get_remaining_time_in_millis() if hasattr(context, "get_remaining_time_in_millis") else None
-    turns = container.turn_store(polling=True)
+    turns = container.turn_store()
     found = next_to_play(
         event.contact_id,
         event.parameters,
-        replies=container.reply_store(polling=True),
+        replies=container.reply_store(),
         turns=turns,
         max_wait_ms=config.converse_max_wait_ms,
         fast_poll_ms=config.converse_fast_poll_ms,

@@ -14,13 +14,6 @@ look so far, would end past the deadline::
             return found
         if not poll.pause(0.1):
             return None  # the wait is over
-
-A look may tolerate a failure once one has succeeded (``poll.look(tolerate=StorageError)``): the table slow or refusing
-for a moment costs that look, the next one retries it, and the answer still comes within the wait. The long polls' table client makes
-one attempt per read with a short read timeout (``TABLE_READ_TIMEOUT_MS``), so one stalled read cannot carry the
-invocation past Connect's 8 s: AWS's guidance for latency-aware DynamoDB clients is a request timeout near the
-application's budget and retries it can afford ("Tuning AWS Java SDK HTTP request settings for latency-aware Amazon
-DynamoDB applications", AWS Database Blog).
 """
 
 from __future__ import annotations
@@ -64,25 +57,13 @@ class LongPoll:
         self.started = clock.monotonic() if started is None else started
         self.deadline = self.started + max(wait_ms, 0) / 1000
         self._slowest = 0.0
-        self.looked = False
-        """Whether a look has succeeded."""
-        self.failed: Exception | None = None
-        """What the last look failed with, None when it succeeded."""
 
     @contextmanager
-    def look(self, *, tolerate: type[Exception] | None = None) -> Iterator[None]:
-        """Time one look at what is waited for. Once a look has succeeded, a ``tolerate`` failure ends the look and
-        is kept in :attr:`failed`: the next look is its retry, inside the wait. A first look that fails raises (the
-        table refusing from the start is an error to answer at once)."""
+    def look(self) -> Iterator[None]:
+        """Time one look at what is waited for."""
         began = self._clock.monotonic()
         try:
             yield
-        except Exception as exc:
-            if tolerate is None or not isinstance(exc, tolerate) or not self.looked:
-                raise
-            self.failed = exc
-        else:
-            self.looked, self.failed = True, None
         finally:
             self._slowest = max(self._slowest, self._clock.monotonic() - began)
 

@@ -34,7 +34,6 @@ from typing import Any
 from voicebridge.clock import SYSTEM_CLOCK, Clock
 from voicebridge.connect.events import whole_number
 from voicebridge.conversation import Action
-from voicebridge.errors import StorageError
 from voicebridge.polls.longpoll import LongPoll
 from voicebridge.polls.next_turn import caller_speaking_ms, require_listening
 from voicebridge.store.replies import ReplyStatus, ReplyStore, Segment
@@ -93,8 +92,7 @@ def next_to_play(
     checked_listening = False
     status: ReplyStatus | None = None
     while True:
-        found: Next | None = None
-        with poll.look(tolerate=StorageError):
+        with poll.look():
             status = replies.status(contact_id)
             found = _next(contact_id, status, turn, played, replies)
             if _continues(found, turn) and caller_speaking_ms(turns, contact_id) is not None:
@@ -110,7 +108,7 @@ def next_to_play(
         if not poll.pause((fast_poll_ms if hurried else slow_poll_ms) / 1000):
             thinking = _thinking(status, turn, played, clock.time())
             if thinking is None and poll.spare_look():
-                with poll.look(tolerate=StorageError):
+                with poll.look():
                     thinking = _unanswered(turns, contact_id, status, turn, clock.time())
             return Next(waited_ms=poll.waited_ms, thinking=thinking)
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from voicebridge.clock import SYSTEM_CLOCK, Clock
 from voicebridge.connect.events import whole_number
-from voicebridge.errors import NotListening, StorageError
+from voicebridge.errors import NotListening
 from voicebridge.polls.longpoll import LongPoll
 from voicebridge.store.turns import CUSTOMER, MAX_SEQ, Turn, TurnStore
 
@@ -54,8 +54,7 @@ def await_turn(
     poll = LongPoll.asked(parameters, max_wait_ms=max_wait_ms, remaining_ms=remaining_ms, started=started, clock=clock)
     checked_session = False
     while True:
-        turns: list[Turn] = []
-        with poll.look(tolerate=StorageError):
+        with poll.look():
             turns = store.turns_after(contact_id, after=after, track=CUSTOMER, limit=1)
         if turns:
             return turns[0], poll.waited_ms
