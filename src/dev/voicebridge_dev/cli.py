@@ -34,6 +34,17 @@ def _choice(parser: argparse.ArgumentParser, flag: str, choices: tuple[str, ...]
     parser.add_argument(flag, choices=choices, default=choices[0], help=help)
 
 
+def _assignments(option: str, values: list[str]) -> dict[str, str]:
+    """``NAME=VALUE`` arguments as a mapping; ValueError, naming the option, for one that is not."""
+    assignments = {}
+    for value in values:
+        name, equals, setting = value.partition("=")
+        if not equals or not name.strip():
+            raise ValueError(f"{option} takes NAME=VALUE, got {value!r}")
+        assignments[name.strip()] = setting
+    return assignments
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="voicebridge", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -102,6 +113,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="run moto and each emulator in a process of its own, as the real services run on machines of their "
         "own (default: with --calls only); --no-service-processes keeps them all in the demo's process",
+    )
+    demo.add_argument(
+        "--function-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="set a variable on every function, over the template's (a setting of docs/configuration.md, e.g. "
+        "CONVERSE_FAST_POLL_MS=25); repeat for more",
     )
     demo.add_argument(
         "--text", default=None, help="a sentence the caller says first (spoken by the local speech engine)"
@@ -217,6 +236,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "demo":
         from voicebridge_dev.demo import run_demo
 
+        try:
+            function_env = _assignments("--function-env", args.function_env)
+        except ValueError as exc:
+            parser.error(str(exc))
+
         return run_demo(
             out=Path(args.out),
             report=args.report,
@@ -228,6 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             calls=args.calls,
             interval_ms=args.interval_ms,
             own_processes=args.service_processes,
+            function_env=function_env,
         )
     if args.command == "bench":
         return _bench(args)
@@ -358,7 +383,7 @@ def _invoke(args: argparse.Namespace) -> int:
     try:
         event = _read_json(args.event)
         overrides = _read_json(args.env_vars) if args.env_vars else {}
-        parameters = dict(item.split("=", 1) for item in args.parameter_overrides)
+        parameters = _assignments("--parameter-overrides", args.parameter_overrides)
         region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
         spec = function_spec(
             load_template(args.template),
@@ -445,8 +470,8 @@ def _flows(args: argparse.Namespace) -> int:
             prompts=args.prompts,
         )
     try:
-        outputs = args.stack or dict(item.split("=", 1) for item in args.output)
-        print(cli_render(args.path, outputs, overrides=dict(item.split("=", 1) for item in args.set)))
+        outputs = args.stack or _assignments("--output", args.output)
+        print(cli_render(args.path, outputs, overrides=_assignments("--set", args.set)))
     except (FlowError, OSError, ValueError) as exc:
         print(f"voicebridge flows render: {exc}", file=sys.stderr)
         return 2

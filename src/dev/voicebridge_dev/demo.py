@@ -25,7 +25,7 @@ import logging
 import multiprocessing
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -141,6 +141,7 @@ def run_demo(
     calls: int = 1,
     interval_ms: float = DEFAULT_INTERVAL_MS,
     own_processes: bool | None = None,
+    function_env: Mapping[str, str] | None = None,
 ) -> int:
     """Run the demo call; returns the exit status (0 when the flow ended the call or the caller hung up).
 
@@ -151,6 +152,7 @@ def run_demo(
     ``sonic_hosting`` is where the functions find Sonic, as the template's ``SonicHosting`` says: ``sagemaker`` (the
     emulator's endpoint), ``self-managed`` (its container contract, ``POST /invocations``) or ``cartesia-api``.
     ``own_processes`` runs moto and each emulator in a process of its own (None: for ``calls`` above 1 only).
+    ``function_env`` sets variables on every function (a setting of docs/configuration.md), over the template's.
     """
     own_processes = calls > 1 if own_processes is None else own_processes
     speech = load_engine(engine)
@@ -172,6 +174,7 @@ def run_demo(
             sonic_backend=SONIC_BACKENDS[sonic_hosting],
             interval_ms=interval_ms,
             own_processes=own_processes,
+            function_env=function_env,
         )
     try:
         embedded = (
@@ -203,7 +206,13 @@ def run_demo(
     )
     try:
         result, emulated = _call(
-            chosen, steps, cloud, speech, registered=embedded is None, sonic_backend=SONIC_BACKENDS[sonic_hosting]
+            chosen,
+            steps,
+            cloud,
+            speech,
+            registered=embedded is None,
+            sonic_backend=SONIC_BACKENDS[sonic_hosting],
+            function_env=function_env,
         )
     finally:
         if recogniser is not None:
@@ -297,6 +306,7 @@ def _call(
     *,
     registered: bool,
     sonic_backend: str = "sagemaker",
+    function_env: Mapping[str, str] | None = None,
 ) -> tuple[CallResult, dict[str, Any]]:
     with cloud:
         # Every function the call runs (the prompts, and the consumer's replies) asks Sonic through this backend.
@@ -304,7 +314,7 @@ def _call(
         cloud.lambdas.env["SONIC_BACKEND"] = sonic_backend
         if registered:
             _register_clips(cloud, steps)
-        emulated = _answer_with(cloud, chosen)
+        emulated = _answer_with(cloud, chosen, function_env)
         log = CallLog()
         log.subscribe(LiveTimeline())
         print(f"\n{'time':>10}  event")
@@ -356,10 +366,12 @@ def inject_scenario_faults(cloud: CloudBase, chosen: Scenario) -> None:
             cloud.inject("lex", LexFault(LexFaultKind.THROTTLE, count=chosen.responder_failures))
 
 
-def _answer_with(cloud: CloudBase, chosen: Scenario) -> dict[str, Any]:
-    """Point the consumer at the scenario's responder, inject its faults; what the emulators' timings are."""
+def _answer_with(cloud: CloudBase, chosen: Scenario, function_env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Point the consumer at the scenario's responder, set ``function_env`` on every function, inject the scenario's
+    faults; what the emulators' timings are."""
     assert cloud.lambdas is not None
     cloud.lambdas.env.update(scenario_settings(chosen))
+    cloud.lambdas.env.update(function_env or {})
     inject_scenario_faults(cloud, chosen)
     emulated = cloud.emulated_timings()
     env = cloud.service_env()
@@ -388,6 +400,7 @@ def place_calls(
     interval_s: float = DEFAULT_INTERVAL_MS / 1000,
     own_processes: bool = True,
     clock: Callable[[], Clock] = RealClock,
+    function_env: Mapping[str, str] | None = None,
 ) -> tuple[LoadRun, dict[str, Any]]:
     """``calls`` calls of the scenario on one new local cloud, the caller's clips registered with the Ink emulator so
     each turn can be checked; the run, and what the emulators' timings were.
@@ -403,7 +416,7 @@ def place_calls(
         assert cloud.lambdas is not None
         cloud.lambdas.env["SONIC_BACKEND"] = sonic_backend
         _register_clips(cloud, steps)
-        emulated = _answer_with(cloud, chosen)
+        emulated = _answer_with(cloud, chosen, function_env)
         services_cpu = cloud.cpu_seconds()
         process_cpu = time.process_time()
         run = simulate_calls(
@@ -441,6 +454,7 @@ def run_load(
     sonic_backend: str = "sagemaker",
     interval_ms: float = DEFAULT_INTERVAL_MS,
     own_processes: bool = True,
+    function_env: Mapping[str, str] | None = None,
 ) -> int:
     """``calls`` calls of the scenario at once on one local cloud, in real time; exit status 0 when
     every caller turn was delivered exactly once and no call stopped on an error."""
@@ -464,7 +478,10 @@ def run_load(
         sonic_backend=sonic_backend,
         interval_s=interval_ms / 1000,
         own_processes=own_processes,
+        function_env=function_env,
     )
+    if function_env:
+        print("function settings: " + ", ".join(f"{name}={value}" for name, value in function_env.items()))
     figures = load_figures(run)
     print(f"\n{figures['calls']} calls in {figures['wall_s']} s of wall time; ended: {figures['ended_by']}")
     print(load_table(figures))
@@ -474,6 +491,7 @@ def run_load(
             "responder": chosen.responder,
             "emulated": emulated,
             "service_processes": own_processes,
+            "function_env": dict(function_env or {}),
         }
         Path(report).parent.mkdir(parents=True, exist_ok=True)
         Path(report).write_text(json.dumps({**context, **figures}, indent=2) + "\n", encoding="utf-8")
