@@ -1,10 +1,11 @@
 """Ten calls on the line at once, through contact_flows/voice-agent.json on one local cloud: every caller turn is
 stored once as what was said and answered once, and no call stops on an error.
 
-The calls are the demo's ``--calls 10 --interval-ms 5000``, on virtual clocks and with every service in this process
-(the demo runs them in real time, each service in a process of its own, to measure; here only what was delivered is
-checked). Five seconds apart rather than the demo's three: on a shared two-core machine a burst of cold starts can
-starve a reply past ConverseFunction's 8 s, which is the machine's limit, not the product's. The Lambda emulator
+The calls are the demo's ``--calls 10 --interval-ms 5000`` on virtual clocks (the demo runs them in real time, to
+measure; here only what was delivered is checked), each service in a process of its own as in the demo: in this
+process with the calls, moto's and the emulators' work queued behind theirs on a loaded machine, and a reply could
+come past ConverseFunction's 8 s. Five seconds apart rather than the demo's three: on a shared two-core machine a burst
+of cold starts can starve a reply past that too, which is the machine's limit, not the product's. The Lambda emulator
 runs a dozen containers per function, as many as ten calls need (each call's consumer and its long-polling
 ConverseFunction); the latencies under this load are reported by the demo, not asserted here.
 """
@@ -16,6 +17,7 @@ import pytest
 from voicebridge_dev.demo import place_calls
 from voicebridge_dev.local.speech_engine import StandInSpeechEngine
 from voicebridge_dev.simulator import SCENARIOS, VirtualClock, load_clips
+from voicebridge_dev.simulator.engine import CallResult
 from voicebridge_dev.simulator.load import LoadRun, delivery, load_figures, load_table
 
 CALLS = 10
@@ -30,15 +32,20 @@ def run() -> LoadRun:
         scenario.script(load_clips()),
         StandInSpeechEngine(),
         interval_s=5.0,
-        own_processes=False,
         clock=VirtualClock,
     )
     return result
 
 
+def why(result: CallResult) -> str:
+    """What a call that went wrong ended with: its end, and its last Lambda invocations."""
+    calls = [(c.function, c.result, round(c.start, 1), round(c.end, 1), c.error) for c in result.lambda_calls[-4:]]
+    return f"{result.contact_id} ended {result.ended_by} ({result.detail}); last invocations: {calls}"
+
+
 def test_every_call_ends_where_the_caller_asked_to_go(run: LoadRun) -> None:
     assert len(run.results) == CALLS
-    assert {result.ended_by for result in run.results} == {"transferred"}
+    assert [why(result) for result in run.results if result.ended_by != "transferred"] == []
     assert len({result.contact_id for result in run.results}) == CALLS
 
 
@@ -47,7 +54,7 @@ def test_every_turn_of_every_call_is_delivered_exactly_once(run: LoadRun) -> Non
 
     for result in run.results:
         call = delivery(result)
-        assert (call.utterances, call.stored, call.heard_as_said) == (utterances,) * 3, result.contact_id
+        assert (call.utterances, call.stored, call.heard_as_said) == (utterances,) * 3, why(result)
         assert (call.duplicates, call.lost) == (0, 0), result.contact_id
         # A turn the caller followed up before its reply began is answered with the next one (barge-in).
         assert call.answered + call.superseded == utterances and call.once == utterances, result.contact_id
@@ -66,9 +73,19 @@ def test_the_figures_say_where_the_cpu_went_per_call_minute(run: LoadRun) -> Non
     cpu = load_figures(run)["cpu"]
     assert cpu["call_minutes"] > 0
     components = cpu["components"]
-    assert "this process: moto, the emulators, the simulated calls" in components
-    assert {"ConverseFunction (its containers)", "TranscribeStreamFunction (its containers)"} <= set(components)
-    for figure in components.values():
-        assert figure["cpu_s"] > 0
+    used = {
+        "ConverseFunction (its containers)",
+        "TranscribeStreamFunction (its containers)",
+        "moto for DynamoDB (its process)",
+        "KVS emulator (its process)",
+        "Ink emulator (its process)",
+        "Sonic emulator (its process)",
+        "this process: the simulated calls and the Lambda emulator's front",
+    }
+    assert used <= set(components)
+    # The services a call does not use (the Lex emulator; moto's third server, for Secrets Manager and CloudWatch)
+    # may do nothing that a process's clock can count.
+    for name, figure in components.items():
+        assert figure["cpu_s"] > 0 if name in used else figure["cpu_s"] >= 0
         assert figure["per_call_minute_s"] == pytest.approx(figure["cpu_s"] / cpu["call_minutes"], abs=0.02)
     assert "per call-minute" in load_table(load_figures(run))
