@@ -355,24 +355,40 @@ def local_cloud_process(
             child.wait()
 
 
+class ChildLines:
+    """A child process's stdout, line by line, each read with a deadline.
+
+    A pipe cannot be waited on with a timeout, so a thread reads it into a queue (and keeps draining it after).
+    """
+
+    def __init__(self, stream: IO[str], name: str) -> None:
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._pump, args=(stream,), name=f"{name}-output", daemon=True).start()
+
+    def _pump(self, stream: IO[str]) -> None:
+        for line in stream:
+            self._lines.put(line)
+        self._lines.put(None)
+
+    def next(self, timeout_s: float) -> str | None:
+        """The next line (without its end), None once the child closed its output; TimeoutError after ``timeout_s``."""
+        try:
+            line = self._lines.get(timeout=max(0.0, timeout_s))
+        except queue.Empty:
+            raise TimeoutError from None
+        return None if line is None else line.rstrip("\n")
+
+
 def _exports_of(child: subprocess.Popen[str], timeout_s: float) -> dict[str, str]:
-    """The exports ``local up`` prints, read within ``timeout_s``; a thread reads, as a pipe cannot be waited on
-    with a deadline, and keeps draining the child's output after."""
-    lines: queue.Queue[str | None] = queue.Queue()
-
-    def pump() -> None:
-        assert child.stdout is not None
-        for line in child.stdout:
-            lines.put(line)
-        lines.put(None)
-
-    threading.Thread(target=pump, name="local-up-output", daemon=True).start()
+    """The exports ``local up`` prints, read within ``timeout_s`` (its output is drained after)."""
+    assert child.stdout is not None
+    lines = ChildLines(child.stdout, "local-up")
     deadline = time.monotonic() + timeout_s
     env: dict[str, str] = {}
     while True:
         try:
-            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
-        except queue.Empty:
+            line = lines.next(deadline - time.monotonic())
+        except TimeoutError:
             raise RuntimeError(f"voicebridge local up printed no exports within {timeout_s:g} s") from None
         if line is None or line.startswith("# Ctrl-C"):
             break

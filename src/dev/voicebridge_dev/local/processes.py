@@ -1,5 +1,5 @@
-"""The local cloud with every service in a process of its own: moto, and the Sonic, KVS, Ink, Bedrock and Lex
-emulators.
+"""The local cloud with every service in a process of its own: moto (S3 and DynamoDB on servers of their own, a
+third for the rest), and the Sonic, KVS, Ink, Bedrock and Lex emulators.
 
 In one process the services share one interpreter lock with each other and with whatever drives them (the
 demo's calls), so a run of many calls measures their contention, not the product's. :class:`ProcessCloud` starts
@@ -24,7 +24,6 @@ import base64
 import http.client
 import json
 import logging
-import queue
 import subprocess
 import sys
 import threading
@@ -35,7 +34,7 @@ from pathlib import Path
 from typing import IO, Any, Self
 from urllib.parse import urlsplit
 
-from voicebridge_dev.local.cloud import LOCAL_API_KEY, CloudBase, moto_server, service_env
+from voicebridge_dev.local.cloud import LOCAL_API_KEY, ChildLines, CloudBase, moto_server, service_env
 from voicebridge_dev.local.kvs import AGENT_TRACK, CUSTOMER_TRACK, EMULATED_INSTANCE_ID, KvsEmulatorError
 from voicebridge_dev.local.kvs.matroska import BLOCK_BYTES
 from voicebridge_dev.local.kvs.streams import ContactStart
@@ -43,7 +42,6 @@ from voicebridge_dev.local.service import CONTROL_PREFIX, LocalService
 
 __all__ = [
     "SERVICES",
-    "ChildLines",
     "ControlClient",
     "ProcessCloud",
     "RemoteEmulator",
@@ -169,30 +167,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 # -- the parent's side --
-
-
-class ChildLines:
-    """A child process's stdout, line by line, each read with a deadline.
-
-    A pipe cannot be waited on with a timeout, so a thread reads it into a queue (and keeps draining it after).
-    """
-
-    def __init__(self, stream: IO[str], name: str) -> None:
-        self._lines: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._pump, args=(stream,), name=f"{name}-output", daemon=True).start()
-
-    def _pump(self, stream: IO[str]) -> None:
-        for line in stream:
-            self._lines.put(line)
-        self._lines.put(None)
-
-    def next(self, timeout_s: float) -> str | None:
-        """The next line (without its end), None once the child closed its output; TimeoutError after ``timeout_s``."""
-        try:
-            line = self._lines.get(timeout=max(0.0, timeout_s))
-        except queue.Empty:
-            raise TimeoutError from None
-        return None if line is None else line.rstrip("\n")
 
 
 class ServiceProcess(LocalService):
@@ -450,6 +424,7 @@ class RemoteKvs(RemoteEmulator):
 
 class ProcessCloud(CloudBase):
     """The local cloud with moto and each emulator in a process of its own, and the Lambda emulator in this one.
+    S3 and DynamoDB have a moto server each (:meth:`moto_endpoint`); ``lambda_concurrency`` is as LocalCloud's.
 
     It takes :class:`~voicebridge_dev.local.cloud.LocalCloud`'s settings, the speech engine and the recognition by
     name (``recognition``: ``registered``, ``pocketsphinx`` or ``auto``), and the children's logs go to ``stderr``.
