@@ -39,7 +39,10 @@ def run() -> LoadRun:
 
 def why(result: CallResult) -> str:
     """What a call that went wrong ended with: its end, and its last Lambda invocations."""
-    calls = [(c.function, c.result, round(c.start, 1), round(c.end, 1), c.error) for c in result.lambda_calls[-4:]]
+    calls = [
+        (c.function, c.result, round(c.start, 1), round(c.end, 1), c.error, (c.response or {}).get("ErrorMessage"))
+        for c in result.lambda_calls[-4:]
+    ]
     return f"{result.contact_id} ended {result.ended_by} ({result.detail}); last invocations: {calls}"
 
 
