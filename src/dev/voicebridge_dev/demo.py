@@ -309,12 +309,9 @@ def _call(
     function_env: Mapping[str, str] | None = None,
 ) -> tuple[CallResult, dict[str, Any]]:
     with cloud:
-        # Every function the call runs (the prompts, and the consumer's replies) asks Sonic through this backend.
-        assert cloud.lambdas is not None
-        cloud.lambdas.env["SONIC_BACKEND"] = sonic_backend
-        if registered:
-            _register_clips(cloud, steps)
-        emulated = _answer_with(cloud, chosen, function_env)
+        emulated = _prepare(
+            cloud, chosen, steps, registered=registered, sonic_backend=sonic_backend, function_env=function_env
+        )
         log = CallLog()
         log.subscribe(LiveTimeline())
         print(f"\n{'time':>10}  event")
@@ -334,11 +331,26 @@ def _call(
     return result, emulated
 
 
-def _register_clips(cloud: CloudBase, steps: list[Step]) -> None:
-    """The Ink emulator hears each of the caller's clips as its own transcript, exactly."""
-    for step in steps:
-        if isinstance(step, Say):
-            cloud.register_transcript(step.clip.pcm, step.clip.transcript)
+def _prepare(
+    cloud: CloudBase,
+    chosen: Scenario,
+    steps: list[Step],
+    *,
+    registered: bool,
+    sonic_backend: str,
+    function_env: Mapping[str, str] | None,
+) -> dict[str, Any]:
+    """Ready a started cloud for the scenario's calls; what the emulators' timings are (:func:`_answer_with`).
+
+    Every function (the prompts, and the consumer's replies) asks Sonic through ``sonic_backend``; with
+    ``registered`` the Ink emulator hears each of the caller's clips as its own transcript, exactly."""
+    assert cloud.lambdas is not None
+    cloud.lambdas.env["SONIC_BACKEND"] = sonic_backend
+    if registered:
+        for step in steps:
+            if isinstance(step, Say):
+                cloud.register_transcript(step.clip.pcm, step.clip.transcript)
+    return _answer_with(cloud, chosen, function_env)
 
 
 def scenario_settings(chosen: Scenario) -> dict[str, str]:
@@ -414,9 +426,9 @@ def place_calls(
     """
     with local_cloud(speech, own_processes=own_processes, calls=calls) as cloud:
         assert cloud.lambdas is not None
-        cloud.lambdas.env["SONIC_BACKEND"] = sonic_backend
-        _register_clips(cloud, steps)
-        emulated = _answer_with(cloud, chosen, function_env)
+        emulated = _prepare(
+            cloud, chosen, steps, registered=True, sonic_backend=sonic_backend, function_env=function_env
+        )
         services_cpu = cloud.cpu_seconds()
         process_cpu = time.process_time()
         run = simulate_calls(
@@ -470,6 +482,8 @@ def run_load(
         else "services: moto and every emulator in this process, with the simulated calls"
     )
     print(f"Lambda emulator: at most {containers_for(calls)} containers per function (the calls, and two more)")
+    if function_env:
+        print("function settings: " + ", ".join(f"{name}={value}" for name, value in function_env.items()))
     run, emulated = place_calls(
         calls,
         chosen,
@@ -480,8 +494,6 @@ def run_load(
         own_processes=own_processes,
         function_env=function_env,
     )
-    if function_env:
-        print("function settings: " + ", ".join(f"{name}={value}" for name, value in function_env.items()))
     figures = load_figures(run)
     print(f"\n{figures['calls']} calls in {figures['wall_s']} s of wall time; ended: {figures['ended_by']}")
     print(load_table(figures))

@@ -170,19 +170,24 @@ class Status:
         return self._status
 
 
-def waited(status: ReplyStatus | None, turn: int, segment: int, stored: tuple[Turn, ...] = ()) -> Next:
-    clock = ManualClock(start=0.0, epoch=1_764_000_010.0)
+def poll(replies: Any, turns: Any, *, turn: int, segment: int, clock: ManualClock | None = None) -> Next:
+    """ConverseFunction's poll after ``segment`` of ``turn``, a 500 ms wait on a clock the test moves."""
     return next_to_play(
         CONTACT,
         {"TurnIndex": str(turn), "Segment": str(segment), "MaxWaitMs": "500"},
-        replies=Status(status),  # type: ignore[arg-type]
-        turns=Checkpoints(checkpoint(speaking_since_ms=0, heartbeat_at_ms=10**15), 0, stored),  # type: ignore[arg-type]
+        replies=replies,
+        turns=turns,
         max_wait_ms=6000,
         fast_poll_ms=20,
         slow_poll_ms=100,
         remaining_ms=None,
-        clock=clock,
+        clock=clock or ManualClock(start=0.0, epoch=1_764_000_010.0),
     )
+
+
+def waited(status: ReplyStatus | None, turn: int, segment: int, stored: tuple[Turn, ...] = ()) -> Next:
+    turns = Checkpoints(checkpoint(speaking_since_ms=0, heartbeat_at_ms=10**15), 0, stored)
+    return poll(Status(status), turns, turn=turn, segment=segment)
 
 
 NOW_MS = 1_764_000_010_500
@@ -222,17 +227,7 @@ def test_a_poll_whose_table_is_slow_answers_timeout_on_time_rather_than_look_for
             return None
 
     turns = Checkpoints(checkpoint(speaking_since_ms=0, heartbeat_at_ms=10**15), 0, (stored_turn(3, NOW_MS),))
-    found = next_to_play(
-        CONTACT,
-        {"TurnIndex": "2", "Segment": "2", "MaxWaitMs": "500"},
-        replies=SlowStatus(None),  # type: ignore[arg-type]
-        turns=turns,  # type: ignore[arg-type]
-        max_wait_ms=6000,
-        fast_poll_ms=20,
-        slow_poll_ms=100,
-        remaining_ms=None,
-        clock=clock,
-    )
+    found = poll(SlowStatus(None), turns, turn=2, segment=2, clock=clock)
     assert found.timed_out and found.thinking is None and turns.turn_reads == 0
     assert found.waited_ms <= 500 + 150
 
@@ -328,18 +323,7 @@ class Ready(Status):
 
 
 def played(turns: Speaking, *, turn: int = 3, segment: int = 0) -> Next:
-    clock = ManualClock(start=0.0, epoch=1_764_000_010.0)
-    return next_to_play(
-        CONTACT,
-        {"TurnIndex": str(turn), "Segment": str(segment), "MaxWaitMs": "500"},
-        replies=Ready(),  # type: ignore[arg-type]
-        turns=turns,  # type: ignore[arg-type]
-        max_wait_ms=6000,
-        fast_poll_ms=20,
-        slow_poll_ms=100,
-        remaining_ms=None,
-        clock=clock,
-    )
+    return poll(Ready(), turns, turn=turn, segment=segment)
 
 
 def test_the_next_sentence_of_a_reply_is_not_said_over_a_caller_who_began_speaking() -> None:

@@ -194,7 +194,7 @@ class CloudBase(LocalService):
                     raise
 
 
-def service_env(
+def emulator_env(
     *, sonic: str, kvs: str, ink: str, bedrock: str, lex: str, model_id: str, bot: tuple[str, str, str]
 ) -> dict[str, str]:
     """The variables naming the emulators' URLs, the model the Bedrock emulator serves and the Lex emulator's bot
@@ -289,7 +289,7 @@ class LocalCloud(CloudBase):
             self._moto = None
 
     def service_env(self) -> dict[str, str]:
-        return service_env(
+        return emulator_env(
             sonic=self.sonic.url,
             kvs=self.kvs.url,
             ink=self.ink.url,

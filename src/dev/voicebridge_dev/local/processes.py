@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import IO, Any, Self
 from urllib.parse import urlsplit
 
-from voicebridge_dev.local.cloud import LOCAL_API_KEY, ChildLines, CloudBase, moto_server, service_env
+from voicebridge_dev.local.cloud import LOCAL_API_KEY, ChildLines, CloudBase, emulator_env, moto_server
 from voicebridge_dev.local.kvs import AGENT_TRACK, CUSTOMER_TRACK, EMULATED_INSTANCE_ID, KvsEmulatorError
 from voicebridge_dev.local.kvs.matroska import BLOCK_BYTES
 from voicebridge_dev.local.kvs.streams import ContactStart
@@ -273,10 +273,9 @@ class ControlClient:
 
     def call(self, method: str, path: str, body: Any = None) -> Any:
         """``method path`` with ``body`` as JSON; the decoded answer."""
-        route = path
         payload = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": "application/json"}
-        for reused in (True, False):
+        while True:
             connection, fresh = self._connection()
             try:
                 connection.request(method, path, body=payload, headers=headers)
@@ -284,14 +283,14 @@ class ControlClient:
                 data = answer.read()
                 break
             except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as exc:
-                # A kept-alive connection the server had closed before reading this request: once more on a new
-                # one. Any other failure, or one on a new connection, may have reached the service.
+                # A kept-alive connection the server had closed before reading this request: once more, on a new
+                # one (the next is new). A failure on a new connection may have reached the service.
                 self._drop()
-                if fresh or not reused:
-                    raise RemoteServiceError(f"{self.url}: {route}: {exc or type(exc).__name__}") from None
+                if fresh:
+                    raise RemoteServiceError(f"{self.url}: {path}: {exc or type(exc).__name__}") from None
             except (OSError, http.client.HTTPException) as exc:
                 self._drop()
-                raise RemoteServiceError(f"{self.url}: {route}: {exc or type(exc).__name__}") from None
+                raise RemoteServiceError(f"{self.url}: {path}: {exc or type(exc).__name__}") from None
         try:
             decoded = json.loads(data or b"null")
         except ValueError:
@@ -319,11 +318,9 @@ class ControlClient:
 class RemoteEmulator:
     """An emulator in another process, seen through its control plane."""
 
-    def __init__(self, process: ServiceProcess) -> None:
-        self.process = process
+    def __init__(self, process: ServiceProcess, *, refused: Callable[[str], Exception] = RemoteServiceError) -> None:
         self.url = process.url
-        self.facts = process.facts
-        self.control = ControlClient(process.url)
+        self.control = ControlClient(process.url, refused=refused)
 
     def inject(self, fault: Any) -> None:
         """Queue ``fault`` (any emulator's fault with ``to_json``) behind those already injected."""
@@ -411,8 +408,7 @@ class RemoteKvs(RemoteEmulator):
     """The KVS emulator in another process, as the flow simulator streams a contact's media to it."""
 
     def __init__(self, process: ServiceProcess) -> None:
-        super().__init__(process)
-        self.control = ControlClient(process.url, refused=KvsEmulatorError)
+        super().__init__(process, refused=KvsEmulatorError)
 
     def create_stream(self, name: str) -> str:
         """Create a stream as Connect would, with Kinesis Video Streams' CreateStream; returns its ARN."""
@@ -468,7 +464,6 @@ class ProcessCloud(CloudBase):
         self.processes = {name: ServiceProcess(name, options[name], stderr=stderr) for name in SERVICES}
         self._faces: dict[str, RemoteEmulator] = {}
         self._kvs: RemoteKvs | None = None
-        self._cpu_at_start: dict[str, float] = {}
 
     def start(self) -> Self:
         try:
@@ -503,7 +498,7 @@ class ProcessCloud(CloudBase):
 
     def service_env(self) -> dict[str, str]:
         lex = self.processes["lex"].facts
-        return service_env(
+        return emulator_env(
             sonic=self.processes["sonic"].url,
             kvs=self.processes["kvs"].url,
             ink=self.processes["ink"].url,
