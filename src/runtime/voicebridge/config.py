@@ -35,6 +35,7 @@ InkMode = Literal["turns", "manual"]
 InkCatchUp = Literal["skip-silence", "off"]
 """How an Ink session behind the stream gets back to live: by dropping long silences from the backlog, or not."""
 ResponderName = Literal["scripted", "bedrock", "lex", "lambda"]
+RedactionMode = Literal["off", "builtin", "comprehend"]
 OnOff = Literal["on", "off"]
 TrueFalse = Literal["true", "false"]
 DEFAULT_SYSTEM_PROMPT = (
@@ -44,6 +45,54 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 CARTESIA_API_URL = "https://api.cartesia.ai"
 """Used when CARTESIA_BASE_URL is empty: the SDK itself would take an empty variable as the URL."""
+PII_ENTITY_TYPES = frozenset(
+    {
+        "BANK_ACCOUNT_NUMBER",
+        "BANK_ROUTING",
+        "CREDIT_DEBIT_NUMBER",
+        "CREDIT_DEBIT_CVV",
+        "CREDIT_DEBIT_EXPIRY",
+        "PIN",
+        "EMAIL",
+        "ADDRESS",
+        "NAME",
+        "PHONE",
+        "SSN",
+        "DATE_TIME",
+        "PASSPORT_NUMBER",
+        "DRIVER_ID",
+        "URL",
+        "AGE",
+        "USERNAME",
+        "PASSWORD",
+        "AWS_ACCESS_KEY",
+        "AWS_SECRET_KEY",
+        "IP_ADDRESS",
+        "MAC_ADDRESS",
+        "ALL",
+        "LICENSE_PLATE",
+        "VEHICLE_IDENTIFICATION_NUMBER",
+        "UK_NATIONAL_INSURANCE_NUMBER",
+        "CA_SOCIAL_INSURANCE_NUMBER",
+        "US_INDIVIDUAL_TAX_IDENTIFICATION_NUMBER",
+        "UK_UNIQUE_TAXPAYER_REFERENCE_NUMBER",
+        "IN_PERMANENT_ACCOUNT_NUMBER",
+        "IN_NREGA",
+        "INTERNATIONAL_BANK_ACCOUNT_NUMBER",
+        "SWIFT_CODE",
+        "UK_NATIONAL_HEALTH_SERVICE_NUMBER",
+        "CA_HEALTH_NUMBER",
+        "IN_AADHAAR",
+        "IN_VOTER_NUMBER",
+    }
+)
+"""Comprehend's ``PiiEntityType`` values (botocore's ``comprehend`` 2017-11-27 service model; a test compares)."""
+DEFAULT_PII_ENTITY_TYPES = (
+    "CREDIT_DEBIT_NUMBER,CREDIT_DEBIT_CVV,CREDIT_DEBIT_EXPIRY,SSN,EMAIL,PHONE,BANK_ACCOUNT_NUMBER,BANK_ROUTING,PIN,"
+    "PASSWORD"
+)
+COMPREHEND_PII_LANGUAGES = frozenset({"en", "es"})
+"""The languages DetectPiiEntities takes: "English (en) or Spanish (es)" (the request's ``LanguageCode``)."""
 _SONIC_RATES = frozenset({8000, 16000, 22050, 24000, 44100, 48000})
 _WHOLE_NUMBER = re.compile(r"[+-]?\d+(?:_\d+)*(?:\.0*)?")
 """What a variable may hold for a whole-number setting: ``16000``, ``16_000``, ``+16000`` or ``16000.0``."""
@@ -142,6 +191,19 @@ def _matching(pattern: str, meaning: str) -> dict[str, Check]:
     return _checked_by(check)
 
 
+def _entity_types(value: Any) -> tuple[str, ...]:
+    """Comprehend PII entity types separated by commas (``CREDIT_DEBIT_NUMBER,SSN``), or ``ALL``."""
+    if isinstance(value, tuple):
+        value = ",".join(value)
+    chosen = tuple(dict.fromkeys(part.strip().upper() for part in _text(value).split(",") if part.strip()))
+    unknown = [kind for kind in chosen if kind not in PII_ENTITY_TYPES]
+    if unknown:
+        raise ValueError(f"{', '.join(unknown)} {'is not a' if len(unknown) == 1 else 'are not'} PII entity type")
+    if not chosen:
+        raise ValueError("must name at least one PII entity type")
+    return chosen
+
+
 def _intent_actions(value: Any) -> tuple[tuple[str, Action], ...]:
     """``Intent=Action`` pairs separated by commas (``TransferToAgent=Transfer,Goodbye=Hangup``)."""
     if isinstance(value, tuple):
@@ -204,6 +266,19 @@ class Settings:
     converse_slow_poll_ms: int = field(default=100, metadata=_whole(10, 2000))
     converse_hold_after_ms: int = field(default=4000, metadata=_whole(1000, 60000))
 
+    # What is kept of a call: redaction, and the record written when listening ends
+    redact_transcripts: RedactionMode = field(default="builtin", metadata=_one_of(RedactionMode))
+    redact_entity_types: tuple[str, ...] = field(
+        default=tuple(DEFAULT_PII_ENTITY_TYPES.split(",")), metadata=_checked_by(_entity_types)
+    )
+    """The Comprehend types ``comprehend`` redacts."""
+    record_bucket: str = ""
+    """Where call records go (``records/YYYY/MM/DD/<contact-id>.json``); empty: no record is written."""
+    record_prefix: str = field(default="records/", metadata=_checked_by(_prefix))
+    record_kms_key_id: str = ""
+    """The customer-managed KMS key records are encrypted with; empty: the AWS managed key for S3 (``aws/s3``)."""
+    record_event_bus: str = "default"
+
     # Converse path: the responder that answers a caller's turn
     responder: ResponderName = field(default="scripted", metadata=_one_of(ResponderName))
     responder_rules: str = ""
@@ -251,6 +326,11 @@ class Settings:
         problems.extend(_responder_problems(self))
         problems.extend(_sonic_problems(self))
         problems.extend(_key_problems(self))
+        if self.redact_transcripts == "comprehend" and self.ink_language.split("-")[0] not in COMPREHEND_PII_LANGUAGES:
+            problems.append(
+                f"REDACT_TRANSCRIPTS: comprehend finds PII in English and Spanish only, not INK_LANGUAGE "
+                f"{self.ink_language!r}; use builtin"
+            )
         if problems:
             raise ConfigurationError(f"invalid configuration: {'; '.join(problems)}")
 

@@ -25,7 +25,9 @@ if TYPE_CHECKING:
     # Type stubs only: the functions' artifacts do not ship them.
     from botocore.client import BaseClient
     from types_boto3_bedrock_runtime.client import BedrockRuntimeClient
+    from types_boto3_comprehend.client import ComprehendClient
     from types_boto3_dynamodb.client import DynamoDBClient
+    from types_boto3_events.client import EventBridgeClient
     from types_boto3_kinesis_video_media.client import KinesisVideoMediaClient
     from types_boto3_kinesisvideo.client import KinesisVideoClient
     from types_boto3_lambda.client import LambdaClient
@@ -34,12 +36,14 @@ if TYPE_CHECKING:
     from types_boto3_sagemaker_runtime.client import SageMakerRuntimeClient
     from types_boto3_secretsmanager.client import SecretsManagerClient
 
+    from voicebridge.call.record import CallRecorder
     from voicebridge.config import Settings
     from voicebridge.converse.responder import Responder
     from voicebridge.converse.worker import ReplyWorker
     from voicebridge.ink.session import InkSession, TurnListener
     from voicebridge.ink.transcriber import MetricSink
     from voicebridge.kvs.media import MediaSource
+    from voicebridge.redaction import Redactor
     from voicebridge.sonic.request import RequestSettings
     from voicebridge.sonic.synthesizer import Synthesizer
     from voicebridge.store.prompts import PromptStore
@@ -49,7 +53,9 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 Service = Literal[
     "bedrock-runtime",
+    "comprehend",
     "dynamodb",
+    "events",
     "kinesis-video-media",
     "kinesisvideo",
     "lambda",
@@ -103,7 +109,11 @@ def settings() -> Settings:
 @overload
 def client(service: Literal["bedrock-runtime"], **options: Unpack[ClientOptions]) -> BedrockRuntimeClient: ...
 @overload
+def client(service: Literal["comprehend"], **options: Unpack[ClientOptions]) -> ComprehendClient: ...
+@overload
 def client(service: Literal["dynamodb"], **options: Unpack[ClientOptions]) -> DynamoDBClient: ...
+@overload
+def client(service: Literal["events"], **options: Unpack[ClientOptions]) -> EventBridgeClient: ...
 @overload
 def client(service: Literal["kinesis-video-media"], **options: Unpack[ClientOptions]) -> KinesisVideoMediaClient: ...
 @overload
@@ -162,6 +172,59 @@ def turn_store() -> TurnStore:
     config = settings()
     return _once(
         ("turn_store",), lambda: TurnStore(config.turn_table, client("dynamodb"), ttl_days=config.turn_ttl_days)
+    )
+
+
+def redactor() -> Redactor:
+    """The redactor ``REDACT_TRANSCRIPTS`` names; Comprehend's with its client, counting ``RedactionFallbacks``
+    when a request fails and the built-in redactor stands in."""
+
+    def build() -> Redactor:
+        from voicebridge.redaction import BuiltinRedactor, NoRedaction
+
+        config = settings()
+        if config.redact_transcripts == "off":
+            return NoRedaction()
+        if config.redact_transcripts == "builtin":
+            return BuiltinRedactor()
+        from aws_lambda_powertools.metrics import MetricUnit
+
+        from voicebridge.redaction.comprehend import ComprehendRedactor
+        from voicebridge.telemetry import logger, metrics
+
+        def fell_back(why: str) -> None:
+            logger.warning("Comprehend did not answer; the built-in redactor stood in", reason=why)
+            metrics.add_metric(name="RedactionFallbacks", unit=MetricUnit.Count, value=1)
+
+        return ComprehendRedactor(
+            client("comprehend", read_timeout=2.0, retries=1),
+            language=config.ink_language.split("-")[0],
+            entity_types=config.redact_entity_types,
+            on_fallback=fell_back,
+        )
+
+    return _once(("redactor",), build)
+
+
+def call_recorder() -> CallRecorder:
+    """Writes each contact's record when listening ends (RECORD_BUCKET; none without it) and redacts the table."""
+    from voicebridge.call.record import CallRecorder, RecordSettings
+
+    config = settings()
+    return _once(
+        ("call_recorder",),
+        lambda: CallRecorder(
+            RecordSettings(
+                bucket=config.record_bucket,
+                prefix=config.record_prefix,
+                kms_key_id=config.record_kms_key_id,
+                event_bus=config.record_event_bus,
+            ),
+            turn_store(),
+            client("s3"),
+            client("events"),
+            redactor(),
+        ),
     )
 
 

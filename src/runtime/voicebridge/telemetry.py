@@ -8,17 +8,23 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 
 from aws_lambda_powertools import Logger, Metrics
+
+from voicebridge.redaction.logs import RedactingFilter, redacting
 
 NAMESPACE = "VoiceBridge"
 
 # ASCII-escaped JSON: a value holding a lone surrogate (a malformed event, an exception quoting one) is still written,
 # as \udXXX, instead of the whole line failing to encode.
-logger = Logger(
-    service="voicebridge",
-    json_serializer=functools.partial(json.dumps, separators=(",", ":"), ensure_ascii=True, default=str),
-)
+_dumps = functools.partial(json.dumps, separators=(",", ":"), ensure_ascii=True, default=str)
+# What a caller says must reach no log, at any level: read here, before the settings, since logging starts first.
+REDACT_LOGS = os.environ.get("REDACT_TRANSCRIPTS", "builtin").strip().lower() != "off"
+logger = Logger(service="voicebridge", json_serializer=redacting(_dumps) if REDACT_LOGS else _dumps)
+if REDACT_LOGS:
+    for _handler in logging.getLogger().handlers:
+        _handler.addFilter(RedactingFilter())
 
 # botocore logs whole responses at DEBUG, GetSecretValue's included: the Cartesia key must never reach a log.
 logging.getLogger("botocore.parsers").setLevel(logging.INFO)

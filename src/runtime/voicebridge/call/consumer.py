@@ -17,7 +17,8 @@ Each invocation owns the contact for one *generation* (recorded in the checkpoin
    ended), when the stream carries another contact, or on a configuration error, recording why;
 5. beats its heart in the checkpoint every few seconds, so a dead consumer can be told from a live one;
 6. when the Lambda's time is short, waits for a quiet moment (nothing unsettled), invokes its successor, and only
-   once that invocation is accepted hands the checkpoint over to it: the next invocation continues exactly there.
+   once that invocation is accepted hands the checkpoint over to it: the next invocation continues exactly there;
+7. when listening ends (not at a hand-over), writes the contact's call record (:mod:`voicebridge.call.record`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from voicebridge.backoff import Backoff
 from voicebridge.call.heartbeat import Heartbeat
+from voicebridge.call.record import CallRecorder
 from voicebridge.call.speaking import SpeakingMarks
 from voicebridge.clock import SYSTEM_CLOCK, Clock
 from voicebridge.config import InkCatchUp, InkMode, Settings
@@ -131,6 +133,7 @@ class StreamConsumer:
         media: Callable[[str], MediaSource],
         clock: Clock = SYSTEM_CLOCK,
         replier: Callable[[Checkpoint, MetricSink], ReplyWorker] | None = None,
+        recorder: Callable[[], CallRecorder] | None = None,
     ) -> None:
         self._settings = settings
         self._store = store
@@ -142,6 +145,7 @@ class StreamConsumer:
         self._media = media
         self._clock = clock
         self._make_replier = replier
+        self._recorder = recorder
         self._replier: ReplyWorker | None = None
         self._sink = MetricSink(threading.Lock())
         self._transcribers: dict[str, TrackTranscriber] = {}
@@ -251,9 +255,12 @@ class StreamConsumer:
             self._store.save(checkpoint)
         except Superseded:
             logger.info("checkpoint owned by a newer consumer; not marking stopped")
+            return
         except VoiceBridgeError as exc:
             logger.warning("could not record the end of listening", reason=exc.safe_message)
         logger.info("listening stopped", reason=reason)
+        if self._recorder is not None:
+            write_record(self._recorder, self.contact_id, checkpoint.generation, self._sink)
 
     def _stop_ticker(self, ticker: Heartbeat) -> None:
         self._stop.set()
@@ -402,6 +409,22 @@ class StreamConsumer:
     def _flush_metrics(self) -> None:
         with self._sink.lock:
             metrics.flush_metrics()
+
+
+def write_record(recorder: Callable[[], CallRecorder], contact_id: str, generation: int, sink: MetricSink) -> None:
+    """Write the contact's call record now that listening has ended; a failure is logged and counted
+    (``CallRecordErrors``), never raised: the lease's end lets another writer try."""
+    try:
+        written = recorder().write(contact_id, generation=generation)
+    except VoiceBridgeError as exc:
+        logger.error("call record not written", error_code=exc.code, reason=exc.safe_message)
+        sink.add("CallRecordErrors", MetricUnit.Count, 1)
+        return
+    except Exception:
+        logger.exception("call record failed")
+        sink.add("CallRecordErrors", MetricUnit.Count, 1)
+        return
+    logger.info("call record", outcome=written.outcome, uri=written.uri)
 
 
 def _deliver(action: Any, transcribers: Mapping[str, TrackTranscriber], sink: MetricSink) -> bool:

@@ -4,6 +4,7 @@ Input: ``AfterTurn`` (the last turn index the flow has handled; ``-1`` or absent
 ``MaxWaitMs``. Output: ``Result=Turn`` with ``Transcript`` and ``TurnIndex``; ``Result=Listening`` with ``SpeakingMs``
 and ``PromptUri`` (a short silent prompt to play before asking again) when the wait ran out while the caller is
 mid-turn; ``Result=Timeout`` when the caller said nothing; ``Result=Error``.
+The turn the flow has read (``AfterTurn``) is redacted in the table while the poll waits (docs/redaction.md).
 A transcript too long for Connect's 32 KB is cut on a character boundary and the answer says ``Truncated=true``: the
 flow still gets the turn, and moves past it.
 """
@@ -18,7 +19,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from voicebridge import container
 from voicebridge.connect.events import ContactFlowEvent, response
 from voicebridge.handlers._edge import connect_edge
-from voicebridge.polls.next_turn import await_turn, caller_speaking_ms
+from voicebridge.polls.next_turn import await_turn, caller_speaking_ms, redacting_read_turns
 from voicebridge.telemetry import metrics
 
 
@@ -35,6 +36,7 @@ def _await(event: ContactFlowEvent, context: Any) -> dict[str, str]:
         poll_interval_ms=container.settings().await_poll_interval_ms,
         remaining_ms=remaining,
         started=entered,
+        read=redacting_read_turns(store, container.redactor(), event.contact_id),
     )
     metrics.add_metric(name="AwaitTurnWait", unit=MetricUnit.Milliseconds, value=waited_ms)
     if turn is None:

@@ -25,7 +25,7 @@ from voicebridge import container
 from voicebridge.connect.events import TRUNCATED, ContactFlowEvent, response, whole_number
 from voicebridge.handlers._edge import connect_edge
 from voicebridge.polls.next_segment import Next, next_to_play
-from voicebridge.polls.next_turn import caller_speaking_ms
+from voicebridge.polls.next_turn import caller_speaking_ms, redacting_read_turns
 from voicebridge.store.turns import MAX_SEQ
 from voicebridge.telemetry import metrics
 
@@ -48,6 +48,7 @@ def _converse(event: ContactFlowEvent, context: Any) -> dict[str, str]:
         slow_poll_ms=config.converse_slow_poll_ms,
         remaining_ms=remaining,
         started=entered,
+        read=redacting_read_turns(turns, container.redactor(), event.contact_id),
     )
     metrics.add_metric(name="ConverseWait", unit=MetricUnit.Milliseconds, value=found.waited_ms)
     # The responder's attributes never take the place of the answer's own keys.

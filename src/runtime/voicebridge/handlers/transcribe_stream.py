@@ -49,6 +49,7 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
             remaining_ms=context.get_remaining_time_in_millis,
             media=container.media_source,
             replier=container.reply_worker,
+            recorder=container.call_recorder,
         ).run()
     except VoiceBridgeError as exc:
         logger.error("transcription stopped", error_code=exc.code, reason=exc.safe_message)

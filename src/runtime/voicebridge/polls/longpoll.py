@@ -18,14 +18,15 @@ look so far, would end past the deadline::
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 from voicebridge.clock import SYSTEM_CLOCK, Clock
 from voicebridge.connect.events import whole_number
 
-__all__ = ["LongPoll"]
+__all__ = ["LongPoll", "Meanwhile"]
 
 
 ANSWER_MARGIN_MS = 300
@@ -84,3 +85,26 @@ class LongPoll:
     def waited_ms(self) -> float:
         """Milliseconds since the invocation began."""
         return (self._clock.monotonic() - self.started) * 1000
+
+
+MEANWHILE_JOIN_S = 0.05
+"""How long an answer waits for work begun while its poll waited, before going without it."""
+
+
+class Meanwhile:
+    """Work a long poll does while it waits anyway (redacting what the flow has read): begun at the first pause,
+    in a thread of its own, so a look is never late for it; the answer waits for it at most
+    :data:`MEANWHILE_JOIN_S`. Its failures are the job's to report: ``job`` must not raise."""
+
+    def __init__(self, job: Callable[[], None] | None) -> None:
+        self._job = job
+        self._thread: threading.Thread | None = None
+
+    def begin(self) -> None:
+        if self._job is not None and self._thread is None:
+            self._thread = threading.Thread(target=self._job, name="poll-meanwhile", daemon=True)
+            self._thread.start()
+
+    def end(self) -> None:
+        if self._thread is not None:
+            self._thread.join(MEANWHILE_JOIN_S)

@@ -27,14 +27,14 @@ counted from the invocation's start (:mod:`voicebridge.polls.longpoll`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from voicebridge.clock import SYSTEM_CLOCK, Clock
 from voicebridge.connect.events import whole_number
 from voicebridge.conversation import Action
-from voicebridge.polls.longpoll import LongPoll
+from voicebridge.polls.longpoll import LongPoll, Meanwhile
 from voicebridge.polls.next_turn import caller_speaking_ms, require_listening
 from voicebridge.store.replies import ReplyStatus, ReplyStore, Segment
 from voicebridge.store.turns import MAX_SEQ, TurnStore
@@ -79,16 +79,37 @@ def next_to_play(
     remaining_ms: int | None,
     started: float | None = None,
     clock: Clock = SYSTEM_CLOCK,
+    read: Callable[[int], None] | None = None,
 ) -> Next:
     """The next segment after the one the flow played (None when the wait ran out), long-polled.
 
     ``started`` is when the invocation began (``clock.monotonic()``), so what came before the poll — a cold
     container making its clients — counts against the wait, as it counts against Connect's limit
-    (:class:`~voicebridge.polls.longpoll.LongPoll`).
+    (:class:`~voicebridge.polls.longpoll.LongPoll`). ``read`` is told the turn whose reply the flow has played, to
+    redact it, once the poll waits slowly (nothing is being made: no look can be hurried by the work).
     """
     turn = whole_number(parameters, "TurnIndex", default=-1, low=-1, high=MAX_SEQ)
     played = whole_number(parameters, "Segment", default=-1, low=-1)
     poll = LongPoll.asked(parameters, max_wait_ms=max_wait_ms, remaining_ms=remaining_ms, started=started, clock=clock)
+    meanwhile = Meanwhile((lambda: read(turn)) if read is not None and turn >= 0 else None)
+    try:
+        return _poll(contact_id, poll, meanwhile, turn, played, replies, turns, fast_poll_ms, slow_poll_ms, clock)
+    finally:
+        meanwhile.end()
+
+
+def _poll(
+    contact_id: str,
+    poll: LongPoll,
+    meanwhile: Meanwhile,
+    turn: int,
+    played: int,
+    replies: ReplyStore,
+    turns: TurnStore,
+    fast_poll_ms: int,
+    slow_poll_ms: int,
+    clock: Clock,
+) -> Next:
     checked_listening = False
     status: ReplyStatus | None = None
     while True:
@@ -105,6 +126,8 @@ def next_to_play(
             require_listening(turns, contact_id)
             checked_listening = True
         hurried = status is not None and status.hurried
+        if not hurried:
+            meanwhile.begin()
         if not poll.pause((fast_poll_ms if hurried else slow_poll_ms) / 1000):
             thinking = _thinking(status, turn, played, clock.time())
             if thinking is None and poll.spare_look():

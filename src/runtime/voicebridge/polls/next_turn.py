@@ -8,13 +8,33 @@ listening (never started, stopped, or the consumer died) it says so, with the re
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from voicebridge.clock import SYSTEM_CLOCK, Clock
 from voicebridge.connect.events import whole_number
-from voicebridge.errors import NotListening
-from voicebridge.polls.longpoll import LongPoll
+from voicebridge.errors import NotListening, VoiceBridgeError
+from voicebridge.polls.longpoll import LongPoll, Meanwhile
+from voicebridge.redaction import Redactor
 from voicebridge.store.turns import CUSTOMER, MAX_SEQ, Turn, TurnStore
+from voicebridge.telemetry import logger
+
+
+def redacting_read_turns(store: TurnStore, redactor: Redactor, contact_id: str) -> Callable[[int], None] | None:
+    """What a long poll does with the turn a flow has read: redact its stored text (None when nothing is
+    redacted). Never raises: the end of listening redacts whatever this leaves."""
+    if redactor.name == "off":
+        return None
+
+    def read(through: int) -> None:
+        try:
+            store.redact_read_turns(contact_id, through, lambda text: redactor.redact(text).text)
+        except VoiceBridgeError as exc:
+            logger.warning("could not redact the turns read", error_code=exc.code, reason=exc.safe_message)
+        except Exception:
+            logger.exception("redacting the turns read failed")
+
+    return read
 
 
 def require_listening(store: TurnStore, contact_id: str) -> None:
@@ -47,19 +67,26 @@ def await_turn(
     remaining_ms: int | None,
     started: float | None = None,
     clock: Clock = SYSTEM_CLOCK,
+    read: Callable[[int], None] | None = None,
 ) -> tuple[Turn | None, float]:
     """The caller's first turn after ``AfterTurn`` (None on timeout), and how long it took in ms, counted from
-    ``started``, when the invocation began (:class:`~voicebridge.polls.longpoll.LongPoll`)."""
+    ``started``, when the invocation began (:class:`~voicebridge.polls.longpoll.LongPoll`). ``read`` is told, while
+    the poll waits, the turn the flow says it has read (``AfterTurn``), to redact it."""
     after = whole_number(parameters, "AfterTurn", default=-1, low=-1, high=MAX_SEQ)
     poll = LongPoll.asked(parameters, max_wait_ms=max_wait_ms, remaining_ms=remaining_ms, started=started, clock=clock)
+    meanwhile = Meanwhile((lambda: read(after)) if read is not None and after >= 0 else None)
     checked_session = False
-    while True:
-        with poll.look():
-            turns = store.turns_after(contact_id, after=after, track=CUSTOMER, limit=1)
-        if turns:
-            return turns[0], poll.waited_ms
-        if not checked_session:
-            require_listening(store, contact_id)
-            checked_session = True
-        if not poll.pause(poll_interval_ms / 1000):
-            return None, poll.waited_ms
+    try:
+        while True:
+            with poll.look():
+                turns = store.turns_after(contact_id, after=after, track=CUSTOMER, limit=1)
+            if turns:
+                return turns[0], poll.waited_ms
+            if not checked_session:
+                require_listening(store, contact_id)
+                checked_session = True
+            meanwhile.begin()
+            if not poll.pause(poll_interval_ms / 1000):
+                return None, poll.waited_ms
+    finally:
+        meanwhile.end()

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from voicebridge.conversation import Action, Exchange
-from voicebridge.store.turns import ConditionFailed, TurnStore, plain_item, typed_item
+from voicebridge.store.turns import CUSTOMER, ConditionFailed, TurnStore, plain_item, turn_key, typed_item
 
 STATUS = "reply"
 HISTORY = "history"
@@ -181,7 +181,23 @@ class ReplyStore:
         """The reply ended after ``segments`` segments (``latest`` the last of them), with what the flow must do next
         and the responder's attributes."""
         status = ReplyStatus(turn, segments, done=True, action=action, attributes=attributes, keys=keys, latest=latest)
-        self._put_status(contact_id, status)
+        # The caller's turn keeps what its reply asked for, for the call record: the status keeps only the latest.
+        noting = self._writers().submit(self._note_action, contact_id, turn, action)
+        try:
+            self._put_status(contact_id, status)
+        finally:
+            noting.result()
+
+    def _note_action(self, contact_id: str, turn: int, action: Action) -> None:
+        with contextlib.suppress(ConditionFailed):
+            self._turns.call(
+                "update_item",
+                TableName=self._turns.table,
+                Key={"ContactId": {"S": contact_id}, "TurnKey": {"S": turn_key(CUSTOMER, turn)}},
+                UpdateExpression="SET ReplyAction = :a",
+                ConditionExpression="attribute_exists(TurnKey)",
+                ExpressionAttributeValues={":a": {"S": action.value}},
+            )
 
     def commit(self, status: ReplyStatus, contact_id: str) -> bool:
         """Name a speculative reply as ``status.turn``'s, with the segments it has ready: one conditional write.

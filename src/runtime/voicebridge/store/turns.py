@@ -48,6 +48,8 @@ STARTING, LISTENING, RETRYING, STOPPED = "starting", "listening", "retrying", "s
 MAX_SEQ = 999_999_999
 """The largest turn sequence number a turn key holds (nine digits): a flow's ``AfterTurn`` or ``TurnIndex`` above it
 names no turn."""
+READ_TURNS_LOOKBACK = 4
+"""How many turns before the one a flow has read are looked at again for text still to redact."""
 LEASE_MS = 20_000
 """A claim whose consumer has not beaten its heart for this long is dead (the consumer beats every few seconds)."""
 
@@ -433,6 +435,75 @@ class TurnStore:
             )
         return turns
 
+    def redact_read_turns(
+        self, contact_id: str, through: int, redact: Callable[[str], str], *, track: str = CUSTOMER
+    ) -> int:
+        """Redact the stored text of the turns a flow has read (``through`` and the few before it, which an earlier
+        poll may have had no time for); how many were. A turn redacted already, or changed meanwhile, is left."""
+        if through < 0:
+            return 0
+        answer: Any = self.call(
+            "query",
+            TableName=self.table,
+            KeyConditionExpression="ContactId = :c AND TurnKey BETWEEN :lo AND :hi",
+            FilterExpression="attribute_not_exists(Redacted)",
+            ExpressionAttributeValues={
+                ":c": {"S": contact_id},
+                ":lo": {"S": turn_key(track, max(through - READ_TURNS_LOOKBACK, 0))},
+                ":hi": {"S": turn_key(track, min(through, MAX_SEQ))},
+            },
+            ConsistentRead=True,
+        )
+        done = 0
+        for raw in answer.get("Items", []):
+            heard = raw.get("Transcript", {}).get("S", "")
+            with contextlib.suppress(ConditionFailed):
+                self.call(
+                    "update_item",
+                    TableName=self.table,
+                    Key={"ContactId": raw["ContactId"], "TurnKey": raw["TurnKey"]},
+                    UpdateExpression="SET Transcript = :r, Redacted = :t",
+                    ConditionExpression="Transcript = :heard AND attribute_not_exists(Redacted)",
+                    ExpressionAttributeValues={
+                        ":r": {"S": redact(heard)},
+                        ":t": {"BOOL": True},
+                        ":heard": {"S": heard},
+                    },
+                )
+                done += 1
+        return done
+
+    def contact_items(self, contact_id: str) -> list[dict[str, Any]]:
+        """Every item of the contact (checkpoint, turns, replies, history…), as plain values, in key order."""
+        items: list[dict[str, Any]] = []
+        start: dict[str, Any] | None = None
+        while True:
+            page: Any = self.call(
+                "query",
+                TableName=self.table,
+                KeyConditionExpression="ContactId = :c",
+                ExpressionAttributeValues={":c": {"S": contact_id}},
+                ConsistentRead=True,
+                **({"ExclusiveStartKey": start} if start else {}),
+            )
+            items.extend(plain_item(raw) for raw in page.get("Items", []))
+            start = page.get("LastEvaluatedKey")
+            if not start:
+                return items
+
+    def put_items(self, items: list[dict[str, Any]]) -> None:
+        """Write whole items (plain values) in batches, retrying what DynamoDB leaves unprocessed."""
+        for first in range(0, len(items), 25):
+            pending: list[Any] = [{"PutRequest": {"Item": typed_item(item)}} for item in items[first : first + 25]]
+            for attempt in range(6):
+                answer: Any = self.call("batch_write_item", RequestItems={self.table: pending})
+                pending = list(answer.get("UnprocessedItems", {}).get(self.table, []))
+                if not pending:
+                    break
+                time.sleep(0.05 * 2**attempt)
+            if pending:
+                raise StorageError(f"turn table kept {len(pending)} items unwritten")
+
     def _call(self, operation: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
         """One call of ``operation``, a method of the client (passed as itself, so the type checker knows its
         parameters), its failures as the product's errors."""
@@ -476,6 +547,8 @@ def _attr(value: Any) -> dict[str, Any]:
         return {"S": value}
     if isinstance(value, dict):
         return {"M": typed_item(value)}
+    if isinstance(value, list):
+        return {"L": [_attr(v) for v in value]}
     raise TypeError(f"cannot store {type(value).__name__}")
 
 
@@ -489,4 +562,6 @@ def _value(attr: dict[str, Any]) -> Any:
         return int(value) if value.lstrip("-").isdigit() else float(value)
     if kind == "M":
         return plain_item(value)
+    if kind == "L":
+        return [_value(v) for v in value]
     return value

@@ -1,0 +1,290 @@
+"""A generated test set for the redactors: entities as callers say them, and ordinary sentences that must not change.
+
+:func:`entity_cases` makes card numbers (Visa, Mastercard, American Express, Discover, 13 to 19 digits, each with a
+valid Luhn digit), expiry dates, security codes, social security numbers, e-mail addresses and phone numbers, each
+in written and spoken forms inside a sentence a caller might say; :func:`ordinary_sentences` gives sentences full of
+numbers and words that are none of these. The same seed always gives the same set::
+
+    >>> cases = entity_cases(seed=7)
+    >>> len(cases) >= 200, {case.kind for case in cases} >= {"CARD", "SSN", "EMAIL", "PHONE"}
+    (True, True)
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+
+from voicebridge.redaction import luhn_valid
+
+_DIGIT_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+_TEENS = ("ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen")
+_TENS = ("", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+_MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
+
+
+@dataclass(frozen=True)
+class Case:
+    """A sentence with one entity in it: what the entity is, and its digits (or its text, for an address)."""
+
+    kind: str
+    form: str
+    sentence: str
+    secret: str
+    """The digits a redactor must remove (an e-mail address's text)."""
+
+    def leaked(self, redacted: str) -> bool:
+        """Whether ``redacted`` still gives the entity away: four or more of its digits in a row (written or
+        spoken), or any part of an address."""
+        if self.kind == "EMAIL":
+            local = re.split(r"@| at ", self.secret)[0]
+            return local.lower() in redacted.lower()
+        from voicebridge.redaction.spoken import digit_runs
+
+        said = "".join(run.digits for run in digit_runs(redacted))
+        return any(self.secret[i : i + 4] in said for i in range(len(self.secret) - 3))
+
+
+def card_number(rng: random.Random) -> str:
+    """A card number with a valid check digit, of one of the common schemes and lengths."""
+    prefix, length = rng.choice(
+        [("4", 16), ("4", 13), ("4", 19), ("51", 16), ("55", 16), ("2221", 16), ("34", 15), ("37", 15), ("6011", 16)]
+    )
+    body = prefix + "".join(rng.choice("0123456789") for _ in range(length - len(prefix) - 1))
+    for check in "0123456789":
+        if luhn_valid(body + check):
+            return body + check
+    raise AssertionError("unreachable: one check digit always fits")
+
+
+def spell_digits(digits: str) -> str:
+    return " ".join(_DIGIT_WORDS[int(d)] for d in digits)
+
+
+def spell_pairs(digits: str) -> str:
+    """Digits read two at a time, as people read a card: "41 11" → "forty one eleven", "05" → "oh five"."""
+    words = []
+    for i in range(0, len(digits), 2):
+        pair = digits[i : i + 2]
+        if len(pair) == 1:
+            words.append(_DIGIT_WORDS[int(pair)])
+        elif pair[0] == "0":
+            words.append(f"oh {_DIGIT_WORDS[int(pair[1])]}")
+        elif pair[0] == "1":
+            words.append(_TEENS[int(pair[1])])
+        elif pair[1] == "0":
+            words.append(_TENS[int(pair[0])])
+        else:
+            words.append(f"{_TENS[int(pair[0])]} {_DIGIT_WORDS[int(pair[1])]}")
+    return " ".join(words)
+
+
+def spell_with_doubles(digits: str) -> str:
+    words, i = [], 0
+    while i < len(digits):
+        if i + 1 < len(digits) and digits[i] == digits[i + 1]:
+            words.append(f"double {_DIGIT_WORDS[int(digits[i])]}")
+            i += 2
+        else:
+            words.append(_DIGIT_WORDS[int(digits[i])])
+            i += 1
+    return " ".join(words)
+
+
+def _groups(digits: str, sizes: tuple[int, ...]) -> list[str]:
+    out, at = [], 0
+    for size in sizes:
+        out.append(digits[at : at + size])
+        at += size
+    if at < len(digits):
+        out.append(digits[at:])
+    return [g for g in out if g]
+
+
+def _card_forms(number: str, rng: random.Random) -> dict[str, str]:
+    sizes = (4, 6, 5) if len(number) == 15 else (4, 4, 4, 4, 3)
+    groups = _groups(number, sizes)
+    return {
+        "written": number,
+        "written grouped": " ".join(groups),
+        "written dashed": "-".join(groups),
+        "spoken digits": ", ".join(spell_digits(g) for g in groups),
+        "spoken pairs": spell_pairs(number),
+        "spoken doubles": spell_with_doubles(number),
+        "mixed": " ".join(g if i % 2 else spell_digits(g) for i, g in enumerate(groups)),
+    }
+
+
+_CARD_SAYINGS = (
+    "My card number is {}",
+    "it's {}",
+    "sure, the number is {}",
+    "the long number on the front is {}",
+    "ok {}",
+    "use my visa, {}",
+    "{}",
+)
+
+
+def entity_cases(seed: int = 20, *, per_kind: int = 40) -> list[Case]:
+    """At least ``per_kind`` sentences of each entity type, across its written and spoken forms."""
+    rng = random.Random(seed)
+    cases: list[Case] = []
+    for i in range(per_kind * 2):
+        number = card_number(rng)
+        forms = _card_forms(number, rng)
+        form = list(forms)[i % len(forms)]
+        cases.append(Case("CARD", form, rng.choice(_CARD_SAYINGS).format(forms[form]), number))
+    for i in range(per_kind):
+        month, year = rng.randint(1, 12), rng.randint(25, 35)
+        mmyy = f"{month:02d}{year:02d}"
+        said = [
+            f"expiry {month:02d}/{year:02d}",
+            f"it expires {spell_pairs(f'{month:02d}')} {spell_pairs(f'{year:02d}')}",
+            f"the expiration date is {_MONTHS[month - 1]} 20{year:02d}",
+            f"expires {month:02d} {year:02d}",
+            f"exp {spell_digits(mmyy)}",
+        ][i % 5]
+        cases.append(
+            Case(
+                "EXPIRY",
+                ["written", "spoken pairs", "month name", "written", "spoken digits"][i % 5],
+                said,
+                mmyy if i % 5 != 2 else f"20{year:02d}",
+            )
+        )
+    for i in range(per_kind):
+        code = "".join(rng.choice("0123456789") for _ in range(3 if i % 4 else 4))
+        said = [
+            f"the security code is {code}",
+            f"CVV {spell_digits(code)}",
+            f"the three digits on the back, the security code, are {spell_digits(code)}",
+            f"cvc is {code}",
+        ][i % 4]
+        cases.append(Case("CVV", "written" if i % 2 == 0 else "spoken digits", said, code))
+    for i in range(per_kind):
+        ssn = f"{rng.randint(1, 665):03d}{rng.randint(1, 99):02d}{rng.randint(1, 9999):04d}"
+        said = [
+            f"my SSN is {ssn[:3]}-{ssn[3:5]}-{ssn[5:]}",
+            f"it's {ssn[:3]} {ssn[3:5]} {ssn[5:]}",
+            f"my social security number is {spell_digits(ssn[:3])}, {spell_digits(ssn[3:5])}, {spell_digits(ssn[5:])}",
+            f"social is {ssn}",
+            f"my social is {spell_with_doubles(ssn)}",
+        ][i % 5]
+        cases.append(Case("SSN", "spoken" if i % 5 in (2, 4) else "written", said, ssn))
+    names = ("jo", "sam.lee", "a_patel", "mike", "dana-k", "li.wei88", "rosa")
+    domains = ("example.com", "mail.example.org", "example.co.uk", "corp.example.net", "example.io")
+    for i in range(per_kind):
+        name, domain = rng.choice(names), rng.choice(domains)
+        address = f"{name}@{domain}"
+        spoken = (
+            name.replace(".", " dot ").replace("_", " underscore ").replace("-", " dash ")
+            + " at "
+            + domain.replace(".", " dot ")
+        )
+        said = [f"my email is {address}", f"it's {spoken}", f"send it to {address} please", f"email {spoken}"][i % 4]
+        cases.append(Case("EMAIL", "written" if i % 2 == 0 else "spoken", said, address if i % 2 == 0 else spoken))
+    for i in range(per_kind):
+        area = f"{rng.randint(2, 9)}{rng.randint(0, 9)}{rng.randint(0, 9)}"
+        exchange = f"{rng.randint(2, 9)}{rng.randint(0, 9)}{rng.randint(0, 9)}"
+        line = f"{rng.randint(0, 9999):04d}"
+        digits = area + exchange + line
+        said = [
+            f"call me at ({area}) {exchange}-{line}",
+            f"my number is {area}-{exchange}-{line}",
+            f"my cell is {spell_digits(area)}, {spell_digits(exchange)}, {spell_digits(line)}",
+            f"you can reach me on +44 20 {exchange[:2]}{line[:2]} {line[2:]}{area[:2]}",
+            f"it's {area}.{exchange}.{line}",
+            f"phone {spell_with_doubles(digits)}",
+        ][i % 6]
+        secret = f"4420{exchange[:2]}{line}{area[:2]}" if i % 6 == 3 else digits
+        cases.append(Case("PHONE", "spoken" if i % 6 in (2, 5) else "written", said, secret))
+    return cases
+
+
+def ordinary_sentences() -> list[str]:
+    """Sentences a caller or an agent says that hold nothing to redact: amounts, times, dates, counts, addresses,
+    order and flight numbers, a card's last four digits said alone."""
+    amounts = [f"I need to pay {n} dollars" for n in (5, 45, 120, 1999)] + [
+        "the balance is one hundred and twenty dollars and fifty cents",
+        "it was two thousand dollars",
+        "about forty five dollars",
+    ]
+    times = [
+        "can you call me back at five",
+        "I'll be home at half past three",
+        "the meeting is at 10:30",
+        "one o'clock works for me",
+        "it takes two to three business days",
+        "wait about fifteen minutes",
+    ]
+    dates = [
+        "I was born in nineteen eighty five",
+        "it happened on March 3rd",
+        "the payment was due on 04/15",
+        "we moved in 2019",
+        "in twenty twenty two I opened the account",
+    ]
+    counts = [
+        "I have two kids and one dog",
+        "there are three people on the account",
+        "I ordered 2 of them",
+        "press one for sales",
+        "option four please",
+        "I've called five times this week",
+        "one two three testing",
+    ]
+    places = [
+        "I live at 42 Main Street",
+        "my zip code is 90210",
+        "it's apartment 4B",
+        "my zip is nine oh two one oh",
+        "the branch on 5th avenue",
+    ]
+    references = [
+        "my order number is 55123",
+        "flight 1234 to Boston",
+        "the reference is AB1234",
+        "ticket number 998877",
+        "the card ends in 4242",
+        "the last four digits are one two three four",
+        "my account is ending in 8812",
+        "room 101",
+    ]
+    chatter = [
+        "I want to pay my bill",
+        "yes please",
+        "no thank you",
+        "can I speak to a person",
+        "my card was declined yesterday",
+        "I'd like to check my balance",
+        "what time do you open",
+        "my email changed last week",
+        "I'll be at home tonight",
+        "call my cell if there's a problem",
+        "I lost my phone",
+        "the security team called me",
+        "it expires soon I think",
+        "I got a text about my social media account",
+        "thank you so much, bye",
+        "I'm at the office, dot dot dot, you know",
+        "send it to my home address",
+        "the code didn't work",
+    ]
+    sentences = amounts + times + dates + counts + places + references + chatter
+    # Each again in the words a recogniser might write for it, and with the caller's hesitations.
+    return sentences + [f"um, {s.lower()}" for s in sentences] + [f"{s}, okay?" for s in sentences]

@@ -1,0 +1,371 @@
+"""The call record: one redacted JSON object per contact in S3 when listening ends, and an EventBridge event.
+
+What ends listening writes it — the consumer when the stream ends, the call ends or it gives up, and, for a consumer
+that died, its successor or :mod:`voicebridge.handlers.call_record` once the lease has run out — so a call is
+recorded whichever way it ends. One writer at a time, and once per contact:
+
+1. a conditional write of the contact's ``record`` item (``State = writing``, with a lease) claims the record; a
+   writer that finds it ``announced`` for this listening session, or held by a live writer, does nothing;
+2. the object is put with ``If-None-Match: *`` (S3 refuses to replace an object that exists), so a writer that died
+   after the object and before its mark leaves the first object as it was (``records/YYYY/MM/DD/<contact-id>.json``,
+   SSE-KMS, the customer's key when one is set);
+3. the event goes to the bus (``source`` ``voicebridge``, ``detail-type`` ``Call Record Ready``, ``detail`` with
+   the object's ``s3://`` URI), and the item says ``announced``. Only a writer that dies between PutEvents' answer
+   and that mark sends a second event, with the same ``recordId``; subscribers may use it to ignore a repeat;
+4. every item of the contact in the turn table is rewritten redacted: what stays until the table's TTL holds no more
+   than the record does.
+
+Listening started again on a contact whose record was written (a flow that stops and restarts streaming) gets a
+record of its own when it ends, ``<contact-id>-<generation>.json``, holding the whole contact so far.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from voicebridge.errors import StorageError
+from voicebridge.redaction import Redaction, Redactor
+from voicebridge.store.turns import AGENT, CHECKPOINT, CUSTOMER, ConditionFailed, TurnStore, typed_item
+
+if TYPE_CHECKING:
+    from types_boto3_events.client import EventBridgeClient
+    from types_boto3_s3.client import S3Client
+
+RECORD = "record"
+"""The turn-table item that says where the contact's record stands."""
+WRITING, WRITTEN, ANNOUNCED = "writing", "written", "announced"
+WRITER_LEASE_MS = 60_000
+"""A writer that has held the record this long without finishing is taken to have died."""
+SOURCE = "voicebridge"
+DETAIL_TYPE = "Call Record Ready"
+VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class RecordSettings:
+    """Where records go: the bucket (empty: none are written), key prefix, KMS key and event bus."""
+
+    bucket: str
+    prefix: str = "records/"
+    kms_key_id: str = ""
+    event_bus: str = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """What :meth:`CallRecorder.write` did: ``written`` (and announced), ``already`` (another writer's), ``off``."""
+
+    outcome: str
+    uri: str = ""
+    record: Mapping[str, Any] | None = None
+
+
+class CallRecorder:
+    """Writes a contact's record once listening has ended, and redacts what the turn table keeps of it."""
+
+    def __init__(
+        self, settings: RecordSettings, store: TurnStore, s3: S3Client, events: EventBridgeClient, redactor: Redactor
+    ) -> None:
+        self._settings = settings
+        self._store = store
+        self._s3 = s3
+        self._events = events
+        self._redactor = redactor
+
+    def write(self, contact_id: str, *, generation: int) -> Written:
+        """Record the contact as listening ended under ``generation``; StorageError when S3 or EventBridge fail
+        (the record item is left for the next writer once its lease runs out)."""
+        if not self._settings.bucket:
+            self.redact_items(self._store.contact_items(contact_id))
+            return Written("off")
+        items = self._store.contact_items(contact_id)
+        marker = next((item for item in items if item.get("TurnKey") == RECORD), None)
+        key = self._key(contact_id, items, marker, generation)
+        if key is None or not self._claim(contact_id, marker, generation, key):
+            return Written("already")
+        record = build_record(contact_id, items, self._redactor, generation=generation)
+        uri = f"s3://{self._settings.bucket}/{key}"
+        record["recordId"] = f"{contact_id}/{generation}"
+        self._put_object(key, record)
+        self._mark(contact_id, WRITTEN, generation)
+        self._announce(contact_id, record, uri)
+        self._mark(contact_id, ANNOUNCED, generation, uri=uri)
+        self.redact_items(items)
+        return Written("written", uri, record)
+
+    # -- the steps
+
+    def _key(
+        self, contact_id: str, items: Sequence[Mapping[str, Any]], marker: Mapping[str, Any] | None, generation: int
+    ) -> str | None:
+        """The object's key for this end of listening; None when it is recorded already."""
+        checkpoint = next((item for item in items if item.get("TurnKey") == CHECKPOINT), {})
+        started_ms = int(checkpoint.get("StartTimestampMs") or time.time() * 1000)
+        day = dt.datetime.fromtimestamp(started_ms / 1000, dt.UTC).strftime("%Y/%m/%d")
+        base = f"{self._settings.prefix}{day}/{contact_id}"
+        if marker is None:
+            return f"{base}.json"
+        if int(marker.get("Generation", -1)) >= generation and marker.get("State") == ANNOUNCED:
+            return None
+        if marker.get("State") == ANNOUNCED:
+            return f"{base}-{generation}.json"
+        return str(marker.get("Key") or f"{base}.json")
+
+    def _claim(self, contact_id: str, marker: Mapping[str, Any] | None, generation: int, key: str) -> bool:
+        now = self._store.now_ms()
+        try:
+            self._store.call(
+                "put_item",
+                TableName=self._store.table,
+                Item=typed_item(
+                    {
+                        "ContactId": contact_id,
+                        "TurnKey": RECORD,
+                        "State": WRITING,
+                        "Generation": generation,
+                        "Key": key,
+                        "Until": now + WRITER_LEASE_MS,
+                        "ExpiresAt": self._store.expires_at(),
+                    }
+                ),
+                ConditionExpression=(
+                    "attribute_not_exists(TurnKey) OR (#s <> :announced AND #u < :now) "
+                    "OR (#s = :announced AND Generation < :g)"
+                ),
+                ExpressionAttributeNames={"#s": "State", "#u": "Until"},
+                ExpressionAttributeValues={
+                    ":announced": {"S": ANNOUNCED},
+                    ":now": {"N": str(now)},
+                    ":g": {"N": str(generation)},
+                },
+            )
+        except ConditionFailed:
+            return False
+        return True
+
+    def _put_object(self, key: str, record: Mapping[str, Any]) -> None:
+        options: dict[str, Any] = {"ServerSideEncryption": "aws:kms"}
+        if self._settings.kms_key_id:
+            options["SSEKMSKeyId"] = self._settings.kms_key_id
+        try:
+            self._s3.put_object(
+                Bucket=self._settings.bucket,
+                Key=key,
+                Body=json.dumps(record, indent=1, ensure_ascii=False).encode("utf-8"),
+                ContentType="application/json",
+                IfNoneMatch="*",
+                **options,
+            )
+        except ClientError as exc:
+            code = str(exc.response.get("Error", {}).get("Code", ""))
+            if code == "PreconditionFailed":
+                # A writer before this one stored it and died before saying so: the first object stands.
+                return
+            raise StorageError(f"call record not stored ({code or 'ClientError'})") from None
+        except BotoCoreError as exc:
+            raise StorageError(f"call record not stored ({type(exc).__name__})") from None
+
+    def _announce(self, contact_id: str, record: Mapping[str, Any], uri: str) -> None:
+        detail = {
+            "contactId": contact_id,
+            "recordId": record["recordId"],
+            "uri": uri,
+            "bucket": self._settings.bucket,
+            "key": uri.split("/", 3)[3],
+            "endedAt": record["endedAt"],
+            "turns": len(record["turns"]),
+            "listeningEnded": record["listening"]["ended"],
+        }
+        entry: Any = {
+            "Source": SOURCE,
+            "DetailType": DETAIL_TYPE,
+            "Detail": json.dumps(detail),
+            "EventBusName": self._settings.event_bus,
+        }
+        try:
+            answer = self._events.put_events(Entries=[entry])
+        except ClientError as exc:
+            code = str(exc.response.get("Error", {}).get("Code", ""))
+            raise StorageError(f"call record event not sent ({code or 'ClientError'})") from None
+        except BotoCoreError as exc:
+            raise StorageError(f"call record event not sent ({type(exc).__name__})") from None
+        if answer.get("FailedEntryCount"):
+            failed = answer.get("Entries", [{}])[0]
+            raise StorageError(f"call record event not sent ({failed.get('ErrorCode', 'failed')})")
+
+    def _mark(self, contact_id: str, state: str, generation: int, *, uri: str = "") -> None:
+        values = {":s": {"S": state}, ":g": {"N": str(generation)}, ":uri": {"S": uri}}
+        self._store.call(
+            "update_item",
+            TableName=self._store.table,
+            Key={"ContactId": {"S": contact_id}, "TurnKey": {"S": RECORD}},
+            UpdateExpression="SET #s = :s, Uri = :uri",
+            ConditionExpression="Generation = :g",
+            ExpressionAttributeNames={"#s": "State"},
+            ExpressionAttributeValues=values,
+        )
+
+    # -- what the table keeps
+
+    def redact_items(self, items: Sequence[Mapping[str, Any]]) -> int:
+        """Rewrite every item of the contact that holds words, redacted; how many were rewritten."""
+        changed = [item for item in (redacted_item(item, self._redactor) for item in items) if item is not None]
+        if changed:
+            self._store.put_items(changed)
+        return len(changed)
+
+
+def redacted_item(item: Mapping[str, Any], redactor: Redactor) -> dict[str, Any] | None:
+    """A copy of a turn-table item with its words redacted, marked ``Redacted``; None when it holds no words or
+    was redacted before."""
+    if item.get("Redacted"):
+        return None
+    copy = dict(item)
+    touched = False
+    for name in ("Transcript", "Text"):
+        if isinstance(copy.get(name), str) and copy[name]:
+            copy[name] = redactor.redact(copy[name]).text
+            touched = True
+    latest = copy.get("Latest")
+    if isinstance(latest, Mapping):
+        copy["Latest"] = {
+            k: redactor.redact(v).text if k in ("Transcript", "Text") and isinstance(v, str) else v
+            for k, v in latest.items()
+        }
+        touched = True
+    exchanges = copy.get("Exchanges")
+    if isinstance(exchanges, Mapping):
+        copy["Exchanges"] = {
+            k: {
+                "Caller": redactor.redact(str(e.get("Caller", ""))).text,
+                "Agent": redactor.redact(str(e.get("Agent", ""))).text,
+            }
+            for k, e in exchanges.items()
+        }
+        touched = True
+    if not touched:
+        return None
+    copy["Redacted"] = True
+    return copy
+
+
+def build_record(
+    contact_id: str, items: Sequence[Mapping[str, Any]], redactor: Redactor, *, generation: int
+) -> dict[str, Any]:
+    """The contact's record from its turn-table items, every word redacted."""
+    by_key = {str(item["TurnKey"]): item for item in items}
+    checkpoint = by_key.get(CHECKPOINT, {})
+    turns = sorted(
+        (item for key, item in by_key.items() if key.startswith((f"{CUSTOMER}#", f"{AGENT}#"))),
+        key=lambda item: (int(item.get("AudioStartMs", 0)), str(item["TurnKey"])),
+    )
+    counts: dict[str, int] = {}
+    heard = _redact_in_sequence(turns, redactor, counts)
+    out_turns = []
+    for item, redaction in zip(turns, heard, strict=True):
+        entry: dict[str, Any] = {
+            "track": item.get("Track"),
+            "turn": int(item.get("Seq", 0)),
+            "heard": redaction.text,
+            "audioStartMs": int(item.get("AudioStartMs", 0)),
+            "audioEndMs": int(item.get("AudioEndMs", 0)),
+            "endedAt": _iso(item.get("EndedAt")),
+        }
+        latency: dict[str, int] = {}
+        if item.get("LatencyMs") is not None:
+            latency["turnEnd"] = int(item["LatencyMs"])
+        if item.get("Track") == CUSTOMER:
+            reply = _reply(by_key, int(item.get("Seq", 0)), redactor, counts)
+            if reply is not None:
+                latency.update(reply.pop("latencyMs"))
+                entry["reply"] = reply
+        entry["latencyMs"] = latency
+        out_turns.append(entry)
+    status = by_key.get("reply", {})
+    return {
+        "version": VERSION,
+        "contactId": contact_id,
+        "startedAt": _iso(checkpoint.get("StartTimestampMs")),
+        "endedAt": _iso(time.time() * 1000),
+        "listening": {
+            "ended": str(checkpoint.get("StopReason") or checkpoint.get("State") or "unknown"),
+            "generation": generation,
+            "invocations": int(checkpoint.get("Invocations", 0)),
+            "tracks": sorted(checkpoint.get("Tracks", {})),
+            "converse": bool(checkpoint.get("Converse", False)),
+        },
+        "lastAction": str(status.get("Action") or "") or None,
+        "redaction": {"mode": redactor.name, "found": dict(sorted(counts.items()))},
+        "turns": out_turns,
+    }
+
+
+def _redact_in_sequence(
+    turns: Sequence[Mapping[str, Any]], redactor: Redactor, counts: dict[str, int]
+) -> list[Redaction]:
+    """Each turn redacted with the same track's turns before and after it: a number said across a pause is one."""
+    out = []
+    for i, item in enumerate(turns):
+        track = item.get("Track")
+        before = next((str(t.get("Transcript", "")) for t in reversed(turns[:i]) if t.get("Track") == track), "")
+        after = next((str(t.get("Transcript", "")) for t in turns[i + 1 :] if t.get("Track") == track), "")
+        redaction = redactor.redact(str(item.get("Transcript", "")), before=before, after=after)
+        for kind in redaction.kinds:
+            counts[kind] = counts.get(kind, 0) + 1
+        out.append(redaction)
+    return out
+
+
+def _reply(
+    by_key: Mapping[str, Mapping[str, Any]], turn: int, redactor: Redactor, counts: dict[str, int]
+) -> dict[str, Any] | None:
+    """What the agent answered the caller's turn ``turn``: its sentences, action, speculation and latency."""
+    speculation = by_key.get(f"spec#{turn:09d}", {})
+    keys = str(speculation.get("Keys") or "") if speculation.get("Outcome") == "hit" else ""
+    prefix = f"{keys}#" if keys else f"reply#{turn:09d}#"
+    segments = sorted(
+        (item for key, item in by_key.items() if key.startswith(prefix) and key[len(prefix) :].isdigit()),
+        key=lambda item: int(item.get("Segment", 0)),
+    )
+    if not segments:
+        return None
+    sentences = []
+    for segment in segments:
+        redaction = redactor.redact(str(segment.get("Text", "")))
+        for kind in redaction.kinds:
+            counts[kind] = counts.get(kind, 0) + 1
+        sentences.append(redaction.text)
+    first = segments[0]
+    timings = first.get("Timings", {}) if isinstance(first.get("Timings"), Mapping) else {}
+    latency: dict[str, int] = {}
+    stopped = timings.get("CallerStoppedAt")
+    if stopped:
+        latency["stopToFirstSentenceReady"] = int(int(first.get("ReadyAt", 0)) - float(stopped))
+    for name, label in (("ResponderMs", "responderFirstSentence"), ("SynthesisMs", "sonicFirstSegment")):
+        if timings.get(name) is not None:
+            latency[label] = int(float(timings[name]))
+    status = by_key.get("reply", {})
+    action = by_key.get(f"{CUSTOMER}#{turn:09d}", {}).get("ReplyAction")
+    if action is None and int(status.get("Turn", -1)) == turn and status.get("Done"):
+        action = status.get("Action")
+    return {
+        "said": sentences,
+        "prompts": sum(1 for s in segments if s.get("PromptUri")),
+        "spokenByConnect": sum(1 for s in segments if not s.get("PromptUri")),
+        "speculative": str(speculation.get("Outcome")) if speculation.get("Outcome") else "off",
+        **({"action": str(action)} if action else {}),
+        "latencyMs": latency,
+    }
+
+
+def _iso(ms: Any) -> str | None:
+    if ms in (None, "", 0):
+        return None
+    return dt.datetime.fromtimestamp(float(ms) / 1000, dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
