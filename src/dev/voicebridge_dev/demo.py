@@ -10,8 +10,9 @@ bank bot with ``--scenario lex``) and speaks each sentence of the reply with the
 plays the segments ConverseFunction hands it.
 
 The terminal shows the live timeline, then the per-turn latencies. ``out/`` receives ``call.wav`` (stereo
-8 kHz: the caller left, the bot right), ``transcript.txt`` and ``timeline.png``; ``--report`` writes the JSON
-report. With the ``speech`` extra installed the bot speaks with piper and the Ink emulator recognises the
+8 kHz: the caller left, the bot right), ``transcript.txt`` and ``timeline.png``, ``call-record.json`` (the record
+the stack stored in S3 when listening ended) and ``function-logs.txt`` (what every function logged); ``--report``
+writes the JSON report. The transcript and the report are redacted as the stack redacts (``REDACT_TRANSCRIPTS``). With the ``speech`` extra installed the bot speaks with piper and the Ink emulator recognises the
 caller with PocketSphinx; otherwise deterministic stand-ins do both. None of them is Sonic or Ink.
 
 ``--calls N`` places N calls at once on one local cloud, in real time (:mod:`voicebridge_dev.simulator.load`),
@@ -27,11 +28,12 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from voicebridge.audio.wav import pcm16_wav_bytes
+from voicebridge.redaction import BuiltinRedactor, NoRedaction, Redactor
 from voicebridge_dev.local.bedrock import Fault as BedrockFault
 from voicebridge_dev.local.bedrock import FaultKind as BedrockFaultKind
 from voicebridge_dev.local.cloud import CloudBase, LocalCloud
@@ -205,7 +207,7 @@ def run_demo(
         + ("; each service in a process of its own" if own_processes else "")
     )
     try:
-        result, emulated = _call(
+        result, emulated, kept = _call(
             chosen,
             steps,
             cloud,
@@ -219,7 +221,9 @@ def run_demo(
             recogniser.close()
     print(f"\n{_LATENCY_HEADER}")
     print(latency_table(result))
-    files = _write_files(result, out)
+    redactor = demo_redactor(function_env)
+    files = _write_files(result, out, redactor)
+    files.update(_write_kept(kept, out))
     context: dict[str, Any] = {
         "scenario": chosen.name,
         "responder": chosen.responder,
@@ -232,7 +236,8 @@ def run_demo(
     }
     if report:
         Path(report).parent.mkdir(parents=True, exist_ok=True)
-        Path(report).write_text(json.dumps(build_report(result, **context), indent=2) + "\n", encoding="utf-8")
+        written = redacted_report(build_report(result, **context), redactor)
+        Path(report).write_text(json.dumps(written, indent=2) + "\n", encoding="utf-8")
         files["report"] = Path(report)
     for name, path in files.items():
         print(f"{name:>10}: {path}")
@@ -251,16 +256,51 @@ def _with_first_utterance(steps: list[Step], text: str, speech: SpeechEngine) ->
     return [Say(clip), *steps]
 
 
-def _write_files(result: CallResult, out: Path) -> dict[str, Path]:
+def _write_files(result: CallResult, out: Path, redactor: Redactor) -> dict[str, Path]:
     files = {
         "recording": out / "call.wav",
         "transcript": out / "transcript.txt",
         "timeline": out / "timeline.png",
     }
     files["recording"].write_bytes(pcm16_wav_bytes(result.recording, result.sample_rate, channels=2))
-    files["transcript"].write_text(transcript(result), encoding="utf-8")
+    lines = transcript(result).splitlines(keepends=True)
+    files["transcript"].write_text("".join(redactor.redact(line).text for line in lines), encoding="utf-8")
     files["timeline"].write_bytes(timeline_png(result))
     return files
+
+
+def _write_kept(kept: Kept, out: Path) -> dict[str, Path]:
+    """The call record the stack stored (``call-record.json``) and what the functions logged (``function-logs.txt``),
+    as they were written: nothing here is redacted again."""
+    files: dict[str, Path] = {}
+    if kept.record is not None:
+        files["record"] = out / "call-record.json"
+        files["record"].write_bytes(kept.record)
+    files["logs"] = out / "function-logs.txt"
+    files["logs"].write_text(kept.logs, encoding="utf-8")
+    return files
+
+
+def demo_redactor(function_env: Mapping[str, str] | None) -> Redactor:
+    """The redactor the functions use (REDACT_TRANSCRIPTS, builtin by default), for what the demo itself writes;
+    ``comprehend`` stands as ``builtin`` here, since the demo asks no service of its own."""
+    mode = (function_env or {}).get("REDACT_TRANSCRIPTS", "builtin").strip().lower()
+    return NoRedaction() if mode == "off" else BuiltinRedactor()
+
+
+_REPORT_TEXT = frozenset({"said", "heard", "reply", "text", "transcript", "detail"})
+"""The report's keys that hold what someone said."""
+
+
+def redacted_report(value: Any, redactor: Redactor, key: str = "") -> Any:
+    """The report with every text a caller or the agent said redacted."""
+    if isinstance(value, dict):
+        return {k: redacted_report(v, redactor, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redacted_report(v, redactor, key) for v in value]
+    if isinstance(value, str) and key in _REPORT_TEXT:
+        return redactor.redact(value).text
+    return value
 
 
 def local_cloud(
@@ -325,10 +365,47 @@ def _call(
             clock=RealClock(),
             log=log,
         )
-        # The consumer is still making sure the stream has ended (it retries GetMedia for a few seconds) when
-        # the emulator stops: its cancellation is expected, not worth a warning on the demo's screen.
+        kept = _await_kept(cloud, result.contact_id)
+        # A consumer still making sure the stream has ended when the emulator stops is cancelled: expected, not
+        # worth a warning on the demo's screen.
         logging.getLogger("voicebridge_dev.local.lambda_").setLevel(logging.ERROR)
-    return result, emulated
+    return result, emulated, kept
+
+
+@dataclass(frozen=True)
+class Kept:
+    """What the stack kept of the call: its record's bytes as stored (None if none came), and the functions' logs."""
+
+    record: bytes | None
+    logs: str
+
+
+RECORD_WAIT_S = 20.0
+"""How long the demo waits after the call for its record: the consumer ends listening once the stream has been
+quiet for its read timeout and a second (3 s and 1 s by default), then writes it."""
+
+
+def _await_kept(cloud: CloudBase, contact_id: str, *, wait_s: float = RECORD_WAIT_S) -> Kept:
+    """Wait for the consumer to store the call's record (``records/…/<contact-id>.json``), then read it and the logs
+    of every function invocation."""
+    from voicebridge_dev.template import local_physical_id
+
+    s3 = cloud.client("s3")
+    bucket = local_physical_id("CallRecordBucket")
+    record: bytes | None = None
+    deadline = time.monotonic() + wait_s
+    while record is None and time.monotonic() < deadline:
+        listed = s3.list_objects_v2(Bucket=bucket, Prefix="records/")
+        key = next((o["Key"] for o in listed.get("Contents", []) if o["Key"].endswith(f"/{contact_id}.json")), None)
+        if key is None:
+            time.sleep(0.25)
+            continue
+        record = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+    if record is None:
+        print(f"voicebridge demo: no call record came within {wait_s:.0f} s", file=sys.stderr)
+    assert cloud.lambdas is not None
+    logs = "".join(f"--- {r.function} {r.request_id} ({r.status.value})\n{r.logs}" for r in cloud.lambdas.invocations())
+    return Kept(record, logs)
 
 
 def _prepare(

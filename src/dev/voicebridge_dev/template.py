@@ -85,6 +85,9 @@ class FunctionSpec:
     environment: dict[str, str] = field(default_factory=dict)
     reserved_concurrency: int | None = None
     """``ReservedConcurrentExecutions``, when the template reserves some: at most that many run at once."""
+    on_failure: str | None = None
+    """The function (logical ID) ``EventInvokeConfig.DestinationConfig.OnFailure`` names, when it names one of the
+    template's functions (``Type: Lambda``, ``Destination: !GetAtt X.Arn``)."""
 
 
 @dataclass
@@ -240,7 +243,22 @@ def function_spec(
         memory_mb=int(resolver.resolve(props.get("MemorySize", glob.get("MemorySize", 128)))),
         environment=environment,
         reserved_concurrency=_reserved(resolver.resolve(props.get("ReservedConcurrentExecutions"))),
+        on_failure=_failure_destination(props),
     )
+
+
+def _failure_destination(props: Mapping[str, Any]) -> str | None:
+    """The template function an asynchronous invocation's failure record goes to, if one does."""
+    on_failure = (props.get("EventInvokeConfig") or {}).get("DestinationConfig", {}).get("OnFailure") or {}
+    destination = on_failure.get("Destination")
+    if on_failure.get("Type") != "Lambda" or not isinstance(destination, Mapping):
+        return None
+    target = destination.get("Fn::GetAtt")
+    if isinstance(target, str):
+        target = target.split(".")
+    if isinstance(target, list) and len(target) == 2 and target[1] == "Arn":
+        return str(target[0])
+    return None
 
 
 def _reserved(value: Any) -> int | None:

@@ -211,7 +211,7 @@ def test_the_consumer_answers_a_malformed_event_with_invalid_input(event: Any) -
 
 
 def test_the_consumer_reads_its_sample_event() -> None:
-    parse: Callable[[Any], Any] = transcribe_stream._parse
+    parse: Callable[[Any], Any] = transcribe_stream.parse_consumer_event
     assert parse(CONSUMER) == (CONSUMER["ContactId"], 0)
     assert parse({**CONSUMER, "Generation": "3"}) == (CONSUMER["ContactId"], 3)
 

@@ -68,8 +68,8 @@ LOCAL_ENDPOINT_NAME = "sonic"
 serves the template's default (this name in the repository's), so functions reach it with no parameter override."""
 _CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
 _ALREADY_THERE = {"BucketAlreadyOwnedByYou", "ResourceExistsException", "ResourceInUseException"}
-_MOTO_SERVICES = ("S3", "DYNAMODB", "SECRETS_MANAGER", "CLOUDWATCH", "LOGS", "STS")
-_ENDPOINT_NAMES = {"secretsmanager": "SECRETS_MANAGER"}
+_MOTO_SERVICES = ("S3", "DYNAMODB", "SECRETS_MANAGER", "CLOUDWATCH", "LOGS", "STS", "EVENTBRIDGE", "SQS", "KMS")
+_ENDPOINT_NAMES = {"secretsmanager": "SECRETS_MANAGER", "events": "EVENTBRIDGE"}
 """boto3's service names whose ``AWS_ENDPOINT_URL_*`` name is not the service's name in capitals."""
 
 

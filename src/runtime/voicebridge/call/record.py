@@ -24,15 +24,25 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from voicebridge.clock import SYSTEM_CLOCK, Clock
 from voicebridge.errors import StorageError
 from voicebridge.redaction import Redaction, Redactor
-from voicebridge.store.turns import AGENT, CHECKPOINT, CUSTOMER, ConditionFailed, TurnStore, typed_item
+from voicebridge.store.turns import (
+    AGENT,
+    CHECKPOINT,
+    CUSTOMER,
+    LEASE_MS,
+    STOPPED,
+    ConditionFailed,
+    TurnStore,
+    typed_item,
+)
 
 if TYPE_CHECKING:
     from types_boto3_events.client import EventBridgeClient
@@ -46,6 +56,10 @@ WRITER_LEASE_MS = 60_000
 SOURCE = "voicebridge"
 DETAIL_TYPE = "Call Record Ready"
 VERSION = 1
+LEASE_SLACK_MS = 500
+"""Waited past a dead consumer's lease before its claim is taken as over."""
+RECORD_TIME_MS = 10_000
+"""What writing a record is left of the invocation's time."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -369,3 +383,35 @@ def _iso(ms: Any) -> str | None:
     if ms in (None, "", 0):
         return None
     return dt.datetime.fromtimestamp(float(ms) / 1000, dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def record_after_failure(
+    store: TurnStore,
+    recorder: CallRecorder,
+    contact_id: str,
+    generation: int,
+    *,
+    why: str,
+    remaining_ms: Callable[[], int],
+    clock: Clock = SYSTEM_CLOCK,
+) -> str:
+    """The lease's end for a consumer invocation that failed (Lambda's on-failure record): once its lease has run
+    out with no successor, listening is marked stopped and the record written. What happened, as one word:
+    ``written``, ``already``, ``successor`` (a later generation owns the contact and records it), ``no-session``,
+    or ``lease-running`` (no time left to wait it out)."""
+    while True:
+        checkpoint = store.load(contact_id)
+        if checkpoint is None:
+            return "no-session"
+        if checkpoint.generation != generation:
+            return "successor"
+        now = store.now_ms()
+        if checkpoint.state == STOPPED or not checkpoint.alive(now):
+            break
+        wait_ms = checkpoint.heartbeat_at_ms + LEASE_MS - now + LEASE_SLACK_MS
+        if wait_ms > remaining_ms() - RECORD_TIME_MS:
+            return "lease-running"
+        clock.sleep(wait_ms / 1000)
+    if checkpoint.state != STOPPED:
+        store.release(contact_id, generation, f"the consumer stopped answering ({why})"[:240])
+    return recorder.write(contact_id, generation=generation).outcome

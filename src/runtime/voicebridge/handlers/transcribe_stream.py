@@ -23,7 +23,7 @@ CONTACT_ID = re.compile(r"[A-Za-z0-9-]{1,256}")
 
 
 def handler(event: Any, context: Any) -> dict[str, Any]:
-    parsed = _parse(event)
+    parsed = parse_consumer_event(event)
     if isinstance(parsed, str):
         logger.error("malformed consumer event", reason=parsed)
         return {"Result": "Error", "ErrorCode": "InvalidInput", "ErrorMessage": parsed}
@@ -72,7 +72,7 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
     return {"Result": "OK", "Reason": outcome.reason, "Turns": outcome.turns}
 
 
-def _parse(event: Any) -> tuple[str, int] | str:
+def parse_consumer_event(event: Any) -> tuple[str, int] | str:
     """(ContactId, Generation) from the consumer's event, or why it cannot be read."""
     if not isinstance(event, dict):
         return f"the event must be an object, not {type(event).__name__}"

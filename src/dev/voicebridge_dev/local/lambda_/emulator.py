@@ -16,6 +16,7 @@ with the invocation's record.
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import math
 import os
@@ -42,6 +43,7 @@ from voicebridge_dev.local.lambda_.invoke import Answer, log_tail, parse_event, 
 from voicebridge_dev.local.lambda_.records import LABEL, InvocationRecord, InvocationStatus, InvocationType
 from voicebridge_dev.local.lambda_.server import Handler
 from voicebridge_dev.local.service import RECORD_LIMIT, ApiError, CallLog, ControlAnswer, ControlPlane, ServedEmulator
+from voicebridge_dev.template import LOCAL_ACCOUNT
 
 logger = logging.getLogger(__name__)
 
@@ -252,6 +254,47 @@ class LambdaEmulator(ServedEmulator[Fault]):
                     outcome.status.value,
                     outcome.payload.decode("utf-8", "replace"),
                 )
+                if outcome.status is not InvocationStatus.CANCELLED:
+                    self._send_failure_record(function, call, outcome)
+
+    def _send_failure_record(self, function: Function, call: Call, outcome: Outcome) -> None:
+        """Invoke the function's on-failure destination with the invocation record, as Lambda does once an Event
+        invocation's retries are spent (the template's are 0): the record's shape is the Lambda developer guide's
+        "Capturing records of Lambda asynchronous invocations" example."""
+        target = function.spec.on_failure
+        if target is None:
+            return
+        try:
+            destination = self._functions.resolve(target, None)
+        except ApiError:
+            function.log.error("%s: on-failure destination %s is not a function here", LABEL, target)
+            return
+        try:
+            payload: Any = json.loads(outcome.payload or b"null")
+        except ValueError:
+            payload = outcome.payload.decode("utf-8", "replace")
+        try:
+            request: Any = json.loads(call.event or "null")
+        except ValueError:
+            request = call.event
+        arn = f"arn:aws:lambda:{self._functions.region}:{LOCAL_ACCOUNT}:function:{function.physical_name}"
+        record = {
+            "version": "1.0",
+            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()),
+            "requestContext": {
+                "requestId": call.request_id,
+                "functionArn": f"{arn}:{LATEST}",
+                "condition": "RetriesExhausted",
+                "approximateInvokeCount": 1,
+            },
+            "requestPayload": request,
+            "responseContext": {"statusCode": 200, "executedVersion": LATEST, "functionError": "Unhandled"},
+            "responsePayload": payload,
+        }
+        try:
+            self._enqueue(destination, Call(str(uuid.uuid4()), InvocationType.EVENT, json.dumps(record), None))
+        except ApiError as exc:
+            function.log.error("%s: failure record for %s not delivered: %s", LABEL, call.request_id, exc)
 
     def _cancel(self, function: Function, call: Call) -> None:
         """Record an Event invocation the emulator stopped before it ran, and count it done."""
