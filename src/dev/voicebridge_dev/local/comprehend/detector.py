@@ -131,9 +131,7 @@ def detect(text: str) -> list[Detected]:
     card_ends = [end for _, end in cards]
     expiry_cues = [m.end() for m in _EXPIRY_WORDS.finditer(text)] + card_ends
     candidates += [
-        ("CREDIT_DEBIT_EXPIRY", m.start(), m.end())
-        for m in _EXPIRY.finditer(text)
-        if _follows(m.start(), expiry_cues)
+        ("CREDIT_DEBIT_EXPIRY", m.start(), m.end()) for m in _EXPIRY.finditer(text) if _follows(m.start(), expiry_cues)
     ]
     cvv_cues = [m.end() for m in _CVV_WORDS.finditer(text)]
     candidates += [

@@ -65,7 +65,9 @@ def parse_pii_request(operation: str, body: Any) -> PiiRequest:
     if text is None:
         failed.append("Value null at 'text' failed to satisfy constraint: Member must not be null")
     elif not text:
-        failed.append("Value '' at 'text' failed to satisfy constraint: Member must have length greater than or equal to 1")
+        failed.append(
+            "Value '' at 'text' failed to satisfy constraint: Member must have length greater than or equal to 1"
+        )
     languages = LANGUAGES[operation]
     if language is None:
         failed.append("Value null at 'languageCode' failed to satisfy constraint: Member must not be null")
