@@ -12,8 +12,8 @@ It finds six of ``PiiEntityType``'s values, each as a rule a reader can check:
   ``CV2``, ``CID``, ``security code`` or ``verification code``.
 - ``SSN``: ``AAA-GG-SSSS`` or ``AAA GG SSSS`` as the Social Security Administration issues them (area not 000, 666 or
   900–999, group not 00, serial not 0000), or nine digits in one run after ``social security`` or ``SSN``.
-- ``EMAIL``: ``local@domain.tld`` (RFC 5321's dot-atom local part, a domain of labels and a top-level label of two or
-  more letters).
+- ``EMAIL``: ``local@domain.tld`` (RFC 5321's dot-atom local part, with letters beyond ASCII as RFC 6531 allows, a
+  domain of labels and a top-level label of two or more letters).
 - ``PHONE``: a NANP number (``(212) 555-0100``, ``212-555-0100``, ``212.555.0100``, ``+1 212 555 0100``; area and
   exchange codes starting 2–9), or ``+`` and 8 to 15 digits in groups (E.164's length).
 
@@ -65,7 +65,7 @@ _SSN: Final = re.compile(r"(?<![\w-])(\d{3})([- ])(\d{2})\2(\d{4})(?![\w-])")
 _SSN_RUN: Final = re.compile(r"(?<![\w-])\d{9}(?![\w-])")
 _SSN_WORDS: Final = re.compile(r"\b(?:social\s+security(?:\s+number)?|ssn)\b", re.IGNORECASE)
 _EMAIL: Final = re.compile(
-    r"(?<![\w.+-])[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*"
+    r"(?<![\w.+-])[\w!#$%&'*+/=?^`{|}~-]+(?:\.[\w!#$%&'*+/=?^`{|}~-]+)*"
     r"@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}(?![\w-])"
 )
 _NANP: Final = re.compile(
