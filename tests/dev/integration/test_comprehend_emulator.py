@@ -175,7 +175,8 @@ def test_text_with_no_utf8_form_is_an_invalid_request_with_its_reason(emulator: 
     with pytest.raises(ClientError) as caught:
         comprehend(emulator.url).detect_pii_entities(Text="card \ud800", LanguageCode="en")
     assert caught.value.response["Error"]["Code"] == "InvalidRequestException"
-    assert caught.value.response["Reason"] == "INVALID_DOCUMENT"
+    # botocore adds the modelled error's members beside "Error".
+    assert cast("dict[str, Any]", caught.value.response)["Reason"] == "INVALID_DOCUMENT"
 
 
 def test_an_operation_it_does_not_serve_is_an_unknown_operation(emulator: ComprehendEmulator) -> None:

@@ -6,6 +6,7 @@ from typing import Any
 
 import botocore.session
 import pytest
+from botocore.model import StringShape
 
 from voicebridge_dev.local.comprehend import (
     DETECTED_TYPES,
@@ -36,7 +37,8 @@ def refused(operation: str, body: Any) -> ApiError:
 
 
 def test_the_types_it_reports_are_the_models_pii_entity_types() -> None:
-    assert set(DETECTED_TYPES) <= set(MODEL.shape_for("PiiEntityType").enum)
+    shape = MODEL.shape_for("PiiEntityType")
+    assert isinstance(shape, StringShape) and set(DETECTED_TYPES) <= set(shape.enum)
 
 
 def test_the_luhn_check_takes_valid_card_numbers_and_refuses_one_wrong_digit() -> None:
