@@ -69,6 +69,13 @@ def test_a_card_number_followed_by_more_digits_is_found_without_them() -> None:
     assert found("4111 1111 1111 1111 123 is what I have") == [("CREDIT_DEBIT_NUMBER", "4111 1111 1111 1111")]
 
 
+def test_a_date_written_straight_after_a_card_number_is_not_taken_into_it() -> None:
+    assert found("4111 1111 1111 1111 04/29") == [
+        ("CREDIT_DEBIT_NUMBER", "4111 1111 1111 1111"),
+        ("CREDIT_DEBIT_EXPIRY", "04/29"),
+    ]
+
+
 def test_an_expiry_date_is_one_after_a_card_number_or_a_word_of_expiry() -> None:
     assert found("card 4111 1111 1111 1111, expiry 04/29") == [
         ("CREDIT_DEBIT_NUMBER", "4111 1111 1111 1111"),

@@ -28,6 +28,7 @@ Offsets count Unicode code points, as Python's ``str`` indexes (:mod:`voicebridg
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -48,8 +49,10 @@ SCORES: Final = {
     "PHONE": 0.9,
 }
 
-# Groups of digits joined by one space or hyphen; the groups themselves are split out below.
-_DIGIT_RUN: Final = re.compile(r"(?<![\w.,/-])\d+(?:[ -]\d+)*(?![\w/]|[.,]\d)")
+# Groups of digits joined by one space or hyphen, taken whole (what follows is looked at in _card_numbers: a lookahead
+# here would backtrack group by group, and a long run of groups would cost its square).
+_DIGIT_RUN: Final = re.compile(r"(?<![\w.,/-])\d+(?:[ -]\d+)*")
+_RUN_BREAKER: Final = re.compile(r"[\w/]|[.,]\d")
 _GROUP: Final = re.compile(r"\d+")
 _EXPIRY: Final = re.compile(r"(?<![\w/.-])(0[1-9]|1[0-2])\s?([/-])\s?(\d{4}|\d{2})(?![\w/.-])")
 _EXPIRY_WORDS: Final = re.compile(
@@ -65,7 +68,7 @@ _SSN: Final = re.compile(r"(?<![\w-])(\d{3})([- ])(\d{2})\2(\d{4})(?![\w-])")
 _SSN_RUN: Final = re.compile(r"(?<![\w-])\d{9}(?![\w-])")
 _SSN_WORDS: Final = re.compile(r"\b(?:social\s+security(?:\s+number)?|ssn)\b", re.IGNORECASE)
 _EMAIL: Final = re.compile(
-    r"(?<![\w.+-])[\w!#$%&'*+/=?^`{|}~-]+(?:\.[\w!#$%&'*+/=?^`{|}~-]+)*"
+    r"(?<![\w.!#$%&'*+/=?^`{|}~-])[\w!#$%&'*+/=?^`{|}~-]+(?:\.[\w!#$%&'*+/=?^`{|}~-]+)*"
     r"@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}(?![\w-])"
 )
 _NANP: Final = re.compile(
@@ -98,6 +101,9 @@ def luhn_valid(digits: str) -> bool:
 def _card_numbers(text: str) -> Iterator[tuple[int, int]]:
     for run in _DIGIT_RUN.finditer(text):
         groups = [(m.start() + run.start(), m.end() + run.start()) for m in _GROUP.finditer(run.group())]
+        if _RUN_BREAKER.match(text, run.end()):
+            # The last group runs into a word, a date or a decimal: it is not a group of a card number.
+            groups.pop()
         first = 0
         while first < len(groups):
             found = None
@@ -149,6 +155,8 @@ def detect(text: str) -> list[Detected]:
     candidates += [("PHONE", m.start(), m.end()) for m in _INTERNATIONAL.finditer(text)]
     claimed: list[Detected] = []
     for kind, begin, end in sorted(candidates, key=lambda c: (DETECTED_TYPES.index(c[0]), c[1])):
-        if all(end <= other.begin or begin >= other.end for other in claimed):
-            claimed.append(Detected(begin, end, kind, SCORES[kind]))
-    return sorted(claimed)
+        # Claimed spans do not overlap, so only the neighbours by offset can overlap this one.
+        at = bisect.bisect_left(claimed, (begin,), key=lambda entity: (entity.begin,))
+        if (at == 0 or claimed[at - 1].end <= begin) and (at == len(claimed) or end <= claimed[at].begin):
+            claimed.insert(at, Detected(begin, end, kind, SCORES[kind]))
+    return claimed
