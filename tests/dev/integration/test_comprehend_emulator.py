@@ -297,9 +297,11 @@ def test_each_call_is_recorded_with_the_text_it_sent_and_what_was_found(emulator
 # --- in the local cloud ------------------------------------------------------------------------------
 
 
-def test_the_local_cloud_exports_reach_it_with_a_plain_client(cloud_env: LocalCloud) -> None:
+def test_the_local_cloud_exports_reach_it_with_a_plain_client_and_inject_its_faults(cloud_env: LocalCloud) -> None:
     assert os.environ["AWS_ENDPOINT_URL_COMPREHEND"] == cloud_env.comprehend.url
     client = boto3.client("comprehend", region_name=REGION, config=Config(retries={"total_max_attempts": 1}))
+    cloud_env.inject("comprehend", Fault(FaultKind.THROTTLE))
+    assert refusal(client)["Code"] == "TooManyRequestsException"
     found = client.detect_pii_entities(Text="ssn 123-45-6789", LanguageCode="en")["Entities"]
     assert [entity["Type"] for entity in found] == ["SSN"]
 
