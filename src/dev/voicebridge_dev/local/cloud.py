@@ -6,7 +6,8 @@
   (:mod:`voicebridge_dev.local.kvs`), Ink's WebSockets (:mod:`voicebridge_dev.local.ink`), Lambda
   Invoke running the template's own handlers in warm worker processes (:mod:`voicebridge_dev.local.lambda_`), and,
   for the responders, Bedrock Runtime ConverseStream answering from a scripted brain
-  (:mod:`voicebridge_dev.local.bedrock`) and a scripted Lex V2 bot's RecognizeText (:mod:`voicebridge_dev.local.lex`).
+  (:mod:`voicebridge_dev.local.bedrock`) and a scripted Lex V2 bot's RecognizeText (:mod:`voicebridge_dev.local.lex`),
+  and Comprehend's DetectPiiEntities from rules, for transcript redaction (:mod:`voicebridge_dev.local.comprehend`).
 
 :class:`LocalCloud` starts them, creates the resources template.yaml declares under their local names
 (:func:`voicebridge_dev.template.local_physical_id`), and hands out the ``AWS_ENDPOINT_URL_*`` variables that point
@@ -44,6 +45,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
 
 from voicebridge_dev.local.bedrock import BedrockEmulator
+from voicebridge_dev.local.comprehend import ComprehendEmulator
 from voicebridge_dev.local.ink import InkEmulator, Recogniser
 from voicebridge_dev.local.kvs import (
     AGENT_TRACK,
@@ -110,7 +112,8 @@ class CloudBase(LocalService):
 
     @abstractmethod
     def inject(self, service: str, fault: Any) -> None:
-        """Queue ``fault`` on the emulator ``service`` (``sonic``, ``bedrock``, ``lex``, ``ink`` or ``kvs``)."""
+        """Queue ``fault`` on the emulator ``service`` (``sonic``, ``bedrock``, ``lex``, ``comprehend``, ``ink`` or
+        ``kvs``)."""
 
     @abstractmethod
     def emulated_timings(self) -> dict[str, float]:
@@ -195,7 +198,15 @@ class CloudBase(LocalService):
 
 
 def emulator_env(
-    *, sonic: str, kvs: str, ink: str, bedrock: str, lex: str, model_id: str, bot: tuple[str, str, str]
+    *,
+    sonic: str,
+    kvs: str,
+    ink: str,
+    bedrock: str,
+    lex: str,
+    comprehend: str,
+    model_id: str,
+    bot: tuple[str, str, str],
 ) -> dict[str, str]:
     """The variables naming the emulators' URLs, the model the Bedrock emulator serves and the Lex emulator's bot
     (its ID, alias ID and locale), so a client names what they serve."""
@@ -206,6 +217,7 @@ def emulator_env(
         "CARTESIA_BASE_URL": ink,
         "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": bedrock,
         "AWS_ENDPOINT_URL_LEX_RUNTIME_V2": lex,
+        "AWS_ENDPOINT_URL_COMPREHEND": comprehend,
         "BEDROCK_MODEL_ID": model_id,
         "LEX_BOT_ID": bot[0],
         "LEX_BOT_ALIAS_ID": bot[1],
@@ -254,10 +266,11 @@ class LocalCloud(CloudBase):
             tokens_per_second=bedrock_tokens_per_second,
         )
         self.lex = LexEmulator(port=port_base + 6 if port_base else 0)
+        self.comprehend = ComprehendEmulator(port=port_base + 7 if port_base else 0)
 
     def _emulators(self) -> tuple[LocalService, ...]:
         """The emulators that need no other's URL, in the order they start."""
-        return (self.sonic, self.kvs, self.ink, self.bedrock, self.lex)
+        return (self.sonic, self.kvs, self.ink, self.bedrock, self.lex, self.comprehend)
 
     def start(self) -> Self:
         self._moto = moto_server(self._port_base)
@@ -269,7 +282,8 @@ class LocalCloud(CloudBase):
         self._start_lambdas()
         assert self.lambdas is not None
         log.info(
-            "local cloud up: moto %s, emulators: Sonic %s, KVS %s, Ink %s, Lambda %s, Bedrock %s, Lex %s",
+            "local cloud up: moto %s, emulators: Sonic %s, KVS %s, Ink %s, Lambda %s, Bedrock %s, Lex %s, "
+            "Comprehend %s",
             self.moto_url,
             self.sonic.url,
             self.kvs.url,
@@ -277,6 +291,7 @@ class LocalCloud(CloudBase):
             self.lambdas.url,
             self.bedrock.url,
             self.lex.url,
+            self.comprehend.url,
         )
         return self
 
@@ -295,6 +310,7 @@ class LocalCloud(CloudBase):
             ink=self.ink.url,
             bedrock=self.bedrock.url,
             lex=self.lex.url,
+            comprehend=self.comprehend.url,
             model_id=self.bedrock.model_id,
             bot=(self.lex.bot_id, self.lex.bot_alias_id, self.lex.locale_id),
         )
@@ -313,6 +329,7 @@ class LocalCloud(CloudBase):
             "ink": self.ink,
             "bedrock": self.bedrock,
             "lex": self.lex,
+            "comprehend": self.comprehend,
         }
         emulators[service].inject(fault)
 

@@ -1,5 +1,5 @@
 """The local cloud with every service in a process of its own: moto (S3 and DynamoDB on servers of their own, a
-third for the rest), and the Sonic, KVS, Ink, Bedrock and Lex emulators.
+third for the rest), and the Sonic, KVS, Ink, Bedrock, Lex and Comprehend emulators.
 
 In one process the services share one interpreter lock with each other and with whatever drives them (the
 demo's calls), so a run of many calls measures their contention, not the product's. :class:`ProcessCloud` starts
@@ -53,12 +53,12 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-SERVICES = ("s3", "dynamodb", "moto", "sonic", "kvs", "ink", "bedrock", "lex")
+SERVICES = ("s3", "dynamodb", "moto", "sonic", "kvs", "ink", "bedrock", "lex", "comprehend")
 """The services a child can run, in the order :class:`ProcessCloud` starts them: S3 and DynamoDB each on a moto
 server of their own, ``moto`` for the rest moto serves (Secrets Manager, CloudWatch, Logs, STS), then the
 emulators."""
 _MOTO_PROCESSES = {"S3": "s3", "DYNAMODB": "dynamodb"}
-_EMULATORS = ("sonic", "kvs", "ink", "bedrock", "lex")
+_EMULATORS = ("sonic", "kvs", "ink", "bedrock", "lex", "comprehend")
 """The services with a moto server of their own, by ``AWS_ENDPOINT_URL_*`` name."""
 _CONTROL_TIMEOUT_S = 10.0
 _STOP_TIMEOUT_S = 15.0
@@ -135,6 +135,15 @@ def _build(name: str, options: Mapping[str, Any]) -> _Hosted:
             lex,
             lambda: lex.url,
             lambda: {"bot_id": lex.bot_id, "bot_alias_id": lex.bot_alias_id, "locale_id": lex.locale_id},
+        )
+    if name == "comprehend":
+        from voicebridge_dev.local.comprehend import ComprehendEmulator
+
+        comprehend = ComprehendEmulator(**options)
+        return _Hosted(
+            comprehend,
+            lambda: comprehend.url,
+            lambda: {"requests_per_second": comprehend.quota.requests_per_second},
         )
     raise ValueError(f"unknown service {name!r}; choose one of {', '.join(SERVICES)}")
 
@@ -460,6 +469,7 @@ class ProcessCloud(CloudBase):
                 "tokens_per_second": bedrock_tokens_per_second,
             },
             "lex": {},
+            "comprehend": {},
         }
         self.processes = {name: ServiceProcess(name, options[name], stderr=stderr) for name in SERVICES}
         self._faces: dict[str, RemoteEmulator] = {}
@@ -504,6 +514,7 @@ class ProcessCloud(CloudBase):
             ink=self.processes["ink"].url,
             bedrock=self.processes["bedrock"].url,
             lex=self.processes["lex"].url,
+            comprehend=self.processes["comprehend"].url,
             model_id=str(self.processes["bedrock"].facts["model_id"]),
             bot=(str(lex["bot_id"]), str(lex["bot_alias_id"]), str(lex["locale_id"])),
         )

@@ -1,0 +1,12 @@
+"""The Comprehend emulator's errors: what it refuses from Python or over its control plane. What the service answers
+instead of the operation is the shared :class:`~voicebridge_dev.local.service.ApiError`."""
+
+from __future__ import annotations
+
+from voicebridge_dev.local.service import FaultSpecError
+
+__all__ = ["EmulatorConfigError", "FaultSpecError"]
+
+
+class EmulatorConfigError(ValueError):
+    """An emulator setting (from Python or ``POST /_emulator/config``) is malformed."""
