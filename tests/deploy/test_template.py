@@ -21,7 +21,7 @@ from voicebridge.config import Settings, SonicBackendName
 from voicebridge.conversation import Action
 from voicebridge.converse.responders.scripted import ScriptedResponder
 from voicebridge.errors import ConfigurationError
-from voicebridge_dev.template import load_template
+from voicebridge_dev.template import function_spec, load_template
 
 TEMPLATE = load_template(ROOT / "template.yaml")
 RESOURCES: dict[str, Any] = TEMPLATE["Resources"]
@@ -34,6 +34,7 @@ FUNCTIONS = {
     "TranscribeStreamFunction": ("voicebridge.handlers.transcribe_stream.handler", 900, {"Ref": "ConsumerMemorySize"}),
     "AwaitTurnFunction": ("voicebridge.handlers.await_turn.handler", 8, 256),
     "ConverseFunction": ("voicebridge.handlers.converse.handler", 8, 256),
+    "CallRecordFunction": ("voicebridge.handlers.call_record.handler", 60, 256),
 }
 
 # What the Speak path's synthesizer reads, wherever it runs (SynthesizeFunction, and the consumer's replies).
@@ -99,7 +100,9 @@ ENVIRONMENT: dict[str, dict[str, Any]] = {
         "INK_EAGER_END_THRESHOLD": {"Ref": "InkEagerEndThreshold"},
         "TURN_TTL_DAYS": {"Ref": "TurnRetentionDays"},
         "CONSUMER_HANDOFF_MS": "30000",
-        # It speaks the replies as SynthesizeFunction speaks prompts...
+        # It writes the call record when listening ends...
+        **{"RECORD_BUCKET": {"Ref": "CallRecordBucket"}, "RECORD_KMS_KEY_ID": {"Ref": "DataKmsKeyArn"}},
+        # ...speaks the replies as SynthesizeFunction speaks prompts...
         **SPEAK_ENVIRONMENT,
         # ...and asks the responder for them.
         **RESPONDER_ENVIRONMENT,
@@ -117,6 +120,11 @@ ENVIRONMENT: dict[str, dict[str, Any]] = {
         "CONVERSE_SLOW_POLL_MS": "100",
         "CONVERSE_HOLD_AFTER_MS": "4000",
         "PROMPT_BUCKET": {"Ref": "PromptBucket"},
+    },
+    "CallRecordFunction": {
+        "TURN_TABLE": {"Ref": "TurnTable"},
+        "RECORD_BUCKET": {"Ref": "CallRecordBucket"},
+        "RECORD_KMS_KEY_ID": {"Ref": "DataKmsKeyArn"},
     },
 }
 
@@ -136,14 +144,58 @@ GRANTS: dict[str, dict[str, set[str]]] = {
     },
     "TranscribeStreamFunction": {
         "kvs": {"kinesisvideo:GetDataEndpoint", "kinesisvideo:GetMedia"},
-        "table": {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:GetItem", "dynamodb:Query"},
+        "table": {
+            "dynamodb:PutItem",
+            "dynamodb:UpdateItem",
+            "dynamodb:GetItem",
+            "dynamodb:Query",
+            "dynamodb:BatchWriteItem",
+        },
         "itself": {"lambda:InvokeFunction"},
+        "records": {"s3:PutObject"},
+        "bus": {"events:PutEvents"},
         **SPEAK_GRANTS,
     },
-    "AwaitTurnFunction": {"table": {"dynamodb:GetItem", "dynamodb:Query"}},
-    # The reply status, its segments and the checkpoint are read by key: nothing is queried.
-    "ConverseFunction": {"table": {"dynamodb:GetItem"}},
+    # UpdateItem redacts the turn the flow has read, while the poll waits.
+    "AwaitTurnFunction": {"table": {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"}},
+    # The reply status, its segments and the checkpoint are read by key; Query and UpdateItem redact a read turn.
+    "ConverseFunction": {"table": {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"}},
+    "CallRecordFunction": {
+        "table": {
+            "dynamodb:GetItem",
+            "dynamodb:Query",
+            "dynamodb:PutItem",
+            "dynamodb:UpdateItem",
+            "dynamodb:BatchWriteItem",
+        },
+        "records": {"s3:PutObject"},
+        "bus": {"events:PutEvents"},
+    },
 }
+# What a function may also do for what is kept of a call, by condition: Sid -> (condition, actions, resource).
+DATA_KEY = {"Ref": "DataKmsKeyArn"}
+KEPT_GRANTS: dict[str, dict[str, tuple[str, set[str], Any]]] = {
+    "SynthesizeFunction": {"UsePromptKey": ("KeyForPrompts", {"kms:GenerateDataKey", "kms:Decrypt"}, DATA_KEY)},
+    "TranscribeStreamFunction": {
+        "FindPii": ("UseComprehend", {"comprehend:DetectPiiEntities"}, "*"),
+        "UseDataKey": ("HasDataKey", {"kms:GenerateDataKey", "kms:Decrypt", "kms:DescribeKey"}, DATA_KEY),
+    },
+    "AwaitTurnFunction": {
+        "FindPii": ("UseComprehend", {"comprehend:DetectPiiEntities"}, "*"),
+        "UseTableKey": ("KeyForTable", {"kms:Decrypt", "kms:DescribeKey"}, DATA_KEY),
+    },
+    "ConverseFunction": {
+        "FindPii": ("UseComprehend", {"comprehend:DetectPiiEntities"}, "*"),
+        "UseTableKey": ("KeyForTable", {"kms:Decrypt", "kms:DescribeKey"}, DATA_KEY),
+    },
+    "CallRecordFunction": {
+        "FindPii": ("UseComprehend", {"comprehend:DetectPiiEntities"}, "*"),
+        "UseDataKey": ("HasDataKey", {"kms:GenerateDataKey", "kms:Decrypt", "kms:DescribeKey"}, DATA_KEY),
+    },
+}
+ANY_RESOURCE_ACTIONS = {"comprehend:DetectPiiEntities"}
+"""Actions granted on "*": DetectPiiEntities has no resource type (Service Authorization Reference, Amazon
+Comprehend's actions table)."""
 
 FOUNDATION_MODEL = {"Fn::Sub": "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/${BedrockModelId}"}
 INFERENCE_PROFILE = {
@@ -230,6 +282,8 @@ RESOURCE_OF = {
     "itself": {
         "Fn::Sub": "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:" + TRANSCRIBE_STREAM_NAME
     },
+    "records": {"Fn::Sub": "${CallRecordBucket.Arn}/records/*"},
+    "bus": {"Fn::Sub": "arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:event-bus/default"},
 }
 
 LATENCY_METRICS = [
@@ -259,6 +313,8 @@ COUNT_METRICS = [
     "SpeculativeMiss",
     "SpeculativeWasteTokens",
     "SpeculativeWasteSonicSeconds",
+    "CallRecordErrors",
+    "RedactionFallbacks",
 ]
 
 
@@ -383,6 +439,8 @@ def test_endpoint_variables_are_declared_empty_so_sam_local_can_point_them_at_th
         "LAMBDA",
         "BEDROCK_RUNTIME",
         "LEX_RUNTIME_V2",
+        "COMPREHEND",
+        "EVENTBRIDGE",
     }
     assert endpoints == {f"AWS_ENDPOINT_URL_{service}": "" for service in services}
 
@@ -405,11 +463,15 @@ def test_transcribe_stream_is_named_so_its_policy_can_name_itself() -> None:
     assert _props("TranscribeStreamFunction")["FunctionName"] == {"Fn::Sub": TRANSCRIBE_STREAM_NAME}
 
 
-def test_lambda_never_retries_a_transcribe_stream_event() -> None:
+def test_lambda_never_retries_a_transcribe_stream_event_and_hands_a_failed_one_to_the_call_recorder() -> None:
     assert _props("TranscribeStreamFunction")["EventInvokeConfig"] == {
         "MaximumRetryAttempts": 0,
         "MaximumEventAgeInSeconds": 60,
+        "DestinationConfig": {
+            "OnFailure": {"Type": "Lambda", "Destination": {"Fn::GetAtt": ["CallRecordFunction", "Arn"]}}
+        },
     }
+    assert function_spec(TEMPLATE, "TranscribeStreamFunction").on_failure == "CallRecordFunction"
 
 
 def test_transcribe_stream_has_no_concurrency_limit_since_each_live_call_runs_one() -> None:
@@ -441,6 +503,8 @@ def test_the_consumers_environment_leaves_room_under_lambdas_limit_with_the_defa
     def size(value: Any) -> int:
         if isinstance(value, dict) and set(value) == {"Ref"} and value["Ref"] in PARAMETERS:
             return len(str(PARAMETERS[value["Ref"]].get("Default", "")).encode())
+        if isinstance(value, dict) and RESOURCES.get(value.get("Ref", ""), {}).get("Type") == "AWS::S3::Bucket":
+            return 63  # a bucket's name is at most 63 characters
         # A resource's name or ARN, as long as AWS makes them.
         return len(value.encode()) if isinstance(value, str) else 160
 
@@ -554,15 +618,31 @@ def test_each_function_is_granted_exactly_the_actions_it_needs_on_its_own_resour
     assert granted == GRANTS[function]
 
 
-def test_no_function_policy_statement_allows_every_resource() -> None:
+def test_no_function_policy_statement_allows_every_resource_but_for_an_action_that_names_none() -> None:
     for function in FUNCTIONS:
         for _, statement in _conditional_statements(function):
             for resource in _as_list(statement["Resource"]):
-                assert resource != "*", f"{function}: {statement.get('Sid')}"
+                if resource == "*":
+                    assert set(_as_list(statement["Action"])) <= ANY_RESOURCE_ACTIONS, f"{function}: {statement['Sid']}"
 
 
-def test_only_the_consumer_has_statements_that_depend_on_the_parameters() -> None:
-    conditional = {f for f in FUNCTIONS for condition, _ in _conditional_statements(f) if condition is not None}
+@pytest.mark.parametrize("function", sorted(KEPT_GRANTS))
+def test_what_is_kept_of_a_call_is_granted_only_under_its_own_condition(function: str) -> None:
+    granted = {
+        statement["Sid"]: (condition, set(_as_list(statement["Action"])), statement["Resource"])
+        for condition, statement in _conditional_statements(function)
+        if condition is not None and statement["Sid"] in KEPT_GRANTS[function]
+    }
+    assert granted == KEPT_GRANTS[function]
+
+
+def test_only_the_consumer_has_statements_that_depend_on_the_responder() -> None:
+    conditional = {
+        f
+        for f in FUNCTIONS
+        for condition, statement in _conditional_statements(f)
+        if condition is not None and statement["Sid"] not in KEPT_GRANTS.get(f, {})
+    }
     assert conditional == {"TranscribeStreamFunction"}
 
 
@@ -570,7 +650,7 @@ def test_the_consumer_may_call_only_the_responder_that_is_chosen() -> None:
     granted = {
         statement["Sid"]: (condition, statement["Action"], statement["Resource"])
         for condition, statement in _conditional_statements("TranscribeStreamFunction")
-        if condition is not None
+        if condition is not None and statement["Sid"] not in KEPT_GRANTS["TranscribeStreamFunction"]
     }
     assert set(granted) == set(RESPONDER_GRANTS)
     for sid, (condition, action, resource) in RESPONDER_GRANTS.items():
@@ -753,9 +833,15 @@ def test_turns_are_keyed_by_contact_and_turn_and_expire() -> None:
     assert props["TimeToLiveSpecification"] == {"AttributeName": "ExpiresAt", "Enabled": True}
 
 
-def test_the_turn_table_is_encrypted_and_recoverable() -> None:
+def test_the_turn_table_is_encrypted_with_the_aws_managed_key_or_the_customers_and_recoverable() -> None:
     props = _props("TurnTable")
-    assert props["SSESpecification"] == {"SSEEnabled": True}
+    assert props["SSESpecification"] == {
+        "Fn::If": [
+            "KeyForTable",
+            {"SSEEnabled": True, "SSEType": "KMS", "KMSMasterKeyId": {"Ref": "DataKmsKeyArn"}},
+            {"SSEEnabled": True},
+        ]
+    }
     assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
 
 
@@ -763,12 +849,33 @@ def test_the_prompt_bucket_is_private_encrypted_with_sse_s3_and_expires_prompts(
     props = _props("PromptBucket")
     assert set(props["PublicAccessBlockConfiguration"].values()) == {True}
     (rule,) = props["BucketEncryption"]["ServerSideEncryptionConfiguration"]
-    assert rule["ServerSideEncryptionByDefault"] == {"SSEAlgorithm": "AES256"}
+    condition, with_key, otherwise = rule["Fn::If"]
+    assert condition == "KeyForPrompts" and otherwise["ServerSideEncryptionByDefault"] == {"SSEAlgorithm": "AES256"}
+    assert with_key["ServerSideEncryptionByDefault"] == {
+        "SSEAlgorithm": "aws:kms",
+        "KMSMasterKeyID": {"Ref": "DataKmsKeyArn"},
+    }
     (lifecycle,) = props["LifecycleConfiguration"]["Rules"]
     assert (lifecycle["Prefix"], lifecycle["ExpirationInDays"]) == (
         "prompts/",
         {"Ref": "PromptRetentionDays"},
     )
+
+
+def test_call_records_are_private_encrypted_with_kms_versioned_and_expire() -> None:
+    props = _props("CallRecordBucket")
+    assert set(props["PublicAccessBlockConfiguration"].values()) == {True}
+    (rule,) = props["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert rule["ServerSideEncryptionByDefault"] == {
+        "SSEAlgorithm": "aws:kms",
+        "KMSMasterKeyID": {"Fn::If": ["HasDataKey", {"Ref": "DataKmsKeyArn"}, {"Ref": "AWS::NoValue"}]},
+    }
+    assert props["VersioningConfiguration"] == {"Status": "Enabled"}
+    (lifecycle,) = props["LifecycleConfiguration"]["Rules"]
+    assert (lifecycle["Prefix"], lifecycle["ExpirationInDays"]) == ("records/", {"Ref": "RecordRetentionDays"})
+    deny_tls, deny_unencrypted = _props("CallRecordBucketPolicy")["PolicyDocument"]["Statement"]
+    assert deny_tls["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    assert deny_unencrypted["Condition"] == {"StringNotEquals": {"s3:x-amz-server-side-encryption": "aws:kms"}}
 
 
 def test_only_the_connect_instance_reads_prompts_only_under_the_prompt_prefix_and_only_over_tls() -> None:
@@ -1058,6 +1165,7 @@ SHIPPED_DISTRIBUTIONS = {
     "TranscribeStreamFunction": {"aws-lambda-powertools", "numpy", "soxr", "cartesia", "websockets", "httpx"},
     "AwaitTurnFunction": {"aws-lambda-powertools"},
     "ConverseFunction": {"aws-lambda-powertools"},
+    "CallRecordFunction": {"aws-lambda-powertools"},
 }
 
 
@@ -1135,5 +1243,6 @@ def test_only_the_long_polls_can_be_given_reserved_concurrency_and_only_when_ask
         "TranscribeStreamFunction": None,
         "AwaitTurnFunction": reserved,
         "ConverseFunction": reserved,
+        "CallRecordFunction": None,
     }
     assert PARAMETERS["LongPollReservedConcurrency"]["Default"] == 0

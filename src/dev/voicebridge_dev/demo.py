@@ -12,8 +12,9 @@ plays the segments ConverseFunction hands it.
 The terminal shows the live timeline, then the per-turn latencies. ``out/`` receives ``call.wav`` (stereo
 8 kHz: the caller left, the bot right), ``transcript.txt`` and ``timeline.png``, ``call-record.json`` (the record
 the stack stored in S3 when listening ended) and ``function-logs.txt`` (what every function logged); ``--report``
-writes the JSON report. The transcript and the report are redacted as the stack redacts (``REDACT_TRANSCRIPTS``). With the ``speech`` extra installed the bot speaks with piper and the Ink emulator recognises the
-caller with PocketSphinx; otherwise deterministic stand-ins do both. None of them is Sonic or Ink.
+writes the JSON report. The transcript and the report are redacted as the stack redacts (``REDACT_TRANSCRIPTS``).
+With the ``speech`` extra installed the bot speaks with piper and the Ink emulator recognises the caller with
+PocketSphinx; otherwise deterministic stand-ins do both. None of them is Sonic or Ink.
 
 ``--calls N`` places N calls at once on one local cloud, in real time (:mod:`voicebridge_dev.simulator.load`),
 and reports whether every caller turn was delivered exactly once and the percentiles of the turns' latencies.
@@ -288,8 +289,8 @@ def demo_redactor(function_env: Mapping[str, str] | None) -> Redactor:
     return NoRedaction() if mode == "off" else BuiltinRedactor()
 
 
-_REPORT_TEXT = frozenset({"said", "heard", "reply", "text", "transcript", "detail"})
-"""The report's keys that hold what someone said."""
+_REPORT_TEXT = frozenset({"said", "heard", "reply", "text", "transcript", "detail", "line"})
+"""The report's keys (in any case: ``Transcript`` in a function's answer too) that hold what someone said."""
 
 
 def redacted_report(value: Any, redactor: Redactor, key: str = "") -> Any:
@@ -298,7 +299,7 @@ def redacted_report(value: Any, redactor: Redactor, key: str = "") -> Any:
         return {k: redacted_report(v, redactor, k) for k, v in value.items()}
     if isinstance(value, list):
         return [redacted_report(v, redactor, key) for v in value]
-    if isinstance(value, str) and key in _REPORT_TEXT:
+    if isinstance(value, str) and key.lower() in _REPORT_TEXT:
         return redactor.redact(value).text
     return value
 
@@ -347,7 +348,7 @@ def _call(
     registered: bool,
     sonic_backend: str = "sagemaker",
     function_env: Mapping[str, str] | None = None,
-) -> tuple[CallResult, dict[str, Any]]:
+) -> tuple[CallResult, dict[str, Any], Kept]:
     with cloud:
         emulated = _prepare(
             cloud, chosen, steps, registered=registered, sonic_backend=sonic_backend, function_env=function_env
@@ -404,7 +405,7 @@ def _await_kept(cloud: CloudBase, contact_id: str, *, wait_s: float = RECORD_WAI
     if record is None:
         print(f"voicebridge demo: no call record came within {wait_s:.0f} s", file=sys.stderr)
     assert cloud.lambdas is not None
-    logs = "".join(f"--- {r.function} {r.request_id} ({r.status.value})\n{r.logs}" for r in cloud.lambdas.invocations())
+    logs = "".join(f"--- {r.function} {r.request_id} ({r.status.value})\n{r.logs}" for r in cloud.lambdas.invocations)
     return Kept(record, logs)
 
 

@@ -126,6 +126,7 @@ def _card_forms(number: str, rng: random.Random) -> dict[str, str]:
         "spoken pairs": spell_pairs(number),
         "spoken doubles": spell_with_doubles(number),
         "mixed": " ".join(g if i % 2 else spell_digits(g) for i, g in enumerate(groups)),
+        "spoken dashes": " dash ".join(spell_digits(g) for g in groups),
     }
 
 

@@ -35,3 +35,32 @@ def test_a_sentence_of_ones_own_is_heard_as_said_on_services_in_processes_of_the
     first = written["turns"][0]
     assert first["said"] == first["heard"] == TEXT
     assert {path.name for path in (tmp_path / "out").iterdir()} >= {"call.wav", "transcript.txt", "timeline.png"}
+
+
+CARD = "My card number is 4111 1111 1111 1111, expiry 04/29"
+
+
+def _card_digits_left(text: str) -> list[str]:
+    """Runs of four or more of the card's digits, in order, still in ``text`` (the local account id, twelve ones,
+    is no card number: ARNs are left out)."""
+    words = [w for w in text.replace('"', " ").split() if "arn:aws:" not in w]
+    digits = "".join(ch if ch.isdigit() else " " for ch in " ".join(words))
+    number = "4111111111111111"
+    return [run for run in digits.split() if len(run) >= 4 and run in number]
+
+
+def test_a_card_number_said_on_a_call_is_kept_nowhere(tmp_path: Path) -> None:
+    out, report = tmp_path / "out", tmp_path / "report.json"
+
+    status = run_demo(
+        out=out, report=str(report), engine="standin", scenario="transfer", text=CARD, recognition="registered"
+    )
+
+    assert status == 0
+    record = json.loads((out / "call-record.json").read_text(encoding="utf-8"))
+    assert record["turns"][0]["heard"] == "My card number is [CARD], expiry [EXPIRY]"
+    for kept in (out / "call-record.json", out / "transcript.txt", report, out / "function-logs.txt"):
+        text = kept.read_text(encoding="utf-8")
+        assert "04/29" not in text, kept.name
+        assert _card_digits_left(text) == [], kept.name
+    assert "turn stored" in (out / "function-logs.txt").read_text(encoding="utf-8")

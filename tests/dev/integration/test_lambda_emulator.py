@@ -114,6 +114,16 @@ RESOURCES: dict[str, Any] = {
     ),
     "LogFunction": function("log"),
     "RecordFunction": function("record"),
+    "KeepFunction": function("keep"),
+    "DoomedFunction": function(
+        "doomed",
+        EventInvokeConfig={
+            "MaximumRetryAttempts": 0,
+            "DestinationConfig": {
+                "OnFailure": {"Type": "Lambda", "Destination": {"Fn::GetAtt": ["KeepFunction", "Arn"]}}
+            },
+        },
+    ),
     "RelayFunction": function("relay"),
     "ContinueFunction": function("continue_later"),
     "UnresolvableFunction": function("echo", Environment={"Variables": {"MODE": {"Ref": "NoSuchParameter"}}}),
@@ -380,6 +390,30 @@ def test_a_failed_event_is_recorded_with_its_error(client: Any, emulator: Lambda
     record = record_of(emulator, answer["ResponseMetadata"]["RequestId"])
     assert record.status is InvocationStatus.ERROR
     assert record.error == {"errorType": "PaymentDeclined", "errorMessage": "later"}
+
+
+def test_a_failed_event_sends_its_invocation_record_to_the_on_failure_destination(
+    client: Any, emulator: LambdaEmulator, tmp_path: Path
+) -> None:
+    kept = tmp_path / "kept.json"
+    event = {"path": str(kept), "ContactId": "c-1", "Generation": 2}
+
+    failed = client.invoke(FunctionName="DoomedFunction", InvocationType="Event", Payload=json.dumps(event))
+    succeeded = client.invoke(
+        FunctionName="KeepFunction", InvocationType="Event", Payload=json.dumps({"path": str(kept)})
+    )
+
+    assert emulator.wait_for_idle(20)
+    records = [json.loads(line) for line in kept.read_text().splitlines()]
+    # KeepFunction's own event, then the record of DoomedFunction's failure, which only that one produced.
+    (record,) = [r for r in records if "requestContext" in r]
+    assert record["requestContext"]["requestId"] == failed["ResponseMetadata"]["RequestId"]
+    assert record["requestContext"]["condition"] == "RetriesExhausted"
+    assert record["requestContext"]["functionArn"].endswith(":function:voicebridge-local-doomed-function:$LATEST")
+    assert record["requestPayload"] == event
+    assert record["responseContext"] == {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"}
+    assert record["responsePayload"]["errorType"] == "PaymentDeclined"
+    assert succeeded["StatusCode"] == 202 and len(records) == 2
 
 
 def test_a_handler_invokes_another_function_asynchronously(

@@ -45,3 +45,27 @@ def test_the_cartesia_api_key_travels_only_over_https_but_to_the_local_cloud() -
         Settings.from_env({"SONIC_BACKEND": "cartesia-api", "SONIC_BASE_URL": "http://sonic.internal"})
     assert Settings.from_env({"CARTESIA_BASE_URL": "http://127.0.0.1:4569"}).cartesia_base_url.startswith("http://")
     assert Settings.from_env({"SONIC_BACKEND": "cartesia-api", "SONIC_BASE_URL": "https://sonic.example.com"})
+
+
+def test_the_pii_entity_types_are_comprehends_own() -> None:
+    import botocore.session
+
+    from voicebridge.config import PII_ENTITY_TYPES
+
+    model = botocore.session.get_session().get_service_model("comprehend")
+
+    assert frozenset(model.shape_for("PiiEntityType").enum) == PII_ENTITY_TYPES
+
+
+def test_redacted_entity_types_are_read_as_a_list_and_an_unknown_one_is_refused() -> None:
+    assert Settings.from_env({"REDACT_ENTITY_TYPES": "ssn, Email"}).redact_entity_types == ("SSN", "EMAIL")
+    with pytest.raises(ConfigurationError, match="REDACT_ENTITY_TYPES: CARD_NUMBER is not a PII entity type"):
+        Settings.from_env({"REDACT_ENTITY_TYPES": "CARD_NUMBER"})
+
+
+def test_comprehend_redaction_needs_a_language_comprehend_finds_pii_in() -> None:
+    assert Settings.from_env({"REDACT_TRANSCRIPTS": "comprehend", "INK_LANGUAGE": "es"}).redact_transcripts == (
+        "comprehend"
+    )
+    with pytest.raises(ConfigurationError, match="REDACT_TRANSCRIPTS: comprehend finds PII in English and Spanish"):
+        Settings.from_env({"REDACT_TRANSCRIPTS": "comprehend", "INK_LANGUAGE": "de"})

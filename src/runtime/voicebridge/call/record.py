@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -280,8 +281,7 @@ def build_record(
         (item for key, item in by_key.items() if key.startswith((f"{CUSTOMER}#", f"{AGENT}#"))),
         key=lambda item: (int(item.get("AudioStartMs", 0)), str(item["TurnKey"])),
     )
-    counts: dict[str, int] = {}
-    heard = _redact_in_sequence(turns, redactor, counts)
+    heard = _redact_in_sequence(turns, redactor)
     out_turns = []
     for item, redaction in zip(turns, heard, strict=True):
         entry: dict[str, Any] = {
@@ -296,7 +296,7 @@ def build_record(
         if item.get("LatencyMs") is not None:
             latency["turnEnd"] = int(item["LatencyMs"])
         if item.get("Track") == CUSTOMER:
-            reply = _reply(by_key, int(item.get("Seq", 0)), redactor, counts)
+            reply = _reply(by_key, int(item.get("Seq", 0)), redactor)
             if reply is not None:
                 latency.update(reply.pop("latencyMs"))
                 entry["reply"] = reply
@@ -316,30 +316,37 @@ def build_record(
             "converse": bool(checkpoint.get("Converse", False)),
         },
         "lastAction": str(status.get("Action") or "") or None,
-        "redaction": {"mode": redactor.name, "found": dict(sorted(counts.items()))},
+        "redaction": {"mode": redactor.name, "found": _labels(out_turns)},
         "turns": out_turns,
     }
 
 
-def _redact_in_sequence(
-    turns: Sequence[Mapping[str, Any]], redactor: Redactor, counts: dict[str, int]
-) -> list[Redaction]:
+_LABEL = re.compile(r"\[([A-Z][A-Z_]*)\]")
+
+
+def _labels(turns: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """How many of each type were redacted in the record's words (some were redacted before, once read)."""
+    counts: dict[str, int] = {}
+    for turn in turns:
+        texts = [str(turn.get("heard", "")), *turn.get("reply", {}).get("said", [])]
+        for text in texts:
+            for kind in _LABEL.findall(text):
+                counts[kind] = counts.get(kind, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def _redact_in_sequence(turns: Sequence[Mapping[str, Any]], redactor: Redactor) -> list[Redaction]:
     """Each turn redacted with the same track's turns before and after it: a number said across a pause is one."""
     out = []
     for i, item in enumerate(turns):
         track = item.get("Track")
         before = next((str(t.get("Transcript", "")) for t in reversed(turns[:i]) if t.get("Track") == track), "")
         after = next((str(t.get("Transcript", "")) for t in turns[i + 1 :] if t.get("Track") == track), "")
-        redaction = redactor.redact(str(item.get("Transcript", "")), before=before, after=after)
-        for kind in redaction.kinds:
-            counts[kind] = counts.get(kind, 0) + 1
-        out.append(redaction)
+        out.append(redactor.redact(str(item.get("Transcript", "")), before=before, after=after))
     return out
 
 
-def _reply(
-    by_key: Mapping[str, Mapping[str, Any]], turn: int, redactor: Redactor, counts: dict[str, int]
-) -> dict[str, Any] | None:
+def _reply(by_key: Mapping[str, Mapping[str, Any]], turn: int, redactor: Redactor) -> dict[str, Any] | None:
     """What the agent answered the caller's turn ``turn``: its sentences, action, speculation and latency."""
     speculation = by_key.get(f"spec#{turn:09d}", {})
     keys = str(speculation.get("Keys") or "") if speculation.get("Outcome") == "hit" else ""
@@ -350,12 +357,12 @@ def _reply(
     )
     if not segments:
         return None
-    sentences = []
-    for segment in segments:
-        redaction = redactor.redact(str(segment.get("Text", "")))
-        for kind in redaction.kinds:
-            counts[kind] = counts.get(kind, 0) + 1
-        sentences.append(redaction.text)
+    said = [str(segment.get("Text", "")) for segment in segments]
+    # A number the agent reads back may run across two sentences: each is redacted with its neighbours.
+    sentences = [
+        redactor.redact(text, before=said[i - 1] if i else "", after=said[i + 1] if i + 1 < len(said) else "").text
+        for i, text in enumerate(said)
+    ]
     first = segments[0]
     timings = first.get("Timings", {}) if isinstance(first.get("Timings"), Mapping) else {}
     latency: dict[str, int] = {}

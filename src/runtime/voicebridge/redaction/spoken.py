@@ -52,6 +52,8 @@ _SCALES = {"hundred": 100, "thousand": 1000}
 _TOKEN = re.compile(r"\d+|[A-Za-z]+|[^\sA-Za-z\d]")
 _JOINERS = frozenset(",-./()")
 """What may stand between two groups of one run (besides spaces)."""
+_SAID_JOINERS = frozenset({"dash", "hyphen"})
+"""Separators said as words ("five five five dash two three four…"), between two groups only."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +128,11 @@ def digit_runs(text: str) -> list[DigitRun]:
             pending += tok.text
             i += 1
             continue
+        if groups and tok.word in _SAID_JOINERS and not pending and i + 1 < len(toks):
+            if _group_at(toks, i + 1, True)[0] is not None:
+                pending = "-"
+                i += 1
+                continue
         if groups:
             runs.append(DigitRun(tuple(groups), tuple(separators)))
             groups, separators, pending = [], [], ""
