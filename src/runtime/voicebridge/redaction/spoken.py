@@ -128,11 +128,11 @@ def digit_runs(text: str) -> list[DigitRun]:
             pending += tok.text
             i += 1
             continue
-        if groups and tok.word in _SAID_JOINERS and not pending and i + 1 < len(toks):
-            if _group_at(toks, i + 1, True)[0] is not None:
-                pending = "-"
-                i += 1
-                continue
+        said_joiner = groups and tok.word in _SAID_JOINERS and not pending and i + 1 < len(toks)
+        if said_joiner and _group_at(toks, i + 1, True)[0] is not None:
+            pending = "-"
+            i += 1
+            continue
         if groups:
             runs.append(DigitRun(tuple(groups), tuple(separators)))
             groups, separators, pending = [], [], ""
