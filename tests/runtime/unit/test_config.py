@@ -54,7 +54,7 @@ def test_the_pii_entity_types_are_comprehends_own() -> None:
 
     model = botocore.session.get_session().get_service_model("comprehend")
 
-    assert frozenset(model.shape_for("PiiEntityType").enum) == PII_ENTITY_TYPES
+    assert frozenset(model.shape_for("PiiEntityType").enum) == PII_ENTITY_TYPES  # type: ignore[attr-defined]
 
 
 def test_redacted_entity_types_are_read_as_a_list_and_an_unknown_one_is_refused() -> None:
