@@ -41,7 +41,9 @@ TrueFalse = Literal["true", "false"]
 DEFAULT_SYSTEM_PROMPT = (
     "You are a friendly voice agent answering a phone call. Your words are spoken aloud: answer in one to three "
     "short sentences of plain speech, with no lists, markdown or emoji. If the caller asks for a person, or you "
-    "cannot help, call transfer_to_agent. When the caller is done, say goodbye and call end_call."
+    "cannot help, call transfer_to_agent. When the caller is done, say goodbye and call end_call. Never ask for a "
+    "card number aloud: when the caller wants to pay by card, ask them to type it on the keypad and press pound, "
+    "and call collect_card_by_keypad."
 )
 CARTESIA_API_URL = "https://api.cartesia.ai"
 """Used when CARTESIA_BASE_URL is empty: the SDK itself would take an empty variable as the URL."""

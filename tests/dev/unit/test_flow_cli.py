@@ -12,6 +12,7 @@ from moto import mock_aws
 
 from tests.fixtures.flows import (
     CORPUS,
+    FLOW_PARAMETERS,
     FUNCTIONS,
     LISTEN_ONLY,
     SHIPPED_FLOWS,
@@ -28,7 +29,8 @@ from voicebridge_dev.flows.cli import cli_render, cli_validate
 def project(tmp_path: Path) -> Path:
     """A project tree: a template declaring the functions and the queue, and the shipped flows."""
     functions = "".join(f"  {name}:\n    Type: AWS::Serverless::Function\n" for name in sorted(FUNCTIONS))
-    (tmp_path / "template.yaml").write_text(f"Parameters:\n  AgentQueueArn:\n    Type: String\nResources:\n{functions}")
+    parameters = "".join(f"  {name}:\n    Type: String\n" for name in sorted(FLOW_PARAMETERS))
+    (tmp_path / "template.yaml").write_text(f"Parameters:\n{parameters}Resources:\n{functions}")
     (tmp_path / "contact_flows").mkdir()
     for path in SHIPPED_FLOWS:
         (tmp_path / "contact_flows" / path.name).write_text(path.read_text(encoding="utf-8"))

@@ -165,7 +165,11 @@ def test_bedrock_is_sent_the_prompt_history_tools_and_inference_settings(
         ("user", "what is my balance"),
     ]
     assert body["inferenceConfig"] == {"maxTokens": 50, "temperature": 0.2}
-    assert [t["toolSpec"]["name"] for t in body["toolConfig"]["tools"]] == ["transfer_to_agent", "end_call"]
+    assert [t["toolSpec"]["name"] for t in body["toolConfig"]["tools"]] == [
+        "transfer_to_agent",
+        "end_call",
+        "collect_card_by_keypad",
+    ]
 
 
 def test_bedrock_asking_for_a_person_transfers_with_its_reason(bedrock: Build) -> None:

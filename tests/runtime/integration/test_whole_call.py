@@ -49,6 +49,7 @@ from voicebridge_dev.simulator import (
     timeline_png,
     transcript,
 )
+from voicebridge_dev.simulator.caller import Press
 from voicebridge_dev.template import LOCAL_ACCOUNT
 
 TEMPLATE = ROOT / "template.yaml"
@@ -756,3 +757,95 @@ def test_input_that_never_comes_takes_no_matching_error_when_there_is_no_timeout
 
     assert outcomes(result, "Menu") == ["NoMatchingError"]
     assert [p["text"] for p in prompts(result)] == ["Press one.", "Nothing was pressed."]
+
+
+PAY_BY_CARD = "I want to pay my bill by card, please."
+CARD_KEYS = "4111111111111111#"
+KEYPAD = {
+    "CardKeypad": "encrypted",
+    "CardEncryptionKeyId": "c0ffee00-0000-4000-8000-00000000ca4d",
+    "CardEncryptionCertificate": "-----BEGIN CERTIFICATE-----\\nMIIB-local-stand-in\\n-----END CERTIFICATE-----",
+}
+
+
+def _said(text: str) -> Clip:
+    return Clip("pay-by-card", text, StandInSpeechEngine().synthesize(text, RATE, 1.0))
+
+
+def test_a_caller_paying_by_card_types_it_on_the_keypad_and_no_digit_is_heard_or_kept(cloud: LocalCloud) -> None:
+    clip = _said(PAY_BY_CARD)
+    cloud.ink.register(clip.pcm, clip.transcript)
+
+    # The Bedrock emulator's bank agent asks for it with collect_card_by_keypad, as the demo's agent does.
+    with _lambdas(cloud, **scenario_settings(SCENARIOS["normal"])) as bedrock:
+        result = call(cloud, bedrock, [Say(clip), Press(CARD_KEYS), Say(CLIPS["person"])], parameters=KEYPAD)
+
+    identifiers = [a.identifier for a in result.actions]
+    assert "Take card number on keypad" in identifiers, [
+        (a.identifier, getattr(a, "branch", None)) for a in result.actions[25:45]
+    ]
+    taken = identifiers.index("Take card number on keypad")
+    assert identifiers[taken - 1] == "Stop flow logging for card"
+    assert identifiers[taken + 1 : taken + 4] == [
+        "Resume flow logging after card",
+        "Check card entered",
+        "Set card taken line",
+    ]
+    assert "Thank you, I have your card details." in transcript(result)
+    assert all("4111" not in turn.transcript for turn in result.records.turns)
+    assert (result.ended_by, identifiers[-1]) == ("transferred", "Transfer to agent"), result.detail
+
+
+def test_without_a_keypad_key_the_scripted_agents_caller_paying_by_card_is_handed_to_a_person(
+    cloud: LocalCloud, lambdas: LambdaEmulator
+) -> None:
+    clip = _said(PAY_BY_CARD)
+    cloud.ink.register(clip.pcm, clip.transcript)
+
+    result = call(cloud, lambdas, [Say(clip)])
+
+    identifiers = [a.identifier for a in result.actions]
+    assert "Take card number on keypad" not in identifiers
+    assert "Set card transfer line" in identifiers
+    assert (result.ended_by, identifiers[-1]) == ("transferred", "Transfer to agent")
+
+
+def _store_encrypted(tmp_path: Path, key_id: str, certificate: str) -> Path:
+    """Store the keys pressed, encrypted, then say what ``$.StoredCustomerInput`` holds."""
+    take = {
+        "Identifier": "Take",
+        "Type": "GetParticipantInput",
+        "Parameters": {
+            "Text": "Type it, then press pound.",
+            "StoreInput": "True",
+            "InputTimeLimitSeconds": "5",
+            "InputValidation": {"CustomValidation": {"MaximumLength": "19"}},
+            "InputEncryption": {"EncryptionKeyId": key_id, "Key": certificate},
+        },
+        "Transitions": {
+            "NextAction": "Stored",
+            "Errors": [{"NextAction": "Refused", "ErrorType": "NoMatchingError"}],
+        },
+    }
+    return write_flow(
+        tmp_path, [take, say("Stored", "$.StoredCustomerInput"), say("Refused", "Not stored."), DISCONNECT]
+    )
+
+
+def test_keys_stored_with_encryption_are_ciphertext_to_the_flow(
+    cloud: LocalCloud, lambdas: LambdaEmulator, tmp_path: Path
+) -> None:
+    flow = _store_encrypted(tmp_path, "key-1", "-----BEGIN CERTIFICATE-----")
+
+    result = call(cloud, lambdas, [Press(CARD_KEYS)], flow)
+
+    said = transcript(result)
+    assert "[encrypted with key key-1: 16 keys]" in said and "4111" not in said.replace(CARD_KEYS, "")
+
+
+def test_keys_cannot_be_stored_encrypted_without_a_certificate(
+    cloud: LocalCloud, lambdas: LambdaEmulator, tmp_path: Path
+) -> None:
+    result = call(cloud, lambdas, [Press(CARD_KEYS)], _store_encrypted(tmp_path, "key-1", ""))
+
+    assert "Not stored." in transcript(result)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -168,6 +168,10 @@ class Status:
 
     def status(self, contact_id: str) -> ReplyStatus | None:
         return self._status
+
+    def outcome(self, contact_id: str, turn: int) -> ReplyStatus | None:
+        """How an earlier reply ended: not kept here, as before its end was stored."""
+        return None
 
 
 def poll(replies: Any, turns: Any, *, turn: int, segment: int, clock: ManualClock | None = None) -> Next:
@@ -341,3 +345,61 @@ def test_a_newer_turns_first_sentence_is_never_held_back() -> None:
     turns = Speaking(stop_after=100)
     found = played(turns, turn=2, segment=4)
     assert found.segment is not None and (found.segment.turn, found.segment.index) == (3, 0)
+
+
+# -- a reply that asks for something of the caller's (the card on the keypad)
+
+KEYPAD = {"Collect": "card"}
+
+
+class Asked(Status):
+    """Turn 3's reply asked for the card on the keypad, in two segments, and is over; ``newer`` a turn since."""
+
+    def __init__(self, *, newer: bool = False) -> None:
+        done = ReplyStatus(3, 2, done=True, attributes=KEYPAD, updated_at_ms=NOW_MS)
+        super().__init__(ReplyStatus(4, 1, done=False, updated_at_ms=NOW_MS) if newer else done)
+        self._ended = done
+
+    def outcome(self, contact_id: str, turn: int) -> ReplyStatus | None:
+        return self._ended if turn == 3 else None
+
+    def segment(self, contact_id: str, turn: int, index: int, keys: str) -> Segment:
+        return Segment(CONTACT, turn, index, "Sorry?", "s3://b/k.wav", "beep boop")
+
+
+def quiet() -> Checkpoints:
+    return Checkpoints(checkpoint(speaking_since_ms=0, heartbeat_at_ms=10**15), now_ms=10)
+
+
+def test_a_reply_that_asks_for_the_keypad_is_over_with_its_request() -> None:
+    found = poll(Asked(), quiet(), turn=3, segment=1)
+
+    assert (found.segment, found.timed_out, dict(found.attributes)) == (None, False, KEYPAD)
+
+
+def test_a_request_the_flow_has_taken_is_not_made_again() -> None:
+    found = next_to_play(
+        CONTACT,
+        {"TurnIndex": "3", "Segment": "1", "CollectedTurn": "3", "MaxWaitMs": "100"},
+        replies=cast(Any, Asked()),
+        turns=cast(Any, quiet()),
+        max_wait_ms=6000,
+        fast_poll_ms=20,
+        slow_poll_ms=100,
+        remaining_ms=None,
+        clock=ManualClock(start=0.0, epoch=1_764_000_010.0),
+    )
+
+    assert found.timed_out
+
+
+def test_a_request_comes_before_a_newer_turns_reply_once_the_flow_played_the_whole_of_it() -> None:
+    found = poll(Asked(newer=True), quiet(), turn=3, segment=1)
+
+    assert found.segment is None and dict(found.attributes) == KEYPAD
+
+
+def test_a_newer_turns_reply_takes_the_place_of_a_request_the_flow_did_not_hear_to_its_end() -> None:
+    found = poll(Asked(newer=True), quiet(), turn=3, segment=0)
+
+    assert found.segment is not None and (found.segment.turn, found.segment.index) == (4, 0)

@@ -23,6 +23,7 @@ from voicebridge.conversation import Action, Exchange
 from voicebridge.converse.responder import ResponderError, TurnRequest
 from voicebridge.converse.responders.bedrock import (
     COMPLETE_STOPS,
+    KEYPAD_TEXT,
     STOP_REASONS,
     UNFINISHED_STOPS,
     BedrockResponder,
@@ -174,6 +175,28 @@ def test_a_tool_call_without_text_speaks_the_configured_line() -> None:
     assert (list(reply.text()), reply.action, dict(reply.attributes)) == (["Goodbye for now."], Action.HANGUP, {})
 
 
+def test_asking_for_the_card_on_the_keypad_tells_the_flow_and_continues() -> None:
+    events = [
+        start(),
+        text("Please type it on the keypad."),
+        block_stop(0),
+        tool_start("collect_card_by_keypad"),
+        tool_input('{"reason": "pays by card"}'),
+        block_stop(1),
+        stop("tool_use"),
+    ]
+    assert answer(events) == (
+        ["Please type it on the keypad."],
+        Action.CONTINUE,
+        {"ActionReason": "pays by card", "Collect": "card"},
+    )
+
+
+def test_asking_for_the_card_without_a_word_says_how_to_type_it() -> None:
+    events = [start(), tool_start("collect_card_by_keypad", index=0), tool_input("{}", index=0), block_stop(0)]
+    assert answer([*events, stop("tool_use")]) == ([KEYPAD_TEXT], Action.CONTINUE, {"Collect": "card"})
+
+
 def test_a_tool_input_that_is_not_json_still_asks_for_the_action() -> None:
     events = [start(), tool_start("transfer_to_agent", index=0), tool_input('{"reason": "unfinished', index=0)]
     deltas, action, attributes = answer([*events, block_stop(0), stop("tool_use")])
@@ -189,7 +212,7 @@ def test_both_tools_are_offered_with_a_reason_in_their_input() -> None:
     client = Bedrock()
     list(responder(client).respond(turn(), deadline=LATER).text())
     tools = client.requests[0]["toolConfig"]["tools"]
-    assert [t["toolSpec"]["name"] for t in tools] == ["transfer_to_agent", "end_call"]
+    assert [t["toolSpec"]["name"] for t in tools] == ["transfer_to_agent", "end_call", "collect_card_by_keypad"]
     assert all(t["toolSpec"]["description"] for t in tools)
     assert all(t["toolSpec"]["inputSchema"]["json"]["properties"]["reason"]["type"] == "string" for t in tools)
 

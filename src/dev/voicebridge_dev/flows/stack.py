@@ -24,8 +24,8 @@ from voicebridge_dev.template import TemplateError, load_template
 
 
 def stack_outputs(stack_name: str, client: Any = None) -> dict[str, str]:
-    """The outputs of a deployed stack keyed by OutputKey, plus the ``AWS::Region``/``AWS::AccountId``/
-    ``AWS::StackName`` pseudo parameters read from its StackId."""
+    """The outputs of a deployed stack keyed by OutputKey, its parameters' values by ParameterKey, plus the
+    ``AWS::Region``/``AWS::AccountId``/``AWS::StackName`` pseudo parameters read from its StackId."""
     cloudformation = client if client is not None else boto3.client("cloudformation")
     try:
         stacks = cloudformation.describe_stacks(StackName=stack_name)["Stacks"]
@@ -35,6 +35,11 @@ def stack_outputs(stack_name: str, client: Any = None) -> dict[str, str]:
         raise StackOutputsError(f"stack {stack_name} not found")
     stack = stacks[0]
     values = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
+    # The stack's parameters fill the flows' ${Parameter} placeholders as Fn::Sub fills them (AgentQueueArn…).
+    for parameter in stack.get("Parameters", []):
+        values.setdefault(
+            parameter["ParameterKey"], parameter.get("ResolvedValue", parameter.get("ParameterValue", ""))
+        )
     # arn:aws:cloudformation:<region>:<account>:stack/<name>/<uuid>
     arn_parts = stack["StackId"].split(":")
     values.setdefault("AWS::Region", arn_parts[3])

@@ -1,7 +1,8 @@
 """What the flow plays next: ConverseFunction's domain, a long poll over the reply status that fits Connect's 8 s.
 
 The flow calls ConverseFunction right after every prompt with where it is — ``TurnIndex`` and ``Segment`` of what
-it just played (absent at the start) — and gets back, as soon as it exists:
+it just played (absent at the start), and ``CollectedTurn``, the turn whose request it has taken — and gets back, as
+soon as it exists:
 
 - the next segment of the same reply; or, when a newer turn's reply has begun (the caller spoke again: barge-in),
   that reply's first segment — ``Result=Speak`` with ``PromptUri`` (or only ``Text``, for Connect's own voice),
@@ -9,8 +10,9 @@ it just played (absent at the start) — and gets back, as soon as it exists:
   caller said), ``Action`` (``Continue`` | ``Transfer`` | ``Hangup``, final on the reply's last segment) and the
   responder's attributes;
 - ``Result=OK`` with ``Action`` when the reply it was playing turned out to be over with nothing more to say, and
-  the flow must transfer or hang up (a segment handed out while the reply was still being written says
-  ``More=true``);
+  the flow must transfer or hang up, or take what the reply asked for (``Collect``: the card on the keypad) — a
+  segment handed out while the reply was still being written says ``More=true``. This comes before a newer turn's
+  reply when the flow played the whole of the one that asked;
 - when nothing new came within the wait: ``Listening`` while the caller is mid-turn, ``Thinking`` while a reply is
   still being made or a stored turn has none begun yet, else ``Timeout`` (:func:`next_to_play` says which reply is
   in the making; the handler asks whether the caller is speaking);
@@ -64,7 +66,7 @@ class Next:
 
     @property
     def timed_out(self) -> bool:
-        return self.segment is None and self.action is Action.CONTINUE
+        return self.segment is None and self.action is Action.CONTINUE and ASKING not in self.attributes
 
 
 def next_to_play(
@@ -90,10 +92,13 @@ def next_to_play(
     """
     turn = whole_number(parameters, "TurnIndex", default=-1, low=-1, high=MAX_SEQ)
     played = whole_number(parameters, "Segment", default=-1, low=-1)
+    collected = whole_number(parameters, "CollectedTurn", default=-1, low=-1, high=MAX_SEQ)
     poll = LongPoll.asked(parameters, max_wait_ms=max_wait_ms, remaining_ms=remaining_ms, started=started, clock=clock)
     meanwhile = Meanwhile((lambda: read(turn)) if read is not None and turn >= 0 else None)
     try:
-        return _poll(contact_id, poll, meanwhile, turn, played, replies, turns, fast_poll_ms, slow_poll_ms, clock)
+        return _poll(
+            contact_id, poll, meanwhile, (turn, played, collected), replies, turns, fast_poll_ms, slow_poll_ms, clock
+        )
     finally:
         meanwhile.end()
 
@@ -102,20 +107,20 @@ def _poll(
     contact_id: str,
     poll: LongPoll,
     meanwhile: Meanwhile,
-    turn: int,
-    played: int,
+    where: tuple[int, int, int],
     replies: ReplyStore,
     turns: TurnStore,
     fast_poll_ms: int,
     slow_poll_ms: int,
     clock: Clock,
 ) -> Next:
+    turn, played, collected = where
     checked_listening = False
     status: ReplyStatus | None = None
     while True:
         with poll.look():
             status = replies.status(contact_id)
-            found = _next(contact_id, status, turn, played, replies)
+            found = _next(contact_id, status, turn, played, replies, collected)
             if _continues(found, turn) and caller_speaking_ms(turns, contact_id) is not None:
                 # The caller began a turn while this reply was playing: its next sentence is not said over them.
                 # Their turn's own reply takes its place, or, if Ink hears no turn in it after all, it goes on.
@@ -163,19 +168,45 @@ def _unanswered(
     return Thinking(newer[0].seq, max(0, int(now_s * 1000) - newer[0].ended_at_ms), started=True)
 
 
-def _next(contact_id: str, status: ReplyStatus | None, turn: int, played: int, replies: ReplyStore) -> Next | None:
+def _next(
+    contact_id: str, status: ReplyStatus | None, turn: int, played: int, replies: ReplyStore, collected: int = -1
+) -> Next | None:
+    """What to answer now; ``collected`` is the turn whose request (``Collect``) the flow has already taken."""
     if status is None:
         return None
     if status.turn > turn:
+        ended = _played_to_its_end(contact_id, turn, played, replies, collected)
+        if ended is not None:
+            return ended
         # A reply to a newer turn: its first segment, whatever was left of the one being played.
         return _segment(contact_id, status, status.turn, 0, replies)
     if status.turn < turn:
         return None
     if status.segments > played + 1:
         return _segment(contact_id, status, turn, played + 1, replies)
-    if status.done and status.action is not Action.CONTINUE:
+    asks = ASKING in status.attributes and collected != turn
+    if status.done and (status.action is not Action.CONTINUE or asks):
         return Next(action=status.action, attributes=status.attributes)
     return None
+
+
+ASKING = "Collect"
+"""A reply attribute asking the flow for something of the caller's before the conversation goes on (the card on the
+keypad): the flow must be told it even when a newer turn has begun."""
+
+
+def _played_to_its_end(contact_id: str, turn: int, played: int, replies: ReplyStore, collected: int) -> Next | None:
+    """What the reply the flow played to its last segment asked of it, when a newer turn began before the flow
+    heard that the reply was over: its transfer, hang-up or request (``Collect``) comes before the newer turn's
+    reply, as the caller heard the agent say so. None when the flow has more of it to play, or it asked nothing."""
+    if turn < 0 or played < 0:
+        return None
+    ended = replies.outcome(contact_id, turn)
+    if ended is None or played < ended.segments - 1:
+        return None
+    if ended.action is Action.CONTINUE and (ASKING not in ended.attributes or collected == turn):
+        return None
+    return Next(action=ended.action, attributes=ended.attributes)
 
 
 def _segment(contact_id: str, status: ReplyStatus, turn: int, index: int, replies: ReplyStore) -> Next | None:

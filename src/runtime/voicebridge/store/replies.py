@@ -182,22 +182,42 @@ class ReplyStore:
         and the responder's attributes."""
         status = ReplyStatus(turn, segments, done=True, action=action, attributes=attributes, keys=keys, latest=latest)
         # The caller's turn keeps what its reply asked for, for the call record: the status keeps only the latest.
-        noting = self._writers().submit(self._note_action, contact_id, turn, action)
+        noting = self._writers().submit(self._note_outcome, contact_id, status)
         try:
             self._put_status(contact_id, status)
         finally:
             noting.result()
 
-    def _note_action(self, contact_id: str, turn: int, action: Action) -> None:
+    def _note_outcome(self, contact_id: str, status: ReplyStatus) -> None:
+        """Keep how the reply ended on the caller's turn item: the status holds only the latest reply's, and a flow
+        that played this one to its end must still do what it asked when a newer turn has begun (:meth:`outcome`)."""
+        outcome = typed_item(
+            {"Action": status.action.value, "Segments": status.segments, "Attributes": dict(status.attributes)}
+        )
         with contextlib.suppress(ConditionFailed):
             self._turns.call(
                 "update_item",
                 TableName=self._turns.table,
-                Key={"ContactId": {"S": contact_id}, "TurnKey": {"S": turn_key(CUSTOMER, turn)}},
-                UpdateExpression="SET ReplyAction = :a",
+                Key={"ContactId": {"S": contact_id}, "TurnKey": {"S": turn_key(CUSTOMER, status.turn)}},
+                UpdateExpression="SET ReplyAction = :a, ReplyOutcome = :o",
                 ConditionExpression="attribute_exists(TurnKey)",
-                ExpressionAttributeValues={":a": {"S": action.value}},
+                ExpressionAttributeValues={":a": {"S": status.action.value}, ":o": {"M": outcome}},
             )
+
+    def outcome(self, contact_id: str, turn: int) -> ReplyStatus | None:
+        """How ``turn``'s reply ended (its action, segments and attributes), once it has; None before."""
+        item = self._get(contact_id, turn_key(CUSTOMER, turn))
+        kept = None if item is None else item.get("ReplyOutcome")
+        if not isinstance(kept, Mapping):
+            return None
+        attributes = kept.get("Attributes", {})
+        return ReplyStatus(
+            turn,
+            int(kept.get("Segments", 0)),
+            done=True,
+            action=_action(kept.get("Action")),
+            attributes={str(k): str(v) for k, v in attributes.items()},
+        )
 
     def commit(self, status: ReplyStatus, contact_id: str) -> bool:
         """Name a speculative reply as ``status.turn``'s, with the segments it has ready: one conditional write.

@@ -20,7 +20,8 @@ A brain is a JSON document (``BedrockEmulator(brain=…)``, or ``POST /_emulator
   user message carries tool results and no text. Both are rules without ``match``, and may carry a ``tool``.
 
 :data:`BANK_AGENT` is the default brain: a small bank's agent (a balance, paying a bill, how to dispute a card charge
-in five sentences, a person on request through ``transfer_to_agent``, goodbye through ``end_call``).
+in five sentences, a person on request through ``transfer_to_agent``, goodbye through ``end_call``, a payment by
+card through ``collect_card_by_keypad``).
 """
 
 from __future__ import annotations
@@ -158,6 +159,26 @@ BANK_AGENT: Final[Mapping[str, Any]] = {
             "match": ["person", "human", "agent", "representative", "operator", "colleague"],
             "reply": "Of course. Let me connect you with one of my colleagues.",
             "tool": {"name": "transfer_to_agent", "input": {"reason": "the caller asked for a person"}},
+        },
+        {
+            # A card number is never said aloud: the flow takes it on the keypad, encrypted.
+            "match": [
+                "by card",
+                "pay by card",
+                "pay with my card",
+                "pay with a card",
+                "pay with card",
+                "pay it by card",
+                "by credit card",
+                "by debit card",
+                "card payment",
+                "use my card",
+            ],
+            "reply": (
+                "I'll take your card number on the keypad, so you never have to say it. Please type it now, then "
+                "press the pound key."
+            ),
+            "tool": {"name": "collect_card_by_keypad", "input": {"reason": "the caller wants to pay by card"}},
         },
         {
             "match": [

@@ -54,7 +54,7 @@ def get_input(call: Call, action: Action) -> Branch:
         entry = stored_input(keys, params)
         if entry.value is None:
             raise ActionFailed(entry.reason or "invalid input", error_type(action, entry.error))
-        call.contact.stored_input = entry.value
+        call.contact.stored_input = _encrypted(call, action, entry.value) if keys is not None else entry.value
         return Branch("stored" if keys is not None else "stored Timeout", action.next_action)
     if keys is None:
         # No key before InputTimeLimitSeconds. Without an InputTimeLimitExceeded branch it takes NoMatchingError,
@@ -62,6 +62,24 @@ def get_input(call: Call, action: Action) -> Branch:
         # reference).
         raise ActionFailed("no input before InputTimeLimitSeconds", error_type(action, "InputTimeLimitExceeded"))
     return branch_on(action, menu_key(keys))
+
+
+def _encrypted(call: Call, action: Action, entered: str) -> str:
+    """What ``$.StoredCustomerInput`` holds when ``InputEncryption`` is set: ciphertext, never the keys.
+
+    Connect encrypts the input with the certificate in ``Key``, signed by the key ``EncryptionKeyId`` names, and
+    stores what the AWS Encryption SDK decrypts (the admin guide's "Encrypt sensitive customer input"); both may be
+    given dynamically. The simulator has no certificate to encrypt with: it stores an opaque stand-in that names the
+    key and the number of keys pressed, so that a flow which speaks or passes on the stored input gives nothing
+    away. A missing key or certificate takes the error branch, as a flow that cannot encrypt must not store."""
+    encryption = action.parameters.get("InputEncryption")
+    if not isinstance(encryption, Mapping):
+        return entered
+    key_id = call.contact.value(str(encryption.get("EncryptionKeyId", "")))
+    certificate = call.contact.value(str(encryption.get("Key", "")))
+    if not key_id or not certificate:
+        raise ActionFailed("InputEncryption needs an EncryptionKeyId and a Key", error_type(action, "NoMatchingError"))
+    return f"[encrypted with key {key_id}: {len(entered)} keys]"
 
 
 def _listen(call: Call, limit_s: float, kind: type[Press] | type[Say] | tuple[type, ...]) -> str | None:

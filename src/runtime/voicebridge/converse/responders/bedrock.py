@@ -20,7 +20,8 @@ exception event (``throttlingException``, ``modelStreamErrorException``, ``valid
 ``internalServerException``, ``serviceUnavailableException``), which botocore raises from the iteration as
 ``EventStreamError`` whose ``Error.Code`` is the event's name.
 
-The model is offered two tools, ``transfer_to_agent`` and ``end_call``; calling one makes the reply's action
+The model is offered three tools, ``transfer_to_agent``, ``end_call`` and ``collect_card_by_keypad`` (the flow takes
+the card number on the keypad: :data:`TOOL_ATTRIBUTES`); calling one makes the reply's action
 Transfer or Hangup (and a call with no text speaks a short configured line instead). When a guardrail intervenes,
 the stream carries the guardrail's own message as text: that is the reply, and the action is Continue whatever the
 model meant to do.
@@ -74,8 +75,17 @@ from voicebridge.converse.responders.bedrock_models import ModelFamily, model_fa
 from voicebridge.converse.responders.refusals import error_code, refusal
 from voicebridge.telemetry import logger
 
-TOOL_ACTIONS: Mapping[str, Action] = {"transfer_to_agent": Action.TRANSFER, "end_call": Action.HANGUP}
+TOOL_ACTIONS: Mapping[str, Action] = {
+    "transfer_to_agent": Action.TRANSFER,
+    "end_call": Action.HANGUP,
+    "collect_card_by_keypad": Action.CONTINUE,
+}
 """The tools the model is offered, and the action calling each one asks of the flow."""
+TOOL_ATTRIBUTES: Mapping[str, Mapping[str, str]] = {"collect_card_by_keypad": {"Collect": "card"}}
+"""What calling a tool tells the flow besides its action: ``Collect=card`` has the voice-agent flow take the card
+number on the keypad, encrypted (Connect's Store customer input), so it is never spoken, heard or transcribed."""
+KEYPAD_TEXT = "Please type your card number on the keypad, then press the pound key."
+"""Said when the model asks for the card on the keypad without a word of its own: the flow then waits for keys."""
 
 TOOLS: list[dict[str, Any]] = [
     {
@@ -96,6 +106,11 @@ TOOLS: list[dict[str, Any]] = [
             "Hand the caller over to a person. Use it when the caller asks for a person or when you cannot help.",
         ),
         ("end_call", "End the call. Use it once the caller has nothing more to ask and you have said goodbye."),
+        (
+            "collect_card_by_keypad",
+            "Take the caller's card number on the telephone keypad instead of hearing it. Use it when the caller "
+            "wants to pay by card or give card details, after telling them to type the number and press pound.",
+        ),
     )
 ]
 
@@ -200,7 +215,8 @@ class ConverseStreamReader:
                 action = TOOL_ACTIONS[call.name]
         elif self.stop_reason != GUARDRAIL_STOP and not self.text_chars:
             raise ResponderError(f"the model stopped without an answer ({self.stop_reason})")
-        if action is Action.CONTINUE and not self.text_chars and not continuing:
+        keypad = call is not None and call.name in TOOL_ATTRIBUTES
+        if action is Action.CONTINUE and not self.text_chars and not continuing and not keypad:
             raise ResponderError(f"the model's reply was empty ({self.stop_reason})")
         return action, call
 
@@ -354,6 +370,8 @@ class BedrockReply:
         self._action, call = reader.finish(continuing=bool(self._request.spoken_prefix.strip()))
         if call is not None and call.reason:
             self._attributes[REASON_ATTRIBUTE] = call.reason
+        if call is not None:
+            self._attributes.update(TOOL_ATTRIBUTES.get(call.name, {}))
         logger.info(
             "bedrock reply",
             turn=self._request.turn_index,
@@ -368,7 +386,11 @@ class BedrockReply:
         )
         if reader.stop_reason not in NATURAL_STOPS:
             logger.warning("the model's reply was cut short or stopped", stop_reason=reader.stop_reason)
-        line = self._closing_lines.get(self._action, "")
+        line = (
+            KEYPAD_TEXT
+            if call is not None and call.name in TOOL_ATTRIBUTES
+            else self._closing_lines.get(self._action, "")
+        )
         if call is not None and not reader.text_chars and line:
             yield line
 
