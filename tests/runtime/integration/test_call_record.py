@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from tests.fixtures import ROOT
+from tests.fixtures.cloud import Invoker
 from voicebridge import container
 from voicebridge.call.record import (
     ANNOUNCED,
@@ -244,3 +246,33 @@ def test_the_turn_a_flow_has_read_is_redacted_and_a_newer_one_is_not(store: Turn
     assert first.transcript == "My card number is [CARD], expiry [EXPIRY]"
     assert second.transcript == "call me on 555-234-5678"
     assert store.redact_read_turns(contact, 0, lambda text: "changed") == 0
+
+
+SAMPLE_FAILURE = json.loads((ROOT / "events" / "call-record-failure.json").read_text(encoding="utf-8"))
+
+
+def test_call_record_function_records_a_dead_consumers_contact_from_lambdas_failure_record(
+    store: TurnStore, invoke_function: Invoker
+) -> None:
+    contact = a_call(store, state="listening")
+    checkpoint = store.load(contact)
+    assert checkpoint is not None
+    checkpoint.heartbeat_at_ms = store.now_ms() - 60_000
+    store.save(checkpoint)
+    event = {**SAMPLE_FAILURE, "requestPayload": {"ContactId": contact, "Generation": 0}}
+
+    answer = invoke_function("CallRecordFunction", event)
+
+    assert answer == {"Result": "OK", "Outcome": "written"}
+    marker = next(item for item in store.contact_items(contact) if item["TurnKey"] == RECORD)
+    assert marker["State"] == ANNOUNCED
+
+
+def test_call_record_function_refuses_a_record_without_a_consumer_event(invoke_function: Invoker) -> None:
+    answer = invoke_function("CallRecordFunction", {**SAMPLE_FAILURE, "requestPayload": {"Generation": 0}})
+
+    assert (answer["Result"], answer["ErrorCode"]) == ("Error", "InvalidInput")
+
+
+def test_the_sample_failure_record_names_no_session_here(invoke_function: Invoker) -> None:
+    assert invoke_function("CallRecordFunction", SAMPLE_FAILURE) == {"Result": "OK", "Outcome": "no-session"}
