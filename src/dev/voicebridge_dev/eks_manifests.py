@@ -75,7 +75,8 @@ def identity(resource: dict[str, Any]) -> Identity:
     api_version = str(resource.get("apiVersion", ""))
     metadata = resource.get("metadata") or {}
     group = api_version.rpartition("/")[0]
-    return Identity(group, str(resource.get("kind", "")), str(metadata.get("namespace", "")), str(metadata.get("name", "")))
+    kind, namespace, name = resource.get("kind", ""), metadata.get("namespace", ""), metadata.get("name", "")
+    return Identity(group, str(kind), str(namespace), str(name))
 
 
 def render(folder: Path, *, allow_placeholders: bool = False) -> list[dict[str, Any]]:
