@@ -220,6 +220,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     fleet.add_argument("--image-tag", required=True, help="ImageTag")
     fleet.add_argument("--instance-type", default="g6e.xlarge", help="InstanceType")
     fleet.add_argument("--instances", type=int, default=8, help="most GPU instances the stack may run (MaxInstances)")
+    fleet.add_argument(
+        "--eks", action="store_true", help="the fleet runs on Amazon EKS (deploy/eks/), not the ECS stack"
+    )
+    fleet.add_argument("--cluster", help="the EKS cluster's name (with --eks)")
     for hosting in (managed, fleet):
         hosting.add_argument("--region", help="the deployment's region (default: the AWS CLI's)")
     manifests = sonic.add_parser(
@@ -288,7 +292,7 @@ def _sonic_manifests(args: argparse.Namespace) -> int:
 def _sonic_preflight(args: argparse.Namespace) -> int:
     import boto3
 
-    from voicebridge_dev.sonic_preflight import report, sagemaker_checks, self_managed_checks
+    from voicebridge_dev.sonic_preflight import eks_checks, report, sagemaker_checks, self_managed_checks
 
     session = boto3.session.Session(region_name=args.region)
     # The service is named at run time, and boto3's typed overloads know services only by literal name.
@@ -303,6 +307,18 @@ def _sonic_preflight(args: argparse.Namespace) -> int:
     if args.hosting == "sagemaker":
         checks = sagemaker_checks(
             clients, model_package=args.model_package, instance_type=args.instance_type, instances=args.instances
+        )
+    elif args.eks:
+        if not args.cluster:
+            print("sonic preflight self-managed --eks needs --cluster NAME", file=sys.stderr)
+            return 2
+        checks = eks_checks(
+            clients,
+            cluster=args.cluster,
+            repository=args.image_repository,
+            tag=args.image_tag,
+            instance_type=args.instance_type,
+            instances=args.instances,
         )
     else:
         checks = self_managed_checks(
