@@ -14,6 +14,11 @@ SAM_CLI_VERSION ?= 1.170.0
 CHECKOV_VERSION ?= 3.3.30
 SAM_STAMP := $(SAM_VENV)/.installed-sam-$(SAM_CLI_VERSION)
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed-checkov-$(CHECKOV_VERSION)
+# Karpenter's and KEDA's resource schemas for deploy/eks/ (npm packages generated from each project's API types),
+# beside the other tools in the one ignored folder.
+K8S_MODELS_DIR ?= $(SAM_VENV)/k8s-models
+K8S_MODELS := @kubernetes-models/karpenter@2.0.0 @kubernetes-models/keda@2.0.0
+K8S_MODELS_STAMP := $(K8S_MODELS_DIR)/.installed-karpenter-2.0.0-keda-2.0.0
 # `sam build` runs src/runtime/Makefile, which installs each function's requirements and compiles its bytecode with
 # the Lambda runtime's Python; it must be on PATH, and on a pyenv machine PYENV_VERSION exposes it next to the default
 # one. No telemetry, and a region for an offline validate.
@@ -22,16 +27,16 @@ SAM_PYENV_VERSION ?= 3.11.7:3.12.1:3.13.0
 SAM_ENV := SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} PYENV_VERSION=$(SAM_PYENV_VERSION)
 
 .PHONY: test check tools demo lint typecheck unit integration artifact template sam-validate sam-build checkov flows-sync \
-	system-deps bench clean
+	system-deps bench clean eks-manifests eks-render
 
 # Everything, in the order a failure is cheapest to find: lint and types, unit tests (seconds), the template, the
 # integration tests (the local cloud, a few minutes), then the Lambda artifacts as `sam build` makes them. The
 # deployment tools' virtualenvs are made beside the quick checks, which wait on nothing the installs use.
 test: $(DEV_STAMP) system-deps
 	$(MAKE) --no-print-directory -j2 check tools
-	$(MAKE) --no-print-directory template integration sam-validate sam-build artifact checkov
+	$(MAKE) --no-print-directory template eks-manifests integration sam-validate sam-build artifact checkov
 
-tools: $(SAM_STAMP) $(CHECKOV_STAMP)
+tools: $(SAM_STAMP) $(CHECKOV_STAMP) $(K8S_MODELS_STAMP)
 
 # The quick loop while working: lint, types and the unit tests, no local cloud.
 check: $(DEV_STAMP) lint typecheck unit
@@ -82,9 +87,26 @@ sam-build: $(SAM_STAMP)
 	       "machine set SAM_PYENV_VERSION to installed versions that include it" >&2; exit 1; }
 	$(SAM_ENV) $(SAM_VENV)/bin/sam build --build-dir .aws-sam/build
 
-checkov: $(CHECKOV_STAMP)
+# The EKS manifests are scanned as rendered, each overlay one file: checkov's kustomize framework needs the kustomize
+# binary. Its skips are annotations on the resources, each with its reason.
+checkov: $(CHECKOV_STAMP) eks-render
 	$(CHECKOV_VENV)/bin/checkov --file template.yaml --file $(SONIC_STACK) --framework cloudformation --skip-download \
 	  --compact --quiet
+	$(CHECKOV_VENV)/bin/checkov --directory $(EKS_RENDERED) --framework kubernetes --skip-download --compact --quiet
+
+# deploy/eks/: every overlay rendered and checked against the Kubernetes schemas of the EKS versions in standard
+# support and Karpenter's and KEDA's (make unit runs the same tests, less the latter, which need the npm packages).
+EKS_OVERLAYS := $(notdir $(wildcard deploy/eks/overlays/*))
+EKS_RENDERED := out/eks
+eks-manifests: $(DEV_STAMP) $(K8S_MODELS_STAMP)
+	VOICEBRIDGE_K8S_MODELS=$(K8S_MODELS_DIR) $(VENV)/bin/pytest -q tests/deploy/test_eks_manifests.py
+
+eks-render: $(DEV_STAMP)
+	@mkdir -p $(EKS_RENDERED)
+	@for overlay in $(EKS_OVERLAYS); do \
+	  $(VENV)/bin/voicebridge sonic manifests deploy/eks/overlays/$$overlay --allow-placeholders \
+	    > $(EKS_RENDERED)/$$overlay.yaml || exit 1; \
+	done
 
 # Rewrites the contact flows embedded in template.yaml from contact_flows/*.json.
 flows-sync: $(DEV_STAMP)
@@ -100,6 +122,12 @@ $(CHECKOV_STAMP):
 	$(PYTHON) -m venv $(CHECKOV_VENV)
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet checkov==$(CHECKOV_VERSION)
+	touch $@
+
+$(K8S_MODELS_STAMP):
+	@command -v npm >/dev/null || { echo "the EKS manifests' Karpenter and KEDA schemas need Node.js and npm" >&2; exit 1; }
+	mkdir -p $(K8S_MODELS_DIR)
+	npm install --prefix $(K8S_MODELS_DIR) --no-save --no-audit --no-fund --ignore-scripts --loglevel=error $(K8S_MODELS)
 	touch $@
 
 $(PY):

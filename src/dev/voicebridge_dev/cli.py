@@ -9,6 +9,7 @@ voicebridge flows validate [PATH...|DIR]     check exported contact flows
 voicebridge flows render PATH --stack NAME   fill ARNs from a deployed stack for a console import
 voicebridge flows simulate FLOW...           run flows on the local cloud; how each ends, and the path it took
 voicebridge sonic preflight HOSTING …        check what a Sonic deployment needs before it is tried
+voicebridge sonic manifests OVERLAY          render deploy/eks/ (kustomize-compatible) to one YAML stream
 """
 
 from __future__ import annotations
@@ -219,12 +220,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     fleet.add_argument("--image-tag", required=True, help="ImageTag")
     fleet.add_argument("--instance-type", default="g6e.xlarge", help="InstanceType")
     fleet.add_argument("--instances", type=int, default=8, help="most GPU instances the stack may run (MaxInstances)")
+    fleet.add_argument(
+        "--eks", action="store_true", help="the fleet runs on Amazon EKS (deploy/eks/), not the ECS stack"
+    )
+    fleet.add_argument("--cluster", help="the EKS cluster's name (with --eks)")
     for hosting in (managed, fleet):
         hosting.add_argument("--region", help="the deployment's region (default: the AWS CLI's)")
+    manifests = sonic.add_parser(
+        "manifests", help="render an EKS overlay (deploy/eks/overlays/nlb or alb) as kubectl apply -k would"
+    )
+    manifests.add_argument("overlay", help="folder holding the overlay's kustomization.yaml")
+    manifests.add_argument(
+        "--allow-placeholders", action="store_true", help="render even with REPLACE values left (to inspect or scan)"
+    )
 
     args = parser.parse_args(argv)
     if args.command == "sonic":
-        return _sonic_preflight(args)
+        return _sonic_manifests(args) if args.sonic_command == "manifests" else _sonic_preflight(args)
     if args.command == "mkv":
         return _mkv_dump(args)
     if args.command == "flows":
@@ -260,10 +272,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 2
 
 
+def _sonic_manifests(args: argparse.Namespace) -> int:
+    from voicebridge_dev.eks_manifests import KustomizationError, PlaceholderError, render, to_yaml
+
+    try:
+        resources = render(Path(args.overlay), allow_placeholders=args.allow_placeholders)
+    except PlaceholderError as exc:
+        print(f"{args.overlay}: {len(exc.found)} values still to fill in (REPLACE…):", file=sys.stderr)
+        for found in exc.found:
+            print(f"  {found}", file=sys.stderr)
+        return 2
+    except KustomizationError as exc:
+        print(f"{args.overlay}: {exc}", file=sys.stderr)
+        return 2
+    sys.stdout.write(to_yaml(resources))
+    return 0
+
+
 def _sonic_preflight(args: argparse.Namespace) -> int:
     import boto3
 
-    from voicebridge_dev.sonic_preflight import report, sagemaker_checks, self_managed_checks
+    from voicebridge_dev.sonic_preflight import eks_checks, report, sagemaker_checks, self_managed_checks
 
     session = boto3.session.Session(region_name=args.region)
     # The service is named at run time, and boto3's typed overloads know services only by literal name.
@@ -278,6 +307,18 @@ def _sonic_preflight(args: argparse.Namespace) -> int:
     if args.hosting == "sagemaker":
         checks = sagemaker_checks(
             clients, model_package=args.model_package, instance_type=args.instance_type, instances=args.instances
+        )
+    elif args.eks:
+        if not args.cluster:
+            print("sonic preflight self-managed --eks needs --cluster NAME", file=sys.stderr)
+            return 2
+        checks = eks_checks(
+            clients,
+            cluster=args.cluster,
+            repository=args.image_repository,
+            tag=args.image_tag,
+            instance_type=args.instance_type,
+            instances=args.instances,
         )
     else:
         checks = self_managed_checks(

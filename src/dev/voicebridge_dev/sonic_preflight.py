@@ -25,6 +25,22 @@ Self-managed (``deploy/sonic-self-managed.yaml``):
 - Service Quotas (service ``ec2``): ``Running On-Demand G and VT instances``, counted in vCPUs, covers the instances
   at their vCPUs each.
 
+Self-managed on Amazon EKS (``deploy/eks/``, ``--eks``): the image, the instance type and the vCPU quota as above,
+and what the manifests rely on in the cluster, read from the EKS API alone (no Kubernetes credentials needed):
+
+- ``eks:DescribeCluster`` and ``DescribeClusterVersions``: the cluster is ``ACTIVE`` on a version in standard support;
+- ``eks:DescribeAddon`` (``eks-pod-identity-agent``), else the cluster's OIDC issuer and
+  ``iam:GetOpenIDConnectProvider``: pods can get AWS credentials (EKS Pod Identity, or IRSA);
+- ``eks:ListPodIdentityAssociations``: KEDA's operator (``keda``/``keda-operator``) has a role for CloudWatch;
+- ``eks:ListNodegroups``, ``DescribeNodegroup`` and ``ListPodIdentityAssociations`` (``kube-system``/``karpenter``):
+  GPU nodes can come, from a managed node group on an NVIDIA AMI or from Karpenter, and which of them needs the NVIDIA
+  device plugin (the AL2023 NVIDIA AMI does, Bottlerocket's NVIDIA variant has it: Amazon EKS User Guide, "Install
+  Kubernetes device plugin for GPUs");
+- ``eks:DescribeAddon`` (``aws-efs-csi-driver``): the EFS CSI driver mounts the weights.
+
+What only the Kubernetes API shows (Karpenter's and KEDA's CRDs, the device plugin running, a self-installed CSI
+driver, an IRSA annotation) is not read: each such finding says so.
+
 A quota is the account's ceiling, not what is free under it: what other endpoints or instances already use counts
 against it too, and is not subtracted here.
 """
@@ -100,6 +116,169 @@ def self_managed_checks(
         name = f"G and VT vCPU quota ({instances} × {instance_type} = {needed} vCPUs)"
         checks.append(_quota_check(clients, name, "ec2", EC2_GPU_QUOTA, needed))
     return checks
+
+
+def eks_checks(
+    clients: Clients, *, cluster: str, repository: str, tag: str, instance_type: str, instances: int
+) -> list[Check]:
+    """What ``deploy/eks/`` on ``cluster``, with up to ``instances`` × ``instance_type`` GPU nodes, needs."""
+    checks = [_image_check(clients, repository, tag)]
+    vcpus, instance_checks = _instance_type_checks(clients, instance_type)
+    checks.extend(instance_checks)
+    eks = clients("eks")
+    try:
+        described = eks.describe_cluster(name=cluster)["cluster"]
+    except (ClientError, BotoCoreError) as exc:
+        checks.append(Check(f"EKS cluster {cluster}", False, f"cannot be described: {_reason(exc)}"))
+        return [*checks, _gpu_quota_check(clients, instance_type, vcpus, instances)]
+    checks.append(_cluster_check(eks, cluster, described))
+    checks.append(_pod_identity_check(clients, eks, cluster, described))
+    checks.append(_keda_identity_check(eks, cluster))
+    checks.extend(_gpu_node_checks(eks, cluster, described))
+    checks.append(_efs_csi_check(eks, cluster))
+    checks.append(_gpu_quota_check(clients, instance_type, vcpus, instances))
+    return checks
+
+
+def _gpu_quota_check(clients: Clients, instance_type: str, vcpus: int | None, instances: int) -> Check:
+    if vcpus is None:
+        return Check("G and VT vCPU quota", False, f"unknown: the vCPUs of {instance_type} are not known")
+    needed = vcpus * instances
+    name = f"G and VT vCPU quota ({instances} × {instance_type} = {needed} vCPUs)"
+    return _quota_check(clients, name, "ec2", EC2_GPU_QUOTA, needed)
+
+
+def _cluster_check(eks: Any, cluster: str, described: dict[str, Any]) -> Check:
+    name = f"EKS cluster {cluster}"
+    status, version = described.get("status", "unknown"), described.get("version", "unknown")
+    if status != "ACTIVE":
+        return Check(name, False, f"is {status}, not ACTIVE (wait for it, or fix what its health reports)")
+    try:
+        versions = eks.describe_cluster_versions(clusterVersions=[version])["clusterVersions"]
+    except (ClientError, BotoCoreError) as exc:
+        return Check(name, False, f"ACTIVE, Kubernetes {version}, whose support cannot be read: {_reason(exc)}")
+    support = versions[0].get("versionStatus", "unknown") if versions else "not listed"
+    ends = versions[0].get("endOfStandardSupportDate") if versions else None
+    if support == "STANDARD_SUPPORT":
+        until = f" until {ends:%Y-%m-%d}" if ends else ""
+        return Check(name, True, f"ACTIVE, Kubernetes {version}, in standard support{until}")
+    fix = "upgrade it: aws eks update-cluster-version"
+    return Check(name, False, f"ACTIVE, Kubernetes {version}, which is {support} ({fix})")
+
+
+def _addon_status(eks: Any, cluster: str, addon: str) -> str | None:
+    """The add-on's status, or None when the cluster does not have it."""
+    try:
+        return str(eks.describe_addon(clusterName=cluster, addonName=addon)["addon"].get("status", "unknown"))
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
+            return None
+        raise
+
+
+def _pod_identity_check(clients: Clients, eks: Any, cluster: str, described: dict[str, Any]) -> Check:
+    name = "pod credentials"
+    try:
+        agent = _addon_status(eks, cluster, "eks-pod-identity-agent")
+    except (ClientError, BotoCoreError) as exc:
+        return Check(name, False, f"the eks-pod-identity-agent add-on cannot be read: {_reason(exc)}")
+    if agent == "ACTIVE":
+        return Check(name, True, "EKS Pod Identity: the eks-pod-identity-agent add-on is ACTIVE")
+    issuer = described.get("identity", {}).get("oidc", {}).get("issuer", "")
+    fix = f"aws eks create-addon --cluster-name {cluster} --addon-name eks-pod-identity-agent"
+    if issuer:
+        provider = issuer.removeprefix("https://")
+        try:
+            account = clients("sts").get_caller_identity()["Account"]
+            arn = f"arn:aws:iam::{account}:oidc-provider/{provider}"
+            clients("iam").get_open_id_connect_provider(OpenIDConnectProviderArn=arn)
+        except (ClientError, BotoCoreError):
+            pass
+        else:
+            return Check(name, True, f"IRSA: the cluster's OIDC issuer {provider} is an IAM OIDC provider")
+    agent_state = f"the eks-pod-identity-agent add-on is {agent}" if agent else "no eks-pod-identity-agent add-on"
+    return Check(name, False, f"{agent_state} and no IAM OIDC provider for the cluster's issuer ({fix})")
+
+
+def _associations(eks: Any, cluster: str, namespace: str, service_account: str) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for page in eks.get_paginator("list_pod_identity_associations").paginate(
+        clusterName=cluster, namespace=namespace, serviceAccount=service_account
+    ):
+        found.extend(page.get("associations", []))
+    return found
+
+
+def _keda_identity_check(eks: Any, cluster: str) -> Check:
+    name = "KEDA's CloudWatch identity"
+    try:
+        found = _associations(eks, cluster, "keda", "keda-operator")
+    except (ClientError, BotoCoreError) as exc:
+        return Check(name, False, f"Pod Identity associations cannot be listed: {_reason(exc)}")
+    if found:
+        return Check(name, True, f"keda/keda-operator has a Pod Identity association ({found[0]['associationId']})")
+    fix = (
+        f"aws eks create-pod-identity-association --cluster-name {cluster} --namespace keda "
+        "--service-account keda-operator --role-arn <a role allowed cloudwatch:GetMetricData>; an IRSA annotation "
+        "instead is not visible to the EKS API"
+    )
+    return Check(name, False, f"no Pod Identity association for keda/keda-operator ({fix})")
+
+
+def _gpu_node_checks(eks: Any, cluster: str, described: dict[str, Any]) -> list[Check]:
+    try:
+        groups = [
+            eks.describe_nodegroup(clusterName=cluster, nodegroupName=group)["nodegroup"]
+            for page in eks.get_paginator("list_nodegroups").paginate(clusterName=cluster)
+            for group in page.get("nodegroups", [])
+        ]
+        karpenter = _associations(eks, cluster, "kube-system", "karpenter")
+    except (ClientError, BotoCoreError) as exc:
+        reason = f"node groups cannot be read: {_reason(exc)}"
+        return [Check("GPU nodes", False, reason), Check("NVIDIA device plugin", False, f"unknown: {reason}")]
+    nvidia = [group for group in groups if "NVIDIA" in group.get("amiType", "") or "GPU" in group.get("amiType", "")]
+    auto_mode = bool(described.get("computeConfig", {}).get("enabled"))
+    sources = [f"node group {group['nodegroupName']} ({group['amiType']})" for group in nvidia]
+    if karpenter:
+        sources.append("Karpenter (kube-system/karpenter has a Pod Identity association)")
+    if auto_mode:
+        sources.append("EKS Auto Mode")
+    if not sources:
+        fix = (
+            "install Karpenter, whose NodePool and EC2NodeClass are deploy/eks/base/gpu-nodes.yaml, or add a managed "
+            "node group with --ami-type AL2023_x86_64_NVIDIA"
+        )
+        gpu_check = Check("GPU nodes", False, f"no NVIDIA node group and no Karpenter identity found ({fix})")
+        return [gpu_check, Check("NVIDIA device plugin", False, "unknown: no GPU nodes to run it")]
+    gpu_check = Check("GPU nodes", True, "from " + ", ".join(sources))
+    bundled = [g["nodegroupName"] for g in nvidia if g["amiType"].startswith("BOTTLEROCKET")]
+    needs_plugin = [g["nodegroupName"] for g in nvidia if not g["amiType"].startswith("BOTTLEROCKET")]
+    if karpenter:
+        needs_plugin.append("Karpenter's AL2023 nodes")
+    parts = []
+    if needs_plugin:
+        parts.append(
+            f"{', '.join(needs_plugin)} need it: deploy/eks/base/nvidia-device-plugin.yaml installs it (drop it where "
+            "the NVIDIA GPU Operator runs); whether it runs is visible only to the Kubernetes API"
+        )
+    if bundled or auto_mode:
+        parts.append(f"{', '.join([*bundled, *(['EKS Auto Mode'] if auto_mode else [])])} include it")
+    return [gpu_check, Check("NVIDIA device plugin", True, "; ".join(parts))]
+
+
+def _efs_csi_check(eks: Any, cluster: str) -> Check:
+    name = "EFS CSI driver"
+    try:
+        status = _addon_status(eks, cluster, "aws-efs-csi-driver")
+    except (ClientError, BotoCoreError) as exc:
+        return Check(name, False, f"the aws-efs-csi-driver add-on cannot be read: {_reason(exc)}")
+    if status == "ACTIVE":
+        return Check(name, True, "the aws-efs-csi-driver add-on is ACTIVE")
+    fix = f"aws eks create-addon --cluster-name {cluster} --addon-name aws-efs-csi-driver"
+    state = f"is {status}" if status else "is not installed as an add-on"
+    return Check(
+        name, False, f"the aws-efs-csi-driver add-on {state} ({fix}; one installed by Helm is not visible here)"
+    )
 
 
 def _image_check(clients: Clients, repository: str, tag: str) -> Check:
