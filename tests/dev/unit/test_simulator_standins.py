@@ -34,6 +34,7 @@ RUN_BY_THE_ENGINE = {
     "GetMetricData",
     "DistributeByPercentage",
     "Wait",
+    "MessageParticipantIteratively",
 }
 
 
