@@ -523,3 +523,77 @@ def test_a_time_limit_that_is_not_a_number_of_seconds_ends_the_run_in_error_sayi
 
     assert status == 1
     assert run["outcome"] == "error" and "TimeLimitSeconds '' is not a number of seconds" in run["error"]
+
+
+def queue_flow(folder: Path) -> Path:
+    """A customer queue flow as the console builds one: its messages loop, and every 20 s it offers a callback."""
+    path = flow(
+        folder,
+        "queue",
+        [
+            {
+                "Identifier": "Music",
+                "Type": "MessageParticipantIteratively",
+                "Parameters": {"Messages": [{"Text": "Thanks for waiting."}], "InterruptFrequencySeconds": "20"},
+                "Transitions": {"Conditions": [equals("Offer", "MessagesInterrupted")], "Errors": errors("Bye")},
+            },
+            {
+                "Identifier": "Offer",
+                "Type": "GetParticipantInput",
+                "Parameters": {"Text": "Press 1 for a callback.", "InputTimeLimitSeconds": "5"},
+                "Transitions": {
+                    "NextAction": "Music",
+                    "Conditions": [equals("Number", "1")],
+                    "Errors": errors("Music", "InputTimeLimitExceeded", "NoMatchingCondition"),
+                },
+            },
+            {
+                "Identifier": "Number",
+                "Type": "UpdateContactCallbackNumber",
+                "Parameters": {"CallbackNumber": "$.CustomerEndpoint.Address"},
+                "Transitions": {
+                    "NextAction": "Callback",
+                    "Errors": [
+                        {"NextAction": "Bye", "ErrorType": "InvalidCallbackNumber"},
+                        {"NextAction": "Bye", "ErrorType": "CallbackNumberNotDialable"},
+                    ],
+                },
+            },
+            {
+                "Identifier": "Callback",
+                "Type": "CreateCallbackContact",
+                "Parameters": {"InitialCallDelaySeconds": "5", "MaximumConnectionAttempts": "1"},
+                "Transitions": {"NextAction": "Bye", "Errors": errors("Bye")},
+            },
+            BYE,
+        ],
+    )
+    document = json.loads(path.read_text(encoding="utf-8"))
+    path.write_text(json.dumps({**document, "Metadata": {"type": "customerQueue"}}), encoding="utf-8")
+    return path
+
+
+def test_a_key_pressed_while_a_queue_flow_loops_runs_its_callback_offer(tmp_path: Path) -> None:
+    status, run = simulate(queue_flow(tmp_path), "--caller", script(tmp_path, [{"press": "1"}]))
+
+    assert status == 0
+    assert run["outcome"] == "disconnected"
+    assert [a["outcome"] for a in run["actions"]] == [
+        "MessagesInterrupted",
+        "Equals 1",
+        "recorded",
+        "recorded",
+        "disconnected",
+    ]
+    assert "Press 1 for a callback." in run["said"]
+
+
+def test_a_silent_caller_waits_in_queue_through_its_offers_until_the_agent_is_free(tmp_path: Path) -> None:
+    centre = tmp_path / "centre.json"
+    centre.write_text(json.dumps({"agent_free_after_s": 45}), encoding="utf-8")
+
+    status, run = simulate(queue_flow(tmp_path), "--centre", centre)
+
+    assert status == 0
+    assert run["outcome"] == "transferred"
+    assert [a["identifier"] for a in run["actions"]] == ["Music", "Offer", "Music"]

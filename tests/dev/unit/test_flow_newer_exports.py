@@ -30,7 +30,7 @@ def warnings(*actions: dict[str, Any]) -> list[str]:
 
 # --- the newer action types ------------------------------------------------------------------------------------
 
-NEWER = {
+NEWER: dict[str, dict[str, Any]] = {
     "EvaluateDataTableValues": {
         "DataTableId": f"{INSTANCE}/data-table/8d2c5c4c-6f3b-4e38-9d7e-3c1f0a0b2f11",
         "Queries": [{"QueryName": "hours", "PrimaryValues": [{"AttributeName": "site", "Value": "$.Attributes.site"}]}],
@@ -55,7 +55,9 @@ def test_the_six_newer_types_the_console_exports_are_known() -> None:
 
 @pytest.mark.parametrize("kind", sorted(NEWER))
 def test_a_newer_action_type_validates_with_the_parameters_exports_carry(kind: str) -> None:
-    one = step("New", kind, NEWER[kind], NextAction="Bye", Errors=[{"NextAction": "Bye", "ErrorType": "NoMatchingError"}])
+    one = step(
+        "New", kind, NEWER[kind], NextAction="Bye", Errors=[{"NextAction": "Bye", "ErrorType": "NoMatchingError"}]
+    )
     assert errors(one) == []
     assert [w for w in warnings(one) if "takes no parameter" in w] == []
 
@@ -198,7 +200,11 @@ def test_parameters_the_console_writes_are_no_warnings() -> None:
     loop = step(
         "Queue music",
         "MessageParticipantIteratively",
-        {"Messages": [{"Text": "Please hold"}], "InterruptFrequencySeconds": "60", "ContinueMessagingDuringInterrupt": "true"},
+        {
+            "Messages": [{"Text": "Please hold"}],
+            "InterruptFrequencySeconds": "60",
+            "ContinueMessagingDuringInterrupt": "true",
+        },
         Conditions=[condition("MessagesInterrupted")],
         Errors=[{"NextAction": "Bye", "ErrorType": "NoMatchingError"}],
     )

@@ -136,6 +136,7 @@ def template_value(value: Any) -> bool:
     import."""
     return intrinsic(value) or (isinstance(value, str) and TEMPLATE_TOKEN.search(value) is not None)
 
+
 FUNCTION_ARN_PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9]+)\.Arn\}")
 _LAMBDA_ARN = re.compile(r"arn:aws[a-z-]*:lambda:[a-z0-9-]+:\d{12}:function:[A-Za-z0-9_-]{1,64}(:[A-Za-z0-9_$-]+)?")
 _QUEUE_ARN = re.compile(r"arn:aws[a-z-]*:connect:[a-z0-9-]+:\d{12}:instance/[0-9a-f-]+/(queue|agent)/[0-9a-f-]+")

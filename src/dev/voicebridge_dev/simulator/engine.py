@@ -78,8 +78,8 @@ from voicebridge_dev.flows import (
     template_functions,
     validate,
 )
-from voicebridge_dev.flows.validate import flow_family
 from voicebridge_dev.flows.rules import PLACEHOLDER
+from voicebridge_dev.flows.validate import flow_family
 from voicebridge_dev.local.kvs import ContactStream, StreamHost
 from voicebridge_dev.local.speech_engine import SpeechEngine
 from voicebridge_dev.simulator.actions import attributes, flows, lambda_, participants, prompts, queues, recorded
