@@ -13,7 +13,13 @@ the parameters are wrong, one reason a string, none when they are right::
     ["LoopCount must be a string holding an integer 0–100 (or one JSONPath), not '101'"]
 
 It also holds the template tokens: the ``Fn::Sub`` placeholder (:data:`PLACEHOLDER`) that validation and rendering
-share, and the other templating systems' tokens (:data:`TEMPLATE_TOKEN`, ``%%X%%`` and ``{{x}}``).
+share, and every templating system's tokens (:data:`TEMPLATE_TOKEN`, :func:`template_value`); the numeric bounds
+and the AWS text each comes from (:data:`BOUNDS`: one no source gives is only a warning); and the kinds of resource
+a parameter names (:class:`ResourceKind`, :func:`resource_reason`: an ARN that does not parse names none).
+
+The six action types the console exports that the reference has no page for (:data:`NEWER_TYPES`) name the admin
+guide's block page or the API operation whose parameters they carry; their parameters, errors and conditions are
+accepted as exported, since no source pins them down.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Validation of a flow document: every rule it breaks, each as a :class:`Problem`.
 
 A problem is an *error* when Connect would reject the flow, a *warning* when Connect stores it but a person should
-look (an unreachable block, a parameter the reference does not document, a template token in a prompt's text).
+look (an unreachable block, a parameter the reference does not document, a template token in a prompt's text, a
+value past a bound no AWS text gives); each warning says why it is one.
 :func:`validate` returns the errors, and the warnings too when asked; it reports every problem it finds rather than
 stopping at the first.
 
@@ -106,10 +107,11 @@ def validate(
 
     ``known_functions`` are the template's function logical IDs that ``${X.Arn}`` may name; ``known_names``
     are the parameters and resources that a bare ``${X}`` may name. ``None`` skips the corresponding check
-    (the placeholder's form is still checked). ``templated`` says ``flow`` is a template whose tokens (``%%X%%``,
-    ``{{x}}``, ``${x}``) a templating system fills before import: they are accepted, and the values holding them
-    left unchecked. The errors come back, and with ``warnings`` the warnings after them; no error means the flow
-    is valid.
+    (the placeholder's form is still checked). ``templated`` says ``flow`` is a template whose tokens
+    (:data:`~voicebridge_dev.flows.rules.TEMPLATE_TOKEN`: ``${x}``, ``{{x}}``, ``%x%``, ``%%X%%``, ``__X__``,
+    ``<<x>>``, ``REPLACE_WITH_…``, and ``Fn::GetAtt`` objects) a templating system fills before import: they are
+    accepted, and the values holding them left unchecked. The errors come back, and with ``warnings`` the warnings
+    after them; no error means the flow is valid.
 
         >>> validate({"Version": "2019-10-30", "StartAction": "Bye", "Actions": [
         ...     {"Identifier": "Bye", "Type": "DisconnectParticipant", "Parameters": {}, "Transitions": {}}]})
@@ -530,7 +532,12 @@ def _check_metadata(metadata: Any, actions: Mapping[str, JsonObject]) -> list[Pr
     if not isinstance(positions, dict):
         return [Problem(FLOW, "Metadata.ActionMetadata must be an object", warning=True)]
     return [
-        Problem(FLOW, f"Metadata.ActionMetadata describes {name!r}, which is not an action", warning=True)
+        Problem(
+            FLOW,
+            f"Metadata.ActionMetadata describes {name!r}, which is not an action (Connect keeps the designer's "
+            "metadata as given)",
+            warning=True,
+        )
         for name in positions
         if name not in actions
     ]

@@ -229,12 +229,11 @@ def _placeholders_outside_text(text: str) -> set[str]:
     pending: list[Any] = [document]
     while pending:
         value = pending.pop()
-        if isinstance(value, str):
-            found |= {match.group(1) for match in PLACEHOLDER.finditer(value)}
+        if isinstance(value, str) and value.lstrip().startswith("{"):
             # A DescribeContactFlow answer or a CreateContactFlow request holds the flow as its Content string.
-            if value.lstrip().startswith("{"):
-                found -= {match.group(1) for match in PLACEHOLDER.finditer(value)}
-                found |= _placeholders_outside_text(value)
+            found |= _placeholders_outside_text(value)
+        elif isinstance(value, str):
+            found |= {match.group(1) for match in PLACEHOLDER.finditer(value)}
         elif isinstance(value, dict):
             pending += [item for key, item in value.items() if key not in _TEXT_KEYS]
         elif isinstance(value, list):
