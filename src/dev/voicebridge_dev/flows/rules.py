@@ -74,9 +74,9 @@ class Bound:
         return bool(self.source)
 
 
-_NO_SOURCE = "no AWS source gives this bound; Connect may accept more"
+_NO_SOURCE = "no AWS source gives this bound, so Connect may accept the value"
 BOUNDS: Mapping[str, Bound] = {
-    # "Actions: ... up to 250", identifiers up to 50 characters: the flow language's Actions page.
+    # The flow language's Actions page: a flow's actions and its identifiers' length.
     "Actions": Bound(1, MAX_ACTIONS, ACTIONS_PAGE),
     "Identifier": Bound(1, MAX_IDENTIFIER_CHARS, ACTIONS_PAGE),
     # ContactFlow.Content: "Length Constraints: Minimum length of 1. Maximum length of 256000."
@@ -88,7 +88,8 @@ BOUNDS: Mapping[str, Bound] = {
     ),
     # "a positive integer value no greater than 604800 (seven days)".
     "Wait.TimeoutSeconds": Bound(1, 604_800, REFERENCE + "flow-control-actions-wait.html"),
-    # Bounds an earlier validator enforced that no AWS text found gives: a published survey flow waits 300 s.
+    # Bounds no AWS text gives, which flows are commonly assumed to keep: past them is a warning, not an error (a
+    # published survey flow waits 300 s for its answer).
     "GetParticipantInput.InputTimeLimitSeconds": Bound(1, 180, why=_NO_SOURCE),
     "Loop.LoopCount": Bound(0, 100, why=_NO_SOURCE),
     "TransferParticipantToThirdParty.ThirdPartyConnectionTimeLimitSeconds": Bound(0, 600, why=_NO_SOURCE),
@@ -327,7 +328,7 @@ def _past_bound(name: str, bound_name: str) -> _Check:
         value = params.get(name)
         if not isinstance(value, str) or not value.isdigit() or bound.low <= int(value) <= bound.high:
             return []
-        return [f"{name} {value} is outside {bound.low}–{bound.high}, which an earlier rule enforced: {bound.why}"]
+        return [f"{name} {value} is outside {bound.low}–{bound.high}: {bound.why}"]
 
     return check
 
