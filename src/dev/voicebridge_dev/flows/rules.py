@@ -76,7 +76,7 @@ class Bound:
 
 _NO_SOURCE = "no AWS source gives this bound, so Connect may accept the value"
 BOUNDS: Mapping[str, Bound] = {
-    # The flow language's Actions page: a flow's actions and its identifiers' length.
+    # The flow language's Actions page: "This Identifier can be up to 50 characters long"; and a flow's actions.
     "Actions": Bound(1, MAX_ACTIONS, ACTIONS_PAGE),
     "Identifier": Bound(1, MAX_IDENTIFIER_CHARS, ACTIONS_PAGE),
     # ContactFlow.Content: "Length Constraints: Minimum length of 1. Maximum length of 256000."
@@ -1281,9 +1281,7 @@ _SPECS: dict[str, ActionSpec] = {
     ),
     "StartOutboundEmailContact": ActionSpec(
         REFERENCE + "API_StartOutboundEmailContact.html",
-        optional=frozenset(
-            {"FromEmailAddress", "DestinationEmailAddress", "AdditionalRecipients", "EmailMessage", "TrafficType"}
-        ),
+        optional=frozenset({"FromEmailAddress", "DestinationEmailAddress", "AdditionalRecipients", "EmailMessage"}),
         open_parameters=True,
         errors=_NO_MATCH,
         open_errors=True,
