@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tests.fixtures import ROOT
-from tests.fixtures.flows import CORPUS_FILES, CORPUS_TEMPLATES, corpus_project
+from tests.fixtures.flows import CORPUS_FILES, CORPUS_FN_SUB, CORPUS_TEMPLATES, corpus_project
 from voicebridge.audio.wav import pcm16_wav_bytes
 from voicebridge_dev.cli import main
 from voicebridge_dev.simulator.flowcheck import OUTCOMES, FlowRun, Setting, simulate_flows
@@ -43,19 +43,20 @@ BYE = {"Identifier": "Bye", "Type": "DisconnectParticipant", "Parameters": {}, "
 
 @pytest.fixture(scope="module")
 def corpus() -> list[FlowRun]:
-    plain = [p for p in CORPUS_FILES if corpus_project(p) not in CORPUS_TEMPLATES]
-    templates = [p for p in CORPUS_FILES if corpus_project(p) in CORPUS_TEMPLATES]
+    templated = set(CORPUS_TEMPLATES) | set(CORPUS_FN_SUB)
+    plain = [p for p in CORPUS_FILES if corpus_project(p) not in templated]
+    templates = [p for p in CORPUS_FILES if corpus_project(p) in templated]
     return simulate_flows(plain, template=TEMPLATE) + simulate_flows(
         templates, template=TEMPLATE, setting=Setting(templated=True)
     )
 
 
-def test_at_least_four_in_five_public_flows_run_to_an_outcome_other_than_error(corpus: list[FlowRun]) -> None:
+def test_at_least_nine_in_ten_public_flows_run_to_an_outcome_other_than_error(corpus: list[FlowRun]) -> None:
     outcomes = Counter(run.outcome for run in corpus)
 
     assert len(corpus) == len(CORPUS_FILES)
     assert set(outcomes) <= set(OUTCOMES)
-    assert outcomes["error"] + outcomes["limit"] <= len(corpus) / 5, outcomes
+    assert outcomes["error"] + outcomes["limit"] <= len(corpus) / 10, outcomes
     assert all(run.actions for run in corpus if run.outcome != "error")
 
 
@@ -523,3 +524,97 @@ def test_a_time_limit_that_is_not_a_number_of_seconds_ends_the_run_in_error_sayi
 
     assert status == 1
     assert run["outcome"] == "error" and "TimeLimitSeconds '' is not a number of seconds" in run["error"]
+
+
+def queue_flow(folder: Path) -> Path:
+    """A customer queue flow as the console builds one: its messages loop, and every 20 s it offers a callback."""
+    path = flow(
+        folder,
+        "queue",
+        [
+            {
+                "Identifier": "Music",
+                "Type": "MessageParticipantIteratively",
+                "Parameters": {"Messages": [{"Text": "Thanks for waiting."}], "InterruptFrequencySeconds": "20"},
+                "Transitions": {"Conditions": [equals("Offer", "MessagesInterrupted")], "Errors": errors("Bye")},
+            },
+            {
+                "Identifier": "Offer",
+                "Type": "GetParticipantInput",
+                "Parameters": {"Text": "Press 1 for a callback.", "InputTimeLimitSeconds": "5"},
+                "Transitions": {
+                    "NextAction": "Music",
+                    "Conditions": [equals("Number", "1")],
+                    "Errors": errors("Music", "InputTimeLimitExceeded", "NoMatchingCondition"),
+                },
+            },
+            {
+                "Identifier": "Number",
+                "Type": "UpdateContactCallbackNumber",
+                "Parameters": {"CallbackNumber": "$.CustomerEndpoint.Address"},
+                "Transitions": {
+                    "NextAction": "Callback",
+                    "Errors": [
+                        {"NextAction": "Bye", "ErrorType": "InvalidCallbackNumber"},
+                        {"NextAction": "Bye", "ErrorType": "CallbackNumberNotDialable"},
+                    ],
+                },
+            },
+            {
+                "Identifier": "Callback",
+                "Type": "CreateCallbackContact",
+                "Parameters": {"InitialCallDelaySeconds": "5", "MaximumConnectionAttempts": "1"},
+                "Transitions": {"NextAction": "Bye", "Errors": errors("Bye")},
+            },
+            BYE,
+        ],
+    )
+    document = json.loads(path.read_text(encoding="utf-8"))
+    path.write_text(json.dumps({**document, "Metadata": {"type": "customerQueue"}}), encoding="utf-8")
+    return path
+
+
+def test_a_key_pressed_while_a_queue_flow_loops_runs_its_callback_offer(tmp_path: Path) -> None:
+    status, run = simulate(queue_flow(tmp_path), "--caller", script(tmp_path, [{"press": "1"}]))
+
+    assert status == 0
+    assert run["outcome"] == "disconnected"
+    assert [a["outcome"] for a in run["actions"]] == [
+        "MessagesInterrupted",
+        "Equals 1",
+        "recorded",
+        "recorded",
+        "disconnected",
+    ]
+    assert "Press 1 for a callback." in run["said"]
+
+
+def test_a_silent_caller_waits_in_queue_through_its_offers_until_the_agent_is_free(tmp_path: Path) -> None:
+    centre = tmp_path / "centre.json"
+    centre.write_text(json.dumps({"agent_free_after_s": 45}), encoding="utf-8")
+
+    status, run = simulate(queue_flow(tmp_path), "--centre", centre)
+
+    assert status == 0
+    assert run["outcome"] == "transferred"
+    assert [a["identifier"] for a in run["actions"]] == ["Music", "Offer", "Music"]
+
+
+def test_a_public_customer_queue_flow_runs_its_callback_offer_with_a_key_pressing_caller(tmp_path: Path) -> None:
+    public = next(p for p in CORPUS_FILES if p.name == "Sample interruptible queue flow with callback-2.json")
+    queue = tmp_path / public.name
+    queue.write_bytes(public.read_bytes())
+    caller = script(tmp_path, [{"press": "1"}, {"press": "2065550123#"}])
+
+    status, run = simulate(queue, "--caller", caller)
+
+    assert status == 0
+    assert run["outcome"] == "disconnected"
+    assert [a["type"] for a in run["actions"]][:3] == [
+        "MessageParticipantIteratively",
+        "GetParticipantInput",
+        "GetParticipantInput",
+    ]
+    assert [a["outcome"] for a in run["actions"]][:3] == ["MessagesInterrupted", "Equals 1", "stored"]
+    assert "CreateCallbackContact" in [a["type"] for a in run["actions"]]
+    assert "You will be called back when the next agent is available." in run["said"]

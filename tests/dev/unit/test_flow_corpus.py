@@ -13,7 +13,7 @@ from voicebridge_dev.flows import validate
 
 # What a template leaves open: a token, or a reference (an ARN, an ID) blank or in words for a person to replace.
 TEMPLATE_VALUE = re.compile(
-    r"leftover template token |malformed placeholder |LambdaFunctionARN '.*' is neither |"
+    r"leftover template (token|value) |malformed placeholder |LambdaFunctionARN '.*' is neither |names no |"
     r"(QueueId|AgentId) must be an ID|LexV2Bot\.AliasArn must be a non-empty string"
 )
 

@@ -160,11 +160,18 @@ def test_an_error_type_the_action_cannot_raise_is_rejected() -> None:
     assert any("no error 'QueueAtCapacity'" in r for r in reasons_for(document, "Await caller turn"))
 
 
-@pytest.mark.parametrize("count", ["101", "-1", 3, "three"])
-def test_loop_count_must_be_from_0_to_100(count: Any) -> None:
+@pytest.mark.parametrize("count", ["-1", 3, "three"])
+def test_loop_count_must_be_a_whole_number(count: Any) -> None:
     document = flow_document(ECHO)
     action(document, "Count rounds")["Parameters"]["LoopCount"] = count
     assert any(r.startswith("LoopCount must be") for r in reasons_for(document, "Count rounds"))
+
+
+def test_a_loop_count_past_100_is_a_warning_since_no_source_gives_that_bound() -> None:
+    document = flow_document(ECHO)
+    action(document, "Count rounds")["Parameters"]["LoopCount"] = "101"
+    assert reasons_for(document, "Count rounds") == []
+    assert any("no AWS source" in w for w in warnings_for(document, "Count rounds"))
 
 
 @pytest.mark.parametrize("missing", ["ContinueLooping", "DoneLooping"])

@@ -34,6 +34,7 @@ RUN_BY_THE_ENGINE = {
     "GetMetricData",
     "DistributeByPercentage",
     "Wait",
+    "MessageParticipantIteratively",
 }
 
 
@@ -73,7 +74,14 @@ def test_the_contact_centre_is_open_with_an_agent_free_unless_told_otherwise() -
 
 @pytest.mark.parametrize(
     "data",
-    [{"hours": True}, {"hours_open": "yes"}, {"metrics": {"AGENTS_AVAILABLE": "two"}}, {"metrics": {"A": True}}],
+    [
+        {"hours": True},
+        {"hours_open": "yes"},
+        {"metrics": {"AGENTS_AVAILABLE": "two"}},
+        {"metrics": {"A": True}},
+        {"agent_free_after_s": -1},
+        {"agent_free_after_s": "soon"},
+    ],
 )
 def test_a_contact_centre_file_that_says_something_else_is_refused(data: dict[str, object]) -> None:
     with pytest.raises(ValueError):
@@ -94,3 +102,8 @@ def test_queues_of_the_centre_file_have_names_and_may_be_full() -> None:
     assert centre.queue("q-2") is None
     with pytest.raises(ValueError, match="queue q-1"):
         LocalContactCentre.from_json({"queues": {"q-1": {"name": "Billing", "full": True}}})
+
+
+def test_the_agent_is_free_a_minute_into_the_call_unless_the_centre_file_says_when() -> None:
+    assert LocalContactCentre().agent_free_after_s == 60
+    assert LocalContactCentre.from_json({"agent_free_after_s": 300}).agent_free_after_s == 300

@@ -13,7 +13,13 @@ the parameters are wrong, one reason a string, none when they are right::
     ["LoopCount must be a string holding an integer 0–100 (or one JSONPath), not '101'"]
 
 It also holds the template tokens: the ``Fn::Sub`` placeholder (:data:`PLACEHOLDER`) that validation and rendering
-share, and the other templating systems' tokens (:data:`TEMPLATE_TOKEN`, ``%%X%%`` and ``{{x}}``).
+share, and every templating system's tokens (:data:`TEMPLATE_TOKEN`, :func:`template_value`); the numeric bounds
+and the AWS text each comes from (:data:`BOUNDS`: one no source gives is only a warning); and the kinds of resource
+a parameter names (:class:`ResourceKind`, :func:`resource_reason`: an ARN that does not parse names none).
+
+The six action types the console exports that the reference has no page for (:data:`NEWER_TYPES`) name the admin
+guide's block page or the API operation whose parameters they carry; their parameters, errors and conditions are
+accepted as exported, since no source pins them down.
 """
 
 from __future__ import annotations
@@ -49,6 +55,47 @@ ACTIONS_PAGE = REFERENCE + "flow-language-actions.html"
 # The export format: Version, StartAction, Metadata ("may be filled in with data as desired"), Actions.
 EXAMPLE_PAGE = REFERENCE + "flow-language-example.html"
 
+# The admin guide's block pages: what the console's blocks take, for the action types the reference has no page for.
+ADMIN_GUIDE = "https://docs.aws.amazon.com/connect/latest/adminguide/"
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A numeric bound on a value: enforced (an error past it) when ``source`` names the AWS text that gives it;
+    otherwise only a warning past it, saying ``why`` no source is named."""
+
+    low: int
+    high: int
+    source: str = ""
+    why: str = ""
+
+    @property
+    def enforced(self) -> bool:
+        return bool(self.source)
+
+
+_NO_SOURCE = "no AWS source gives this bound, so Connect may accept the value"
+BOUNDS: Mapping[str, Bound] = {
+    # The flow language's Actions page: "This Identifier can be up to 50 characters long"; and a flow's actions.
+    "Actions": Bound(1, MAX_ACTIONS, ACTIONS_PAGE),
+    "Identifier": Bound(1, MAX_IDENTIFIER_CHARS, ACTIONS_PAGE),
+    # ContactFlow.Content: "Length Constraints: Minimum length of 1. Maximum length of 256000."
+    "Content": Bound(1, MAX_CONTENT_CHARS, REFERENCE + "API_ContactFlow.html"),
+    # "You can enter maximum of 8 seconds for Synchronous mode and 60 seconds for Asynchronous mode."
+    "InvokeLambdaFunction.InvocationTimeLimitSeconds": Bound(1, 8, ADMIN_GUIDE + "invoke-lambda-function-block.html"),
+    "InvokeLambdaFunction.InvocationTimeLimitSeconds.ASYNCHRONOUS": Bound(
+        1, 60, ADMIN_GUIDE + "invoke-lambda-function-block.html"
+    ),
+    # "a positive integer value no greater than 604800 (seven days)".
+    "Wait.TimeoutSeconds": Bound(1, 604_800, REFERENCE + "flow-control-actions-wait.html"),
+    # Bounds no AWS text gives, which flows are commonly assumed to keep: past them is a warning, not an error (a
+    # published survey flow waits 300 s for its answer).
+    "GetParticipantInput.InputTimeLimitSeconds": Bound(1, 180, why=_NO_SOURCE),
+    "Loop.LoopCount": Bound(0, 100, why=_NO_SOURCE),
+    "TransferParticipantToThirdParty.ThirdPartyConnectionTimeLimitSeconds": Bound(0, 600, why=_NO_SOURCE),
+    "TransferParticipantToThirdParty.ThirdPartyDTMFDigits": Bound(1, 50, why=_NO_SOURCE),
+}
+
 # Legacy export blocks and the flow-language action that replaced each.
 LEGACY_TYPES = {
     "PlayPrompt": "MessageParticipant",
@@ -66,9 +113,37 @@ LEGACY_TYPES = {
 
 # CloudFormation Fn::Sub: ${X}, ${X.Attr}, ${AWS::Region}; ${!X} is a literal ${X}.
 PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
-# Every templating system's token that public flows ship with: Fn::Sub's ${X}, %%X%% (Salesforce Service Cloud
-# Voice samples) and {{x}} (mustache, e.g. the Amazon Connect rules engine).
-TEMPLATE_TOKEN = re.compile(r"%%[^%\s]+%%|\{\{[^{}]*\}\}|\$\{[^}]*\}")
+# Every templating system's token that public flows ship with: Fn::Sub's ${X}, {{x}} (mustache, e.g. the Amazon
+# Connect rules engine), %%X%% (Salesforce Service Cloud Voice samples), %x% (batch-style, a Q in Connect sample's
+# %QconnectAssistantArn%), __X__ (sed-style, __LEX_BOT_ALIAS_ARN__), <<x>> and REPLACE_WITH_… (words for a person).
+TEMPLATE_TOKEN = re.compile(
+    r"\$\{[^}]*\}"
+    r"|\{\{[^{}]*\}\}"
+    r"|%%[^%\s]+%%"
+    r"|%[A-Za-z_][A-Za-z0-9_.-]*%"
+    r"|__[A-Z][A-Z0-9_]*__"
+    r"|<<[^<>\s]+>>"
+    r"|REPLACE_WITH_[A-Za-z0-9_]*"
+)
+# A CloudFormation intrinsic function left in the flow as an object ({"Fn::GetAtt": [...]}, {"Ref": "X"}).
+INTRINSIC_KEYS = frozenset({"Ref", "Condition"})
+
+
+def intrinsic(value: Any) -> bool:
+    """Whether ``value`` is a CloudFormation intrinsic function object, which only CloudFormation resolves."""
+    return (
+        isinstance(value, dict)
+        and len(value) == 1
+        and all(isinstance(k, str) and (k.startswith("Fn::") or k in INTRINSIC_KEYS) for k in value)
+    )
+
+
+def template_value(value: Any) -> bool:
+    """Whether ``value`` holds a template token or is an intrinsic function object: something filled before
+    import."""
+    return intrinsic(value) or (isinstance(value, str) and TEMPLATE_TOKEN.search(value) is not None)
+
+
 FUNCTION_ARN_PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9]+)\.Arn\}")
 _LAMBDA_ARN = re.compile(r"arn:aws[a-z-]*:lambda:[a-z0-9-]+:\d{12}:function:[A-Za-z0-9_-]{1,64}(:[A-Za-z0-9_$-]+)?")
 _QUEUE_ARN = re.compile(r"arn:aws[a-z-]*:connect:[a-z0-9-]+:\d{12}:instance/[0-9a-f-]+/(queue|agent)/[0-9a-f-]+")
@@ -76,7 +151,7 @@ _RESOURCE_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9
 _JSONPATH = re.compile(r"\$\.[A-Za-z0-9_.\[\]'\"-]+")
 _PLACEHOLDER_ONLY = re.compile(r"\$\{[A-Za-z0-9_:.]+\}")
 _E164 = re.compile(r"\+[1-9]\d{1,14}")
-_DTMF_DIGITS = re.compile(r"[0-9,*#]{1,50}")
+_DTMF_DIGITS = re.compile(r"[0-9,*#]+")
 
 # Every non-terminal action may branch on NoMatchingError, "if no other Error matches": exports carry it even where
 # the reference lists no errors (UpdateFlowAttributes), so the catch-all is accepted everywhere.
@@ -138,8 +213,9 @@ class CheckContext:
         return self.templated or self.placeholder(value)
 
     def placeholder(self, value: Any) -> bool:
-        """Whether ``value`` holds a template token: its check is left to the token rules."""
-        return isinstance(value, str) and TEMPLATE_TOKEN.search(value) is not None
+        """Whether ``value`` holds a template token (or is an intrinsic function object): its check is left to the
+        token rules."""
+        return template_value(value)
 
 
 _Check = Callable[[Mapping[str, Any], CheckContext], list[str]]
@@ -154,7 +230,9 @@ class ActionSpec:
     """One action type.
 
     ``required`` and ``optional`` are the parameters it takes (a missing required one is an error, one it does not
-    take a warning; of each group in ``exactly_one`` it takes one), ``check`` the rules on their values. ``errors``
+    take a warning, unless ``open_parameters``: the reference has no page for it, so any is accepted; of each group in
+    ``exactly_one`` it takes one), ``check`` the rules on their values and ``advise`` what is only worth a warning (a
+    value past a bound no source gives). ``errors``
     are the error types the reference or the exports give it (``open_errors``: the reference does not pin them
     down, so others are accepted too). ``conditions`` says whether it branches on conditions, ``operators`` and
     ``operands`` what those may be (``None``: any), ``required_operands`` which it must have. ``terminal`` actions
@@ -168,6 +246,8 @@ class ActionSpec:
     optional: frozenset[str] = frozenset()
     exactly_one: tuple[tuple[str, ...], ...] = ()
     check: _Check = _check_nothing
+    advise: _Check = _check_nothing
+    open_parameters: bool = False
     errors: frozenset[str] = frozenset()
     open_errors: bool = False
     conditions: bool = False
@@ -239,6 +319,20 @@ def _int_string(name: str, low: int, high: int, *, dynamic: bool = False) -> _Ch
     return check
 
 
+def _past_bound(name: str, bound_name: str) -> _Check:
+    """A warning (an :attr:`ActionSpec.advise` check) when ``name`` holds a whole number outside an unsourced
+    bound of :data:`BOUNDS`."""
+    bound = BOUNDS[bound_name]
+
+    def check(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
+        value = params.get(name)
+        if not isinstance(value, str) or not value.isdigit() or bound.low <= int(value) <= bound.high:
+            return []
+        return [f"{name} {value} is outside {bound.low}–{bound.high}: {bound.why}"]
+
+    return check
+
+
 def _jsonpath_only(name: str) -> _Check:
     def check(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
         value = params.get(name)
@@ -299,11 +393,14 @@ def _check_lambda(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
     invocation = params.get("InvocationType", "SYNCHRONOUS")
     if invocation not in ("SYNCHRONOUS", "ASYNCHRONOUS"):
         reasons.append(f"InvocationType must be SYNCHRONOUS or ASYNCHRONOUS, not {invocation!r}")
-    # Connect waits at most 8 s for a synchronous call; an asynchronous one may run for up to 60 s.
-    limit = 60 if invocation == "ASYNCHRONOUS" else 8
+    name = "InvokeLambdaFunction.InvocationTimeLimitSeconds"
+    bound = BOUNDS[name + (".ASYNCHRONOUS" if invocation == "ASYNCHRONOUS" else "")]
     seconds = params.get("InvocationTimeLimitSeconds")
-    if seconds is not None and not ctx.placeholder(seconds) and not _is_int_string(seconds, 1, limit):
-        reasons.append(f"InvocationTimeLimitSeconds must be a string holding an integer 1–{limit}, not {seconds!r}")
+    if seconds is not None and not ctx.placeholder(seconds) and not _is_int_string(seconds, bound.low, bound.high):
+        reasons.append(
+            f"InvocationTimeLimitSeconds must be a string holding an integer {bound.low}–{bound.high}, "
+            f"not {seconds!r} ({bound.source})"
+        )
     if "LambdaInvocationAttributes" in params:
         reasons += _flat_string_map(params["LambdaInvocationAttributes"], "LambdaInvocationAttributes")
     if "ResponseValidation" in params:
@@ -311,6 +408,97 @@ def _check_lambda(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
         if not isinstance(validation, dict) or validation.get("ResponseType") not in ("STRING_MAP", "JSON"):
             reasons.append("ResponseValidation.ResponseType must be STRING_MAP or JSON")
     return reasons
+
+
+@dataclass(frozen=True)
+class ResourceKind:
+    """What a parameter that names a resource may hold: an ARN of ``service`` whose resource part matches
+    ``resource`` (its account twelve digits, or ``aws`` for what AWS manages, such as the step-by-step guides'
+    views), a bare ID when ``ids`` (what the console writes when the resource is picked), a single JSONPath, or
+    blank; ``what`` names it in a reason."""
+
+    what: str
+    service: str
+    resource: re.Pattern[str]
+    ids: re.Pattern[str] | None = None
+    managed: bool = False
+
+
+_ARN = re.compile(r"arn:(aws[a-z-]*):([a-z0-9-]+):([a-z0-9-]*):([^:]*):(.+)", re.DOTALL)
+_ACCOUNT = re.compile(r"\d{12}")
+# An upper-case word of words joined by underscores (FORM_VIEW_ARN, QUEUE_ID): a name left for a person to fill,
+# where Connect's IDs are lower-case hexadecimal and its names (voices, bot aliases) have no underscores.
+_SCREAMING_NAME = re.compile(r"[A-Z][A-Z0-9]*(_[A-Z0-9]+)+")
+_CONNECT_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_VIEW_ID = re.compile(r"[a-z0-9][a-z0-9_-]*")
+
+
+def _connect(what: str, kind: str, *, ids: re.Pattern[str] | None = _CONNECT_ID) -> ResourceKind:
+    return ResourceKind(what, "connect", re.compile(rf"instance/[^/]+/{kind}/[^/]+"), ids)
+
+
+QUEUE = _connect("queue", "queue")
+AGENT = ResourceKind("agent", "connect", re.compile(r"instance/[^/]+/agent/[^/]+"), re.compile(r"[^\s]+"))
+# A flow or module may be named by its name too: the simulator's library and the console's metadata know flows so.
+_NAMED = re.compile(r".*\S.*", re.DOTALL)
+CONTACT_FLOW = _connect("flow", "contact-flow", ids=_NAMED)
+FLOW_MODULE = _connect("flow module", "flow-module", ids=_NAMED)
+HOURS = _connect("hours of operation", "operating-hours")
+PROMPT = _connect("prompt", "prompt")
+DATA_TABLE = _connect("data table", "data-table")
+VIEW = ResourceKind("view", "connect", re.compile(r"(instance/[^/]+/)?view/[^/]+"), _VIEW_ID, managed=True)
+LEX_ALIAS = ResourceKind("Lex V2 bot alias", "lex", re.compile(r"bot-alias/[^/]+/[^/]+"))
+ASSISTANT = ResourceKind("Q in Connect assistant", "wisdom", re.compile(r"assistant/[^/]+"))
+
+
+def resource_reason(name: str, value: Any, kind: ResourceKind, ctx: CheckContext) -> str | None:
+    """Why ``value`` of the parameter ``name`` names no ``kind`` (an ARN that does not parse, of another service
+    or resource type, an account not twelve digits, a name left for a person to fill), or None when it may."""
+    if ctx.reference_left_open(value) or is_jsonpath(value) or value == "":
+        return None
+    if not isinstance(value, str):
+        return f"{name} must be a string naming a {kind.what}, not {value!r}"
+    match = _ARN.fullmatch(value)
+    if match is not None:
+        _, service, _, account, resource = match.groups()
+        if service != kind.service or not kind.resource.fullmatch(resource):
+            return f"{name} names no {kind.what}: {value!r} is an ARN of another service or resource type"
+        if not (_ACCOUNT.fullmatch(account) or (kind.managed and account == "aws")):
+            return f"{name} names no {kind.what}: the account of {value!r} is not twelve digits"
+        return None
+    if _SCREAMING_NAME.fullmatch(value):
+        return f"leftover template value {value} in {name}: a name for a person to replace with a {kind.what}"
+    if kind.ids is not None and kind.ids.fullmatch(value):
+        return None
+    return f"{name} names no {kind.what}: {value!r} is neither its ARN, its ID, nor a single JSONPath"
+
+
+def _resource(path: str, kind: ResourceKind) -> _Check:
+    """The check that the parameter at ``path`` names a ``kind``: ``A.B`` looks inside an object, ``A.*`` at
+    every value of one, ``A[].B`` inside every item of a list."""
+    head, _, rest = path.partition(".")
+    each = head.endswith("[]")
+    head = head.removesuffix("[]")
+
+    def check(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
+        if head not in params:
+            return []
+        value = params[head]
+        if not rest:
+            reason = resource_reason(head, value, kind, ctx)
+            return [] if reason is None else [reason]
+        items = value if each and isinstance(value, list) else [value]
+        reasons: list[str] = []
+        for item in items:
+            if not isinstance(item, dict) or ctx.placeholder(item):
+                continue
+            inner = item.items() if rest == "*" else [(rest, item[rest])] if rest in item else []
+            for key, found in inner:
+                reason = resource_reason(f"{head}.{key}", found, kind, ctx)
+                reasons += [] if reason is None else [reason]
+        return reasons
+
+    return check
 
 
 def _check_media(media: Any) -> list[str]:
@@ -352,8 +540,8 @@ def _check_get_input(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
     if "StoreInput" in params and params["StoreInput"] not in ("True", "False"):
         reasons.append('StoreInput must be "True" or "False"')
     seconds = params.get("InputTimeLimitSeconds")
-    if not _skip(seconds, ctx) and not _is_int_string(seconds, 1, 180):
-        reasons.append("InputTimeLimitSeconds must be a string holding an integer 1–180")
+    if not _skip(seconds, ctx) and not _is_int_string(seconds, 1, 2**31):
+        reasons.append(f"InputTimeLimitSeconds must be a string holding a whole number of seconds, not {seconds!r}")
     return reasons
 
 
@@ -433,6 +621,14 @@ def _check_target_queue(params: Mapping[str, Any], ctx: CheckContext) -> list[st
     if len(given) != 1:
         return []
     value = params[given[0]]
+    if ctx.reference_left_open(value):
+        return []
+    if given[0] == "AgentId":
+        reason = resource_reason("AgentId", value, AGENT, ctx)
+        return [] if reason is None or value == "" else [reason]
+    reason = resource_reason("QueueId", value, QUEUE, ctx) if isinstance(value, str) and value else None
+    if reason is not None and (value.startswith("arn:") or _SCREAMING_NAME.fullmatch(value)):
+        return [reason]
     if not isinstance(value, str) or not (
         _PLACEHOLDER_ONLY.fullmatch(value)
         or _QUEUE_ARN.fullmatch(value)
@@ -491,13 +687,25 @@ def _check_routing_behavior(params: Mapping[str, Any], ctx: CheckContext) -> lis
 
 def _check_third_party(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
     reasons = _one_of("ContinueFlowExecution", ("True", "False"))(params, ctx)
-    reasons += _int_string("ThirdPartyConnectionTimeLimitSeconds", 0, 600, dynamic=True)(params, ctx)
+    reasons += _int_string("ThirdPartyConnectionTimeLimitSeconds", 0, 2**31, dynamic=True)(params, ctx)
     number = params.get("ThirdPartyPhoneNumber")
     if not _skip(number, ctx) and not (isinstance(number, str) and _E164.fullmatch(number)):
         reasons.append(f"ThirdPartyPhoneNumber must be an E.164 number (+…) or a single JSONPath, not {number!r}")
     digits = params.get("ThirdPartyDTMFDigits")
     if not _skip(digits, ctx) and not (isinstance(digits, str) and _DTMF_DIGITS.fullmatch(digits)):
-        reasons.append("ThirdPartyDTMFDigits must be at most 50 of 0-9 , * #, or a single JSONPath")
+        reasons.append("ThirdPartyDTMFDigits must be digits 0-9 , * #, or a single JSONPath")
+    return reasons
+
+
+def _advise_third_party(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
+    name = "TransferParticipantToThirdParty."
+    reasons = _past_bound("ThirdPartyConnectionTimeLimitSeconds", name + "ThirdPartyConnectionTimeLimitSeconds")(
+        params, ctx
+    )
+    digits = params.get("ThirdPartyDTMFDigits")
+    bound = BOUNDS[name + "ThirdPartyDTMFDigits"]
+    if isinstance(digits, str) and not _skip(digits, ctx) and len(digits) > bound.high:
+        reasons.append(f"ThirdPartyDTMFDigits holds {len(digits)} digits, more than {bound.high}: {bound.why}")
     return reasons
 
 
@@ -505,7 +713,8 @@ def _check_wait(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
     if "TimeoutSeconds" in params and "TimeLimitSeconds" in params:
         return ["at most one of TimeLimitSeconds and TimeoutSeconds is allowed"]
     name = "TimeoutSeconds" if "TimeoutSeconds" in params else "TimeLimitSeconds"
-    reasons = _int_string(name, 1, 604_800, dynamic=True)(params, ctx)
+    bound = BOUNDS["Wait.TimeoutSeconds"]
+    reasons = _int_string(name, bound.low, bound.high, dynamic=True)(params, ctx)
     events = params.get("Events")
     if events is not None and (
         not isinstance(events, list) or not set(events) <= {"CustomerReturned", "BotParticipantDisconnected"}
@@ -569,6 +778,7 @@ _NO_MATCH = frozenset({CATCH_ALL_ERROR})
 _QUEUE_FULL = frozenset({"QueueAtCapacity", CATCH_ALL_ERROR})
 _PROMPT = frozenset(PROMPT_KINDS)
 _NOT_PINNED = "the reference gives the parameters and errors only in part: others are accepted"
+_NEWER = "no page of the flow-language reference: its parameters, errors and conditions are accepted as exported"
 
 
 def _page(slug: str) -> str:
@@ -632,6 +842,7 @@ def _case(slug: str, *parameters: str, errors: Iterable[str] = (), open_errors: 
 
 
 _PROFILE_DATA = frozenset({"ProfileRequestData", "ProfileResponseData"})
+_QUEUE_OR_AGENT = (_resource("QueueId", QUEUE), _resource("AgentId", AGENT))
 
 
 def _profile(name: str, errors: frozenset[str] = _NO_MATCH) -> ActionSpec:
@@ -645,7 +856,7 @@ _SPECS: dict[str, ActionSpec] = {
         _participant("ConnectParticipantWithLexBot"),
         optional=_PROMPT | {"LexV2Bot", "LexBot", "LexSessionAttributes", "LexInitilizationData", "LexTimeoutSeconds"},
         exactly_one=(("LexV2Bot", "LexBot"),),
-        check=_check_lex,
+        check=_all(_check_lex, _resource("LexV2Bot.AliasArn", LEX_ALIAS), _resource("PromptId", PROMPT)),
         errors=frozenset({"InputTimeLimitExceeded", "NoMatchingError", "NoMatchingCondition"}),
         conditions=True,
         note="conditions are the bot's intents; the reference spells LexInitilizationData so",
@@ -656,7 +867,8 @@ _SPECS: dict[str, ActionSpec] = {
         required=frozenset({"InputTimeLimitSeconds"}),
         optional=_PROMPT
         | {"StoreInput", "InputValidation", "InputEncryption", "DTMFConfiguration", "TextToSpeechType"},
-        check=_check_get_input,
+        check=_all(_check_get_input, _resource("PromptId", PROMPT)),
+        advise=_past_bound("InputTimeLimitSeconds", "GetParticipantInput.InputTimeLimitSeconds"),
         errors=frozenset({"InputTimeLimitExceeded", "NoMatchingCondition", "NoMatchingError", "InvalidPhoneNumber"}),
         conditions=True,
         note="conditions are the digits pressed; StoreInput is absent from some exports, so optional; "
@@ -666,7 +878,7 @@ _SPECS: dict[str, ActionSpec] = {
         _participant("MessageParticipant"),
         optional=_PROMPT | {"TextToSpeechType", "SkipWhenDTMFBufferEnabled"},
         exactly_one=(PROMPT_KINDS,),
-        check=_check_message,
+        check=_all(_check_message, _resource("PromptId", PROMPT)),
         errors=_NO_MATCH,
         unavailable_in=frozenset({"hold"}),
         note="TextToSpeechType and SkipWhenDTMFBufferEnabled are seen in exports, not in the reference",
@@ -674,19 +886,20 @@ _SPECS: dict[str, ActionSpec] = {
     "MessageParticipantIteratively": ActionSpec(
         _participant("MessageParticipantIteratively"),
         required=frozenset({"Messages"}),
-        optional=frozenset({"InterruptFrequencySeconds"}),
-        check=_check_messages,
+        optional=frozenset({"InterruptFrequencySeconds", "ContinueMessagingDuringInterrupt"}),
+        check=_all(_check_messages, _resource("Messages[].PromptId", PROMPT)),
         errors=_NO_MATCH,
         **_equals("MessagesInterrupted", required=()),
         next_action_optional=True,
         unavailable_in=frozenset({"inbound", "whisper", "transfer"}),
-        note="loops until interrupted: exports omit NextAction",
+        note="loops until interrupted: exports omit NextAction; ContinueMessagingDuringInterrupt is written by the "
+        "console, not in the reference",
     ),
     "ShowView": ActionSpec(
         _participant("ShowView"),
         required=frozenset({"ViewResource"}),
         optional=frozenset({"InvocationTimeLimitSeconds", "ViewData", "SensitiveDataConfiguration"}),
-        check=_check_view,
+        check=_all(_check_view, _resource("ViewResource.Id", VIEW)),
         errors=frozenset({"NoMatchingError", "NoMatchingCondition", "TimeLimitExceeded"}),
         conditions=True,
         unavailable_in=frozenset({"hold", "whisper", "transfer"}),
@@ -705,6 +918,7 @@ _SPECS: dict[str, ActionSpec] = {
             }
         ),
         check=_check_third_party,
+        advise=_advise_third_party,
         errors=frozenset({"CallFailed", "ConnectionTimeLimitExceeded", "NoMatchingError"}),
         note="the reference says ThirdPartyConnectionTimeoutSeconds, exports ThirdPartyConnectionTimeLimitSeconds; "
         "CallFailed and ConnectionTimeLimitExceeded are seen in exports",
@@ -713,6 +927,7 @@ _SPECS: dict[str, ActionSpec] = {
     "CheckHoursOfOperation": ActionSpec(
         _control("CheckHoursOfOperation"),
         optional=frozenset({"HoursOfOperationId"}),
+        check=_resource("HoursOfOperationId", HOURS),
         errors=_NO_MATCH,
         **_equals("True", "False"),
         unavailable_in=frozenset({"hold", "whisper"}),
@@ -721,7 +936,7 @@ _SPECS: dict[str, ActionSpec] = {
         _control("CheckMetricData"),
         required=frozenset({"MetricType"}),
         optional=frozenset({"QueueId", "AgentId"}),
-        check=_all(_one_of("MetricType", _METRIC_TYPES), _at_most_one("QueueId", "AgentId")),
+        check=_all(_one_of("MetricType", _METRIC_TYPES), _at_most_one("QueueId", "AgentId"), *_QUEUE_OR_AGENT),
         errors=frozenset({"NoMatchingError", "NoMatchingCondition"}),
         conditions=True,
         note="NoMatchingCondition is documented for the queue metrics only, exported for every metric",
@@ -759,14 +974,15 @@ _SPECS: dict[str, ActionSpec] = {
     "GetMetricData": ActionSpec(
         _control("GetMetricData"),
         optional=frozenset({"QueueId", "AgentId", "QueueChannel", "MetricsFilter"}),
-        check=_at_most_one("QueueId", "AgentId"),
+        check=_all(_at_most_one("QueueId", "AgentId"), *_QUEUE_OR_AGENT),
         errors=_NO_MATCH,
         note="newer exports carry more filters than the reference lists",
     ),
     "Loop": ActionSpec(
         _control("Loop"),
         required=frozenset({"LoopCount"}),
-        check=_int_string("LoopCount", 0, 100, dynamic=True),
+        check=_int_string("LoopCount", 0, 2**31, dynamic=True),
+        advise=_past_bound("LoopCount", "Loop.LoopCount"),
         **_equals("ContinueLooping", "DoneLooping"),
     ),
     "StartVoiceIdStream": ActionSpec(
@@ -775,6 +991,7 @@ _SPECS: dict[str, ActionSpec] = {
     "TransferToFlow": ActionSpec(
         _control("TransferToFlow"),
         required=frozenset({"ContactFlowId"}),
+        check=_resource("ContactFlowId", CONTACT_FLOW),
         errors=_NO_MATCH,
         unavailable_in=frozenset({"hold", "customer queue", "whisper"}),
     ),
@@ -824,7 +1041,7 @@ _SPECS: dict[str, ActionSpec] = {
             "ContactFlowId",
             "CustomerCallbackNumber",
         ),
-        check=_at_most_one("QueueId", "AgentId"),
+        check=_all(_at_most_one("QueueId", "AgentId"), *_QUEUE_OR_AGENT, _resource("ContactFlowId", CONTACT_FLOW)),
     ),
     "CreateCustomerProfile": _profile("CreateCustomerProfile"),
     "GetCalculatedAttributesForCustomerProfile": _profile("GetCalculatedAttributesForCustomerProfile"),
@@ -857,18 +1074,19 @@ _SPECS: dict[str, ActionSpec] = {
             "TaskTemplateId",
             "DelaySeconds",
         ),
-        check=_string_map("Attributes"),
+        check=_all(_string_map("Attributes"), _resource("ContactFlowId", CONTACT_FLOW)),
     ),
     "CreateWisdomSession": ActionSpec(
         _page("createwisdomsession"),
         optional=frozenset({"WisdomAssistantArn"}),
+        check=_resource("WisdomAssistantArn", ASSISTANT),
         errors=_NO_MATCH,
         open_errors=True,
     ),
     "DequeueContactAndTransferToQueue": ActionSpec(
         _contact("DequeueContactAndTransferToQueue"),
         optional=frozenset({"QueueId", "AgentId"}),
-        check=_at_most_one("QueueId", "AgentId"),
+        check=_all(_at_most_one("QueueId", "AgentId"), *_QUEUE_OR_AGENT),
         errors=_QUEUE_FULL,
         unavailable_in=frozenset({"inbound", "hold", "whisper", "transfer"}),
     ),
@@ -882,16 +1100,27 @@ _SPECS: dict[str, ActionSpec] = {
         _page("flow-language-actions-invoke-flow-module"),
         required=frozenset({"FlowModuleId"}),
         optional=frozenset({"Input"}),
-        check=_object("Input"),
+        check=_all(_object("Input"), _resource("FlowModuleId", FLOW_MODULE)),
         errors=frozenset({"NoMatchingError", "NoMatchingCondition"}),
         conditions=True,
         note="conditions are the module's own results",
     ),
     "StartOutboundChatContact": ActionSpec(
         _contact("StartOutboundChatContact"),
+        optional=frozenset(
+            {
+                "SourceEndpoint",
+                "DestinationEndpoint",
+                "ContactFlowArn",
+                "ContactSubtype",
+                "InitialSystemMessage",
+                "RelatedContact",
+            }
+        ),
+        check=_resource("ContactFlowArn", CONTACT_FLOW),
         errors=_NO_MATCH,
         open_errors=True,
-        note="listed by the reference; its parameters are accepted as given",
+        note="RelatedContact is written by the console, not in the reference",
     ),
     "TagContact": ActionSpec(
         _contact("TagContact"),
@@ -945,16 +1174,18 @@ _SPECS: dict[str, ActionSpec] = {
                 "FraudDetectionWatchlistId",
                 "RoutingCriteria",
                 "Priority",
+                "WisdomSessionArn",
             }
         ),
         errors=_NO_MATCH,
-        note=_NOT_PINNED,
+        note=_NOT_PINNED + "; WisdomSessionArn ($.Wisdom.SessionArn) is written by the console's Amazon Q in Connect "
+        "block",
     ),
     "UpdateContactEventHooks": ActionSpec(
         _contact("UpdateContactEventHooks"),
         required=frozenset({"EventHooks"}),
         optional=frozenset({"EventHooksConfiguration"}),
-        check=_check_event_hooks,
+        check=_all(_check_event_hooks, _resource("EventHooks.*", CONTACT_FLOW)),
         errors=_NO_MATCH,
         note="EventHooksConfiguration is seen in exports, not in the reference",
     ),
@@ -1003,7 +1234,72 @@ _SPECS: dict[str, ActionSpec] = {
     "UpdatePreviousContactParticipantState": _partly_pinned(
         _contact("UpdatePreviousContactParticipantState"), ("PreviousContactParticipantState",)
     ),
+    # --- newer than the reference's pages: the console exports them, the admin guide's blocks describe them ----
+    "CheckSegmentMembershipForCustomerProfile": ActionSpec(
+        ADMIN_GUIDE + "customer-profiles-block.html",
+        optional=_PROFILE_DATA,
+        open_parameters=True,
+        errors=_NO_MATCH,
+        open_errors=True,
+        conditions=True,
+        note=_NEWER + "; it branches on whether the profile is in the segment",
+    ),
+    "CreateContact": ActionSpec(
+        REFERENCE + "API_CreateContact.html",
+        optional=frozenset(
+            {"Channel", "InitiationMethod", "RelatedContactId", "Attributes", "References", "Name", "Description"}
+        ),
+        open_parameters=True,
+        errors=_NO_MATCH,
+        open_errors=True,
+        note=_NEWER + "; its parameters are named as the CreateContact API's",
+    ),
+    "CreatePersistentContactAssociation": ActionSpec(
+        ADMIN_GUIDE + "create-persistent-contact-association-block.html",
+        optional=frozenset({"RehydrationType", "SourceContactId"}),
+        # The RehydrationType values of the CreatePersistentContactAssociation API.
+        check=_one_of("RehydrationType", ("ENTIRE_PAST_SESSION", "FROM_SEGMENT"), dynamic=True),
+        errors=_NO_MATCH,
+        note=_NEWER + "; the block has Success and Error branches, and voice and task contacts take Error",
+    ),
+    "EvaluateDataTableValues": ActionSpec(
+        ADMIN_GUIDE + "data-table-block.html",
+        optional=frozenset({"DataTableId", "Queries"}),
+        check=_resource("DataTableId", DATA_TABLE),
+        open_parameters=True,
+        errors=_NO_MATCH,
+        open_errors=True,
+        conditions=True,
+        note=_NEWER + " (the Data Table block's Evaluate action)",
+    ),
+    "RenderMessageTemplate": ActionSpec(
+        ADMIN_GUIDE + "contact-block-definitions.html",
+        open_parameters=True,
+        errors=_NO_MATCH,
+        open_errors=True,
+        note=_NEWER + "; no block page names its parameters, so any is accepted",
+    ),
+    "StartOutboundEmailContact": ActionSpec(
+        REFERENCE + "API_StartOutboundEmailContact.html",
+        optional=frozenset({"FromEmailAddress", "DestinationEmailAddress", "AdditionalRecipients", "EmailMessage"}),
+        open_parameters=True,
+        errors=_NO_MATCH,
+        open_errors=True,
+        note=_NEWER + " (the Send message block on the email channel); its parameters are named as the API's",
+    ),
 }
+
+# The action types the console exports that the flow language's reference has no page for.
+NEWER_TYPES = frozenset(
+    {
+        "CheckSegmentMembershipForCustomerProfile",
+        "CreateContact",
+        "CreatePersistentContactAssociation",
+        "EvaluateDataTableValues",
+        "RenderMessageTemplate",
+        "StartOutboundEmailContact",
+    }
+)
 
 # The action types by their own names; ACTION_TYPES adds the other spellings the reference or the service use.
 CANONICAL_TYPES: Mapping[str, ActionSpec] = _SPECS

@@ -1,7 +1,8 @@
 """Validation of a flow document: every rule it breaks, each as a :class:`Problem`.
 
 A problem is an *error* when Connect would reject the flow, a *warning* when Connect stores it but a person should
-look (an unreachable block, a parameter the reference does not document, a template token in a prompt's text).
+look (an unreachable block, a parameter the reference does not document, a template token in a prompt's text, a
+value past a bound no AWS text gives); each warning says why it is one.
 :func:`validate` returns the errors, and the warnings too when asked; it reports every problem it finds rather than
 stopping at the first.
 
@@ -21,7 +22,7 @@ import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from voicebridge_dev.flows.rules import (
     ACTION_TYPES,
@@ -41,6 +42,7 @@ from voicebridge_dev.flows.rules import (
     TEMPLATE_TOKEN,
     ActionSpec,
     CheckContext,
+    intrinsic,
 )
 
 # Parentheses are forbidden in identifiers, so this label can never collide with a real action.
@@ -105,10 +107,11 @@ def validate(
 
     ``known_functions`` are the template's function logical IDs that ``${X.Arn}`` may name; ``known_names``
     are the parameters and resources that a bare ``${X}`` may name. ``None`` skips the corresponding check
-    (the placeholder's form is still checked). ``templated`` says ``flow`` is a template whose tokens (``%%X%%``,
-    ``{{x}}``, ``${x}``) a templating system fills before import: they are accepted, and the values holding them
-    left unchecked. The errors come back, and with ``warnings`` the warnings after them; no error means the flow
-    is valid.
+    (the placeholder's form is still checked). ``templated`` says ``flow`` is a template whose tokens
+    (:data:`~voicebridge_dev.flows.rules.TEMPLATE_TOKEN`: ``${x}``, ``{{x}}``, ``%x%``, ``%%X%%``, ``__X__``,
+    ``<<x>>``, ``REPLACE_WITH_…``, and ``Fn::GetAtt`` objects) a templating system fills before import: they are
+    accepted, and the values holding them left unchecked. The errors come back, and with ``warnings`` the warnings
+    after them; no error means the flow is valid.
 
         >>> validate({"Version": "2019-10-30", "StartAction": "Bye", "Actions": [
         ...     {"Identifier": "Bye", "Type": "DisconnectParticipant", "Parameters": {}, "Transitions": {}}]})
@@ -219,6 +222,14 @@ def _legacy_reason(document: Mapping[str, Any]) -> str | None:
     return None
 
 
+def flow_family(given: Mapping[str, Any]) -> str | None:
+    """The flow type's family (:data:`~voicebridge_dev.flows.rules.FLOW_FAMILIES`: ``inbound``, ``customer queue``,
+    ``hold``, ``whisper``, ``transfer``, or ``module``) of a flow as given (an export or an API answer), when it says
+    which it is."""
+    content = flow_content(given)
+    return None if isinstance(content, str) else _flow_family(content.document, content.flow_type)
+
+
 def _flow_family(document: Mapping[str, Any], flow_type: str | None) -> str | None:
     if flow_type == MODULE or "Settings" in document:
         return MODULE
@@ -302,17 +313,30 @@ def _action_warnings(raw: JsonObject, ctx: CheckContext, family: str | None) -> 
     reasons = [
         f"{kind} takes no parameter {name} (the reference does not document it; Connect may reject it)"
         for name in params
-        if name not in spec.parameters
+        if name not in spec.parameters and not spec.open_parameters
     ]
+    reasons += spec.advise(params, ctx)
     if family is not None and family in spec.unavailable_in:
         reasons.append(f"{kind} does not run in {family} flows, the reference says ({spec.source})")
     return reasons + _token_warnings(params, ctx)
 
 
-def _token_places(value: Any, key: str = "", free: bool = False) -> Iterator[tuple[str, str, bool]]:
-    """Every string under ``value`` with the key it sits under and whether it is free text."""
+class _Token(NamedTuple):
+    """A string under the parameters (or an intrinsic function object, by its function's name), the key it sits
+    under, and whether it is free text."""
+
+    key: str
+    text: str
+    free: bool
+    intrinsic: bool = False
+
+
+def _token_places(value: Any, key: str = "", free: bool = False) -> Iterator[_Token]:
+    """Every string under ``value`` and every intrinsic function object (``{"Fn::GetAtt": …}``)."""
     if isinstance(value, str):
-        yield key, value, free or key in _FREE_TEXT_KEYS
+        yield _Token(key, value, free or key in _FREE_TEXT_KEYS)
+    elif intrinsic(value):
+        yield _Token(key, next(iter(value)), free or key in _FREE_TEXT_KEYS, intrinsic=True)
     elif isinstance(value, dict):
         for name, item in value.items():
             inner = name if isinstance(name, str) else key
@@ -323,13 +347,18 @@ def _token_places(value: Any, key: str = "", free: bool = False) -> Iterator[tup
 
 
 def _other_tokens(params: Mapping[str, Any], ctx: CheckContext, *, free: bool) -> Iterator[tuple[str, str]]:
-    """Each ``%%X%%`` and ``{{x}}`` token with its key, in free text or not (``${x}`` is ``Fn::Sub``'s, checked
-    against the template); none in a template, whose tokens are all filled before import."""
+    """Each template token (:data:`~voicebridge_dev.flows.rules.TEMPLATE_TOKEN`, and an intrinsic function object)
+    with its key, in free text or not (``${x}`` is ``Fn::Sub``'s, checked against the template); none in a template,
+    whose tokens are all filled before import."""
     if ctx.templated:
         return
-    for key, text, in_free_text in _token_places(params):
-        if in_free_text == free:
-            yield from ((key, t) for t in TEMPLATE_TOKEN.findall(text) if not t.startswith("${"))
+    for place in _token_places(params):
+        if place.free != free:
+            continue
+        if place.intrinsic:
+            yield place.key, f"{{{place.text!r}: …}}"
+        else:
+            yield from ((place.key, t) for t in TEMPLATE_TOKEN.findall(place.text) if not t.startswith("${"))
 
 
 def _check_tokens(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
@@ -503,7 +532,12 @@ def _check_metadata(metadata: Any, actions: Mapping[str, JsonObject]) -> list[Pr
     if not isinstance(positions, dict):
         return [Problem(FLOW, "Metadata.ActionMetadata must be an object", warning=True)]
     return [
-        Problem(FLOW, f"Metadata.ActionMetadata describes {name!r}, which is not an action", warning=True)
+        Problem(
+            FLOW,
+            f"Metadata.ActionMetadata describes {name!r}, which is not an action (Connect keeps the designer's "
+            "metadata as given)",
+            warning=True,
+        )
         for name in positions
         if name not in actions
     ]

@@ -73,10 +73,13 @@ from voicebridge_dev.flows import (
     UnresolvedPlaceholderError,
     action_from_json,
     parse_flow,
+    placeholder_key,
     render,
     template_functions,
     validate,
 )
+from voicebridge_dev.flows.rules import PLACEHOLDER
+from voicebridge_dev.flows.validate import flow_family
 from voicebridge_dev.local.kvs import ContactStream, StreamHost
 from voicebridge_dev.local.speech_engine import SpeechEngine
 from voicebridge_dev.simulator.actions import attributes, flows, lambda_, participants, prompts, queues, recorded
@@ -150,6 +153,8 @@ class LoadedFlow:
 
     flow: Flow
     functions: Mapping[str, str]
+    family: str | None = None
+    """The flow type's family (``customer queue``, ``hold``, ``whisper``…), when the flow says which it is."""
 
 
 def load_flow_for_simulation(
@@ -182,11 +187,15 @@ def load_flow_for_simulation(
     text = Path(flow_path).read_text(encoding="utf-8")
     try:
         rendered = render(text, values)
-    except UnresolvedPlaceholderError:
-        if not templated:
+    except UnresolvedPlaceholderError as exc:
+        if templated:
+            # A template's own tokens are filled before import: they stay as they are, references to nothing here.
+            rendered = text
+        elif set(exc.names) & _placeholders_outside_text(text):
             raise
-        # A template's own tokens are filled before import: they stay as they are, references to nothing here.
-        rendered = text
+        else:
+            # Metadata and description text are text to Connect (and to the validator): a ${X} there stays as written.
+            rendered = render(text, {**values, **{placeholder_key(name): "${" + name + "}" for name in exc.names}})
     try:
         document = json.loads(rendered)
     except ValueError:
@@ -202,7 +211,34 @@ def load_flow_for_simulation(
         raise InvalidFlowError(problems)
     flow = parse_flow(document, templated=templated) if not unknown else _flow_with_unknown_actions(document, unknown)
     functions = {resolver.arn(name): name for name in template_functions(template_path)}
-    return LoadedFlow(flow, functions)
+    return LoadedFlow(flow, functions, flow_family(document))
+
+
+_TEXT_KEYS = frozenset({"Metadata", "Name", "Description"})
+"""Where a flow holds text rather than references: the designer's metadata, and names and descriptions."""
+
+
+def _placeholders_outside_text(text: str) -> set[str]:
+    """The ``${X}`` names a flow's JSON text holds outside its metadata and description text (all of them when the
+    text is not JSON, so that the render's error stands)."""
+    try:
+        document = json.loads(text)
+    except ValueError:
+        return {match.group(1) for match in PLACEHOLDER.finditer(text)}
+    found: set[str] = set()
+    pending: list[Any] = [document]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, str) and value.lstrip().startswith("{"):
+            # A DescribeContactFlow answer or a CreateContactFlow request holds the flow as its Content string.
+            found |= _placeholders_outside_text(value)
+        elif isinstance(value, str):
+            found |= {match.group(1) for match in PLACEHOLDER.finditer(value)}
+        elif isinstance(value, dict):
+            pending += [item for key, item in value.items() if key not in _TEXT_KEYS]
+        elif isinstance(value, list):
+            pending += value
+    return found
 
 
 def _flow_with_unknown_actions(document: Mapping[str, Any], unknown: set[Any]) -> Flow:
@@ -281,6 +317,7 @@ class Call:
     ) -> None:
         self.flow = flow.flow
         self.flow_name = str(flow.flow.metadata.get("name") or "")
+        self.family = flow.family
         self.functions = flow.functions
         self.lambda_client = lambda_client
         self.s3 = s3_client
@@ -304,6 +341,8 @@ class Call:
         # flow's attributes and loop counters, which the module does not share).
         self.callers: list[tuple[Flow, str, Action, dict[str, str], dict[str, int]]] = []
         self.loops: dict[str, int] = {}
+        # Keys the caller pressed while a queue's messages looped, for the block that listens next.
+        self.key_buffer: str | None = None
         self.chain = 0.0
         self.longest_chain = 0.0
         self.stream: ContactStream | None = None
@@ -383,6 +422,7 @@ _HANDLERS: Final[Mapping[str, Handler]] = {
     "CheckMetricData": queues.check_metric,
     "GetMetricData": queues.get_metrics,
     "DistributeByPercentage": queues.distribute,
+    "MessageParticipantIteratively": queues.queue_messages,
     "Wait": recorded.wait,
     **{kind: recorded.recorded for kind in RECORDED},
     **{kind: recorded.ends for kind in ENDS},

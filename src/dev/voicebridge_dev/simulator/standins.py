@@ -10,8 +10,14 @@ answered here, by a documented stand-in:
   criteria, callbacks and tasks created, profiles and cases written. The call goes on by ``NextAction``; the report
   lists each as run with the outcome ``recorded``.
 - **ends the run** (:data:`ENDS`): ``EndFlowExecution`` ends it as ``ended``; ``TransferContactToAgent``,
-  ``DequeueContactAndTransferToQueue``, ``TransferParticipantToThirdParty`` (unless ``ContinueFlowExecution``) and
-  ``MessageParticipantIteratively`` (a queue's loop, which only an agent answering ends) end it as ``transferred``.
+  ``DequeueContactAndTransferToQueue`` and ``TransferParticipantToThirdParty`` (unless ``ContinueFlowExecution``)
+  end it as ``transferred``.
+- **a queue's wait** (:class:`LocalContactCentre` ``agent_free_after_s``): ``MessageParticipantIteratively`` loops
+  its messages in a customer queue or hold flow until the agent is free (``transferred``; a hold flow: the agent
+  takes the call off hold, ``ended``), until its ``InterruptFrequencySeconds`` elapse, or until the caller presses
+  keys between two messages: then it takes its ``MessagesInterrupted`` branch (the callback offer), the keys kept
+  for the block that listens next. In a flow of another type it takes its error branch (the reference: "supported
+  in Customer Queue, Customer Hold, and Agent Hold flows").
 - **other flows** (:data:`OTHER_FLOWS`, with a folder of flows, :mod:`~.library`): ``TransferToFlow`` goes on in the
   flow it names (without a folder it ends the run as ``transferred``; a flow not in the folder takes the error
   branch); ``InvokeFlowModule`` runs the module and comes back by its ``NextAction`` — or the condition the
@@ -29,8 +35,11 @@ answered here, by a documented stand-in:
   simulated voice call. The reference is silent on what a voice contact does at ``Wait``, ``ShowView`` and in
   ``MessageParticipantIteratively`` with no agent to answer: those stand-ins are choices.
 - **not here** (:data:`UNAVAILABLE`): what needs a service the local cloud does not run — Voice ID, Customer
-  Profiles and Cases lookups, outbound campaigns — takes the most specific error branch the action has
-  (``NoneFoundError`` before ``NoMatchingError``), as a lookup that finds nothing would.
+  Profiles lookups and segments, Cases lookups, data tables, outbound campaigns — takes the most specific error
+  branch the action has (``NoneFoundError`` before ``NoMatchingError``), as a lookup that finds nothing would; a
+  persistent chat association takes it too, as the admin guide's block page says a voice contact does.
+- The email and message-template actions (``StartOutboundEmailContact``, ``CreateContact``,
+  ``RenderMessageTemplate``) are recorded: nothing of them reaches a caller on the line.
 """
 
 from __future__ import annotations
@@ -57,10 +66,13 @@ RECORDED: Final = frozenset(
         "AssociateContactToCustomerProfile",
         "CreateCallbackContact",
         "CreateCase",
+        "CreateContact",
         "CreateCustomerProfile",
         "CreateTask",
         "CreateWisdomSession",
         "StartVoiceIdStream",
+        "RenderMessageTemplate",
+        "StartOutboundEmailContact",
         "TagContact",
         "UntagContact",
         "UpdateCase",
@@ -81,7 +93,6 @@ ENDS: Final = frozenset(
     {
         "DequeueContactAndTransferToQueue",
         "EndFlowExecution",
-        "MessageParticipantIteratively",
         "TransferContactToAgent",
         "TransferParticipantToThirdParty",
     }
@@ -91,8 +102,11 @@ PARTICIPANTS: Final = frozenset({"ConnectParticipantWithLexBot", "ShowView"})
 UNAVAILABLE: Final = frozenset(
     {
         "CheckOutboundCallStatus",
+        "CheckSegmentMembershipForCustomerProfile",
         "CheckVoiceId",
         "CompleteOutboundCall",
+        "CreatePersistentContactAssociation",
+        "EvaluateDataTableValues",
         "GetCalculatedAttributesForCustomerProfile",
         "GetCase",
         "GetCustomerProfile",
@@ -144,7 +158,8 @@ class LocalQueue:
 class LocalContactCentre:
     """The state of the contact centre a flow asks about, as a small JSON object can give it.
 
-    ``{"hours_open": true, "metrics": {"AGENTS_AVAILABLE": 1, ...}, "queues": {"<queue id>": {"name": "Billing",
+    ``{"hours_open": true, "agent_free_after_s": 60, "metrics": {"AGENTS_AVAILABLE": 1, ...},
+    "queues": {"<queue id>": {"name": "Billing",
     "outbound_caller_id": "+15555550123", "at_capacity": false}}}``. Metric names are those of ``CheckMetricData``
     and ``GetMetricData`` (``AGENTS_AVAILABLE``, ``AGENTS_ONLINE``, ``AGENTS_STAFFED``, ``CONTACTS_IN_QUEUE``,
     ``OLDEST_CONTACT_AGE``…); one not given is 0. A queue is named by its ID (or its whole ARN); once it is the
@@ -153,6 +168,8 @@ class LocalContactCentre:
     """
 
     hours_open: bool = True
+    agent_free_after_s: float = 60.0
+    """How long a contact waits in queue (or on hold) before its agent is free: a choice, Connect's is the centre's."""
     metrics: dict[str, float] = field(
         default_factory=lambda: {
             "AGENTS_AVAILABLE": 1,
@@ -172,7 +189,7 @@ class LocalContactCentre:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LocalContactCentre:
-        unknown = set(data) - {"hours_open", "metrics", "queues"}
+        unknown = set(data) - {"hours_open", "agent_free_after_s", "metrics", "queues"}
         if unknown:
             raise ValueError(f"unknown contact-centre settings: {', '.join(sorted(unknown))}")
         centre = cls()
@@ -180,6 +197,11 @@ class LocalContactCentre:
             if not isinstance(data["hours_open"], bool):
                 raise ValueError("hours_open must be true or false")
             centre.hours_open = data["hours_open"]
+        if "agent_free_after_s" in data:
+            seconds = data["agent_free_after_s"]
+            if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
+                raise ValueError("agent_free_after_s must be a number of seconds, 0 or more")
+            centre.agent_free_after_s = float(seconds)
         for name, value in dict(data.get("metrics") or {}).items():
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise ValueError(f"metric {name} must be a number")

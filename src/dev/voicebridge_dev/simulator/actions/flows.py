@@ -83,6 +83,7 @@ def _find_flow(call: Call, action: Action, reference: str) -> tuple[str, LoadedF
 
 def _enter(call: Call, action: Action, name: str, flow: LoadedFlow, how: str) -> Branch:
     call.flow, call.flow_name = flow.flow, name
+    call.family = flow.family or call.family
     call.functions = {**call.functions, **flow.functions}
     call.log.record(Noted(call.clock.now(), action.identifier, action.type, {how: name}))
     return Branch(f"{how} {name}", flow.flow.start_action)

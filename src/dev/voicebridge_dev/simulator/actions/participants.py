@@ -49,7 +49,9 @@ def get_input(call: Call, action: Action) -> Branch:
     played = prompt(call, action)
     if played is not None:
         play(call, action, played)
-    keys = _listen(call, call.seconds(action, "InputTimeLimitSeconds"), Press)
+    # Keys pressed to interrupt a queue's messages are what this block hears first, when there are any.
+    buffered, call.key_buffer = call.key_buffer, None
+    keys = buffered if buffered is not None else _listen(call, call.seconds(action, "InputTimeLimitSeconds"), Press)
     if str(params.get("StoreInput", "False")) == "True":
         entry = stored_input(keys, params)
         if entry.value is None:

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from voicebridge_dev.flows import Action
 from voicebridge_dev.simulator.actions.common import ActionFailed, Branch, CallOver, FlowRuntimeError
-from voicebridge_dev.simulator.actions.prompts import play, prompt_of
 from voicebridge_dev.simulator.events import Noted
 from voicebridge_dev.simulator.standins import unavailable_error
 
@@ -39,12 +38,6 @@ def ends(call: Call, action: Action) -> Branch:
         if str(params.get("ContinueFlowExecution", "")).lower() == "true":
             return Branch("recorded", action.next_action)
         raise CallOver("transferred", call.contact.value(str(params.get("ThirdPartyPhoneNumber", "a third party"))))
-    if action.type == "MessageParticipantIteratively":
-        for message in params.get("Messages") or []:
-            played = prompt_of(call, message)
-            if played is not None:
-                play(call, action, played)
-        raise CallOver("transferred", "waiting in queue for an agent")
     target = params.get("QueueId") or params.get("AgentId") or call.contact.queue or "an agent"
     raise CallOver("transferred", call.contact.value(str(target)))
 
