@@ -95,6 +95,7 @@ _SERVICE_NAMES = {
     "ink": "Ink emulator",
     "bedrock": "Bedrock emulator",
     "lex": "Lex emulator",
+    "comprehend": "Comprehend emulator",
 }
 
 _worker_recogniser: Recogniser | None = None
