@@ -276,3 +276,19 @@ def test_call_record_function_refuses_a_record_without_a_consumer_event(invoke_f
 
 def test_the_sample_failure_record_names_no_session_here(invoke_function: Invoker) -> None:
     assert invoke_function("CallRecordFunction", SAMPLE_FAILURE) == {"Result": "OK", "Outcome": "no-session"}
+
+
+def test_a_number_said_across_two_turns_is_redacted_in_both_once_listening_ends(store: TurnStore) -> None:
+    contact = a_call(store)
+    store.put_turn(Turn(contact, CUSTOMER, 1, "my other card is 4111 1111", 5000, 7000, store.now_ms()))
+    store.put_turn(Turn(contact, CUSTOMER, 2, "1111 1111 thanks", 8000, 9000, store.now_ms()))
+    # Read one by one, each turn alone holds no card number: the long polls leave them as they are.
+    store.redact_read_turns(contact, 2, lambda text: BuiltinRedactor().redact(text).text)
+
+    written = recorder(store).write(contact, generation=0)
+
+    assert written.record is not None
+    heard = [turn["heard"] for turn in written.record["turns"]]
+    assert heard[1:] == ["my other card is [CARD]", "[CARD] thanks"]
+    kept = [turn.transcript for turn in store.turns_after(contact, after=0)]
+    assert kept == ["my other card is [CARD]", "[CARD] thanks"]

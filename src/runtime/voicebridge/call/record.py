@@ -97,22 +97,25 @@ class CallRecorder:
     def write(self, contact_id: str, *, generation: int) -> Written:
         """Record the contact as listening ended under ``generation``; StorageError when S3 or EventBridge fail
         (the record item is left for the next writer once its lease runs out)."""
+        redactor = Remembering(self._redactor)
         if not self._settings.bucket:
-            self.redact_items(self._store.contact_items(contact_id))
+            items = self._store.contact_items(contact_id)
+            build_record(contact_id, items, redactor, generation=generation)
+            self.redact_items(items, redactor)
             return Written("off")
         items = self._store.contact_items(contact_id)
         marker = next((item for item in items if item.get("TurnKey") == RECORD), None)
         key = self._key(contact_id, items, marker, generation)
         if key is None or not self._claim(contact_id, marker, generation, key):
             return Written("already")
-        record = build_record(contact_id, items, self._redactor, generation=generation)
+        record = build_record(contact_id, items, redactor, generation=generation)
         uri = f"s3://{self._settings.bucket}/{key}"
         record["recordId"] = f"{contact_id}/{generation}"
         self._put_object(key, record)
         self._mark(contact_id, WRITTEN, generation)
         self._announce(contact_id, record, uri)
         self._mark(contact_id, ANNOUNCED, generation, uri=uri)
-        self.redact_items(items)
+        self.redact_items(items, redactor)
         return Written("written", uri, record)
 
     # -- the steps
@@ -229,19 +232,41 @@ class CallRecorder:
 
     # -- what the table keeps
 
-    def redact_items(self, items: Sequence[Mapping[str, Any]]) -> int:
-        """Rewrite every item of the contact that holds words, redacted; how many were rewritten."""
-        changed = [item for item in (redacted_item(item, self._redactor) for item in items) if item is not None]
+    def redact_items(self, items: Sequence[Mapping[str, Any]], redactor: Redactor | None = None) -> int:
+        """Rewrite every item of the contact that holds words, redacted; how many were rewritten. ``redactor`` is
+        best the one the record was built with (:class:`Remembering`): a turn's words are then redacted as the
+        record has them, read with the turns around them, and no text is sent to Comprehend twice."""
+        redactor = redactor or Remembering(self._redactor)
+        changed = [item for item in (redacted_item(item, redactor) for item in items) if item is not None]
         if changed:
             self._store.put_items(changed)
         return len(changed)
 
 
+class Remembering:
+    """A redactor that answers a text it has redacted before as it did the first time, context or not.
+
+    The record redacts each turn with the turns around it; the table's items hold the same words again and again (a
+    turn, the segments answering it, the history): each is answered from here, the way the record has it."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self._redactor = redactor
+        self.name = redactor.name
+        self._seen: dict[str, Redaction] = {}
+
+    def redact(self, text: str, *, before: str = "", after: str = "") -> Redaction:
+        known = self._seen.get(text)
+        if known is not None:
+            return known
+        redaction = self._redactor.redact(text, before=before, after=after)
+        self._seen[text] = redaction
+        return redaction
+
+
 def redacted_item(item: Mapping[str, Any], redactor: Redactor) -> dict[str, Any] | None:
-    """A copy of a turn-table item with its words redacted, marked ``Redacted``; None when it holds no words or
-    was redacted before."""
-    if item.get("Redacted"):
-        return None
+    """A copy of a turn-table item with its words redacted, marked ``Redacted``; None when it holds no words, or
+    nothing in it changes and it is marked already. An item a long poll redacted alone is redacted again here: a
+    number said across two turns is whole only when read with its neighbours."""
     copy = dict(item)
     touched = False
     for name in ("Transcript", "Text"):
@@ -265,7 +290,7 @@ def redacted_item(item: Mapping[str, Any], redactor: Redactor) -> dict[str, Any]
             for k, e in exchanges.items()
         }
         touched = True
-    if not touched:
+    if not touched or (copy == item and item.get("Redacted")):
         return None
     copy["Redacted"] = True
     return copy
