@@ -27,7 +27,7 @@ SAM_PYENV_VERSION ?= 3.11.7:3.12.1:3.13.0
 SAM_ENV := SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} PYENV_VERSION=$(SAM_PYENV_VERSION)
 
 .PHONY: test check tools demo lint typecheck unit integration artifact template sam-validate sam-build checkov flows-sync \
-	system-deps bench clean eks-manifests eks-render
+	system-deps models bench clean eks-manifests eks-render
 
 # Everything, in the order a failure is cheapest to find: lint and types, unit tests (seconds), the template, the
 # integration tests (the local cloud, a few minutes), then the Lambda artifacts as `sam build` makes them. The
@@ -38,14 +38,19 @@ test: $(DEV_STAMP) system-deps
 
 tools: $(SAM_STAMP) $(CHECKOV_STAMP) $(K8S_MODELS_STAMP)
 
-# The quick loop while working: lint, types and the unit tests, no local cloud.
-check: $(DEV_STAMP) lint typecheck unit
+# The voice-activity and end-of-turn models with their licences, from pinned registry wheels into the ignored
+# src/runtime/voicebridge/models/ (src/runtime/fetch_models.py): the tests, benchmarks and the demo run them.
+models: $(DEV_STAMP)
+	$(MAKE) --no-print-directory -C src/runtime models PYTHON=$(abspath $(PY))
 
-demo: $(SPEECH_STAMP)
+# The quick loop while working: lint, types and the unit tests, no local cloud.
+check: $(DEV_STAMP) models lint typecheck unit
+
+demo: $(SPEECH_STAMP) models
 	$(VENV)/bin/voicebridge demo --report out/demo-report.json
 
 # bench/bench_coldstart.py times the Lambda runtime's Python (python3.13), exposed as for sam build.
-bench: $(DEV_STAMP) system-deps
+bench: $(DEV_STAMP) system-deps models
 	PYENV_VERSION=$(SAM_PYENV_VERSION) $(VENV)/bin/voicebridge bench
 
 lint: $(DEV_STAMP)
@@ -56,13 +61,13 @@ typecheck: $(DEV_STAMP)
 	$(VENV)/bin/mypy
 
 # Tests are marked by folder (tests/conftest.py): anything under an integration/ folder needs the local cloud.
-unit: $(DEV_STAMP)
+unit: $(DEV_STAMP) models
 	$(VENV)/bin/pytest -q -m unit
 
 # They mostly wait on the local cloud's timers, so they run in worker processes, each with a local cloud of its own;
 # a test file stays on one worker, so its module fixtures are built once. INTEGRATION_WORKERS=0 runs them in one.
 INTEGRATION_WORKERS ?= 2
-integration: $(DEV_STAMP) system-deps
+integration: $(DEV_STAMP) system-deps models
 	$(VENV)/bin/pytest -q -m integration $(if $(filter 0,$(INTEGRATION_WORKERS)),,-n $(INTEGRATION_WORKERS) --dist loadfile)
 
 # What `sam build` put in each function's folder: the runtime alone (tests/artifact, skipped without a build).
@@ -142,13 +147,14 @@ $(SPEECH_STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e '.[dev,speech]'
 	touch $@ $(DEV_STAMP)
 
-# ffprobe checks the prompts we write; mkvtoolnix writes and reads Matroska for the cross-checks.
+# ffprobe checks the prompts we write; mkvtoolnix writes and reads Matroska for the cross-checks; espeak-ng speaks
+# Spanish for the simulated caller, the emulated Sonic and the end-of-turn benchmark.
 system-deps:
-	@if ! command -v ffprobe >/dev/null || ! command -v mkvmerge >/dev/null; then \
+	@if ! command -v ffprobe >/dev/null || ! command -v mkvmerge >/dev/null || ! command -v espeak-ng >/dev/null; then \
 	  if [ "$$(id -u)" = 0 ]; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ffmpeg mkvtoolnix >/dev/null; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ffmpeg mkvtoolnix espeak-ng >/dev/null; \
 	  else \
-	    echo "install ffmpeg and mkvtoolnix (sudo apt-get install ffmpeg mkvtoolnix)"; exit 1; \
+	    echo "install ffmpeg, mkvtoolnix and espeak-ng (sudo apt-get install ffmpeg mkvtoolnix espeak-ng)"; exit 1; \
 	  fi; \
 	fi
 

@@ -98,8 +98,8 @@ ENVIRONMENT: dict[str, dict[str, Any]] = {
         "INK_MODE": {"Ref": "InkMode"},
         "INK_LANGUAGE": {"Ref": "InkLanguage"},
         "INK_EAGER_END_THRESHOLD": {"Ref": "InkEagerEndThreshold"},
+        "VOICE_DETECTOR": {"Ref": "VoiceDetector"},
         "TURN_TTL_DAYS": {"Ref": "TurnRetentionDays"},
-        "CONSUMER_HANDOFF_MS": "30000",
         # It writes the call record when listening ends...
         **{"RECORD_BUCKET": {"Ref": "CallRecordBucket"}, "RECORD_KMS_KEY_ID": {"Ref": "DataKmsKeyArn"}},
         # ...speaks the replies as SynthesizeFunction speaks prompts...
@@ -1162,7 +1162,7 @@ REQUIREMENTS = ROOT / "src" / "runtime" / "requirements"
 SHIPPED_DISTRIBUTIONS = {
     "SynthesizeFunction": {"aws-lambda-powertools", "numpy", "soxr", "cartesia", "httpx"},
     "StartListeningFunction": {"aws-lambda-powertools"},
-    "TranscribeStreamFunction": {"aws-lambda-powertools", "numpy", "soxr", "cartesia", "websockets", "httpx"},
+    "TranscribeStreamFunction": {"aws-lambda-powertools", "numpy", "soxr", "cartesia", "websockets", "httpx", "onnxruntime"},
     "AwaitTurnFunction": {"aws-lambda-powertools"},
     "ConverseFunction": {"aws-lambda-powertools"},
     "CallRecordFunction": {"aws-lambda-powertools"},

@@ -32,6 +32,8 @@ SonicEncoding = Literal["pcm_s16le", "pcm_mulaw"]
 ResamplerName = Literal["soxr", "numpy"]
 ListenTracks = Literal["customer", "both"]
 InkMode = Literal["turns", "manual"]
+VoiceDetectorName = Literal["silero", "energy"]
+"""What judges a 20 ms frame of the caller voiced: Silero VAD, or the frame's energy (docs/benchmarks.md)."""
 InkCatchUp = Literal["skip-silence", "off"]
 """How an Ink session behind the stream gets back to live: by dropping long silences from the backlog, or not."""
 ResponderName = Literal["scripted", "bedrock", "lex", "lambda"]
@@ -254,6 +256,7 @@ class Settings:
     ink_language: str = "en"
     ink_turn_end_timeout_ms: int | None = field(default=None, metadata=_whole(640, 11200, optional=True))
     ink_frame_ms: int = field(default=100, metadata=_whole(20, 500))
+    voice_detector: VoiceDetectorName = field(default="silero", metadata=_one_of(VoiceDetectorName))
     ink_eager_end_threshold: float | None = field(default=0.5, metadata=_fraction(optional=True, low=0.3, high=0.6))
     """Ink's ``turn_eager_end_threshold``: the higher, the sooner ``turn.eager_end`` fires (and the more often the
     caller goes on after it). The SDK documents 0.3–0.6, default 0.4."""

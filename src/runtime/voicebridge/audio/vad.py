@@ -4,19 +4,52 @@ Used to measure Ink's turn latency from the end of the caller's *voiced* audio (
 fired), to drive manual finalization for models without server-side turn detection, and to know which audio is
 settled (belongs to a finished turn or to silence) so a consumer never replays a finished turn.
 
-A frame is voiced when its RMS level is above ``threshold_dbfs``; an utterance starts after ``min_voiced_ms`` of
-voiced frames (a click does not start one) and closes after ``close_ms`` without voice.
+Each 20 ms frame is judged voiced or not by a :class:`FrameDetector`: :class:`EnergyDetector` (the frame's RMS level
+above a threshold) or :class:`~voicebridge.audio.silero.SileroDetector` (Silero VAD's speech probability, which tells
+speech from line noise that is as loud); ``VOICE_DETECTOR`` chooses. An utterance starts after ``min_voiced_ms`` of
+voiced frames (a click does not start one) and closes after ``close_ms`` without voice, whichever detector judged.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Literal, Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 SAMPLE_RATE = 8000
 BYTES_PER_MS = SAMPLE_RATE * 2 // 1000
+DetectorName = Literal["silero", "energy"]
+
+
+class FrameDetector(Protocol):
+    """Judges frames of 8 kHz audio voiced or not, in stream order (a detector may carry state between calls)."""
+
+    def voiced(self, frames: npt.NDArray[np.float32]) -> list[bool]:
+        """One decision per row of ``frames``: a frame's samples, scaled to ±1."""
+        ...
+
+
+@dataclass
+class EnergyDetector:
+    """A frame is voiced when its RMS level is above ``threshold_dbfs``."""
+
+    threshold_dbfs: float = -40.0
+
+    def voiced(self, frames: npt.NDArray[np.float32]) -> list[bool]:
+        rms = np.sqrt(np.mean(np.square(frames), axis=1))
+        return [bool(loud) for loud in (rms > 10 ** (self.threshold_dbfs / 20.0)).tolist()]
+
+
+def detector(name: DetectorName) -> FrameDetector:
+    """A fresh detector of the kind named (Silero's model is loaded on its first frame)."""
+    if name == "energy":
+        return EnergyDetector()
+    from voicebridge.audio.silero import SileroDetector
+
+    return SileroDetector()
 
 
 @dataclass(frozen=True)
@@ -31,7 +64,7 @@ class Utterance:
 class VoiceActivity:
     """Utterances in a stream of 8 kHz s16le audio, fed as it arrives."""
 
-    threshold_dbfs: float = -40.0
+    detector: FrameDetector = field(default_factory=EnergyDetector)
     frame_ms: int = 20
     min_voiced_ms: int = 60
     close_ms: int = 300
@@ -50,10 +83,9 @@ class VoiceActivity:
         data = self._pending + pcm
         whole = len(data) - len(data) % frame_bytes
         if whole:
-            frames = np.frombuffer(data, dtype="<i2", count=whole // 2).astype(np.float32)
-            rms = np.sqrt(np.mean(np.square(frames.reshape(-1, frame_bytes // 2)), axis=1))
-            for is_voiced in (rms > 32768.0 * 10 ** (self.threshold_dbfs / 20.0)).tolist():
-                self._frame(bool(is_voiced))
+            samples = np.frombuffer(data, dtype="<i2", count=whole // 2).astype(np.float32) / 32768.0
+            for is_voiced in self.detector.voiced(samples.reshape(-1, frame_bytes // 2)):
+                self._frame(is_voiced)
         self._pending = data[whole:]
 
     def _frame(self, voiced: bool) -> None:

@@ -1,0 +1,111 @@
+"""Whether the caller has finished their turn, from the sound of its end: Smart Turn v3.2, with features in numpy.
+
+Smart Turn v3.2 (BSD-2-Clause, Daily; docs/protocols.md, "Smart Turn") is a Whisper-encoder classifier: it hears the
+last 8 s of a turn at 16 kHz — words, intonation, a trailing "and…" — and gives the probability that the speaker is
+done. It is asked when the voice detector sees the caller stop, so the product can end a turn (or start its reply)
+without waiting out a silence timer, in any of the languages it was trained on.
+
+Its input is Whisper's log-mel spectrogram, computed here (nothing of Whisper's or the framework's code is needed):
+
+1. the audio, 16 kHz, cut to its last 8 s or padded with zeros in front to 8 s (128,000 samples), then scaled to zero
+   mean and unit variance (variance plus 1e-7);
+2. a short-time Fourier transform: 400-sample periodic Hann windows every 160 samples, the signal padded by 200
+   samples of reflection at each end, so frame *k* is centred on sample 160·*k* (801 frames; the last is dropped);
+3. the power spectrum's 201 bins through 80 triangular mel filters spanning 0–8 kHz on the Slaney scale (linear to
+   1 kHz, logarithmic above), each scaled to unit area (2 / its width in Hz);
+4. log10 of the filter energies (floored at 1e-10), floored again at 8 below their maximum, then (x + 4) / 4.
+
+The result, 80 × 800, is fed as ``input_features`` (1 × 80 × 800, float32); the model's one output is the
+probability. Telephone audio is 8 kHz: it is upsampled with soxr, so the band above 4 kHz is empty, as it was on the
+line.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from voicebridge.audio import onnx
+
+MODEL_RATE = 16000
+WINDOW_SAMPLES = 8 * MODEL_RATE
+FFT_SIZE = 400
+HOP = 160
+MEL_BANDS = 80
+
+Samples = npt.NDArray[np.float32]
+
+
+def _hz_to_mel(hz: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Slaney's mel scale: 3 mels per 200 Hz up to 1 kHz (15 mels), then 27 mels per factor of 6.4."""
+    linear = hz * 3.0 / 200.0
+    logarithmic = 15.0 + np.log(np.maximum(hz, 1e-9) / 1000.0) * 27.0 / np.log(6.4)
+    return np.where(hz < 1000.0, linear, logarithmic)
+
+
+def _mel_to_hz(mel: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    linear = mel * 200.0 / 3.0
+    logarithmic = 1000.0 * np.exp((mel - 15.0) * np.log(6.4) / 27.0)
+    return np.where(mel < 15.0, linear, logarithmic)
+
+
+@functools.cache
+def mel_filters() -> npt.NDArray[np.float64]:
+    """The filter bank, 80 × 201: filter *m* rises from edge *m* to *m*+1 and falls to *m*+2, in Hz."""
+    edges = _mel_to_hz(np.linspace(0.0, float(_hz_to_mel(np.array(MODEL_RATE / 2.0))), MEL_BANDS + 2))
+    bins = np.linspace(0.0, MODEL_RATE / 2.0, FFT_SIZE // 2 + 1)
+    lower, centre, upper = edges[:-2, np.newaxis], edges[1:-1, np.newaxis], edges[2:, np.newaxis]
+    rising = (bins - lower) / (centre - lower)
+    falling = (upper - bins) / (upper - centre)
+    return np.maximum(0.0, np.minimum(rising, falling)) * (2.0 / (upper - lower))
+
+
+@functools.cache
+def _hann() -> npt.NDArray[np.float64]:
+    return 0.5 - 0.5 * np.cos(2.0 * np.pi * np.arange(FFT_SIZE) / FFT_SIZE)
+
+
+def last_window(audio: Samples) -> Samples:
+    """The last 8 s of 16 kHz audio, padded with zeros in front when shorter."""
+    audio = np.asarray(audio, dtype=np.float32)[-WINDOW_SAMPLES:]
+    return np.concatenate((np.zeros(WINDOW_SAMPLES - len(audio), dtype=np.float32), audio))
+
+
+def log_mel(audio: Samples) -> Samples:
+    """The model's input features (80 × 800) for up to 8 s of 16 kHz audio scaled to ±1."""
+    window = last_window(audio)
+    window = (window - window.mean()) / np.sqrt(window.var() + 1e-7)
+    padded = np.pad(window.astype(np.float64), FFT_SIZE // 2, mode="reflect")
+    frames = np.lib.stride_tricks.sliding_window_view(padded, FFT_SIZE)[::HOP]
+    power = np.abs(np.fft.rfft(frames * _hann(), axis=1)) ** 2
+    energies = np.log10(np.maximum(mel_filters() @ power.T, 1e-10))[:, :-1]
+    energies = np.maximum(energies, energies.max() - 8.0)
+    features: Samples = ((energies + 4.0) / 4.0).astype(np.float32)
+    return features
+
+
+def telephone_to_model(pcm: bytes) -> Samples:
+    """8 kHz s16le audio as the model hears it: 16 kHz, scaled to ±1."""
+    import soxr
+
+    samples = np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768.0
+    return np.asarray(soxr.resample(samples, 8000, MODEL_RATE, quality="HQ"), dtype=np.float32)
+
+
+@dataclass(frozen=True)
+class EndOfTurnModel:
+    """Smart Turn v3.2: ``score`` gives the probability that the turn is complete; above ``threshold`` it is."""
+
+    threshold: float = 0.5
+
+    def score(self, audio: Samples) -> float:
+        """The probability that the speaker is done, from the last ≤ 8 s of 16 kHz audio scaled to ±1."""
+        features = log_mel(audio)[np.newaxis]
+        (probability,) = onnx.session(onnx.SMART_TURN).run(None, {"input_features": features})
+        return float(np.asarray(probability).reshape(-1)[0])
+
+    def complete(self, audio: Samples) -> bool:
+        return self.score(audio) > self.threshold
