@@ -452,7 +452,7 @@ def _bench(args: argparse.Namespace) -> int:
         return 2
     figures: dict[str, Any] = {}
     for path in sorted(folder.glob("bench_*.py")):
-        name = path.stem.removeprefix("bench_")
+        name = path.stem.removeprefix("bench_").replace("_", "-")
         if args.only and name not in args.only:
             continue
         spec = importlib.util.spec_from_file_location(f"voicebridge_bench_{name}", path)

@@ -1,14 +1,18 @@
-"""Voice-activity figures: utterance boundaries found in PCM, whatever the chunking."""
+"""Voice-activity figures: utterance boundaries found in PCM, whatever the chunking, by either detector."""
 
 from __future__ import annotations
 
 import itertools
+import wave
+from pathlib import Path
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from voicebridge.audio.vad import Utterance, VoiceActivity
+from voicebridge.audio.vad import Utterance, VoiceActivity, detector
+
+CLIPS = Path(__file__).resolve().parents[3] / "src" / "dev" / "voicebridge_dev" / "simulator" / "clips"
 
 
 def tone(ms: int, amplitude: int = 8000) -> bytes:
@@ -51,3 +55,75 @@ def test_an_utterance_still_open_can_be_taken_whole_so_far() -> None:
     assert vad.speaking
     assert vad.take() == Utterance(100, 400)
     assert vad.take() is None
+
+
+# -- the detectors behind it
+
+
+def clip(name: str) -> bytes:
+    with wave.open(str(CLIPS / f"{name}.wav"), "rb") as wav:
+        return wav.readframes(wav.getnframes())
+
+
+def white_noise(ms: int, dbfs: float, seed: int = 1) -> bytes:
+    noise = np.random.default_rng(seed).normal(0, 32768 * 10 ** (dbfs / 20), ms * 8)
+    return np.clip(np.rint(noise), -32768, 32767).astype("<i2").tobytes()
+
+
+def mixed(speech: bytes, noise: bytes) -> bytes:
+    total = np.frombuffer(speech, "<i2").astype(np.int32) + np.frombuffer(noise, "<i2")[: len(speech) // 2]
+    return np.clip(total, -32768, 32767).astype("<i2").tobytes()
+
+
+def silero_utterances(stream: bytes) -> list[Utterance]:
+    vad = VoiceActivity(detector=detector("silero"), close_ms=300)
+    vad.feed(stream)
+    return list(vad.closed)
+
+
+def test_silero_finds_a_spoken_sentence_as_one_utterance() -> None:
+    speech = clip("balance")
+    [found] = silero_utterances(silence(500) + speech + silence(800))
+    assert 500 <= found.start_ms <= 700
+    assert 500 + len(speech) / 16 - 400 <= found.end_ms <= 500 + len(speech) / 16 + 300
+
+
+def test_silero_takes_loud_white_noise_for_no_one_speaking() -> None:
+    assert silero_utterances(white_noise(3000, -25)) == []
+
+
+def test_the_energy_detector_takes_the_same_noise_for_speech() -> None:
+    vad = VoiceActivity(detector=detector("energy"), close_ms=300)
+    vad.feed(white_noise(3000, -25))
+    assert vad.speaking
+
+
+def test_silero_finds_speech_ten_db_above_white_noise() -> None:
+    speech = silence(500) + clip("pay-bill") + silence(800)
+    level = np.sqrt(np.mean(np.square(np.frombuffer(clip("pay-bill"), "<i2") / 32768.0)))
+    noisy = mixed(speech, white_noise(len(speech) // 16, 20 * np.log10(level) - 10))
+    assert len(silero_utterances(noisy)) == 1
+
+
+def test_silero_never_hears_speech_in_digital_silence() -> None:
+    vad = VoiceActivity(detector=detector("silero"), close_ms=300)
+    vad.feed(silence(5000))
+    assert (vad.speaking, vad.silent_for_ms, list(vad.closed)) == (False, 5000, [])
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.lists(st.integers(min_value=1, max_value=2 * 8000 * 2), max_size=8))
+def test_silero_finds_the_same_utterances_whatever_the_chunking(cuts: list[int]) -> None:
+    stream = silence(300) + clip("thanks") + silence(400)
+    bounds = [0, *sorted({cut - cut % 2 for cut in cuts if cut < len(stream)}), len(stream)]
+    vad = VoiceActivity(detector=detector("silero"), close_ms=300)
+    for a, b in itertools.pairwise(bounds):
+        vad.feed(stream[a:b])
+    assert list(vad.closed) == silero_utterances(stream)
+
+
+def test_silero_keeps_the_utterance_open_through_a_short_pause() -> None:
+    vad = VoiceActivity(detector=detector("silero"), close_ms=300)
+    vad.feed(silence(200) + clip("amount")[:8000] + silence(100))
+    assert vad.speaking
+    assert vad.next_start_ms() is not None

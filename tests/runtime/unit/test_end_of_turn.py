@@ -1,0 +1,113 @@
+"""The end-of-turn model: its input features against a reference, and its verdicts on speech that ends or pauses."""
+
+from __future__ import annotations
+
+import wave
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from voicebridge.audio import onnx
+from voicebridge.audio.end_of_turn import (
+    EndOfTurnModel,
+    TurnEndWatch,
+    Verdict,
+    log_mel,
+    mel_filters,
+    telephone_to_model,
+)
+from voicebridge.audio.vad import VoiceActivity, detector
+from voicebridge.errors import ConfigurationError
+
+ROOT = Path(__file__).resolve().parents[3]
+REFERENCE = np.load(ROOT / "tests" / "data" / "log_mel" / "chirp.npz")
+CLIPS = ROOT / "src" / "dev" / "voicebridge_dev" / "simulator" / "clips"
+
+
+def chirp() -> npt.NDArray[np.float32]:
+    t = np.arange(3 * 16000) / 16000
+    noise = 0.05 * np.random.default_rng(0).normal(size=t.size)
+    return (0.3 * np.sin(2 * np.pi * (200 + 300 * t) * t) + noise).astype(np.float32)
+
+
+def clip(name: str) -> bytes:
+    with wave.open(str(CLIPS / f"{name}.wav"), "rb") as wav:
+        return wav.readframes(wav.getnframes())
+
+
+def silence(ms: int) -> bytes:
+    return bytes(ms * 16)
+
+
+def test_the_features_match_the_reference_implementation_frame_by_frame() -> None:
+    features = log_mel(chirp())
+    assert features.shape == (80, 800)
+    np.testing.assert_allclose(features[:, REFERENCE["frames"]], REFERENCE["features"], atol=1e-5)
+
+
+def test_no_frame_or_band_of_the_features_departs_from_the_reference() -> None:
+    features = log_mel(chirp()).astype(np.float64)
+    np.testing.assert_allclose(features.sum(axis=1), REFERENCE["band_sums"], atol=1e-3)
+    np.testing.assert_allclose(features.sum(axis=0), REFERENCE["frame_sums"], atol=1e-3)
+
+
+def test_audio_longer_than_the_window_is_judged_by_its_last_eight_seconds() -> None:
+    tail = chirp()
+    assert np.array_equal(
+        log_mel(np.concatenate((np.ones(20000, np.float32), tail, tail, tail))),
+        log_mel(np.concatenate((tail[-(128000 - 2 * len(tail)) :], tail, tail))),
+    )
+
+
+def test_each_mel_filter_has_unit_area_in_hertz() -> None:
+    hz_per_bin = 8000 / 200
+    areas = mel_filters().sum(axis=1) * hz_per_bin
+    np.testing.assert_allclose(areas, 1.0, rtol=0.05)
+
+
+def test_telephone_audio_is_heard_at_the_models_rate() -> None:
+    assert len(telephone_to_model(silence(1000))) == 16000
+
+
+def test_a_finished_sentence_is_complete() -> None:
+    assert EndOfTurnModel().complete(telephone_to_model(clip("person") + silence(200)))
+
+
+def test_a_sentence_broken_off_after_a_connective_is_not_complete() -> None:
+    audio = clip("dispute")
+    cut = audio[: len(audio) * 55 // 100 // 2 * 2]
+    assert not EndOfTurnModel().complete(telephone_to_model(cut + silence(200)))
+
+
+def verdicts(stream: bytes) -> list[Verdict]:
+    """What the watch says of ``stream``, fed in 20 ms chunks after a Silero-judged voice detector."""
+    vad = VoiceActivity(detector=detector("silero"), close_ms=300)
+    watch = TurnEndWatch()
+    found = []
+    for offset in range(0, len(stream), 320):
+        vad.feed(stream[offset : offset + 320])
+        if (verdict := watch.feed(stream[offset : offset + 320], vad)) is not None:
+            found.append(verdict)
+    return found
+
+
+def test_the_watch_asks_once_per_stop_of_the_voice() -> None:
+    said = verdicts(silence(300) + clip("person") + silence(600) + clip("thanks") + silence(600))
+    assert [verdict.complete for verdict in said] == [True, True]
+
+
+def test_the_watch_never_asks_about_silence_or_line_noise() -> None:
+    noise = np.random.default_rng(3).normal(0, 300, 8000 * 3).astype("<i2").tobytes()
+    assert verdicts(silence(1000) + noise) == []
+
+
+def test_a_missing_model_file_is_a_configuration_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(onnx, "FOLDER", tmp_path)
+    onnx.session.cache_clear()
+    try:
+        with pytest.raises(ConfigurationError, match="make models"):
+            onnx.session(onnx.SMART_TURN)
+    finally:
+        onnx.session.cache_clear()
