@@ -435,6 +435,16 @@ class TrackTranscriber(TurnListener):
             audio_ms = (utterance.start_ms, utterance.end_ms) if utterance else (heard_ms, heard_ms)
         self._turns.ended(seq, transcript, audio_ms, now_ms, latency)
 
+    def typed(self, text: str) -> None:
+        """A turn the caller gave without speaking (keys pressed): it takes the track's next sequence number and is
+        stored and answered as a spoken turn is; it has no audio of its own."""
+        now_ms = self._clock.time() * 1000
+        with self._lock:
+            seq = self.settled.next_seq
+            self.settled.next_seq = seq + 1
+            position = self._heard_bytes / BYTES_PER_MS
+        self._turns.ended(seq, text, (position, position), now_ms, None)
+
     @property
     def turns_stored(self) -> int:
         return self._turns.turns_stored
