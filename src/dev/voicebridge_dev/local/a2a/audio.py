@@ -20,10 +20,16 @@ CALL_RATE = 8000
 
 
 class StreamResampler:
-    """16-bit PCM from one rate to another, continuous across calls (libsoxr's streaming resampler)."""
+    """16-bit PCM from one rate to another, continuous across calls (libsoxr's streaming resampler).
+
+    Quick quality (cubic interpolation): libsoxr's filtered qualities hand their output back in bursts of 60 ms and
+    more, which would delay a 20 ms slice or the start of a reply; Connect's own resampler is unpublished.
+    """
 
     def __init__(self, in_rate: int, out_rate: int) -> None:
-        self._stream = None if in_rate == out_rate else soxr.ResampleStream(in_rate, out_rate, 1, dtype="float32")
+        self._stream = (
+            None if in_rate == out_rate else soxr.ResampleStream(in_rate, out_rate, 1, dtype="float32", quality="QQ")
+        )
 
     def __call__(self, pcm: bytes, *, last: bool = False) -> bytes:
         if self._stream is None:
