@@ -890,3 +890,16 @@ def test_a_strict_session_tells_the_agent_why_it_closes() -> None:
     error = events[0]["params"]["message"]["parts"][0]["data"]["error"]
     assert (error["errorCode"], error["errorCategory"]) == (400, "BAD_REQUEST")
     assert "first_chunk_appends" in error["errorReason"]
+
+
+def test_probes_that_need_no_answer_pass_unanswered() -> None:
+    async def agent(a: Agent) -> None:
+        await a.accept()
+        await asyncio.sleep(0.2)
+        await a.turn("task-1", "reply", GREETING, finish="COMPLETE")
+
+    probes = [Probe(at_s=0.0, kind=kind) for kind in ("unknown_event_type", "oversized", "binary")]
+    result = session(agent, script=probes)
+
+    assert result.outcome == "finished"
+    assert result.errors == []

@@ -157,10 +157,10 @@ class AgentFrameChecker:
             detail = f"fragment {fragment_id!r} ended with {len(buffer.parts)} of {buffer.total} parts"
             out.append(Violation(Rule.FRAGMENT_INVALID, detail, now))
         self._fragments.clear()
-        unanswered = [p for r, p in self._probes.items() if r not in self._answered_probes] + list(
-            self._unparsed_probes
-        )
-        for probe in unanswered:
+        pending = [p for r, p in self._probes.items() if r not in self._answered_probes] + list(self._unparsed_probes)
+        for probe, required in pending:
+            if not required:
+                continue
             out.append(Violation(Rule.PROBE_UNANSWERED, f"no JSON-RPC error answered the {probe} probe", now))
         self._probes.clear()
         self._unparsed_probes.clear()
