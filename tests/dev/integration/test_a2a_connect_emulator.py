@@ -278,6 +278,14 @@ def test_a_result_holding_two_events_is_a_violation() -> None:
     assert Rule.RESULT_SHAPE in broken_rules(agent)
 
 
+def test_an_empty_acknowledgement_of_connects_request_is_a_violation() -> None:
+    async def agent(a: Agent) -> None:
+        await a.accept()
+        await a.send({"jsonrpc": "2.0", "id": a.received[-1]["id"], "result": {}})
+
+    assert Rule.RESULT_SHAPE in broken_rules(agent)
+
+
 def test_a_wrong_event_type_is_a_violation() -> None:
     async def agent(a: Agent) -> None:
         await a.accept()

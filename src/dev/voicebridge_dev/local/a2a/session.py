@@ -12,6 +12,7 @@ what Connect does for a protocol violation (an informational ERROR, 400 BAD_REQU
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import secrets
 import time
@@ -263,7 +264,8 @@ class _Session:
                 self._end("timeout")
             if self.done.is_set():
                 return
-            await asyncio.sleep(self.settings.ready_delay_s)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.done.wait(), self.settings.ready_delay_s)
             if self.done.is_set():
                 return
             ready = self.frames.channel_ready()
