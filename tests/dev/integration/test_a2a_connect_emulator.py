@@ -18,6 +18,7 @@ import pytest
 from tests.dev.integration.a2a_agents import API_KEY, EXT, Agent, Behaviour, event_type_of, is_audio, serving, tone
 from voicebridge_dev.local.a2a import (
     Action,
+    AgentFrameChecker,
     ConnectSettings,
     ContractViolation,
     Dtmf,
@@ -936,3 +937,13 @@ def test_the_recording_measures_the_caller_talking_over_the_agent() -> None:
     interruption = result.timeline.of("interruption")[0]
     assert stopped is not None and voiced_at < stopped <= interruption.at + SETTINGS.block_ms / 1000
     assert [e.detail["artifact"] for e in result.timeline.of("playback_start")] == ["long-reply", "answer"]
+
+
+def test_an_error_inside_the_emulator_is_raised_not_taken_for_a_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken_feed(self: AgentFrameChecker, frame: str | bytes, now: float) -> list[Any]:
+        raise RuntimeError("checker bug")
+
+    monkeypatch.setattr(AgentFrameChecker, "feed", broken_feed)
+
+    with pytest.raises(RuntimeError, match="checker bug"):
+        session(greet_and_finish)
