@@ -12,11 +12,12 @@ what Connect does for a protocol violation (an informational ERROR, 400 BAD_REQU
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import secrets
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -201,6 +202,7 @@ class _Session:
         self.finishing = False
         self.rejection: Violation | None = None
         self.background: set[asyncio.Task[None]] = set()
+        self.crash: BaseException | None = None
 
     def now(self) -> float:
         return time.monotonic() - self.zero
@@ -233,7 +235,21 @@ class _Session:
             for event in self.checker.close(self.now()):
                 self._handle(event)
             self.timeline.add(self.now(), "closed", outcome=self.result.outcome, code=self.result.close_code)
+        if self.crash is not None:
+            raise self.crash
         return self.result
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """A task of the session's; if it fails, the session ends and ``run`` raises its error."""
+        task = asyncio.get_running_loop().create_task(work)
+
+        def check(done: asyncio.Task[None]) -> None:
+            if not done.cancelled() and done.exception() is not None and self.crash is None:
+                self.crash = done.exception()
+                self._end("failed")
+
+        task.add_done_callback(check)
+        return task
 
     def _upgrade_headers(self) -> dict[str, str]:
         trace_id, span_id = secrets.token_hex(16), secrets.token_hex(8)
@@ -252,7 +268,7 @@ class _Session:
             )
         loop = asyncio.get_running_loop()
         self.init_done = loop.create_future()
-        receiver = asyncio.create_task(self._receive(ws))
+        receiver = self._spawn(self._receive(ws))
         tasks = [receiver]
         try:
             await self._send(self.init)
@@ -263,7 +279,8 @@ class _Session:
                 self._end("timeout")
             if self.done.is_set():
                 return
-            await asyncio.sleep(self.settings.ready_delay_s)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.done.wait(), self.settings.ready_delay_s)
             if self.done.is_set():
                 return
             ready = self.frames.channel_ready()
@@ -272,12 +289,12 @@ class _Session:
             self.checker.ready_sent()
             self.timeline.add(0.0, "ready", id=ready["id"])
             tasks += [
-                asyncio.create_task(self._stream_caller()),
-                asyncio.create_task(self._play()),
-                asyncio.create_task(self._run_script()),
+                self._spawn(self._stream_caller()),
+                self._spawn(self._play()),
+                self._spawn(self._run_script()),
             ]
             if self.settings.idle_timeout_s is not None:
-                tasks.append(asyncio.create_task(self._watch_idle(self.settings.idle_timeout_s)))
+                tasks.append(self._spawn(self._watch_idle(self.settings.idle_timeout_s)))
             try:
                 await asyncio.wait_for(self.done.wait(), self.settings.max_duration_s)
             except TimeoutError:
@@ -389,7 +406,7 @@ class _Session:
         elif isinstance(event, Finished):
             self.result.finish = event
             self.timeline.add(at, "finish", type=event.type, reason=event.reason, task=event.task_id)
-            task = asyncio.get_running_loop().create_task(self._hand_back())
+            task = self._spawn(self._hand_back())
             self.background.add(task)
             task.add_done_callback(self.background.discard)
         elif isinstance(event, ProbeAnswered):
