@@ -18,7 +18,11 @@ The figures per language:
   ends a turn without it (``MANUAL_END_SILENCE_MS`` after the detector's end), as manual mode does;
 - ``incomplete_ends``: the share of real ends the model called incomplete;
 - ``cut_off_rate``: the share of mid-sentence pauses called complete (the caller would be cut off);
-- ``score_cpu_ms``: the median CPU time of one verdict.
+- ``score_cpu_ms``: the median CPU time of one verdict;
+- ``silence_alone``: the peer, manual mode without the model (a turn ends after 700 ms of silence).
+
+A sweep gives the same figures for a watch that starts asking later or needs a higher probability; the model's
+answers are kept under ``out/end_of_turn/`` (by the audio's and the models' hashes), so a rerun only replays them.
 
 The sentences were written for this benchmark alongside the code that judges them, so the figures are an upper
 bound on what an independent set would show. Run ``voicebridge bench --only end-of-turn`` or
@@ -28,15 +32,19 @@ bound on what an independent set would show. Run ``voicebridge bench --only end-
 from __future__ import annotations
 
 import argparse
+import functools
+import hashlib
 import json
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
+from voicebridge.audio import onnx
 from voicebridge.audio.end_of_turn import TurnEndWatch
 from voicebridge.audio.mulaw import mulaw_decode, mulaw_encode
 from voicebridge.audio.vad import VoiceActivity, detector
@@ -51,6 +59,11 @@ LEAD_MS = 400
 TAIL_MS = 2500
 MANUAL_END_SILENCE_MS = 700.0
 """How long a silence ends a turn in manual mode without the model (the transcriber's ``manual_end_silence_ms``)."""
+
+ASKED_AT_MS = (0.0, 150.0, 300.0, 500.0, 700.0)
+"""The silences the benchmark asks the model at; a watch asking at any of them is judged from these answers."""
+DEFAULT = TurnEndWatch()
+"""The watch as the product makes it: where it starts asking, and its threshold."""
 
 Pcm = npt.NDArray[np.int16]
 
@@ -120,76 +133,170 @@ def render(case: Case, engine: SpeechEngine, seed: int) -> Rendered | None:
     return Rendered(mulaw_decode(mulaw_encode(noisy)).tobytes(), (pause_start, pause_start + case.pause_ms), end_ms)
 
 
-class Judged(NamedTuple):
-    cut_off: bool
-    latency_ms: float
-    incomplete_end: bool
-    score_cpu_ms: list[float]
+class Stop(NamedTuple):
+    """One stop of the caller's voice and the model's answers as the silence after it grew."""
+
+    voice_end_ms: float
+    final: bool
+    """No voice followed: the sentence's end (else a pause inside it, or a gap inside a word)."""
+    asked: list[tuple[float, float, float, float]]
+    """Per silence asked at: that silence, the stream position, the probability, the CPU ms the verdict took."""
 
 
-def judge(rendered: Rendered) -> Judged:
-    """The pipeline's verdicts on one utterance, fed 20 ms at a time."""
+def listen(rendered: Rendered) -> list[Stop]:
+    """The pipeline on one utterance, fed 20 ms at a time, the model asked at every silence of ``ASKED_AT_MS``."""
     vad = VoiceActivity(detector=detector(Settings().voice_detector), close_ms=300)
-    watch = TurnEndWatch()
-    cut_off, latency, cpu = False, None, []
+    watch = TurnEndWatch(ask_at_ms=ASKED_AT_MS, threshold=1.0)
+    stops: dict[float, list[tuple[float, float, float, float]]] = {}
     for offset in range(0, len(rendered.pcm), FRAME_BYTES):
         chunk = rendered.pcm[offset : offset + FRAME_BYTES]
         vad.feed(chunk)
         started = time.process_time()
         verdict = watch.feed(chunk, vad)
-        if verdict is None:
-            continue
-        spent = (time.process_time() - started) * 1000
-        cpu.append(spent)
-        if not verdict.complete:
-            continue
-        if verdict.voice_end_ms <= rendered.pause[1] and verdict.at_ms < rendered.pause[1]:
-            cut_off = True
-        elif verdict.voice_end_ms > rendered.pause[1] and latency is None:
-            latency = verdict.at_ms + spent - rendered.end_ms
-    incomplete = latency is None
+        if verdict is not None:
+            cpu_ms = (time.process_time() - started) * 1000
+            asked = stops.setdefault(verdict.voice_end_ms, [])
+            asked.append((ASKED_AT_MS[len(asked)], verdict.at_ms, verdict.probability, cpu_ms))
+    ends = sorted(stops)
+    return [Stop(end, end == ends[-1], stops[end]) for end in ends]
+
+
+class Outcome(NamedTuple):
+    cut_off: bool
+    latency_ms: float
+    incomplete_end: bool
+
+
+def decide(rendered: Rendered, stops: list[Stop], ask_at_ms: tuple[float, ...], threshold: float) -> Outcome:
+    """What a watch asking at the silences ``ask_at_ms`` (some of ``ASKED_AT_MS``), with ``threshold``, makes of the
+    utterance."""
+    cut_off, latency = False, None
+    for stop in stops:
+        for silence_ms, at_ms, probability, cpu_ms in stop.asked:
+            if silence_ms not in ask_at_ms or probability <= threshold:
+                continue
+            if stop.final:
+                latency = at_ms + cpu_ms - rendered.end_ms
+            else:
+                cut_off = True
+            break
     if latency is None:
-        voice_end = vad.last_voiced_end_ms if vad.last_voiced_end_ms is not None else rendered.end_ms
-        latency = voice_end + MANUAL_END_SILENCE_MS - rendered.end_ms
-    return Judged(cut_off, latency, incomplete, cpu)
+        voice_end = stops[-1].voice_end_ms if stops else rendered.end_ms
+        return Outcome(cut_off, voice_end + MANUAL_END_SILENCE_MS - rendered.end_ms, True)
+    return Outcome(cut_off, latency, False)
 
 
-ENGINES = {"en": PiperSpeechEngine, "es": lambda: EspeakSpeechEngine("es")}
+def by_silence(rendered: Rendered, stops: list[Stop]) -> Outcome:
+    """The peer: manual mode without the model, a turn ending after ``MANUAL_END_SILENCE_MS`` of silence."""
+    cut_off = any(
+        silence_ms >= MANUAL_END_SILENCE_MS for stop in stops if not stop.final for silence_ms, *_ in stop.asked
+    )
+    voice_end = stops[-1].voice_end_ms if stops else rendered.end_ms
+    return Outcome(cut_off, voice_end + MANUAL_END_SILENCE_MS - rendered.end_ms, False)
+
+
+def figures_of(outcomes: list[Outcome]) -> dict[str, float]:
+    latencies = sorted(outcome.latency_ms for outcome in outcomes)
+    return {
+        "median_ms": round(statistics.median(latencies)),
+        "p90_ms": round(latencies[int(0.9 * (len(latencies) - 1))]),
+        "incomplete_ends": round(sum(o.incomplete_end for o in outcomes) / len(outcomes), 3),
+        "cut_off_rate": round(sum(o.cut_off for o in outcomes) / len(outcomes), 3),
+    }
+
+
+def _spanish() -> SpeechEngine:
+    return EspeakSpeechEngine("es")
+
+
+ENGINES: dict[str, Callable[[], SpeechEngine]] = {"en": PiperSpeechEngine, "es": _spanish}
+
+
+CACHE = Path(__file__).resolve().parents[1] / "out" / "end_of_turn"
+
+
+@functools.cache
+def _models_digest() -> bytes:
+    digest = hashlib.sha256()
+    for name in (onnx.SILERO_VAD, onnx.SMART_TURN):
+        digest.update((onnx.FOLDER / name).read_bytes())
+    return digest.digest()
+
+
+def _listened(language: str, index: int, rendered: Rendered) -> list[Stop]:
+    """The model's answers for one utterance, kept under out/ by the audio's and the models' hashes: a sweep of the
+    watch's settings, or a rerun, asks the model nothing it has been asked before."""
+    key = hashlib.sha256(rendered.pcm + _models_digest()).hexdigest()[:16]
+    path = CACHE / language / f"{index:03d}-{key}.json"
+    if path.is_file():
+        return [
+            Stop(s["voice_end_ms"], s["final"], [tuple(a) for a in s["asked"]]) for s in json.loads(path.read_text())
+        ]
+    stops = listen(rendered)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps([stop._asdict() for stop in stops]))
+    return stops
+
+
+THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.97)
 
 
 def run(limit: int | None = None) -> dict[str, Any]:
+    heard: dict[str, list[tuple[Rendered, list[Stop]]]] = {}
     figures: dict[str, Any] = {"detector": Settings().voice_detector}
     for language, make in ENGINES.items():
         engine = make()
-        judged, skipped = [], 0
+        heard[language], skipped = [], 0
         for index, case in enumerate(cases(language)[:limit]):
             rendered = render(case, engine, seed=index)
             if rendered is None:
                 skipped += 1
                 continue
-            judged.append(judge(rendered))
-        latencies = sorted(j.latency_ms for j in judged)
+            heard[language].append((rendered, _listened(language, index, rendered)))
+        cpu = [ms for _, stops in heard[language] for stop in stops for *_, ms in stop.asked]
+        default = [decide(r, stops, DEFAULT.ask_at_ms, DEFAULT.threshold) for r, stops in heard[language]]
         figures[language] = {
-            "utterances": len(judged),
+            "utterances": len(heard[language]),
             "skipped": skipped,
-            "median_ms": round(statistics.median(latencies)),
-            "p90_ms": round(latencies[int(0.9 * (len(latencies) - 1))]),
-            "incomplete_ends": round(sum(j.incomplete_end for j in judged) / len(judged), 3),
-            "cut_off_rate": round(sum(j.cut_off for j in judged) / len(judged), 3),
-            "score_cpu_ms": round(statistics.median(ms for j in judged for ms in j.score_cpu_ms), 1),
+            **figures_of(default),
+            "score_cpu_ms": round(statistics.median(cpu), 1),
+            "silence_alone": figures_of([by_silence(r, stops) for r, stops in heard[language]]),
         }
+    figures["sweep"] = [
+        {
+            "first_ask_ms": ASKED_AT_MS[first],
+            "threshold": threshold,
+            **{
+                language: figures_of([decide(r, stops, ASKED_AT_MS[first:], threshold) for r, stops in heard[language]])
+                for language in ENGINES
+            },
+        }
+        for first in range(len(ASKED_AT_MS))
+        for threshold in THRESHOLDS
+    ]
     return figures
 
 
 def report(figures: dict[str, Any]) -> str:
-    lines = [f"voice detector: {figures['detector']}; targets: median <= 400 ms, cut-offs <= 5 %"]
+    lines = [
+        f"voice detector: {figures['detector']}; the product's watch: asked from {DEFAULT.ask_at_ms[0]:.0f} ms of "
+        f"silence, complete above {DEFAULT.threshold}; targets: median <= 400 ms, cut-offs <= 5 %"
+    ]
     for language in ENGINES:
         row = figures[language]
         lines.append(
             f"{language}: {row['utterances']} utterances ({row['skipped']} skipped): median {row['median_ms']} ms, "
             f"p90 {row['p90_ms']} ms, ends called incomplete {row['incomplete_ends']:.1%}, "
-            f"pauses cut off {row['cut_off_rate']:.1%}, {row['score_cpu_ms']} ms CPU per verdict"
+            f"pauses cut off {row['cut_off_rate']:.1%}, {row['score_cpu_ms']} ms CPU per verdict; the peer, "
+            f"{MANUAL_END_SILENCE_MS:.0f} ms of silence alone: median {row['silence_alone']['median_ms']} ms, "
+            f"cut-offs {row['silence_alone']['cut_off_rate']:.1%}"
         )
+    lines.append("sweep (first ask, threshold): per language median ms / cut-offs")
+    for point in figures["sweep"]:
+        cells = "  ".join(
+            f"{lang} {point[lang]['median_ms']:>4} / {point[lang]['cut_off_rate']:.1%}" for lang in ENGINES
+        )
+        lines.append(f"  {point['first_ask_ms']:>4.0f} ms  {point['threshold']:<5}  {cells}")
     return "\n".join(lines)
 
 

@@ -1162,7 +1162,15 @@ REQUIREMENTS = ROOT / "src" / "runtime" / "requirements"
 SHIPPED_DISTRIBUTIONS = {
     "SynthesizeFunction": {"aws-lambda-powertools", "numpy", "soxr", "cartesia", "httpx"},
     "StartListeningFunction": {"aws-lambda-powertools"},
-    "TranscribeStreamFunction": {"aws-lambda-powertools", "numpy", "soxr", "cartesia", "websockets", "httpx", "onnxruntime"},
+    "TranscribeStreamFunction": {
+        "aws-lambda-powertools",
+        "numpy",
+        "soxr",
+        "cartesia",
+        "websockets",
+        "httpx",
+        "onnxruntime",
+    },
     "AwaitTurnFunction": {"aws-lambda-powertools"},
     "ConverseFunction": {"aws-lambda-powertools"},
     "CallRecordFunction": {"aws-lambda-powertools"},

@@ -257,6 +257,9 @@ class Settings:
     ink_turn_end_timeout_ms: int | None = field(default=None, metadata=_whole(640, 11200, optional=True))
     ink_frame_ms: int = field(default=100, metadata=_whole(20, 500))
     voice_detector: VoiceDetectorName = field(default="silero", metadata=_one_of(VoiceDetectorName))
+    end_of_turn_model: OnOff = field(default="on", metadata=_one_of(OnOff))
+    """Smart Turn judges each stop of the caller: an eager end of our own on Ink's turns endpoint, the turn's end in
+    manual mode."""
     ink_eager_end_threshold: float | None = field(default=0.5, metadata=_fraction(optional=True, low=0.3, high=0.6))
     """Ink's ``turn_eager_end_threshold``: the higher, the sooner ``turn.eager_end`` fires (and the more often the
     caller goes on after it). The SDK documents 0.3–0.6, default 0.4."""

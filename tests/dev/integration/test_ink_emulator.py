@@ -771,6 +771,26 @@ def test_an_unsupported_encoding_is_refused_with_400(client: Cartesia) -> None:
     assert caught.value.response.status_code == 400
 
 
+def manual_in(client: Cartesia, model: str, language: str) -> Any:
+    websocket = client.stt.manual_finalize.websocket
+    return websocket(model=model, encoding="pcm_s16le", sample_rate=RATE, language=language)  # type: ignore[arg-type]
+
+
+def test_ink_whisper_is_served_in_spanish_on_the_manual_endpoint(emulator: InkEmulator, client: Cartesia) -> None:
+    with manual_in(client, "ink-whisper", "es"):
+        pass
+    assert emulator.handshakes[-1].status_code == 101
+
+
+@pytest.mark.parametrize(("model", "language"), [("ink-whisper", "xx"), ("ink-2", "de")])
+def test_a_language_the_model_does_not_transcribe_is_refused_with_400(
+    client: Cartesia, model: str, language: str
+) -> None:
+    with pytest.raises(InvalidStatus) as caught:
+        manual_in(client, model, language).__enter__()
+    assert caught.value.response.status_code == 400
+
+
 # ---- faults
 
 

@@ -193,6 +193,9 @@ class Call:
             "kvs_read_timeout_ms": 1000,
             "listen_retry_limit_ms": 10_000,
             "consumer_handoff_ms": 30_000,
+            # The fakes' audio is tones and silence: the energy detector's figures, and no end-of-turn model.
+            "voice_detector": "energy",
+            "end_of_turn_model": "off",
         }
         options.update(settings)
         return StreamConsumer(

@@ -24,6 +24,9 @@ class Heard:
     def on_turn_end(self, transcript: str) -> None:
         self.events.append(("end", transcript))
 
+    def on_turn_update(self, transcript: str) -> None:
+        self.events.append(("update", transcript))
+
     def on_turn_eager_end(self, transcript: str) -> None:
         self.events.append(("eager_end", transcript))
 

@@ -72,7 +72,7 @@ def white_noise(ms: int, dbfs: float, seed: int = 1) -> bytes:
 
 def mixed(speech: bytes, noise: bytes) -> bytes:
     total = np.frombuffer(speech, "<i2").astype(np.int32) + np.frombuffer(noise, "<i2")[: len(speech) // 2]
-    return np.clip(total, -32768, 32767).astype("<i2").tobytes()
+    return bytes(np.clip(total, -32768, 32767).astype("<i2").tobytes())
 
 
 def silero_utterances(stream: bytes) -> list[Utterance]:

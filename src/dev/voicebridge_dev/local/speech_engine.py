@@ -306,7 +306,8 @@ class EspeakSpeechEngine:
         audio = samples.astype(np.float32) / 32768.0
         if native_rate != sample_rate:
             audio = soxr.resample(audio, native_rate, sample_rate)
-        return np.round(np.clip(audio, -1.0, 1.0) * 32767).astype(np.int16)
+        pcm: Pcm16 = np.round(np.clip(audio, -1.0, 1.0) * 32767).astype(np.int16)
+        return pcm
 
 
 _FACTORIES: Final[dict[str, Callable[[], SpeechEngine]]] = {

@@ -44,8 +44,8 @@ from voicebridge.a2a.output import Player, Response
 from voicebridge.a2a.protocol import AudioConfig
 from voicebridge.a2a.tracing import TurnTrace
 from voicebridge.a2a.voice import StreamingVoice
-from voicebridge.audio.vad import VoiceActivity
-from voicebridge.config import Settings
+from voicebridge.audio.vad import VoiceActivity, detector
+from voicebridge.config import OnOff, Settings, VoiceDetectorName
 from voicebridge.conversation import Action
 from voicebridge.converse.making import ReplyInProgress, ReplySettings, Spoken
 from voicebridge.converse.responder import Responder
@@ -82,6 +82,8 @@ class StreamSettings:
     output_rate: int | None
     ink_mode: str
     ink_frame_ms: int
+    voice_detector: VoiceDetectorName
+    end_of_turn_model: OnOff
     sonic_deadline_ms: int
     replies: ReplySettings
 
@@ -97,6 +99,8 @@ class StreamSettings:
             output_rate=settings.a2a_output_sample_rate,
             ink_mode=settings.ink_mode,
             ink_frame_ms=settings.ink_frame_ms,
+            voice_detector=settings.voice_detector,
+            end_of_turn_model=settings.end_of_turn_model,
             sonic_deadline_ms=settings.sonic_deadline_ms,
             replies=ReplySettings.of(settings),
         )
@@ -169,7 +173,7 @@ class AgentSession:
         self._audio: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self._listener: threading.Thread | None = None
         self._ticker: asyncio.Task[None] | None = None
-        self._barge = VoiceActivity(close_ms=200)
+        self._barge = VoiceActivity(detector=detector(settings.voice_detector), close_ms=200)
         self._barge_started: float | None = None
         """When the caller's voice over the agent began (epoch seconds), while it is paused for it."""
         self._backchannels: deque[tuple[float, float]] = deque(maxlen=32)
@@ -286,6 +290,8 @@ class AgentSession:
             sink=self._sink,
             mode=self._settings.ink_mode,
             frame_ms=self._settings.ink_frame_ms,
+            voice_detector=self._settings.voice_detector,
+            end_of_turn=self._settings.end_of_turn_model == "on",
             pacer=Pacer(catch_up_after_ms=CATCH_UP_AFTER_MS),
             on_turn=self._turn_stored,
             on_eager_end=self._worker.eager_end,

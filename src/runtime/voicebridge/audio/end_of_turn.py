@@ -101,9 +101,7 @@ def telephone_to_model(pcm: bytes) -> Samples:
 
 @dataclass(frozen=True)
 class EndOfTurnModel:
-    """Smart Turn v3.2: ``score`` gives the probability that the turn is complete; above ``threshold`` it is."""
-
-    threshold: float = 0.5
+    """Smart Turn v3.2: ``score`` gives the probability that the turn is complete (above 0.5, its authors' line)."""
 
     def score(self, audio: Samples) -> float:
         """The probability that the speaker is done, from the last ≤ 8 s of 16 kHz audio scaled to ±1."""
@@ -112,7 +110,7 @@ class EndOfTurnModel:
         return float(np.asarray(probability).reshape(-1)[0])
 
     def complete(self, audio: Samples) -> bool:
-        return self.score(audio) > self.threshold
+        return self.score(audio) > 0.5
 
 
 @dataclass(frozen=True)
@@ -127,28 +125,45 @@ class Verdict:
     complete: bool
 
 
+ASK_AT_MS = (0.0, 150.0, 300.0, 500.0)
+"""Silences after the caller's last voiced frame at which the model is asked (0: the first unvoiced frame)."""
+
+
 @dataclass
 class TurnEndWatch:
     """Asks the end-of-turn model whether the caller is done, each time the voice detector sees them stop.
 
     Fed the same 8 kHz audio as the :class:`~voicebridge.audio.vad.VoiceActivity` it watches (after it), it keeps
-    the last 8 s and, once the caller has been silent ``ask_after_ms`` since their last voiced frame, scores the
-    audio up to that frame once: one verdict per stop, so a pause scored incomplete is not asked again (the turn
-    then ends by the caller's next stop, or by the silence that ends any turn).
+    the last 8 s and asks about the audio so far as the silence since the caller's last voiced frame reaches each of
+    ``ask_at_ms`` in turn, until the model calls the turn complete or the caller speaks again: a longer silence
+    makes a finished sentence surer, and a pause that stays incomplete is asked about again a little later.
+    ``threshold`` is the probability above which a turn is complete (docs/benchmarks.md, "End of turn", for how
+    these two were chosen).
     """
 
     model: EndOfTurnModel = field(default_factory=EndOfTurnModel)
-    ask_after_ms: float = 0.0
+    ask_at_ms: tuple[float, ...] = ASK_AT_MS
+    threshold: float = 0.5
     _audio: bytearray = field(default_factory=bytearray)
-    _asked_for_ms: float | None = None
+    _stop_ms: float | None = None
+    """The voice end of the stop being asked about."""
+    _asked: int = 0
+    """How many of ``ask_at_ms`` have been asked about for it."""
+    _done: bool = False
 
     def feed(self, pcm: bytes, vad: VoiceActivity) -> Verdict | None:
-        """Keep ``pcm`` (already fed to ``vad``); a verdict when this audio completed a stop worth asking about."""
+        """Keep ``pcm`` (already fed to ``vad``); a verdict when this audio reached a silence worth asking about."""
         self._audio += pcm
         del self._audio[: max(0, len(self._audio) - _KEPT_BYTES)]
-        voice_end = vad.last_voiced_end_ms
-        if voice_end is None or voice_end == self._asked_for_ms or vad.silent_for_ms < self.ask_after_ms:
+        voice_end, silent_ms = vad.last_voiced_end_ms, vad.silent_for_ms
+        if voice_end is None or silent_ms <= 0:
             return None
-        self._asked_for_ms = voice_end
+        if voice_end != self._stop_ms:
+            self._stop_ms, self._asked, self._done = voice_end, 0, False
+        if self._done or self._asked == len(self.ask_at_ms) or silent_ms < self.ask_at_ms[self._asked]:
+            return None
+        while self._asked < len(self.ask_at_ms) and silent_ms >= self.ask_at_ms[self._asked]:
+            self._asked += 1
         probability = self.model.score(telephone_to_model(bytes(self._audio)))
-        return Verdict(voice_end, vad.position_ms, probability, probability > self.model.threshold)
+        self._done = probability > self.threshold
+        return Verdict(voice_end, vad.position_ms, probability, self._done)

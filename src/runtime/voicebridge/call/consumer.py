@@ -36,7 +36,7 @@ from voicebridge.call.heartbeat import Heartbeat
 from voicebridge.call.record import CallRecorder
 from voicebridge.call.speaking import SpeakingMarks
 from voicebridge.clock import SYSTEM_CLOCK, Clock
-from voicebridge.config import InkCatchUp, InkMode, Settings
+from voicebridge.config import InkCatchUp, InkMode, OnOff, Settings, VoiceDetectorName
 from voicebridge.converse.worker import ReplyWorker
 from voicebridge.errors import ConfigurationError, MediaInterrupted, MediaStalled, Superseded, VoiceBridgeError
 from voicebridge.ink.pacer import CATCH_UP_AFTER_MS, Pacer
@@ -85,6 +85,8 @@ class ConsumerSettings:
     kvs_read_timeout_ms: int
     listen_retry_limit_ms: int
     consumer_handoff_ms: int
+    voice_detector: VoiceDetectorName
+    end_of_turn_model: OnOff
 
     @classmethod
     def of(cls, settings: Settings) -> ConsumerSettings:
@@ -95,6 +97,8 @@ class ConsumerSettings:
             kvs_read_timeout_ms=settings.kvs_read_timeout_ms,
             listen_retry_limit_ms=settings.listen_retry_limit_ms,
             consumer_handoff_ms=settings.consumer_handoff_ms,
+            voice_detector=settings.voice_detector,
+            end_of_turn_model=settings.end_of_turn_model,
         )
 
 
@@ -225,6 +229,9 @@ class StreamConsumer:
             sink=self._sink,
             mode=self._settings.ink_mode,
             frame_ms=self._settings.ink_frame_ms,
+            voice_detector=self._settings.voice_detector,
+            # Only the caller's turns are answered: the agent's track needs no end-of-turn model.
+            end_of_turn=track == CUSTOMER and self._settings.end_of_turn_model == "on",
             clock=self._clock,
             pacer=Pacer(catch_up_after_ms=CATCH_UP_AFTER_MS if self._settings.ink_catch_up != "off" else math.inf),
             on_turn=replier.submit if replier else None,

@@ -38,6 +38,9 @@ class TurnListener(Protocol):
 
     def on_turn_end(self, transcript: str) -> None: ...
 
+    def on_turn_update(self, transcript: str) -> None:
+        """The words of the open turn so far."""
+
     def on_turn_eager_end(self, transcript: str) -> None: ...
 
     def on_turn_resume(self) -> None: ...
@@ -174,6 +177,8 @@ class InkSession:
             self._listener.on_turn_start()
         elif kind == "turn.end":
             self._listener.on_turn_end(event.transcript)
+        elif kind == "turn.update":
+            self._listener.on_turn_update(getattr(event, "transcript", "") or "")
         elif kind == "turn.eager_end":
             self._listener.on_turn_eager_end(getattr(event, "transcript", "") or "")
         elif kind == "turn.resume":

@@ -21,6 +21,12 @@ The transcriber sits between the KVS reader and an :class:`~voicebridge.ink.sess
   with the sequence number the turn will take if it ends, so a reply can be started on the words so far; nothing is
   stored or settled for them. A finished turn is passed on once as it ends (``on_turn_ended``, so a reply made for its
   words can be named while it is being stored) and once stored (``on_turn``, never for a replay).
+- **Our own end of turn.** With ``end_of_turn`` on, each time the voice detector sees the caller stop, Smart Turn
+  (:class:`~voicebridge.audio.end_of_turn.TurnEndWatch`) judges whether they are done. "Complete" is, on Ink's turns
+  endpoint, an eager end of our own with Ink's words so far (``turn.update``), usually before Ink's; Ink's
+  ``turn.end`` stays the authority, and whether the two agreed is counted (``EndOfTurnAgreed``,
+  ``EndOfTurnDisagreed``). In manual mode, which has no turn events, "complete" ends the turn: the finalize goes out
+  then, instead of after ``manual_end_silence_ms`` of silence, which still ends a turn the model judged unfinished.
 - **Keep-alive.** When the source stalls, silence keeps the session alive and lets a turn in progress end (Ink ends
   a turn only while audio flows); that silence is not part of the positions.
 """
@@ -34,7 +40,8 @@ from dataclasses import dataclass
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from voicebridge.audio.vad import BYTES_PER_MS, VoiceActivity
+from voicebridge.audio.end_of_turn import TurnEndWatch, Verdict
+from voicebridge.audio.vad import BYTES_PER_MS, DetectorName, VoiceActivity, detector
 from voicebridge.backoff import Backoff
 from voicebridge.clock import SYSTEM_CLOCK, Clock
 from voicebridge.errors import InkUnavailable
@@ -187,6 +194,8 @@ class TrackTranscriber(TurnListener):
         settle_ms: int = 300,
         ack_ms: int = 400,
         manual_end_silence_ms: int = 700,
+        voice_detector: DetectorName = "energy",
+        end_of_turn: bool = False,
         clock: Clock = SYSTEM_CLOCK,
         pacer: Pacer | None = None,
         on_turn: Callable[[Turn], None] | None = None,
@@ -210,7 +219,16 @@ class TrackTranscriber(TurnListener):
         self._ack_s = ack_ms / 1000
         self._manual_end_silence_ms = manual_end_silence_ms
         self._lock = threading.RLock()
-        self._vad = VoiceActivity(close_ms=settle_ms, position_ms=progress.stream_bytes / BYTES_PER_MS)
+        self._vad = VoiceActivity(
+            detector=detector(voice_detector), close_ms=settle_ms, position_ms=progress.stream_bytes / BYTES_PER_MS
+        )
+        self._watch = TurnEndWatch() if end_of_turn else None
+        self._verdict: Verdict | None = None
+        """The model's verdict on the caller's latest stop, while no turn has ended since."""
+        self._words = ""
+        """Ink's words so far in the open turn (``turn.update``)."""
+        self._ended_by_model_at: float | None = None
+        """Manual mode: the stop (its voice end, ms) whose turn the model ended, so it is finalized once."""
         self._turn_open = False
         self._finalizes_queued = 0
         """Manual mode: finalizes queued for closed utterances whose transcripts have not arrived yet."""
@@ -236,8 +254,11 @@ class TrackTranscriber(TurnListener):
             if not fresh:
                 return False
             self._vad.feed(fresh)
+            verdict = self._watch.feed(fresh, self._vad) if self._watch is not None else None
             self._pacer.push(fresh)
             self._pump()
+            if verdict is not None:
+                self._judged(verdict)
             if self._mode == "manual":
                 self._manual_turn_boundary()
             if not self._turn_open and not self._vad.speaking and self._caught_up:
@@ -361,10 +382,37 @@ class TrackTranscriber(TurnListener):
         self._turn_open = True
         unfinalized = len(self._vad.closed) > self._finalizes_queued
         quiet_enough = not self._vad.speaking and self._vad.silent_for_ms >= self._manual_end_silence_ms
-        if unfinalized and quiet_enough and self._session is not None:
-            self._pacer.push_marker(FINALIZE)
-            self._finalizes_queued += 1
-            self._pump()
+        if self._session is None:
+            return
+        if self._model_ended_the_turn():
+            self._ended_by_model_at = self._vad.last_voiced_end_ms
+        elif not (unfinalized and quiet_enough):
+            return
+        self._pacer.push_marker(FINALIZE)
+        self._finalizes_queued += 1
+        self._pump()
+
+    def _model_ended_the_turn(self) -> bool:
+        """Manual mode: the model judged the caller's latest stop complete, its turn is not finalized yet, and the
+        caller has not started again."""
+        verdict = self._verdict
+        return (
+            verdict is not None
+            and verdict.complete
+            and verdict.voice_end_ms == self._vad.last_voiced_end_ms
+            and self._ended_by_model_at != verdict.voice_end_ms
+            and self._vad.silent_for_ms > 0
+        )
+
+    def _judged(self, verdict: Verdict) -> None:
+        """The model's verdict on a stop of the caller's voice (caller holds the lock): on the turns endpoint, a
+        complete one is an eager end of our own with Ink's words so far."""
+        self._verdict = verdict
+        self._sink.add("EndOfTurnVerdicts", MetricUnit.Count, 1)
+        if self._mode == "manual" or not verdict.complete or not self._turn_open:
+            return
+        if self._on_eager_end is not None and self._words.strip():
+            self._on_eager_end(self.settled.next_seq, self._words)
 
     @property
     def settling(self) -> bool:
@@ -389,10 +437,15 @@ class TrackTranscriber(TurnListener):
     def on_turn_start(self) -> None:
         with self._lock:
             self._turn_open = True
+            self._words = ""
             self._ledger.forget_silent_points()
             seq = self.settled.next_seq
         if self._on_speaking is not None:
             self._on_speaking(seq, True)
+
+    def on_turn_update(self, transcript: str) -> None:
+        with self._lock:
+            self._words = transcript
 
     def on_turn_eager_end(self, transcript: str) -> None:
         if self._on_eager_end is None or not transcript.strip():
@@ -419,6 +472,7 @@ class TrackTranscriber(TurnListener):
             self._ledger.forget_silent_points()
             heard = self._finalized_at.popleft() if self._finalized_at else self._heard_bytes
             heard_ms = heard / BYTES_PER_MS
+            self._count_agreement(heard_ms)
             utterance = self._vad.take_until(heard_ms)
             voiced_end_wall = None if utterance is None else self._ledger.produced_at(utterance.end_ms)
             # Settled through what Ink had heard, short of voice that began before it and goes on (the next turn's).
@@ -434,6 +488,15 @@ class TrackTranscriber(TurnListener):
             latency = None if voiced_end_wall is None else max(0.0, now_ms - voiced_end_wall)
             audio_ms = (utterance.start_ms, utterance.end_ms) if utterance else (heard_ms, heard_ms)
         self._turns.ended(seq, transcript, audio_ms, now_ms, latency)
+
+    def _count_agreement(self, heard_ms: float) -> None:
+        """Ink ended a turn: whether the model had judged the caller's last stop before it complete (caller holds the
+        lock). Manual mode's turns are the model's or the silence's, with nothing of Ink's to agree with."""
+        verdict, self._verdict, self._words = self._verdict, None, ""
+        if self._mode == "manual" or verdict is None:
+            return
+        agreed = verdict.complete and verdict.voice_end_ms <= heard_ms
+        self._sink.add("EndOfTurnAgreed" if agreed else "EndOfTurnDisagreed", MetricUnit.Count, 1)
 
     def typed(self, text: str) -> None:
         """A turn the caller gave without speaking (keys pressed): it takes the track's next sequence number and is

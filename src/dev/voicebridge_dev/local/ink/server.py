@@ -1,10 +1,22 @@
 """The Ink emulator's one port: WebSocket handshakes that open sessions, and the control plane, on asyncio.
 
 A handshake is admitted as the service admits it: a known path, the API key (``Authorization: Bearer <key>``
-or ``X-API-Key: <key>``) when the emulator has one, a supported model, encoding and sample rate, and turn
-settings within the service's ranges; the API version arrives as the ``Cartesia-Version`` header (or the
-``cartesia_version`` query parameter) and is recorded per session. A refused handshake is answered with its
-status and ``{"error", "status_code"}``.
+or ``X-API-Key: <key>``) when the emulator has one, a supported model, encoding and sample rate, turn settings
+within the service's ranges, and on the manual endpoint a language the model transcribes; the API version arrives
+as the ``Cartesia-Version`` header (or the ``cartesia_version`` query parameter) and is recorded per session. A
+refused handshake is answered with its status and ``{"error", "status_code"}``.
+
+Languages (``language``, ISO 639-1, default ``en``), manual endpoint only (docs/protocols.md, "Languages"):
+
+- ``ink-whisper``: the 100 codes the cartesia SDK (4.2.0) lists for the ink-whisper model
+  (``cartesia.resources.stt.STT.transcribe``'s ``language``; LiveKit's Cartesia page lists the same for
+  ``cartesia/ink-whisper``);
+- ``ink-2``: English, French, Hindi, Japanese and Spanish (Cartesia's *Languages* page: "`ink-2` supports English,
+  French, Hindi, Japanese, and Spanish, and detects them automatically").
+
+**Unsourced**: how the service refuses a language its model does not serve (status and message); the emulator
+refuses the handshake with 400, as it does any other bad query value. The turns endpoint takes no ``language`` here:
+the product never sends one there.
 
 Control plane, JSON over plain HTTP on the same port (:class:`~voicebridge_dev.local.service.ControlPlane`)::
 
@@ -47,6 +59,13 @@ TURNS_PATH = "/stt/turns/websocket"
 MANUAL_PATH = "/stt/websocket"
 _TURN_MODELS = ("ink-2",)
 _MANUAL_MODELS = ("ink-2", "ink-whisper")
+_WHISPER_CODES = (
+    "en zh de es ru ko fr ja pt tr pl ca nl ar sv it id hi fi vi he uk el ms cs ro da hu ta no th ur hr bg lt la mi ml "
+    "cy sk te fa lv bn sr az sl kn et mk br eu is hy ne mn bs kk sq sw gl mr pa si km sn yo so af oc ka be tg sd gu am "
+    "yi lo uz fo ht ps tk nn mt sa lb my bo tl mg as tt haw ln ha ba jw su yue"
+)
+WHISPER_LANGUAGES = frozenset(_WHISPER_CODES.split())
+INK_2_LANGUAGES = frozenset({"en", "fr", "hi", "ja", "es"})
 MIN_RATE, MAX_RATE = 8000, 48000
 _MAX_HTTP_BODY = 64 * 1024 * 1024
 _MAX_WS_MESSAGE = 4 * 1024 * 1024
@@ -259,6 +278,11 @@ class InkServer:
         model = query.get("model", "")
         if not model.startswith(models):
             raise HandshakeRejected(400, f"Unsupported model {model!r} for {path}")
+        if endpoint == "manual":
+            language = query.get("language", "en")
+            served = WHISPER_LANGUAGES if model.startswith("ink-whisper") else INK_2_LANGUAGES
+            if language not in served:
+                raise HandshakeRejected(400, f"Unsupported language {language!r} for model {model!r}")
         if query.get("encoding") not in BYTES_PER_SAMPLE:
             raise HandshakeRejected(400, f"encoding must be one of {sorted(BYTES_PER_SAMPLE)}")
         try:
