@@ -12,7 +12,7 @@ function's folder as ``sam build`` does (its own requirements, the runtime packa
   and with unchecked-hash bytecode (to weigh the check the build keeps), as ratios to bare boto3;
 - what the first invocation builds before its first request, as shipped: boto3 and the clients, and the libraries
   imported where they are used (numpy and soxr at Synthesize's first cache miss, the cartesia SDK for Ink and for
-  ``SONIC_BACKEND=cartesia-api``);
+  ``SONIC_BACKEND=cartesia-api``, onnxruntime and the voice models at a listener's first audio and first stop);
 - Python lines shipped per function, and the artifacts' sizes (the arm64 ones in ``.aws-sam/build`` when built).
 
 Requirements are installed with ``python3.13 -m pip install --target`` once, cached under ``out/coldstart`` by a hash
@@ -52,6 +52,8 @@ TARGETS = {
 }
 """The most each handler's import, as shipped, may cost in multiples of bare ``import boto3``."""
 VARIANTS = ("shipped", "source_only", "unchecked_hash")
+LISTENING_FUNCTIONS = ("TranscribeStreamFunction",)
+"""The functions whose artifact carries the voice models (``LISTENING_FUNCTIONS`` in src/runtime/Makefile)."""
 
 # What each function's first invocation builds before its first request, stage by stage; no stage touches the
 # network (the Cartesia API key, read from Secrets Manager in Lambda, is given).
@@ -71,6 +73,10 @@ FIRST_USE: dict[str, dict[str, str]] = {
         "turn table, Lambda, KVS clients": "from voicebridge import container\n"
         "container.turn_store()\ncontainer.client('lambda')\ncontainer.client('kinesisvideo')",
         "Ink client (the cartesia SDK)": _GIVEN_KEY + "container.ink_client()",
+        "first audio: Silero VAD (onnxruntime, the model)": "import numpy\n"
+        "from voicebridge.audio.vad import detector\ndetector('silero').voiced(numpy.zeros((13, 160), numpy.float32))",
+        "first stop: Smart Turn (soxr, features, the model)": "from voicebridge.audio.end_of_turn import "
+        "EndOfTurnModel, telephone_to_model\nEndOfTurnModel().score(telephone_to_model(bytes(16000)))",
     },
 }
 CARTESIA_API = "SynthesizeFunction (cartesia-api)"
@@ -240,6 +246,8 @@ def _layouts(python: str, function: str) -> dict[str, Path]:
             "package",
             f"ARTIFACTS_DIR={folders['shipped']}",
             f"PYTHON={python}",
+            # As src/runtime/Makefile's build: the functions that listen ship the models.
+            f"WITH_MODELS={'yes' if function in LISTENING_FUNCTIONS else 'no'}",
         ],
         check=True,
         timeout=600,

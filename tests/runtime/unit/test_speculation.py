@@ -116,3 +116,10 @@ def test_lex_never_speculates_and_a_customer_function_only_when_declared_free_of
     assert LexResponder.speculative_safe is False
     assert FunctionResponder(object(), function="answer").speculative_safe is False
     assert FunctionResponder(object(), function="answer", side_effect_free=True).speculative_safe is True
+
+
+def test_the_session_passes_on_the_words_so_far_of_an_open_turn() -> None:
+    heard = Heard()
+    session = InkSession(object(), heard)
+    assert session._handle(SimpleNamespace(type="turn.update", transcript="what is my"))
+    assert heard.events == [("update", "what is my")]

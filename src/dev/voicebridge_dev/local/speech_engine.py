@@ -43,6 +43,8 @@ __all__ = [
     "StandInSpeechEngine",
     "UnknownSpeechEngine",
     "engine_choice",
+    "engine_for",
+    "espeak_available",
     "load_engine",
     "piper_available",
 ]
@@ -314,6 +316,14 @@ _FACTORIES: Final[dict[str, Callable[[], SpeechEngine]]] = {
     "piper": PiperSpeechEngine,
     "standin": StandInSpeechEngine,
 }
+
+
+def engine_for(language: str | None, default: SpeechEngine) -> SpeechEngine:
+    """The engine that speaks ``language`` (an ISO 639-1 code or a locale such as ``es-MX``): espeak-ng's Spanish
+    voice for Spanish when the program is installed, else ``default`` (the other local voices speak English)."""
+    if language is not None and language.lower().split("-")[0] == "es" and espeak_available():
+        return EspeakSpeechEngine("es")
+    return default
 
 
 def load_engine(prefer: str = "auto") -> SpeechEngine:

@@ -21,9 +21,10 @@ script file (``voicebridge flows simulate --caller FILE``)::
      "views": {"Confirm details": "Next"}}
 
 ``say`` is spoken by the local speech engine (piper when installed, else the stand-in: its words then reach a Lex
-bot, which reads the transcript, but not Ink); ``clip`` names one of the shipped clips (:data:`CLIPS`); ``file`` is a
-WAV beside the script. ``views`` chooses, by the ``ShowView`` action's identifier or its view's ``Id``, the result
-the agent's workspace gives; a view not named there is left unanswered until its time limit.
+bot, which reads the transcript, but not Ink), or with ``"language": "es"`` by espeak-ng's Spanish voice; ``clip``
+names one of the shipped clips (:data:`CLIPS`); ``file`` is a WAV beside the script. ``views`` chooses, by the
+``ShowView`` action's identifier or its view's ``Id``, the result the agent's workspace gives; a view not named there
+is left unanswered until its time limit.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from voicebridge.errors import AudioFormatError
-from voicebridge_dev.local.speech_engine import SpeechEngine, SpeechEngineError, load_engine
+from voicebridge_dev.local.speech_engine import SpeechEngine, SpeechEngineError, engine_for, load_engine
 from voicebridge_dev.simulator.events import CALLER, Segment
 from voicebridge_dev.simulator.media import SAMPLE_RATE, MediaPlane, read_call_audio
 
@@ -373,16 +374,16 @@ def _step(raw: Any, folder: Path, voice: SpeechEngine | None, clips: Mapping[str
         return Silence()
     if raw == "hangup":
         return HangUp()
-    if not isinstance(raw, dict) or len(set(raw) - {"transcript"}) != 1:
+    if not isinstance(raw, dict) or len(set(raw) - {"transcript", "language"}) != 1:
         raise CallerScriptError(f'{raw!r} is not "silence", "hangup" or one of say, press, clip or file')
-    kind = next(iter(set(raw) - {"transcript"}))
+    kind = next(iter(set(raw) - {"transcript", "language"}))
     value = raw[kind]
     if not isinstance(value, str) or not value.strip():
         raise CallerScriptError(f"{kind} needs a non-empty string")
     if kind == "press":
         return Press(value)
     if kind == "say":
-        engine = voice if voice is not None else load_engine("auto")
+        engine = engine_for(raw.get("language"), voice if voice is not None else load_engine("auto"))
         try:
             samples = engine.synthesize(value, SAMPLE_RATE, 1.0)
         except SpeechEngineError as exc:

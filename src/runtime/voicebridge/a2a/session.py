@@ -44,6 +44,7 @@ from voicebridge.a2a.output import Player, Response
 from voicebridge.a2a.protocol import AudioConfig
 from voicebridge.a2a.tracing import TurnTrace
 from voicebridge.a2a.voice import StreamingVoice
+from voicebridge.audio.end_of_turn import TurnEndWatch
 from voicebridge.audio.vad import VoiceActivity, detector
 from voicebridge.config import OnOff, Settings, VoiceDetectorName
 from voicebridge.conversation import Action
@@ -291,7 +292,7 @@ class AgentSession:
             mode=self._settings.ink_mode,
             frame_ms=self._settings.ink_frame_ms,
             voice_detector=self._settings.voice_detector,
-            end_of_turn=self._settings.end_of_turn_model == "on",
+            end_of_turn=TurnEndWatch() if self._settings.end_of_turn_model == "on" else None,
             pacer=Pacer(catch_up_after_ms=CATCH_UP_AFTER_MS),
             on_turn=self._turn_stored,
             on_eager_end=self._worker.eager_end,

@@ -31,6 +31,7 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
+from voicebridge.audio.end_of_turn import TurnEndWatch
 from voicebridge.backoff import Backoff
 from voicebridge.call.heartbeat import Heartbeat
 from voicebridge.call.record import CallRecorder
@@ -231,7 +232,7 @@ class StreamConsumer:
             frame_ms=self._settings.ink_frame_ms,
             voice_detector=self._settings.voice_detector,
             # Only the caller's turns are answered: the agent's track needs no end-of-turn model.
-            end_of_turn=track == CUSTOMER and self._settings.end_of_turn_model == "on",
+            end_of_turn=TurnEndWatch() if track == CUSTOMER and self._settings.end_of_turn_model == "on" else None,
             clock=self._clock,
             pacer=Pacer(catch_up_after_ms=CATCH_UP_AFTER_MS if self._settings.ink_catch_up != "off" else math.inf),
             on_turn=replier.submit if replier else None,

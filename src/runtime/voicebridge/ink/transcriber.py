@@ -21,7 +21,7 @@ The transcriber sits between the KVS reader and an :class:`~voicebridge.ink.sess
   with the sequence number the turn will take if it ends, so a reply can be started on the words so far; nothing is
   stored or settled for them. A finished turn is passed on once as it ends (``on_turn_ended``, so a reply made for its
   words can be named while it is being stored) and once stored (``on_turn``, never for a replay).
-- **Our own end of turn.** With ``end_of_turn`` on, each time the voice detector sees the caller stop, Smart Turn
+- **Our own end of turn.** Given an ``end_of_turn`` watch, each time the voice detector sees the caller stop, Smart Turn
   (:class:`~voicebridge.audio.end_of_turn.TurnEndWatch`) judges whether they are done. "Complete" is, on Ink's turns
   endpoint, an eager end of our own with Ink's words so far (``turn.update``), usually before Ink's; Ink's
   ``turn.end`` stays the authority, and whether the two agreed is counted (``EndOfTurnAgreed``,
@@ -195,7 +195,7 @@ class TrackTranscriber(TurnListener):
         ack_ms: int = 400,
         manual_end_silence_ms: int = 700,
         voice_detector: DetectorName = "energy",
-        end_of_turn: bool = False,
+        end_of_turn: TurnEndWatch | None = None,
         clock: Clock = SYSTEM_CLOCK,
         pacer: Pacer | None = None,
         on_turn: Callable[[Turn], None] | None = None,
@@ -222,7 +222,7 @@ class TrackTranscriber(TurnListener):
         self._vad = VoiceActivity(
             detector=detector(voice_detector), close_ms=settle_ms, position_ms=progress.stream_bytes / BYTES_PER_MS
         )
-        self._watch = TurnEndWatch() if end_of_turn else None
+        self._watch = end_of_turn
         self._verdict: Verdict | None = None
         """The model's verdict on the caller's latest stop, while no turn has ended since."""
         self._words = ""

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from voicebridge_dev.local.sonic.requests import SonicRequest
-from voicebridge_dev.local.speech_engine import SpeechEngine
+from voicebridge_dev.local.speech_engine import SpeechEngine, engine_for
 
 CHUNK_SECONDS: Final = 0.020
 
@@ -73,7 +73,8 @@ class Synthesis:
     """
 
     def __init__(self, engine: SpeechEngine, request: SonicRequest) -> None:
-        self._engine = engine
+        # A Spanish request is spoken in Spanish (espeak-ng), as Sonic would: the English voices would read it wrong.
+        self._engine = engine_for(request.language, engine)
         self._request = request
         self.per_chunk = max(1, round(request.sample_rate * CHUNK_SECONDS))
         self._words: deque[tuple[float, dict[str, Any]]] = deque()

@@ -1,0 +1,170 @@
+"""Our own end of turn in the transcriber: the model's verdict on each stop of the caller's voice ends a manual-mode
+turn at once, is an eager end on Ink's turns endpoint, and is held against Ink's turn end."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+import numpy.typing as npt
+from aws_lambda_powertools.metrics import MetricUnit
+
+from tests.fixtures.clock import ManualClock
+from voicebridge.audio.end_of_turn import EndOfTurnModel, TurnEndWatch
+from voicebridge.ink.session import TurnListener
+from voicebridge.ink.transcriber import MetricSink, TrackTranscriber
+from voicebridge.store.turns import TrackProgress, Turn
+
+
+@dataclass(frozen=True)
+class FixedModel(EndOfTurnModel):
+    """Says the same of every stop."""
+
+    probability: float = 0.9
+
+    def score(self, audio: npt.NDArray[np.float32]) -> float:
+        return self.probability
+
+
+class FakeSession:
+    """Stands in for the Ink socket: records where each finalize went out, in bytes of audio sent before it."""
+
+    made: ClassVar[list[FakeSession]] = []
+
+    def __init__(self, listener: TurnListener, name: str) -> None:
+        self.listener = listener
+        self.sent = 0
+        self.finalized_at: list[int] = []
+        self.alive = True
+        FakeSession.made.append(self)
+
+    def open(self) -> None:
+        pass
+
+    def send_audio(self, pcm: bytes) -> None:
+        self.sent += len(pcm)
+
+    def finalize(self) -> None:
+        self.finalized_at.append(self.sent)
+
+    def close(self, *, timeout_s: float = 0) -> None:
+        self.alive = False
+
+
+class Store:
+    def put_turn(self, turn: Turn) -> bool:
+        return True
+
+
+@dataclass
+class Counted(MetricSink):
+    counts: dict[str, float] = field(default_factory=dict)
+
+    def add(self, name: str, unit: MetricUnit, value: float) -> None:
+        self.counts[name] = self.counts.get(name, 0) + value
+
+
+@dataclass
+class Call:
+    transcriber: TrackTranscriber
+    clock: ManualClock
+    sink: Counted
+    eager_ends: list[tuple[int, str]]
+
+    @property
+    def session(self) -> FakeSession:
+        return FakeSession.made[-1]
+
+    def hear(self, pcm: bytes) -> None:
+        """``pcm`` as a live stream delivers it, 20 ms at a time."""
+        for offset in range(0, len(pcm), 320):
+            self.clock.advance(0.02)
+            self.transcriber.audio("1", offset + self.offset, pcm[offset : offset + 320], None)
+        self.offset += len(pcm)
+
+    offset: int = 0
+
+
+def call(mode: str, probability: float) -> Call:
+    FakeSession.made = []
+    clock, sink, eager_ends = ManualClock(), Counted(threading.Lock()), []
+    transcriber = TrackTranscriber(
+        contact_id="c1",
+        track="customer",
+        progress=TrackProgress(),
+        store=Store(),  # type: ignore[arg-type]
+        open_session=FakeSession,  # type: ignore[arg-type]
+        sink=sink,
+        mode=mode,
+        end_of_turn=TurnEndWatch(model=FixedModel(probability=probability)),
+        clock=clock,
+        on_eager_end=lambda seq, words: eager_ends.append((seq, words)),
+    )
+    return Call(transcriber, clock, sink, eager_ends)
+
+
+def voice(ms: int) -> bytes:
+    t = np.arange(ms * 8) / 8000
+    return (8000 * np.sin(2 * np.pi * 300 * t)).astype("<i2").tobytes()
+
+
+def quiet(ms: int) -> bytes:
+    return bytes(ms * 16)
+
+
+def test_manual_mode_ends_the_turn_as_soon_as_the_model_calls_it_complete() -> None:
+    c = call("manual", probability=0.9)
+    c.hear(quiet(200) + voice(800) + quiet(200))
+    # Sent when the finalize went out: the voice ended 1,000 ms in, and one unvoiced frame followed it.
+    assert c.session.finalized_at == [1020 * 16]
+
+
+def test_manual_mode_waits_out_the_silence_when_the_model_says_the_caller_is_not_done() -> None:
+    c = call("manual", probability=0.2)
+    c.hear(quiet(200) + voice(800) + quiet(600))
+    assert c.session.finalized_at == []
+    c.hear(quiet(200))
+    assert len(c.session.finalized_at) == 1
+
+
+def test_a_stop_the_model_ended_is_finalized_once() -> None:
+    c = call("manual", probability=0.9)
+    c.hear(quiet(200) + voice(800) + quiet(1500))
+    assert len(c.session.finalized_at) == 1
+
+
+def test_on_the_turns_endpoint_a_complete_verdict_is_an_eager_end_with_inks_words_so_far() -> None:
+    c = call("turns", probability=0.9)
+    c.hear(quiet(200) + voice(300))
+    c.transcriber.on_turn_start()
+    c.transcriber.on_turn_update("what is my balance")
+    c.hear(voice(300) + quiet(100))
+    assert c.eager_ends == [(0, "what is my balance")]
+
+
+def test_no_eager_end_of_ours_before_ink_has_words() -> None:
+    c = call("turns", probability=0.9)
+    c.hear(quiet(200) + voice(300))
+    c.transcriber.on_turn_start()
+    c.hear(voice(300) + quiet(100))
+    assert c.eager_ends == []
+
+
+def test_inks_turn_end_after_our_complete_verdict_counts_as_agreement() -> None:
+    c = call("turns", probability=0.9)
+    c.hear(quiet(200) + voice(300))
+    c.transcriber.on_turn_start()
+    c.hear(voice(300) + quiet(400))
+    c.transcriber.on_turn_end("what is my balance")
+    assert (c.sink.counts.get("EndOfTurnAgreed"), c.sink.counts.get("EndOfTurnDisagreed")) == (1, None)
+
+
+def test_inks_turn_end_after_an_incomplete_verdict_counts_as_disagreement() -> None:
+    c = call("turns", probability=0.2)
+    c.hear(quiet(200) + voice(300))
+    c.transcriber.on_turn_start()
+    c.hear(voice(300) + quiet(400))
+    c.transcriber.on_turn_end("what is my balance")
+    assert (c.sink.counts.get("EndOfTurnAgreed"), c.sink.counts.get("EndOfTurnDisagreed")) == (None, 1)
