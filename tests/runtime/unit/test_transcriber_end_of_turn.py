@@ -72,6 +72,7 @@ class Call:
     clock: ManualClock
     sink: Counted
     eager_ends: list[tuple[int, str]]
+    resumes: list[int]
 
     @property
     def session(self) -> FakeSession:
@@ -89,7 +90,9 @@ class Call:
 
 def call(mode: str, probability: float) -> Call:
     FakeSession.made = []
-    clock, sink, eager_ends = ManualClock(), Counted(threading.Lock()), []
+    clock, sink = ManualClock(), Counted(threading.Lock())
+    eager_ends: list[tuple[int, str]] = []
+    resumes: list[int] = []
     transcriber = TrackTranscriber(
         contact_id="c1",
         track="customer",
@@ -101,8 +104,9 @@ def call(mode: str, probability: float) -> Call:
         end_of_turn=TurnEndWatch(model=FixedModel(probability=probability)),
         clock=clock,
         on_eager_end=lambda seq, words: eager_ends.append((seq, words)),
+        on_resume=resumes.append,
     )
-    return Call(transcriber, clock, sink, eager_ends)
+    return Call(transcriber, clock, sink, eager_ends, resumes)
 
 
 def voice(ms: int) -> bytes:
@@ -142,6 +146,17 @@ def test_on_the_turns_endpoint_a_complete_verdict_is_an_eager_end_with_inks_word
     c.transcriber.on_turn_update("what is my balance")
     c.hear(voice(300) + quiet(100))
     assert c.eager_ends == [(0, "what is my balance")]
+
+
+def test_the_caller_speaking_again_after_our_eager_end_is_a_resume() -> None:
+    c = call("turns", probability=0.9)
+    c.hear(quiet(200) + voice(300))
+    c.transcriber.on_turn_start()
+    c.transcriber.on_turn_update("I want to")
+    c.hear(voice(300) + quiet(100))
+    assert c.resumes == []
+    c.hear(voice(300))
+    assert c.resumes == [0]
 
 
 def test_no_eager_end_of_ours_before_ink_has_words() -> None:

@@ -24,7 +24,8 @@ The transcriber sits between the KVS reader and an :class:`~voicebridge.ink.sess
 - **Our own end of turn.** Given an ``end_of_turn`` watch, each time the voice detector sees the caller stop, Smart Turn
   (:class:`~voicebridge.audio.end_of_turn.TurnEndWatch`) judges whether they are done. "Complete" is, on Ink's turns
   endpoint, an eager end of our own with Ink's words so far (``turn.update``), usually before Ink's; Ink's
-  ``turn.end`` stays the authority, and whether the two agreed is counted (``EndOfTurnAgreed``,
+  ``turn.end`` stays the authority, the caller speaking again after it is a resume, as Ink's ``turn.resume`` is, and
+  whether the two agreed is counted (``EndOfTurnAgreed``,
   ``EndOfTurnDisagreed``). In manual mode, which has no turn events, "complete" ends the turn: the finalize goes out
   then, instead of after ``manual_end_silence_ms`` of silence, which still ends a turn the model judged unfinished.
 - **Keep-alive.** When the source stalls, silence keeps the session alive and lets a turn in progress end (Ink ends
@@ -227,6 +228,9 @@ class TrackTranscriber(TurnListener):
         """The model's verdict on the caller's latest stop, while no turn has ended since."""
         self._words = ""
         """Ink's words so far in the open turn (``turn.update``)."""
+        self._eager_for: float | None = None
+        """Turns endpoint: the stop (its voice end, ms) our eager end was for, until the caller speaks again or the
+        turn ends."""
         self._ended_by_model_at: float | None = None
         """Manual mode: the stop (its voice end, ms) whose turn the model ended, so it is finalized once."""
         self._turn_open = False
@@ -259,6 +263,7 @@ class TrackTranscriber(TurnListener):
             self._pump()
             if verdict is not None:
                 self._judged(verdict)
+            self._resumed_after_our_eager_end()
             if self._mode == "manual":
                 self._manual_turn_boundary()
             if not self._turn_open and not self._vad.speaking and self._caught_up:
@@ -412,7 +417,19 @@ class TrackTranscriber(TurnListener):
         if self._mode == "manual" or not verdict.complete or not self._turn_open:
             return
         if self._on_eager_end is not None and self._words.strip():
+            self._eager_for = verdict.voice_end_ms
             self._on_eager_end(self.settled.next_seq, self._words)
+
+    def _resumed_after_our_eager_end(self) -> None:
+        """The caller spoke again after our eager end (caller holds the lock): the speculative reply is told, as
+        Ink's ``turn.resume`` tells it."""
+        stop = self._eager_for
+        voice_end = self._vad.last_voiced_end_ms
+        if stop is None or voice_end is None or voice_end <= stop:
+            return
+        self._eager_for = None
+        if self._on_resume is not None:
+            self._on_resume(self.settled.next_seq)
 
     @property
     def settling(self) -> bool:
@@ -492,7 +509,7 @@ class TrackTranscriber(TurnListener):
     def _count_agreement(self, heard_ms: float) -> None:
         """Ink ended a turn: whether the model had judged the caller's last stop before it complete (caller holds the
         lock). Manual mode's turns are the model's or the silence's, with nothing of Ink's to agree with."""
-        verdict, self._verdict, self._words = self._verdict, None, ""
+        verdict, self._verdict, self._words, self._eager_for = self._verdict, None, "", None
         if self._mode == "manual" or verdict is None:
             return
         agreed = verdict.complete and verdict.voice_end_ms <= heard_ms
