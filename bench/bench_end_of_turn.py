@@ -18,6 +18,8 @@ The figures per language:
   ends a turn without it (``MANUAL_END_SILENCE_MS`` after the detector's end), as manual mode does;
 - ``incomplete_ends``: the share of real ends the model called incomplete;
 - ``cut_off_rate``: the share of mid-sentence pauses called complete (the caller would be cut off);
+- ``inner_stops_called_complete``: the share of utterances with another stop before the end (a gap between words the
+  detector took for a stop) called complete;
 - ``score_cpu_ms``: the median CPU time of one verdict;
 - ``silence_alone``: the peer, manual mode without the model (a turn ends after 700 ms of silence).
 
@@ -138,7 +140,7 @@ class Stop(NamedTuple):
 
     voice_end_ms: float
     final: bool
-    """No voice followed: the sentence's end (else a pause inside it, or a gap inside a word)."""
+    """No voice followed (kept for reference: the figures place a stop by where it falls in the sentence)."""
     asked: list[tuple[float, float, float, float]]
     """Per silence asked at: that silence, the stream position, the probability, the CPU ms the verdict took."""
 
@@ -163,36 +165,63 @@ def listen(rendered: Rendered) -> list[Stop]:
 
 class Outcome(NamedTuple):
     cut_off: bool
+    """The mid-sentence pause was called complete."""
+    inner: bool
+    """Another stop before the end (a gap between words) was called complete."""
     latency_ms: float
     incomplete_end: bool
+
+
+END_SLACK_MS = 100.0
+"""A stop whose voice end is this close to the sentence's end, or after it, is the sentence's end."""
+
+
+def _where(rendered: Rendered, stop: Stop) -> str:
+    if stop.voice_end_ms >= rendered.end_ms - END_SLACK_MS:
+        return "end"
+    if rendered.pause[0] - END_SLACK_MS <= stop.voice_end_ms < rendered.pause[1]:
+        return "pause"
+    return "inner"
 
 
 def decide(rendered: Rendered, stops: list[Stop], ask_at_ms: tuple[float, ...], threshold: float) -> Outcome:
     """What a watch asking at the silences ``ask_at_ms`` (some of ``ASKED_AT_MS``), with ``threshold``, makes of the
     utterance."""
-    cut_off, latency = False, None
+    called: dict[str, bool] = {"pause": False, "inner": False}
+    latency = None
     for stop in stops:
-        for silence_ms, at_ms, probability, cpu_ms in stop.asked:
-            if silence_ms not in ask_at_ms or probability <= threshold:
-                continue
-            if stop.final:
-                latency = at_ms + cpu_ms - rendered.end_ms
-            else:
-                cut_off = True
-            break
+        complete = next(
+            (
+                at_ms + cpu_ms
+                for silence_ms, at_ms, p, cpu_ms in stop.asked
+                if silence_ms in ask_at_ms and p > threshold
+            ),
+            None,
+        )
+        if complete is None:
+            continue
+        where = _where(rendered, stop)
+        if where == "end":
+            latency = complete - rendered.end_ms if latency is None else latency
+        else:
+            called[where] = True
     if latency is None:
-        voice_end = stops[-1].voice_end_ms if stops else rendered.end_ms
-        return Outcome(cut_off, voice_end + MANUAL_END_SILENCE_MS - rendered.end_ms, True)
-    return Outcome(cut_off, latency, False)
+        ends = [stop.voice_end_ms for stop in stops if _where(rendered, stop) == "end"]
+        voice_end = ends[0] if ends else rendered.end_ms
+        return Outcome(called["pause"], called["inner"], voice_end + MANUAL_END_SILENCE_MS - rendered.end_ms, True)
+    return Outcome(called["pause"], called["inner"], latency, False)
 
 
 def by_silence(rendered: Rendered, stops: list[Stop]) -> Outcome:
     """The peer: manual mode without the model, a turn ending after ``MANUAL_END_SILENCE_MS`` of silence."""
-    cut_off = any(
-        silence_ms >= MANUAL_END_SILENCE_MS for stop in stops if not stop.final for silence_ms, *_ in stop.asked
-    )
-    voice_end = stops[-1].voice_end_ms if stops else rendered.end_ms
-    return Outcome(cut_off, voice_end + MANUAL_END_SILENCE_MS - rendered.end_ms, False)
+    reached = {
+        _where(rendered, stop)
+        for stop in stops
+        if any(silence_ms >= MANUAL_END_SILENCE_MS for silence_ms, *_ in stop.asked)
+    }
+    ends = [stop.voice_end_ms for stop in stops if _where(rendered, stop) == "end"]
+    voice_end = ends[0] if ends else rendered.end_ms
+    return Outcome("pause" in reached, "inner" in reached, voice_end + MANUAL_END_SILENCE_MS - rendered.end_ms, False)
 
 
 def figures_of(outcomes: list[Outcome]) -> dict[str, float]:
@@ -202,6 +231,7 @@ def figures_of(outcomes: list[Outcome]) -> dict[str, float]:
         "p90_ms": round(latencies[int(0.9 * (len(latencies) - 1))]),
         "incomplete_ends": round(sum(o.incomplete_end for o in outcomes) / len(outcomes), 3),
         "cut_off_rate": round(sum(o.cut_off for o in outcomes) / len(outcomes), 3),
+        "inner_stops_called_complete": round(sum(o.inner for o in outcomes) / len(outcomes), 3),
     }
 
 

@@ -39,6 +39,9 @@ InkCatchUp = Literal["skip-silence", "off"]
 ResponderName = Literal["scripted", "bedrock", "lex", "lambda"]
 RedactionMode = Literal["off", "builtin", "comprehend"]
 OnOff = Literal["on", "off"]
+EndOfTurnUse = Literal["eager", "ends", "off"]
+"""What the end-of-turn model's "complete" does: an eager end of our own on Ink's turns endpoint (``eager``), that and
+the end of a manual-mode turn (``ends``), or nothing (``off``)."""
 TrueFalse = Literal["true", "false"]
 DEFAULT_SYSTEM_PROMPT = (
     "You are a friendly voice agent answering a phone call. Your words are spoken aloud: answer in one to three "
@@ -257,9 +260,9 @@ class Settings:
     ink_turn_end_timeout_ms: int | None = field(default=None, metadata=_whole(640, 11200, optional=True))
     ink_frame_ms: int = field(default=100, metadata=_whole(20, 500))
     voice_detector: VoiceDetectorName = field(default="silero", metadata=_one_of(VoiceDetectorName))
-    end_of_turn_model: OnOff = field(default="on", metadata=_one_of(OnOff))
-    """Smart Turn judges each stop of the caller: an eager end of our own on Ink's turns endpoint, the turn's end in
-    manual mode."""
+    end_of_turn_model: EndOfTurnUse = field(default="eager", metadata=_one_of(EndOfTurnUse))
+    """Smart Turn judges each stop of the caller. It ends manual-mode turns only when asked (``ends``): on the
+    benchmark's sentences it calls most mid-sentence pauses complete (docs/benchmarks.md, "End of turn")."""
     ink_eager_end_threshold: float | None = field(default=0.5, metadata=_fraction(optional=True, low=0.3, high=0.6))
     """Ink's ``turn_eager_end_threshold``: the higher, the sooner ``turn.eager_end`` fires (and the more often the
     caller goes on after it). The SDK documents 0.3–0.6, default 0.4."""

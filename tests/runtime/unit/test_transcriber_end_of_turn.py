@@ -88,7 +88,7 @@ class Call:
     offset: int = 0
 
 
-def call(mode: str, probability: float) -> Call:
+def call(mode: str, probability: float, *, ends_turns: bool = True) -> Call:
     FakeSession.made = []
     clock, sink = ManualClock(), Counted(threading.Lock())
     eager_ends: list[tuple[int, str]] = []
@@ -102,6 +102,7 @@ def call(mode: str, probability: float) -> Call:
         sink=sink,
         mode=mode,
         end_of_turn=TurnEndWatch(model=FixedModel(probability=probability)),
+        model_ends_turns=ends_turns,
         clock=clock,
         on_eager_end=lambda seq, words: eager_ends.append((seq, words)),
         on_resume=resumes.append,
@@ -123,6 +124,12 @@ def test_manual_mode_ends_the_turn_as_soon_as_the_model_calls_it_complete() -> N
     c.hear(quiet(200) + voice(800) + quiet(200))
     # Sent when the finalize went out: the voice ended 1,000 ms in, and one unvoiced frame followed it.
     assert c.session.finalized_at == [1020 * 16]
+
+
+def test_manual_mode_leaves_the_turn_to_the_silence_unless_the_model_may_end_turns() -> None:
+    c = call("manual", probability=0.9, ends_turns=False)
+    c.hear(quiet(200) + voice(800) + quiet(600))
+    assert c.session.finalized_at == []
 
 
 def test_manual_mode_waits_out_the_silence_when_the_model_says_the_caller_is_not_done() -> None:

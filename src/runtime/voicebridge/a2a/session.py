@@ -44,9 +44,8 @@ from voicebridge.a2a.output import Player, Response
 from voicebridge.a2a.protocol import AudioConfig
 from voicebridge.a2a.tracing import TurnTrace
 from voicebridge.a2a.voice import StreamingVoice
-from voicebridge.audio.end_of_turn import TurnEndWatch
 from voicebridge.audio.vad import VoiceActivity, detector
-from voicebridge.config import OnOff, Settings, VoiceDetectorName
+from voicebridge.config import Settings, VoiceDetectorName
 from voicebridge.conversation import Action
 from voicebridge.converse.making import ReplyInProgress, ReplySettings, Spoken
 from voicebridge.converse.responder import Responder
@@ -84,7 +83,6 @@ class StreamSettings:
     ink_mode: str
     ink_frame_ms: int
     voice_detector: VoiceDetectorName
-    end_of_turn_model: OnOff
     sonic_deadline_ms: int
     replies: ReplySettings
 
@@ -101,7 +99,6 @@ class StreamSettings:
             ink_mode=settings.ink_mode,
             ink_frame_ms=settings.ink_frame_ms,
             voice_detector=settings.voice_detector,
-            end_of_turn_model=settings.end_of_turn_model,
             sonic_deadline_ms=settings.sonic_deadline_ms,
             replies=ReplySettings.of(settings),
         )
@@ -292,7 +289,9 @@ class AgentSession:
             mode=self._settings.ink_mode,
             frame_ms=self._settings.ink_frame_ms,
             voice_detector=self._settings.voice_detector,
-            end_of_turn=TurnEndWatch() if self._settings.end_of_turn_model == "on" else None,
+            # Ink's own turn events only, until the agent's barge-in and answer pacing are measured with our early
+            # ends (issue 30); the voice detector is shared.
+            end_of_turn=None,
             pacer=Pacer(catch_up_after_ms=CATCH_UP_AFTER_MS),
             on_turn=self._turn_stored,
             on_eager_end=self._worker.eager_end,

@@ -37,7 +37,7 @@ from voicebridge.call.heartbeat import Heartbeat
 from voicebridge.call.record import CallRecorder
 from voicebridge.call.speaking import SpeakingMarks
 from voicebridge.clock import SYSTEM_CLOCK, Clock
-from voicebridge.config import InkCatchUp, InkMode, OnOff, Settings, VoiceDetectorName
+from voicebridge.config import EndOfTurnUse, InkCatchUp, InkMode, Settings, VoiceDetectorName
 from voicebridge.converse.worker import ReplyWorker
 from voicebridge.errors import ConfigurationError, MediaInterrupted, MediaStalled, Superseded, VoiceBridgeError
 from voicebridge.ink.pacer import CATCH_UP_AFTER_MS, Pacer
@@ -87,7 +87,7 @@ class ConsumerSettings:
     listen_retry_limit_ms: int
     consumer_handoff_ms: int
     voice_detector: VoiceDetectorName
-    end_of_turn_model: OnOff
+    end_of_turn_model: EndOfTurnUse
 
     @classmethod
     def of(cls, settings: Settings) -> ConsumerSettings:
@@ -232,7 +232,8 @@ class StreamConsumer:
             frame_ms=self._settings.ink_frame_ms,
             voice_detector=self._settings.voice_detector,
             # Only the caller's turns are answered: the agent's track needs no end-of-turn model.
-            end_of_turn=TurnEndWatch() if track == CUSTOMER and self._settings.end_of_turn_model == "on" else None,
+            end_of_turn=TurnEndWatch() if track == CUSTOMER and self._settings.end_of_turn_model != "off" else None,
+            model_ends_turns=self._settings.end_of_turn_model == "ends",
             clock=self._clock,
             pacer=Pacer(catch_up_after_ms=CATCH_UP_AFTER_MS if self._settings.ink_catch_up != "off" else math.inf),
             on_turn=replier.submit if replier else None,

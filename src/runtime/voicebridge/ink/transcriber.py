@@ -26,8 +26,9 @@ The transcriber sits between the KVS reader and an :class:`~voicebridge.ink.sess
   endpoint, an eager end of our own with Ink's words so far (``turn.update``), usually before Ink's; Ink's
   ``turn.end`` stays the authority, the caller speaking again after it is a resume, as Ink's ``turn.resume`` is, and
   whether the two agreed is counted (``EndOfTurnAgreed``,
-  ``EndOfTurnDisagreed``). In manual mode, which has no turn events, "complete" ends the turn: the finalize goes out
-  then, instead of after ``manual_end_silence_ms`` of silence, which still ends a turn the model judged unfinished.
+  ``EndOfTurnDisagreed``). In manual mode, which has no turn events, with ``model_ends_turns`` "complete" ends the
+  turn: the finalize goes out then, instead of after ``manual_end_silence_ms`` of silence, which still ends a turn the
+  model judged unfinished.
 - **Keep-alive.** When the source stalls, silence keeps the session alive and lets a turn in progress end (Ink ends
   a turn only while audio flows); that silence is not part of the positions.
 """
@@ -197,6 +198,7 @@ class TrackTranscriber(TurnListener):
         manual_end_silence_ms: int = 700,
         voice_detector: DetectorName = "energy",
         end_of_turn: TurnEndWatch | None = None,
+        model_ends_turns: bool = False,
         clock: Clock = SYSTEM_CLOCK,
         pacer: Pacer | None = None,
         on_turn: Callable[[Turn], None] | None = None,
@@ -224,6 +226,7 @@ class TrackTranscriber(TurnListener):
             detector=detector(voice_detector), close_ms=settle_ms, position_ms=progress.stream_bytes / BYTES_PER_MS
         )
         self._watch = end_of_turn
+        self._model_ends_turns = model_ends_turns
         self._verdict: Verdict | None = None
         """The model's verdict on the caller's latest stop, while no turn has ended since."""
         self._words = ""
@@ -402,7 +405,8 @@ class TrackTranscriber(TurnListener):
         caller has not started again."""
         verdict = self._verdict
         return (
-            verdict is not None
+            self._model_ends_turns
+            and verdict is not None
             and verdict.complete
             and verdict.voice_end_ms == self._vad.last_voiced_end_ms
             and self._ended_by_model_at != verdict.voice_end_ms
