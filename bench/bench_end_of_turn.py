@@ -20,7 +20,8 @@ The figures per language:
 - ``cut_off_rate``: the share of mid-sentence pauses called complete (the caller would be cut off);
 - ``inner_stops_called_complete``: the share of utterances with another stop before the end (a gap between words the
   detector took for a stop) called complete;
-- ``score_cpu_ms``: the median CPU time of one verdict;
+- ``score_cpu_ms``: the median CPU time of one verdict, and ``model_cpu_ms_per_audio_min`` what the product's watch
+  spends on the model per minute of this audio (every stop asked about until it is called complete);
 - ``silence_alone``: the peer, manual mode without the model (a turn ends after 700 ms of silence).
 
 A sweep gives the same figures for a watch that starts asking later or needs a higher probability; the model's
@@ -224,6 +225,18 @@ def by_silence(rendered: Rendered, stops: list[Stop]) -> Outcome:
     return Outcome("pause" in reached, "inner" in reached, voice_end + MANUAL_END_SILENCE_MS - rendered.end_ms, False)
 
 
+def model_cpu_ms(stops: list[Stop], ask_at_ms: tuple[float, ...], threshold: float) -> float:
+    """The CPU the watch spends on one utterance: each answer it asks for, up to the first complete per stop."""
+    spent = 0.0
+    for stop in stops:
+        for silence_ms, _, probability, cpu_ms in stop.asked:
+            if silence_ms in ask_at_ms:
+                spent += cpu_ms
+                if probability > threshold:
+                    break
+    return spent
+
+
 def figures_of(outcomes: list[Outcome]) -> dict[str, float]:
     latencies = sorted(outcome.latency_ms for outcome in outcomes)
     return {
@@ -290,6 +303,10 @@ def run(limit: int | None = None) -> dict[str, Any]:
             "skipped": skipped,
             **figures_of(default),
             "score_cpu_ms": round(statistics.median(cpu), 1),
+            "model_cpu_ms_per_audio_min": round(
+                sum(model_cpu_ms(stops, DEFAULT.ask_at_ms, DEFAULT.threshold) for _, stops in heard[language])
+                / (sum(len(r.pcm) for r, _ in heard[language]) / 2 / RATE / 60)
+            ),
             "silence_alone": figures_of([by_silence(r, stops) for r, stops in heard[language]]),
         }
     figures["sweep"] = [

@@ -119,3 +119,18 @@ def _installed_by_pip(folder: Path) -> set[str]:
     if compiled.is_dir() and all(f"{p.name.split('.', 1)[0]}.py" in names for p in compiled.iterdir()):
         names.add("__pycache__")
     return names
+
+
+MODEL_FILES = {
+    "silero_vad.onnx",
+    "silero_vad.onnx.LICENSE",
+    "smart-turn-v3.2-cpu.onnx",
+    "smart-turn-v3.2-cpu.onnx.LICENSE",
+}
+
+
+@pytest.mark.parametrize("function", sorted(FUNCTIONS))
+def test_only_the_listening_function_ships_the_voice_models_each_with_its_licence(function: str) -> None:
+    folder = _build_dir() / function / "voicebridge" / "models"
+    shipped = {path.name for path in folder.iterdir()} if folder.is_dir() else set()
+    assert shipped == (MODEL_FILES if function == "TranscribeStreamFunction" else set())
