@@ -91,7 +91,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo.add_argument("--report", help="write a JSON report to this file")
     demo.add_argument("--out", default="out", help="folder for the files the demo writes")
     _choice(demo, "--engine", _ENGINES)
-    _choice(demo, "--scenario", ("normal", "lex", "silence", "model-failure", "transfer"))
+    _choice(demo, "--scenario", ("normal", "lex", "silence", "model-failure", "transfer", "barge-in"))
+    _choice(
+        demo,
+        "--transport",
+        ("flows", "a2a"),
+        help="how Connect and the product talk: the contact flow's Lambda blocks and S3 prompts (flows), or "
+        "Connect's external-AI-agent voice streaming (a2a)",
+    )
     demo.add_argument(
         "--calls",
         type=int,
@@ -267,6 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             interval_ms=args.interval_ms,
             own_processes=args.service_processes,
             function_env=function_env,
+            transport=args.transport,
         )
     if args.command == "bench":
         return _bench(args)

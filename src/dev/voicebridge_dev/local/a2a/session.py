@@ -149,7 +149,7 @@ class CallerSource(Protocol):
 
     def next_slice(self, at_s: float, size: int, *, agent_heard: bool) -> bytes:
         """The caller's 8 kHz PCM (``size`` bytes, silence where they say nothing) that ends at session time
-        ``at_s``."""
+        ``at_s``; a source with a true ``hung_up`` attribute ends the call instead (the socket drops)."""
         ...
 
 
@@ -467,6 +467,9 @@ class _Session:
             await self._at((index + 1) * self.settings.slice_ms / 1000)
             heard = self.playout is not None and self.playout.busy
             chunk = self.caller.next_slice((index + 1) * self.settings.slice_ms / 1000, slice_bytes, agent_heard=heard)
+            if getattr(self.caller, "hung_up", False):
+                await self._act(HangUp(self.now()))
+                return
             await self._send(self.frames.audio(resample(chunk)))
             index += 1
 
