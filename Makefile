@@ -69,17 +69,20 @@ integration: $(DEV_STAMP) system-deps
 artifact: sam-build
 	VOICEBRIDGE_BUILD_DIR=.aws-sam/build $(VENV)/bin/pytest -q -m artifact
 
-# The optional self-managed Sonic fleet (deploy/) is a stack of its own: linted, validated and scanned alike.
+# The optional self-managed Sonic fleet and the streaming agent server (deploy/) are stacks of their own: linted,
+# validated and scanned alike.
 SONIC_STACK := deploy/sonic-self-managed.yaml
+A2A_STACK := deploy/a2a-streaming.yaml
 
 template: $(DEV_STAMP)
-	$(VENV)/bin/cfn-lint template.yaml $(SONIC_STACK)
+	$(VENV)/bin/cfn-lint template.yaml $(SONIC_STACK) $(A2A_STACK)
 	$(VENV)/bin/voicebridge flows validate
 	$(PY) tools/flows_sync.py --check
 
 sam-validate: $(SAM_STAMP)
 	$(SAM_ENV) $(SAM_VENV)/bin/sam validate --lint
 	$(SAM_ENV) $(SAM_VENV)/bin/sam validate --lint --template-file $(SONIC_STACK)
+	$(SAM_ENV) $(SAM_VENV)/bin/sam validate --lint --template-file $(A2A_STACK)
 
 sam-build: $(SAM_STAMP)
 	@$(SAM_ENV) $(LAMBDA_PYTHON) --version >/dev/null 2>&1 || { \
@@ -90,8 +93,8 @@ sam-build: $(SAM_STAMP)
 # The EKS manifests are scanned as rendered, each overlay one file: checkov's kustomize framework needs the kustomize
 # binary. Its skips are annotations on the resources, each with its reason.
 checkov: $(CHECKOV_STAMP) eks-render
-	$(CHECKOV_VENV)/bin/checkov --file template.yaml --file $(SONIC_STACK) --framework cloudformation --skip-download \
-	  --compact --quiet
+	$(CHECKOV_VENV)/bin/checkov --file template.yaml --file $(SONIC_STACK) --file $(A2A_STACK) \
+	  --framework cloudformation --skip-download --compact --quiet
 	$(CHECKOV_VENV)/bin/checkov --directory $(EKS_RENDERED) --framework kubernetes --skip-download --compact --quiet
 
 # deploy/eks/: every overlay rendered and checked against the Kubernetes schemas of the EKS versions in standard

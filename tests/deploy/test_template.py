@@ -749,9 +749,11 @@ def test_connect_resources_are_created_only_with_an_instance_arn() -> None:
         "AWS::Connect::IntegrationAssociation",
         "AWS::Connect::ContactFlow",
     }
+    # The listen-only and streaming flows' conditions hold HasConnectInstance within them.
+    only_with_an_instance = ("HasConnectInstance", "CreateListenOnlyFlow", "CreateStreamingFlow")
     for name, resource in RESOURCES.items():
         if resource["Type"] in connect_kinds:
-            assert resource.get("Condition") in ("HasConnectInstance", "CreateListenOnlyFlow", "CreateStreamingFlow"), name
+            assert resource.get("Condition") in only_with_an_instance, name
 
 
 def test_the_listen_only_flow_is_created_only_with_an_agent_queue() -> None:
