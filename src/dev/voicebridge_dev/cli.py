@@ -310,18 +310,7 @@ def _a2a_register(args: argparse.Namespace) -> int:
             print("dry run: each call a first registration makes; none is made")
             api = dry_run_api(print)
         else:
-            import boto3
-
-            session = boto3.session.Session(region_name=args.region)
-            make_client: Callable[..., Any] = session.client
-            built: dict[str, Any] = {}
-
-            def clients(service: str) -> Any:
-                if service not in built:
-                    built[service] = make_client(service)
-                return built[service]
-
-            api = boto3_api(clients, print)
+            api = boto3_api(_clients(args.region), print)
         registered = Registrar(api, out=print).register(registration)
     except RegistrationError as exc:
         print(f"a2a register: {exc}", file=sys.stderr)
@@ -350,12 +339,11 @@ def _sonic_manifests(args: argparse.Namespace) -> int:
     return 0
 
 
-def _sonic_preflight(args: argparse.Namespace) -> int:
+def _clients(region: str | None) -> Callable[[str], Any]:
+    """One boto3 client a service, made when first asked for, in ``region`` (default: the AWS CLI's)."""
     import boto3
 
-    from voicebridge_dev.sonic_preflight import eks_checks, report, sagemaker_checks, self_managed_checks
-
-    session = boto3.session.Session(region_name=args.region)
+    session = boto3.session.Session(region_name=region)
     # The service is named at run time, and boto3's typed overloads know services only by literal name.
     make_client: Callable[..., Any] = session.client
     built: dict[str, Any] = {}
@@ -365,6 +353,13 @@ def _sonic_preflight(args: argparse.Namespace) -> int:
             built[service] = make_client(service)
         return built[service]
 
+    return clients
+
+
+def _sonic_preflight(args: argparse.Namespace) -> int:
+    from voicebridge_dev.sonic_preflight import eks_checks, report, sagemaker_checks, self_managed_checks
+
+    clients = _clients(args.region)
     if args.hosting == "sagemaker":
         checks = sagemaker_checks(
             clients, model_package=args.model_package, instance_type=args.instance_type, instances=args.instances

@@ -49,6 +49,15 @@ WANTED_APPLICATION = {
     "AuthConfig": {"AuthType": "API_KEY", "CredentialProviderIdentifier": SECRET},
 }
 ENTRY = {"Arn": APP_ARN, "Type": "THIRD_PARTY"}
+AGENT_SUMMARY = {
+    "name": "voicebridge-streaming",
+    "assistantId": ASSISTANT,
+    "assistantArn": f"arn:aws:wisdom:us-east-1:{ACCOUNT}:assistant/{ASSISTANT}",
+    "aiAgentId": AGENT_ID,
+    "type": "ORCHESTRATION",
+    "aiAgentArn": AGENT_ARN,
+    "visibilityStatus": "PUBLISHED",
+}
 
 
 class Account:
@@ -93,23 +102,17 @@ def association_exists(account: Account) -> None:
 
 
 def agent_exists(account: Account, configuration: dict[str, Any]) -> None:
-    summary = {
-        "name": "voicebridge-streaming",
-        "assistantId": ASSISTANT,
-        "assistantArn": f"arn:aws:wisdom:us-east-1:{ACCOUNT}:assistant/{ASSISTANT}",
-        "aiAgentId": AGENT_ID,
-        "type": "ORCHESTRATION",
-        "aiAgentArn": AGENT_ARN,
-        "visibilityStatus": "PUBLISHED",
-    }
     account.expect(
-        "qconnect", "list_ai_agents", {"assistantId": ASSISTANT, "origin": "CUSTOMER"}, {"aiAgentSummaries": [summary]}
+        "qconnect",
+        "list_ai_agents",
+        {"assistantId": ASSISTANT, "origin": "CUSTOMER"},
+        {"aiAgentSummaries": [AGENT_SUMMARY]},
     )
     account.expect(
         "qconnect",
         "get_ai_agent",
         {"assistantId": ASSISTANT, "aiAgentId": AGENT_ID},
-        {"aiAgent": {**summary, "configuration": configuration}},
+        {"aiAgent": {**AGENT_SUMMARY, "configuration": configuration}},
     )
 
 
@@ -117,16 +120,7 @@ def versions(account: Account, *configurations: dict[str, Any]) -> None:
     summaries = [
         {
             "versionNumber": number,
-            "aiAgentSummary": {
-                "name": "voicebridge-streaming",
-                "assistantId": ASSISTANT,
-                "assistantArn": f"arn:aws:wisdom:us-east-1:{ACCOUNT}:assistant/{ASSISTANT}",
-                "aiAgentId": AGENT_ID,
-                "type": "ORCHESTRATION",
-                "aiAgentArn": AGENT_ARN,
-                "visibilityStatus": "PUBLISHED",
-                "configuration": configuration,
-            },
+            "aiAgentSummary": {**AGENT_SUMMARY, "configuration": configuration},
         }
         for number, configuration in enumerate(configurations, start=1)
     ]
@@ -156,14 +150,18 @@ def entity_has_profile(account: Account, entity: str, profiles: list[str]) -> No
     )
 
 
+def profile_in_place(account: Account, version: int = 1) -> None:
+    profile_allows(account, [ENTRY])
+    entity_has_profile(account, AGENT_ARN, [PROFILE])
+    entity_has_profile(account, f"{AGENT_ARN}:{version}", [PROFILE])
+
+
 def everything_in_place(account: Account, *, agent_versions: int = 1) -> None:
     application_exists(account, WANTED_APPLICATION)
     association_exists(account)
     agent_exists(account, CONFIGURATION)
     versions(account, *[CONFIGURATION] * agent_versions)
-    profile_allows(account, [ENTRY])
-    entity_has_profile(account, AGENT_ARN, [PROFILE])
-    entity_has_profile(account, f"{AGENT_ARN}:{agent_versions}", [PROFILE])
+    profile_in_place(account, agent_versions)
 
 
 # --- a first registration -----------------------------------------------------------------------------------
@@ -197,16 +195,7 @@ def test_a_first_registration_creates_each_piece_in_order_and_names_the_new_vers
     account.expect(
         "qconnect", "list_ai_agents", {"assistantId": ASSISTANT, "origin": "CUSTOMER"}, {"aiAgentSummaries": []}
     )
-    created_agent = {
-        "assistantId": ASSISTANT,
-        "assistantArn": f"arn:aws:wisdom:us-east-1:{ACCOUNT}:assistant/{ASSISTANT}",
-        "aiAgentId": AGENT_ID,
-        "aiAgentArn": AGENT_ARN,
-        "name": "voicebridge-streaming",
-        "type": "ORCHESTRATION",
-        "configuration": CONFIGURATION,
-        "visibilityStatus": "PUBLISHED",
-    }
+    created_agent = {**AGENT_SUMMARY, "configuration": CONFIGURATION}
     account.expect(
         "qconnect",
         "create_ai_agent",
@@ -307,9 +296,7 @@ def test_a_moved_url_updates_the_application_and_nothing_else() -> None:
     association_exists(account)
     agent_exists(account, CONFIGURATION)
     versions(account, CONFIGURATION)
-    profile_allows(account, [ENTRY])
-    entity_has_profile(account, AGENT_ARN, [PROFILE])
-    entity_has_profile(account, f"{AGENT_ARN}:1", [PROFILE])
+    profile_in_place(account)
 
     with account.active() as registrar:
         assert registrar.register(REGISTRATION).changed is True
@@ -329,9 +316,7 @@ def test_fields_the_service_adds_to_what_was_asked_count_as_no_difference() -> N
     association_exists(account)
     agent_exists(account, richer)
     versions(account, richer)
-    profile_allows(account, [ENTRY])
-    entity_has_profile(account, AGENT_ARN, [PROFILE])
-    entity_has_profile(account, f"{AGENT_ARN}:1", [PROFILE])
+    profile_in_place(account)
 
     with account.active() as registrar:
         assert registrar.register(REGISTRATION).changed is False
