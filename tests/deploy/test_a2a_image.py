@@ -139,6 +139,14 @@ def test_nothing_is_written_at_run_time_but_to_tmp() -> None:
     assert any(keyword == "RUN" and "compileall" in arguments for keyword, arguments in instructions())
 
 
+def test_tmp_is_a_volume_the_unprivileged_user_may_write_where_the_task_mounts_its_scratch_space() -> None:
+    [volume] = [json.loads(arguments) for keyword, arguments in instructions() if keyword == "VOLUME"]
+    [container] = STACK["Resources"]["TaskDefinition"]["Properties"]["ContainerDefinitions"]
+
+    assert volume == [mount["ContainerPath"] for mount in container["MountPoints"]] == ["/tmp"]
+    assert any(keyword == "RUN" and "chmod 1777 /tmp" in arguments for keyword, arguments in instructions())
+
+
 def test_make_builds_the_image_for_arm64_with_the_engine_it_finds() -> None:
     shown = subprocess.run(
         ["make", "--no-print-directory", "-n", "a2a-image", "A2A_ENGINE=podman", "A2A_IMAGE=vb:test"],
