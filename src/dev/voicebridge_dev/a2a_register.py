@@ -6,6 +6,7 @@ CloudFormation is checked against (the stack's header says which), and is done h
 Connect Administrator Guide's "Set up collaboration with an external AI agent" (docs/deploying.md, "Streaming
 transport"):
 
+0. the API key's secret is checked, not changed: Connect can read it only under a customer-managed KMS key;
 1. the AppIntegrations application: ``ApplicationType`` ``A2A_SERVER``, ``ApplicationSourceConfig.ExternalUrlConfig``
    ``AccessUrl`` the server's ``wss://`` URL, ``AuthConfig`` ``API_KEY`` with the secret;
 2. its association with the instance (``CreateIntegrationAssociation``, ``IntegrationType`` ``APPLICATION``);
@@ -124,6 +125,7 @@ class Registrar:
         self._changed = False
 
     def register(self, registration: Registration) -> Registered:
+        self._check_secret(registration)
         application_arn, application_id = self._application(registration)
         self._association(registration, application_arn)
         configuration = agent_configuration(registration, application_id)
@@ -151,6 +153,20 @@ class Registrar:
             if not token:
                 return items
             params[token_name] = token
+
+    # --- 0. the secret Connect reads the key from ---------------------------------------------------------------
+
+    def _check_secret(self, registration: Registration) -> None:
+        """Refuses a secret under an AWS managed key: Connect could not read it, and every call would be refused
+        at the upgrade, long after this registration said it was done."""
+        key = self._read("secretsmanager", "DescribeSecret", SecretId=registration.secret_arn).get("KmsKeyId")
+        manager = self._read("kms", "DescribeKey", KeyId=key)["KeyMetadata"].get("KeyManager") if key else "AWS"
+        if manager != "CUSTOMER":
+            raise RegistrationError(
+                f"secret {registration.secret_arn} is encrypted with an AWS managed key, which Connect cannot use: "
+                "encrypt it with a customer-managed key whose policy lets connect.amazonaws.com decrypt "
+                "(deploy/a2a-streaming.yaml makes one)"
+            )
 
     # --- 1. the application ---------------------------------------------------------------------------------------
 
@@ -347,6 +363,8 @@ def _contains(actual: Any, wanted: Any) -> bool:
 # --- where the calls go -----------------------------------------------------------------------------------------
 
 _DRY_RUN_ANSWERS: dict[str, dict[str, Any]] = {
+    "DescribeSecret": {"KmsKeyId": "<the secret's KMS key>"},
+    "DescribeKey": {"KeyMetadata": {"KeyManager": "CUSTOMER"}},
     "ListApplications": {"Applications": []},
     "CreateApplication": {"Arn": "<application ARN>", "Id": "<application id>"},
     "ListIntegrationAssociations": {"IntegrationAssociationSummaryList": []},
@@ -375,10 +393,11 @@ def dry_run_api(out: Callable[[str], None]) -> Api:
 
 
 def boto3_api(clients: Callable[[str], Any], out: Callable[[str], None]) -> Api:
-    """Makes each call with the client of its service, printing those that change something."""
+    """Makes each call with the client of its service, printing those that change something (all but the reads:
+    List, Get and Describe)."""
 
     def call(service: str, operation: str, params: Mapping[str, Any]) -> dict[str, Any]:
-        if not operation.startswith(("List", "Get")):
+        if not operation.startswith(("List", "Get", "Describe")):
             out(describe_call(service, operation, params))
         response: dict[str, Any] = getattr(clients(service), xform_name(operation))(**params)
         response.pop("ResponseMetadata", None)

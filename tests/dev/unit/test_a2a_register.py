@@ -4,7 +4,7 @@ nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -65,7 +65,10 @@ class Account:
 
     def __init__(self) -> None:
         session = boto3.session.Session(aws_access_key_id="a", aws_secret_access_key="b", region_name="us-east-1")
-        self.clients = {name: session.client(name) for name in ("appintegrations", "connect", "qconnect")}
+        # The services are named at run time, and boto3's typed overloads know them only by literal name.
+        make_client: Callable[..., Any] = session.client
+        services = ("secretsmanager", "kms", "appintegrations", "connect", "qconnect")
+        self.clients = {name: make_client(name) for name in services}
         self.stubs = {name: Stubber(client) for name, client in self.clients.items()}
         self.printed: list[str] = []
 
@@ -82,6 +85,17 @@ class Account:
         for stub in self.stubs.values():
             stub.assert_no_pending_responses()
             stub.deactivate()
+
+
+KEY_ARN = f"arn:aws:kms:us-east-1:{ACCOUNT}:key/66666666-7777-4888-8999-000000000000"
+
+
+def secret_under(account: Account, key: str | None, manager: str = "CUSTOMER") -> None:
+    described = {"ARN": SECRET, "Name": "vb/a2a-api-key", **({"KmsKeyId": key} if key else {})}
+    account.expect("secretsmanager", "describe_secret", {"SecretId": SECRET}, described)
+    if key:
+        metadata = {"KeyId": key.rsplit("/", 1)[-1], "KeyManager": manager}
+        account.expect("kms", "describe_key", {"KeyId": key}, {"KeyMetadata": metadata})
 
 
 def application_exists(account: Account, application: dict[str, Any]) -> None:
@@ -157,6 +171,7 @@ def profile_in_place(account: Account, version: int = 1) -> None:
 
 
 def everything_in_place(account: Account, *, agent_versions: int = 1) -> None:
+    secret_under(account, KEY_ARN)
     application_exists(account, WANTED_APPLICATION)
     association_exists(account)
     agent_exists(account, CONFIGURATION)
@@ -169,6 +184,7 @@ def everything_in_place(account: Account, *, agent_versions: int = 1) -> None:
 
 def test_a_first_registration_creates_each_piece_in_order_and_names_the_new_version() -> None:
     account = Account()
+    secret_under(account, KEY_ARN)
     account.expect("appintegrations", "list_applications", {}, {})
     account.expect(
         "appintegrations",
@@ -287,6 +303,7 @@ def test_a_second_registration_reads_everything_and_changes_nothing() -> None:
 
 def test_a_moved_url_updates_the_application_and_nothing_else() -> None:
     account = Account()
+    secret_under(account, KEY_ARN)
     moved = {
         **WANTED_APPLICATION,
         "ApplicationSourceConfig": {"ExternalUrlConfig": {"AccessUrl": "wss://old.example.com"}},
@@ -312,6 +329,7 @@ def test_fields_the_service_adds_to_what_was_asked_count_as_no_difference() -> N
             "locale": "en_US",
         }
     }
+    secret_under(account, KEY_ARN)
     application_exists(account, {**WANTED_APPLICATION, "Description": "as made", "Permissions": []})
     association_exists(account)
     agent_exists(account, richer)
@@ -325,6 +343,7 @@ def test_fields_the_service_adds_to_what_was_asked_count_as_no_difference() -> N
 def test_a_changed_agent_is_updated_and_published_as_a_new_version() -> None:
     account = Account()
     old = agent_configuration(REGISTRATION, "55555555-0000-4000-8000-000000000000")
+    secret_under(account, KEY_ARN)
     application_exists(account, WANTED_APPLICATION)
     association_exists(account)
     agent_exists(account, old)
@@ -374,9 +393,19 @@ def test_the_newest_version_holding_the_configuration_is_the_one_named() -> None
 
 def test_an_application_of_another_type_under_the_name_is_refused_not_changed() -> None:
     account = Account()
+    secret_under(account, KEY_ARN)
     application_exists(account, {**WANTED_APPLICATION, "ApplicationType": "STANDARD"})
 
     with pytest.raises(RegistrationError, match="STANDARD"), account.active() as registrar:
+        registrar.register(REGISTRATION)
+
+
+@pytest.mark.parametrize(("key", "manager"), [(None, "AWS"), (KEY_ARN, "AWS")], ids=["default key", "aws managed key"])
+def test_a_secret_connect_cannot_decrypt_is_refused_before_anything_is_made(key: str | None, manager: str) -> None:
+    account = Account()
+    secret_under(account, key, manager)
+
+    with pytest.raises(RegistrationError, match="customer-managed key"), account.active() as registrar:
         registrar.register(REGISTRATION)
 
 
@@ -389,6 +418,8 @@ def test_a_dry_run_prints_every_call_of_a_first_registration_with_its_parameters
     Registrar(dry_run_api(printed.append), out=printed.append).register(REGISTRATION)
 
     assert [" ".join(line.split(" ")[:2]) for line in printed] == [
+        "secretsmanager DescribeSecret",
+        "kms DescribeKey",
         "appintegrations ListApplications",
         "appintegrations CreateApplication",
         "connect ListIntegrationAssociations",
@@ -404,8 +435,8 @@ def test_a_dry_run_prints_every_call_of_a_first_registration_with_its_parameters
         "connect ListEntitySecurityProfiles",
         "connect AssociateSecurityProfiles",
     ]
-    assert f'"CredentialProviderIdentifier": "{SECRET}"' in printed[1]
-    assert '"audioStreamingEnabled": true' in printed[5]
+    assert f'"CredentialProviderIdentifier": "{SECRET}"' in printed[3]
+    assert '"audioStreamingEnabled": true' in printed[7]
 
 
 def test_the_dry_run_command_makes_no_call(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
