@@ -16,13 +16,14 @@ transport"):
 4. the security profile: the application allowed (``AllowedAIAgents``, type ``THIRD_PARTY``), and the profile
    associated with the AI agent, unversioned and versioned.
 
-Each step reads first (list, get) and creates or updates only what differs, so a second run changes nothing::
+Each step reads first (list, get, describe) and creates or updates only what differs, so a second run changes
+nothing::
 
-    registrar = Registrar(clients, out=print)
+    registrar = Registrar(boto3_api(clients, print))
     registered = registrar.register(registration)
     print(registered.agent_version_arn)
 
-With ``dry_run`` no call is made at all, none read: each call a first registration makes is printed with its
+With ``dry_run_api`` no call is made at all, none read: each call a first registration makes is printed with its
 parameters, and the values only a call would return are shown as ``<...>``.
 """
 
@@ -119,9 +120,8 @@ class Registered:
 class Registrar:
     """Makes Connect's side of the streaming transport, changing only what differs from ``Registration``."""
 
-    def __init__(self, api: Api, *, out: Callable[[str], None]) -> None:
+    def __init__(self, api: Api) -> None:
         self._api = api
-        self._out = out
         self._changed = False
 
     def register(self, registration: Registration) -> Registered:

@@ -311,7 +311,7 @@ def _a2a_register(args: argparse.Namespace) -> int:
             api = dry_run_api(print)
         else:
             api = boto3_api(_clients(args.region), print)
-        registered = Registrar(api, out=print).register(registration)
+        registered = Registrar(api).register(registration)
     except RegistrationError as exc:
         print(f"a2a register: {exc}", file=sys.stderr)
         return 2

@@ -81,7 +81,7 @@ class Account:
     def active(self) -> Iterator[Registrar]:
         for stub in self.stubs.values():
             stub.activate()
-        yield Registrar(boto3_api(self.clients.__getitem__, self.printed.append), out=self.printed.append)
+        yield Registrar(boto3_api(self.clients.__getitem__, self.printed.append))
         for stub in self.stubs.values():
             stub.assert_no_pending_responses()
             stub.deactivate()
@@ -415,7 +415,7 @@ def test_a_secret_connect_cannot_decrypt_is_refused_before_anything_is_made(key:
 def test_a_dry_run_prints_every_call_of_a_first_registration_with_its_parameters() -> None:
     printed: list[str] = []
 
-    Registrar(dry_run_api(printed.append), out=printed.append).register(REGISTRATION)
+    Registrar(dry_run_api(printed.append)).register(REGISTRATION)
 
     assert [" ".join(line.split(" ")[:2]) for line in printed] == [
         "secretsmanager DescribeSecret",
