@@ -125,7 +125,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "CONVERSE_FAST_POLL_MS=25); repeat for more",
     )
     demo.add_argument(
-        "--text", default=None, help="a sentence the caller says first (spoken by the local speech engine)"
+        "--text",
+        default=None,
+        help="a sentence the caller says first (spoken by the local speech engine); each | is a 500 ms pause",
     )
     _choice(
         demo,

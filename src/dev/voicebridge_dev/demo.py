@@ -33,6 +33,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from voicebridge.audio.wav import pcm16_wav_bytes
 from voicebridge.redaction import BuiltinRedactor, NoRedaction, Redactor
 from voicebridge_dev.local.bedrock import Fault as BedrockFault
@@ -249,9 +251,26 @@ def run_demo(
     return 0
 
 
+PAUSE_MARK = "|"
+"""In ``--text``, where the caller pauses mid-turn (``"Yes, | please go ahead"``): :data:`PAUSE_MS` of silence."""
+PAUSE_MS = 500
+
+
+def spoken_with_pauses(text: str, speech: SpeechEngine, sample_rate: int = 8000) -> Clip:
+    """``text`` in the local speech engine's voice, each ``|`` a pause of :data:`PAUSE_MS`; the clip's transcript is
+    the text without the marks."""
+    parts = [part.strip() for part in text.split(PAUSE_MARK) if part.strip()]
+    pause = np.zeros(PAUSE_MS * sample_rate // 1000, dtype=np.int16)
+    pieces: list[Any] = []
+    for index, part in enumerate(parts):
+        pieces += [pause] if index else []
+        pieces.append(speech.synthesize(part, sample_rate, 1.0))
+    return Clip("custom", " ".join(parts), np.concatenate(pieces) if pieces else pause)
+
+
 def _with_first_utterance(steps: list[Step], text: str, speech: SpeechEngine) -> list[Step]:
     """``steps`` with the first utterance replaced by ``text`` in the local speech engine's voice."""
-    clip = Clip("custom", text, speech.synthesize(text, 8000, 1.0))
+    clip = spoken_with_pauses(text, speech)
     for index, step in enumerate(steps):
         if isinstance(step, Say):
             return [*steps[:index], replace(step, clip=clip), *steps[index + 1 :]]
@@ -387,6 +406,10 @@ RECORD_WAIT_S = 20.0
 quiet for its read timeout and a second (3 s and 1 s by default), then writes it."""
 
 
+CONSUMER_EXIT_WAIT_S = 10.0
+"""How long the demo waits, once the record is stored, for the consumer's invocation to end."""
+
+
 def _await_kept(cloud: CloudBase, contact_id: str, *, wait_s: float = RECORD_WAIT_S) -> Kept:
     """Wait for the consumer to store the call's record (``records/…/<contact-id>.json``), then read it and the logs
     of every function invocation."""
@@ -406,6 +429,9 @@ def _await_kept(cloud: CloudBase, contact_id: str, *, wait_s: float = RECORD_WAI
     if record is None:
         print(f"voicebridge demo: no call record came within {wait_s:.0f} s", file=sys.stderr)
     assert cloud.lambdas is not None
+    # The consumer writes the record last, then returns: its logs (the turns it stored, its metrics) are kept once
+    # its invocation has ended.
+    cloud.lambdas.wait_for_idle(CONSUMER_EXIT_WAIT_S)
     logs = "".join(f"--- {r.function} {r.request_id} ({r.status.value})\n{r.logs}" for r in cloud.lambdas.invocations)
     return Kept(record, logs)
 
