@@ -338,7 +338,9 @@ def test_connect_may_read_the_secret_on_this_accounts_behalf_only() -> None:
 
 # --- what the server is told -----------------------------------------------------------------------------------
 
-SERVER_VARIABLES = {"A2A_HOST", "A2A_PORT", "A2A_DRAIN_S", "A2A_API_KEY_SECRET_ARN"}
+# Where the server listens and how long it drains: read by ``python -m voicebridge.a2a`` itself, not settings.
+LISTENER_VARIABLES = {"A2A_HOST", "A2A_PORT", "A2A_DRAIN_S"}
+SERVER_VARIABLES = LISTENER_VARIABLES | {"A2A_API_KEY_SECRET_ARN"}
 POWERTOOLS_VARIABLES = {"POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE", "POWERTOOLS_LOG_LEVEL"}
 # The consumer's own: its hand-over between Lambda invocations, and the prompt bucket the flows play from.
 FLOWS_PATH_ONLY = {"CONSUMER_HANDOFF_MS", "PROMPT_BUCKET"}
@@ -346,7 +348,7 @@ FLOWS_PATH_ONLY = {"CONSUMER_HANDOFF_MS", "PROMPT_BUCKET"}
 
 def test_every_variable_the_stack_sets_is_a_setting_the_code_reads() -> None:
     settings = {field.name.upper() for field in fields(Settings)}
-    assert set(environment()) - settings == SERVER_VARIABLES | POWERTOOLS_VARIABLES
+    assert set(environment()) - settings == LISTENER_VARIABLES | POWERTOOLS_VARIABLES
 
 
 def test_the_server_is_given_every_setting_the_consumer_is_given_but_the_flows_own() -> None:
