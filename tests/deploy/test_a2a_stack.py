@@ -351,6 +351,26 @@ def test_every_variable_the_stack_sets_is_a_setting_the_code_reads() -> None:
     assert set(environment()) - settings == LISTENER_VARIABLES | POWERTOOLS_VARIABLES
 
 
+def test_the_stacks_defaults_make_a_configuration_the_server_accepts() -> None:
+    samples = {
+        "ApiKeySecret": "arn:aws:secretsmanager:us-east-1:111111111111:secret:vb/a2a-api-key-AbCdEf",
+        "CartesiaApiKeySecretArn": "arn:aws:secretsmanager:us-east-1:111111111111:secret:vb/cartesia-AbCdEf",
+        "TurnTableName": "vb-turns",
+        "CallRecordBucketName": "vb-records",
+    }
+
+    def value(given: Any) -> str:
+        if isinstance(given, dict):
+            name = given["Ref"]
+            return str(samples[name] if name in samples else PARAMETERS[name]["Default"])
+        return str(given)
+
+    settings = Settings.from_env({name: value(given) for name, given in environment().items()})
+
+    assert settings.a2a_api_key_secret_arn == samples["ApiKeySecret"]
+    assert (settings.sonic_backend, settings.responder) == ("sagemaker", "scripted")
+
+
 def test_the_server_is_given_every_setting_the_consumer_is_given_but_the_flows_own() -> None:
     consumer = set(MAIN["Resources"]["TranscribeStreamFunction"]["Properties"]["Environment"]["Variables"])
     globals_ = set(MAIN["Globals"]["Function"]["Environment"]["Variables"])
