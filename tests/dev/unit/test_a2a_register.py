@@ -164,6 +164,19 @@ def entity_has_profile(account: Account, entity: str, profiles: list[str]) -> No
     )
 
 
+def profile_associated(account: Account, entity: str) -> None:
+    account.expect(
+        "connect",
+        "associate_security_profiles",
+        {
+            "InstanceId": INSTANCE_ID,
+            "SecurityProfiles": [{"Id": PROFILE}],
+            "EntityType": "AI_AGENT",
+            "EntityArn": entity,
+        },
+    )
+
+
 def profile_in_place(account: Account, version: int = 1) -> None:
     profile_allows(account, [ENTRY])
     entity_has_profile(account, AGENT_ARN, [PROFILE])
@@ -241,16 +254,7 @@ def test_a_first_registration_creates_each_piece_in_order_and_names_the_new_vers
     )
     for entity in (AGENT_ARN, f"{AGENT_ARN}:1"):
         entity_has_profile(account, entity, [])
-        account.expect(
-            "connect",
-            "associate_security_profiles",
-            {
-                "InstanceId": INSTANCE_ID,
-                "SecurityProfiles": [{"Id": PROFILE}],
-                "EntityType": "AI_AGENT",
-                "EntityArn": entity,
-            },
-        )
+        profile_associated(account, entity)
 
     with account.active() as registrar:
         registered = registrar.register(REGISTRATION)
@@ -368,16 +372,7 @@ def test_a_changed_agent_is_updated_and_published_as_a_new_version() -> None:
     profile_allows(account, [ENTRY])
     entity_has_profile(account, AGENT_ARN, [PROFILE])
     entity_has_profile(account, f"{AGENT_ARN}:2", [])
-    account.expect(
-        "connect",
-        "associate_security_profiles",
-        {
-            "InstanceId": INSTANCE_ID,
-            "SecurityProfiles": [{"Id": PROFILE}],
-            "EntityType": "AI_AGENT",
-            "EntityArn": f"{AGENT_ARN}:2",
-        },
-    )
+    profile_associated(account, f"{AGENT_ARN}:2")
 
     with account.active() as registrar:
         assert registrar.register(REGISTRATION).agent_version_arn == f"{AGENT_ARN}:2"
