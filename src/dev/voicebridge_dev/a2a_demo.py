@@ -239,6 +239,7 @@ def barge_ins(call: StreamingCall) -> list[dict[str, Any]]:
         out.append(
             {
                 "clip": utterance.clip.name,
+                "text": utterance.clip.transcript,
                 "barge_in_ms": None if stopped is None else round((stopped - voiced) * 1000),
                 "interrupted": interrupted,
                 "backchannel_interrupted": interrupted and len(utterance.clip.pcm) / (2 * RATE) < 0.6,
@@ -261,6 +262,7 @@ def _first_voiced_s(clip: Clip) -> float:
 
 def build_report(call: StreamingCall, **context: Any) -> dict[str, Any]:
     figures = turn_figures(call)
+    over = barge_ins(call)
     return {
         **context,
         "transport": "a2a",
@@ -269,8 +271,8 @@ def build_report(call: StreamingCall, **context: Any) -> dict[str, Any]:
         "flow_tool": call.session.flow_tool,
         "contract_violations": list(call.violations),
         "summary": summary(figures),
-        "turns": [turn_entry(turn) for turn in figures],
-        "barge_ins": barge_ins(call),
+        "turns": [_with_barge_in(turn_entry(turn), over) for turn in figures],
+        "barge_ins": over,
         "caller": [
             {
                 "clip": u.clip.name,
@@ -281,6 +283,15 @@ def build_report(call: StreamingCall, **context: Any) -> dict[str, Any]:
             for u in call.said
         ],
     }
+
+
+def _with_barge_in(entry: dict[str, Any], over: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A turn said over the agent carries ``barge_in_ms`` and ``backchannel_interrupted``."""
+    found = next((o for o in over if o["text"] == entry["said"]), None)
+    if found is not None:
+        entry["barge_in_ms"] = found["barge_in_ms"]
+        entry["backchannel_interrupted"] = found["backchannel_interrupted"]
+    return entry
 
 
 def write_outputs(call: StreamingCall, out: Path, redactor: Redactor) -> dict[str, Path]:
