@@ -294,6 +294,23 @@ def test_a_frame_that_cannot_be_dispatched_gets_the_json_rpc_error_for_it(
     assert answer["error"]["data"][0]["reason"] == reason
 
 
+@pytest.mark.parametrize(
+    "frame",
+    [
+        init_session(audioInputConfiguration={**PCM16, "sampleRateHertz": 44100}),
+        event("CHANNEL_STATE", {"channelState": {}}),
+        audio("not base64 at all!"),
+        event("FRAGMENT", {"fragment": {"fragmentId": "f", "partNumber": 3, "totalParts": 2, "payload": ""}}),
+    ],
+    ids=["init-session", "channel-state", "audio", "fragment"],
+)
+def test_a_refusals_reason_is_a_constant_and_what_was_wrong_is_in_its_message(frame: str) -> None:
+    answer = answer_of(refusal(frame))
+    assert re.fullmatch(r"[A-Z][A-Z0-9_]+[A-Z0-9]", answer["error"]["data"][0]["reason"])
+    assert len(answer["error"]["data"][0]["reason"]) <= 63
+    assert answer["error"]["message"].startswith("Invalid params: ")
+
+
 def test_a_refusal_echoes_the_request_id_when_it_could_be_read() -> None:
     assert refusal('{"jsonrpc":"2.0","id":"r-7","method":"SendMessage","params":{}}').request_id == "r-7"
 

@@ -179,7 +179,8 @@ class Reader:
             return self._event(request_id, kind, message, parts)
         except (KeyError, TypeError, ValueError, OverflowError) as exc:
             # OverflowError: JSON's Infinity where an integer belongs.
-            return Malformed(request_id, INVALID_PARAMS, "Invalid params", f"BAD_{kind or 'MESSAGE'}: {exc}"[:200])
+            # ErrorInfo's reason is a constant (UPPER_SNAKE_CASE, docs/protocols.md): what was wrong goes in the message.
+            return Malformed(request_id, INVALID_PARAMS, f"Invalid params: {exc}"[:200], f"BAD_{kind or 'MESSAGE'}")
 
     def _event(
         self, request_id: Any, kind: str, message: Mapping[str, Any], parts: Sequence[Mapping[str, Any]]
