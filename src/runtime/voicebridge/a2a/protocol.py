@@ -178,8 +178,8 @@ class Reader:
         try:
             return self._event(request_id, kind, message, parts)
         except (KeyError, TypeError, ValueError, OverflowError) as exc:
-            # OverflowError: JSON's Infinity where an integer belongs.
-            # ErrorInfo's reason is a constant (UPPER_SNAKE_CASE, docs/protocols.md): what was wrong goes in the message.
+            # OverflowError: JSON's Infinity where an integer belongs. ErrorInfo's reason is a constant
+            # (UPPER_SNAKE_CASE, docs/protocols.md): what was wrong goes in the message.
             return Malformed(request_id, INVALID_PARAMS, f"Invalid params: {exc}"[:200], f"BAD_{kind or 'MESSAGE'}")
 
     def _event(
