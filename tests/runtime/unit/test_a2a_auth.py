@@ -74,6 +74,14 @@ def keys(secrets: SecretsManager, clock: ManualClock) -> ApiKeys:
     return ApiKeys(secrets.client, SECRET, ttl_s=TTL_S)
 
 
+def read_then_expire(secrets: SecretsManager, keys: ApiKeys, clock: ManualClock) -> None:
+    """The current key read (no previous version), then the ttl passed."""
+    secrets.has("AWSCURRENT", CURRENT)
+    secrets.has_no_previous()
+    assert keys.accepts(f"Bearer {CURRENT}")
+    clock.advance(TTL_S)
+
+
 def test_the_current_key_is_accepted(secrets: SecretsManager, keys: ApiKeys) -> None:
     secrets.has("AWSCURRENT", CURRENT)
     secrets.has("AWSPREVIOUS", PREVIOUS)
@@ -180,10 +188,7 @@ def test_a_key_rotated_out_twice_is_refused_after_the_ttl(
 def test_secrets_manager_failing_after_a_first_read_keeps_the_keys_read_before(
     secrets: SecretsManager, keys: ApiKeys, clock: ManualClock
 ) -> None:
-    secrets.has("AWSCURRENT", CURRENT)
-    secrets.has_no_previous()
-    assert keys.accepts(f"Bearer {CURRENT}")
-    clock.advance(TTL_S)
+    read_then_expire(secrets, keys, clock)
     secrets.fails("AWSCURRENT", "InternalServiceError", 500)
     assert keys.accepts(f"Bearer {CURRENT}")
 
@@ -191,10 +196,7 @@ def test_secrets_manager_failing_after_a_first_read_keeps_the_keys_read_before(
 def test_after_a_failed_read_the_next_try_waits_for_the_ttl(
     secrets: SecretsManager, keys: ApiKeys, clock: ManualClock
 ) -> None:
-    secrets.has("AWSCURRENT", CURRENT)
-    secrets.has_no_previous()
-    keys.accepts(f"Bearer {CURRENT}")
-    clock.advance(TTL_S)
+    read_then_expire(secrets, keys, clock)
     secrets.fails("AWSCURRENT", "ThrottlingException")
     keys.accepts(f"Bearer {CURRENT}")
     calls = secrets.calls
@@ -206,10 +208,7 @@ def test_after_a_failed_read_the_next_try_waits_for_the_ttl(
 def test_a_failure_reading_the_previous_version_keeps_the_keys_read_before(
     secrets: SecretsManager, keys: ApiKeys, clock: ManualClock
 ) -> None:
-    secrets.has("AWSCURRENT", CURRENT)
-    secrets.has_no_previous()
-    keys.accepts(f"Bearer {CURRENT}")
-    clock.advance(TTL_S)
+    read_then_expire(secrets, keys, clock)
     secrets.has("AWSCURRENT", "k3y-newest-0123456789abcdef")
     secrets.fails("AWSPREVIOUS", "InternalServiceError", 500)
     assert keys.accepts(f"Bearer {CURRENT}")

@@ -89,6 +89,14 @@ def run(p: Player, connect: Connect, *, start: float, until: float, step: float 
     return held
 
 
+def ended(p: Player, ms: int, task_id: str = "task-1") -> Response:
+    """A response of ``ms`` of speech, all of it pushed and ended."""
+    response = p.open(task_id)
+    p.push(response, speech(ms))
+    p.end(response)
+    return response
+
+
 # -- pacing
 
 
@@ -155,9 +163,7 @@ def test_a_paused_player_sends_nothing() -> None:
 
 def test_resume_goes_on_where_the_audio_stopped_and_nothing_is_lost() -> None:
     p = player()
-    response = p.open("task-1")
-    p.push(response, speech(1000))
-    p.end(response)
+    response = ended(p, 1000)
     connect = Connect()
     run(p, connect, start=0.0, until=0.3)
     p.pause()
@@ -183,9 +189,7 @@ def test_no_last_chunk_goes_out_while_paused() -> None:
 
 def test_interrupt_drops_the_queued_audio_and_sends_no_last_chunk() -> None:
     p = player()
-    response = p.open("task-1")
-    p.push(response, speech(2000))
-    p.end(response)
+    response = ended(p, 2000)
     first = read(p.due(0.0))
     assert p.interrupt(0.05) == [response]
     later = [chunk for n in range(1, 50) for chunk in read(p.due(0.05 * n))]
@@ -256,9 +260,7 @@ def test_nothing_to_interrupt_reports_nothing() -> None:
 
 def test_the_first_chunk_of_a_response_has_append_false_and_the_rest_true() -> None:
     p = player()
-    response = p.open("task-1")
-    p.push(response, speech(1000))
-    p.end(response)
+    response = ended(p, 1000)
     connect = Connect()
     run(p, connect, start=0.0, until=2.0)
     assert [c.append for c in connect.chunks] == [False] + [True] * (len(connect.chunks) - 1)
@@ -279,9 +281,7 @@ def test_the_last_chunk_is_empty_and_follows_the_responses_audio_once_it_has_end
 
 def test_the_last_chunk_waits_for_the_audio_still_queued() -> None:
     p = player()
-    response = p.open("task-1")
-    p.push(response, speech(1000))
-    p.end(response)
+    ended(p, 1000)
     first = read(p.due(0.0))
     assert first and not any(c.last for c in first)
 
@@ -349,9 +349,7 @@ def test_heard_bytes_is_what_connect_has_played_of_a_response() -> None:
 
 def test_the_caller_hears_the_agent_until_connect_has_played_what_it_was_sent() -> None:
     p = player()
-    response = p.open("task-1")
-    p.push(response, speech(100))
-    p.end(response)
+    ended(p, 100)
     p.due(5.0)
     assert p.audible(5.099) and not p.audible(5.1)
     assert p.busy(5.099) and not p.busy(5.1)
