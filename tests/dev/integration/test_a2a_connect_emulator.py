@@ -18,6 +18,7 @@ import pytest
 from tests.dev.integration.a2a_agents import API_KEY, EXT, Agent, Behaviour, event_type_of, is_audio, serving, tone
 from voicebridge_dev.local.a2a import (
     Action,
+    AgentFrameChecker,
     ConnectSettings,
     ContractViolation,
     Dtmf,
@@ -274,6 +275,14 @@ def test_a_result_holding_two_events_is_a_violation() -> None:
         frame = a.chunk("task-1", "greeting", GREETING, append=False)
         frame["result"]["message"] = a.interruption()["result"]["message"]
         await a.send(frame)
+
+    assert Rule.RESULT_SHAPE in broken_rules(agent)
+
+
+def test_an_empty_acknowledgement_of_connects_request_is_a_violation() -> None:
+    async def agent(a: Agent) -> None:
+        await a.accept()
+        await a.send({"jsonrpc": "2.0", "id": a.received[-1]["id"], "result": {}})
 
     assert Rule.RESULT_SHAPE in broken_rules(agent)
 
@@ -903,3 +912,38 @@ def test_probes_that_need_no_answer_pass_unanswered() -> None:
 
     assert result.outcome == "finished"
     assert result.errors == []
+
+
+def test_the_recording_measures_the_caller_talking_over_the_agent() -> None:
+    voiced_at = 0.3
+    caller = bytes(int(8000 * voiced_at) * 2) + tone(0.5, 8000, 180.0)
+
+    async def agent(a: Agent) -> None:
+        await a.accept()
+        await a.speak("task-1", "long-reply", tone(3.0, 16000), last=False)
+        while True:
+            frame = await a.next_frame()
+            if is_audio(frame) and any(base64.b64decode(frame["params"]["message"]["parts"][0]["raw"])):
+                break
+        await a.send(a.interruption())
+        await a.send(a.trace("task-1"))
+        await a.send(a.status("task-1"))
+        await asyncio.sleep(0.2)
+        await a.turn("task-2", "answer", GREETING, finish="COMPLETE")
+
+    result = session(agent, caller_audio=caller)
+
+    stopped = result.recording.audio_stopped_after(voiced_at)
+    interruption = result.timeline.of("interruption")[0]
+    assert stopped is not None and voiced_at < stopped <= interruption.at + SETTINGS.block_ms / 1000
+    assert [e.detail["artifact"] for e in result.timeline.of("playback_start")] == ["long-reply", "answer"]
+
+
+def test_an_error_inside_the_emulator_is_raised_not_taken_for_a_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken_feed(self: AgentFrameChecker, frame: str | bytes, now: float) -> list[Any]:
+        raise RuntimeError("checker bug")
+
+    monkeypatch.setattr(AgentFrameChecker, "feed", broken_feed)
+
+    with pytest.raises(RuntimeError, match="checker bug"):
+        session(greet_and_finish)

@@ -63,6 +63,16 @@ def test_the_audio_stops_at_the_end_of_the_last_agent_sample_after_a_time() -> N
 
     assert recording.audio_stopped_after(0.005) == 400 / 8000
     assert recording.audio_stopped_after(0.07) == 0.07
+    assert recording.audio_stopped_after(0.08) is None
+
+
+def test_audio_still_playing_when_the_recording_ends_stops_at_its_end() -> None:
+    p, _, recording = playout()
+    p.add("a-1", ramp(800), last=True)
+    for n in range(2):
+        p.tick(n * 0.02)
+
+    assert recording.audio_stopped_after(0.01) == 0.04
 
 
 def test_a_24_khz_chunk_is_heard_as_a_third_as_many_samples() -> None:

@@ -37,6 +37,9 @@ MAX_INBOUND_FRAME = 1 << 20
 """Inbound frames above this are refused unread (a fragment's reassembled payload too)."""
 MAX_FRAGMENTS = 64
 """Parts a fragmented frame may have, and fragmented frames that may be open at once."""
+MAX_TEXT_CHARS = 2000
+"""Text a caller's turn may hold (keys, the silence marker: text input is rare in a voice session); longer is
+refused."""
 
 # JSON-RPC 2.0 error codes, and A2A's reasons for them.
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
@@ -225,6 +228,8 @@ class Reader:
                     raise ValueError("odd-length 16-bit PCM")
                 return AudioIn(pcm)
             if isinstance(part.get("text"), str):
+                if len(part["text"]) > MAX_TEXT_CHARS:
+                    raise ValueError(f"text over {MAX_TEXT_CHARS} characters")
                 return TextIn(part["text"])
         return Ignored("a message with no text and no audio")
 
@@ -402,3 +407,38 @@ def audio_chunk_bytes(sample_rate: int, *, frame_budget: int = FRAME_BUDGET) -> 
     envelope = len(audio_chunk_frame("c" * 64, "t" * 36, "a" * 36, b"", append=True, last=False)) + 64
     room = (frame_budget - envelope) * 3 // 4
     return max(2, room - room % 2)
+
+
+def fitted(frame: str, *, frame_budget: int = FRAME_BUDGET) -> list[str]:
+    """``frame`` as it may go on the socket: itself when under the budget, else ``FRAGMENT`` events, each under it,
+    carrying the frame's JSON-RPC ``id`` (never used for audio: a chunk is sized to fit)."""
+    data = frame.encode("utf-8")
+    if len(data) <= frame_budget:
+        return [frame]
+    payload = base64.b64encode(data).decode("ascii")
+    request_id = json.loads(frame).get("id")
+    fragment_id = str(uuid.uuid4())
+    piece = frame_budget - 1024
+    pieces = [payload[i : i + piece] for i in range(0, len(payload), piece)]
+    out = []
+    for number, chunk in enumerate(pieces):
+        body = {
+            "fragment": {
+                "fragmentId": fragment_id,
+                "partNumber": number,
+                "totalParts": len(pieces),
+                "payload": chunk,
+                "encoding": "base64",
+            }
+        }
+        message = {
+            "messageId": str(uuid.uuid4()),
+            "role": "ROLE_AGENT",
+            "extensions": [EXTENSION],
+            "parts": [{"mediaType": "application/json", "data": body}],
+            "metadata": {EVENT_TYPE: "FRAGMENT"},
+        }
+        out.append(
+            json.dumps({"jsonrpc": "2.0", "id": request_id, "result": {"message": message}}, separators=(",", ":"))
+        )
+    return out

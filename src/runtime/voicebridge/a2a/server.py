@@ -130,7 +130,8 @@ class AgentServer:
 
     async def _connection(self, connection: ServerConnection) -> None:
         async def send(frame: str) -> None:
-            await connection.send(frame)
+            for fitting in protocol.fitted(frame):
+                await connection.send(fitting)
 
         session = AgentSession(
             self._engine(),

@@ -32,6 +32,7 @@ import queue
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -170,6 +171,12 @@ class AgentSession:
         self._ticker: asyncio.Task[None] | None = None
         self._barge = VoiceActivity(close_ms=200)
         self._barge_started: float | None = None
+        """When the caller's voice over the agent began (epoch seconds), while it is paused for it."""
+        self._backchannels: deque[tuple[float, float]] = deque(maxlen=32)
+        """Voice over the agent too short to interrupt it (epoch seconds): a turn Ink makes of it is not answered."""
+        self._unanswered: set[int] = set()
+        self._stream_started: float | None = None
+        """When the caller's first audio arrived (epoch seconds): where the turns' audio times count from."""
         self._silences = 0
         self._closed = asyncio.Event()
         self.barge_ins = 0
@@ -283,7 +290,7 @@ class AgentSession:
             on_turn=self._turn_stored,
             on_eager_end=self._worker.eager_end,
             on_resume=self._worker.turn_resumed,
-            on_turn_ended=self._worker.turn_ended,
+            on_turn_ended=self._turn_ended,
         )
         self._listener = threading.Thread(target=self._listen, name="caller-audio", daemon=True)
         self._listener.start()
@@ -291,7 +298,9 @@ class AgentSession:
     # -- the caller
 
     def _caller_audio(self, pcm: bytes) -> None:
-        self._audio.put_nowait(pcm)
+        if self._stream_started is None:
+            self._stream_started = time.time()
+        self._audio.put(pcm)
         self._hear_barge_in(pcm)
 
     def _listen(self) -> None:
@@ -311,10 +320,31 @@ class AgentSession:
             transcriber.audio("0", offset, pcm, time.time() * 1000)
             offset += len(pcm)
 
+    def _turn_ended(self, turn: Turn) -> None:
+        assert self._worker is not None
+        if self._backchannel(turn):
+            # "Uh-huh" over the agent: kept in the record, not answered; a reply started on its words is dropped.
+            logger.info("a backchannel is not answered", turn=turn.seq)
+            self._unanswered.add(turn.seq)
+            self._worker.turn_resumed(turn.seq)
+            return
+        self._worker.turn_ended(turn)
+
     def _turn_stored(self, turn: Turn) -> None:
+        if turn.seq in self._unanswered:
+            self._unanswered.discard(turn.seq)
+            return
         self._silences = 0
         assert self._worker is not None
         self._worker.submit(turn)
+
+    def _backchannel(self, turn: Turn) -> bool:
+        """Whether ``turn`` is voice the agent went on over (its span inside a backchannel's, give or take)."""
+        began = self._stream_started
+        if began is None or turn.latency_ms is None:
+            return False
+        start, end = began + turn.audio_start_ms / 1000, began + turn.audio_end_ms / 1000
+        return any(low - 0.3 <= start and end <= high + 0.3 for low, high in self._backchannels)
 
     def _typed(self, digits: str) -> None:
         transcriber = self._transcriber
@@ -357,7 +387,7 @@ class AgentSession:
             return
         if vad.speaking and voiced_ms >= self._settings.pause_ms and not player.paused:
             player.pause()
-            self._barge_started = now - (vad.position_ms - (start or vad.position_ms)) / 1000
+            self._barge_started = time.time() - (vad.position_ms - (start or vad.position_ms)) / 1000
         elif player.paused and vad.speaking and voiced_ms >= self._settings.barge_in_ms:
             self.barge_ins += 1
             self._sink.add("BargeIns", MetricUnit.Count, 1)
@@ -365,6 +395,8 @@ class AgentSession:
         elif player.paused and not vad.speaking:
             # A cough or a backchannel: the agent goes on where it paused.
             player.resume()
+            if self._barge_started is not None:
+                self._backchannels.append((self._barge_started, time.time()))
             self._barge_started = None
 
     async def _stop_output(self, *, inform_connect: bool) -> None:
@@ -450,6 +482,7 @@ class AgentSession:
         """A sentence of the agent's own (greeting, re-prompt, goodbye): a turn's task of its own."""
         task = self._task_for(None, "prompt")
         task.finish = finish
+        task.trace.meant.append(text)
 
         def speak() -> None:
             try:

@@ -20,6 +20,8 @@ from voicebridge.store.turns import Turn
 
 SCOPE = {"name": "voicebridge", "version": "1.0.0"}
 SERVER, CLIENT = 2, 3
+MAX_CONTENT_CHARS = 2000
+"""A message's words in a span event, at most: a turn's trace stays small (Connect reads one per turn)."""
 OK, ERROR = 1, 2
 
 
@@ -39,7 +41,7 @@ def _message(role: str, participant: str, content: str, at: float) -> dict[str, 
             _attribute("aws.connect.span.message.role", role),
             _attribute("aws.connect.span.message.type", "TEXT_MESSAGE"),
             _attribute("aws.connect.span.message.participant", participant),
-            _attribute("aws.connect.span.message.content", content),
+            _attribute("aws.connect.span.message.content", content[:MAX_CONTENT_CHARS]),
         ],
     }
 
@@ -68,6 +70,8 @@ class TurnTrace:
     input: str | None = None
     turn: Turn | None = None
     spoken: list[tuple[str, float, float]] = field(default_factory=list)
+    meant: list[str] = field(default_factory=list)
+    """What the agent set out to say: the turn's output when nothing of it could be spoken."""
 
     def heard(self, transcript: str, turn: Turn | None) -> None:
         self.input, self.turn = transcript, turn
@@ -93,6 +97,9 @@ class TurnTrace:
         for text, began, finished in self.spoken:
             spans.append(self._child(trace_id, root_id, "chat sonic", began, finished))
             events.append(_message("output", "assistant", text, finished))
+        if not self.spoken:
+            # Connect requires the turn's messages in every trace; a turn that could not be spoken says what it meant.
+            events += [_message("output", "assistant", text, ended) for text in self.meant or [""]]
         root: dict[str, Any] = {
             "traceId": trace_id,
             "spanId": root_id,

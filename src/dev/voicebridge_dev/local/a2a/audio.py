@@ -58,13 +58,15 @@ class Recording:
     rate: int = CALL_RATE
 
     def audio_stopped_after(self, at: float) -> float | None:
-        """The session time the caller last heard agent audio before the first silence after ``at``."""
+        """The session time the caller last heard agent audio before the first silence after ``at`` (or the end of
+        the recording); ``None`` if the recording ends before ``at``."""
         for block in self.blocks:
             if block.at + block.samples / self.rate <= at:
                 continue
             if block.agent_samples < block.samples:
                 return max(at, block.at + block.agent_samples / self.rate)
-        return None
+        last = self.blocks[-1] if self.blocks else None
+        return last.at + last.samples / self.rate if last and last.at + last.samples / self.rate > at else None
 
 
 @dataclass

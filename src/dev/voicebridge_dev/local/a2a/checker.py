@@ -189,7 +189,7 @@ class AgentFrameChecker:
             violate(Rule.FRAME_OVER_BUDGET, f"a {size}-byte frame, over the {self.frame_budget}-byte budget")
         try:
             obj = json.loads(frame)
-        except ValueError:
+        except (ValueError, RecursionError):
             violate(Rule.MALFORMED_FRAME, f"not JSON: {_excerpt(frame)}")
             return
         if not isinstance(obj, dict) or obj.get("jsonrpc") != "2.0":

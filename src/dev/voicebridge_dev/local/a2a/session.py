@@ -12,13 +12,14 @@ what Connect does for a protocol violation (an informational ERROR, 400 BAD_REQU
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import secrets
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
@@ -142,16 +143,40 @@ class SessionResult:
         return FLOW_TOOL.get(self.finish.type) if self.finish else None
 
 
+class CallerSource(Protocol):
+    """A caller who listens: asked for each slice of their audio as its time comes, told whether the agent's voice is
+    playing to them then (so a scripted caller can wait for the agent to finish, or talk over it on purpose)."""
+
+    def next_slice(self, at_s: float, size: int, *, agent_heard: bool) -> bytes:
+        """The caller's 8 kHz PCM (``size`` bytes, silence where they say nothing) that ends at session time
+        ``at_s``; a source with a true ``hung_up`` attribute ends the call instead (the socket drops)."""
+        ...
+
+
+@dataclass
+class FixedCaller:
+    """A caller whose audio is fixed in advance (silence after its end)."""
+
+    audio: bytes
+    offset: int = 0
+
+    def next_slice(self, at_s: float, size: int, *, agent_heard: bool) -> bytes:
+        chunk = self.audio[self.offset : self.offset + size]
+        self.offset += size
+        return chunk + bytes(size - len(chunk))
+
+
 async def run_session(
     url: str,
     settings: ConnectSettings,
     *,
-    caller_audio: bytes = b"",
+    caller_audio: bytes | CallerSource = b"",
     script: Sequence[Action] = (),
 ) -> SessionResult:
     """Runs one contact against the agent at ``url`` (``ws://`` or ``wss://``).
 
-    ``caller_audio`` is 8 kHz 16-bit little-endian PCM starting at READY (silence after its end). Raises
+    ``caller_audio`` is 8 kHz 16-bit little-endian PCM starting at READY (silence after its end), or a
+    :class:`CallerSource` that decides as the call goes. Raises
     :class:`~.rules.UpgradeRejected` when the upgrade is refused (401 for a wrong key), and, in strict mode,
     :class:`~.rules.ContractViolation` (holding the result) when the agent broke the contract.
     """
@@ -163,10 +188,14 @@ async def run_session(
 
 
 class _Session:
-    def __init__(self, url: str, settings: ConnectSettings, caller_audio: bytes, script: list[Action]) -> None:
+    def __init__(
+        self, url: str, settings: ConnectSettings, caller_audio: bytes | CallerSource, script: list[Action]
+    ) -> None:
         self.url = url
         self.settings = settings
-        self.caller_audio = caller_audio[: len(caller_audio) // 2 * 2]
+        self.caller: CallerSource = (
+            FixedCaller(caller_audio[: len(caller_audio) // 2 * 2]) if isinstance(caller_audio, bytes) else caller_audio
+        )
         self.script = script
         self.frames = ConnectFrames()
         contact_arn = settings.contact_arn or f"{settings.instance_arn}/contact/{uuid.uuid4()}"
@@ -201,6 +230,7 @@ class _Session:
         self.finishing = False
         self.rejection: Violation | None = None
         self.background: set[asyncio.Task[None]] = set()
+        self.crash: BaseException | None = None
 
     def now(self) -> float:
         return time.monotonic() - self.zero
@@ -233,7 +263,21 @@ class _Session:
             for event in self.checker.close(self.now()):
                 self._handle(event)
             self.timeline.add(self.now(), "closed", outcome=self.result.outcome, code=self.result.close_code)
+        if self.crash is not None:
+            raise self.crash
         return self.result
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """A task of the session's; if it fails, the session ends and ``run`` raises its error."""
+        task = asyncio.get_running_loop().create_task(work)
+
+        def check(done: asyncio.Task[None]) -> None:
+            if not done.cancelled() and done.exception() is not None and self.crash is None:
+                self.crash = done.exception()
+                self._end("failed")
+
+        task.add_done_callback(check)
+        return task
 
     def _upgrade_headers(self) -> dict[str, str]:
         trace_id, span_id = secrets.token_hex(16), secrets.token_hex(8)
@@ -252,7 +296,7 @@ class _Session:
             )
         loop = asyncio.get_running_loop()
         self.init_done = loop.create_future()
-        receiver = asyncio.create_task(self._receive(ws))
+        receiver = self._spawn(self._receive(ws))
         tasks = [receiver]
         try:
             await self._send(self.init)
@@ -263,7 +307,8 @@ class _Session:
                 self._end("timeout")
             if self.done.is_set():
                 return
-            await asyncio.sleep(self.settings.ready_delay_s)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.done.wait(), self.settings.ready_delay_s)
             if self.done.is_set():
                 return
             ready = self.frames.channel_ready()
@@ -272,12 +317,12 @@ class _Session:
             self.checker.ready_sent()
             self.timeline.add(0.0, "ready", id=ready["id"])
             tasks += [
-                asyncio.create_task(self._stream_caller()),
-                asyncio.create_task(self._play()),
-                asyncio.create_task(self._run_script()),
+                self._spawn(self._stream_caller()),
+                self._spawn(self._play()),
+                self._spawn(self._run_script()),
             ]
             if self.settings.idle_timeout_s is not None:
-                tasks.append(asyncio.create_task(self._watch_idle(self.settings.idle_timeout_s)))
+                tasks.append(self._spawn(self._watch_idle(self.settings.idle_timeout_s)))
             try:
                 await asyncio.wait_for(self.done.wait(), self.settings.max_duration_s)
             except TimeoutError:
@@ -389,7 +434,7 @@ class _Session:
         elif isinstance(event, Finished):
             self.result.finish = event
             self.timeline.add(at, "finish", type=event.type, reason=event.reason, task=event.task_id)
-            task = asyncio.get_running_loop().create_task(self._hand_back())
+            task = self._spawn(self._hand_back())
             self.background.add(task)
             task.add_done_callback(self.background.discard)
         elif isinstance(event, ProbeAnswered):
@@ -420,8 +465,12 @@ class _Session:
         # Each slice goes when the caller has finished saying it, as a phone leg captures it.
         while not self.finishing:
             await self._at((index + 1) * self.settings.slice_ms / 1000)
-            chunk = self.caller_audio[index * slice_bytes : (index + 1) * slice_bytes]
-            await self._send(self.frames.audio(resample(chunk + bytes(slice_bytes - len(chunk)))))
+            heard = self.playout is not None and self.playout.busy
+            chunk = self.caller.next_slice((index + 1) * self.settings.slice_ms / 1000, slice_bytes, agent_heard=heard)
+            if getattr(self.caller, "hung_up", False):
+                await self._act(HangUp(self.now()))
+                return
+            await self._send(self.frames.audio(resample(chunk)))
             index += 1
 
     async def _play(self) -> None:

@@ -22,8 +22,6 @@ SAMPLE_RATES = (8000, 16000, 24000)
 FINISH_TYPES = ("COMPLETE", "COMPLETE_WITH_ERROR", "ESCALATE")
 FRAME_BUDGET_BYTES = 16_384
 """The project's frame budget (no figure is published; half AgentCore's 32 KB WebSocket frame limit)."""
-FRAGMENT_PIECE_CHARS = 12_000
-"""Base64 characters per FRAGMENT piece, so that each fragment frame stays under the budget."""
 
 UNSUPPORTED_TASK_STATES = frozenset(
     {
@@ -139,8 +137,8 @@ class ConnectFrames:
         body = {"error": {"errorCode": code, "errorReason": reason, "errorCategory": category}}
         return self.event(body, "ERROR", extensions=True)
 
-    def fragments(self, frame: dict[str, Any], piece_chars: int = FRAGMENT_PIECE_CHARS) -> list[dict[str, Any]]:
-        """``frame`` split into FRAGMENT requests, each carrying the original frame's JSON-RPC id (as A.9 shows)."""
+    def fragments(self, frame: dict[str, Any], piece_chars: int) -> list[dict[str, Any]]:
+        """``frame`` split into FRAGMENT requests of ``piece_chars`` base64 characters each, as A.9 shows them."""
         encoded = base64.b64encode(json.dumps(frame).encode()).decode("ascii")
         pieces = [encoded[i : i + piece_chars] for i in range(0, len(encoded), piece_chars)]
         fragment_id = f"f-{uuid.uuid4().hex[:12]}"
