@@ -23,6 +23,7 @@ from voicebridge.a2a.protocol import (
     FRAME_BUDGET,
     MAX_FRAGMENTS,
     MAX_INBOUND_FRAME,
+    MAX_TEXT_CHARS,
     AudioConfig,
     AudioIn,
     ChannelState,
@@ -38,6 +39,7 @@ from voicebridge.a2a.protocol import (
     audio_chunk_bytes,
     audio_chunk_frame,
     error_frame,
+    fitted,
     init_response_frame,
     interruption_frame,
     status_frame,
@@ -210,6 +212,11 @@ def test_a_text_part_is_the_callers_text() -> None:
 def test_the_empty_user_input_marker_is_silence() -> None:
     text = read(request([{"text": "<EMPTY_USER_INPUT>", "mediaType": "text/plain"}]))
     assert isinstance(text, TextIn) and text.silence
+
+
+def test_text_longer_than_a_spoken_turn_could_be_is_invalid_params() -> None:
+    assert read(request([{"text": "a" * MAX_TEXT_CHARS}])) == TextIn("a" * MAX_TEXT_CHARS)
+    assert refusal(request([{"text": "a" * (MAX_TEXT_CHARS + 1)}])).code == -32602
 
 
 def test_dtmf_input_complete_reads_the_digits_and_why_they_ended() -> None:
@@ -629,6 +636,33 @@ def test_a_failed_turn_is_a_failed_status_carrying_the_error() -> None:
     assert only_data(message["parts"]) == {
         "error": {"errorCode": 424, "errorReason": "Sonic did not answer", "errorCategory": "DEPENDENCY_FAILURE"}
     }
+
+
+def test_a_frame_within_the_budget_goes_as_itself() -> None:
+    frame = status_frame(CONTEXT, "task-1")
+    assert fitted(frame) == [frame]
+
+
+@settings(max_examples=30, deadline=None)
+@given(words=st.integers(min_value=2_000, max_value=40_000), budget=st.sampled_from([4_096, 16_384]))
+def test_a_frame_over_the_budget_goes_as_fragments_each_within_it_that_rebuild_it(words: int, budget: int) -> None:
+    otlp = {"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "é" * words}]}]}]}
+    frame = tracing_frame(CONTEXT, "task-1", otlp)
+    pieces = fitted(frame, frame_budget=budget)
+    assert len(frame.encode()) <= budget or len(pieces) > 1
+    fragments = []
+    for piece in pieces:
+        assert len(piece.encode()) <= budget
+        envelope = json.loads(piece)
+        assert envelope["id"] == json.loads(frame)["id"]
+        message = result_of(piece)["message"]
+        assert (message["role"], event_type(message)) == ("ROLE_AGENT", "FRAGMENT")
+        fragments.append(only_data(message["parts"])["fragment"])
+    assert {f["fragmentId"] for f in fragments} == {fragments[0]["fragmentId"]}
+    assert [(f["partNumber"], f["totalParts"], f["encoding"]) for f in fragments] == [
+        (n, len(fragments), "base64") for n in range(len(fragments))
+    ]
+    assert base64.b64decode("".join(f["payload"] for f in fragments)).decode() == frame
 
 
 def test_an_error_frame_answers_the_given_id() -> None:
