@@ -644,12 +644,11 @@ def test_a_frame_within_the_budget_goes_as_itself() -> None:
 
 
 @settings(max_examples=30, deadline=None)
-@given(words=st.integers(min_value=2_000, max_value=40_000), budget=st.sampled_from([4_096, 16_384]))
-def test_a_frame_over_the_budget_goes_as_fragments_each_within_it_that_rebuild_it(words: int, budget: int) -> None:
-    otlp = {"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "é" * words}]}]}]}
+@given(over=st.integers(min_value=1, max_value=40_000), budget=st.sampled_from([4_096, 16_384]))
+def test_a_frame_over_the_budget_goes_as_fragments_each_within_it_that_rebuild_it(over: int, budget: int) -> None:
+    otlp = {"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "é" * (budget // 2 + over)}]}]}]}
     frame = tracing_frame(CONTEXT, "task-1", otlp)
     pieces = fitted(frame, frame_budget=budget)
-    assert len(frame.encode()) <= budget or len(pieces) > 1
     fragments = []
     for piece in pieces:
         assert len(piece.encode()) <= budget
