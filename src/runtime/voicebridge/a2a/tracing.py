@@ -4,11 +4,13 @@ docs/protocols.md, *TRACING_SPAN*: an ``invoke_agent`` root (kind SERVER) for th
 with its real start and end — Ink's turn (``transcribe ink``), and each sentence spoken (``chat sonic``, one per
 segment, so Connect sees each segment's latency) — and the caller's words and the agent's as span events
 ``aws.connect.span.message``. The first turn carries the trace id and parent Connect propagated on the upgrade
-(``traceparent``); later turns get trace ids of their own, linked to it.
+(``traceparent``); later turns get trace ids of their own, linked to it (``links``). A ``traceparent`` the W3C says
+to ignore (not lower-case hex, ids all zeros, version ``ff``) is ignored: the turn gets a trace id of its own.
 """
 
 from __future__ import annotations
 
+import re
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -44,16 +46,15 @@ def _message(role: str, participant: str, content: str, at: float) -> dict[str, 
     }
 
 
+_TRACEPARENT = re.compile(r"(?P<version>[0-9a-f]{2})-(?P<trace>[0-9a-f]{32})-(?P<parent>[0-9a-f]{16})-[0-9a-f]{2}")
+
+
 def parse_traceparent(header: str | None) -> tuple[str, str] | None:
-    """(trace id, parent span id) from a W3C ``traceparent`` header, when it is well formed."""
-    parts = (header or "").strip().split("-")
-    if len(parts) != 4 or len(parts[1]) != 32 or len(parts[2]) != 16:
+    """(trace id, parent span id) from a W3C ``traceparent`` header, when it is valid (docs/protocols.md)."""
+    match = _TRACEPARENT.fullmatch((header or "").strip())
+    if match is None or match["version"] == "ff" or not int(match["trace"], 16) or not int(match["parent"], 16):
         return None
-    try:
-        int(parts[1], 16), int(parts[2], 16)
-    except ValueError:
-        return None
-    return parts[1], parts[2]
+    return match["trace"], match["parent"]
 
 
 @dataclass
@@ -63,6 +64,8 @@ class TurnTrace:
     name: str
     parent: str | None = None
     """The upgrade's ``traceparent`` (the session's first turn only)."""
+    link: str | None = None
+    """The upgrade's ``traceparent`` on a later turn: its trace is linked to that context, not part of it."""
     started: float = field(default_factory=time.time)
     input: str | None = None
     turn: Turn | None = None
@@ -114,6 +117,9 @@ class TurnTrace:
         }
         if propagated:
             root["parentSpanId"] = propagated[1]
+        linked = parse_traceparent(self.link)
+        if linked:
+            root["links"] = [{"traceId": linked[0], "spanId": linked[1]}]
         return {
             "resourceSpans": [
                 {
