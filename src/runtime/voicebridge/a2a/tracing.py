@@ -72,12 +72,17 @@ class TurnTrace:
     spoken: list[tuple[str, float, float]] = field(default_factory=list)
     meant: list[str] = field(default_factory=list)
     """What the agent set out to say: the turn's output when nothing of it could be spoken."""
+    responder: tuple[str, float, float] | None = None
+    """The responder asked for the reply: its name, when it was asked and when the reply was made whole (epoch s)."""
 
     def heard(self, transcript: str, turn: Turn | None) -> None:
         self.input, self.turn = transcript, turn
 
     def spoke(self, text: str, began: float, ended: float) -> None:
         self.spoken.append((text, began, ended))
+
+    def answered(self, responder: str, began: float, ended: float) -> None:
+        self.responder = (responder, began, ended)
 
     def otlp(self, *, interrupted: bool = False, failed: tuple[int, str, str] | None = None) -> dict[str, Any]:
         ended = time.time()
@@ -94,6 +99,10 @@ class TurnTrace:
             spans.append(self._child(trace_id, root_id, "transcribe ink", stopped, turn.ended_at_ms / 1000))
         if self.input is not None:
             events.append(_message("input", "user", self.input, root_start))
+        if self.responder is not None:
+            name, began, finished = self.responder
+            root_start = min(root_start, began)
+            spans.append(self._child(trace_id, root_id, f"invoke_agent {name}", began, finished))
         for text, began, finished in self.spoken:
             spans.append(self._child(trace_id, root_id, "chat sonic", began, finished))
             events.append(_message("output", "assistant", text, finished))
