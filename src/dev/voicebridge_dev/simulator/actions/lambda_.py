@@ -14,22 +14,20 @@ from __future__ import annotations
 import json
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from voicebridge_dev.flows import Action
-from voicebridge_dev.simulator.actions.common import (
+from voicebridge_dev.simulator.call import Call
+from voicebridge_dev.simulator.events import LambdaCall, LambdaOutcome
+from voicebridge_dev.simulator.outcomes import (
     WAIT_SLICE_S,
     ActionFailed,
     Branch,
     CallOver,
     UnsupportedActionError,
 )
-from voicebridge_dev.simulator.events import LambdaCall, LambdaOutcome
-
-if TYPE_CHECKING:
-    from voicebridge_dev.simulator.engine import Call
 
 __all__ = ["CHAIN_BUDGET_S", "MAX_RESPONSE_BYTES", "invoke_lambda"]
 

@@ -14,14 +14,14 @@ left to its time limit (:mod:`~voicebridge_dev.simulator.standins`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from voicebridge_dev.flows import Action
-from voicebridge_dev.simulator.actions.common import ActionFailed, Branch, branch_on, error_type
 from voicebridge_dev.simulator.actions.prompts import Prompt, play, prompt, speak
 from voicebridge_dev.simulator.actions.recorded import resolved
+from voicebridge_dev.simulator.call import Call
 from voicebridge_dev.simulator.caller import Press, Say
 from voicebridge_dev.simulator.events import Noted
 from voicebridge_dev.simulator.keypad import menu_key, stored_input
@@ -33,9 +33,7 @@ from voicebridge_dev.simulator.lexbot import (
     message_text,
     start_timeout_s,
 )
-
-if TYPE_CHECKING:
-    from voicebridge_dev.simulator.engine import Call
+from voicebridge_dev.simulator.outcomes import ActionFailed, Branch, branch_on, error_type
 
 __all__ = ["get_input", "lex_bot", "view"]
 

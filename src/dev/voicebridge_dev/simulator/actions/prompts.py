@@ -17,7 +17,7 @@ import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import numpy as np
@@ -29,12 +29,10 @@ from voicebridge.errors import AudioFormatError
 from voicebridge_dev.flows import Action
 from voicebridge_dev.local.kvs import EMULATED_INSTANCE_ID, KvsEmulatorError
 from voicebridge_dev.local.speech_engine import SpeechEngineError
-from voicebridge_dev.simulator.actions.common import ActionFailed, Branch, CallOver, FlowRuntimeError
+from voicebridge_dev.simulator.call import Call
 from voicebridge_dev.simulator.events import BOT, SegmentKind, StreamingChanged
 from voicebridge_dev.simulator.media import SAMPLE_RATE, read_call_audio
-
-if TYPE_CHECKING:
-    from voicebridge_dev.simulator.engine import Call
+from voicebridge_dev.simulator.outcomes import ActionFailed, Branch, CallOver, FlowRuntimeError
 
 __all__ = ["Prompt", "media_streaming", "message", "play", "prompt", "prompt_of", "speak"]
 

@@ -11,15 +11,13 @@ https://docs.aws.amazon.com/connect/latest/APIReference/flow-language-actions.ht
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from voicebridge_dev.flows import Action
-from voicebridge_dev.simulator.actions.common import ActionFailed, Branch, CallOver, FlowRuntimeError
+from voicebridge_dev.simulator.call import Call
 from voicebridge_dev.simulator.events import Noted
+from voicebridge_dev.simulator.outcomes import ActionFailed, Branch, CallOver, FlowRuntimeError
 from voicebridge_dev.simulator.standins import unavailable_error
-
-if TYPE_CHECKING:
-    from voicebridge_dev.simulator.engine import Call
 
 __all__ = ["ends", "recorded", "resolved", "unavailable", "wait"]
 
