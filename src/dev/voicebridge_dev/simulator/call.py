@@ -63,6 +63,7 @@ class Call:
         self.flow = flow.flow
         self.flow_name = str(flow.flow.metadata.get("name") or "")
         self.family = flow.family
+        self.templated = flow.templated
         self.functions = flow.functions
         self.lambda_client = lambda_client
         self.s3 = s3_client

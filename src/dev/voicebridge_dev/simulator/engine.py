@@ -198,7 +198,7 @@ def load_flow_for_simulation(
         raise InvalidFlowError(problems)
     flow = parse_flow(document, templated=templated) if not unknown else _flow_with_unknown_actions(document, unknown)
     functions = {resolver.arn(name): name for name in template_functions(template_path)}
-    return LoadedFlow(flow, functions, flow_family(document))
+    return LoadedFlow(flow, functions, flow_family(document), templated)
 
 
 _TEXT_KEYS = frozenset({"Metadata", "Name", "Description"})
@@ -299,6 +299,7 @@ _HANDLERS: Final[Mapping[str, Handler]] = {
     **{kind: recorded.ends for kind in ENDS},
     **{kind: recorded.unavailable for kind in UNAVAILABLE},
     "ConnectParticipantWithLexBot": participants.lex_bot,
+    "ConnectParticipantWithAgenticCX": participants.agentic_cx,
     "ShowView": participants.view,
     "TransferToFlow": flows.transfer_to_flow,
     "InvokeFlowModule": flows.invoke_module,
@@ -362,7 +363,9 @@ class FlowSimulator(Call):
                 except CallOver as over:
                     self.log.record(ActionRun(now, action.identifier, action.type, over.reason, None, where))
                     raise
-                self.log.record(ActionRun(now, action.identifier, action.type, branch.outcome, branch.target, where))
+                self.log.record(
+                    ActionRun(now, action.identifier, action.type, branch.outcome, branch.target, where, branch.why)
+                )
                 if branch.target is None:
                     raise FlowRuntimeError(f"action {action.identifier!r} took {branch.outcome}, which leads nowhere")
             except FlowRuntimeError as exc:
@@ -370,19 +373,23 @@ class FlowSimulator(Call):
                 if not self.callers:
                     raise
                 invoke = flows.return_from_module(self)
-                branch = self._error(invoke, "NoMatchingError", f"module failed: {exc}")
+                branch = self._error(invoke, "NoMatchingError", f"the module failed: {exc}")
                 at = self.clock.now()
                 self.log.record(
-                    ActionRun(at, invoke.identifier, invoke.type, branch.outcome, branch.target, self.flow_name)
+                    ActionRun(
+                        at, invoke.identifier, invoke.type, branch.outcome, branch.target, self.flow_name, branch.why
+                    )
                 )
             identifier = str(branch.target)
 
     def _error(self, action: Action, error_type: str, reason: str) -> Branch:
         target = action.error_target(error_type)
         if target is None:
-            raise FlowRuntimeError(f"action {action.identifier!r} failed ({reason}) and has no {error_type} branch")
+            raise FlowRuntimeError(
+                f"action {action.identifier!r} ({action.type}) failed: {reason}; it has no {error_type} branch"
+            )
         logger.info("flow simulator: %s took %s: %s", action.identifier, error_type, reason)
-        return Branch(error_type, target)
+        return Branch(error_type, target, reason)
 
 
 _CLIENTS_LOCK = threading.Lock()

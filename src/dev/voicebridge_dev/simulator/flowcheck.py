@@ -142,7 +142,13 @@ def _run(path: Path, cloud: LocalCloud, template: Path, setting: Setting, librar
         detail=None if outcome in ("error", "limit") else result.detail,
         error=result.detail if outcome in ("error", "limit") else None,
         actions=[
-            {"identifier": e.identifier, "type": e.type, "outcome": e.outcome, "flow": e.flow}
+            {
+                "identifier": e.identifier,
+                "type": e.type,
+                "outcome": e.outcome,
+                "flow": e.flow,
+                **({"why": e.why} if e.why else {}),
+            }
             for e in result.events
             if isinstance(e, ActionRun)
         ],
@@ -214,7 +220,8 @@ def cli_simulate(
             if action["flow"] != flow:
                 flow = action["flow"]
                 print(f"  in {flow or 'the first flow'}:")
-            print(f"  {action['identifier']} [{action['type']}] -> {action['outcome']}")
+            why = f" ({action['why']})" if action.get("why") else ""
+            print(f"  {action['identifier']} [{action['type']}] -> {action['outcome']}{why}")
     if report:
         Path(report).parent.mkdir(parents=True, exist_ok=True)
         Path(report).write_text(json.dumps([asdict(run) for run in runs], indent=2) + "\n", encoding="utf-8")

@@ -19,3 +19,6 @@ class LoadedFlow:
     functions: Mapping[str, str]
     family: str | None = None
     """The flow type's family (``customer queue``, ``hold``, ``whisper``…), when the flow says which it is."""
+    templated: bool = False
+    """The flow is a template whose tokens are filled before import: a token where a value is needed (a prompt's
+    URL) gets a stand-in."""

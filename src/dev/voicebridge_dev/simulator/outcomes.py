@@ -69,6 +69,8 @@ class ActionFailed(Exception):
 class Branch:
     outcome: str
     target: str | None
+    why: str | None = None
+    """Why an error branch was taken, in the flow author's words."""
 
 
 def branch_on(action: Action, value: str) -> Branch:

@@ -1,5 +1,5 @@
 """The input and Lex family of the flow simulator, what the caller (or the agent's workspace) answers:
-``GetParticipantInput``, ``ConnectParticipantWithLexBot`` and ``ShowView``.
+``GetParticipantInput``, ``ConnectParticipantWithLexBot``, ``ConnectParticipantWithAgenticCX`` and ``ShowView``.
 
 ``GetParticipantInput`` plays its prompt, then waits ``InputTimeLimitSeconds`` for the keys the simulated caller
 presses (:mod:`~voicebridge_dev.simulator.keypad`: a menu's key and its condition, or keys stored in
@@ -9,10 +9,20 @@ https://docs.aws.amazon.com/connect/latest/APIReference/participant-actions-getp
 ``ConnectParticipantWithLexBot`` sends the Lex emulator's bot what the caller says
 (:mod:`~voicebridge_dev.simulator.lexbot`); ``ShowView`` is recorded and answered by the caller script's choice, or
 left to its time limit (:mod:`~voicebridge_dev.simulator.standins`).
+
+``ConnectParticipantWithAgenticCX`` hands the call to an Agentic CX application
+(https://docs.aws.amazon.com/connect/latest/adminguide/agentic-cx-block.html: the block "routes the contact to a
+branch based on the exit condition that the application returns"). No such application runs here: a stand-in hears
+the caller's script turn by turn and takes it to an outcome. A turn that asks for a person takes the ``Escalation``
+condition (its ``NoMatchingCondition`` branch when the flow has none); words and then silence end the conversation,
+which takes the default branch; silence from the start takes ``InputTimeLimitExceeded``, the console's idle
+timeout. What the application would say is not simulated (it is the application's), and how long it waits for a
+silent caller is the simulator's choice (:data:`AGENTIC_IDLE_S`): no AWS text gives it.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,10 +45,42 @@ from voicebridge_dev.simulator.lexbot import (
 )
 from voicebridge_dev.simulator.outcomes import ActionFailed, Branch, branch_on, error_type
 
-__all__ = ["get_input", "lex_bot", "view"]
+__all__ = ["agentic_cx", "get_input", "lex_bot", "view"]
 
 _LEX_TURNS = 20
 """Turns of one Lex conversation before the simulator gives up on the bot closing an intent."""
+
+
+AGENTIC_IDLE_S = 8.0
+"""How long the Agentic CX stand-in waits for the caller's next turn; no AWS text gives the application's."""
+_ASKS_FOR_A_PERSON = re.compile(r"\b(agent|human|person|representative|operator|someone)\b", re.IGNORECASE)
+
+
+def agentic_cx(call: Call, action: Action) -> Branch:
+    configuration = action.parameters.get("AgentConfiguration") or {}
+    variables = configuration.get("ContextVariables") or {}
+    call.log.record(
+        Noted(
+            call.clock.now(),
+            action.identifier,
+            action.type,
+            {
+                "application": configuration.get("ApplicationId"),
+                "alias": configuration.get("Alias"),
+                "context": {name: call.contact.value(str(value)) for name, value in variables.items()},
+            },
+        )
+    )
+    for turn in range(_LEX_TURNS):
+        said = _listen(call, AGENTIC_IDLE_S, (Say, Press))
+        if said is None and turn == 0:
+            raise ActionFailed("the caller said nothing", error_type(action, "InputTimeLimitExceeded"))
+        if said is None:
+            return Branch("conversation ended", action.next_action)
+        call.log.record(Noted(call.clock.now(), action.identifier, action.type, {"said": said}))
+        if _ASKS_FOR_A_PERSON.search(said):
+            return branch_on(action, "Escalation")
+    return Branch("conversation ended", action.next_action)
 
 
 def get_input(call: Call, action: Action) -> Branch:

@@ -27,6 +27,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from voicebridge.audio.wav import read_wav
 from voicebridge.errors import AudioFormatError
 from voicebridge_dev.flows import Action
+from voicebridge_dev.flows.rules import template_value
 from voicebridge_dev.local.kvs import EMULATED_INSTANCE_ID, KvsEmulatorError
 from voicebridge_dev.local.speech_engine import SpeechEngineError
 from voicebridge_dev.simulator.call import Call
@@ -71,6 +72,11 @@ def prompt_of(call: Call, params: Mapping[str, Any]) -> Prompt | None:
         return Prompt(speak(call, f"Prompt {name}."), "prompt", text=f"prompt {name}", uri=prompt_id)
     if "Media" in params:
         uri = call.contact.value(str(params["Media"]["Uri"]))
+        if call.templated and template_value(uri):
+            # A template's URL (a bucket's address its stack fills in) names nothing here: its file's name is spoken
+            # in its stead, as a prompt the local library does not hold is.
+            name = uri.rsplit("/", 1)[-1] or uri
+            return Prompt(speak(call, f"Prompt {name}."), "prompt", text=f"prompt {name}", uri=uri)
         return Prompt(_fetch_prompt(call, uri), "prompt", uri=uri)
     if "Text" in params:
         text = " ".join(call.contact.interpolate(str(params["Text"])).split())
