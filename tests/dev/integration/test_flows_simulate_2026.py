@@ -1,0 +1,138 @@
+"""``voicebridge flows simulate`` on what late-2026 console exports hold (issue 29): the Agentic CX block taken to an
+outcome by the caller's script, data-table writes and lists, a templated prompt URL, Voice ID after its end of
+support, and why each error branch was taken."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.dev.integration.test_flows_simulate import BYE, equals, flow, say, script, simulate
+from tests.fixtures import ROOT
+
+TEMPLATE = ROOT / "template.yaml"
+
+
+def agentic(tmp_path: Path) -> Path:
+    block = {
+        "Identifier": "Agent",
+        "Type": "ConnectParticipantWithAgenticCX",
+        "Parameters": {
+            "AgentConfiguration": {
+                "WorkspaceId": "w",
+                "ApplicationId": "a",
+                "Alias": "p",
+                "ContextVariables": {"phone": "$.CustomerEndpoint.Address"},
+            }
+        },
+        "Transitions": {
+            "NextAction": "Done",
+            "Conditions": [equals("Human", "Escalation")],
+            "Errors": [
+                {"NextAction": "Bye", "ErrorType": "NoMatchingError"},
+                {"NextAction": "Bye", "ErrorType": "NoMatchingCondition"},
+                {"NextAction": "Idle", "ErrorType": "InputTimeLimitExceeded"},
+            ],
+        },
+    }
+    return flow(tmp_path, "agentic", [block, say("Done", "Goodbye."), say("Human", "An agent."), say("Idle", "?"), BYE])
+
+
+def path_of(run: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(action["identifier"], action["outcome"]) for action in run["actions"]]
+
+
+def test_an_agentic_cx_block_escalates_when_the_caller_asks_for_a_person(tmp_path: Path) -> None:
+    caller = script(tmp_path, [{"say": "I want to talk to an agent please."}])
+    status, run = simulate(agentic(tmp_path), "--caller", caller, "--template", TEMPLATE)
+    assert status == 0
+    assert path_of(run)[0] == ("Agent", "Equals Escalation")
+    assert run["said"][-1] == "An agent."
+
+
+def test_an_agentic_cx_conversation_that_ends_takes_the_default_branch(tmp_path: Path) -> None:
+    caller = script(tmp_path, [{"say": "What are your opening hours?"}, "silence"])
+    status, run = simulate(agentic(tmp_path), "--caller", caller, "--template", TEMPLATE)
+    assert status == 0
+    assert path_of(run)[0] == ("Agent", "conversation ended")
+
+
+def test_an_agentic_cx_block_with_a_silent_caller_takes_its_idle_timeout(tmp_path: Path) -> None:
+    status, run = simulate(agentic(tmp_path), "--template", TEMPLATE)
+    assert status == 0
+    assert path_of(run)[0] == ("Agent", "InputTimeLimitExceeded")
+
+
+def test_a_data_table_write_is_recorded_and_a_list_takes_its_error_branch_with_the_reason(tmp_path: Path) -> None:
+    table = {"DataTableId": "$.Attributes.table"}
+    write = {
+        "Identifier": "Write",
+        "Type": "UpsertDataTableValues",
+        "Parameters": {**table, "LockVersion": "1"},
+        "Transitions": {"NextAction": "List", "Errors": [{"NextAction": "Bye", "ErrorType": "NoMatchingError"}]},
+    }
+    listed = {
+        "Identifier": "List",
+        "Type": "ListDataTableValues",
+        "Parameters": table,
+        "Transitions": {"NextAction": "Bye", "Errors": [{"NextAction": "Bye", "ErrorType": "NoMatchingError"}]},
+    }
+    status, run = simulate(flow(tmp_path, "tables", [write, listed, BYE]), "--template", TEMPLATE)
+    assert status == 0
+    assert path_of(run)[:2] == [("Write", "recorded"), ("List", "NoMatchingError")]
+    assert "ListDataTableValues needs a service the local cloud does not run" in run["actions"][1]["why"]
+
+
+def test_a_templated_prompt_url_plays_a_stand_in(tmp_path: Path) -> None:
+    hold = {
+        "Identifier": "Music",
+        "Type": "MessageParticipant",
+        "Parameters": {
+            "Media": {"Uri": "${Site.WebsiteURL}/customerprompts/hold.wav", "SourceType": "S3", "MediaType": "Audio"}
+        },
+        "Transitions": {"NextAction": "Bye", "Errors": [{"NextAction": "Bye", "ErrorType": "NoMatchingError"}]},
+    }
+    status, run = simulate(flow(tmp_path, "hold", [hold, BYE]), "--templated", "--template", TEMPLATE)
+    assert status == 0
+    assert path_of(run)[0] == ("Music", "next")
+    assert run["outcome"] == "disconnected"
+
+
+def test_a_voice_id_check_takes_its_error_branch_and_says_its_support_ended(tmp_path: Path) -> None:
+    check = {
+        "Identifier": "Voice",
+        "Type": "CheckVoiceId",
+        "Parameters": {"CheckVoiceIdOption": "enrollmentStatus"},
+        "Transitions": {
+            "NextAction": "Bye",
+            "Conditions": [equals("Bye", "Enrolled")],
+            "Errors": [{"NextAction": "Bye", "ErrorType": "NoMatchingError"}],
+        },
+    }
+    _, run = simulate(flow(tmp_path, "voice", [check, BYE]), "--template", TEMPLATE)
+    assert run["actions"][0]["why"] == "CheckVoiceId needs Voice ID, whose support ended on 2026-05-20"
+
+
+def test_a_module_that_fails_to_load_says_why_on_the_invoking_block(tmp_path: Path) -> None:
+    folder = tmp_path / "flows"
+    folder.mkdir()
+    (folder / "broken.json").write_text('{"Version": "2019-10-30", "StartAction": "x", "Actions": []}', "utf-8")
+    invoke = {
+        "Identifier": "Module",
+        "Type": "InvokeFlowModule",
+        "Parameters": {"FlowModuleId": "broken"},
+        "Transitions": {"NextAction": "Bye", "Errors": [{"NextAction": "Bye", "ErrorType": "NoMatchingError"}]},
+    }
+    status, run = simulate(flow(tmp_path, "main", [invoke, BYE]), "--flows", folder, "--template", TEMPLATE)
+    assert status == 0
+    assert run["actions"][0]["outcome"] == "NoMatchingError"
+    assert "'broken' names cannot run" in run["actions"][0]["why"]
+
+
+def test_an_error_with_no_branch_names_the_action_its_type_and_the_reason(tmp_path: Path) -> None:
+    listed = {"Identifier": "List", "Type": "ListDataTableValues", "Parameters": {}, "Transitions": {"NextAction": "Bye"}}
+    status, run = simulate(flow(tmp_path, "bare", [listed, BYE]), "--template", TEMPLATE)
+    assert status == 1
+    assert run["error"] == (
+        "action 'List': ListDataTableValues needs a service the local cloud does not run, and it has no error branch"
+    )
