@@ -130,7 +130,12 @@ def test_a_module_that_fails_to_load_says_why_on_the_invoking_block(tmp_path: Pa
 
 
 def test_an_error_with_no_branch_names_the_action_its_type_and_the_reason(tmp_path: Path) -> None:
-    listed = {"Identifier": "List", "Type": "ListDataTableValues", "Parameters": {}, "Transitions": {"NextAction": "Bye"}}
+    listed = {
+        "Identifier": "List",
+        "Type": "ListDataTableValues",
+        "Parameters": {},
+        "Transitions": {"NextAction": "Bye"},
+    }
     status, run = simulate(flow(tmp_path, "bare", [listed, BYE]), "--template", TEMPLATE)
     assert status == 1
     assert run["error"] == (

@@ -98,3 +98,15 @@ def test_a_voice_id_block_is_accepted_with_a_warning_that_its_support_ended() ->
     )
     assert [p for p in validate(minimal_flow(check)) if not p.warning] == []
     assert problems(check) == [f"Voice: {VOICE_ID_ENDED}"]
+
+
+def test_the_older_voice_id_blocks_are_accepted_with_the_same_warning() -> None:
+    set_voice = step(
+        "Set",
+        "SetSecurityBehavior",
+        {"VoiceAuthentication": "50", "SecurityBehaviorOption": "Enable"},
+        NextAction="Check",
+        Errors=NO_MATCH,
+    )
+    check = step("Check", "CheckSecurityStatus", {}, NextAction="Bye", Conditions=[condition("Authenticated")])
+    assert problems(set_voice, check) == [f"Set: {VOICE_ID_ENDED}", f"Check: {VOICE_ID_ENDED}"]

@@ -51,6 +51,8 @@ NEWER: dict[str, dict[str, Any]] = {
     },
     "ListDataTableValues": {"DataTableId": f"{INSTANCE}/data-table/8d2c5c4c-6f3b-4e38-9d7e-3c1f0a0b2f11"},
     "UpsertDataTableValues": {"DataTableId": f"{INSTANCE}/data-table/8d2c5c4c-6f3b-4e38-9d7e-3c1f0a0b2f11"},
+    "SetSecurityBehavior": {"VoiceAuthentication": "50", "SecurityBehaviorOption": "Enable"},
+    "CheckSecurityStatus": {},
 }
 
 

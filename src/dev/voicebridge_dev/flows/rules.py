@@ -1336,6 +1336,16 @@ _SPECS: dict[str, ActionSpec] = {
         note=_NEWER + " (the Agentic CX block); its parameters, its Escalation condition and its three errors are a "
         "console export's of 2026-09-10 (tests/data/flows/sample-aicc-builder-for-amazon-connect-ai-agent)",
     ),
+    "CheckSecurityStatus": ActionSpec(
+        ADMIN_GUIDE + "check-voice-id.html",
+        open_parameters=True,
+        advise=_voice_id_ended,
+        errors=_NO_MATCH,
+        open_errors=True,
+        conditions=True,
+        note=_NEWER + " (the Check Voice ID block as an older CreateContactFlow request writes it, branching on "
+        "Authenticated, NotAuthenticated, Inconclusive, OptedOut, NotEnrolled)",
+    ),
     "ListDataTableValues": ActionSpec(
         ADMIN_GUIDE + "data-table-block.html",
         optional=frozenset({"DataTableId", "PrimaryKeyGroups"}),
@@ -1352,6 +1362,15 @@ _SPECS: dict[str, ActionSpec] = {
         errors=_NO_MATCH,
         open_errors=True,
         note=_NEWER + "; no block page names its parameters, so any is accepted",
+    ),
+    "SetSecurityBehavior": ActionSpec(
+        ADMIN_GUIDE + "set-voice-id.html",
+        optional=frozenset({"SecurityBehaviorOption", "VoiceAuthentication"}),
+        open_parameters=True,
+        advise=_voice_id_ended,
+        errors=_NO_MATCH,
+        open_errors=True,
+        note=_NEWER + " (the Set Voice ID block as an older CreateContactFlow request writes it)",
     ),
     "UpsertDataTableValues": ActionSpec(
         ADMIN_GUIDE + "data-table-block.html",
@@ -1385,6 +1404,8 @@ NEWER_TYPES = frozenset(
         "ConnectParticipantWithAgenticCX",
         "ListDataTableValues",
         "UpsertDataTableValues",
+        "SetSecurityBehavior",
+        "CheckSecurityStatus",
     }
 )
 

@@ -43,7 +43,8 @@ answered here, by a documented stand-in:
   branch the action has (``NoneFoundError`` before ``NoMatchingError``), as a lookup that finds nothing would; a
   persistent chat association takes it too, as the admin guide's block page says a voice contact does. Voice ID's
   support ended on 2026-05-20 (the admin guide's end-of-support page: its resources can no longer be reached), so
-  ``CheckVoiceId`` takes its error branch, and says why.
+  ``CheckVoiceId``, and the older ``SetSecurityBehavior`` and ``CheckSecurityStatus``, take their error branch and
+  say why (``StartVoiceIdStream`` is recorded, as before).
 - The email and message-template actions (``StartOutboundEmailContact``, ``CreateContact``,
   ``RenderMessageTemplate``) are recorded: nothing of them reaches a caller on the line.
 """
@@ -110,6 +111,7 @@ PARTICIPANTS: Final = frozenset({"ConnectParticipantWithLexBot", "ConnectPartici
 UNAVAILABLE: Final = frozenset(
     {
         "CheckOutboundCallStatus",
+        "CheckSecurityStatus",
         "CheckSegmentMembershipForCustomerProfile",
         "CheckVoiceId",
         "CompleteOutboundCall",
@@ -121,10 +123,11 @@ UNAVAILABLE: Final = frozenset(
         "GetCustomerProfileObject",
         "ListDataTableValues",
         "ResumeContact",
+        "SetSecurityBehavior",
         "StartOutboundChatContact",
     }
 )
-VOICE_ID: Final = frozenset({"CheckVoiceId", "StartVoiceIdStream"})
+VOICE_ID: Final = frozenset({"CheckSecurityStatus", "CheckVoiceId", "SetSecurityBehavior", "StartVoiceIdStream"})
 """The Voice ID blocks, whose service's support ended on 2026-05-20 (docs/flows.md, *Voice ID*)."""
 _PREFERRED_ERRORS: Final = ("NoneFoundError", "NoneFound", "NoMatchingError")
 
