@@ -9,6 +9,7 @@ from typing import Any
 
 from tests.dev.integration.test_flows_simulate import BYE, equals, flow, say, script, simulate
 from tests.fixtures import ROOT
+from voicebridge_dev.cli import main
 
 TEMPLATE = ROOT / "template.yaml"
 
@@ -141,3 +142,24 @@ def test_an_error_with_no_branch_names_the_action_its_type_and_the_reason(tmp_pa
     assert run["error"] == (
         "action 'List': ListDataTableValues needs a service the local cloud does not run, and it has no error branch"
     )
+
+
+def hold_loop(tmp_path: Path) -> Path:
+    loop = {
+        "Identifier": "Music",
+        "Type": "MessageParticipantIteratively",
+        "Parameters": {"Messages": [{"Text": "Please hold."}]},
+        "Transitions": {"NextAction": "Bye", "Errors": [{"NextAction": "Bye", "ErrorType": "NoMatchingError"}]},
+    }
+    return flow(tmp_path, "hold", [loop, BYE])
+
+
+def test_a_flow_that_does_not_say_its_type_runs_as_the_hold_flow_type_says(tmp_path: Path) -> None:
+    status, run = simulate(hold_loop(tmp_path), "--type", "CUSTOMER_HOLD", "--template", TEMPLATE)
+    assert status == 0
+    assert (run["outcome"], run["detail"]) == ("ended", "the agent took the call off hold")
+
+
+def test_an_unknown_flow_type_is_refused(tmp_path: Path) -> None:
+    status = main(["flows", "simulate", str(hold_loop(tmp_path)), "--type", "HOLD", "--template", str(TEMPLATE)])
+    assert status == 2

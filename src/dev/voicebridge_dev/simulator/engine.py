@@ -77,7 +77,7 @@ from voicebridge_dev.flows import (
     template_functions,
     validate,
 )
-from voicebridge_dev.flows.rules import PLACEHOLDER
+from voicebridge_dev.flows.rules import FLOW_FAMILIES, PLACEHOLDER
 from voicebridge_dev.flows.validate import flow_family
 from voicebridge_dev.local.kvs import StreamHost
 from voicebridge_dev.local.speech_engine import SpeechEngine
@@ -152,12 +152,14 @@ def load_flow_for_simulation(
     parameters: Mapping[str, str] | None = None,
     placeholders: Mapping[str, str] | None = None,
     templated: bool = False,
+    flow_type: str | None = None,
 ) -> LoadedFlow:
     """Read a flow, fill its ``${X.Arn}``/``${X}`` placeholders for the local cloud, and check it (as a template whose
     tokens are filled before import, when ``templated``: see :func:`~voicebridge_dev.flows.validate`).
 
     ``parameters`` are template parameter values (else their defaults); a blank ``AgentQueueArn`` is the local
-    instance's queue. ``placeholders`` adds or replaces values (``{"AgentQueueArn": "arn:…"}``). Actions of a type
+    instance's queue. ``placeholders`` adds or replaces values (``{"AgentQueueArn": "arn:…"}``). ``flow_type`` (a
+    CreateContactFlow type, ``CUSTOMER_HOLD``) is the type of a flow that does not say its own. Actions of a type
     the validator does not know are kept, so the call stops when it reaches one; every other problem raises
     :class:`InvalidFlowError`.
     """
@@ -198,7 +200,8 @@ def load_flow_for_simulation(
         raise InvalidFlowError(problems)
     flow = parse_flow(document, templated=templated) if not unknown else _flow_with_unknown_actions(document, unknown)
     functions = {resolver.arn(name): name for name in template_functions(template_path)}
-    return LoadedFlow(flow, functions, flow_family(document), templated)
+    family = flow_family(document) or FLOW_FAMILIES.get(flow_type or "")
+    return LoadedFlow(flow, functions, family, templated)
 
 
 _TEXT_KEYS = frozenset({"Metadata", "Name", "Description"})
@@ -445,6 +448,7 @@ def simulate_call(
     flows: Sequence[str | Path] | FlowLibrary = (),
     views: Mapping[str, str] | None = None,
     prompts: str | Path | None = None,
+    flow_type: str | None = None,
 ) -> CallResult:
     """One inbound call through ``flow_path`` on the local cloud whose endpoints ``env`` holds.
 
@@ -452,7 +456,8 @@ def simulate_call(
     a Lambda function that is not the template's answers from it, by ARN or name, or with ``{}``. ``flows`` are
     folders of flows the call may be transferred to or invoke as modules (:mod:`~.library`), or a library made
     once for many calls (:func:`flow_library`); ``views`` the result
-    each view gives (by action identifier or view ID); ``prompts`` a folder of prompt WAVs named by prompt ID.
+    each view gives (by action identifier or view ID); ``prompts`` a folder of prompt WAVs named by prompt ID;
+    ``flow_type`` the type (``CUSTOMER_HOLD``…) of a flow that does not say its own.
     Lex V2 bots are asked at ``AWS_ENDPOINT_URL_LEX_RUNTIME_V2`` when ``env`` has it.
 
     ``env`` is :meth:`LocalCloud.env` plus ``AWS_ENDPOINT_URL_LAMBDA`` (the Lambda emulator); ``kvs`` is the
@@ -466,7 +471,8 @@ def simulate_call(
         "placeholders": placeholders,
         "templated": templated,
     }
-    loaded = load_flow_for_simulation(flow_path, template_path, **options)
+    # The type given is the flow's own; the flows it moves to say theirs, or are the library's to find.
+    loaded = load_flow_for_simulation(flow_path, template_path, **options, flow_type=flow_type)
     # The flow enforces its own time limit; botocore must neither give up first nor retry behind its back.
     lambda_client = _client(
         "lambda",
