@@ -9,33 +9,24 @@ from typing import Any
 
 from tests.dev.integration.test_flows_simulate import BYE, equals, flow, say, script, simulate
 from tests.fixtures import ROOT
+from tests.fixtures.flows import step
 from voicebridge_dev.cli import main
 
 TEMPLATE = ROOT / "template.yaml"
+NO_MATCH = [{"NextAction": "Bye", "ErrorType": "NoMatchingError"}]
+PHONE = "$.CustomerEndpoint.Address"
 
 
 def agentic(tmp_path: Path) -> Path:
-    block = {
-        "Identifier": "Agent",
-        "Type": "ConnectParticipantWithAgenticCX",
-        "Parameters": {
-            "AgentConfiguration": {
-                "WorkspaceId": "w",
-                "ApplicationId": "a",
-                "Alias": "p",
-                "ContextVariables": {"phone": "$.CustomerEndpoint.Address"},
-            }
-        },
-        "Transitions": {
-            "NextAction": "Done",
-            "Conditions": [equals("Human", "Escalation")],
-            "Errors": [
-                {"NextAction": "Bye", "ErrorType": "NoMatchingError"},
-                {"NextAction": "Bye", "ErrorType": "NoMatchingCondition"},
-                {"NextAction": "Idle", "ErrorType": "InputTimeLimitExceeded"},
-            ],
-        },
-    }
+    configuration = {"WorkspaceId": "w", "ApplicationId": "a", "Alias": "p", "ContextVariables": {"phone": PHONE}}
+    block = step(
+        "Agent",
+        "ConnectParticipantWithAgenticCX",
+        {"AgentConfiguration": configuration},
+        NextAction="Done",
+        Conditions=[equals("Human", "Escalation")],
+        Errors=[*NO_MATCH, {"NextAction": "Idle", "ErrorType": "InputTimeLimitExceeded"}],
+    )
     return flow(tmp_path, "agentic", [block, say("Done", "Goodbye."), say("Human", "An agent."), say("Idle", "?"), BYE])
 
 
@@ -66,18 +57,8 @@ def test_an_agentic_cx_block_with_a_silent_caller_takes_its_idle_timeout(tmp_pat
 
 def test_a_data_table_write_is_recorded_and_a_list_takes_its_error_branch_with_the_reason(tmp_path: Path) -> None:
     table = {"DataTableId": "$.Attributes.table"}
-    write = {
-        "Identifier": "Write",
-        "Type": "UpsertDataTableValues",
-        "Parameters": {**table, "LockVersion": "1"},
-        "Transitions": {"NextAction": "List", "Errors": [{"NextAction": "Bye", "ErrorType": "NoMatchingError"}]},
-    }
-    listed = {
-        "Identifier": "List",
-        "Type": "ListDataTableValues",
-        "Parameters": table,
-        "Transitions": {"NextAction": "Bye", "Errors": [{"NextAction": "Bye", "ErrorType": "NoMatchingError"}]},
-    }
+    write = step("Write", "UpsertDataTableValues", {**table, "LockVersion": "1"}, NextAction="List", Errors=NO_MATCH)
+    listed = step("List", "ListDataTableValues", table, NextAction="Bye", Errors=NO_MATCH)
     status, run = simulate(flow(tmp_path, "tables", [write, listed, BYE]), "--template", TEMPLATE)
     assert status == 0
     assert path_of(run)[:2] == [("Write", "recorded"), ("List", "NoMatchingError")]
@@ -85,14 +66,8 @@ def test_a_data_table_write_is_recorded_and_a_list_takes_its_error_branch_with_t
 
 
 def test_a_templated_prompt_url_plays_a_stand_in(tmp_path: Path) -> None:
-    hold = {
-        "Identifier": "Music",
-        "Type": "MessageParticipant",
-        "Parameters": {
-            "Media": {"Uri": "${Site.WebsiteURL}/customerprompts/hold.wav", "SourceType": "S3", "MediaType": "Audio"}
-        },
-        "Transitions": {"NextAction": "Bye", "Errors": [{"NextAction": "Bye", "ErrorType": "NoMatchingError"}]},
-    }
+    media = {"Uri": "${Site.WebsiteURL}/customerprompts/hold.wav", "SourceType": "S3", "MediaType": "Audio"}
+    hold = step("Music", "MessageParticipant", {"Media": media}, NextAction="Bye", Errors=NO_MATCH)
     status, run = simulate(flow(tmp_path, "hold", [hold, BYE]), "--templated", "--template", TEMPLATE)
     assert status == 0
     assert path_of(run)[0] == ("Music", "next")
@@ -100,16 +75,14 @@ def test_a_templated_prompt_url_plays_a_stand_in(tmp_path: Path) -> None:
 
 
 def test_a_voice_id_check_takes_its_error_branch_and_says_its_support_ended(tmp_path: Path) -> None:
-    check = {
-        "Identifier": "Voice",
-        "Type": "CheckVoiceId",
-        "Parameters": {"CheckVoiceIdOption": "enrollmentStatus"},
-        "Transitions": {
-            "NextAction": "Bye",
-            "Conditions": [equals("Bye", "Enrolled")],
-            "Errors": [{"NextAction": "Bye", "ErrorType": "NoMatchingError"}],
-        },
-    }
+    check = step(
+        "Voice",
+        "CheckVoiceId",
+        {"CheckVoiceIdOption": "enrollmentStatus"},
+        NextAction="Bye",
+        Conditions=[equals("Bye", "Enrolled")],
+        Errors=NO_MATCH,
+    )
     _, run = simulate(flow(tmp_path, "voice", [check, BYE]), "--template", TEMPLATE)
     assert run["actions"][0]["why"] == "CheckVoiceId needs Voice ID, whose support ended on 2026-05-20"
 
@@ -118,12 +91,7 @@ def test_a_module_that_fails_to_load_says_why_on_the_invoking_block(tmp_path: Pa
     folder = tmp_path / "flows"
     folder.mkdir()
     (folder / "broken.json").write_text('{"Version": "2019-10-30", "StartAction": "x", "Actions": []}', "utf-8")
-    invoke = {
-        "Identifier": "Module",
-        "Type": "InvokeFlowModule",
-        "Parameters": {"FlowModuleId": "broken"},
-        "Transitions": {"NextAction": "Bye", "Errors": [{"NextAction": "Bye", "ErrorType": "NoMatchingError"}]},
-    }
+    invoke = step("Module", "InvokeFlowModule", {"FlowModuleId": "broken"}, NextAction="Bye", Errors=NO_MATCH)
     status, run = simulate(flow(tmp_path, "main", [invoke, BYE]), "--flows", folder, "--template", TEMPLATE)
     assert status == 0
     assert run["actions"][0]["outcome"] == "NoMatchingError"
@@ -131,12 +99,7 @@ def test_a_module_that_fails_to_load_says_why_on_the_invoking_block(tmp_path: Pa
 
 
 def test_an_error_with_no_branch_names_the_action_its_type_and_the_reason(tmp_path: Path) -> None:
-    listed = {
-        "Identifier": "List",
-        "Type": "ListDataTableValues",
-        "Parameters": {},
-        "Transitions": {"NextAction": "Bye"},
-    }
+    listed = step("List", "ListDataTableValues", {})
     status, run = simulate(flow(tmp_path, "bare", [listed, BYE]), "--template", TEMPLATE)
     assert status == 1
     assert run["error"] == (
@@ -145,12 +108,8 @@ def test_an_error_with_no_branch_names_the_action_its_type_and_the_reason(tmp_pa
 
 
 def hold_loop(tmp_path: Path) -> Path:
-    loop = {
-        "Identifier": "Music",
-        "Type": "MessageParticipantIteratively",
-        "Parameters": {"Messages": [{"Text": "Please hold."}]},
-        "Transitions": {"NextAction": "Bye", "Errors": [{"NextAction": "Bye", "ErrorType": "NoMatchingError"}]},
-    }
+    messages = {"Messages": [{"Text": "Please hold."}]}
+    loop = step("Music", "MessageParticipantIteratively", messages, NextAction="Bye", Errors=NO_MATCH)
     return flow(tmp_path, "hold", [loop, BYE])
 
 

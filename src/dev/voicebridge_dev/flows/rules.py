@@ -893,6 +893,22 @@ def _case(slug: str, *parameters: str, errors: Iterable[str] = (), open_errors: 
     )
 
 
+def _data_table(action: str, *parameters: str, conditions: bool = True) -> ActionSpec:
+    """One of the Data Table block's actions (Evaluate, List, Write): no page of the flow-language reference, so its
+    parameters (a table named by ARN, ID or JSONPath, and those an export or the block's page gives), errors and
+    conditions are accepted as exported."""
+    return ActionSpec(
+        ADMIN_GUIDE + "data-table-block.html",
+        optional=frozenset({"DataTableId", *parameters}),
+        check=_resource("DataTableId", DATA_TABLE),
+        open_parameters=True,
+        errors=_NO_MATCH,
+        open_errors=True,
+        conditions=conditions,
+        note=_NEWER + f" (the Data Table block's {action} action)",
+    )
+
+
 _PROFILE_DATA = frozenset({"ProfileRequestData", "ProfileResponseData"})
 _QUEUE_OR_AGENT = (_resource("QueueId", QUEUE), _resource("AgentId", AGENT))
 
@@ -1316,16 +1332,7 @@ _SPECS: dict[str, ActionSpec] = {
         errors=_NO_MATCH,
         note=_NEWER + "; the block has Success and Error branches, and voice and task contacts take Error",
     ),
-    "EvaluateDataTableValues": ActionSpec(
-        ADMIN_GUIDE + "data-table-block.html",
-        optional=frozenset({"DataTableId", "Queries"}),
-        check=_resource("DataTableId", DATA_TABLE),
-        open_parameters=True,
-        errors=_NO_MATCH,
-        open_errors=True,
-        conditions=True,
-        note=_NEWER + " (the Data Table block's Evaluate action)",
-    ),
+    "EvaluateDataTableValues": _data_table("Evaluate", "Queries"),
     "ConnectParticipantWithAgenticCX": ActionSpec(
         ADMIN_GUIDE + "agentic-cx-block.html",
         optional=frozenset({"AgentConfiguration", "SpeechRecognitionConfiguration", "AudioFillerConfiguration"}),
@@ -1346,16 +1353,7 @@ _SPECS: dict[str, ActionSpec] = {
         note=_NEWER + " (the Check Voice ID block as an older CreateContactFlow request writes it, branching on "
         "Authenticated, NotAuthenticated, Inconclusive, OptedOut, NotEnrolled)",
     ),
-    "ListDataTableValues": ActionSpec(
-        ADMIN_GUIDE + "data-table-block.html",
-        optional=frozenset({"DataTableId", "PrimaryKeyGroups"}),
-        check=_resource("DataTableId", DATA_TABLE),
-        open_parameters=True,
-        errors=_NO_MATCH,
-        open_errors=True,
-        conditions=True,
-        note=_NEWER + " (the Data Table block's List action)",
-    ),
+    "ListDataTableValues": _data_table("List", "PrimaryKeyGroups"),
     "RenderMessageTemplate": ActionSpec(
         ADMIN_GUIDE + "contact-block-definitions.html",
         open_parameters=True,
@@ -1372,16 +1370,7 @@ _SPECS: dict[str, ActionSpec] = {
         open_errors=True,
         note=_NEWER + " (the Set Voice ID block as an older CreateContactFlow request writes it)",
     ),
-    "UpsertDataTableValues": ActionSpec(
-        ADMIN_GUIDE + "data-table-block.html",
-        optional=frozenset({"DataTableId", "LockVersion", "DataTableUpsertAttributes"}),
-        check=_resource("DataTableId", DATA_TABLE),
-        open_parameters=True,
-        errors=_NO_MATCH,
-        open_errors=True,
-        conditions=True,
-        note=_NEWER + " (the Data Table block's Write action)",
-    ),
+    "UpsertDataTableValues": _data_table("Write", "LockVersion", "DataTableUpsertAttributes", conditions=False),
     "StartOutboundEmailContact": ActionSpec(
         REFERENCE + "API_StartOutboundEmailContact.html",
         optional=frozenset({"FromEmailAddress", "DestinationEmailAddress", "AdditionalRecipients", "EmailMessage"}),
