@@ -122,3 +122,40 @@ def test_a_flow_that_does_not_say_its_type_runs_as_the_hold_flow_type_says(tmp_p
 def test_an_unknown_flow_type_is_refused(tmp_path: Path) -> None:
     status = main(["flows", "simulate", str(hold_loop(tmp_path)), "--type", "HOLD", "--template", str(TEMPLATE)])
     assert status == 2
+
+
+def test_an_empty_working_queue_names_the_reference_that_was_empty(tmp_path: Path) -> None:
+    queue = {"QueueId": "$.Attributes.queue"}
+    target = step("Queue", "UpdateContactTargetQueue", queue, NextAction="Bye", Errors=NO_MATCH)
+    _, run = simulate(flow(tmp_path, "queue", [target, BYE]), "--template", TEMPLATE)
+    assert run["actions"][0]["why"] == "QueueId '$.Attributes.queue' names no queue here (it is empty)"
+
+
+def test_a_lambda_answer_the_flow_refuses_names_the_function(tmp_path: Path) -> None:
+    arn = "arn:aws:lambda:eu-west-1:123456789012:function:crm-lookup"
+    answer = tmp_path / "answer.json"
+    answer.write_text('{"balance": 12}', encoding="utf-8")
+    lookup = step(
+        "Lookup",
+        "InvokeLambdaFunction",
+        {
+            "LambdaFunctionARN": arn,
+            "InvocationTimeLimitSeconds": "3",
+            "ResponseValidation": {"ResponseType": "STRING_MAP"},
+        },
+        NextAction="Bye",
+        Errors=NO_MATCH,
+    )
+    _, run = simulate(flow(tmp_path, "lookup", [lookup, BYE]), "--lambda", f"{arn}={answer}", "--template", TEMPLATE)
+    assert run["actions"][0]["why"] == f"the function {arn}: response is not a flat map of strings (STRING_MAP)"
+
+
+def test_a_templated_bot_alias_is_the_bot_the_lex_emulator_serves(tmp_path: Path) -> None:
+    bot = {"Text": "How can I help?", "LexV2Bot": {"AliasArn": "{{BotAliasArn}}"}}
+    errors = [*NO_MATCH, {"NextAction": "Bye", "ErrorType": "InputTimeLimitExceeded"}]
+    lex = step("Bot", "ConnectParticipantWithLexBot", bot, NextAction="Bye", Errors=errors)
+    _, run = simulate(flow(tmp_path, "bot", [lex, BYE]), "--templated", "--template", TEMPLATE)
+    assert {"identifier": "Bot", "type": "ConnectParticipantWithLexBot", "stand-in bot": "LOCALBANK1"} in [
+        {key: value for key, value in note.items() if key != "at"} for note in run["noted"]
+    ]
+    assert path_of(run)[0] == ("Bot", "InputTimeLimitExceeded")

@@ -21,6 +21,7 @@ from voicebridge_dev.simulator.caller import SimulatedCaller
 from voicebridge_dev.simulator.clock import Clock, RealClock
 from voicebridge_dev.simulator.contact import Contact
 from voicebridge_dev.simulator.events import CallLog, StreamingChanged
+from voicebridge_dev.simulator.lexbot import LexBotRef
 from voicebridge_dev.simulator.library import FlowLibrary
 from voicebridge_dev.simulator.loaded import LoadedFlow
 from voicebridge_dev.simulator.media import MediaPlane
@@ -56,6 +57,7 @@ class Call:
         centre: LocalContactCentre | None = None,
         local_answers: Mapping[str, Mapping[str, Any]] | None = None,
         lex_client: Any | None = None,
+        lex_standin: LexBotRef | None = None,
         library: FlowLibrary | None = None,
         views: Mapping[str, str] | None = None,
         prompts: Mapping[str, Path] | None = None,
@@ -80,6 +82,8 @@ class Call:
         # With local answers, a function that is not the template's answers from them (by ARN or name), else {}.
         self.local_answers = None if local_answers is None else dict(local_answers)
         self.lex: Any = lex_client
+        # The bot the Lex emulator serves, for a templated flow whose bot alias is a token filled before import.
+        self.lex_standin = lex_standin
         self.library = library
         self.views = dict(views or {})
         self.prompts = dict(prompts or {})

@@ -96,6 +96,7 @@ from voicebridge_dev.simulator.events import (
     LambdaCall,
     Segment,
 )
+from voicebridge_dev.simulator.lexbot import LexBotRef
 from voicebridge_dev.simulator.library import FlowLibrary
 from voicebridge_dev.simulator.loaded import LoadedFlow
 from voicebridge_dev.simulator.media import SAMPLE_RATE
@@ -449,6 +450,7 @@ def simulate_call(
     views: Mapping[str, str] | None = None,
     prompts: str | Path | None = None,
     flow_type: str | None = None,
+    lex_standin: LexBotRef | None = None,
 ) -> CallResult:
     """One inbound call through ``flow_path`` on the local cloud whose endpoints ``env`` holds.
 
@@ -457,7 +459,8 @@ def simulate_call(
     folders of flows the call may be transferred to or invoke as modules (:mod:`~.library`), or a library made
     once for many calls (:func:`flow_library`); ``views`` the result
     each view gives (by action identifier or view ID); ``prompts`` a folder of prompt WAVs named by prompt ID;
-    ``flow_type`` the type (``CUSTOMER_HOLD``…) of a flow that does not say its own.
+    ``flow_type`` the type (``CUSTOMER_HOLD``…) of a flow that does not say its own; ``lex_standin`` the bot the Lex
+    emulator serves, which a templated flow's bot alias token stands for.
     Lex V2 bots are asked at ``AWS_ENDPOINT_URL_LEX_RUNTIME_V2`` when ``env`` has it.
 
     ``env`` is :meth:`LocalCloud.env` plus ``AWS_ENDPOINT_URL_LAMBDA`` (the Lambda emulator); ``kvs`` is the
@@ -510,6 +513,7 @@ def simulate_call(
         local_answers=local_answers,
         max_actions=max_actions,
         lex_client=lex,
+        lex_standin=lex_standin,
         library=library,
         views=views,
         prompts=None if prompts is None else {p.stem: p for p in sorted(Path(prompts).glob("*.wav"))},

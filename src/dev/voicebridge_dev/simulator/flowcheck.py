@@ -47,6 +47,7 @@ from voicebridge_dev.simulator.caller import (
 from voicebridge_dev.simulator.clock import VirtualClock
 from voicebridge_dev.simulator.engine import CallResult, SimulatorError, flow_library, simulate_call
 from voicebridge_dev.simulator.events import BOT, CALLER, ActionRun, Noted
+from voicebridge_dev.simulator.lexbot import LexBotRef
 from voicebridge_dev.simulator.library import FlowLibrary
 from voicebridge_dev.simulator.standins import LocalContactCentre
 
@@ -132,6 +133,9 @@ def _run(path: Path, cloud: LocalCloud, template: Path, setting: Setting, librar
             views=setting.script.views,
             prompts=setting.prompts,
             flow_type=setting.flow_type,
+            lex_standin=LexBotRef(
+                cloud.lex.bot.bot_id, cloud.lex.bot.alias_ids[0], cloud.env().get("AWS_DEFAULT_REGION", "us-east-1")
+            ),
         )
     except InvalidFlowError as exc:
         return FlowRun(str(path), "error", error=f"invalid flow: {exc}")

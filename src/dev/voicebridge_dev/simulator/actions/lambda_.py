@@ -109,7 +109,7 @@ def invoke_lambda(call: Call, action: Action) -> Branch:
     _record_call(call, action, arn, start, inputs, outcome, response, error)
     call.contact.external = response if response is not None else {}
     if outcome != "ok":
-        raise ActionFailed(error or outcome)
+        raise ActionFailed(f"the function {arn}: {error or outcome}")
     return Branch("next", action.next_action)
 
 

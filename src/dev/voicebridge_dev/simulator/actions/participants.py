@@ -29,6 +29,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from voicebridge_dev.flows import Action
+from voicebridge_dev.flows.rules import template_value
 from voicebridge_dev.simulator.actions.prompts import Prompt, play, prompt, speak
 from voicebridge_dev.simulator.actions.recorded import resolved
 from voicebridge_dev.simulator.call import Call
@@ -150,6 +151,10 @@ def lex_bot(call: Call, action: Action) -> Branch:
         raise ActionFailed("a Lex V1 bot (LexBot) is not in the local cloud")
     alias_arn = call.contact.value(str(params["LexV2Bot"].get("AliasArn", "")))
     bot = bot_of(alias_arn)
+    if bot is None and call.templated and template_value(alias_arn) and call.lex_standin is not None:
+        # A template's bot (its alias a token its stack fills) is the bot the Lex emulator serves.
+        bot = call.lex_standin
+        call.log.record(Noted(call.clock.now(), action.identifier, action.type, {"stand-in bot": bot.bot_id}))
     if bot is None:
         raise ActionFailed(f"LexV2Bot.AliasArn {alias_arn!r} is not a Lex V2 bot alias ARN")
     if call.lex is None:

@@ -49,9 +49,12 @@ _WAITING_FAMILIES = (None, "customer queue", "hold", "module")
 
 def target_queue(call: Call, action: Action) -> Branch:
     params = action.parameters
-    queue = call.contact.value(str(params.get("QueueId", params.get("AgentId", "")))).strip()
+    given = str(params.get("QueueId", params.get("AgentId", "")))
+    queue = call.contact.value(given).strip()
     if not queue:
-        raise ActionFailed("the working queue is empty")
+        raise ActionFailed(
+            f"{'QueueId' if 'QueueId' in params else 'AgentId'} {given!r} names no queue here (it is empty)"
+        )
     known = call.centre.queue(queue)
     call.contact.queue = queue
     call.contact.queue_name = None if known is None else known.name
