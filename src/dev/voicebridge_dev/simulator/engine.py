@@ -22,6 +22,8 @@ against the local cloud (docs/protocols.md, *Amazon Connect → Lambda* to *Kine
   matches, GetParticipantInput's page of Connect's flow language reference); with an SSML break as its prompt it
   holds the call.
 - ``ConnectParticipantWithLexBot`` — the Lex emulator's bot, sent what the caller says (:mod:`~.lexbot`).
+- ``ConnectParticipantWithAgenticCX`` — a stand-in of the Agentic CX application that takes the caller's script to
+  its ``Escalation`` condition or its default branch (:mod:`~.actions.participants`).
 - ``TransferToFlow``, ``InvokeFlowModule`` — across a folder of flows (:mod:`~.library`); ``ShowView`` — recorded,
   answered by the caller script's choice or left to its time limit.
 - ``UpdateContactMediaStreamingBehavior`` — starts or stops streaming both tracks into the KVS emulator
