@@ -208,6 +208,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     simulate.add_argument("--centre", metavar="FILE", help="the contact centre's state: hours, queue metrics (JSON)")
     simulate.add_argument("--report", metavar="FILE", help="write each run as JSON")
     simulate.add_argument("--templated", action="store_true", help="the files are templates (as for validate)")
+    simulate.add_argument(
+        "--type",
+        dest="flow_type",
+        metavar="TYPE",
+        help="the flow type of files that do not say theirs (CUSTOMER_QUEUE, CUSTOMER_HOLD, AGENT_HOLD, "
+        "CUSTOMER_WHISPER, AGENT_WHISPER, OUTBOUND_WHISPER…, as CreateContactFlow names them)",
+    )
     render = flows.add_parser("render", help="print a flow with its placeholders filled, for a console import")
     render.add_argument("path")
     source = render.add_mutually_exclusive_group(required=True)
@@ -575,6 +582,7 @@ def _flows(args: argparse.Namespace) -> int:
             flows=args.flows,
             lex=args.lex,
             prompts=args.prompts,
+            flow_type=args.flow_type,
         )
     try:
         outputs = args.stack or _assignments("--output", args.output)

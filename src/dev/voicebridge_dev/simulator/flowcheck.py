@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from voicebridge_dev.flows.errors import FlowError, InvalidFlowError
+from voicebridge_dev.flows.rules import FLOW_FAMILIES
 from voicebridge_dev.local.cloud import LocalCloud
 from voicebridge_dev.local.lex.bot import Bot
 from voicebridge_dev.local.lex.errors import BotDefinitionError
@@ -46,6 +47,7 @@ from voicebridge_dev.simulator.caller import (
 from voicebridge_dev.simulator.clock import VirtualClock
 from voicebridge_dev.simulator.engine import CallResult, SimulatorError, flow_library, simulate_call
 from voicebridge_dev.simulator.events import BOT, CALLER, ActionRun, Noted
+from voicebridge_dev.simulator.lexbot import LexBotRef
 from voicebridge_dev.simulator.library import FlowLibrary
 from voicebridge_dev.simulator.standins import LocalContactCentre
 
@@ -92,6 +94,8 @@ class Setting:
     flows: tuple[Path, ...] = ()
     prompts: Path | None = None
     lex_bot: Bot | None = None
+    flow_type: str | None = None
+    """The flow type (``CUSTOMER_HOLD``…) of a flow that does not say its own."""
 
 
 def simulate_flows(paths: Sequence[Path], *, template: Path, setting: Setting | None = None) -> list[FlowRun]:
@@ -128,6 +132,10 @@ def _run(path: Path, cloud: LocalCloud, template: Path, setting: Setting, librar
             flows=library or (),
             views=setting.script.views,
             prompts=setting.prompts,
+            flow_type=setting.flow_type,
+            lex_standin=LexBotRef(
+                cloud.lex.bot.bot_id, cloud.lex.bot.alias_ids[0], cloud.env().get("AWS_DEFAULT_REGION", "us-east-1")
+            ),
         )
     except InvalidFlowError as exc:
         return FlowRun(str(path), "error", error=f"invalid flow: {exc}")
@@ -142,7 +150,13 @@ def _run(path: Path, cloud: LocalCloud, template: Path, setting: Setting, librar
         detail=None if outcome in ("error", "limit") else result.detail,
         error=result.detail if outcome in ("error", "limit") else None,
         actions=[
-            {"identifier": e.identifier, "type": e.type, "outcome": e.outcome, "flow": e.flow}
+            {
+                "identifier": e.identifier,
+                "type": e.type,
+                "outcome": e.outcome,
+                "flow": e.flow,
+                **({"why": e.why} if e.why else {}),
+            }
             for e in result.events
             if isinstance(e, ActionRun)
         ],
@@ -181,6 +195,7 @@ def cli_simulate(
     flows: Sequence[str] = (),
     lex: str | None = None,
     prompts: str | None = None,
+    flow_type: str | None = None,
 ) -> int:
     """Print each flow's outcome and the path it took; exit 0 when none ended in ``error`` or ``limit``."""
     files = [p for raw in paths for p in (sorted(Path(raw).rglob("*.json")) if Path(raw).is_dir() else [Path(raw)])]
@@ -191,6 +206,8 @@ def cli_simulate(
         for folder in (*flows, *([prompts] if prompts else [])):
             if not Path(folder).is_dir():
                 raise ValueError(f"{folder}: not a folder")
+        if flow_type is not None and flow_type not in FLOW_FAMILIES:
+            raise ValueError(f"--type {flow_type}: not a flow type ({', '.join(sorted(set(FLOW_FAMILIES)))})")
         setting = Setting(
             script=_caller(caller),
             centre=None
@@ -201,6 +218,7 @@ def cli_simulate(
             flows=tuple(Path(folder) for folder in flows),
             prompts=None if prompts is None else Path(prompts),
             lex_bot=None if lex is None else Bot.from_json(json.loads(Path(lex).read_text("utf-8"))),
+            flow_type=flow_type,
         )
     except (OSError, ValueError, CallerScriptError, BotDefinitionError) as exc:
         print(f"voicebridge flows simulate: {exc}", file=sys.stderr)
@@ -214,7 +232,8 @@ def cli_simulate(
             if action["flow"] != flow:
                 flow = action["flow"]
                 print(f"  in {flow or 'the first flow'}:")
-            print(f"  {action['identifier']} [{action['type']}] -> {action['outcome']}")
+            why = f" ({action['why']})" if action.get("why") else ""
+            print(f"  {action['identifier']} [{action['type']}] -> {action['outcome']}{why}")
     if report:
         Path(report).parent.mkdir(parents=True, exist_ok=True)
         Path(report).write_text(json.dumps([asdict(run) for run in runs], indent=2) + "\n", encoding="utf-8")
