@@ -429,14 +429,28 @@ def _local_up(args: argparse.Namespace) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    from voicebridge_dev.local.agent import LocalAgent, LocalAgentError
+
+    agent = LocalAgent(cloud, args.template, env=cloud.lambdas.env if cloud.lambdas else None)
+    try:
+        agent.start()
+    except LocalAgentError as exc:
+        cloud.stop()
+        print(f"voicebridge local up: the streaming agent did not start: {exc}", file=sys.stderr)
+        return 1
     try:
         print("# voicebridge local cloud (emulators, not the real services). Paste into another shell:")
         print("# BEDROCK_MODEL_ID and LEX_BOT_* name the emulators' scripted model and bot, not real ones.")
-        for name, value in sorted(cloud.env().items()):
+        exports = {**cloud.env(), "VOICEBRIDGE_A2A_URL": agent.url, "VOICEBRIDGE_A2A_API_KEY": agent.api_key}
+        for name, value in sorted(exports.items()):
             print(f"export {name}={value}")
+        print(
+            "# The streaming agent (python -m voicebridge.a2a) answers Connect's A2A sessions at VOICEBRIDGE_A2A_URL."
+        )
         print("# Ctrl-C stops it.", flush=True)
         stop.wait()
     finally:
+        agent.stop()
         cloud.stop()
         print("local cloud stopped", file=sys.stderr)
     return 0
