@@ -215,6 +215,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the flow type of files that do not say theirs (CUSTOMER_QUEUE, CUSTOMER_HOLD, AGENT_HOLD, "
         "CUSTOMER_WHISPER, AGENT_WHISPER, OUTBOUND_WHISPER…, as CreateContactFlow names them)",
     )
+    simulate.add_argument(
+        "--agent",
+        action="store_true",
+        help="a Lex block that hands the call to an AI agent talks to voicebridge's streaming agent (run on the "
+        "simulation's local cloud), the caller's remaining lines said to it",
+    )
     render = flows.add_parser("render", help="print a flow with its placeholders filled, for a console import")
     render.add_argument("path")
     source = render.add_mutually_exclusive_group(required=True)
@@ -597,6 +603,7 @@ def _flows(args: argparse.Namespace) -> int:
             lex=args.lex,
             prompts=args.prompts,
             flow_type=args.flow_type,
+            agent=args.agent,
         )
     try:
         outputs = args.stack or _assignments("--output", args.output)

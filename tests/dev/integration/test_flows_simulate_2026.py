@@ -159,3 +159,20 @@ def test_a_templated_bot_alias_is_the_bot_the_lex_emulator_serves(tmp_path: Path
         {key: value for key, value in note.items() if key != "at"} for note in run["noted"]
     ]
     assert path_of(run)[0] == ("Bot", "InputTimeLimitExceeded")
+
+
+def test_the_shipped_streaming_flow_hands_the_call_to_voicebridges_agent_and_routes_its_escalation(
+    tmp_path: Path,
+) -> None:
+    shipped = tmp_path / "voice-agent-streaming.json"
+    shipped.write_text((ROOT / "contact_flows" / "voice-agent-streaming.json").read_text("utf-8"), "utf-8")
+    caller = script(
+        tmp_path, [{"say": "I would like to check my account balance."}, {"say": "Let me talk to a person."}]
+    )
+
+    status, run = simulate(shipped, "--templated", "--agent", "--caller", caller, "--template", TEMPLATE)
+
+    assert status == 0 and run["outcome"] == "transferred"
+    # The agent's session answered both lines; its outcome reached the flow as $.Lex.SessionAttributes.Tool.
+    assert ("Route the agent's outcome", "Equals Escalate") in path_of(run)
+    assert run["heard"] == ["I would like to check my account balance.", "Let me talk to a person."]

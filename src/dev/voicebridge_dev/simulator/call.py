@@ -11,8 +11,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from voicebridge_dev.flows import Action, Flow
 from voicebridge_dev.local.kvs import ContactStream, StreamHost
@@ -33,6 +37,24 @@ __all__ = ["Call", "Handler"]
 logger = logging.getLogger(__name__)
 
 _STREAM_DRAIN_S = 5.0
+
+
+@dataclass(frozen=True)
+class AgentHandback:
+    """What an external AI agent's session did with the call, for the flow to go on: how it ended (the ``Tool``
+    session attribute, ``Complete`` or ``Escalate``; None when it failed), and what was heard while it lasted, placed
+    from the hand-over on: the caller's lines (samples, text, clip name, seconds in) and the agent's voice as the
+    caller heard it."""
+
+    tool: str | None
+    duration_s: float
+    caller: tuple[tuple[npt.NDArray[np.int16], str, str, float], ...] = ()
+    agent: npt.NDArray[np.int16] | None = None
+    detail: str = ""
+
+
+AgentHandoff = Callable[["Call", Mapping[str, str]], AgentHandback]
+"""Runs an external AI agent's session for the call (given the Lex block's session attributes) to its end."""
 
 
 class Call:
@@ -58,6 +80,7 @@ class Call:
         local_answers: Mapping[str, Mapping[str, Any]] | None = None,
         lex_client: Any | None = None,
         lex_standin: LexBotRef | None = None,
+        agent: AgentHandoff | None = None,
         library: FlowLibrary | None = None,
         views: Mapping[str, str] | None = None,
         prompts: Mapping[str, Path] | None = None,
@@ -84,6 +107,8 @@ class Call:
         self.lex: Any = lex_client
         # The bot the Lex emulator serves, for a templated flow whose bot alias is a token filled before import.
         self.lex_standin = lex_standin
+        # The external AI agent a Lex block hands the call to when its session attributes name an AI agent.
+        self.agent = agent
         self.library = library
         self.views = dict(views or {})
         self.prompts = dict(prompts or {})

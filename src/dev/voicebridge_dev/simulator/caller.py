@@ -322,6 +322,21 @@ class SimulatedCaller:
                 self._hangup_at = due
             self._pending = (step, due, speech)
 
+    def take_steps(self) -> list[Step]:
+        """Everything the caller has left to do, handed to someone else to run (an external AI agent's session):
+        the steps are no longer this caller's until :meth:`give_back`."""
+        with self._lock:
+            steps, self._steps = self._steps, []
+            if self._pending is not None:
+                steps.insert(0, self._pending[0])
+                self._pending = None
+            return steps
+
+    def give_back(self, steps: Iterable[Step]) -> None:
+        """The steps another runner did not get to: the caller goes on with them."""
+        with self._lock:
+            self._steps = [*steps, *self._steps]
+
     def respond(
         self, kind: type[Say] | type[Press] | tuple[type, ...] = (Say, Press), *, before: float | None = None
     ) -> tuple[Say | Press, float, float] | None:

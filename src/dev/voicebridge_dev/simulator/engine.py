@@ -85,7 +85,7 @@ from voicebridge_dev.local.kvs import StreamHost
 from voicebridge_dev.local.speech_engine import SpeechEngine
 from voicebridge_dev.simulator.actions import attributes, flows, lambda_, participants, prompts, queues, recorded
 from voicebridge_dev.simulator.actions.lambda_ import CHAIN_BUDGET_S
-from voicebridge_dev.simulator.call import Call, Handler
+from voicebridge_dev.simulator.call import AgentHandoff, Call, Handler
 from voicebridge_dev.simulator.caller import SimulatedCaller
 from voicebridge_dev.simulator.clock import Clock, RealClock
 from voicebridge_dev.simulator.contact import Contact, local_queue_arn
@@ -453,6 +453,7 @@ def simulate_call(
     prompts: str | Path | None = None,
     flow_type: str | None = None,
     lex_standin: LexBotRef | None = None,
+    agent: AgentHandoff | None = None,
 ) -> CallResult:
     """One inbound call through ``flow_path`` on the local cloud whose endpoints ``env`` holds.
 
@@ -462,7 +463,8 @@ def simulate_call(
     once for many calls (:func:`flow_library`); ``views`` the result
     each view gives (by action identifier or view ID); ``prompts`` a folder of prompt WAVs named by prompt ID;
     ``flow_type`` the type (``CUSTOMER_HOLD``…) of a flow that does not say its own; ``lex_standin`` the bot the Lex
-    emulator serves, which a templated flow's bot alias token stands for.
+    emulator serves, which a templated flow's bot alias token stands for; ``agent`` the external AI agent a Lex block
+    hands the call to when its session attributes name an AI agent (``x-amz-lex:q-in-connect:ai-agent-arn``).
     Lex V2 bots are asked at ``AWS_ENDPOINT_URL_LEX_RUNTIME_V2`` when ``env`` has it.
 
     ``env`` is :meth:`LocalCloud.env` plus ``AWS_ENDPOINT_URL_LAMBDA`` (the Lambda emulator); ``kvs`` is the
@@ -516,6 +518,7 @@ def simulate_call(
         max_actions=max_actions,
         lex_client=lex,
         lex_standin=lex_standin,
+        agent=agent,
         library=library,
         views=views,
         prompts=None if prompts is None else {p.stem: p for p in sorted(Path(prompts).glob("*.wav"))},

@@ -22,24 +22,29 @@ Every run ends in one outcome:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from voicebridge_dev.flows.errors import FlowError, InvalidFlowError
 from voicebridge_dev.flows.rules import FLOW_FAMILIES
+from voicebridge_dev.local.agent import LocalAgent
 from voicebridge_dev.local.cloud import LocalCloud
 from voicebridge_dev.local.lex.bot import Bot
 from voicebridge_dev.local.lex.errors import BotDefinitionError
 from voicebridge_dev.local.speech_engine import StandInSpeechEngine
+from voicebridge_dev.simulator.agent import StreamingHandoff
 from voicebridge_dev.simulator.caller import (
     SCENARIOS,
     CallerScript,
     CallerScriptError,
+    Over,
+    Say,
     SimulatedCaller,
     load_clips,
     load_script,
@@ -96,6 +101,9 @@ class Setting:
     lex_bot: Bot | None = None
     flow_type: str | None = None
     """The flow type (``CUSTOMER_HOLD``…) of a flow that does not say its own."""
+    agent: bool = False
+    """A Lex block that hands the call to an AI agent talks to voicebridge's streaming agent, run on the simulation's
+    local cloud (:mod:`~.agent`)."""
 
 
 def simulate_flows(paths: Sequence[Path], *, template: Path, setting: Setting | None = None) -> list[FlowRun]:
@@ -103,20 +111,40 @@ def simulate_flows(paths: Sequence[Path], *, template: Path, setting: Setting | 
     chosen = setting if setting is not None else Setting()
     runs = []
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    with LocalCloud(template=template, engine=StandInSpeechEngine(), media_pace=0) as cloud:
+    with contextlib.ExitStack() as stack:
+        cloud = stack.enter_context(LocalCloud(template=template, engine=StandInSpeechEngine(), media_pace=0))
         if chosen.lex_bot is not None:
             cloud.lex.bot = chosen.lex_bot
+        handoff = stack.enter_context(_agent(cloud, template, chosen)) if chosen.agent else None
         region = cloud.env().get("AWS_DEFAULT_REGION", "us-east-1")
         library = (
             flow_library(chosen.flows, template, region=region, templated=chosen.templated) if chosen.flows else None
         )
         for path in paths:
             cloud.lex.sessions.clear()
-            runs.append(_run(path, cloud, template, chosen, library))
+            runs.append(_run(path, cloud, template, chosen, library, handoff))
     return runs
 
 
-def _run(path: Path, cloud: LocalCloud, template: Path, setting: Setting, library: FlowLibrary | None) -> FlowRun:
+@contextlib.contextmanager
+def _agent(cloud: LocalCloud, template: Path, setting: Setting) -> Iterator[StreamingHandoff]:
+    """voicebridge's streaming agent on the simulation's cloud; the caller's lines registered with Ink, so the agent
+    hears them as written."""
+    for step in setting.script.steps:
+        if isinstance(step, Say | Over):
+            cloud.ink.register(step.clip.pcm, step.clip.transcript)
+    with LocalAgent(cloud, template) as agent:
+        yield StreamingHandoff(agent.url, agent.api_key)
+
+
+def _run(
+    path: Path,
+    cloud: LocalCloud,
+    template: Path,
+    setting: Setting,
+    library: FlowLibrary | None,
+    agent: StreamingHandoff | None = None,
+) -> FlowRun:
     try:
         result = simulate_call(
             path,
@@ -136,6 +164,7 @@ def _run(path: Path, cloud: LocalCloud, template: Path, setting: Setting, librar
             lex_standin=LexBotRef(
                 cloud.lex.bot.bot_id, cloud.lex.bot.alias_ids[0], cloud.env().get("AWS_DEFAULT_REGION", "us-east-1")
             ),
+            agent=agent,
         )
     except InvalidFlowError as exc:
         return FlowRun(str(path), "error", error=f"invalid flow: {exc}")
@@ -196,6 +225,7 @@ def cli_simulate(
     lex: str | None = None,
     prompts: str | None = None,
     flow_type: str | None = None,
+    agent: bool = False,
 ) -> int:
     """Print each flow's outcome and the path it took; exit 0 when none ended in ``error`` or ``limit``."""
     files = [p for raw in paths for p in (sorted(Path(raw).rglob("*.json")) if Path(raw).is_dir() else [Path(raw)])]
@@ -219,6 +249,7 @@ def cli_simulate(
             prompts=None if prompts is None else Path(prompts),
             lex_bot=None if lex is None else Bot.from_json(json.loads(Path(lex).read_text("utf-8"))),
             flow_type=flow_type,
+            agent=agent,
         )
     except (OSError, ValueError, CallerScriptError, BotDefinitionError) as exc:
         print(f"voicebridge flows simulate: {exc}", file=sys.stderr)

@@ -34,7 +34,7 @@ from voicebridge_dev.simulator.actions.prompts import Prompt, play, prompt, spea
 from voicebridge_dev.simulator.actions.recorded import resolved
 from voicebridge_dev.simulator.call import Call
 from voicebridge_dev.simulator.caller import Press, Say
-from voicebridge_dev.simulator.events import Noted
+from voicebridge_dev.simulator.events import BOT, CALLER, Noted
 from voicebridge_dev.simulator.keypad import menu_key, stored_input
 from voicebridge_dev.simulator.lexbot import (
     LexBotRef,
@@ -45,6 +45,9 @@ from voicebridge_dev.simulator.lexbot import (
     start_timeout_s,
 )
 from voicebridge_dev.simulator.outcomes import ActionFailed, Branch, branch_on, error_type
+
+AI_AGENT_ATTRIBUTE = "x-amz-lex:q-in-connect:ai-agent-arn"
+"""The Lex session attribute that hands the call to a Connect AI agent (docs/flows.md)."""
 
 __all__ = ["agentic_cx", "get_input", "lex_bot", "view"]
 
@@ -147,6 +150,10 @@ def lex_bot(call: Call, action: Action) -> Branch:
     played = prompt(call, action)
     if played is not None:
         play(call, action, played)
+    attributes = {k: call.contact.value(str(v)) for k, v in (params.get("LexSessionAttributes") or {}).items()}
+    # The agent's ARN may be a token its stack fills: that the block names one is what hands the call over.
+    if AI_AGENT_ATTRIBUTE in (params.get("LexSessionAttributes") or {}) and call.agent is not None:
+        return _hand_to_agent(call, action, attributes)
     if "LexV2Bot" not in params:
         raise ActionFailed("a Lex V1 bot (LexBot) is not in the local cloud")
     alias_arn = call.contact.value(str(params["LexV2Bot"].get("AliasArn", "")))
@@ -159,7 +166,6 @@ def lex_bot(call: Call, action: Action) -> Branch:
         raise ActionFailed(f"LexV2Bot.AliasArn {alias_arn!r} is not a Lex V2 bot alias ARN")
     if call.lex is None:
         raise ActionFailed("no Lex runtime in this simulation")
-    attributes = {k: call.contact.value(str(v)) for k, v in (params.get("LexSessionAttributes") or {}).items()}
     state: dict[str, Any] = {"sessionAttributes": attributes}
     for turn in range(_LEX_TURNS):
         dialog = state.get("dialogAction") or {}
@@ -192,6 +198,33 @@ def lex_bot(call: Call, action: Action) -> Branch:
         if closed(answer):
             return branch_on(action, str(call.contact.lex["IntentName"] or ""))
     raise ActionFailed(f"the bot did not close an intent in {_LEX_TURNS} turns")
+
+
+def _hand_to_agent(call: Call, action: Action, attributes: Mapping[str, str]) -> Branch:
+    """The Lex block hands the call to an external AI agent (immediate handoff, audio streaming): its session runs to
+    its end, what was said during it goes on the call's recording, and the flow goes on with the outcome in
+    ``$.Lex.SessionAttributes.Tool`` (``Complete``, ``Escalate``); a session that ended without one takes the
+    block's error branch, as Connect's fallback path does."""
+    assert call.agent is not None
+    started = call.clock.now()
+    handback = call.agent(call, attributes)
+    for samples, text, clip, offset in handback.caller:
+        call.media.play(CALLER, samples, "speech", at=started + offset, text=text, clip=clip)
+    if handback.agent is not None and handback.agent.size:
+        call.media.play(BOT, handback.agent, "prompt", at=started, text="(the external AI agent)")
+    call.clock.sleep_until(started + handback.duration_s)
+    call.log.record(
+        Noted(call.clock.now(), action.identifier, action.type, {"agent": handback.tool, "detail": handback.detail})
+    )
+    if handback.tool is None:
+        raise ActionFailed(f"the AI agent's session ended without an outcome: {handback.detail}")
+    call.contact.lex = {
+        "IntentName": None,
+        "IntentConfidence": {"Score": None},
+        "Slots": {},
+        "SessionAttributes": {**attributes, "Tool": handback.tool},
+    }
+    return branch_on(action, "")
 
 
 def _recognize(call: Call, bot: LexBotRef, text: str, attributes: Mapping[str, str]) -> dict[str, Any]:
