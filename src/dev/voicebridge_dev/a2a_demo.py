@@ -32,7 +32,7 @@ from voicebridge.redaction import Redactor
 from voicebridge_dev.local.a2a import ConnectSettings, SessionResult, run_session
 from voicebridge_dev.local.agent import LocalAgent
 from voicebridge_dev.local.cloud import CloudBase
-from voicebridge_dev.simulator.agent import SESSION_LIMIT_S, ScriptedCaller, Utterance
+from voicebridge_dev.simulator.agent import SESSION_LIMIT_S, ScriptedCaller, SessionClock, Utterance
 from voicebridge_dev.simulator.caller import Clip, Step
 from voicebridge_dev.simulator.records import CallRecords, read_records
 from voicebridge_dev.simulator.report import ReplySegment, TurnFigures, figures_table, summary, turn_entry
@@ -69,26 +69,9 @@ def place_streaming_call(
         session = asyncio.run(run_session(agent.url, settings, caller_audio=caller))
         _await_record(cloud, contact_id)
     started = session.timeline.started_at
-    records = read_records(cloud.client("dynamodb"), local_physical_id("TurnTable"), contact_id, _SessionClock(started))
+    records = read_records(cloud.client("dynamodb"), local_physical_id("TurnTable"), contact_id, SessionClock(started))
     broken = [f"{v.rule}: {v.detail}" for v in session.errors]
     return StreamingCall(contact_id, session, caller.said, records, broken)
-
-
-@dataclass(frozen=True)
-class _SessionClock:
-    """Epoch seconds to session seconds (READY = 0): what :func:`read_records` places the product's moments on."""
-
-    started_at: float
-    virtual: bool = False
-
-    def now(self) -> float:
-        raise NotImplementedError
-
-    def sleep_until(self, moment: float) -> None:
-        raise NotImplementedError
-
-    def call_time(self, epoch_s: float) -> float:
-        return epoch_s - self.started_at
 
 
 def _await_record(cloud: CloudBase, contact_id: str, wait_s: float = 20.0) -> None:

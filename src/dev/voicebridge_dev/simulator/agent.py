@@ -132,3 +132,20 @@ class StreamingHandoff:
             np.frombuffer(bytes(session.recording.pcm), dtype="<i2").copy(),
             "; ".join(problems) or session.outcome,
         )
+
+
+@dataclass(frozen=True)
+class SessionClock:
+    """Epoch seconds to session seconds (READY = 0): what :func:`read_records` places the product's moments on."""
+
+    started_at: float
+    virtual: bool = False
+
+    def now(self) -> float:
+        raise NotImplementedError
+
+    def sleep_until(self, moment: float) -> None:
+        raise NotImplementedError
+
+    def call_time(self, epoch_s: float) -> float:
+        return epoch_s - self.started_at
