@@ -130,7 +130,7 @@ ENVIRONMENT: dict[str, dict[str, Any]] = {
 
 # The only actions each function is granted whatever the parameters, and on what.
 SPEAK_GRANTS = {
-    "sonic": {"sagemaker:InvokeEndpointWithResponseStream"},
+    "sonic": {"sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"},
     "prompts": {"s3:GetObject", "s3:PutObject"},
     # A HeadObject on a prompt not yet made answers 404, not 403, only to a caller that may list the bucket.
     "bucket": {"s3:ListBucket"},
@@ -616,6 +616,14 @@ def test_each_function_is_granted_exactly_the_actions_it_needs_on_its_own_resour
         key = next((k for k, v in RESOURCE_OF.items() if v == resource), repr(resource))
         granted.setdefault(key, set()).update(_as_list(statement["Action"]))
     assert granted == GRANTS[function]
+
+
+@pytest.mark.parametrize("function", sorted(FUNCTIONS))
+def test_a_function_that_may_stream_from_sonic_may_also_invoke_it_as_the_api_reference_requires(function: str) -> None:
+    for statement in _statements(function):
+        actions = set(_as_list(statement["Action"]))
+        if "sagemaker:InvokeEndpointWithResponseStream" in actions:
+            assert "sagemaker:InvokeEndpoint" in actions, statement["Sid"]
 
 
 def test_no_function_policy_statement_allows_every_resource_but_for_an_action_that_names_none() -> None:
