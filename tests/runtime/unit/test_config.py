@@ -64,8 +64,8 @@ def test_redacted_entity_types_are_read_as_a_list_and_an_unknown_one_is_refused(
 
 
 def test_comprehend_redaction_needs_a_language_comprehend_finds_pii_in() -> None:
-    assert Settings.from_env({"REDACT_TRANSCRIPTS": "comprehend", "INK_LANGUAGE": "es"}).redact_transcripts == (
-        "comprehend"
-    )
+    manual = {"INK_MODE": "manual", "INK_MODEL": "ink-whisper"}
+    spanish = Settings.from_env({"REDACT_TRANSCRIPTS": "comprehend", "INK_LANGUAGE": "es", **manual})
+    assert spanish.redact_transcripts == "comprehend"
     with pytest.raises(ConfigurationError, match="REDACT_TRANSCRIPTS: comprehend finds PII in English and Spanish"):
-        Settings.from_env({"REDACT_TRANSCRIPTS": "comprehend", "INK_LANGUAGE": "de"})
+        Settings.from_env({"REDACT_TRANSCRIPTS": "comprehend", "INK_LANGUAGE": "de", **manual})

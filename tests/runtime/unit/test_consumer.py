@@ -160,6 +160,8 @@ class Ink:
 
 
 class Session:
+    refusal = None
+
     def __init__(self) -> None:
         self.sent = bytearray()
         self.alive = True

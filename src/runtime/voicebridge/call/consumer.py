@@ -27,7 +27,7 @@ import math
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit
 
@@ -40,6 +40,7 @@ from voicebridge.config import InkCatchUp, InkMode, Settings
 from voicebridge.converse.worker import ReplyWorker
 from voicebridge.errors import ConfigurationError, MediaInterrupted, MediaStalled, Superseded, VoiceBridgeError
 from voicebridge.ink.pacer import CATCH_UP_AFTER_MS, Pacer
+from voicebridge.ink.session import InkSession, TurnListener
 from voicebridge.ink.transcriber import MetricSink, SessionFactory, TrackTranscriber
 from voicebridge.kvs.fragments import (
     Audio,
@@ -117,6 +118,12 @@ class _Stop(Exception):
         self.outcome = outcome
 
 
+class KeytermSessionFactory(Protocol):
+    """Opens an Ink session for a track (``container.ink_session``): with the flow's keyterms when given."""
+
+    def __call__(self, listener: TurnListener, name: str, keyterms: tuple[str, ...] | None = None) -> InkSession: ...
+
+
 class StreamConsumer:
     """Reads one contact's stream for one invocation."""
 
@@ -127,7 +134,7 @@ class StreamConsumer:
         *,
         contact_id: str,
         generation: int,
-        open_session: SessionFactory,
+        open_session: KeytermSessionFactory,
         continue_with: Callable[[dict[str, Any]], None],
         remaining_ms: Callable[[], int],
         media: Callable[[str], MediaSource],
@@ -187,7 +194,8 @@ class StreamConsumer:
             # the reason, which the flow then hears from ConverseFunction.
             self._end(checkpoint, f"{exc.code}: {exc.safe_message}", ticker)
             raise
-        self._transcribers = {track: self._transcriber(track, p) for track, p in checkpoint.tracks.items()}
+        sessions = self._sessions(checkpoint.keyterms)
+        self._transcribers = {track: self._transcriber(track, p, sessions) for track, p in checkpoint.tracks.items()}
         self._add("ActiveStreams", MetricUnit.Count, 1)
         try:
             self._store.heartbeat(checkpoint, LISTENING)
@@ -213,7 +221,18 @@ class StreamConsumer:
         self._flush_metrics()
         return outcome
 
-    def _transcriber(self, track: str, progress: TrackProgress) -> TrackTranscriber:
+    def _sessions(self, keyterms: tuple[str, ...] | None) -> SessionFactory:
+        """Ink sessions with the flow's keyterms, when it passed some (else the factory's, the deployment's)."""
+        if keyterms is None:
+            return self._open_session
+        factory = self._open_session
+
+        def open_session(listener: TurnListener, name: str) -> InkSession:
+            return factory(listener, name, keyterms)
+
+        return open_session
+
+    def _transcriber(self, track: str, progress: TrackProgress, sessions: SessionFactory) -> TrackTranscriber:
         # The caller's turns are answered, and whether the caller is mid-turn is what the long polls are told.
         replier = self._replier if track == CUSTOMER else None
         return TrackTranscriber(
@@ -221,7 +240,7 @@ class StreamConsumer:
             track=track,
             progress=progress,
             store=self._store,
-            open_session=self._open_session,
+            open_session=sessions,
             sink=self._sink,
             mode=self._settings.ink_mode,
             frame_ms=self._settings.ink_frame_ms,
