@@ -81,7 +81,7 @@ def env(cloud: LocalCloud, monkeypatch: pytest.MonkeyPatch) -> LocalCloud:
 class Call:
     """One contact on a fresh KVS stream, its audio loaded, and a listening session claimed."""
 
-    def __init__(self, cloud: LocalCloud, caller_pcm: bytes) -> None:
+    def __init__(self, cloud: LocalCloud, caller_pcm: bytes, *, keyterms: tuple[str, ...] | None = None) -> None:
         self.cloud = cloud
         self.contact_id = str(uuid.uuid4())
         arn = cloud.kvs.create_stream(f"connect-test-contact-{self.contact_id[:8]}")
@@ -91,19 +91,26 @@ class Call:
         stream.end_contact()
         self.store = TurnStore(local_physical_id("TurnTable"), container.client("dynamodb"))
         claim = self.store.claim(
-            self.contact_id, arn, self.start.fragment_number, [CUSTOMER], start_timestamp_ms=self.start.timestamp_ms
+            self.contact_id,
+            arn,
+            self.start.fragment_number,
+            [CUSTOMER],
+            start_timestamp_ms=self.start.timestamp_ms,
+            keyterms=keyterms,
         )
         assert claim[0] is Claim.CLAIMED
         self.sessions_before = len(cloud.ink.sessions)
         self.handed_over: list[dict[str, Any]] = []
 
-    def consumer(self, generation: int, *, remaining_ms: Any = None, **settings: Any) -> StreamConsumer:
+    def consumer(
+        self, generation: int, *, remaining_ms: Any = None, ink_model: str = "ink-2", **settings: Any
+    ) -> StreamConsumer:
         from cartesia import Cartesia
 
         client = Cartesia(api_key=LOCAL_API_KEY, base_url=self.cloud.ink.url)
 
         def open_session(listener: TurnListener, name: str, keyterms: tuple[str, ...] | None = None) -> InkSession:
-            return InkSession(client, listener, keyterms=keyterms or (), name=name)
+            return InkSession(client, listener, model=ink_model, keyterms=keyterms or (), name=name)
 
         return StreamConsumer(
             _settings(**settings),
@@ -523,6 +530,31 @@ def test_a_refused_hand_over_keeps_the_checkpoint_and_is_tried_again(
     assert outcome.reason == "handoff"
     assert attempts == [0, 0]
     assert call.store.load(call.contact_id).generation == 1  # type: ignore[union-attr]
+
+
+def test_an_ink_model_the_service_does_not_know_stops_listening_at_once_instead_of_reconnecting(
+    env: LocalCloud, caller: tuple[bytes, list[bytes]]
+) -> None:
+    from voicebridge.errors import ConfigurationError
+
+    call = Call(env, caller[0])
+    with pytest.raises(ConfigurationError, match="model_not_found"):
+        call.consumer(0, ink_model="ink-3").run()
+    assert len(call.ink_sessions()) == 1
+    stopped = call.store.load(call.contact_id)
+    assert stopped is not None and stopped.state == "stopped" and "INK_MODEL" in stopped.stop_reason
+
+
+def test_the_flows_keyterms_reach_every_ink_session_of_the_call(
+    env: LocalCloud, caller: tuple[bytes, list[bytes]]
+) -> None:
+    from voicebridge_dev.local.ink import DropFault
+
+    call = Call(env, caller[0], keyterms=("Acme Plus", "Zorblax"))
+    env.ink.inject(DropFault(after_turn_end=1))
+    call.consumer(0).run()
+    assert len(call.ink_sessions()) >= 2
+    assert {session.keyterms for session in call.ink_sessions()} == {("Acme Plus", "Zorblax")}
 
 
 def test_ink_failing_right_after_every_connect_is_reopened_with_growing_back_off(

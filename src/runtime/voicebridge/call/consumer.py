@@ -158,6 +158,8 @@ class StreamConsumer:
         self._transcribers: dict[str, TrackTranscriber] = {}
         self._stop = threading.Event()
         self._superseded = threading.Event()
+        self._refusal: ConfigurationError | None = None
+        """What the keep-alive thread learnt no session can cure (Ink refused the model): the read stops on it."""
         self._media_reconnects = 0
         self._state = LISTENING
         self._state_reason = ""
@@ -186,6 +188,7 @@ class StreamConsumer:
             state=lambda: (self._state, self._state_reason),
             sink=self._sink,
             clock=self._clock,
+            refused=self._refuse,
         )
         try:
             self._start_replying(checkpoint)
@@ -281,6 +284,9 @@ class StreamConsumer:
         if self._recorder is not None:
             write_record(self._recorder, self.contact_id, checkpoint.generation, self._sink)
 
+    def _refuse(self, error: ConfigurationError) -> None:
+        self._refusal = error
+
     def _stop_ticker(self, ticker: Heartbeat) -> None:
         self._stop.set()
         ticker.join(2.0)
@@ -293,6 +299,8 @@ class StreamConsumer:
         idle_since: float | None = None
         failing_since: float | None = None
         while True:
+            if self._refusal is not None:
+                raise self._refusal
             router = FragmentRouter(
                 self.contact_id, start_fragment=checkpoint.start_fragment, tracks=TRACKS, history=self._history
             )
@@ -354,6 +362,8 @@ class StreamConsumer:
                     for action in router.feed(event):
                         delivered |= _deliver(action, self._transcribers, self._sink)
                 yield delivered
+                if self._refusal is not None:
+                    raise self._refusal
                 if self._superseded.is_set():
                     raise _Stop(Outcome("superseded"))
                 outcome = self._maybe_hand_off(checkpoint)
