@@ -150,7 +150,7 @@ def test_keyterms_beyond_inks_limits_are_refused(keyterms: str, reason: str) -> 
 
 
 def test_a_language_other_than_english_is_refused_on_the_english_only_turns_endpoint() -> None:
-    with pytest.raises(ConfigurationError, match="INK_LANGUAGE: 'de' needs INK_MODE=manual.*English only"):
+    with pytest.raises(ConfigurationError, match=r"INK_LANGUAGE: 'de' needs INK_MODE=manual.*English only"):
         Settings.from_env({"INK_LANGUAGE": "de"})
 
 
