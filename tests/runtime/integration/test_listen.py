@@ -290,6 +290,29 @@ def test_a_wait_that_runs_out_mid_turn_is_listening_not_silence_and_the_turn_the
         env.ink.configure(end_delay_ms=700)
 
 
+def test_a_flows_keyterms_are_kept_with_the_listening_session_for_its_ink_sessions(env: LocalCloud) -> None:
+    contact_id = str(uuid.uuid4())
+    arn = env.kvs.create_stream(f"connect-keyterms-{contact_id[:8]}")
+    stream = env.kvs.stream(arn)
+    start = stream.begin_contact(contact_id, "instance-1")
+    stream.end_contact()
+    audio = {"StreamARN": arn, "StartFragmentNumber": start.fragment_number, "StartTimestamp": start.start_timestamp}
+
+    started = _invoke(env, "StartListeningFunction", _connect_event(contact_id, audio, Keyterms="Acme Plus, Zorblax"))
+
+    assert started["Result"] == "OK", started
+    checkpoint = TurnStore(local_physical_id("TurnTable"), container.client("dynamodb")).load(contact_id)
+    assert checkpoint is not None and checkpoint.keyterms == ("Acme Plus", "Zorblax")
+
+
+def test_keyterms_past_inks_limits_are_invalid_input(env: LocalCloud) -> None:
+    audio = {"StreamARN": "arn:aws:kinesisvideo:us-east-1:111111111111:stream/s/1", "StartFragmentNumber": "1"}
+    many = ",".join(f"term{n}" for n in range(101))
+    result = _invoke(env, "StartListeningFunction", _connect_event(str(uuid.uuid4()), audio, Keyterms=many))
+    assert (result["Result"], result["ErrorCode"]) == ("Error", "InvalidInput")
+    assert "Keyterms has 101 terms; Ink takes at most 100" in result["ErrorMessage"]
+
+
 def test_listening_before_streaming_starts_is_a_clear_error(env: LocalCloud) -> None:
     result = _invoke(env, "StartListeningFunction", _connect_event(str(uuid.uuid4()), None))
     assert (result["Result"], result["ErrorCode"]) == ("Error", "NoMediaStream")
