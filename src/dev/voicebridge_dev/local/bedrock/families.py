@@ -51,7 +51,7 @@ Claude 3.5 Haiku, Meta Llama 3.1 405B and 70B Instruct, through a cross-Region i
 emulator refuses it for any other model, and for those models called by their own id, with a ValidationException:
 what Bedrock answers there is not documented, and no public report of its words was found, so the message follows
 the form above. The page also limits each model to some US Regions; the emulator has no Region, and checks only the
-model. ``standard`` (the default: "By default all requests are routed to through \"standard\"") is taken by every
+model. ``standard`` (the default: "By default all requests are routed to through “standard”") is taken by every
 model.
 """
 
