@@ -22,6 +22,7 @@ class RecordingSession:
     """Stands in for the Ink socket: records what is sent; can be made to fail like a dropped socket."""
 
     opened: ClassVar[list[RecordingSession]] = []
+    refusal = None
 
     def __init__(self, listener: TurnListener, name: str) -> None:
         self.listener = listener
