@@ -289,3 +289,95 @@ def ordinary_sentences() -> list[str]:
     sentences = amounts + times + dates + counts + places + references + chatter
     # Each again in the words a recogniser might write for it, and with the caller's hesitations.
     return sentences + [f"um, {s.lower()}" for s in sentences] + [f"{s}, okay?" for s in sentences]
+
+
+def _hex(rng: random.Random, length: int) -> str:
+    return f"{rng.getrandbits(length * 4):0{length}x}"
+
+
+def _uuid(rng: random.Random) -> str:
+    h = _hex(rng, 32)
+    variant = "89ab"[rng.getrandbits(2)]
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{variant}{h[17:20]}-{h[20:]}"
+
+
+_REGIONS = ("us-east-1", "us-west-2", "eu-west-2", "eu-central-1", "ap-southeast-2", "ca-central-1")
+_EPOCH_MS = (1_500_000_000_000, 2_000_000_000_000)
+"""July 2017 to May 2033: every epoch-millisecond time a call of this product is stamped with."""
+
+
+def _account(rng: random.Random) -> str:
+    return f"{rng.randrange(10**12):012d}"
+
+
+def _epoch_ms(rng: random.Random) -> int:
+    return rng.randrange(*_EPOCH_MS)
+
+
+def _iso(rng: random.Random) -> str:
+    ms = _epoch_ms(rng)
+    import datetime as dt
+
+    at = dt.datetime.fromtimestamp(ms / 1000, dt.UTC)
+    return rng.choice(
+        (
+            at.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            at.isoformat(timespec="seconds"),
+            at.strftime("%Y-%m-%d %H:%M:%S,") + f"{ms % 1000:03d}+0000",
+            at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}{rng.randrange(1000):03d}+00:00",
+            at.strftime("%Y%m%dT%H%M%SZ"),
+        )
+    )
+
+
+def _arn(rng: random.Random) -> str:
+    region, account = rng.choice(_REGIONS), _account(rng)
+    return rng.choice(
+        (
+            f"arn:aws:connect:{region}:{account}:instance/{_uuid(rng)}/contact/{_uuid(rng)}",
+            f"arn:aws:lambda:{region}:{account}:function:voicebridge-AwaitTurnFunction-{_hex(rng, 12).upper()}:7",
+            f"arn:aws:kinesisvideo:{region}:{account}:stream/connect-acme-contact-{_uuid(rng)}/{_epoch_ms(rng)}",
+            f"arn:aws:iam::{account}:role/voicebridge-ConsumerRole-{_hex(rng, 12).upper()}",
+            f"arn:aws:s3:::voicebridge-records-{account}-{region}/records/{_uuid(rng)}.json",
+            f"arn:aws:kms:{region}:{account}:key/{_uuid(rng)}",
+        )
+    )
+
+
+def _s3(rng: random.Random) -> str:
+    bucket = f"voicebridge-prompts-{_account(rng)}"
+    day = _iso(rng)[:10].replace("-", "/")
+    key = rng.choice((f"prompts/{_hex(rng, 64)}.wav", f"records/{day}/{_uuid(rng)}.json", "prompts/pause-400ms.wav"))
+    return rng.choice(
+        (key, f"s3://{bucket}/{key}", f"https://{bucket}.s3.{rng.choice(_REGIONS)}.amazonaws.com/{key}")
+    )
+
+
+IDENTIFIER_KINDS = {
+    "contact id": _uuid,
+    "request id": lambda rng: rng.choice((_uuid(rng), f"{_hex(rng, 8)}-{_hex(rng, 4)}-{_hex(rng, 4)}")),
+    "X-Ray trace id": lambda rng: rng.choice(
+        (
+            f"1-{_hex(rng, 8)}-{_hex(rng, 24)}",
+            f"Root=1-{_hex(rng, 8)}-{_hex(rng, 24)};Parent={_hex(rng, 16)};Sampled={rng.getrandbits(1)}",
+        )
+    ),
+    "traceparent": lambda rng: f"00-{_hex(rng, 32)}-{_hex(rng, 16)}-0{rng.getrandbits(1)}",
+    "ARN": _arn,
+    "S3 key or URL": _s3,
+    "hash": lambda rng: _hex(rng, rng.choice((32, 40, 64))),
+    "fragment number": lambda rng: str(rng.randrange(10**46, 10**47)),
+    "epoch ms": lambda rng: str(_epoch_ms(rng)),
+    "ISO-8601 time": _iso,
+}
+"""What the product writes beside a caller's words, by kind: each maker gives one identifier as the product or AWS
+spells it (a contact id is a UUID; an X-Ray trace id ``1-<8 hex>-<24 hex>``, as Lambda's ``_X_AMZN_TRACE_ID`` holds
+it too; a W3C ``traceparent``; Kinesis Video's fragment numbers are decimal strings of up to 128 digits, 47 in
+practice; a prompt's key is its SHA-256 hex digest)."""
+
+
+def identifiers(kind: str, count: int, seed: int = 28) -> list[str]:
+    """``count`` identifiers of ``kind`` (a key of :data:`IDENTIFIER_KINDS`); the same seed gives the same ones."""
+    rng = random.Random(f"{seed}:{kind}")
+    make = IDENTIFIER_KINDS[kind]
+    return [make(rng) for _ in range(count)]

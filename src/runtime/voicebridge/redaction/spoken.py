@@ -48,8 +48,16 @@ _ZEROS = frozenset({"oh", "o"})
 """Zero as people say it inside a number; alone, "oh" and "o" are words, never digits."""
 _REPEATS = {"double": 2, "triple": 3}
 _SCALES = {"hundred": 100, "thousand": 1000}
+_COUNTED = frozenset({"digit", "digits", "numbers", "letters", "of"})
+"""A number said before one of these counts something ("the three digit code", "nine digits"): it is no digit."""
 
 _TOKEN = re.compile(r"\d+|[A-Za-z]+|[^\sA-Za-z\d]")
+_CHUNK = re.compile(r"[A-Za-z0-9]+(?:[-_:/.=#%~@]+[A-Za-z0-9]+)*|[^\sA-Za-z\d]")
+"""Letters and digits joined by nothing or by the characters identifiers are built with."""
+_LETTER = re.compile(r"[A-Za-z]")
+_DIGIT = re.compile(r"\d")
+_LONGEST = 19
+"""More digits than any entity holds (a card number's longest): a chunk with more is an identifier, not words."""
 _JOINERS = frozenset(",-./()")
 """What may stand between two groups of one run (besides spaces)."""
 _SAID_JOINERS = frozenset({"dash", "hyphen"})
@@ -68,11 +76,16 @@ class Group:
 
 @dataclass(frozen=True, slots=True)
 class DigitRun:
-    """Consecutive groups of digits with only separators between them."""
+    """Consecutive groups of digits with only separators, hesitations or a self-correction between them."""
 
     groups: tuple[Group, ...]
     separators: tuple[str, ...]
-    """What stood between group *i* and *i+1* (``""`` for spaces only, else the separator characters)."""
+    """What stood between group *i* and *i+1*: ``""`` for spaces only, else the separator characters (a said
+    separator is ``-``), or ``" "`` when words stood there (a filler, a correction)."""
+    first: int = 0
+    """The index of the run's first token (in :func:`tokens` of the text it was found in)."""
+    last: int = 0
+    """The index after the run's last token."""
 
     @property
     def digits(self) -> str:
@@ -88,65 +101,120 @@ class DigitRun:
 
     def part(self, first: int, last: int) -> DigitRun:
         """Groups ``first`` to ``last`` (inclusive) as a run of their own."""
-        return DigitRun(self.groups[first : last + 1], self.separators[first:last])
+        return DigitRun(self.groups[first : last + 1], self.separators[first:last], self.first, self.last)
 
 
 @dataclass(frozen=True, slots=True)
-class _Token:
+class Token:
+    """A word, a number as written, a mark, or an identifier, with its span in the text."""
+
     text: str
     start: int
     end: int
+    word: str
+    """The text in lower case; ``""`` for an identifier, which is neither a number nor a word."""
 
     @property
-    def word(self) -> str:
-        return self.text.lower()
+    def opaque(self) -> bool:
+        return not self.word
 
 
-def tokens(text: str) -> list[_Token]:
-    return [_Token(m.group(), m.start(), m.end()) for m in _TOKEN.finditer(text)]
+def tokens(text: str) -> list[Token]:
+    """The words, numbers and marks of ``text``; an identifier is one token, never a number's digits.
+
+    A chunk in which letters and digits are glued together or joined by ``-_:/.=#%~@`` (a contact id
+    ``49b47580-a040-…``, an ARN, an S3 key, a hash, ``2026-12-02T07:25:10Z``), or one holding more digits than
+    any entity (a Kinesis Video fragment number), is no caller's number: Ink writes a number's groups apart, with
+    spaces, and a spoken one as words."""
+    out: list[Token] = []
+    for m in _CHUNK.finditer(text):
+        chunk = m.group()
+        if chunk.isalpha() or chunk.isdigit() and len(chunk) <= _LONGEST or len(chunk) == 1:
+            out.append(Token(chunk, m.start(), m.end(), chunk.lower()))
+        elif _opaque(chunk):
+            out.append(Token(chunk, m.start(), m.end(), ""))
+        else:
+            at = m.start()
+            out.extend(Token(p.group(), at + p.start(), at + p.end(), p.group().lower()) for p in _TOKEN.finditer(chunk))
+    return out
 
 
-def digit_runs(text: str) -> list[DigitRun]:
-    """Every run of digits in ``text``, in order."""
-    toks = tokens(text)
+def _opaque(chunk: str) -> bool:
+    digits = len(_DIGIT.findall(chunk))
+    return digits > _LONGEST or (digits > 0 and _LETTER.search(chunk) is not None)
+
+
+def digit_runs(text: str | list[Token]) -> list[DigitRun]:
+    """Every run of digits in ``text`` (or in its :func:`tokens`), in order."""
+    toks = tokens(text) if isinstance(text, str) else text
     runs: list[DigitRun] = []
     groups: list[Group] = []
     separators: list[str] = []
-    pending = ""
+    first = 0
     i = 0
     while i < len(toks):
-        group, i_next = _group_at(toks, i, bool(groups))
-        if group is not None:
-            if groups:
-                separators.append(pending)
+        group, i_next = _group_at(toks, i, in_run=False)
+        if group is None:
+            i += 1
+            continue
+        first, groups, separators = i, [group], []
+        i = i_next
+        while i < len(toks):
+            j, separator = _between(toks, i)
+            group, i_next = _group_at(toks, j, in_run=True) if j < len(toks) else (None, j)
+            if group is None:
+                break
             groups.append(group)
-            pending = ""
+            separators.append(separator)
             i = i_next
-            continue
-        tok = toks[i]
-        if groups and tok.text in _JOINERS and len(pending) < 2:
-            pending += tok.text
-            i += 1
-            continue
-        said_joiner = groups and tok.word in _SAID_JOINERS and not pending and i + 1 < len(toks)
-        if said_joiner and _group_at(toks, i + 1, True)[0] is not None:
-            pending = "-"
-            i += 1
-            continue
-        if groups:
-            runs.append(DigitRun(tuple(groups), tuple(separators)))
-            groups, separators, pending = [], [], ""
-        i += 1
-    if groups:
-        runs.append(DigitRun(tuple(groups), tuple(separators)))
+        runs.append(DigitRun(tuple(groups), tuple(separators), first, i))
     return runs
 
 
-def _group_at(toks: list[_Token], i: int, in_run: bool) -> tuple[Group | None, int]:
+_HESITATIONS = frozenset(
+    {
+        "uh", "um", "umm", "uhm", "er", "erm", "ah", "hmm", "hm", "mm", "mhm", "like", "you", "know", "let", "me",
+        "see", "hang", "on", "hold", "wait", "no", "sorry", "oops", "i", "mean", "scratch", "that", "wrong", "start",
+        "again", "from", "the", "top", "actually", "okay", "ok", "so", "and", "then", "rest", "is", "it", "s",
+        "yeah", "yes", "right", "sure", "go", "ahead", "got", "more", "last", "part", "with", "well", "forward",
+        "over", "slash", "dash", "hyphen", "space", "m", "oh",
+    }
+)  # fmt: skip
+"""Words a caller says between the digits of one number: fillers and pauses ("uh", "let me see", "hang on"),
+self-corrections ("sorry, I mean", "scratch that", "let me start again, from the top"), the rest of it after a
+pause ("and then", "the rest is"), a listener's "mhm" between two turns, and separators said aloud ("slash",
+"forward slash", "over", "dash")."""
+_MOST_BETWEEN = 10
+"""How many words and marks may stand between two groups of one number."""
+
+
+def _between(toks: list[Token], i: int) -> tuple[int, str]:
+    """Where the next group may start after the group ending before token ``i``, and what stood between: the index
+    of the first token that is neither a separator nor a hesitation (or ``i`` when there is none)."""
+    j, marks, words = i, "", False
+    while j < len(toks) and j - i < _MOST_BETWEEN:
+        tok = toks[j]
+        if tok.text in _JOINERS or tok.text == "'":
+            marks += tok.text
+        elif tok.word in _HESITATIONS and not (tok.word in _ZEROS and _group_at(toks, j, in_run=True)[0]):
+            words = True
+        else:
+            break
+        j += 1
+    if j == i:
+        return i, ""
+    return j, " " if words else marks[:2].replace("'", "")
+
+
+def _group_at(toks: list[Token], i: int, in_run: bool) -> tuple[Group | None, int]:
     """The group that starts at token ``i``, and the index after it; (None, i) when none does."""
     tok = toks[i]
+    if tok.opaque:
+        return None, i
     if tok.text.isdigit():
         return Group(tok.text, tok.start, tok.end, written=True), i + 1
+    if i + 1 < len(toks) and toks[i + 1].word in _COUNTED:
+        return None, i
     word = tok.word
     if word in _ZEROS:
         # "oh" is zero only inside a number: after a digit, or before one.
@@ -166,7 +234,7 @@ def _group_at(toks: list[_Token], i: int, in_run: bool) -> tuple[Group | None, i
     return Group(value, tok.start, toks[end_index - 1].end, written=False), end_index
 
 
-def _spoken_number(toks: list[_Token], i: int) -> tuple[str | None, int]:
+def _spoken_number(toks: list[Token], i: int) -> tuple[str | None, int]:
     """A number of words from token ``i``: a unit, a teen, a ten with its unit, and an optional scale after it."""
     word = toks[i].word
     if word in _UNITS:
@@ -183,8 +251,9 @@ def _spoken_number(toks: list[_Token], i: int) -> tuple[str | None, int]:
     if j < len(toks) and toks[j].word in _SCALES:
         scale = _SCALES[toks[j].word]
         rest, k = (None, j + 1)
-        if j + 1 < len(toks) and toks[j + 1].word not in _ZEROS:
-            rest, k = _spoken_number(toks, j + 1)
+        after = j + 2 if j + 2 < len(toks) and toks[j + 1].word == "and" else j + 1
+        if after < len(toks) and toks[after].word not in _ZEROS:
+            rest, k = _spoken_number(toks, after)
         if rest is not None and int(rest) < scale:
             return str(value * scale + int(rest)), k
         return str(value * scale), j + 1
@@ -195,16 +264,11 @@ def _is_number_word(word: str) -> bool:
     return word in _UNITS or word in _TEENS or word in _TENS or word in _REPEATS or word in _ZEROS
 
 
-def _next_word(toks: list[_Token], i: int) -> _Token | None:
+def _next_word(toks: list[Token], i: int) -> Token | None:
     j = i + 1
     while j < len(toks) and toks[j].text in _JOINERS:
         j += 1
     return toks[j] if j < len(toks) else None
-
-
-def words_before(text: str, position: int, count: int = 8) -> list[str]:
-    """The last ``count`` words before ``position``, lower case: the context a number is said in."""
-    return [t.word for t in tokens(text[:position]) if t.text.isalpha()][-count:]
 
 
 @dataclass(frozen=True, slots=True)
