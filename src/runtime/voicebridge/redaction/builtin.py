@@ -40,7 +40,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from voicebridge.redaction.spoken import DigitRun, Token, digit_runs, tokens
+from voicebridge.redaction.spoken import HESITATIONS, DigitRun, Token, digit_runs, tokens
 
 CARD, CVV, EXPIRY, SSN, EMAIL, PHONE = "CARD", "CVV", "EXPIRY", "SSN", "EMAIL", "PHONE"
 KINDS = (CARD, CVV, EXPIRY, SSN, EMAIL, PHONE)
@@ -54,7 +54,7 @@ _TOPICS: dict[str, str] = {
         CARD,
     ),
     **dict.fromkeys(
-        ("cvv", "cvc", "cvv2", "cvc2", "csc", "cid", "security", "code", "back", "signature", "strip", "flip",
+        ("cvv", "cvc", "cvv2", "cvc2", "csc", "cid", "security", "code", "signature", "strip", "flip",
          "verification"),
         CVV,
     ),
@@ -74,7 +74,7 @@ _TOPICS: dict[str, str] = {
          "lane", "building", "floor", "gate", "seat", "platform", "route", "bus", "train", "version", "option",
          "press", "pressed", "hit", "balance", "statement", "fee", "rate", "charged", "payment", "bill", "cost",
          "price", "total", "owe", "born", "built", "renews", "renewal", "package", "shipment", "parcel", "menu",
-         "account", "member", "customer", "id", "license", "passport", "vin", "pin", "tax"),
+         "member", "customer", "id", "license", "passport", "vin", "pin", "tax"),
         OTHER,
     ),
 }  # fmt: skip
@@ -85,7 +85,7 @@ _EXPIRES = frozenset(
 """Words that say a date is when something ends: a card's expiry, unless what ends is named and is no card."""
 _NOT_CODES = frozenset(
     {"zip", "area", "postal", "promo", "gift", "voucher", "discount", "coupon", "confirmation", "access", "booking",
-     "reference", "tracking", "error", "country", "dialing", "dialling", "sort", "swift", "bar", "qr"}
+     "reference", "tracking", "error", "sort", "swift", "bar", "qr"}
 )  # fmt: skip
 """Codes that are no card's security code."""
 _UNITS_AFTER = frozenset(
@@ -117,6 +117,9 @@ _MONTHS = {
 }
 _WINDOW = 14
 """How many words before a number may say what it is."""
+_NEAR = 6
+"""How near a word that says a number is something else must be to count: a card number said further on in the
+sentence ("for order 8030 I want to pay with 3799…") is still a card number."""
 _WINDOW_AFTER = 5
 """How many words after it, when none before does."""
 
@@ -125,20 +128,25 @@ _TLDS = frozenset(
 )
 _EMAIL_WRITTEN = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,24}\b")
 _LEAD_INS = frozenset(
-    {"is", "s", "to", "with", "email", "e", "mail", "address", "login", "try", "use", "under", "at", "me", "be",
-     "was", "were", "registered", "update", "send", "spell", "it", "that", "the", "my", "your", "his", "her",
-     "and", "or", "you", "can", "should", "file", "on", "new", "personal", "work", "wife", "husband", "for",
-     "paid", "pay", "shopped", "shop", "bought", "ordered", "looked", "went", "go", "logged", "signed", "online",
-     "home", "office", "store", "we", "i", "ll", "m", "re", "ve", "d", "am", "are", "been", "this", "here", "there",
-     "yes", "yeah", "okay", "ok", "sure", "so", "um", "uh", "then", "but", "of", "from", "in", "by", "one's"}
+    {"is", "to", "with", "email", "mail", "address", "login", "try", "use", "under", "at", "me", "be", "was", "were",
+     "registered", "update", "send", "spell", "it", "that", "the", "my", "your", "his", "her", "and", "or", "you",
+     "can", "should", "file", "new", "personal", "work", "wife", "husband", "for", "paid", "pay", "shopped", "shop",
+     "bought", "ordered", "looked", "went", "logged", "signed", "online", "home", "office", "store", "we", "am",
+     "are", "been", "this", "here", "there", "but", "of", "from", "by", "change", "receipt", "would", "might",
+     "spelled", "out", "let", "id", "account", "number", "phone", "call", "username", "user", "via"}
 )  # fmt: skip
 """Words that come before an address's local part (or say there is none): where it begins."""
-_SPELLING = frozenset({"dot", "underscore", "dash", "hyphen", "as", "in", "period", "plus"})
-_NOT_DOMAIN = frozenset(
-    {"the", "a", "an", "home", "work", "when", "i", "and", "on", "in", "to", "my", "your", "least", "all", "once",
-     "night", "noon", "first", "last", "this", "that", "it", "www", "w", "store", "mall", "office"}
+_ASIDES = frozenset(
+    {"uh", "um", "er", "erm", "ah", "hmm", "mm", "mhm", "okay", "ok", "go", "ahead", "on", "yes", "yeah", "got",
+     "so", "far", "sorry", "right", "hang"}
 )  # fmt: skip
-_MOST_LOCAL = 48
+"""What may stand inside a said address without being part of it: a hesitation, or the agent's "mm-hmm, go on"
+between the two turns it was said in."""
+_NOT_DOMAIN = frozenset(
+    {"the", "a", "an", "home", "work", "when", "i", "and", "in", "to", "my", "your", "least", "all", "once",
+     "night", "noon", "first", "last", "this", "that", "it", "store", "mall", "office", "school", "least"}
+)  # fmt: skip
+_MOST_LOCAL = 64
 """How many tokens an address's local part may take (each letter spelled, with commas and "as in")."""
 
 
@@ -202,7 +210,7 @@ class BuiltinRedactor:
             if any(e.start <= run.start < e.end for e in found):
                 continue
             found.extend(_classify(text, toks, run))
-        return _without_overlaps(found)
+        return _merged(text, _without_overlaps(found))
 
     def redact(self, text: str, *, before: str = "", after: str = "") -> Redaction:
         """``text`` with every entity replaced by its type (``[CARD]``); ``before`` and ``after`` are the words said
@@ -258,49 +266,63 @@ def replace(text: str, entities: Sequence[Entity]) -> str:
 
 def _classify(text: str, toks: list[Token], run: DigitRun) -> list[Entity]:
     digits = run.digits
-    if len(digits) < 2 or _amount(toks, run):
+    plus = _plus_before(toks, run.first)
+    if plus is not None and 7 <= len(digits) <= 15:
+        return [Entity(PHONE, plus, run.end)]
+    if len(digits) < 2 or _amount(toks, run) or _date_shaped(run):
         return []
     topic = _topic_before(toks, run.first)
     if topic is None:
         topic = _topic_after(toks, run.last)
     if topic == OTHER:
         return []
-    half = len(digits) // 2
-    if len(digits) >= 6 and len(digits) % 2 == 0 and digits[:half] == digits[half:]:
-        digits = digits[:half]  # the same number said twice, in two forms
-    plus = _plus_before(toks, run.first)
+    month = _month_word_before(toks, run.first)
     if topic is None:
-        kind = _by_shape(run, digits, plus is not None)
+        kind = _by_shape(run)
         if kind is None:
             return []
         if kind == CARD:
             return _card(run)
-        start = plus if kind == PHONE and plus is not None else run.start
-        return [Entity(kind, start, run.end)]
-    if len(digits) < 3 and topic != EXPIRY:
+        paren = kind == PHONE and run.first > 0 and toks[run.first - 1].text == "("
+        return [Entity(kind, toks[run.first - 1].start if paren else run.start, run.end)]
+    if month is not None and topic in (CARD, CVV, EXPIRY) and len(digits) <= 6:
+        return [Entity(EXPIRY, month, run.end)]
+    if len(digits) < 3 and topic != EXPIRY or topic == SSN and len(digits) == 9 and not _ssn_valid(digits):
         return []
-    if topic == PHONE or plus is not None and 7 <= len(digits) <= 15:
-        return [Entity(PHONE, run.start if plus is None else plus, run.end)]
+    if topic == PHONE and run.first > 0 and toks[run.first - 1].text == "(":
+        return [Entity(PHONE, toks[run.first - 1].start, run.end)]
     if topic in (CARD, CVV, EXPIRY) and len(digits) >= 13:
         return _card(run)
-    if topic == EXPIRY:
-        month = _month_word_before(toks, run.first)
-        return [Entity(EXPIRY, run.start if month is None else month, run.end)]
     return [Entity(topic, run.start, run.end)]
 
 
-def _by_shape(run: DigitRun, digits: str, plus: bool) -> str | None:
-    """What a number said with no word around it is, by its shape alone."""
+def _by_shape(run: DigitRun) -> str | None:
+    """What a number said with no word around it is, by its shape alone: the whole run's, or the shape of what
+    follows a correction or a pause in it ("…five two three sorry, from the top, nine four two…")."""
+    kind = _shape(run)
+    if kind is not None:
+        return kind
+    for i, separator in enumerate(run.separators):
+        if separator == " ":
+            kind = _shape(run.part(i + 1, len(run.groups) - 1))
+            if kind is not None:
+                return kind
+    return None
+
+
+def _shape(run: DigitRun) -> str | None:
+    digits = run.digits
+    half = len(digits) // 2
+    if len(digits) >= 14 and len(digits) % 2 == 0 and digits[:half] == digits[half:]:
+        digits = digits[:half]  # the same number said twice, in two forms
     n = len(digits)
-    if plus and 7 <= n <= 15:
-        return PHONE
     if _card_stretch(run) is not None:
         return CARD
     if n == 9 and _ssn_valid(digits) and (_written_ssn(run) or not all(g.written for g in run.groups)):
         return SSN
-    if _nanp(digits) and _phone_shaped(run):
+    if _nanp(digits) and (_phone_shaped(run) or n < len(run.digits)):
         return PHONE
-    if n in (10, 11) and digits[0] == "0" and not _date_shaped(run):
+    if n in (10, 11) and digits[0] == "0" and not _date_shaped(run) or digits.startswith("00") and 11 <= n <= 17:
         return PHONE
     return None
 
@@ -364,10 +386,12 @@ def _topic_before(toks: list[Token], first: int) -> str | None:
     words = 0
     k = first - 1
     while k >= 0 and words < _WINDOW:
-        word = toks[k].word
-        if word.isalpha():
+        word = toks[k].word or toks[k].text.lower()
+        if word.isalnum() and not word.isdigit():
             words += 1
             topic = _topic_of(toks, k)
+            if topic == OTHER and words > _NEAR:
+                return None
             if topic is not None:
                 return topic
         k -= 1
@@ -393,10 +417,18 @@ def _topic_after(toks: list[Token], last: int) -> str | None:
 
 def _topic_of(toks: list[Token], k: int) -> str | None:
     """The topic the word at ``k`` gives, read with the words before it."""
-    word = toks[k].word
+    word = toks[k].word or toks[k].text.lower()
     previous = _word_before(toks, k)
     if word == "code":
+        if previous in ("area", "country", "dialing", "dialling"):
+            return PHONE
         return OTHER if previous in _NOT_CODES else CVV
+    if word == "back":
+        return CVV if previous == "the" else None
+    if word == "case" and previous == "in":
+        return None
+    if word == "with" and previous in ("pay", "paying", "use", "charge"):
+        return CARD
     if word == "security":
         return SSN if previous == "social" else CVV
     if word in ("digit", "digits"):
@@ -488,7 +520,9 @@ def _written_ssn(run: DigitRun) -> bool:
 def _month_word_before(toks: list[Token], first: int) -> int | None:
     """Where a month's name starts just before token ``first`` ("April 2029", "may of thirty five")."""
     k = _index_before(toks, first)
-    if k >= 0 and toks[k].word == "of":
+    for _ in range(3):
+        if k < 0 or toks[k].word not in ("of", "um", "uh", "er", "like"):
+            break
         k = _index_before(toks, k)
     return toks[k].start if k >= 0 and toks[k].word in _MONTHS else None
 
@@ -501,13 +535,12 @@ def _emails(text: str, toks: list[Token]) -> list[Entity]:
     found = []
     for m in _EMAIL_WRITTEN.finditer(text):
         k = next(i for i, t in enumerate(toks) if t.end > m.start())
-        start = _local_start(toks, k, m.start())
-        found.append(Entity(EMAIL, start, m.end()))
+        found.append(Entity(EMAIL, _local_start(toks, k, m.start()), m.end()))
     lowered = text.lower()
-    if " at " not in lowered and "\nat " not in lowered:
+    if "at" not in lowered and "@" not in text:
         return found
     for k, tok in enumerate(toks):
-        if tok.word != "at" or any(e.start <= tok.start < e.end for e in found):
+        if tok.word not in ("at", "@") or any(e.start <= tok.start < e.end for e in found):
             continue
         end = _domain_end(toks, k + 1)
         if end is None:
@@ -519,36 +552,44 @@ def _emails(text: str, toks: list[Token]) -> list[Entity]:
 
 
 def _domain_end(toks: list[Token], k: int) -> int | None:
-    """Where a said domain starting at token ``k`` ends ("g mail dot com", "acme dash corp dot co dot uk")."""
-    labels = 0
-    words = 0
+    """Where a said domain starting at token ``k`` ends ("g mail dot com", "acme dash corp dot co dot uk",
+    "comcast.net"); None when there is none, or it is a web address ("globex dot com slash returns")."""
+    words = labels = 0
     end = None
     while k < len(toks) and labels < 5:
-        tok = toks[k]
-        word = tok.word
+        word = toks[k].word
         if word in ("dot", ".") and words:
-            nxt = toks[k + 1] if k + 1 < len(toks) else None
-            if nxt is None or not nxt.word.isalpha():
+            j = _skip_asides(toks, k + 1)
+            if j < len(toks) and toks[j].word == "dot":
+                j = _skip_asides(toks, j + 1)
+            if j >= len(toks) or not toks[j].word.isalpha() or toks[j].word in _NOT_DOMAIN:
                 break
-            if nxt.word in _TLDS and labels >= 0:
-                end = nxt.end
-                following = toks[k + 2] if k + 2 < len(toks) else None
-                if following is not None and following.word in ("slash", "/"):
+            if toks[j].word in _TLDS:
+                end = toks[j].end
+                after = _skip_asides(toks, j + 1)
+                if after < len(toks) and toks[after].word in ("slash", "/"):
                     return None
-            labels += 1
-            words = 0
+            labels, words, k = labels + 1, 1, j + 1
+            continue
+        if word in ("dash", "hyphen", "-", "underscore", "_") and words:
             k += 1
             continue
-        if word in ("dash", "hyphen", "-") and words:
+        if word in _ASIDES or word in (",", "'") or word == "." and not words:
             k += 1
             continue
-        if not word.isalnum() or word in _NOT_DOMAIN or words >= 3:
+        if end is not None or not word.isalnum() or word in _NOT_DOMAIN or words >= 3:
             break
-        if end is not None and labels and words == 0 and word not in _TLDS:
-            break
+        if labels == 0 and words == 0 and word in ("www", "w"):
+            return None
         words += 1
         k += 1
     return end
+
+
+def _skip_asides(toks: list[Token], k: int) -> int:
+    while k < len(toks) and (toks[k].word in _ASIDES or toks[k].text in ",.'"):
+        k += 1
+    return k
 
 
 def _local_start(toks: list[Token], k: int, default: int) -> int:
@@ -556,22 +597,42 @@ def _local_start(toks: list[Token], k: int, default: int) -> int:
     back to a lead-in word ("my email is", "send it to"); ``default`` when there is none."""
     start = default
     j = k - 1
-    taken = 0
-    while j >= 0 and taken < _MOST_LOCAL:
+    while j >= 0 and k - j <= _MOST_LOCAL:
         tok = toks[j]
-        word = tok.word
-        if tok.text in (",", ".", "-", "_"):
-            j -= 1
-            taken += 1
-            continue
-        if not word or word in _LEAD_INS and word not in _SPELLING:
+        word = tok.word or tok.text.lower()
+        got_it = word == "it" and j > 0 and toks[j - 1].word == "got"
+        if word in ("@", "at") or word in _LEAD_INS and not got_it or j > 0 and toks[j - 1].text == "'":
             break
-        if j > 0 and toks[j - 1].text == "'":
+        if word.isalnum() and word not in _ASIDES and not got_it:
+            start = tok.start
+        elif word.isalnum() or tok.text in ",.-_?!":
+            pass
+        elif tok.opaque:
+            start = tok.start
+        else:
             break
-        start = tok.start
-        taken += 1
         j -= 1
     return start
+
+
+_GAP_WORD = re.compile(r"[A-Za-z]+")
+
+
+def _merged(text: str, found: list[Entity]) -> list[Entity]:
+    """Entities of one kind with only a correction or a hesitation between them, as one: "[EXPIRY] wait no
+    [EXPIRY]" gives nothing of what was said away but the words a caller corrected."""
+    out: list[Entity] = []
+    for e in found:
+        if out and out[-1].kind == e.kind and e.kind != EMAIL and _hesitation(text[out[-1].end : e.start]):
+            out[-1] = Entity(e.kind, out[-1].start, e.end)
+        else:
+            out.append(e)
+    return out
+
+
+def _hesitation(gap: str) -> bool:
+    words = _GAP_WORD.findall(gap.lower())
+    return len(words) <= 8 and all(w in HESITATIONS or w in _MONTHS for w in words)
 
 
 def _without_overlaps(found: list[Entity]) -> list[Entity]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 _UNITS = {
     "zero": 0,
@@ -48,7 +49,8 @@ _ZEROS = frozenset({"oh", "o"})
 """Zero as people say it inside a number; alone, "oh" and "o" are words, never digits."""
 _REPEATS = {"double": 2, "triple": 3}
 _SCALES = {"hundred": 100, "thousand": 1000}
-_COUNTED = frozenset({"digit", "digits", "numbers", "letters", "of"})
+_NUMBER_WORDS = frozenset([*_UNITS, *_TEENS, *_TENS, *_ZEROS, *_REPEATS])
+_COUNTED = frozenset({"digit", "digits", "numbers", "letters", "of", "more", "time", "times"})
 """A number said before one of these counts something ("the three digit code", "nine digits"): it is no digit."""
 
 _TOKEN = re.compile(r"\d+|[A-Za-z]+|[^\sA-Za-z\d]")
@@ -104,9 +106,9 @@ class DigitRun:
         return DigitRun(self.groups[first : last + 1], self.separators[first:last], self.first, self.last)
 
 
-@dataclass(frozen=True, slots=True)
-class Token:
-    """A word, a number as written, a mark, or an identifier, with its span in the text."""
+class Token(NamedTuple):
+    """A word, a number as written, a mark, or an identifier, with its span in the text (a tuple: a turn has
+    dozens, and they are made for every turn and log line)."""
 
     text: str
     start: int
@@ -171,12 +173,12 @@ def digit_runs(text: str | list[Token]) -> list[DigitRun]:
     return runs
 
 
-_HESITATIONS = frozenset(
+HESITATIONS = frozenset(
     {
-        "uh", "um", "umm", "uhm", "er", "erm", "ah", "hmm", "hm", "mm", "mhm", "like", "you", "know", "let", "me",
+        "uh", "um", "umm", "uhm", "er", "erm", "ah", "hmm", "hm", "mm", "mhm", "huh", "like", "you", "know", "let", "me",
         "see", "hang", "on", "hold", "wait", "no", "sorry", "oops", "i", "mean", "scratch", "that", "wrong", "start",
         "again", "from", "the", "top", "actually", "okay", "ok", "so", "and", "then", "rest", "is", "it", "s",
-        "yeah", "yes", "right", "sure", "go", "ahead", "got", "more", "last", "part", "with", "well", "forward",
+        "yeah", "yes", "right", "sure", "go", "ahead", "got", "far", "more", "last", "part", "with", "well", "forward",
         "over", "slash", "dash", "hyphen", "space", "m", "oh",
     }
 )  # fmt: skip
@@ -194,32 +196,32 @@ def _between(toks: list[Token], i: int) -> tuple[int, str]:
     j, marks, words = i, "", False
     while j < len(toks) and j - i < _MOST_BETWEEN:
         tok = toks[j]
-        if tok.text in _JOINERS or tok.text == "'":
+        if tok.text in _JOINERS or tok.text in "'?!":
             marks += tok.text
-        elif tok.word in _HESITATIONS and not (tok.word in _ZEROS and _group_at(toks, j, in_run=True)[0]):
+        elif tok.word in HESITATIONS and not (tok.word in _ZEROS and _group_at(toks, j, in_run=True)[0]):
             words = True
         else:
             break
         j += 1
     if j == i:
         return i, ""
-    return j, " " if words else marks[:2].replace("'", "")
+    return j, " " if words or "?" in marks or "!" in marks else marks[:2].replace("'", "")
 
 
 def _group_at(toks: list[Token], i: int, in_run: bool) -> tuple[Group | None, int]:
     """The group that starts at token ``i``, and the index after it; (None, i) when none does."""
     tok = toks[i]
-    if tok.opaque:
+    if tok.word not in _NUMBER_WORDS:
+        if tok.word.isdigit():
+            return Group(tok.text, tok.start, tok.end, written=True), i + 1
         return None, i
-    if tok.text.isdigit():
-        return Group(tok.text, tok.start, tok.end, written=True), i + 1
     if i + 1 < len(toks) and toks[i + 1].word in _COUNTED:
         return None, i
     word = tok.word
     if word in _ZEROS:
         # "oh" is zero only inside a number: after a digit, or before one.
         nxt = _next_word(toks, i)
-        if in_run or (nxt is not None and _is_number_word(nxt.word) and nxt.word not in _ZEROS):
+        if in_run or (nxt is not None and _is_number_word(nxt.word)):
             return Group("0", tok.start, tok.end, written=False), i + 1
         return None, i
     if word in _REPEATS:
