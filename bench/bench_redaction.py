@@ -171,9 +171,7 @@ class Scored:
 
 
 def _covered(spans: Sequence[Span], text: str, start: int, end: int) -> bool:
-    return all(
-        any(s <= i < e for s, e in spans) for i in range(start, end) if text[i].isalnum()
-    )
+    return all(any(s <= i < e for s, e in spans) for i in range(start, end) if text[i].isalnum())
 
 
 def score(find: Find, conversations: Sequence[Conversation]) -> Scored:
@@ -203,7 +201,9 @@ def score(find: Find, conversations: Sequence[Conversation]) -> Scored:
 
 def _timed(find: Find, conversations: Sequence[Conversation]) -> float:
     calls = [
-        (text, *conversation.context(i)) for conversation in conversations for i, (_, text) in enumerate(conversation.turns)
+        (text, *conversation.context(i))
+        for conversation in conversations
+        for i, (_, text) in enumerate(conversation.turns)
     ]
     timings = []
     for _ in range(ROUNDS):
@@ -235,7 +235,10 @@ def run() -> dict[str, Any]:
             scored = score(find, conversations)
             row[set_name] = {
                 "recall": scored.recall,
-                "by_type": {t: scored.recall_of(t.lower() + "/") for t in ("CARD", "CVV", "EXPIRY", "SSN", "EMAIL", "PHONE", "MULTI")},
+                "by_type": {
+                    t: scored.recall_of(t.lower() + "/")
+                    for t in ("CARD", "CVV", "EXPIRY", "SSN", "EMAIL", "PHONE", "MULTI")
+                },
                 "by_class": {k: v[0] / v[1] for k, v in sorted(scored.found.items())},
                 "ordinary_changed": scored.changed_rate,
                 "us_per_turn": _timed(find, conversations),
@@ -252,7 +255,11 @@ def report(figures: dict[str, Any]) -> str:
     lines = []
     for set_name in FILES:
         lines.append(f"independent {set_name} ({figures['independent'][set_name]} conversations)")
-        lines.append(f"{'redactor':<22}{'recall':>8}" + "".join(f"{t.lower():>8}" for t in ("CARD", "CVV", "EXPIRY", "SSN", "EMAIL", "PHONE", "MULTI")) + f"{'ordinary changed':>18}{'us/turn':>9}")
+        lines.append(
+            f"{'redactor':<22}{'recall':>8}"
+            + "".join(f"{t.lower():>8}" for t in ("CARD", "CVV", "EXPIRY", "SSN", "EMAIL", "PHONE", "MULTI"))
+            + f"{'ordinary changed':>18}{'us/turn':>9}"
+        )
         for name, row in figures["contenders"].items():
             r = row[set_name]
             lines.append(

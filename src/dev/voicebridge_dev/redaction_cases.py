@@ -12,8 +12,10 @@ numbers and words that are none of these. The same seed always gives the same se
 
 from __future__ import annotations
 
+import datetime as dt
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from voicebridge.redaction import luhn_valid
@@ -297,17 +299,12 @@ def _hex(rng: random.Random, length: int) -> str:
 
 def _uuid(rng: random.Random) -> str:
     h = _hex(rng, 32)
-    variant = "89ab"[rng.getrandbits(2)]
-    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{variant}{h[17:20]}-{h[20:]}"
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[rng.getrandbits(2)]}{h[17:20]}-{h[20:]}"
 
 
 _REGIONS = ("us-east-1", "us-west-2", "eu-west-2", "eu-central-1", "ap-southeast-2", "ca-central-1")
 _EPOCH_MS = (1_500_000_000_000, 2_000_000_000_000)
 """July 2017 to May 2033: every epoch-millisecond time a call of this product is stamped with."""
-
-
-def _account(rng: random.Random) -> str:
-    return f"{rng.randrange(10**12):012d}"
 
 
 def _epoch_ms(rng: random.Random) -> int:
@@ -316,64 +313,77 @@ def _epoch_ms(rng: random.Random) -> int:
 
 def _iso(rng: random.Random) -> str:
     ms = _epoch_ms(rng)
-    import datetime as dt
-
-    at = dt.datetime.fromtimestamp(ms / 1000, dt.UTC)
-    return rng.choice(
-        (
-            at.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-            at.isoformat(timespec="seconds"),
-            at.strftime("%Y-%m-%d %H:%M:%S,") + f"{ms % 1000:03d}+0000",
-            at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}{rng.randrange(1000):03d}+00:00",
-            at.strftime("%Y%m%dT%H%M%SZ"),
-        )
-    )
+    at = dt.datetime.fromtimestamp(ms // 1000, dt.UTC)
+    day, clock, frac = at.strftime("%Y-%m-%d"), at.strftime("%H:%M:%S"), f"{ms % 1000:03d}"
+    form = rng.randrange(5)
+    if form == 0:
+        return f"{day}T{clock}.{frac}Z"
+    if form == 1:
+        return f"{day}T{clock}+00:00"
+    if form == 2:
+        return f"{day} {clock},{frac}+0000"
+    if form == 3:
+        return f"{day}T{clock}.{frac}{rng.randrange(1000):03d}+00:00"
+    return at.strftime("%Y%m%dT%H%M%SZ")
 
 
 def _arn(rng: random.Random) -> str:
-    region, account = rng.choice(_REGIONS), _account(rng)
-    return rng.choice(
-        (
-            f"arn:aws:connect:{region}:{account}:instance/{_uuid(rng)}/contact/{_uuid(rng)}",
-            f"arn:aws:lambda:{region}:{account}:function:voicebridge-AwaitTurnFunction-{_hex(rng, 12).upper()}:7",
-            f"arn:aws:kinesisvideo:{region}:{account}:stream/connect-acme-contact-{_uuid(rng)}/{_epoch_ms(rng)}",
-            f"arn:aws:iam::{account}:role/voicebridge-ConsumerRole-{_hex(rng, 12).upper()}",
-            f"arn:aws:s3:::voicebridge-records-{account}-{region}/records/{_uuid(rng)}.json",
-            f"arn:aws:kms:{region}:{account}:key/{_uuid(rng)}",
-        )
-    )
+    region, account = rng.choice(_REGIONS), f"{rng.randrange(10**12):012d}"
+    form = rng.randrange(6)
+    if form == 0:
+        return f"arn:aws:connect:{region}:{account}:instance/{_uuid(rng)}/contact/{_uuid(rng)}"
+    if form == 1:
+        return f"arn:aws:lambda:{region}:{account}:function:voicebridge-AwaitTurn-{_hex(rng, 12).upper()}:7"
+    if form == 2:
+        return f"arn:aws:kinesisvideo:{region}:{account}:stream/connect-acme-contact-{_uuid(rng)}/{_epoch_ms(rng)}"
+    if form == 3:
+        return f"arn:aws:iam::{account}:role/voicebridge-ConsumerRole-{_hex(rng, 12).upper()}"
+    if form == 4:
+        return f"arn:aws:s3:::voicebridge-records-{account}-{region}/records/{_uuid(rng)}.json"
+    return f"arn:aws:kms:{region}:{account}:key/{_uuid(rng)}"
 
 
 def _s3(rng: random.Random) -> str:
-    bucket = f"voicebridge-prompts-{_account(rng)}"
-    day = _iso(rng)[:10].replace("-", "/")
-    key = rng.choice((f"prompts/{_hex(rng, 64)}.wav", f"records/{day}/{_uuid(rng)}.json", "prompts/pause-400ms.wav"))
-    return rng.choice(
-        (key, f"s3://{bucket}/{key}", f"https://{bucket}.s3.{rng.choice(_REGIONS)}.amazonaws.com/{key}")
-    )
+    bucket = f"voicebridge-prompts-{rng.randrange(10**12):012d}"
+    form = rng.randrange(3)
+    if form == 0:
+        key = f"prompts/{_hex(rng, 64)}.wav"
+    elif form == 1:
+        key = f"records/{dt.datetime.fromtimestamp(_epoch_ms(rng) // 1000, dt.UTC):%Y/%m/%d}/{_uuid(rng)}.json"
+    else:
+        key = f"records/{_uuid(rng)}-{rng.randrange(2, 9)}.json"
+    form = rng.randrange(3)
+    if form == 0:
+        return key
+    if form == 1:
+        return f"s3://{bucket}/{key}"
+    return f"https://{bucket}.s3.{rng.choice(_REGIONS)}.amazonaws.com/{key}"
 
 
-IDENTIFIER_KINDS = {
+def _xray(rng: random.Random) -> str:
+    root = f"1-{_hex(rng, 8)}-{_hex(rng, 24)}"
+    if rng.getrandbits(1):
+        return root
+    return f"Root={root};Parent={_hex(rng, 16)};Sampled={rng.getrandbits(1)}"
+
+
+IDENTIFIER_KINDS: dict[str, Callable[[random.Random], str]] = {
     "contact id": _uuid,
-    "request id": lambda rng: rng.choice((_uuid(rng), f"{_hex(rng, 8)}-{_hex(rng, 4)}-{_hex(rng, 4)}")),
-    "X-Ray trace id": lambda rng: rng.choice(
-        (
-            f"1-{_hex(rng, 8)}-{_hex(rng, 24)}",
-            f"Root=1-{_hex(rng, 8)}-{_hex(rng, 24)};Parent={_hex(rng, 16)};Sampled={rng.getrandbits(1)}",
-        )
-    ),
+    "request id": _uuid,
+    "X-Ray trace id": _xray,
     "traceparent": lambda rng: f"00-{_hex(rng, 32)}-{_hex(rng, 16)}-0{rng.getrandbits(1)}",
     "ARN": _arn,
     "S3 key or URL": _s3,
-    "hash": lambda rng: _hex(rng, rng.choice((32, 40, 64))),
+    "hash": lambda rng: _hex(rng, (32, 40, 64)[rng.randrange(3)]),
     "fragment number": lambda rng: str(rng.randrange(10**46, 10**47)),
     "epoch ms": lambda rng: str(_epoch_ms(rng)),
     "ISO-8601 time": _iso,
 }
 """What the product writes beside a caller's words, by kind: each maker gives one identifier as the product or AWS
-spells it (a contact id is a UUID; an X-Ray trace id ``1-<8 hex>-<24 hex>``, as Lambda's ``_X_AMZN_TRACE_ID`` holds
-it too; a W3C ``traceparent``; Kinesis Video's fragment numbers are decimal strings of up to 128 digits, 47 in
-practice; a prompt's key is its SHA-256 hex digest)."""
+spells it. A contact id and a Lambda request id are UUIDs; an X-Ray trace id is ``1-<8 hex>-<24 hex>`` (Lambda's
+``_X_AMZN_TRACE_ID`` holds it as ``Root=…;Parent=…;Sampled=…``); a W3C ``traceparent`` is
+``00-<32 hex>-<16 hex>-<2 hex>``; Kinesis Video fragment numbers are decimal strings (47 digits in practice); a
+prompt's S3 key is the SHA-256 hex digest of what it says; a call record's key holds the day and the contact id."""
 
 
 def identifiers(kind: str, count: int, seed: int = 28) -> list[str]:

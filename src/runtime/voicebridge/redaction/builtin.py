@@ -121,6 +121,8 @@ _NEAR = 6
 """How near a word that says a number is something else must be to count: a card number said further on in the
 sentence ("for order 8030 I want to pay with 3799…") is still a card number."""
 _WINDOW_AFTER = 5
+_MOST_CORRECTED = 40
+"""The longest run of digits read for a number after a correction in it (longer runs are no one's number)."""
 """How many words after it, when none before does."""
 
 _TLDS = frozenset(
@@ -300,7 +302,7 @@ def _by_shape(run: DigitRun) -> str | None:
     """What a number said with no word around it is, by its shape alone: the whole run's, or the shape of what
     follows a correction or a pause in it ("…five two three sorry, from the top, nine four two…")."""
     kind = _shape(run)
-    if kind is not None:
+    if kind is not None or len(run.digits) > _MOST_CORRECTED:
         return kind
     for i, separator in enumerate(run.separators):
         if separator == " ":
@@ -384,17 +386,18 @@ def _card_stretch(run: DigitRun) -> tuple[int, int] | None:
 def _topic_before(toks: list[Token], first: int) -> str | None:
     """What the nearest telling word before token ``first`` says the number is (None when no word says)."""
     words = 0
-    k = first - 1
-    while k >= 0 and words < _WINDOW:
+    lowest = max(0, first - 4 * _WINDOW)
+    for k in range(first - 1, lowest - 1, -1):
         word = toks[k].word or toks[k].text.lower()
-        if word.isalnum() and not word.isdigit():
+        if word.isalpha() or word.isalnum() and not word.isdigit():
             words += 1
             topic = _topic_of(toks, k)
             if topic == OTHER and words > _NEAR:
                 return None
             if topic is not None:
                 return topic
-        k -= 1
+            if words == _WINDOW:
+                break
     return None
 
 
@@ -463,10 +466,12 @@ def _expires(toks: list[Token], k: int) -> str:
 
 
 def _index_before(toks: list[Token], k: int) -> int:
-    k -= 1
-    while k >= 0 and not toks[k].word.isalpha():
-        k -= 1
-    return k
+    """The index of the word before token ``k`` (marks and numbers skipped, a few at most), or -1."""
+    lowest = max(0, k - 8)
+    for j in range(k - 1, lowest - 1, -1):
+        if toks[j].word.isalpha():
+            return j
+    return -1
 
 
 def _word_before(toks: list[Token], k: int) -> str:

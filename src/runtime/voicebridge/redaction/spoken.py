@@ -137,7 +137,9 @@ def tokens(text: str) -> list[Token]:
             out.append(Token(chunk, m.start(), m.end(), ""))
         else:
             at = m.start()
-            out.extend(Token(p.group(), at + p.start(), at + p.end(), p.group().lower()) for p in _TOKEN.finditer(chunk))
+            out.extend(
+                Token(p.group(), at + p.start(), at + p.end(), p.group().lower()) for p in _TOKEN.finditer(chunk)
+            )
     return out
 
 

@@ -1,0 +1,77 @@
+"""Redaction changes nothing that is not a caller's words: ids, ARNs, keys, hashes, fragment numbers and times.
+
+Each kind is 10,000 seeded identifiers here (bench/bench_redaction.py runs 100,000 of each). They are redacted in
+batches, one identifier after another with a mark between them that ends any number, which is also how they meet in a
+log line: beside each other and beside words.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from voicebridge.redaction import BuiltinRedactor
+from voicebridge.redaction.logs import redacting
+from voicebridge_dev.redaction_cases import IDENTIFIER_KINDS, identifiers
+
+COUNT = 10_000
+BATCH = 1_000
+REDACTOR = BuiltinRedactor()
+
+
+def batches(kind: str) -> list[list[str]]:
+    made = identifiers(kind, COUNT)
+    return [made[i : i + BATCH] for i in range(0, COUNT, BATCH)]
+
+
+def changed(before: str, after: str) -> list[str]:
+    return [a for a, b in zip(before.split(" ; "), after.split(" ; "), strict=False) if a != b][:5]
+
+
+@pytest.mark.parametrize("kind", list(IDENTIFIER_KINDS))
+def test_no_identifier_is_changed_by_the_redactor(kind: str) -> None:
+    for batch in batches(kind):
+        text = " ; ".join(batch)
+
+        redacted = REDACTOR.redact(text).text
+
+        assert redacted == text, changed(text, redacted)
+
+
+@pytest.mark.parametrize("kind", list(IDENTIFIER_KINDS))
+def test_no_identifier_is_changed_in_a_log_line(kind: str) -> None:
+    serialise = redacting(json.dumps)
+    for batch in batches(kind):
+        line = {
+            "level": "INFO",
+            "message": "turn stored for " + " ; ".join(batch),
+            "correlation_id": batch[0],
+            "uri": batch[1],
+            "fields": {"key": batch[2], "items": batch[3:6]},
+        }
+
+        written = json.loads(serialise(line))
+
+        assert written == line, changed(line["message"], written["message"])
+
+
+@pytest.mark.parametrize(
+    "identifier",
+    [
+        "49b47580-a040-4644-b481-8236570f0bf6",
+        "prompts/5b8b3f2c6d1e0a9f4c7b2e8d1a6f3c9e0b5d2a7f4e1c8b3d6a9f2e5c0b7d4a1e.wav",
+        "91343852333181452199722691208580038832309429352",
+        "1-5f84c7a1-6c2a1b3d4e5f60718293a4b5",
+    ],
+)
+def test_an_identifier_with_a_card_or_phone_shaped_stretch_is_one_token(identifier: str) -> None:
+    assert REDACTOR.redact(f"stored {identifier} for the call").text == f"stored {identifier} for the call"
+
+
+def test_a_contact_id_is_kept_whole_as_the_correlation_id() -> None:
+    contact = "49b47580-a040-4644-b481-8236570f0bf6"
+
+    written = json.loads(redacting(json.dumps)({"message": "x", "correlation_id": contact}))
+
+    assert written["correlation_id"] == contact
