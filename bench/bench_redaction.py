@@ -76,9 +76,11 @@ def _emulator_detector(text: str, before: str = "", after: str = "") -> list[Spa
 
 def _builtin() -> Find:
     redactor = BuiltinRedactor()
-    return lambda text, before="", after="": [
-        (e.start, e.end) for e in redactor.redact(text, before=before, after=after).entities
-    ]
+
+    def find(text: str, before: str = "", after: str = "") -> list[Span]:
+        return [(e.start, e.end) for e in redactor.redact(text, before=before, after=after).entities]
+
+    return find
 
 
 CONTENDERS: dict[str, Callable[[], Find]] = {

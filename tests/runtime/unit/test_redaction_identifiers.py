@@ -43,9 +43,10 @@ def test_no_identifier_is_changed_by_the_redactor(kind: str) -> None:
 def test_no_identifier_is_changed_in_a_log_line(kind: str) -> None:
     serialise = redacting(json.dumps)
     for batch in batches(kind):
+        message = "turn stored for " + " ; ".join(batch)
         line = {
             "level": "INFO",
-            "message": "turn stored for " + " ; ".join(batch),
+            "message": message,
             "correlation_id": batch[0],
             "uri": batch[1],
             "fields": {"key": batch[2], "items": batch[3:6]},
@@ -53,7 +54,7 @@ def test_no_identifier_is_changed_in_a_log_line(kind: str) -> None:
 
         written = json.loads(serialise(line))
 
-        assert written == line, changed(line["message"], written["message"])
+        assert written == line, changed(message, written["message"])
 
 
 @pytest.mark.parametrize(

@@ -121,13 +121,15 @@ _NEAR = 6
 """How near a word that says a number is something else must be to count: a card number said further on in the
 sentence ("for order 8030 I want to pay with 3799…") is still a card number."""
 _WINDOW_AFTER = 5
+"""How many words after it, when none before does."""
 _MOST_CORRECTED = 40
 """The longest run of digits read for a number after a correction in it (longer runs are no one's number)."""
-"""How many words after it, when none before does."""
 
 _TLDS = frozenset(
-    "com net org edu gov mil int io co uk us ca de fr es it nl au in info biz me ai app dev ie mx ly tv".split()
-)
+    {"com", "net", "org", "edu", "gov", "mil", "int", "io", "co", "uk", "us", "ca", "de", "fr", "es", "it", "nl",
+     "au", "in", "info", "biz", "me", "ai", "app", "dev", "ie", "mx", "ly", "tv"}
+)  # fmt: skip
+"""The top-level domains an address said aloud may end in (generic ones, and the countries callers name most)."""
 _EMAIL_WRITTEN = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,24}\b")
 _LEAD_INS = frozenset(
     {"is", "to", "with", "email", "mail", "address", "login", "try", "use", "under", "at", "me", "be", "was", "were",
@@ -146,7 +148,7 @@ _ASIDES = frozenset(
 between the two turns it was said in."""
 _NOT_DOMAIN = frozenset(
     {"the", "a", "an", "home", "work", "when", "i", "and", "in", "to", "my", "your", "least", "all", "once",
-     "night", "noon", "first", "last", "this", "that", "it", "store", "mall", "office", "school", "least"}
+     "night", "noon", "first", "last", "this", "that", "it", "store", "mall", "office", "school"}
 )  # fmt: skip
 _MOST_LOCAL = 64
 """How many tokens an address's local part may take (each letter spelled, with commas and "as in")."""
@@ -289,7 +291,7 @@ def _classify(text: str, toks: list[Token], run: DigitRun) -> list[Entity]:
         return [Entity(kind, toks[run.first - 1].start if paren else run.start, run.end)]
     if month is not None and topic in (CARD, CVV, EXPIRY) and len(digits) <= 6:
         return [Entity(EXPIRY, month, run.end)]
-    if len(digits) < 3 and topic != EXPIRY or topic == SSN and len(digits) == 9 and not _ssn_valid(digits):
+    if (len(digits) < 3 and topic != EXPIRY) or (topic == SSN and len(digits) == 9 and not _ssn_valid(digits)):
         return []
     if topic == PHONE and run.first > 0 and toks[run.first - 1].text == "(":
         return [Entity(PHONE, toks[run.first - 1].start, run.end)]
@@ -324,7 +326,7 @@ def _shape(run: DigitRun) -> str | None:
         return SSN
     if _nanp(digits) and (_phone_shaped(run) or n < len(run.digits)):
         return PHONE
-    if n in (10, 11) and digits[0] == "0" and not _date_shaped(run) or digits.startswith("00") and 11 <= n <= 17:
+    if (n in (10, 11) and digits[0] == "0" and not _date_shaped(run)) or (digits.startswith("00") and 11 <= n <= 17):
         return PHONE
     return None
 
@@ -377,9 +379,9 @@ def _card_stretch(run: DigitRun) -> tuple[int, int] | None:
             total += lengths[last]
             if total > 19:
                 break
-            if total >= 13 and total > best_total:
-                if luhn_valid("".join(g.digits for g in run.groups[first : last + 1])):
-                    best, best_total = (first, last), total
+            number = "".join(g.digits for g in run.groups[first : last + 1]) if 13 <= total > best_total else ""
+            if number and luhn_valid(number):
+                best, best_total = (first, last), total
     return best
 
 
@@ -389,7 +391,7 @@ def _topic_before(toks: list[Token], first: int) -> str | None:
     lowest = max(0, first - 4 * _WINDOW)
     for k in range(first - 1, lowest - 1, -1):
         word = toks[k].word or toks[k].text.lower()
-        if word.isalpha() or word.isalnum() and not word.isdigit():
+        if word.isalpha() or (word.isalnum() and not word.isdigit()):
             words += 1
             topic = _topic_of(toks, k)
             if topic == OTHER and words > _NEAR:
@@ -579,7 +581,7 @@ def _domain_end(toks: list[Token], k: int) -> int | None:
         if word in ("dash", "hyphen", "-", "underscore", "_") and words:
             k += 1
             continue
-        if word in _ASIDES or word in (",", "'") or word == "." and not words:
+        if word in _ASIDES or word in (",", "'") or (word == "." and not words):
             k += 1
             continue
         if end is not None or not word.isalnum() or word in _NOT_DOMAIN or words >= 3:
@@ -606,7 +608,7 @@ def _local_start(toks: list[Token], k: int, default: int) -> int:
         tok = toks[j]
         word = tok.word or tok.text.lower()
         got_it = word == "it" and j > 0 and toks[j - 1].word == "got"
-        if word in ("@", "at") or word in _LEAD_INS and not got_it or j > 0 and toks[j - 1].text == "'":
+        if word in ("@", "at") or (word in _LEAD_INS and not got_it) or (j > 0 and toks[j - 1].text == "'"):
             break
         if word.isalnum() and word not in _ASIDES and not got_it:
             start = tok.start

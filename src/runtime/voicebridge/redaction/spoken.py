@@ -1,17 +1,25 @@
 """Numbers as callers say them: runs of digits, written or spoken, found with where they lie in the text.
 
 A caller reads a card number as "four one one one, one one one one…", "forty-one eleven…", "4111 1111…" or a mix,
-and a transcript keeps whatever the recogniser wrote. To a redactor all of these are one run of digits::
+stops and starts again ("three zero six five um sorry three zero five…"), and a transcript keeps whatever the
+recogniser wrote. To a redactor all of these are one run of digits::
 
     >>> [run.digits for run in digit_runs("card four one one one, 1111 double one 11, expiry oh four twenty nine")]
     ['411111111111', '0429']
 
 A run is a sequence of *groups* (a written number such as ``4111``, or the digits of a spoken number such as
-"forty one" → ``41``) joined by nothing but spaces and the separators people and recognisers put between digits
-(``,`` ``-`` ``.`` ``/``); any other word ends it. Spoken forms understood: the digit words and "oh"/"o" for zero
-(only next to other digits), "double"/"triple" before a digit, the teens, the tens alone or with a unit ("twenty
-nine", "twenty-nine"), and "hundred"/"thousand" after a number ("nineteen hundred", "two thousand twenty nine").
-Each group keeps its span in the original text, so what is found can be cut out exactly.
+"forty one" → ``41``) with nothing between them but spaces, the separators people and recognisers put between digits
+(``,`` ``-`` ``.`` ``/``, "dash", "slash", "over", a pause's "…"), and the words of a hesitation or a correction
+(:data:`HESITATIONS`: "uh", "hang on", "sorry, I mean", "scratch that", a listener's "mhm" between two turns); any
+other word ends it. Spoken forms understood: the digit words and "oh"/"o" for zero (only next to other digits),
+"double"/"triple" before a digit, the teens, the tens alone or with a unit ("twenty nine", "twenty-nine"), and
+"hundred"/"thousand" after a number ("nineteen hundred", "two thousand and twenty nine"); a number before "digits"
+counts them ("the three digit code") and is none. Each group keeps its span in the original text, so what is found
+can be cut out exactly.
+
+An identifier is never a number: a chunk whose letters and digits are glued together or joined by ``-_:/.=#%~@`` (a
+contact id, an ARN, an S3 key, a hash, an ISO-8601 time), or that holds more digits than any entity, is one token
+(:func:`tokens`).
 """
 
 from __future__ import annotations
@@ -131,7 +139,7 @@ def tokens(text: str) -> list[Token]:
     out: list[Token] = []
     for m in _CHUNK.finditer(text):
         chunk = m.group()
-        if chunk.isalpha() or chunk.isdigit() and len(chunk) <= _LONGEST or len(chunk) == 1:
+        if chunk.isalpha() or (chunk.isdigit() and len(chunk) <= _LONGEST) or len(chunk) == 1:
             out.append(Token(chunk, m.start(), m.end(), chunk.lower()))
         elif _opaque(chunk):
             out.append(Token(chunk, m.start(), m.end(), ""))
@@ -177,9 +185,9 @@ def digit_runs(text: str | list[Token]) -> list[DigitRun]:
 
 HESITATIONS = frozenset(
     {
-        "uh", "um", "umm", "uhm", "er", "erm", "ah", "hmm", "hm", "mm", "mhm", "huh", "like", "you", "know", "let", "me",
-        "see", "hang", "on", "hold", "wait", "no", "sorry", "oops", "i", "mean", "scratch", "that", "wrong", "start",
-        "again", "from", "the", "top", "actually", "okay", "ok", "so", "and", "then", "rest", "is", "it", "s",
+        "uh", "um", "umm", "uhm", "er", "erm", "ah", "hmm", "hm", "mm", "mhm", "huh", "like", "you", "know", "let",
+        "me", "see", "hang", "on", "hold", "wait", "no", "sorry", "oops", "i", "mean", "scratch", "that", "wrong",
+        "start", "again", "from", "the", "top", "actually", "okay", "ok", "so", "and", "then", "rest", "is", "it", "s",
         "yeah", "yes", "right", "sure", "go", "ahead", "got", "far", "more", "last", "part", "with", "well", "forward",
         "over", "slash", "dash", "hyphen", "space", "m", "oh",
     }
