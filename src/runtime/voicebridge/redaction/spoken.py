@@ -57,6 +57,11 @@ _ZEROS = frozenset({"oh", "o"})
 """Zero as people say it inside a number; alone, "oh" and "o" are words, never digits."""
 _REPEATS = {"double": 2, "triple": 3}
 _SCALES = {"hundred": 100, "thousand": 1000}
+_DETERMINERS = frozenset(
+    {"the", "that", "this", "which", "other", "another", "any", "each", "every", "a", "my", "your", "no", "new", "old",
+     "right", "wrong", "same", "last", "first", "next", "only", "personal", "work", "little", "big"}
+)  # fmt: skip
+"""Words after which "one" is a pronoun ("the other one", "my personal one"), not a digit."""
 _NUMBER_WORDS = frozenset([*_UNITS, *_TEENS, *_TENS, *_ZEROS, *_REPEATS])
 _COUNTED = frozenset({"digit", "digits", "numbers", "letters", "of", "more", "time", "times"})
 """A number said before one of these counts something ("the three digit code", "nine digits"): it is no digit."""
@@ -90,8 +95,8 @@ class DigitRun:
 
     groups: tuple[Group, ...]
     separators: tuple[str, ...]
-    """What stood between group *i* and *i+1*: ``""`` for spaces only, else the separator characters (a said
-    separator is ``-``), or ``" "`` when words stood there (a filler, a correction)."""
+    """What stood between group *i* and *i+1*: ``""`` for spaces only, else the separator characters, ``" "`` when a
+    filler or a correction stood there, ``"and"`` when only everyday words did ("and then", "the rest is")."""
     first: int = 0
     """The index of the run's first token (in :func:`tokens` of the text it was found in)."""
     last: int = 0
@@ -174,7 +179,7 @@ def digit_runs(text: str | list[Token]) -> list[DigitRun]:
         while i < len(toks):
             j, separator = _between(toks, i)
             group, i_next = _group_at(toks, j, in_run=True) if j < len(toks) else (None, j)
-            if group is None:
+            if group is None or separator == _CONNECTED and sum(len(g.digits) for g in groups) < 2:
                 break
             groups.append(group)
             separators.append(separator)
@@ -196,6 +201,14 @@ HESITATIONS = frozenset(
 self-corrections ("sorry, I mean", "scratch that", "let me start again, from the top"), the rest of it after a
 pause ("and then", "the rest is"), a listener's "mhm" between two turns, and separators said aloud ("slash",
 "forward slash", "over", "dash")."""
+_CONNECTIVES = frozenset(
+    {"and", "then", "the", "rest", "is", "it", "s", "that", "so", "with", "more", "last", "part", "go", "got", "far",
+     "yes", "yeah", "right", "sure", "okay", "ok", "well", "ahead", "i", "m", "you"}
+)  # fmt: skip
+"""Hesitations that are also everyday words: a number goes on across them only once it has two digits ("the other
+one is 4111…" is no number 14111…)."""
+_CONNECTED = "and"
+"""The separator of two groups with only connectives between them."""
 _MOST_BETWEEN = 10
 """How many words and marks may stand between two groups of one number."""
 
@@ -203,18 +216,21 @@ _MOST_BETWEEN = 10
 def _between(toks: list[Token], i: int) -> tuple[int, str]:
     """Where the next group may start after the group ending before token ``i``, and what stood between: the index
     of the first token that is neither a separator nor a hesitation (or ``i`` when there is none)."""
-    j, marks, words = i, "", False
+    j, marks, words, connectives = i, "", False, True
     while j < len(toks) and j - i < _MOST_BETWEEN:
         tok = toks[j]
         if tok.text in _JOINERS or tok.text in "'?!":
             marks += tok.text
         elif tok.word in HESITATIONS and not (tok.word in _ZEROS and _group_at(toks, j, in_run=True)[0]):
             words = True
+            connectives = connectives and tok.word in _CONNECTIVES
         else:
             break
         j += 1
     if j == i:
         return i, ""
+    if words and connectives:
+        return j, _CONNECTED
     return j, " " if words or "?" in marks or "!" in marks else marks[:2].replace("'", "")
 
 
@@ -226,6 +242,8 @@ def _group_at(toks: list[Token], i: int, in_run: bool) -> tuple[Group | None, in
             return Group(tok.text, tok.start, tok.end, written=True), i + 1
         return None, i
     if i + 1 < len(toks) and toks[i + 1].word in _COUNTED:
+        return None, i
+    if tok.word == "one" and i > 0 and toks[i - 1].word in _DETERMINERS:
         return None, i
     word = tok.word
     if word in _ZEROS:
