@@ -179,7 +179,7 @@ def digit_runs(text: str | list[Token]) -> list[DigitRun]:
         while i < len(toks):
             j, separator = _between(toks, i)
             group, i_next = _group_at(toks, j, in_run=True) if j < len(toks) else (None, j)
-            if group is None or separator == _CONNECTED and sum(len(g.digits) for g in groups) < 2:
+            if group is None or (separator == _CONNECTED and sum(len(g.digits) for g in groups) < 2):
                 break
             groups.append(group)
             separators.append(separator)
