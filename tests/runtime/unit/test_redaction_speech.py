@@ -35,9 +35,11 @@ def test_a_filler_or_a_pause_inside_a_number_does_not_end_it(said: str, expected
 @pytest.mark.parametrize(
     ("said", "expected"),
     [
-        ("my card is four one one two sorry four one one one one one one one one one one one one one one one", "my card is [CARD]"),
+        ("my card is four one one two sorry four one one one one one one one one one one one one one one one",
+         "my card is [CARD]"),
         ("the social is one two four no wait one two three four five six seven eight nine", "the social is [SSN]"),
-        ("my cell is two one two five five five scratch that two one two five five five oh one nine eight", "my cell is [PHONE]"),
+        ("my cell is two one two five five five scratch that two one two five five five oh one nine eight",
+         "my cell is [PHONE]"),
         ("it's six oh one one one one one one one one one one one one one seven sorry, from the top, six oh one one "
          "one one one one one one one one one one one seven", "it's [CARD]"),
     ],
