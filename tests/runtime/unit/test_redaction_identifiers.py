@@ -61,9 +61,12 @@ def test_no_identifier_is_changed_in_a_log_line(kind: str) -> None:
     "identifier",
     [
         "49b47580-a040-4644-b481-8236570f0bf6",
-        "prompts/5b8b3f2c6d1e0a9f4c7b2e8d1a6f3c9e0b5d2a7f4e1c8b3d6a9f2e5c0b7d4a1e.wav",
-        "91343852333181452199722691208580038832309429352",
-        "1-5f84c7a1-6c2a1b3d4e5f60718293a4b5",
+        "s3://voicebridge-prompts-696434027962/prompts/b13be0aa88fb55b17344e998d4e61bb7966dbb8d4888868446c74bab9fd1f51c.wav",
+        "Root=1-0290a800-76eeee90cf2c2d0c2e90a4df;Parent=c8313307606e3c20;Sampled=0",
+        "00-055a86b9dd19e2147e7a6d5ba4b77662-d12526435815d27a-01",
+        "38fd280c1298315fdaa3982615419fd1d7e1a466",
+        "arn:aws:kinesisvideo:ap-southeast-2:872399679691:stream/connect-acme-contact-09f3bbf0-d422-443e-be94-db39af816ed5/1980722101047",
+        "1806445647083",
     ],
 )
 def test_an_identifier_with_a_card_or_phone_shaped_stretch_is_one_token(identifier: str) -> None:
