@@ -293,8 +293,8 @@ def _classify(text: str, toks: list[Token], run: DigitRun) -> list[Entity]:
         return [Entity(EXPIRY, month, run.end)]
     if (len(digits) < 3 and topic != EXPIRY) or (topic == SSN and len(digits) == 9 and not _ssn_valid(digits)):
         return []
-    if topic == PHONE and (len(digits) > 15 or len(digits) > 11 and digits[0] == "1"):
-        return []  # longer than E.164 allows, or a North American number (+1) with more than its 10 digits
+    if topic == PHONE and len(run.groups) == 1 and (len(digits) > 15 or len(digits) > 11 and digits[0] == "1"):
+        return []  # one number longer than E.164 allows, or a North American one (+1) with more than 10 digits
     if topic == PHONE and run.first > 0 and toks[run.first - 1].text == "(":
         return [Entity(PHONE, toks[run.first - 1].start, run.end)]
     if topic in (CARD, CVV, EXPIRY) and len(digits) >= 13:
