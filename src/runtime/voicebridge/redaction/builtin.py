@@ -74,7 +74,9 @@ _TOPICS: dict[str, str] = {
          "lane", "building", "floor", "gate", "seat", "platform", "route", "bus", "train", "version", "option",
          "press", "pressed", "hit", "balance", "statement", "fee", "rate", "charged", "payment", "bill", "cost",
          "price", "total", "owe", "born", "built", "renews", "renewal", "package", "shipment", "parcel", "menu",
-         "member", "customer", "id", "license", "passport", "vin", "pin", "tax"),
+         "member", "customer", "id", "license", "passport", "vin", "pin", "tax", "routing", "reservation", "loyalty",
+         "rewards", "transaction", "receipt", "plate", "imei", "meter", "employee", "badge", "student", "patient",
+         "po", "insurance", "registration", "domain", "deadline", "due", "birth", "birthday", "limit"),
         OTHER,
     ),
 }  # fmt: skip
@@ -282,7 +284,7 @@ def _classify(text: str, toks: list[Token], run: DigitRun) -> list[Entity]:
         return []
     month = _month_word_before(toks, run.first)
     if topic is None:
-        kind = _by_shape(run)
+        kind = None if _counting(run) else _by_shape(run)
         if kind is None:
             return []
         if kind == CARD:
@@ -441,9 +443,11 @@ def _topic_of(toks: list[Token], k: int) -> str | None:
     if word in ("digit", "digits"):
         if previous == "nine":
             return SSN
-        if previous in ("three", "four"):
-            return OTHER if _word_before(toks, _index_before(toks, k)) == "last" else CVV
-        return None
+        if previous in ("thirteen", "fifteen", "sixteen", "nineteen"):
+            return CARD
+        if previous == "three" or previous == "four" and _word_before(toks, _index_before(toks, k)) != "last":
+            return CVV
+        return OTHER if previous == "four" else None
     if word == "v" and previous == "v":
         return CVV
     if word == "n" and previous == "s":
@@ -484,13 +488,23 @@ def _word_before(toks: list[Token], k: int) -> str:
 
 
 def _amount(toks: list[Token], run: DigitRun) -> bool:
-    """A run that is an amount, a rate, a time or a count: a unit after it, or a currency sign before it."""
+    """A run that is an amount, a rate, a time, a count or an address: a unit or a street after it, or a currency
+    sign before it."""
     if run.first > 0 and toks[run.first - 1].text in "$£€":
         return True
     k = run.last
     while k < len(toks) and toks[k].text in ".,":
         k += 1
-    return k < len(toks) and toks[k].word in _UNITS_AFTER and not (toks[k].word == "o" and k + 1 == len(toks))
+    if k < len(toks) and toks[k].word in _UNITS_AFTER and not (toks[k].word == "o" and k + 1 == len(toks)):
+        return True
+    # A house number before its street ("14521 pine road"), a count before what it counts.
+    return any(_TOPICS.get(toks[j].word) == OTHER for j in range(k, min(len(toks), k + 2)))
+
+
+def _counting(run: DigitRun) -> bool:
+    """Counting ("one two three four five…", "…nine ten"): no one's number."""
+    values = [int(g.digits) for g in run.groups]
+    return len(values) >= 4 and all(b == a + 1 for a, b in zip(values, values[1:], strict=False))
 
 
 def _plus_before(toks: list[Token], first: int) -> int | None:
