@@ -36,6 +36,7 @@ names and street addresses (``comprehend`` mode finds those).
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -295,7 +296,7 @@ def _classify(text: str, toks: list[Token], run: DigitRun) -> list[Entity]:
         return [Entity(EXPIRY, month, run.end)]
     if (len(digits) < 3 and topic != EXPIRY) or (topic == SSN and len(digits) == 9 and not _ssn_valid(digits)):
         return []
-    if topic == PHONE and len(run.groups) == 1 and (len(digits) > 15 or len(digits) > 11 and digits[0] == "1"):
+    if topic == PHONE and len(run.groups) == 1 and (len(digits) > 15 or (len(digits) > 11 and digits[0] == "1")):
         return []  # one number longer than E.164 allows, or a North American one (+1) with more than 10 digits
     if topic == PHONE and run.first > 0 and toks[run.first - 1].text == "(":
         return [Entity(PHONE, toks[run.first - 1].start, run.end)]
@@ -445,7 +446,7 @@ def _topic_of(toks: list[Token], k: int) -> str | None:
             return SSN
         if previous in ("thirteen", "fifteen", "sixteen", "nineteen"):
             return CARD
-        if previous == "three" or previous == "four" and _word_before(toks, _index_before(toks, k)) != "last":
+        if previous == "three" or (previous == "four" and _word_before(toks, _index_before(toks, k)) != "last"):
             return CVV
         return OTHER if previous == "four" else None
     if word == "v" and previous == "v":
@@ -504,7 +505,7 @@ def _amount(toks: list[Token], run: DigitRun) -> bool:
 def _counting(run: DigitRun) -> bool:
     """Counting ("one two three four five…", "…nine ten"): no one's number."""
     values = [int(g.digits) for g in run.groups]
-    return len(values) >= 4 and all(b == a + 1 for a, b in zip(values, values[1:], strict=False))
+    return len(values) >= 4 and all(b == a + 1 for a, b in itertools.pairwise(values))
 
 
 def _plus_before(toks: list[Token], first: int) -> int | None:
