@@ -348,7 +348,9 @@ def written_form(text: str) -> Rewritten:
 def _run_written(run: DigitRun) -> str:
     parts = [run.groups[0].digits]
     for separator, before, group in zip(run.separators, run.groups[:-1], run.groups[1:], strict=True):
-        if separator:
+        if separator in (" ", _CONNECTED):
+            parts.append(" ")  # a hesitation's words are no part of the number a reader is shown
+        elif separator:
             parts.append(separator + " ")
         elif before.written or group.written:
             parts.append(" ")
