@@ -173,6 +173,7 @@ def test_a_number_said_to_be_something_else_is_left_as_said(said: str) -> None:
         "I paid at northwind dot com with apple pay",
         "press one and then two",
         "the meeting is at two thirty, room four oh nine",
+        "the Ink call ended after 15000 ms, 312 frames",
     ],
 )
 def test_everyday_words_between_numbers_join_no_digits(said: str) -> None:

@@ -94,9 +94,11 @@ _NOT_CODES = frozenset(
 _UNITS_AFTER = frozenset(
     {"dollars", "dollar", "bucks", "cents", "percent", "%", "am", "pm", "o", "minutes", "minute", "hours", "hour",
      "days", "day", "weeks", "week", "months", "years", "year", "times", "boxes", "items", "kids", "people",
-     "pounds", "euros", "miles", "degrees", "th", "st", "nd", "rd"}
+     "pounds", "euros", "miles", "degrees", "th", "st", "nd", "rd", "ms", "seconds", "second", "secs", "bytes",
+     "kb", "mb", "gb", "hz", "khz", "frames", "chunks", "segments", "turns", "attempts", "retries", "tokens",
+     "words", "characters", "chars", "calls", "requests", "records"}
 )  # fmt: skip
-"""What after a number makes it an amount, a rate, a time or a count."""
+"""What after a number makes it an amount, a rate, a time or a count (a log line's "after 1200 ms" among them)."""
 _MONTHS = {
     name: number
     for number, names in enumerate(
