@@ -42,23 +42,28 @@ import json
 import re
 import statistics
 import time
-from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from voicebridge.redaction import BuiltinRedactor, luhn_valid
-from voicebridge.redaction.builtin import JOIN
 from voicebridge.redaction.logs import redacting
 from voicebridge_dev.local.comprehend.detector import detect
-from voicebridge_dev.redaction_cases import IDENTIFIER_KINDS, Case, entity_cases, identifiers, ordinary_sentences
+from voicebridge_dev.redaction_cases import (
+    IDENTIFIER_KINDS,
+    Case,
+    Conversation,
+    Span,
+    applied,
+    entity_cases,
+    identifiers,
+    load_independent,
+    ordinary_sentences,
+    score,
+)
 
 ROUNDS = 5
-SETS = Path(__file__).resolve().parent.parent / "tests" / "data" / "redaction"
-FILES = {"dev": "independent-dev.jsonl", "held-out": "independent-heldout.jsonl"}
+FILES = ("dev", "held-out")
 
-Span = tuple[int, int]
 Find = Callable[[str, str, str], list[Span]]
 """``find(text, before, after)``: the spans of ``text`` a contender replaces."""
 
@@ -95,117 +100,6 @@ CONTENDERS: dict[str, Callable[[], Find]] = {
     "pattern scanner": lambda: _pattern_scanner,
     "comprehend emulator": lambda: _emulator_detector,
 }
-
-
-def applied(text: str, spans: Sequence[Span]) -> str:
-    """``text`` with each span replaced by ``[X]`` (what a contender's output looks like)."""
-    out, at = [], 0
-    for start, end in sorted(spans):
-        if start < at:
-            start = at
-        if end <= start:
-            continue
-        out += [text[at:start], "[X]"]
-        at = end
-    return "".join([*out, text[at:]])
-
-
-@dataclass(frozen=True)
-class Conversation:
-    """One line of the independent set."""
-
-    id: str
-    kind: str
-    turns: tuple[tuple[str, str], ...]
-    """(speaker, text) in the order said."""
-    entities: tuple[tuple[str, int, int, int], ...]
-    """(type, turn, start, end)."""
-
-    @property
-    def negative(self) -> bool:
-        return self.kind.startswith("negative/")
-
-    def context(self, turn: int) -> tuple[str, str]:
-        """What the call record gives the redactor around ``turn``: the words since the caller's previous turn
-        (that turn included), and the caller's next turn."""
-        first = turn
-        while first > 0:
-            first -= 1
-            if self.turns[first][0] == "caller":
-                break
-        before = JOIN.join(text for _, text in self.turns[first:turn])
-        after = next((text for speaker, text in self.turns[turn + 1 :] if speaker == "caller"), "")
-        return before, after
-
-
-def load(name: str) -> list[Conversation]:
-    """The independent set's ``dev`` or ``held-out`` file."""
-    out = []
-    for line in (SETS / FILES[name]).read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        out.append(
-            Conversation(
-                row["id"],
-                row["class"],
-                tuple((t["speaker"], t["text"]) for t in row["turns"]),
-                tuple((e["type"], e["turn"], e["start"], e["end"]) for e in row["entities"]),
-            )
-        )
-    return out
-
-
-@dataclass
-class Scored:
-    """One contender's figures on one file of the independent set."""
-
-    found: dict[str, list[int]]
-    """Per class: [entities found, entities]."""
-    changed: list[int]
-    """[ordinary turns changed, ordinary turns]."""
-    misses: list[str]
-    false_positives: list[str]
-
-    @property
-    def recall(self) -> float:
-        found = sum(f for f, _ in self.found.values())
-        return found / max(1, sum(n for _, n in self.found.values()))
-
-    def recall_of(self, prefix: str) -> float:
-        rows = [v for k, v in self.found.items() if k.startswith(prefix)]
-        return sum(f for f, _ in rows) / max(1, sum(n for _, n in rows))
-
-    @property
-    def changed_rate(self) -> float:
-        return self.changed[0] / max(1, self.changed[1])
-
-
-def _covered(spans: Sequence[Span], text: str, start: int, end: int) -> bool:
-    return all(any(s <= i < e for s, e in spans) for i in range(start, end) if text[i].isalnum())
-
-
-def score(find: Find, conversations: Sequence[Conversation]) -> Scored:
-    result = Scored(defaultdict(lambda: [0, 0]), [0, 0], [], [])
-    for conversation in conversations:
-        spans = []
-        for i, (_, text) in enumerate(conversation.turns):
-            before, after = conversation.context(i)
-            spans.append(find(text, before, after))
-        if conversation.negative:
-            for i, (_, text) in enumerate(conversation.turns):
-                result.changed[1] += 1
-                if spans[i]:
-                    result.changed[0] += 1
-                    result.false_positives.append(f"{conversation.id}: {applied(text, spans[i])}")
-            continue
-        for kind, turn, start, end in conversation.entities:
-            text = conversation.turns[turn][1]
-            found = _covered(spans[turn], text, start, end)
-            tally = result.found[conversation.kind]
-            tally[0] += found
-            tally[1] += 1
-            if not found:
-                result.misses.append(f"{conversation.id} {kind} {text[start:end]!r}: {applied(text, spans[turn])}")
-    return result
 
 
 def _timed(find: Find, conversations: Sequence[Conversation]) -> float:
@@ -256,7 +150,7 @@ def identifiers_changed(count: int = IDENTIFIERS) -> dict[str, dict[str, int]]:
 def run() -> dict[str, Any]:
     cases = entity_cases()
     ordinary = ordinary_sentences()
-    sets = {name: load(name) for name in FILES}
+    sets = {name: load_independent(name) for name in FILES}
     rows: dict[str, dict[str, Any]] = {}
     for name, make in CONTENDERS.items():
         find = make()

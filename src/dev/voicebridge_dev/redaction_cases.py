@@ -1,4 +1,5 @@
-"""A generated test set for the redactors: entities as callers say them, and ordinary sentences that must not change.
+"""Test sets for the redactors: a generated one (entities as callers say them, and ordinary sentences that must not
+change), the identifiers nothing may change, and the reader and scorer of the independent set in tests/data/redaction/.
 
 :func:`entity_cases` makes card numbers (Visa, Mastercard, American Express, Discover, 13 to 19 digits, each with a
 valid Luhn digit), expiry dates, security codes, social security numbers, e-mail addresses and phone numbers, each
@@ -13,12 +14,16 @@ numbers and words that are none of these. The same seed always gives the same se
 from __future__ import annotations
 
 import datetime as dt
+import json
 import random
 import re
-from collections.abc import Callable
+from collections import defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from voicebridge.redaction import luhn_valid
+from voicebridge.redaction.builtin import JOIN
 
 _DIGIT_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 _TEENS = ("ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen")
@@ -391,3 +396,121 @@ def identifiers(kind: str, count: int, seed: int = 28) -> list[str]:
     rng = random.Random(f"{seed}:{kind}")
     make = IDENTIFIER_KINDS[kind]
     return [make(rng) for _ in range(count)]
+
+
+# The independent set
+
+INDEPENDENT = Path(__file__).resolve().parents[3] / "tests" / "data" / "redaction"
+_FILES = {"dev": "independent-dev.jsonl", "held-out": "independent-heldout.jsonl"}
+Span = tuple[int, int]
+
+
+def applied(text: str, spans: Sequence[Span]) -> str:
+    """``text`` with each span replaced by ``[X]`` (what a contender's output looks like)."""
+    out, at = [], 0
+    for start, end in sorted(spans):
+        if start < at:
+            start = at
+        if end <= start:
+            continue
+        out += [text[at:start], "[X]"]
+        at = end
+    return "".join([*out, text[at:]])
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """One line of the independent set."""
+
+    id: str
+    kind: str
+    turns: tuple[tuple[str, str], ...]
+    """(speaker, text) in the order said."""
+    entities: tuple[tuple[str, int, int, int], ...]
+    """(type, turn, start, end)."""
+
+    @property
+    def negative(self) -> bool:
+        return self.kind.startswith("negative/")
+
+    def context(self, turn: int) -> tuple[str, str]:
+        """What the call record gives the redactor around ``turn``: the words since the caller's previous turn
+        (that turn included), and the caller's next turn."""
+        first = turn
+        while first > 0:
+            first -= 1
+            if self.turns[first][0] == "caller":
+                break
+        before = JOIN.join(text for _, text in self.turns[first:turn])
+        after = next((text for speaker, text in self.turns[turn + 1 :] if speaker == "caller"), "")
+        return before, after
+
+
+def load_independent(name: str, folder: Path = INDEPENDENT) -> list[Conversation]:
+    """The independent set's ``dev`` or ``held-out`` file (tests/data/redaction/, its README says how it was made)."""
+    out = []
+    for line in (folder / _FILES[name]).read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        out.append(
+            Conversation(
+                row["id"],
+                row["class"],
+                tuple((t["speaker"], t["text"]) for t in row["turns"]),
+                tuple((e["type"], e["turn"], e["start"], e["end"]) for e in row["entities"]),
+            )
+        )
+    return out
+
+
+@dataclass
+class Scored:
+    """One contender's figures on one file of the independent set."""
+
+    found: dict[str, list[int]]
+    """Per class: [entities found, entities]."""
+    changed: list[int]
+    """[ordinary turns changed, ordinary turns]."""
+    misses: list[str]
+    false_positives: list[str]
+
+    @property
+    def recall(self) -> float:
+        found = sum(f for f, _ in self.found.values())
+        return found / max(1, sum(n for _, n in self.found.values()))
+
+    def recall_of(self, prefix: str) -> float:
+        rows = [v for k, v in self.found.items() if k.startswith(prefix)]
+        return sum(f for f, _ in rows) / max(1, sum(n for _, n in rows))
+
+    @property
+    def changed_rate(self) -> float:
+        return self.changed[0] / max(1, self.changed[1])
+
+
+def _covered(spans: Sequence[Span], text: str, start: int, end: int) -> bool:
+    return all(any(s <= i < e for s, e in spans) for i in range(start, end) if text[i].isalnum())
+
+
+def score(find: Callable[[str, str, str], Sequence[Span]], conversations: Sequence[Conversation]) -> Scored:
+    result = Scored(defaultdict(lambda: [0, 0]), [0, 0], [], [])
+    for conversation in conversations:
+        spans = []
+        for i, (_, text) in enumerate(conversation.turns):
+            before, after = conversation.context(i)
+            spans.append(find(text, before, after))
+        if conversation.negative:
+            for i, (_, text) in enumerate(conversation.turns):
+                result.changed[1] += 1
+                if spans[i]:
+                    result.changed[0] += 1
+                    result.false_positives.append(f"{conversation.id}: {applied(text, spans[i])}")
+            continue
+        for kind, turn, start, end in conversation.entities:
+            text = conversation.turns[turn][1]
+            found = _covered(spans[turn], text, start, end)
+            tally = result.found[conversation.kind]
+            tally[0] += found
+            tally[1] += 1
+            if not found:
+                result.misses.append(f"{conversation.id} {kind} {text[start:end]!r}: {applied(text, spans[turn])}")
+    return result
