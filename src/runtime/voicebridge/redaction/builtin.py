@@ -31,7 +31,9 @@ after the number stands in when none comes before ("it's 615 on the back").
 A number said twice in one breath ("032862736, that's zero three two…") is read as the number it repeats. A run
 followed by a unit ("dollars", "percent", "pm", "minutes") or after a ``$`` is an amount, a rate, a time or a count.
 Not redacted: a card's last four digits said alone, amounts, dates, times, order, reference and account numbers,
-names and street addresses (``comprehend`` mode finds those).
+names and street addresses (``comprehend`` mode finds those). The numbering rules relied on (card issuers' first
+digits, E.164 and the North American plan, the SSA's never-issued numbers) are in docs/protocols.md, "Numbers and
+identifiers the built-in redactor reads".
 """
 
 from __future__ import annotations
