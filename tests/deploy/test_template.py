@@ -51,6 +51,8 @@ SPEAK_ENVIRONMENT: dict[str, Any] = {
     "SONIC_ENCODING": {"Ref": "SonicEncoding"},
     "SONIC_SAMPLE_RATE": {"Ref": "SonicSampleRate"},
     "SONIC_MODEL_ID": {"Ref": "SonicModelId"},
+    "SONIC_PRONUNCIATION_MAP": {"Ref": "SonicPronunciationMap"},
+    "SONIC_PRONUNCIATION_DICT_ID": {"Ref": "SonicPronunciationDictId"},
     "SONIC_DEFAULT_VOICE": {"Ref": "DefaultVoiceId"},
     "SONIC_DEFAULT_LANGUAGE": {"Ref": "DefaultLanguage"},
     "SONIC_BASE_URL": {
@@ -71,6 +73,7 @@ RESPONDER_PARAMETERS = {
     "BEDROCK_MODEL_ID": "BedrockModelId",
     "BEDROCK_SYSTEM_PROMPT": "BedrockSystemPrompt",
     "BEDROCK_MAX_TOKENS": "BedrockMaxTokens",
+    "BEDROCK_LATENCY": "BedrockLatency",
     "BEDROCK_GUARDRAIL_ID": "BedrockGuardrailId",
     "BEDROCK_GUARDRAIL_VERSION": "BedrockGuardrailVersion",
     "LEX_BOT_ID": "LexBotId",
@@ -97,6 +100,7 @@ ENVIRONMENT: dict[str, dict[str, Any]] = {
         "INK_MODEL": {"Ref": "InkModel"},
         "INK_MODE": {"Ref": "InkMode"},
         "INK_LANGUAGE": {"Ref": "InkLanguage"},
+        "INK_KEYTERMS": {"Ref": "InkKeyterms"},
         "INK_EAGER_END_THRESHOLD": {"Ref": "InkEagerEndThreshold"},
         "TURN_TTL_DAYS": {"Ref": "TurnRetentionDays"},
         "CONSUMER_HANDOFF_MS": "30000",
@@ -130,7 +134,7 @@ ENVIRONMENT: dict[str, dict[str, Any]] = {
 
 # The only actions each function is granted whatever the parameters, and on what.
 SPEAK_GRANTS = {
-    "sonic": {"sagemaker:InvokeEndpointWithResponseStream"},
+    "sonic": {"sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"},
     "prompts": {"s3:GetObject", "s3:PutObject"},
     # A HeadObject on a prompt not yet made answers 404, not 403, only to a caller that may list the bucket.
     "bucket": {"s3:ListBucket"},
@@ -501,6 +505,9 @@ LAMBDA_ENVIRONMENT_LIMIT = 4096
 
 def test_the_consumers_environment_leaves_room_under_lambdas_limit_with_the_default_rules() -> None:
     def size(value: Any) -> int:
+        if isinstance(value, dict) and set(value) == {"Fn::If"}:
+            # Whichever branch the condition takes.
+            return max(size(value["Fn::If"][1]), size(value["Fn::If"][2]))
         if isinstance(value, dict) and set(value) == {"Ref"} and value["Ref"] in PARAMETERS:
             return len(str(PARAMETERS[value["Ref"]].get("Default", "")).encode())
         if isinstance(value, dict) and RESOURCES.get(value.get("Ref", ""), {}).get("Type") == "AWS::S3::Bucket":
@@ -616,6 +623,14 @@ def test_each_function_is_granted_exactly_the_actions_it_needs_on_its_own_resour
         key = next((k for k, v in RESOURCE_OF.items() if v == resource), repr(resource))
         granted.setdefault(key, set()).update(_as_list(statement["Action"]))
     assert granted == GRANTS[function]
+
+
+@pytest.mark.parametrize("function", sorted(FUNCTIONS))
+def test_a_function_that_may_stream_from_sonic_may_also_invoke_it_as_the_api_reference_requires(function: str) -> None:
+    for statement in _statements(function):
+        actions = set(_as_list(statement["Action"]))
+        if "sagemaker:InvokeEndpointWithResponseStream" in actions:
+            assert "sagemaker:InvokeEndpoint" in actions, statement["Sid"]
 
 
 def test_no_function_policy_statement_allows_every_resource_but_for_an_action_that_names_none() -> None:

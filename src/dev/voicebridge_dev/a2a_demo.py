@@ -21,95 +21,24 @@ import sys
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from voicebridge.audio.wav import pcm16_wav_bytes
 from voicebridge.redaction import Redactor
 from voicebridge_dev.local.a2a import ConnectSettings, SessionResult, run_session
 from voicebridge_dev.local.agent import LocalAgent
 from voicebridge_dev.local.cloud import CloudBase
-from voicebridge_dev.simulator.caller import Clip, HangUp, Over, Say, Step
+from voicebridge_dev.simulator.agent import SESSION_LIMIT_S, ScriptedCaller, SessionClock, Utterance
+from voicebridge_dev.simulator.caller import Clip, Step
 from voicebridge_dev.simulator.records import CallRecords, read_records
 from voicebridge_dev.simulator.report import ReplySegment, TurnFigures, figures_table, summary, turn_entry
 from voicebridge_dev.template import local_physical_id
 
 RATE = 8000
-PAUSE_S = 0.6
-"""How long the agent must be quiet before the caller says their next line (the flows demo's caller waits as
-long)."""
-SESSION_LIMIT_S = 240.0
-
-
-@dataclass(frozen=True)
-class Utterance:
-    """A line the caller said, in session seconds (READY = 0)."""
-
-    clip: Clip
-    start: float
-    end: float
-    over: bool = False
-    """Said over the agent on purpose (an :class:`Over` step)."""
-
-
-@dataclass
-class ScriptedCaller:
-    """The scenario's caller, deciding as the call goes what to say next (a
-    :class:`~voicebridge_dev.local.a2a.CallerSource`)."""
-
-    steps: list[Step]
-    pause_s: float = PAUSE_S
-    said: list[Utterance] = field(default_factory=list)
-    hung_up: bool = False
-    _speaking: bytes = b""
-    _quiet_since: float | None = None
-    _answered: bool = False
-    """The agent has spoken since the caller's last line ended (the greeting counts)."""
-    _agent_since: float | None = None
-    _over_at: float | None = None
-
-    def next_slice(self, at_s: float, size: int, *, agent_heard: bool) -> bytes:
-        start_s = at_s - size / (2 * RATE)
-        if agent_heard:
-            self._quiet_since = None
-            if self._agent_since is None:
-                self._agent_since = start_s
-            self._answered = self._answered or not self._speaking
-        else:
-            self._agent_since = None
-            if self._quiet_since is None:
-                self._quiet_since = start_s
-        if not self._speaking:
-            self._begin(start_s, agent_heard)
-        chunk, self._speaking = self._speaking[:size], self._speaking[size:]
-        return chunk + bytes(size - len(chunk))
-
-    def _begin(self, now: float, agent_heard: bool) -> None:
-        if not self.steps:
-            return
-        step = self.steps[0]
-        if isinstance(step, Over):
-            if agent_heard and self._agent_since is not None and now >= self._agent_since + step.after_s:
-                self._say(step.clip, now, over=True)
-            return
-        quiet = self._quiet_since is not None and now - self._quiet_since >= self.pause_s
-        if not (self._answered and quiet):
-            return
-        if isinstance(step, Say):
-            self._say(step.clip, now)
-        elif isinstance(step, HangUp):
-            self.steps.pop(0)
-            self.hung_up = True
-        else:
-            # Silence and keys are not spoken on this path; the scenario moves on.
-            self.steps.pop(0)
-
-    def _say(self, clip: Clip, now: float, *, over: bool = False) -> None:
-        self.steps.pop(0)
-        self._speaking = clip.pcm[: len(clip.pcm) // 2 * 2]
-        self.said.append(Utterance(clip, now, now + len(self._speaking) / (2 * RATE), over))
-        self._answered = False
 
 
 @dataclass(frozen=True)
@@ -140,26 +69,9 @@ def place_streaming_call(
         session = asyncio.run(run_session(agent.url, settings, caller_audio=caller))
         _await_record(cloud, contact_id)
     started = session.timeline.started_at
-    records = read_records(cloud.client("dynamodb"), local_physical_id("TurnTable"), contact_id, _SessionClock(started))
+    records = read_records(cloud.client("dynamodb"), local_physical_id("TurnTable"), contact_id, SessionClock(started))
     broken = [f"{v.rule}: {v.detail}" for v in session.errors]
     return StreamingCall(contact_id, session, caller.said, records, broken)
-
-
-@dataclass(frozen=True)
-class _SessionClock:
-    """Epoch seconds to session seconds (READY = 0): what :func:`read_records` places the product's moments on."""
-
-    started_at: float
-    virtual: bool = False
-
-    def now(self) -> float:
-        raise NotImplementedError
-
-    def sleep_until(self, moment: float) -> None:
-        raise NotImplementedError
-
-    def call_time(self, epoch_s: float) -> float:
-        return epoch_s - self.started_at
 
 
 def _await_record(cloud: CloudBase, contact_id: str, wait_s: float = 20.0) -> None:
@@ -250,8 +162,6 @@ def barge_ins(call: StreamingCall) -> list[dict[str, Any]]:
 
 def _first_voiced_s(clip: Clip) -> float:
     """Where the clip's voice begins (its first 20 ms frame above -40 dBFS)."""
-    import numpy as np
-
     samples = clip.samples.astype(np.float32)
     frame = RATE // 50
     whole = len(samples) // frame * frame
@@ -297,8 +207,6 @@ def _with_barge_in(entry: dict[str, Any], over: Sequence[Mapping[str, Any]]) -> 
 def write_outputs(call: StreamingCall, out: Path, redactor: Redactor) -> dict[str, Path]:
     """``call.wav`` (what the caller heard: the agent, with the caller's own lines on the left channel),
     ``transcript.txt``."""
-    import numpy as np
-
     out.mkdir(parents=True, exist_ok=True)
     heard = np.frombuffer(bytes(call.session.recording.pcm), dtype="<i2")
     caller = np.zeros_like(heard)

@@ -208,6 +208,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     simulate.add_argument("--centre", metavar="FILE", help="the contact centre's state: hours, queue metrics (JSON)")
     simulate.add_argument("--report", metavar="FILE", help="write each run as JSON")
     simulate.add_argument("--templated", action="store_true", help="the files are templates (as for validate)")
+    simulate.add_argument(
+        "--type",
+        dest="flow_type",
+        metavar="TYPE",
+        help="the flow type of files that do not say theirs (CUSTOMER_QUEUE, CUSTOMER_HOLD, AGENT_HOLD, "
+        "CUSTOMER_WHISPER, AGENT_WHISPER, OUTBOUND_WHISPER…, as CreateContactFlow names them)",
+    )
+    simulate.add_argument(
+        "--agent",
+        action="store_true",
+        help="a Lex block that hands the call to an AI agent talks to voicebridge's streaming agent (run on the "
+        "simulation's local cloud), the caller's remaining lines said to it",
+    )
     render = flows.add_parser("render", help="print a flow with its placeholders filled, for a console import")
     render.add_argument("path")
     source = render.add_mutually_exclusive_group(required=True)
@@ -422,14 +435,28 @@ def _local_up(args: argparse.Namespace) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    from voicebridge_dev.local.agent import LocalAgent, LocalAgentError
+
+    agent = LocalAgent(cloud, args.template, env=cloud.lambdas.env if cloud.lambdas else None)
+    try:
+        agent.start()
+    except LocalAgentError as exc:
+        cloud.stop()
+        print(f"voicebridge local up: the streaming agent did not start: {exc}", file=sys.stderr)
+        return 1
     try:
         print("# voicebridge local cloud (emulators, not the real services). Paste into another shell:")
         print("# BEDROCK_MODEL_ID and LEX_BOT_* name the emulators' scripted model and bot, not real ones.")
-        for name, value in sorted(cloud.env().items()):
+        exports = {**cloud.env(), "VOICEBRIDGE_A2A_URL": agent.url, "VOICEBRIDGE_A2A_API_KEY": agent.api_key}
+        for name, value in sorted(exports.items()):
             print(f"export {name}={value}")
+        print(
+            "# The streaming agent (python -m voicebridge.a2a) answers Connect's A2A sessions at VOICEBRIDGE_A2A_URL."
+        )
         print("# Ctrl-C stops it.", flush=True)
         stop.wait()
     finally:
+        agent.stop()
         cloud.stop()
         print("local cloud stopped", file=sys.stderr)
     return 0
@@ -575,6 +602,8 @@ def _flows(args: argparse.Namespace) -> int:
             flows=args.flows,
             lex=args.lex,
             prompts=args.prompts,
+            flow_type=args.flow_type,
+            agent=args.agent,
         )
     try:
         outputs = args.stack or _assignments("--output", args.output)

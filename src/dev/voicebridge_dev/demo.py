@@ -99,6 +99,7 @@ _SERVICE_NAMES = {
     "bedrock": "Bedrock emulator",
     "lex": "Lex emulator",
     "comprehend": "Comprehend emulator",
+    "connect": "Connect emulator",
 }
 
 _worker_recogniser: Recogniser | None = None

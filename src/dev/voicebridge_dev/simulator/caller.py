@@ -270,25 +270,39 @@ class SimulatedCaller:
         self._bot_since: float | None = None
 
     def bot_started(self, at: float, media: MediaPlane) -> None:
-        """The bot starts talking at ``at``: a step not begun by then waits for the bot to stop again."""
+        """The bot starts talking at ``at``: a step not begun by then waits for the bot to stop again; a line to say
+        over the bot (:class:`Over`) is said that far into what it says."""
         with self._lock:
             self._bot_since = at
-            if self._pending is None:
-                return
-            step, due, speech = self._pending
-            self._pending = None
-            if due <= at or (speech is not None and not media.withdraw(speech)):
-                return
-            self._steps.insert(0, step)
-            if isinstance(step, HangUp):
-                self._hangup_at = None
-            if speech is not None and speech is self._speech:
-                self._speech = None
+            if self._pending is not None:
+                step, due, speech = self._pending
+                self._pending = None
+                if not (due <= at or (speech is not None and not media.withdraw(speech))):
+                    self._steps.insert(0, step)
+                    if isinstance(step, HangUp):
+                        self._hangup_at = None
+                    if speech is not None and speech is self._speech:
+                        self._speech = None
+                    return
+            over = self._steps[0] if self._steps else None
+            if isinstance(over, Over):
+                self._steps.pop(0)
+                self._speech = media.play(
+                    CALLER,
+                    over.clip.samples,
+                    "speech",
+                    at=at + over.after_s,
+                    text=over.clip.transcript,
+                    clip=over.clip.name,
+                )
 
     def bot_stopped(self, at: float, media: MediaPlane) -> None:
         """The bot stopped talking at ``at``: the next step is due a pause later."""
         with self._lock:
             if self._pending is not None or not self._steps or self._hangup_at is not None:
+                return
+            if isinstance(self._steps[0], Over):
+                # Said over the bot's next words, not in the quiet after these.
                 return
             spoken = self._speech
             if spoken is not None and self._bot_since is not None and spoken.end > self._bot_since:
@@ -307,6 +321,21 @@ class SimulatedCaller:
             elif isinstance(step, HangUp):
                 self._hangup_at = due
             self._pending = (step, due, speech)
+
+    def take_steps(self) -> list[Step]:
+        """Everything the caller has left to do, handed to someone else to run (an external AI agent's session):
+        the steps are no longer this caller's until :meth:`give_back`."""
+        with self._lock:
+            steps, self._steps = self._steps, []
+            if self._pending is not None:
+                steps.insert(0, self._pending[0])
+                self._pending = None
+            return steps
+
+    def give_back(self, steps: Iterable[Step]) -> None:
+        """The steps another runner did not get to: the caller goes on with them."""
+        with self._lock:
+            self._steps = [*steps, *self._steps]
 
     def respond(
         self, kind: type[Say] | type[Press] | tuple[type, ...] = (Say, Press), *, before: float | None = None

@@ -461,7 +461,7 @@ def build_report(result: CallResult, **context: Any) -> dict[str, Any]:
             "frames": int(result.recording.shape[0]),
         },
         "summary": summary(figures),
-        "turns": [turn_entry(turn) for turn in figures],
+        "turns": [_talked_over(turn_entry(turn), result) for turn in figures],
         "prompts": [
             {
                 "action": s.action,
@@ -552,6 +552,27 @@ def turn_entry(turn: TurnFigures) -> dict[str, Any]:
         "waterfall_ms": turn.waterfall_ms(),
         "segment_gaps_ms": turn.segment_gaps_ms(),
     }
+
+
+def _talked_over(entry: dict[str, Any], result: CallResult) -> dict[str, Any]:
+    """A turn the caller began while the bot was talking carries ``barge_in_ms`` (their first voiced frame to the bot's
+    audio stopping at them, in the recording) and ``backchannel_interrupted`` (a prompt is never cut short: Connect
+    plays it to its end)."""
+    start = entry.get("speech_start_ms")
+    bot = result.recording[:, 1] if result.recording.ndim == 2 else None
+    if start is None or bot is None:
+        return entry
+    rate = result.sample_rate
+    at = int(start * rate / 1000)
+    if at >= len(bot) or not bot[at : at + rate // 50].any():
+        return entry
+    quiet = rate // 10
+    for index in range(at, len(bot) - quiet, rate // 100):
+        if not bot[index : index + quiet].any():
+            entry["barge_in_ms"] = round((index - at) * 1000 / rate)
+            break
+    entry["backchannel_interrupted"] = False
+    return entry
 
 
 def transcript(result: CallResult) -> str:
