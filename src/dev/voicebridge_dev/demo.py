@@ -301,8 +301,9 @@ def _write_files(result: CallResult, out: Path, redactor: Redactor) -> dict[str,
         "timeline": out / "timeline.png",
     }
     files["recording"].write_bytes(pcm16_wav_bytes(result.recording, result.sample_rate, channels=2))
-    lines = transcript(result).splitlines(keepends=True)
-    files["transcript"].write_text("".join(redactor.redact(line).text for line in lines), encoding="utf-8")
+    header, *lines = transcript(result).splitlines(keepends=True)
+    # The header names the contact: an id, no one's words, kept exactly as operators search for it.
+    files["transcript"].write_text(header + "".join(redactor.redact(line).text for line in lines), encoding="utf-8")
     files["timeline"].write_bytes(timeline_png(result))
     return files
 
