@@ -46,6 +46,7 @@ LAMBDA_PYTHON = "python3.13"
 ROUNDS = 15
 TARGETS = {
     "AwaitTurnFunction": 1.2,
+    "CallRecordFunction": 1.2,
     "StartListeningFunction": 1.2,
     "SynthesizeFunction": 1.5,
     "TranscribeStreamFunction": 1.5,

@@ -51,6 +51,8 @@ SPEAK_ENVIRONMENT: dict[str, Any] = {
     "SONIC_ENCODING": {"Ref": "SonicEncoding"},
     "SONIC_SAMPLE_RATE": {"Ref": "SonicSampleRate"},
     "SONIC_MODEL_ID": {"Ref": "SonicModelId"},
+    "SONIC_PRONUNCIATION_MAP": {"Ref": "SonicPronunciationMap"},
+    "SONIC_PRONUNCIATION_DICT_ID": {"Ref": "SonicPronunciationDictId"},
     "SONIC_DEFAULT_VOICE": {"Ref": "DefaultVoiceId"},
     "SONIC_DEFAULT_LANGUAGE": {"Ref": "DefaultLanguage"},
     "SONIC_BASE_URL": {
@@ -71,6 +73,7 @@ RESPONDER_PARAMETERS = {
     "BEDROCK_MODEL_ID": "BedrockModelId",
     "BEDROCK_SYSTEM_PROMPT": "BedrockSystemPrompt",
     "BEDROCK_MAX_TOKENS": "BedrockMaxTokens",
+    "BEDROCK_LATENCY": "BedrockLatency",
     "BEDROCK_GUARDRAIL_ID": "BedrockGuardrailId",
     "BEDROCK_GUARDRAIL_VERSION": "BedrockGuardrailVersion",
     "LEX_BOT_ID": "LexBotId",
@@ -97,6 +100,7 @@ ENVIRONMENT: dict[str, dict[str, Any]] = {
         "INK_MODEL": {"Ref": "InkModel"},
         "INK_MODE": {"Ref": "InkMode"},
         "INK_LANGUAGE": {"Ref": "InkLanguage"},
+        "INK_KEYTERMS": {"Ref": "InkKeyterms"},
         "INK_EAGER_END_THRESHOLD": {"Ref": "InkEagerEndThreshold"},
         "VOICE_DETECTOR": {"Ref": "VoiceDetector"},
         "TURN_TTL_DAYS": {"Ref": "TurnRetentionDays"},
@@ -130,7 +134,7 @@ ENVIRONMENT: dict[str, dict[str, Any]] = {
 
 # The only actions each function is granted whatever the parameters, and on what.
 SPEAK_GRANTS = {
-    "sonic": {"sagemaker:InvokeEndpointWithResponseStream"},
+    "sonic": {"sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"},
     "prompts": {"s3:GetObject", "s3:PutObject"},
     # A HeadObject on a prompt not yet made answers 404, not 403, only to a caller that may list the bucket.
     "bucket": {"s3:ListBucket"},
@@ -501,6 +505,9 @@ LAMBDA_ENVIRONMENT_LIMIT = 4096
 
 def test_the_consumers_environment_leaves_room_under_lambdas_limit_with_the_default_rules() -> None:
     def size(value: Any) -> int:
+        if isinstance(value, dict) and set(value) == {"Fn::If"}:
+            # Whichever branch the condition takes.
+            return max(size(value["Fn::If"][1]), size(value["Fn::If"][2]))
         if isinstance(value, dict) and set(value) == {"Ref"} and value["Ref"] in PARAMETERS:
             return len(str(PARAMETERS[value["Ref"]].get("Default", "")).encode())
         if isinstance(value, dict) and RESOURCES.get(value.get("Ref", ""), {}).get("Type") == "AWS::S3::Bucket":
@@ -616,6 +623,14 @@ def test_each_function_is_granted_exactly_the_actions_it_needs_on_its_own_resour
         key = next((k for k, v in RESOURCE_OF.items() if v == resource), repr(resource))
         granted.setdefault(key, set()).update(_as_list(statement["Action"]))
     assert granted == GRANTS[function]
+
+
+@pytest.mark.parametrize("function", sorted(FUNCTIONS))
+def test_a_function_that_may_stream_from_sonic_may_also_invoke_it_as_the_api_reference_requires(function: str) -> None:
+    for statement in _statements(function):
+        actions = set(_as_list(statement["Action"]))
+        if "sagemaker:InvokeEndpointWithResponseStream" in actions:
+            assert "sagemaker:InvokeEndpoint" in actions, statement["Sid"]
 
 
 def test_no_function_policy_statement_allows_every_resource_but_for_an_action_that_names_none() -> None:
@@ -749,9 +764,11 @@ def test_connect_resources_are_created_only_with_an_instance_arn() -> None:
         "AWS::Connect::IntegrationAssociation",
         "AWS::Connect::ContactFlow",
     }
+    # The listen-only and streaming flows' conditions hold HasConnectInstance within them.
+    only_with_an_instance = ("HasConnectInstance", "CreateListenOnlyFlow", "CreateStreamingFlow")
     for name, resource in RESOURCES.items():
         if resource["Type"] in connect_kinds:
-            assert resource.get("Condition") in ("HasConnectInstance", "CreateListenOnlyFlow"), name
+            assert resource.get("Condition") in only_with_an_instance, name
 
 
 def test_the_listen_only_flow_is_created_only_with_an_agent_queue() -> None:
@@ -769,7 +786,7 @@ def test_each_flow_is_created_only_after_the_functions_it_calls_are_associated()
     }
     for name, resource in _flow_resources().items():
         called = set(re.findall(r"\$\{([A-Za-z0-9]+)\.Arn\}", resource["Properties"]["Content"]["Fn::Sub"]))
-        assert set(resource["DependsOn"]) == {integration_of[function] for function in called}, name
+        assert set(resource.get("DependsOn", [])) == {integration_of[function] for function in called}, name
 
 
 def test_the_flows_are_named_after_the_stack() -> None:
@@ -778,6 +795,7 @@ def test_the_flows_are_named_after_the_stack() -> None:
         "contact_flows/voice-agent.json": {"Fn::Sub": "${AWS::StackName} voice agent"},
         "contact_flows/echo.json": {"Fn::Sub": "${AWS::StackName} echo"},
         "contact_flows/listen-only.json": {"Fn::Sub": "${AWS::StackName} listen only"},
+        "contact_flows/voice-agent-streaming.json": {"Fn::Sub": "${AWS::StackName} voice agent streaming"},
     }
 
 

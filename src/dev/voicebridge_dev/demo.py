@@ -67,6 +67,7 @@ from voicebridge_dev.simulator import (
     timeline_png,
     transcript,
 )
+from voicebridge_dev.simulator.caller import Over
 from voicebridge_dev.simulator.load import LoadRun, load_figures, load_table, simulate_calls
 
 TEMPLATE = Path("template.yaml")
@@ -98,6 +99,7 @@ _SERVICE_NAMES = {
     "bedrock": "Bedrock emulator",
     "lex": "Lex emulator",
     "comprehend": "Comprehend emulator",
+    "connect": "Connect emulator",
 }
 
 _worker_recogniser: Recogniser | None = None
@@ -148,8 +150,12 @@ def run_demo(
     interval_ms: float = DEFAULT_INTERVAL_MS,
     own_processes: bool | None = None,
     function_env: Mapping[str, str] | None = None,
+    transport: str = "flows",
 ) -> int:
     """Run the demo call; returns the exit status (0 when the flow ended the call or the caller hung up).
+
+    ``transport`` is how Connect and the product talk: ``flows`` (the contact flow's Lambda blocks and S3 prompts)
+    or ``a2a`` (Connect's external-AI-agent voice streaming, :mod:`voicebridge_dev.a2a_demo`).
 
     ``text``, when given, replaces the caller's first utterance: the local speech engine speaks it.
     ``recognition`` is how the Ink emulator hears the caller: ``pocketsphinx`` (``auto``: when installed) or
@@ -170,6 +176,17 @@ def run_demo(
         return 2
     if text:
         steps = _with_first_utterance(steps, text, speech)
+    if transport == "a2a":
+        return _run_streaming(
+            chosen,
+            steps,
+            speech,
+            out=out,
+            report=report,
+            recognition=recognition,
+            sonic_hosting=sonic_hosting,
+            function_env=function_env,
+        )
     if calls > 1:
         return run_load(
             calls,
@@ -284,8 +301,9 @@ def _write_files(result: CallResult, out: Path, redactor: Redactor) -> dict[str,
         "timeline": out / "timeline.png",
     }
     files["recording"].write_bytes(pcm16_wav_bytes(result.recording, result.sample_rate, channels=2))
-    lines = transcript(result).splitlines(keepends=True)
-    files["transcript"].write_text("".join(redactor.redact(line).text for line in lines), encoding="utf-8")
+    header, *lines = transcript(result).splitlines(keepends=True)
+    # The header names the contact: an id, no one's words, kept exactly as operators search for it.
+    files["transcript"].write_text(header + "".join(redactor.redact(line).text for line in lines), encoding="utf-8")
     files["timeline"].write_bytes(timeline_png(result))
     return files
 
@@ -453,7 +471,7 @@ def _prepare(
     cloud.lambdas.env["SONIC_BACKEND"] = sonic_backend
     if registered:
         for step in steps:
-            if isinstance(step, Say):
+            if isinstance(step, Say | Over):
                 cloud.register_transcript(step.clip.pcm, step.clip.transcript)
     return _answer_with(cloud, chosen, function_env)
 
@@ -616,5 +634,61 @@ def run_load(
     turns = figures["turns"]
     if turns["exactly_once"] != turns["utterances"] or "error" in figures["ended_by"]:
         print("voicebridge demo: not every turn was delivered exactly once", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _run_streaming(
+    chosen: Scenario,
+    steps: list[Step],
+    speech: SpeechEngine,
+    *,
+    out: Path,
+    report: str | None,
+    recognition: str,
+    sonic_hosting: str,
+    function_env: Mapping[str, str] | None,
+) -> int:
+    """The demo's call on the streaming transport: the same scenario, cloud and services, Connect's A2A client
+    emulator instead of the flow simulator."""
+    from voicebridge_dev import a2a_demo
+
+    if recognition != "registered":
+        embedded = load_recogniser("pocketsphinx" if recognition == "pocketsphinx" else "auto")
+    else:
+        embedded = None
+    cloud = local_cloud(speech, own_processes=False, recogniser=embedded)
+    print(f"scenario {chosen.name} on the streaming transport: {chosen.description}")
+    with cloud:
+        emulated = _prepare(
+            cloud,
+            chosen,
+            steps,
+            registered=embedded is None,
+            sonic_backend=SONIC_BACKENDS[sonic_hosting],
+            function_env=function_env,
+        )
+        assert cloud.lambdas is not None
+        call = a2a_demo.place_streaming_call(cloud, steps, dict(cloud.lambdas.env), template=TEMPLATE)
+    a2a_demo.print_summary(call)
+    redactor = demo_redactor(function_env)
+    files = a2a_demo.write_outputs(call, out, redactor)
+    if report:
+        context = {
+            "scenario": chosen.name,
+            "responder": chosen.responder,
+            "emulated": emulated,
+            "sonic_hosting": sonic_hosting,
+            "speech_engine": speech.name,
+            "recogniser": "pocketsphinx" if embedded is not None else "registered transcripts",
+            "files": {name: str(path) for name, path in files.items()},
+        }
+        written = redacted_report(a2a_demo.build_report(call, **context), redactor)
+        Path(report).parent.mkdir(parents=True, exist_ok=True)
+        Path(report).write_text(json.dumps(written, indent=2) + "\n", encoding="utf-8")
+        files["report"] = Path(report)
+    for name, path in files.items():
+        print(f"{name:>10}: {path}")
+    if call.violations:
         return 1
     return 0

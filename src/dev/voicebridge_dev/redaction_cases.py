@@ -1,4 +1,5 @@
-"""A generated test set for the redactors: entities as callers say them, and ordinary sentences that must not change.
+"""Test sets for the redactors: a generated one (entities as callers say them, and ordinary sentences that must not
+change), the identifiers nothing may change, and the reader and scorer of the independent set in tests/data/redaction/.
 
 :func:`entity_cases` makes card numbers (Visa, Mastercard, American Express, Discover, 13 to 19 digits, each with a
 valid Luhn digit), expiry dates, security codes, social security numbers, e-mail addresses and phone numbers, each
@@ -12,11 +13,17 @@ numbers and words that are none of these. The same seed always gives the same se
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import random
 import re
+from collections import defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from voicebridge.redaction import luhn_valid
+from voicebridge.redaction.builtin import JOIN
 
 _DIGIT_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 _TEENS = ("ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen")
@@ -289,3 +296,221 @@ def ordinary_sentences() -> list[str]:
     sentences = amounts + times + dates + counts + places + references + chatter
     # Each again in the words a recogniser might write for it, and with the caller's hesitations.
     return sentences + [f"um, {s.lower()}" for s in sentences] + [f"{s}, okay?" for s in sentences]
+
+
+def _hex(rng: random.Random, length: int) -> str:
+    return f"{rng.getrandbits(length * 4):0{length}x}"
+
+
+def _uuid(rng: random.Random) -> str:
+    h = _hex(rng, 32)
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[rng.getrandbits(2)]}{h[17:20]}-{h[20:]}"
+
+
+_REGIONS = ("us-east-1", "us-west-2", "eu-west-2", "eu-central-1", "ap-southeast-2", "ca-central-1")
+_EPOCH_MS = (1_500_000_000_000, 2_000_000_000_000)
+"""July 2017 to May 2033: every epoch-millisecond time a call of this product is stamped with."""
+
+
+def _epoch_ms(rng: random.Random) -> int:
+    return rng.randrange(*_EPOCH_MS)
+
+
+def _iso(rng: random.Random) -> str:
+    ms = _epoch_ms(rng)
+    at = dt.datetime.fromtimestamp(ms // 1000, dt.UTC)
+    day, clock, frac = at.strftime("%Y-%m-%d"), at.strftime("%H:%M:%S"), f"{ms % 1000:03d}"
+    form = rng.randrange(5)
+    if form == 0:
+        return f"{day}T{clock}.{frac}Z"
+    if form == 1:
+        return f"{day}T{clock}+00:00"
+    if form == 2:
+        return f"{day} {clock},{frac}+0000"
+    if form == 3:
+        return f"{day}T{clock}.{frac}{rng.randrange(1000):03d}+00:00"
+    return at.strftime("%Y%m%dT%H%M%SZ")
+
+
+def _arn(rng: random.Random) -> str:
+    region, account = rng.choice(_REGIONS), f"{rng.randrange(10**12):012d}"
+    form = rng.randrange(6)
+    if form == 0:
+        return f"arn:aws:connect:{region}:{account}:instance/{_uuid(rng)}/contact/{_uuid(rng)}"
+    if form == 1:
+        return f"arn:aws:lambda:{region}:{account}:function:voicebridge-AwaitTurn-{_hex(rng, 12).upper()}:7"
+    if form == 2:
+        return f"arn:aws:kinesisvideo:{region}:{account}:stream/connect-acme-contact-{_uuid(rng)}/{_epoch_ms(rng)}"
+    if form == 3:
+        return f"arn:aws:iam::{account}:role/voicebridge-ConsumerRole-{_hex(rng, 12).upper()}"
+    if form == 4:
+        return f"arn:aws:s3:::voicebridge-records-{account}-{region}/records/{_uuid(rng)}.json"
+    return f"arn:aws:kms:{region}:{account}:key/{_uuid(rng)}"
+
+
+def _s3(rng: random.Random) -> str:
+    bucket = f"voicebridge-prompts-{rng.randrange(10**12):012d}"
+    form = rng.randrange(3)
+    if form == 0:
+        key = f"prompts/{_hex(rng, 64)}.wav"
+    elif form == 1:
+        key = f"records/{dt.datetime.fromtimestamp(_epoch_ms(rng) // 1000, dt.UTC):%Y/%m/%d}/{_uuid(rng)}.json"
+    else:
+        key = f"records/{_uuid(rng)}-{rng.randrange(2, 9)}.json"
+    form = rng.randrange(3)
+    if form == 0:
+        return key
+    if form == 1:
+        return f"s3://{bucket}/{key}"
+    return f"https://{bucket}.s3.{rng.choice(_REGIONS)}.amazonaws.com/{key}"
+
+
+def _xray(rng: random.Random) -> str:
+    root = f"1-{_hex(rng, 8)}-{_hex(rng, 24)}"
+    if rng.getrandbits(1):
+        return root
+    return f"Root={root};Parent={_hex(rng, 16)};Sampled={rng.getrandbits(1)}"
+
+
+IDENTIFIER_KINDS: dict[str, Callable[[random.Random], str]] = {
+    "contact id": _uuid,
+    "request id": _uuid,
+    "X-Ray trace id": _xray,
+    "traceparent": lambda rng: f"00-{_hex(rng, 32)}-{_hex(rng, 16)}-0{rng.getrandbits(1)}",
+    "ARN": _arn,
+    "S3 key or URL": _s3,
+    "hash": lambda rng: _hex(rng, (32, 40, 64)[rng.randrange(3)]),
+    "fragment number": lambda rng: str(rng.randrange(10**46, 10**47)),
+    "epoch ms": lambda rng: str(_epoch_ms(rng)),
+    "ISO-8601 time": _iso,
+}
+"""What the product writes beside a caller's words, by kind: each maker gives one identifier as the product or AWS
+spells it. A contact id and a Lambda request id are UUIDs; an X-Ray trace id is ``1-<8 hex>-<24 hex>`` (Lambda's
+``_X_AMZN_TRACE_ID`` holds it as ``Root=…;Parent=…;Sampled=…``); a W3C ``traceparent`` is
+``00-<32 hex>-<16 hex>-<2 hex>``; Kinesis Video fragment numbers are decimal strings (47 digits in practice); a
+prompt's S3 key is the SHA-256 hex digest of what it says; a call record's key holds the day and the contact id."""
+
+
+def identifiers(kind: str, count: int, seed: int = 28) -> list[str]:
+    """``count`` identifiers of ``kind`` (a key of :data:`IDENTIFIER_KINDS`); the same seed gives the same ones."""
+    rng = random.Random(f"{seed}:{kind}")
+    make = IDENTIFIER_KINDS[kind]
+    return [make(rng) for _ in range(count)]
+
+
+# The independent set
+
+INDEPENDENT = Path(__file__).resolve().parents[3] / "tests" / "data" / "redaction"
+_FILES = {"dev": "independent-dev.jsonl", "held-out": "independent-heldout.jsonl"}
+Span = tuple[int, int]
+
+
+def applied(text: str, spans: Sequence[Span]) -> str:
+    """``text`` with each span replaced by ``[X]`` (what a contender's output looks like)."""
+    out, at = [], 0
+    for start, end in sorted(spans):
+        if start < at:
+            start = at
+        if end <= start:
+            continue
+        out += [text[at:start], "[X]"]
+        at = end
+    return "".join([*out, text[at:]])
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """One line of the independent set."""
+
+    id: str
+    kind: str
+    turns: tuple[tuple[str, str], ...]
+    """(speaker, text) in the order said."""
+    entities: tuple[tuple[str, int, int, int], ...]
+    """(type, turn, start, end)."""
+
+    @property
+    def negative(self) -> bool:
+        return self.kind.startswith("negative/")
+
+    def context(self, turn: int) -> tuple[str, str]:
+        """What the call record gives the redactor around ``turn``: the words since the caller's previous turn
+        (that turn included), and the caller's next turn."""
+        first = turn
+        while first > 0:
+            first -= 1
+            if self.turns[first][0] == "caller":
+                break
+        before = JOIN.join(text for _, text in self.turns[first:turn])
+        after = next((text for speaker, text in self.turns[turn + 1 :] if speaker == "caller"), "")
+        return before, after
+
+
+def load_independent(name: str, folder: Path = INDEPENDENT) -> list[Conversation]:
+    """The independent set's ``dev`` or ``held-out`` file (tests/data/redaction/, its README says how it was made)."""
+    out = []
+    for line in (folder / _FILES[name]).read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        out.append(
+            Conversation(
+                row["id"],
+                row["class"],
+                tuple((t["speaker"], t["text"]) for t in row["turns"]),
+                tuple((e["type"], e["turn"], e["start"], e["end"]) for e in row["entities"]),
+            )
+        )
+    return out
+
+
+@dataclass
+class Scored:
+    """One contender's figures on one file of the independent set."""
+
+    found: dict[str, list[int]]
+    """Per class: [entities found, entities]."""
+    changed: list[int]
+    """[ordinary turns changed, ordinary turns]."""
+    misses: list[str]
+    false_positives: list[str]
+
+    @property
+    def recall(self) -> float:
+        found = sum(f for f, _ in self.found.values())
+        return found / max(1, sum(n for _, n in self.found.values()))
+
+    def recall_of(self, prefix: str) -> float:
+        rows = [v for k, v in self.found.items() if k.startswith(prefix)]
+        return sum(f for f, _ in rows) / max(1, sum(n for _, n in rows))
+
+    @property
+    def changed_rate(self) -> float:
+        return self.changed[0] / max(1, self.changed[1])
+
+
+def _covered(spans: Sequence[Span], text: str, start: int, end: int) -> bool:
+    return all(any(s <= i < e for s, e in spans) for i in range(start, end) if text[i].isalnum())
+
+
+def score(find: Callable[[str, str, str], Sequence[Span]], conversations: Sequence[Conversation]) -> Scored:
+    result = Scored(defaultdict(lambda: [0, 0]), [0, 0], [], [])
+    for conversation in conversations:
+        spans = []
+        for i, (_, text) in enumerate(conversation.turns):
+            before, after = conversation.context(i)
+            spans.append(find(text, before, after))
+        if conversation.negative:
+            for i, (_, text) in enumerate(conversation.turns):
+                result.changed[1] += 1
+                if spans[i]:
+                    result.changed[0] += 1
+                    result.false_positives.append(f"{conversation.id}: {applied(text, spans[i])}")
+            continue
+        for kind, turn, start, end in conversation.entities:
+            text = conversation.turns[turn][1]
+            found = _covered(spans[turn], text, start, end)
+            tally = result.found[conversation.kind]
+            tally[0] += found
+            tally[1] += 1
+            if not found:
+                result.misses.append(f"{conversation.id} {kind} {text[start:end]!r}: {applied(text, spans[turn])}")
+    return result

@@ -24,6 +24,8 @@ from typing import Any, Literal, get_args
 
 from voicebridge.conversation import Action
 from voicebridge.errors import ConfigurationError
+from voicebridge.ink.keyterms import parse_keyterms
+from voicebridge.sonic.models import PRONUNCIATION_DICT_ID, SONIC_PACKAGES, parse_pronunciation_map, sonic_model
 
 SonicBackendName = Literal["sagemaker", "container", "cartesia-api"]
 """Where Sonic runs: a SageMaker endpoint, a Sonic container spoken to directly (the SageMaker container contract,
@@ -43,6 +45,8 @@ EndOfTurnUse = Literal["eager", "ends", "off"]
 """What the end-of-turn model's "complete" does: an eager end of our own on Ink's turns endpoint (``eager``), that and
 the end of a manual-mode turn (``ends``), or nothing (``off``)."""
 TrueFalse = Literal["true", "false"]
+BedrockLatency = Literal["optimized", "standard"]
+"""Bedrock's ``performanceConfig.latency``: ``optimized`` is asked of the models that offer it, and only of them."""
 DEFAULT_SYSTEM_PROMPT = (
     "You are a friendly voice agent answering a phone call. Your words are spoken aloud: answer in one to three "
     "short sentences of plain speech, with no lists, markdown or emoji. If the caller asks for a person, or you "
@@ -211,6 +215,20 @@ def _entity_types(value: Any) -> tuple[str, ...]:
     return chosen
 
 
+def _pronunciation_map(value: Any) -> tuple[tuple[str, str], ...]:
+    """A JSON object of words to respellings (``{"Nguyen": "Win"}``), within Sonic's size."""
+    if isinstance(value, tuple):
+        return value
+    return parse_pronunciation_map(_text(value))
+
+
+def _keyterms(value: Any) -> tuple[str, ...]:
+    """Ink keyterms separated by commas (``Acme Plus,Zorblax``), within Ink's limits."""
+    if isinstance(value, tuple):
+        value = ",".join(value)
+    return parse_keyterms(_text(value))
+
+
 def _intent_actions(value: Any) -> tuple[tuple[str, Action], ...]:
     """``Intent=Action`` pairs separated by commas (``TransferToAgent=Transfer,Goodbye=Hangup``)."""
     if isinstance(value, tuple):
@@ -242,6 +260,12 @@ class Settings:
     sonic_max_text_chars: int = field(default=1000, metadata=_whole(1, 10000))
     sonic_deadline_ms: int = field(default=6500, metadata=_whole(500, 8000))
     sonic_max_attempts: int = field(default=4, metadata=_whole(1, 10))
+    sonic_pronunciation_map: tuple[tuple[str, str], ...] = field(default=(), metadata=_checked_by(_pronunciation_map))
+    """How Sonic 3.5 and later on SageMaker (or a container) say the words it names: every prompt's default."""
+    sonic_pronunciation_dict_id: str = field(
+        default="", metadata=_matching(PRONUNCIATION_DICT_ID.pattern, "must be a pronunciation dictionary id")
+    )
+    """The Cartesia API's pronunciation dictionary for every prompt (``SONIC_BACKEND=cartesia-api``)."""
     cartesia_base_url: str = CARTESIA_API_URL
     sonic_base_url: str | None = field(default=None, metadata=_checked_by(_optional_text))
     cartesia_api_key_secret_arn: str = ""
@@ -257,6 +281,8 @@ class Settings:
     ink_model: str = "ink-2"
     ink_mode: InkMode = field(default="turns", metadata=_one_of(InkMode))
     ink_language: str = "en"
+    ink_keyterms: tuple[str, ...] = field(default=(), metadata=_checked_by(_keyterms))
+    """Words Ink is biased towards (``keyterm``) on every call; a flow's ``Keyterms`` replaces them."""
     ink_turn_end_timeout_ms: int | None = field(default=None, metadata=_whole(640, 11200, optional=True))
     ink_frame_ms: int = field(default=100, metadata=_whole(20, 500))
     voice_detector: VoiceDetectorName = field(default="silero", metadata=_one_of(VoiceDetectorName))
@@ -303,6 +329,7 @@ class Settings:
     bedrock_max_tokens: int = field(default=400, metadata=_whole(1, 65536))
     bedrock_temperature: float | None = field(default=None, metadata=_fraction(optional=True))
     bedrock_top_p: float | None = field(default=None, metadata=_fraction(optional=True))
+    bedrock_latency: BedrockLatency = field(default="optimized", metadata=_one_of(BedrockLatency))
     bedrock_guardrail_id: str = field(
         default="",
         metadata=_matching(
@@ -355,6 +382,8 @@ class Settings:
         problems.extend(_responder_problems(self))
         problems.extend(_sonic_problems(self))
         problems.extend(_key_problems(self))
+        problems.extend(_sonic_model_problems(self))
+        problems.extend(_ink_language_problems(self))
         if self.redact_transcripts == "comprehend" and self.ink_language.split("-")[0] not in COMPREHEND_PII_LANGUAGES:
             problems.append(
                 f"REDACT_TRANSCRIPTS: comprehend finds PII in English and Spanish only, not INK_LANGUAGE "
@@ -362,6 +391,16 @@ class Settings:
             )
         if problems:
             raise ConfigurationError(f"invalid configuration: {'; '.join(problems)}")
+
+    @property
+    def notices(self) -> tuple[str, ...]:
+        """What the settings check warns of without refusing: a setting that is taken but changes nothing."""
+        if not sonic_model(self.sonic_model_id).speed_and_volume:
+            return (
+                f"SONIC_MODEL_ID: Cartesia has disabled speed and volume on {self.sonic_model_id} for now: a flow's "
+                "Speed and Volume are ignored, and prompts that differ only in them are one prompt",
+            )
+        return ()
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -402,6 +441,37 @@ def _sonic_problems(settings: Settings) -> list[str]:
         return ["SONIC_BASE_URL: must be set when SONIC_BACKEND is container"]
     if not re.fullmatch(r"https?://[^/\s?#]+(/[^\s?#]*)?", url):
         return ["SONIC_BASE_URL: must be an http:// or https:// URL"]
+    return []
+
+
+def _sonic_model_problems(settings: Settings) -> list[str]:
+    """A SageMaker endpoint or container runs one of the packages Cartesia publishes, whose name decides what a
+    request may carry; pronunciation comes as a map there and as a stored dictionary on the Cartesia API."""
+    problems = []
+    packaged = settings.sonic_backend != "cartesia-api"
+    if packaged and settings.sonic_model_id not in SONIC_PACKAGES:
+        problems.append(
+            f"SONIC_MODEL_ID: must name the model package the endpoint runs, {', '.join(SONIC_PACKAGES)}, "
+            f"when SONIC_BACKEND is {settings.sonic_backend}"
+        )
+    if settings.sonic_pronunciation_map:
+        if not packaged:
+            problems.append("SONIC_PRONUNCIATION_MAP: the Cartesia API takes SONIC_PRONUNCIATION_DICT_ID instead")
+        elif settings.sonic_model_id in SONIC_PACKAGES and not sonic_model(settings.sonic_model_id).pronunciation_map:
+            problems.append(f"SONIC_PRONUNCIATION_MAP: needs Sonic 3.5 or later, not {settings.sonic_model_id}")
+    if settings.sonic_pronunciation_dict_id and packaged:
+        problems.append("SONIC_PRONUNCIATION_DICT_ID: is for the Cartesia API; a Sonic package takes a map")
+    return problems
+
+
+def _ink_language_problems(settings: Settings) -> list[str]:
+    """Ink's turn-detecting endpoint is English only (docs/protocols.md, *Ink*): another language would be
+    transcribed as English without a word said."""
+    if settings.ink_mode == "turns" and settings.ink_language.split("-")[0].lower() != "en":
+        return [
+            f"INK_LANGUAGE: {settings.ink_language!r} needs INK_MODE=manual with a model that speaks it (ink-whisper): "
+            "the turns endpoint transcribes English only"
+        ]
     return []
 
 

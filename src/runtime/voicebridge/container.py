@@ -104,7 +104,15 @@ def settings() -> Settings:
     """The container's settings, read from the environment once."""
     from voicebridge.config import Settings
 
-    return _once(("settings",), Settings.from_env)
+    def build() -> Settings:
+        from voicebridge.telemetry import logger
+
+        read = Settings.from_env()
+        for notice in read.notices:
+            logger.warning("settings check", notice=notice)
+        return read
+
+    return _once(("settings",), build)
 
 
 # One overload per service, so each caller gets its service's client type (the ``types-boto3`` stubs, which only the
@@ -339,6 +347,10 @@ def request_settings() -> RequestSettings:
             sonic_max_text_chars=config.sonic_max_text_chars,
             sonic_default_voice=config.sonic_default_voice,
             sonic_default_language=config.sonic_default_language,
+            sonic_backend=config.sonic_backend,
+            sonic_model_id=config.sonic_model_id,
+            sonic_pronunciation_map=config.sonic_pronunciation_map,
+            sonic_pronunciation_dict_id=config.sonic_pronunciation_dict_id,
         ),
     )
 
@@ -391,6 +403,8 @@ def responder() -> Responder:
                 max_tokens=config.bedrock_max_tokens,
                 temperature=config.bedrock_temperature,
                 top_p=config.bedrock_top_p,
+                latency=config.bedrock_latency,
+                region=config.aws_region,
                 guardrail=guardrail if all(guardrail) else None,
                 transfer_text=config.bedrock_transfer_text,
                 hangup_text=config.bedrock_hangup_text,
@@ -425,9 +439,9 @@ def responder() -> Responder:
     return _once(("responder",), build)
 
 
-def ink_session(listener: TurnListener, name: str) -> InkSession:
+def ink_session(listener: TurnListener, name: str, keyterms: tuple[str, ...] | None = None) -> InkSession:
     """A new Ink session for one of a call's tracks (not kept: the consumer opens one per track, and again after a
-    drop), on the container's Ink client and settings."""
+    drop), on the container's Ink client and settings; ``keyterms`` are the flow's, else ``INK_KEYTERMS``."""
     from voicebridge.ink.session import InkSession
 
     config = settings()
@@ -439,6 +453,7 @@ def ink_session(listener: TurnListener, name: str) -> InkSession:
         language=config.ink_language,
         end_timeout_ms=config.ink_turn_end_timeout_ms,
         eager_end_threshold=config.ink_eager_end_threshold,
+        keyterms=config.ink_keyterms if keyterms is None else keyterms,
         name=name,
     )
 

@@ -264,3 +264,19 @@ def test_flows_validate_accepts_the_shipped_flows() -> None:
 def test_flows_validate_accepts_a_folder_of_flows() -> None:
     answer = _run(["flows", "validate", "contact_flows"], dict(os.environ), timeout=60)
     assert answer.returncode == 0, answer.stdout + answer.stderr
+
+
+def test_local_up_serves_the_streaming_agent_to_connects_a2a_client(exports: dict[str, str]) -> None:
+    import asyncio
+
+    from voicebridge_dev.local.a2a import ConnectSettings, HangUp, run_session
+
+    settings = ConnectSettings(api_key=exports["VOICEBRIDGE_A2A_API_KEY"], max_duration_s=30)
+    result = asyncio.run(
+        run_session(exports["VOICEBRIDGE_A2A_URL"], settings, caller_audio=b"", script=[HangUp(at_s=5.0)])
+    )
+
+    # The greeting, spoken after READY, with its trace and its terminal status: the contract kept.
+    assert result.errors == [] and [turn.state for turn in result.turns] == ["TASK_STATE_COMPLETED"]
+    with pytest.raises(Exception, match="401"):
+        asyncio.run(run_session(exports["VOICEBRIDGE_A2A_URL"], ConnectSettings(api_key="wrong")))

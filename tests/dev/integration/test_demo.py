@@ -103,3 +103,26 @@ def test_the_record_the_metrics_and_the_waterfall_agree_turn_by_turn(tmp_path: P
         assert -250 <= stored["audioEndMs"] - turn["speech_end_ms"] <= 100, turn["heard"]
         assert abs(stored["audioStartMs"] - turn["speech_start_ms"]) <= 100, turn["heard"]
         assert abs(stored["latencyMs"]["turnEnd"] - turn["latency_ms"]["stop_to_turn_end"]) <= 250, turn["heard"]
+
+
+def test_the_streaming_transport_runs_the_demos_scenario_with_the_same_report_keys(tmp_path: Path) -> None:
+    out, report = tmp_path / "out", tmp_path / "report.json"
+
+    status = run_demo(
+        out=out, report=str(report), engine="standin", scenario="transfer", recognition="registered", transport="a2a"
+    )
+
+    assert status == 0
+    written = json.loads(report.read_text(encoding="utf-8"))
+    assert written["transport"] == "a2a" and written["ended_by"] == "ESCALATE" and written["contract_violations"] == []
+    (turn,) = written["turns"]
+    assert turn["said"] == turn["heard"] == "Let me talk to a person, please."
+    assert set(turn["latency_ms"]) == {
+        "stop_to_turn_end",
+        "responder_first_sentence",
+        "sonic_first_segment",
+        "stop_to_playing",
+        "bridge",
+    }
+    assert turn["latency_ms"]["stop_to_turn_end"] < turn["latency_ms"]["stop_to_playing"]
+    assert {path.name for path in out.iterdir()} >= {"call.wav", "transcript.txt"}

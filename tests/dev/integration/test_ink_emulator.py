@@ -765,6 +765,42 @@ def test_a_wrong_api_key_is_refused_with_401_at_the_handshake(emulator: InkEmula
     assert emulator.handshakes[0].status_code == 401
 
 
+@pytest.mark.parametrize("model", ["ink-3", "ink-whisper"])
+def test_a_model_the_endpoint_does_not_serve_is_refused_in_the_socket_with_model_not_found(
+    emulator: InkEmulator, client: Cartesia, model: str
+) -> None:
+    with client.stt.auto_finalize.websocket(model=model, encoding="pcm_s16le", sample_rate=RATE) as connection:
+        events = Events(connection)
+        received = events.rest()
+    (error,) = received
+    assert (error.type, error.status_code, error.error_code, error.title) == (
+        "error",
+        400,
+        "model_not_found",
+        "Invalid model",
+    )
+    assert isinstance(events.error, ConnectionClosedError)
+    assert only_session(emulator).ended_by == "model_not_found"
+
+
+def test_keyterms_arrive_as_the_sdk_sends_them_one_query_parameter_each(
+    emulator: InkEmulator, client: Cartesia
+) -> None:
+    with turns(client, keyterm=["Acme Plus", "Zorblax"]) as connection:
+        connection.send({"type": "close"})
+        Events(connection).rest()
+    assert only_session(emulator).keyterms == ("Acme Plus", "Zorblax")
+
+
+@pytest.mark.parametrize(
+    "keyterm", [[f"term{n}" for n in range(101)], ["x" * 600, "y" * 601]], ids=["101 terms", "1201 characters"]
+)
+def test_keyterms_past_inks_limits_are_refused_at_the_handshake(client: Cartesia, keyterm: list[str]) -> None:
+    with pytest.raises(InvalidStatus) as caught:
+        turns(client, keyterm=keyterm).__enter__()
+    assert caught.value.response.status_code == 400
+
+
 def test_an_unsupported_encoding_is_refused_with_400(client: Cartesia) -> None:
     with pytest.raises(InvalidStatus) as caught:
         client.stt.auto_finalize.websocket(model="ink-2", encoding="pcm_s24le", sample_rate=RATE).__enter__()  # type: ignore[arg-type]

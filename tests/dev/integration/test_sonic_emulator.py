@@ -1235,7 +1235,7 @@ def test_the_config_says_whether_a_key_is_required_but_never_shows_it(emulator: 
         {"accepted_encodings": "pcm_s16le"},
         {"accepted_encodings": [["pcm_s16le"]]},
         {"realtime_factor": 2},
-        {"model": "sonic-3.6"},
+        {"model": "sonic-3.7"},
         {"model": 3},
         {"model": "sonic-3", "accepted_encodings": []},
         {"model": "sonic-2", "accepted_encodings": ["pcm_s16le"]},
@@ -1252,7 +1252,7 @@ def test_malformed_config_is_refused_over_http_and_changes_nothing(emulator: Son
     assert emulator.model == DEFAULT_MODEL
 
 
-# --- model packages: Sonic 3 and Sonic 3.5 -----------------------------------------------------------
+# --- model packages: Sonic 3, 3.5 and 3.6 ------------------------------------------------------------
 
 PCM = {"container": "raw", "encoding": "pcm", "sample_rate": 8000}
 
@@ -1337,10 +1337,36 @@ def test_the_model_is_chosen_in_the_constructor(stand_in: StandInSpeechEngine) -
         assert ndjson(payload_parts(invoke(client, sonic_request(output_format=PCM))))[-1]["type"] == "done"
 
 
-@pytest.mark.parametrize("model", ["sonic-3.6", "sonic", ""])
+@pytest.mark.parametrize("model", ["sonic-3.7", "sonic", ""])
 def test_an_unknown_model_is_refused_from_python(stand_in: StandInSpeechEngine, model: str) -> None:
-    with pytest.raises(EmulatorConfigError, match=re.escape("one of sonic-3, sonic-3.5")):
+    with pytest.raises(EmulatorConfigError, match=re.escape("one of sonic-3, sonic-3.5, sonic-3.6")):
         SonicEmulator(engine=stand_in, model=model)
+
+
+def test_sonic_3_6_takes_the_request_of_sonic_3_5(client: Any, emulator: SonicEmulator) -> None:
+    emulator.model = "sonic-3.6"
+    assert ndjson(payload_parts(invoke(client, sonic_request(language="pt-BR"))))[-1]["type"] == "done"
+
+
+@pytest.mark.parametrize("model", ["sonic-3.5", "sonic-3.6"])
+def test_a_pronunciation_map_is_taken_by_sonic_3_5_and_3_6(client: Any, emulator: SonicEmulator, model: str) -> None:
+    emulator.model = model
+    request = sonic_request(pronunciation_map={"Nguyen": "Win", "AWS": "A-W-S"})
+    assert ndjson(payload_parts(invoke(client, request)))[-1]["type"] == "done"
+
+
+def test_a_pronunciation_map_past_16kb_of_keys_and_values_is_a_422(client: Any, emulator: SonicEmulator) -> None:
+    emulator.model = "sonic-3.6"
+    with pytest.raises(client.exceptions.ModelError) as caught:
+        invoke(client, sonic_request(pronunciation_map={"w": "é" * 8000}))
+    assert caught.value.response["OriginalStatusCode"] == 422
+    assert "16KB" in caught.value.response["OriginalMessage"]
+
+
+def test_sonic_3_refuses_a_pronunciation_map(client: Any, sonic_3: SonicEmulator) -> None:
+    with pytest.raises(client.exceptions.ModelError) as caught:
+        invoke(client, sonic_request(output_format=PCM, pronunciation_map={"Nguyen": "Win"}))
+    assert caught.value.response["OriginalMessage"] == "pronunciation_map is not accepted by sonic-3"
 
 
 def test_the_model_is_changed_over_http(client: Any, emulator: SonicEmulator) -> None:

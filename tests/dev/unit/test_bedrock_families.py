@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from voicebridge_dev.local.bedrock import DEFAULT_MODEL_ID, base_model_id, family_refusal
+from voicebridge_dev.local.bedrock.requests import parse_converse_request
+from voicebridge_dev.local.service import ApiError
 
 HAIKU = "anthropic.claude-3-5-haiku-20241022-v1:0"
 
@@ -42,3 +44,43 @@ def test_a_refusal_names_the_system_prompt_before_the_tools() -> None:
 
 def test_a_field_the_request_does_not_set_is_not_refused() -> None:
     assert family_refusal("meta.llama3-2-1b-instruct-v1:0", ["system", "guardrailConfig"]) is None
+
+
+# --- latency-optimized inference ------------------------------------------------------------------------------------
+
+
+def _asking(model_id: str, latency: str) -> None:
+    body = {"messages": [{"role": "user", "content": [{"text": "hi"}]}], "performanceConfig": {"latency": latency}}
+    parse_converse_request(model_id, body)
+
+
+@pytest.mark.parametrize(
+    "model_id",
+    [
+        f"us.{HAIKU}",
+        "us.amazon.nova-pro-v1:0",
+        "us.meta.llama3-1-70b-instruct-v1:0",
+        f"arn:aws:bedrock:us-east-2:123456789012:inference-profile/us.{HAIKU}",
+    ],
+)
+def test_latency_optimized_inference_is_taken_through_a_profile_of_a_model_that_offers_it(model_id: str) -> None:
+    _asking(model_id, "optimized")
+
+
+@pytest.mark.parametrize(
+    "model_id", [HAIKU, "us.amazon.nova-lite-v1:0", "us.anthropic.claude-3-5-sonnet-20241022-v2:0"]
+)
+def test_latency_optimized_inference_is_refused_for_any_other_model(model_id: str) -> None:
+    with pytest.raises(ApiError) as refused:
+        _asking(model_id, "optimized")
+    assert (refused.value.status, refused.value.error_type) == (400, "ValidationException")
+    assert "performanceConfig" in refused.value.message
+
+
+def test_standard_latency_is_taken_by_every_model() -> None:
+    _asking("us.amazon.nova-lite-v1:0", "standard")
+
+
+def test_a_latency_that_is_neither_is_a_constraint_violation() -> None:
+    with pytest.raises(ApiError, match=r"performanceConfig.latency.*enum value set: \[standard, optimized\]"):
+        _asking(f"us.{HAIKU}", "fastest")

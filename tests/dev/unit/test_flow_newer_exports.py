@@ -46,10 +46,17 @@ NEWER: dict[str, dict[str, Any]] = {
         "DestinationEmailAddress": {"EmailAddress": "$.Attributes.Email"},
     },
     "CheckSegmentMembershipForCustomerProfile": {"ProfileRequestData": {"SegmentDefinitionName": "gold"}},
+    "ConnectParticipantWithAgenticCX": {
+        "AgentConfiguration": {"WorkspaceId": "ws", "ApplicationId": "app", "Alias": "alias", "ContextVariables": {}}
+    },
+    "ListDataTableValues": {"DataTableId": f"{INSTANCE}/data-table/8d2c5c4c-6f3b-4e38-9d7e-3c1f0a0b2f11"},
+    "UpsertDataTableValues": {"DataTableId": f"{INSTANCE}/data-table/8d2c5c4c-6f3b-4e38-9d7e-3c1f0a0b2f11"},
+    "SetSecurityBehavior": {"VoiceAuthentication": "50", "SecurityBehaviorOption": "Enable"},
+    "CheckSecurityStatus": {},
 }
 
 
-def test_the_six_newer_types_the_console_exports_are_known() -> None:
+def test_the_newer_types_the_console_exports_are_known() -> None:
     assert set(NEWER) == set(NEWER_TYPES) and set(NEWER) <= set(ACTION_TYPES)
 
 

@@ -11,6 +11,7 @@ from voicebridge_dev.simulator.standins import (
     PARTICIPANTS,
     RECORDED,
     UNAVAILABLE,
+    VOICE_ID,
     LocalContactCentre,
     percentage_draw,
     unavailable_error,
@@ -107,3 +108,8 @@ def test_queues_of_the_centre_file_have_names_and_may_be_full() -> None:
 def test_the_agent_is_free_a_minute_into_the_call_unless_the_centre_file_says_when() -> None:
     assert LocalContactCentre().agent_free_after_s == 60
     assert LocalContactCentre.from_json({"agent_free_after_s": 300}).agent_free_after_s == 300
+
+
+def test_every_voice_id_block_is_stood_in_for_by_its_error_branch_or_recorded() -> None:
+    assert {"CheckVoiceId", "CheckSecurityStatus", "SetSecurityBehavior"} <= UNAVAILABLE
+    assert VOICE_ID <= UNAVAILABLE | RECORDED

@@ -215,6 +215,27 @@ def test_a_family_that_takes_no_system_prompt_reads_it_in_the_first_user_message
     assert body["messages"] == [{"role": "user", "content": [{"text": "Be brief.\n\nwhat is my balance"}]}]
 
 
+def test_latency_optimized_inference_is_asked_of_a_model_that_offers_it_and_the_service_takes_it(
+    bedrock: Build, emulator: BedrockEmulator
+) -> None:
+    reply = bedrock(BEDROCK_MODEL_ID=f"us.{HAIKU}", AWS_DEFAULT_REGION="us-east-2").respond(
+        turn("a person please"), deadline=soon()
+    )
+    assert heard(reply)[0]
+    assert emulator.invocations[-1].body["performanceConfig"] == {"latency": "optimized"}
+
+
+def test_latency_optimized_inference_is_not_asked_where_the_model_does_not_offer_it(
+    bedrock: Build, emulator: BedrockEmulator
+) -> None:
+    # Llama 3.1 70B offers it in us-east-2 and us-west-2 only.
+    reply = bedrock(BEDROCK_MODEL_ID=f"us.{LLAMA}", AWS_DEFAULT_REGION="us-east-1").respond(
+        turn("a person please"), deadline=soon()
+    )
+    assert heard(reply)[0] == PERSON
+    assert "performanceConfig" not in emulator.invocations[-1].body
+
+
 def test_a_guardrail_the_family_refuses_is_still_sent_and_the_turn_fails_loudly(
     bedrock: Build, emulator: BedrockEmulator
 ) -> None:

@@ -280,7 +280,7 @@ def test_the_sample_failure_record_names_no_session_here(invoke_function: Invoke
 
 def test_a_number_said_across_two_turns_is_redacted_in_both_once_listening_ends(store: TurnStore) -> None:
     contact = a_call(store)
-    store.put_turn(Turn(contact, CUSTOMER, 1, "my other card is 4111 1111", 5000, 7000, store.now_ms()))
+    store.put_turn(Turn(contact, CUSTOMER, 1, "my other one is 4111 1111", 5000, 7000, store.now_ms()))
     store.put_turn(Turn(contact, CUSTOMER, 2, "1111 1111 thanks", 8000, 9000, store.now_ms()))
     # Read one by one, each turn alone holds no card number: the long polls leave them as they are.
     store.redact_read_turns(contact, 2, lambda text: BuiltinRedactor().redact(text).text)
@@ -289,6 +289,21 @@ def test_a_number_said_across_two_turns_is_redacted_in_both_once_listening_ends(
 
     assert written.record is not None
     heard = [turn["heard"] for turn in written.record["turns"]]
-    assert heard[1:] == ["my other card is [CARD]", "[CARD] thanks"]
+    assert heard[1:] == ["my other one is [CARD]", "[CARD] thanks"]
     kept = [turn.transcript for turn in store.turns_after(contact, after=0)]
-    assert kept == ["my other card is [CARD]", "[CARD] thanks"]
+    assert kept == ["my other one is [CARD]", "[CARD] thanks"]
+
+
+def test_the_agents_question_says_what_the_digits_of_the_answer_are(store: TurnStore) -> None:
+    contact = a_call(store)
+    now = store.now_ms()
+    store.put_turn(Turn(contact, CUSTOMER, 1, "yes that's the one", 5000, 6000, now))
+    replies = ReplyStore(store)
+    replies.put_segment(Segment(contact, 1, 0, "And the three digit code on the back?", "s3://p/1", "", now))
+    replies.finish(contact, 1, 1, container_action("Continue"), {})
+    store.put_turn(Turn(contact, CUSTOMER, 2, "nine one seven", 8000, 9000, now))
+
+    written = recorder(store).write(contact, generation=0)
+
+    assert written.record is not None
+    assert [turn["heard"] for turn in written.record["turns"]][1:] == ["yes that's the one", "[CVV]"]

@@ -292,8 +292,8 @@ def test_a_call_is_heard_and_each_turn_answered_by_the_consumer(converse: LocalC
     )
     client = Cartesia(api_key=LOCAL_API_KEY, base_url=converse.ink.url)
 
-    def open_session(listener: TurnListener, name: str) -> InkSession:
-        return InkSession(client, listener, name=name)
+    def open_session(listener: TurnListener, name: str, keyterms: tuple[str, ...] | None = None) -> InkSession:
+        return InkSession(client, listener, keyterms=keyterms or (), name=name)
 
     outcome = StreamConsumer(
         ConsumerSettings.of(container.settings()),

@@ -81,7 +81,7 @@ def env(cloud: LocalCloud, monkeypatch: pytest.MonkeyPatch) -> LocalCloud:
 class Call:
     """One contact on a fresh KVS stream, its audio loaded, and a listening session claimed."""
 
-    def __init__(self, cloud: LocalCloud, caller_pcm: bytes) -> None:
+    def __init__(self, cloud: LocalCloud, caller_pcm: bytes, *, keyterms: tuple[str, ...] | None = None) -> None:
         self.cloud = cloud
         self.contact_id = str(uuid.uuid4())
         arn = cloud.kvs.create_stream(f"connect-test-contact-{self.contact_id[:8]}")
@@ -91,19 +91,26 @@ class Call:
         stream.end_contact()
         self.store = TurnStore(local_physical_id("TurnTable"), container.client("dynamodb"))
         claim = self.store.claim(
-            self.contact_id, arn, self.start.fragment_number, [CUSTOMER], start_timestamp_ms=self.start.timestamp_ms
+            self.contact_id,
+            arn,
+            self.start.fragment_number,
+            [CUSTOMER],
+            start_timestamp_ms=self.start.timestamp_ms,
+            keyterms=keyterms,
         )
         assert claim[0] is Claim.CLAIMED
         self.sessions_before = len(cloud.ink.sessions)
         self.handed_over: list[dict[str, Any]] = []
 
-    def consumer(self, generation: int, *, remaining_ms: Any = None, **settings: Any) -> StreamConsumer:
+    def consumer(
+        self, generation: int, *, remaining_ms: Any = None, ink_model: str = "ink-2", **settings: Any
+    ) -> StreamConsumer:
         from cartesia import Cartesia
 
         client = Cartesia(api_key=LOCAL_API_KEY, base_url=self.cloud.ink.url)
 
-        def open_session(listener: TurnListener, name: str) -> InkSession:
-            return InkSession(client, listener, name=name)
+        def open_session(listener: TurnListener, name: str, keyterms: tuple[str, ...] | None = None) -> InkSession:
+            return InkSession(client, listener, model=ink_model, keyterms=keyterms or (), name=name)
 
         return StreamConsumer(
             _settings(**settings),
@@ -283,6 +290,29 @@ def test_a_wait_that_runs_out_mid_turn_is_listening_not_silence_and_the_turn_the
         env.ink.configure(end_delay_ms=700)
 
 
+def test_a_flows_keyterms_are_kept_with_the_listening_session_for_its_ink_sessions(env: LocalCloud) -> None:
+    contact_id = str(uuid.uuid4())
+    arn = env.kvs.create_stream(f"connect-keyterms-{contact_id[:8]}")
+    stream = env.kvs.stream(arn)
+    start = stream.begin_contact(contact_id, "instance-1")
+    stream.end_contact()
+    audio = {"StreamARN": arn, "StartFragmentNumber": start.fragment_number, "StartTimestamp": start.start_timestamp}
+
+    started = _invoke(env, "StartListeningFunction", _connect_event(contact_id, audio, Keyterms="Acme Plus, Zorblax"))
+
+    assert started["Result"] == "OK", started
+    checkpoint = TurnStore(local_physical_id("TurnTable"), container.client("dynamodb")).load(contact_id)
+    assert checkpoint is not None and checkpoint.keyterms == ("Acme Plus", "Zorblax")
+
+
+def test_keyterms_past_inks_limits_are_invalid_input(env: LocalCloud) -> None:
+    audio = {"StreamARN": "arn:aws:kinesisvideo:us-east-1:111111111111:stream/s/1", "StartFragmentNumber": "1"}
+    many = ",".join(f"term{n}" for n in range(101))
+    result = _invoke(env, "StartListeningFunction", _connect_event(str(uuid.uuid4()), audio, Keyterms=many))
+    assert (result["Result"], result["ErrorCode"]) == ("Error", "InvalidInput")
+    assert "Keyterms has 101 terms; Ink takes at most 100" in result["ErrorMessage"]
+
+
 def test_listening_before_streaming_starts_is_a_clear_error(env: LocalCloud) -> None:
     result = _invoke(env, "StartListeningFunction", _connect_event(str(uuid.uuid4()), None))
     assert (result["Result"], result["ErrorCode"]) == ("Error", "NoMediaStream")
@@ -374,7 +404,7 @@ def test_manual_finalize_mode_finds_the_turns_itself(env: LocalCloud, caller: tu
     call = Call(env, caller[0])
     client = Cartesia(api_key=LOCAL_API_KEY, base_url=env.ink.url)
 
-    def open_session(listener: TurnListener, name: str) -> InkSession:
+    def open_session(listener: TurnListener, name: str, keyterms: tuple[str, ...] | None = None) -> InkSession:
         return InkSession(client, listener, mode="manual", model="ink-whisper", name=name)
 
     consumer = StreamConsumer(
@@ -523,6 +553,31 @@ def test_a_refused_hand_over_keeps_the_checkpoint_and_is_tried_again(
     assert outcome.reason == "handoff"
     assert attempts == [0, 0]
     assert call.store.load(call.contact_id).generation == 1  # type: ignore[union-attr]
+
+
+def test_an_ink_model_the_service_does_not_know_stops_listening_at_once_instead_of_reconnecting(
+    env: LocalCloud, caller: tuple[bytes, list[bytes]]
+) -> None:
+    from voicebridge.errors import ConfigurationError
+
+    call = Call(env, caller[0])
+    with pytest.raises(ConfigurationError, match="model_not_found"):
+        call.consumer(0, ink_model="ink-3").run()
+    # Consumers other tests started may open sessions meanwhile: this call's are the ones asking for ink-3.
+    assert len([session for session in call.ink_sessions() if session.model == "ink-3"]) == 1
+    stopped = call.store.load(call.contact_id)
+    assert stopped is not None and stopped.state == "stopped" and "INK_MODEL" in stopped.stop_reason
+
+
+def test_the_flows_keyterms_reach_ink_with_the_calls_session(
+    env: LocalCloud, caller: tuple[bytes, list[bytes]]
+) -> None:
+    # Terms of this call's own: consumers other tests started may open sessions meanwhile.
+    keyterms = ("Acme Plus", f"Zorblax {uuid.uuid4().hex[:8]}")
+    call = Call(env, caller[0], keyterms=keyterms)
+    call.consumer(0).run()
+    assert keyterms in [session.keyterms for session in call.ink_sessions()]
+    assert call.transcripts() == UTTERANCES
 
 
 def test_ink_failing_right_after_every_connect_is_reopened_with_growing_back_off(

@@ -199,13 +199,17 @@ def test_a_greeting_sonic_cannot_speak_fails_its_task_and_the_call_goes_on(
     assert agent_audio_after(result, starts["balance"]), "the caller's turn is answered"
 
 
-def test_ink_dropping_mid_call_loses_no_turn_and_answers_each_once(cloud: LocalCloud, agent: LocalAgent) -> None:
+def test_sonic_and_ink_failing_mid_call_lose_no_turn_and_answer_each_once(cloud: LocalCloud, agent: LocalAgent) -> None:
     audio, starts = caller(3.0, "pay-bill", 6.0, "thanks", 6.0)
     contact = "arn:aws:connect:us-east-1:111122223333:instance/00000000-0000-4000-8000-000000000000/contact/c-ink-drop"
+    # The greeting's stream fails after a few chunks; Ink's socket drops right after the first turn ends.
+    cloud.inject("sonic", Fault(FaultKind.ERROR_MID_STREAM, count=1, after_chunks=3))
     cloud.inject("ink", DropFault(after_turn_end=1))
 
     result = session(agent, audio, contact_arn=contact, script=[HangUp(at_s=16.0)])
 
+    # What was heard of the greeting is its turn; the caller was not left in silence unknowingly.
+    assert result.turns[0].state == "TASK_STATE_COMPLETED" and agent_audio_after(result, 0.0)
     kept = record(cloud, contact)
     assert [turn["heard"] for turn in kept["turns"]] == [CLIPS["pay-bill"].transcript, CLIPS["thanks"].transcript]
     assert agent_audio_after(result, starts["thanks"])

@@ -431,3 +431,50 @@ def test_sonic_3_5_speaks_a_locale_the_flow_asks_for(
     assert result["Result"] == "OK", result
     body = cloud_env.sonic.stats[-1].body
     assert (body["language"], body["output_format"]["encoding"]) == (language, "pcm_s16le")
+
+
+# --- Sonic 3.6 and pronunciations ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def sonic_3_6(cloud_env: LocalCloud) -> Iterator[LocalCloud]:
+    saved = cloud_env.sonic.model
+    cloud_env.sonic.model = "sonic-3.6"
+    try:
+        yield cloud_env
+    finally:
+        cloud_env.sonic.model = saved
+
+
+def test_a_flows_pronunciation_map_reaches_a_sonic_3_6_endpoint(
+    invoke_function: Invoker, sonic_3_6: LocalCloud
+) -> None:
+    event = event_with(Text="Welcome to Nguyen and Sons.", PronunciationMap='{"Nguyen": "Win"}')
+    result = invoke_function("SynthesizeFunction", event, env={"SONIC_MODEL_ID": "sonic-3.6"})
+
+    assert result["Result"] == "OK", result
+    body = next(
+        r.body
+        for r in reversed(sonic_3_6.sonic.stats)
+        if r.body.get("transcript") == event["Details"]["Parameters"]["Text"]
+    )
+    assert body["pronunciation_map"] == {"Nguyen": "Win"}
+
+
+def test_the_deployments_pronunciation_map_makes_another_prompt_than_none(
+    invoke_function: Invoker, sonic_3_6: LocalCloud
+) -> None:
+    event = event_with(Text="Your AWS bill is ready.")
+    from tests.fixtures.cloud import _fresh_container
+
+    plain = invoke_function("SynthesizeFunction", event, env={"SONIC_MODEL_ID": "sonic-3.6"})
+    _fresh_container()
+    mapped = invoke_function(
+        "SynthesizeFunction",
+        event,
+        env={"SONIC_MODEL_ID": "sonic-3.6", "SONIC_PRONUNCIATION_MAP": '{"AWS": "A-W-S"}'},
+    )
+
+    assert (plain["Result"], mapped["Result"], mapped["CacheHit"]) == ("OK", "OK", "false")
+    assert plain["PromptUri"] != mapped["PromptUri"]
+    assert sonic_3_6.sonic.stats[-1].body["pronunciation_map"] == {"AWS": "A-W-S"}

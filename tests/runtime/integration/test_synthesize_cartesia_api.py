@@ -213,3 +213,13 @@ def test_a_stalled_api_stream_falls_back_within_the_deadline(
     )
     assert (result["Result"], result["ErrorCode"]) == ("Fallback", "ModelUnavailable")
     assert time.monotonic() - started < 2.5
+
+
+def test_a_flows_pronunciation_dictionary_reaches_the_api(
+    invoke_function: Invoker, cloud_env: LocalCloud, api_backend: dict[str, str]
+) -> None:
+    event = event_with(Text="Welcome to Nguyen and Sons.", PronunciationDictId="pdict_brands-1")
+    result = invoke_function("SynthesizeFunction", event, env=api_backend)
+
+    assert result["Result"] == "OK", result
+    assert api_calls(cloud_env)[-1].body["pronunciation_dict_id"] == "pdict_brands-1"

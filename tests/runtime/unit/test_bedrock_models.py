@@ -156,3 +156,48 @@ def test_a_guardrail_the_model_takes_not_is_said_at_construction(
 ) -> None:
     BedrockResponder(object(), model_id="cohere.command-r-v1:0", guardrail=("gr1abc", "3"))
     assert [line["level"] for line in log_lines() if "takes no guardrail" in line["message"]] == ["WARNING"]
+
+
+# --- latency-optimized inference ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("model_id", "region"),
+    [
+        ("us.amazon.nova-pro-v1:0", "us-east-1"),
+        ("us.amazon.nova-pro-v1:0", "us-east-2"),
+        ("us.anthropic.claude-3-5-haiku-20241022-v1:0", "us-east-2"),
+        ("us.anthropic.claude-3-5-haiku-20241022-v1:0", "us-west-2"),
+        ("us.meta.llama3-1-405b-instruct-v1:0", "us-east-2"),
+        ("us.meta.llama3-1-70b-instruct-v1:0", "us-west-2"),
+        (
+            "arn:aws:bedrock:us-east-2:123456789012:inference-profile/us.anthropic.claude-3-5-haiku-20241022-v1:0",
+            "us-east-2",
+        ),
+    ],
+)
+def test_latency_optimized_inference_is_asked_of_a_model_that_offers_it_in_the_region(
+    model_id: str, region: str
+) -> None:
+    assert request_for(model_id, latency="optimized", region=region)["performanceConfig"] == {"latency": "optimized"}
+
+
+@pytest.mark.parametrize(
+    ("model_id", "region"),
+    [
+        ("us.anthropic.claude-3-5-haiku-20241022-v1:0", "us-east-1"),
+        ("us.meta.llama3-1-405b-instruct-v1:0", "us-west-2"),
+        ("anthropic.claude-3-5-haiku-20241022-v1:0", "us-east-2"),
+        ("us.amazon.nova-lite-v1:0", "us-east-1"),
+        ("us.anthropic.claude-3-5-sonnet-20241022-v2:0", "us-east-2"),
+        ("eu.anthropic.claude-3-5-haiku-20241022-v1:0", "eu-west-1"),
+    ],
+)
+def test_no_other_model_or_region_is_asked_for_it(model_id: str, region: str) -> None:
+    assert "performanceConfig" not in request_for(model_id, latency="optimized", region=region)
+
+
+def test_standard_latency_never_asks_for_it() -> None:
+    assert "performanceConfig" not in request_for(
+        "us.anthropic.claude-3-5-haiku-20241022-v1:0", latency="standard", region="us-east-2"
+    )

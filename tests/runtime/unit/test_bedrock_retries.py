@@ -195,9 +195,23 @@ def test_no_retry_follows_text_already_yielded(clock: Clock) -> None:
 
 
 def test_an_exception_event_that_is_not_retryable_fails_the_reply(clock: Clock) -> None:
-    client = Bedrock(Stream([], error=stream_error("modelStreamErrorException")), Stream(said("Hello.")))
-    with pytest.raises(ResponderError, match=r"\(modelStreamErrorException\)"):
+    client = Bedrock(Stream([], error=stream_error("validationException")), Stream(said("Hello.")))
+    with pytest.raises(ResponderError, match=r"\(validationException\)"):
         list(responder(client, clock).respond(turn(), deadline=clock.now + 8).text())
+    assert client.calls == 1
+
+
+def test_a_model_stream_error_before_any_text_is_retried_as_botocore_says(clock: Clock) -> None:
+    client = Bedrock(Stream([], error=stream_error("modelStreamErrorException")), Stream(said("Hello.")))
+    reply = responder(client, clock).respond(turn(), deadline=clock.now + 8)
+    assert ("".join(reply.text()), reply.retries, client.calls) == ("Hello.", 1, 2)
+
+
+def test_a_model_stream_error_after_text_was_said_is_not_retried(clock: Clock) -> None:
+    client = Bedrock(Stream(said("Hello."), error=stream_error("modelStreamErrorException")), Stream(said("Hi.")))
+    reply = responder(client, clock).respond(turn(), deadline=clock.now + 8)
+    with pytest.raises(ResponderError, match=r"\(modelStreamErrorException\)"):
+        list(reply.text())
     assert client.calls == 1
 
 

@@ -64,8 +64,112 @@ def test_redacted_entity_types_are_read_as_a_list_and_an_unknown_one_is_refused(
 
 
 def test_comprehend_redaction_needs_a_language_comprehend_finds_pii_in() -> None:
-    assert Settings.from_env({"REDACT_TRANSCRIPTS": "comprehend", "INK_LANGUAGE": "es"}).redact_transcripts == (
-        "comprehend"
-    )
+    manual = {"INK_MODE": "manual", "INK_MODEL": "ink-whisper"}
+    spanish = Settings.from_env({"REDACT_TRANSCRIPTS": "comprehend", "INK_LANGUAGE": "es", **manual})
+    assert spanish.redact_transcripts == "comprehend"
     with pytest.raises(ConfigurationError, match="REDACT_TRANSCRIPTS: comprehend finds PII in English and Spanish"):
-        Settings.from_env({"REDACT_TRANSCRIPTS": "comprehend", "INK_LANGUAGE": "de"})
+        Settings.from_env({"REDACT_TRANSCRIPTS": "comprehend", "INK_LANGUAGE": "de", **manual})
+
+
+# --- the Sonic model a SageMaker endpoint or container runs --------------------------------------------------------
+
+
+@pytest.mark.parametrize("model", ["sonic-3", "sonic-3.5", "sonic-3.6"])
+def test_an_endpoint_may_run_each_package_cartesia_publishes(model: str) -> None:
+    assert Settings.from_env({"SONIC_MODEL_ID": model}).sonic_model_id == model
+
+
+def test_an_endpoint_running_a_package_cartesia_does_not_publish_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match="SONIC_MODEL_ID: must name the model package the endpoint runs"):
+        Settings.from_env({"SONIC_MODEL_ID": "sonic-4"})
+
+
+def test_the_cartesia_api_takes_any_model_id() -> None:
+    settings = Settings.from_env({"SONIC_BACKEND": "cartesia-api", "SONIC_MODEL_ID": "sonic-3-2026-01-12"})
+    assert settings.sonic_model_id == "sonic-3-2026-01-12"
+
+
+def test_the_settings_check_warns_that_speed_and_volume_do_nothing_on_sonic_3_5() -> None:
+    (notice,) = Settings.from_env({"SONIC_MODEL_ID": "sonic-3.5"}).notices
+    assert "disabled speed and volume on sonic-3.5" in notice and "Speed and Volume are ignored" in notice
+    assert Settings.from_env({"SONIC_MODEL_ID": "sonic-3.6"}).notices == ()
+
+
+def test_a_pronunciation_map_is_read_as_sorted_pairs() -> None:
+    settings = Settings.from_env(
+        {"SONIC_MODEL_ID": "sonic-3.6", "SONIC_PRONUNCIATION_MAP": '{"Nguyen": "Win", "AWS": "A-W-S"}'}
+    )
+    assert settings.sonic_pronunciation_map == (("AWS", "A-W-S"), ("Nguyen", "Win"))
+
+
+@pytest.mark.parametrize(
+    ("environment", "reason"),
+    [
+        ({"SONIC_PRONUNCIATION_MAP": '{"Nguyen": "Win"}'}, "SONIC_PRONUNCIATION_MAP: needs Sonic 3.5 or later"),
+        (
+            {"SONIC_BACKEND": "cartesia-api", "SONIC_PRONUNCIATION_MAP": '{"Nguyen": "Win"}'},
+            "SONIC_PRONUNCIATION_MAP: the Cartesia API takes SONIC_PRONUNCIATION_DICT_ID",
+        ),
+        ({"SONIC_MODEL_ID": "sonic-3.5", "SONIC_PRONUNCIATION_MAP": "Nguyen=Win"}, "must be a JSON object"),
+        (
+            {"SONIC_MODEL_ID": "sonic-3.5", "SONIC_PRONUNCIATION_MAP": '{"w": "' + "x" * 16000 + '"}'},
+            "16001 bytes",
+        ),
+        ({"SONIC_PRONUNCIATION_DICT_ID": "pdict_1"}, "SONIC_PRONUNCIATION_DICT_ID: is for the Cartesia API"),
+        (
+            {"SONIC_BACKEND": "cartesia-api", "SONIC_PRONUNCIATION_DICT_ID": "a b"},
+            "SONIC_PRONUNCIATION_DICT_ID: must be a pronunciation dictionary id",
+        ),
+    ],
+)
+def test_a_pronunciation_setting_the_model_cannot_take_is_refused(environment: dict[str, str], reason: str) -> None:
+    with pytest.raises(ConfigurationError, match=reason):
+        Settings.from_env(environment)
+
+
+# --- Ink --------------------------------------------------------------------------------------------------------
+
+
+def test_keyterms_are_read_trimmed_and_each_once() -> None:
+    assert Settings.from_env({"INK_KEYTERMS": " Acme Plus , Zorblax,,Acme  Plus"}).ink_keyterms == (
+        "Acme Plus",
+        "Zorblax",
+    )
+
+
+@pytest.mark.parametrize(
+    ("keyterms", "reason"),
+    [
+        (",".join(f"term{n}" for n in range(101)), "has 101 terms; Ink takes at most 100"),
+        (",".join(["x" * 600, "y" * 601]), "has 1201 characters of terms; Ink takes at most 1200"),
+    ],
+)
+def test_keyterms_beyond_inks_limits_are_refused(keyterms: str, reason: str) -> None:
+    with pytest.raises(ConfigurationError, match=f"INK_KEYTERMS: {reason}"):
+        Settings.from_env({"INK_KEYTERMS": keyterms})
+
+
+def test_a_language_other_than_english_is_refused_on_the_english_only_turns_endpoint() -> None:
+    with pytest.raises(ConfigurationError, match=r"INK_LANGUAGE: 'de' needs INK_MODE=manual.*English only"):
+        Settings.from_env({"INK_LANGUAGE": "de"})
+
+
+@pytest.mark.parametrize("language", ["en", "en-GB", "EN-us"])
+def test_english_in_any_locale_is_taken_on_the_turns_endpoint(language: str) -> None:
+    assert Settings.from_env({"INK_LANGUAGE": language}).ink_language == language
+
+
+def test_another_language_is_taken_on_the_manual_endpoint() -> None:
+    assert (
+        Settings.from_env({"INK_LANGUAGE": "de", "INK_MODE": "manual", "INK_MODEL": "ink-whisper"}).ink_language == "de"
+    )
+
+
+# --- Bedrock ----------------------------------------------------------------------------------------------------
+
+
+def test_latency_optimized_inference_is_asked_for_by_default_and_may_be_turned_off() -> None:
+    assert Settings.from_env({}).bedrock_latency == "optimized"
+    assert Settings.from_env({"BEDROCK_LATENCY": "standard"}).bedrock_latency == "standard"
+    with pytest.raises(ConfigurationError, match="BEDROCK_LATENCY: must be 'optimized' or 'standard'"):
+        Settings.from_env({"BEDROCK_LATENCY": "fast"})

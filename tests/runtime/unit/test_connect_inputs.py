@@ -12,6 +12,7 @@ import pytest
 
 from tests.fixtures import ROOT
 from tests.runtime.unit.stubbed_aws import stubbed_aws
+from voicebridge.call.invocation import parse_consumer_event
 from voicebridge.connect.events import ContactFlowEvent
 from voicebridge.errors import InvalidInput
 from voicebridge.handlers import start_listening, transcribe_stream
@@ -211,7 +212,7 @@ def test_the_consumer_answers_a_malformed_event_with_invalid_input(event: Any) -
 
 
 def test_the_consumer_reads_its_sample_event() -> None:
-    parse: Callable[[Any], Any] = transcribe_stream.parse_consumer_event
+    parse: Callable[[Any], Any] = parse_consumer_event
     assert parse(CONSUMER) == (CONSUMER["ContactId"], 0)
     assert parse({**CONSUMER, "Generation": "3"}) == (CONSUMER["ContactId"], 3)
 

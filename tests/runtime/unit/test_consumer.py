@@ -147,10 +147,12 @@ class Ink:
 
     def __init__(self) -> None:
         self.sessions: list[Session] = []
+        self.keyterms: list[tuple[str, ...] | None] = []
 
-    def __call__(self, listener: TurnListener, name: str) -> Session:
+    def __call__(self, listener: TurnListener, name: str, keyterms: tuple[str, ...] | None = None) -> Session:
         session = Session()
         self.sessions.append(session)
+        self.keyterms.append(keyterms)
         return session
 
     @property
@@ -160,6 +162,8 @@ class Ink:
 
 
 class Session:
+    refusal = None
+
     def __init__(self) -> None:
         self.sent = bytearray()
         self.alive = True
@@ -221,17 +225,38 @@ class Call:
         return self.store.load(CONTACT)
 
 
-def call(pieces: list[Piece], *, start: int = 0, generation: int = 0, **media: Any) -> Call:
+def call(
+    pieces: list[Piece],
+    *,
+    start: int = 0,
+    generation: int = 0,
+    tracks: tuple[str, ...] = (turns.CUSTOMER,),
+    keyterms: tuple[str, ...] | None = None,
+    **media: Any,
+) -> Call:
     checkpoint = Checkpoint(
         contact_id=CONTACT,
         stream_arn="arn:aws:kinesisvideo:us-east-1:123456789012:stream/connect-contact/1",
         start_fragment=pieces[start].number,
         start_timestamp_ms=pieces[start].producer_ms,
-        tracks={turns.CUSTOMER: TrackProgress()},
+        tracks={track: TrackProgress() for track in tracks},
         generation=generation,
         state=turns.STARTING,
+        keyterms=keyterms,
     )
     return Call(Checkpoints(checkpoint), Media(pieces, **media), Ink(), [], [600_000])
+
+
+def test_every_ink_session_of_the_call_is_opened_with_the_flows_keyterms() -> None:
+    c = call([fragment(i) for i in range(4)], tracks=(turns.CUSTOMER, turns.AGENT), keyterms=("Acme Plus",))
+    c.consumer().run()
+    assert len(c.ink.keyterms) >= 2 and set(c.ink.keyterms) == {("Acme Plus",)}
+
+
+def test_without_the_flows_keyterms_the_sessions_take_the_deployments() -> None:
+    c = call([fragment(i) for i in range(4)])
+    c.consumer().run()
+    assert c.ink.keyterms and set(c.ink.keyterms) == {None}
 
 
 def test_the_first_read_starts_before_the_callers_audio_and_the_contact_reaches_ink_from_its_start_fragment() -> None:

@@ -10,7 +10,7 @@ import pytest
 from voicebridge.redaction import BuiltinRedactor, NoRedaction, luhn_valid
 from voicebridge.redaction.logs import RedactingFilter, redact_values, redacting
 from voicebridge.redaction.spoken import digit_runs, written_form
-from voicebridge_dev.redaction_cases import entity_cases, ordinary_sentences
+from voicebridge_dev.redaction_cases import Span, entity_cases, load_independent, ordinary_sentences, score
 
 REDACTOR = BuiltinRedactor()
 
@@ -146,6 +146,16 @@ def test_recall_and_precision_on_the_generated_set() -> None:
     assert len(cases) >= 200 and {case.form for case in cases} >= {"written", "spoken digits"}
     assert len(missed) / len(cases) <= 0.02, missed[:5]
     assert len(changed) / len(ordinary) <= 0.01, changed
+
+
+def test_recall_and_changes_on_the_independent_sets_dev_file() -> None:
+    def find(text: str, before: str, after: str) -> list[Span]:
+        return [(e.start, e.end) for e in REDACTOR.redact(text, before=before, after=after).entities]
+
+    scored = score(find, load_independent("dev"))
+
+    assert scored.recall >= 0.98, scored.misses[:5]
+    assert scored.changed_rate <= 0.01, scored.false_positives[:5]
 
 
 def test_off_keeps_the_words_as_heard() -> None:

@@ -6,22 +6,23 @@ import itertools
 import threading
 from typing import ClassVar
 
-import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.fixtures.clock import ManualClock
+from tests.fixtures.tracks import MemoryStore, quiet, voice
 from voicebridge.errors import InkUnavailable
 from voicebridge.ink.pacer import Pacer
 from voicebridge.ink.session import TurnListener
 from voicebridge.ink.transcriber import MetricSink, TrackTranscriber
-from voicebridge.store.turns import TrackProgress, Turn
+from voicebridge.store.turns import TrackProgress
 
 
 class RecordingSession:
     """Stands in for the Ink socket: records what is sent; can be made to fail like a dropped socket."""
 
     opened: ClassVar[list[RecordingSession]] = []
+    refusal = None
 
     def __init__(self, listener: TurnListener, name: str) -> None:
         self.listener = listener
@@ -43,26 +44,6 @@ class RecordingSession:
 
     def close(self, *, timeout_s: float = 0) -> None:
         self.alive = False
-
-
-class MemoryStore:
-    def __init__(self) -> None:
-        self.turns: dict[str, Turn] = {}
-
-    def put_turn(self, turn: Turn) -> bool:
-        if turn.key in self.turns:
-            return False
-        self.turns[turn.key] = turn
-        return True
-
-
-def voice(ms: int) -> bytes:
-    t = np.arange(ms * 8) / 8000
-    return (8000 * np.sin(2 * np.pi * 300 * t)).astype("<i2").tobytes()
-
-
-def quiet(ms: int) -> bytes:
-    return np.full(ms * 8, 1, dtype="<i2").tobytes()
 
 
 CLOCKS: dict[int, ManualClock] = {}

@@ -9,9 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
-import numpy as np
-
 from tests.fixtures.clock import ManualClock
+from tests.fixtures.tracks import MemoryStore, quiet, voice
 from voicebridge.errors import InkUnavailable
 from voicebridge.ink.pacer import Pacer
 from voicebridge.ink.session import TurnListener
@@ -40,6 +39,7 @@ class ScriptedInk:
 
     script: ClassVar[list[ScriptedTurn]] = []
     opened: ClassVar[list[ScriptedInk]] = []
+    refusal = None
 
     def __init__(self, listener: TurnListener, name: str) -> None:
         self.listener = listener
@@ -82,26 +82,6 @@ class ScriptedInk:
 
     def close(self, *, timeout_s: float = 0) -> None:
         self.alive = False
-
-
-class MemoryStore:
-    def __init__(self) -> None:
-        self.turns: dict[str, Turn] = {}
-
-    def put_turn(self, turn: Turn) -> bool:
-        if turn.key in self.turns:
-            return False
-        self.turns[turn.key] = turn
-        return True
-
-
-def voice(ms: int) -> bytes:
-    t = np.arange(ms * 8) / 8000
-    return (8000 * np.sin(2 * np.pi * 300 * t)).astype("<i2").tobytes()
-
-
-def quiet(ms: int) -> bytes:
-    return np.full(ms * 8, 1, dtype="<i2").tobytes()
 
 
 class Call:

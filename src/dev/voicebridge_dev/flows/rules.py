@@ -17,7 +17,7 @@ share, and every templating system's tokens (:data:`TEMPLATE_TOKEN`, :func:`temp
 and the AWS text each comes from (:data:`BOUNDS`: one no source gives is only a warning); and the kinds of resource
 a parameter names (:class:`ResourceKind`, :func:`resource_reason`: an ARN that does not parse names none).
 
-The six action types the console exports that the reference has no page for (:data:`NEWER_TYPES`) name the admin
+The action types the console exports that the reference has no page for (:data:`NEWER_TYPES`) name the admin
 guide's block page or the API operation whose parameters they carry; their parameters, errors and conditions are
 accepted as exported, since no source pins them down.
 """
@@ -657,7 +657,9 @@ _EVENT_HOOKS = (
 def _check_event_hooks(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
     hooks = params.get("EventHooks")
     if hooks is None:
-        return []
+        if "EventHooksConfiguration" not in params:
+            return ["EventHooks or EventHooksConfiguration must be set: UpdateContactEventHooks requires one"]
+        return _check_hooks_configuration(params["EventHooksConfiguration"])
     if not isinstance(hooks, dict) or len(hooks) != 1:
         return ["EventHooks must be an object with exactly one entry (event type: flow ID or ARN)"]
     ((event, flow),) = hooks.items()
@@ -666,6 +668,55 @@ def _check_event_hooks(params: Mapping[str, Any], ctx: CheckContext) -> list[str
         reasons.append(f"EventHooks key must be one of {', '.join(_EVENT_HOOKS)}, not {event!r}")
     if not isinstance(flow, str):
         reasons.append(f"EventHooks.{event} must be a flow ID or ARN (a string)")
+    return reasons
+
+
+def _check_hooks_configuration(configuration: Any) -> list[str]:
+    """The console's form that turns a hook off (``{"CustomerWhisper": {"DisableExecution": "true"}}``), as AWS's
+    Amazon Connect starter kits export it (docs/flows.md, *The console's own forms*)."""
+    if not isinstance(configuration, dict) or not configuration:
+        return ['EventHooksConfiguration must be an object of event type: {DisableExecution: "true" or "false"}']
+    reasons: list[str] = []
+    for event, setting in configuration.items():
+        if event not in _EVENT_HOOKS:
+            reasons.append(f"EventHooksConfiguration key must be one of {', '.join(_EVENT_HOOKS)}, not {event!r}")
+        disable = setting.get("DisableExecution") if isinstance(setting, dict) else None
+        if disable not in ("true", "false"):
+            reasons.append(f'EventHooksConfiguration.{event}.DisableExecution must be "true" or "false"')
+    return reasons
+
+
+VOICE_ID_ENDED = (
+    "Voice ID's support ended on 2026-05-20 (" + ADMIN_GUIDE + "amazonconnect-voiceid-end-of-support.html): "
+    "the block is still part of the flow language, but the Voice ID resources it needs can no longer be reached, so "
+    "plan for its error branch"
+)
+
+
+def _voice_id_ended(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
+    """A warning on every Voice ID block: Connect still stores the flow (its reference keeps the block's page)."""
+    return [VOICE_ID_ENDED]
+
+
+_AGENTIC_IDS = ("WorkspaceId", "ApplicationId", "Alias")
+
+
+def _check_agentic(params: Mapping[str, Any], ctx: CheckContext) -> list[str]:
+    """The Agentic CX block's application (``AgentConfiguration``: workspace, application and alias, each a string,
+    and ``ContextVariables``, a map of names to values or JSONPaths), as the console exports it."""
+    configuration = params.get("AgentConfiguration")
+    if configuration is None:
+        return []
+    if not isinstance(configuration, dict):
+        return ["AgentConfiguration must be an object (WorkspaceId, ApplicationId, Alias, ContextVariables)"]
+    reasons = [
+        f"AgentConfiguration.{name} must be a string, not {configuration[name]!r}"
+        for name in _AGENTIC_IDS
+        if name in configuration and not isinstance(configuration[name], str)
+    ]
+    variables = configuration.get("ContextVariables")
+    if variables is not None:
+        reasons += _flat_string_map(variables, "AgentConfiguration.ContextVariables")
     return reasons
 
 
@@ -831,13 +882,30 @@ def _equals(*operands: str, required: Iterable[str] | None = None) -> _Condition
 
 
 def _case(slug: str, *parameters: str, errors: Iterable[str] = (), open_errors: bool = False) -> ActionSpec:
-    """A Cases action: it takes the case's fields and may link the contact to the case, and fails when the contact
-    is not linked to one."""
+    """A Cases action: it takes the case's fields and may link the contact to the case (``ContactToLink``, which
+    contact: the console writes ``Current``, undocumented by the reference), and fails when the contact is not
+    linked to one."""
     return ActionSpec(
         _page(slug),
-        optional=frozenset({"LinkContactToCase", *parameters, "CaseRequestFields"}),
+        optional=frozenset({"LinkContactToCase", "ContactToLink", *parameters, "CaseRequestFields"}),
         errors=frozenset({*errors, "ContactNotLinked", CATCH_ALL_ERROR}),
         open_errors=open_errors,
+    )
+
+
+def _data_table(action: str, *parameters: str, conditions: bool = True) -> ActionSpec:
+    """One of the Data Table block's actions (Evaluate, List, Write): no page of the flow-language reference, so its
+    parameters (a table named by ARN, ID or JSONPath, and those an export or the block's page gives), errors and
+    conditions are accepted as exported."""
+    return ActionSpec(
+        ADMIN_GUIDE + "data-table-block.html",
+        optional=frozenset({"DataTableId", *parameters}),
+        check=_resource("DataTableId", DATA_TABLE),
+        open_parameters=True,
+        errors=_NO_MATCH,
+        open_errors=True,
+        conditions=conditions,
+        note=_NEWER + f" (the Data Table block's {action} action)",
     )
 
 
@@ -951,6 +1019,7 @@ _SPECS: dict[str, ActionSpec] = {
         _control("CheckVoiceId"),
         required=frozenset({"CheckVoiceIdOption"}),
         check=_one_of("CheckVoiceIdOption", ("enrollmentStatus", "voiceAuthentication", "fraudDetection")),
+        advise=_voice_id_ended,
         errors=_NO_MATCH,
         conditions=True,
         note="the reference names the results by their labels (Not enrolled), exports without spaces: "
@@ -986,7 +1055,7 @@ _SPECS: dict[str, ActionSpec] = {
         **_equals("ContinueLooping", "DoneLooping"),
     ),
     "StartVoiceIdStream": ActionSpec(
-        _control("StartVoiceIdStream"), errors=_NO_MATCH, unavailable_in=frozenset({"hold"})
+        _control("StartVoiceIdStream"), advise=_voice_id_ended, errors=_NO_MATCH, unavailable_in=frozenset({"hold"})
     ),
     "TransferToFlow": ActionSpec(
         _control("TransferToFlow"),
@@ -1183,11 +1252,11 @@ _SPECS: dict[str, ActionSpec] = {
     ),
     "UpdateContactEventHooks": ActionSpec(
         _contact("UpdateContactEventHooks"),
-        required=frozenset({"EventHooks"}),
-        optional=frozenset({"EventHooksConfiguration"}),
+        optional=frozenset({"EventHooks", "EventHooksConfiguration"}),
         check=_all(_check_event_hooks, _resource("EventHooks.*", CONTACT_FLOW)),
         errors=_NO_MATCH,
-        note="EventHooksConfiguration is seen in exports, not in the reference",
+        note="the reference requires EventHooks; the console also writes EventHooksConfiguration alone (a hook "
+        "turned off), which AWS's starter kits deploy",
     ),
     "UpdateContactMediaProcessing": _partly_pinned(
         _contact("UpdateContactMediaProcessing"), ("ChatProcessorSettings",)
@@ -1257,21 +1326,34 @@ _SPECS: dict[str, ActionSpec] = {
     "CreatePersistentContactAssociation": ActionSpec(
         ADMIN_GUIDE + "create-persistent-contact-association-block.html",
         optional=frozenset({"RehydrationType", "SourceContactId"}),
-        # The RehydrationType values of the CreatePersistentContactAssociation API.
-        check=_one_of("RehydrationType", ("ENTIRE_PAST_SESSION", "FROM_SEGMENT"), dynamic=True),
+        # The RehydrationType values of the CreatePersistentContactAssociation API, and the console's spelling of
+        # the one a console export shows ("From Segment"): the flow language and the API do not spell it alike.
+        check=_one_of("RehydrationType", ("ENTIRE_PAST_SESSION", "FROM_SEGMENT", "From Segment"), dynamic=True),
         errors=_NO_MATCH,
         note=_NEWER + "; the block has Success and Error branches, and voice and task contacts take Error",
     ),
-    "EvaluateDataTableValues": ActionSpec(
-        ADMIN_GUIDE + "data-table-block.html",
-        optional=frozenset({"DataTableId", "Queries"}),
-        check=_resource("DataTableId", DATA_TABLE),
+    "EvaluateDataTableValues": _data_table("Evaluate", "Queries"),
+    "ConnectParticipantWithAgenticCX": ActionSpec(
+        ADMIN_GUIDE + "agentic-cx-block.html",
+        optional=frozenset({"AgentConfiguration", "SpeechRecognitionConfiguration", "AudioFillerConfiguration"}),
+        check=_check_agentic,
+        errors=frozenset({"NoMatchingError", "NoMatchingCondition", "InputTimeLimitExceeded"}),
+        open_errors=True,
+        **_equals("Escalation", required=()),
+        note=_NEWER + " (the Agentic CX block); its parameters, its Escalation condition and its three errors are a "
+        "console export's of 2026-09-10 (tests/data/flows/sample-aicc-builder-for-amazon-connect-ai-agent)",
+    ),
+    "CheckSecurityStatus": ActionSpec(
+        ADMIN_GUIDE + "check-voice-id.html",
         open_parameters=True,
+        advise=_voice_id_ended,
         errors=_NO_MATCH,
         open_errors=True,
         conditions=True,
-        note=_NEWER + " (the Data Table block's Evaluate action)",
+        note=_NEWER + " (the Check Voice ID block as an older CreateContactFlow request writes it, branching on "
+        "Authenticated, NotAuthenticated, Inconclusive, OptedOut, NotEnrolled)",
     ),
+    "ListDataTableValues": _data_table("List", "PrimaryKeyGroups"),
     "RenderMessageTemplate": ActionSpec(
         ADMIN_GUIDE + "contact-block-definitions.html",
         open_parameters=True,
@@ -1279,6 +1361,16 @@ _SPECS: dict[str, ActionSpec] = {
         open_errors=True,
         note=_NEWER + "; no block page names its parameters, so any is accepted",
     ),
+    "SetSecurityBehavior": ActionSpec(
+        ADMIN_GUIDE + "set-voice-id.html",
+        optional=frozenset({"SecurityBehaviorOption", "VoiceAuthentication"}),
+        open_parameters=True,
+        advise=_voice_id_ended,
+        errors=_NO_MATCH,
+        open_errors=True,
+        note=_NEWER + " (the Set Voice ID block as an older CreateContactFlow request writes it)",
+    ),
+    "UpsertDataTableValues": _data_table("Write", "LockVersion", "DataTableUpsertAttributes", conditions=False),
     "StartOutboundEmailContact": ActionSpec(
         REFERENCE + "API_StartOutboundEmailContact.html",
         optional=frozenset({"FromEmailAddress", "DestinationEmailAddress", "AdditionalRecipients", "EmailMessage"}),
@@ -1298,6 +1390,11 @@ NEWER_TYPES = frozenset(
         "EvaluateDataTableValues",
         "RenderMessageTemplate",
         "StartOutboundEmailContact",
+        "ConnectParticipantWithAgenticCX",
+        "ListDataTableValues",
+        "UpsertDataTableValues",
+        "SetSecurityBehavior",
+        "CheckSecurityStatus",
     }
 )
 

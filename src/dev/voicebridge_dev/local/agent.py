@@ -113,6 +113,14 @@ class LocalAgent:
         except (OSError, urllib.error.URLError, ValueError):
             return None
 
+    def cpu_seconds(self) -> float:
+        """The CPU seconds the server process has used so far (user and system; Linux's ``/proc``)."""
+        if self._process is None:
+            raise LocalAgentError("the agent server is not running")
+        fields = Path(f"/proc/{self._process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks = int(fields[11]) + int(fields[12])
+        return ticks / os.sysconf("SC_CLK_TCK")
+
     def stop(self) -> None:
         process = self._process
         if process is None:

@@ -7,7 +7,9 @@
   Invoke running the template's own handlers in warm worker processes (:mod:`voicebridge_dev.local.lambda_`), and,
   for the responders, Bedrock Runtime ConverseStream answering from a scripted brain
   (:mod:`voicebridge_dev.local.bedrock`) and a scripted Lex V2 bot's RecognizeText (:mod:`voicebridge_dev.local.lex`),
-  and Comprehend's DetectPiiEntities from rules, for transcript redaction (:mod:`voicebridge_dev.local.comprehend`).
+  and Comprehend's DetectPiiEntities from rules, for transcript redaction (:mod:`voicebridge_dev.local.comprehend`),
+  and Amazon Connect's contact attributes, where the streaming agent leaves its handover note
+  (:mod:`voicebridge_dev.local.connect`).
 
 :class:`LocalCloud` starts them, creates the resources template.yaml declares under their local names
 (:func:`voicebridge_dev.template.local_physical_id`), and hands out the ``AWS_ENDPOINT_URL_*`` variables that point
@@ -46,6 +48,7 @@ from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionEr
 
 from voicebridge_dev.local.bedrock import BedrockEmulator
 from voicebridge_dev.local.comprehend import ComprehendEmulator
+from voicebridge_dev.local.connect import ConnectEmulator
 from voicebridge_dev.local.ink import InkEmulator, Recogniser
 from voicebridge_dev.local.kvs import (
     AGENT_TRACK,
@@ -112,8 +115,8 @@ class CloudBase(LocalService):
 
     @abstractmethod
     def inject(self, service: str, fault: Any) -> None:
-        """Queue ``fault`` on the emulator ``service`` (``sonic``, ``bedrock``, ``lex``, ``comprehend``, ``ink`` or
-        ``kvs``)."""
+        """Queue ``fault`` on the emulator ``service`` (``sonic``, ``bedrock``, ``lex``, ``comprehend``, ``connect``,
+        ``ink`` or ``kvs``)."""
 
     @abstractmethod
     def emulated_timings(self) -> dict[str, float]:
@@ -122,6 +125,19 @@ class CloudBase(LocalService):
     def cpu_seconds(self) -> dict[str, float]:
         """The CPU seconds each process of the cloud has used so far, by what it runs (none when it cannot say)."""
         return {}
+
+    def contact_attributes(self, contact_id: str) -> dict[str, str]:
+        """The user-defined attributes set on ``contact_id`` so far, read as a client reads them: Connect's
+        ``GetContactAttributes`` on the Connect emulator."""
+        connect = boto3.client(
+            "connect",
+            endpoint_url=self.service_env()["AWS_ENDPOINT_URL_CONNECT"],
+            region_name=self.region,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+        answer = connect.get_contact_attributes(InstanceId=EMULATED_INSTANCE_ID, InitialContactId=contact_id)
+        return dict(answer["Attributes"])
 
     # -- shared
 
@@ -205,6 +221,7 @@ def emulator_env(
     bedrock: str,
     lex: str,
     comprehend: str,
+    connect: str,
     model_id: str,
     bot: tuple[str, str, str],
 ) -> dict[str, str]:
@@ -218,6 +235,7 @@ def emulator_env(
         "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": bedrock,
         "AWS_ENDPOINT_URL_LEX_RUNTIME_V2": lex,
         "AWS_ENDPOINT_URL_COMPREHEND": comprehend,
+        "AWS_ENDPOINT_URL_CONNECT": connect,
         "BEDROCK_MODEL_ID": model_id,
         "LEX_BOT_ID": bot[0],
         "LEX_BOT_ALIAS_ID": bot[1],
@@ -267,10 +285,11 @@ class LocalCloud(CloudBase):
         )
         self.lex = LexEmulator(port=port_base + 6 if port_base else 0)
         self.comprehend = ComprehendEmulator(port=port_base + 7 if port_base else 0)
+        self.connect = ConnectEmulator(port=port_base + 8 if port_base else 0)
 
     def _emulators(self) -> tuple[LocalService, ...]:
         """The emulators that need no other's URL, in the order they start."""
-        return (self.sonic, self.kvs, self.ink, self.bedrock, self.lex, self.comprehend)
+        return (self.sonic, self.kvs, self.ink, self.bedrock, self.lex, self.comprehend, self.connect)
 
     def start(self) -> Self:
         self._moto = moto_server(self._port_base)
@@ -283,7 +302,7 @@ class LocalCloud(CloudBase):
         assert self.lambdas is not None
         log.info(
             "local cloud up: moto %s, emulators: Sonic %s, KVS %s, Ink %s, Lambda %s, Bedrock %s, Lex %s, "
-            "Comprehend %s",
+            "Comprehend %s, Connect %s",
             self.moto_url,
             self.sonic.url,
             self.kvs.url,
@@ -292,6 +311,7 @@ class LocalCloud(CloudBase):
             self.bedrock.url,
             self.lex.url,
             self.comprehend.url,
+            self.connect.url,
         )
         return self
 
@@ -311,6 +331,7 @@ class LocalCloud(CloudBase):
             bedrock=self.bedrock.url,
             lex=self.lex.url,
             comprehend=self.comprehend.url,
+            connect=self.connect.url,
             model_id=self.bedrock.model_id,
             bot=(self.lex.bot_id, self.lex.bot_alias_id, self.lex.locale_id),
         )
@@ -330,6 +351,7 @@ class LocalCloud(CloudBase):
             "bedrock": self.bedrock,
             "lex": self.lex,
             "comprehend": self.comprehend,
+            "connect": self.connect,
         }
         emulators[service].inject(fault)
 

@@ -1,5 +1,5 @@
 """The local cloud with every service in a process of its own: moto (S3 and DynamoDB on servers of their own, a
-third for the rest), and the Sonic, KVS, Ink, Bedrock, Lex and Comprehend emulators.
+third for the rest), and the Sonic, KVS, Ink, Bedrock, Lex, Comprehend and Connect emulators.
 
 In one process the services share one interpreter lock with each other and with whatever drives them (the
 demo's calls), so a run of many calls measures their contention, not the product's. :class:`ProcessCloud` starts
@@ -53,12 +53,12 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-SERVICES = ("s3", "dynamodb", "moto", "sonic", "kvs", "ink", "bedrock", "lex", "comprehend")
+SERVICES = ("s3", "dynamodb", "moto", "sonic", "kvs", "ink", "bedrock", "lex", "comprehend", "connect")
 """The services a child can run, in the order :class:`ProcessCloud` starts them: S3 and DynamoDB each on a moto
 server of their own, ``moto`` for the rest moto serves (Secrets Manager, CloudWatch, Logs, STS), then the
 emulators."""
 _MOTO_PROCESSES = {"S3": "s3", "DYNAMODB": "dynamodb"}
-_EMULATORS = ("sonic", "kvs", "ink", "bedrock", "lex", "comprehend")
+_EMULATORS = ("sonic", "kvs", "ink", "bedrock", "lex", "comprehend", "connect")
 """The services with a moto server of their own, by ``AWS_ENDPOINT_URL_*`` name."""
 _CONTROL_TIMEOUT_S = 10.0
 _STOP_TIMEOUT_S = 15.0
@@ -145,6 +145,11 @@ def _build(name: str, options: Mapping[str, Any]) -> _Hosted:
             lambda: comprehend.url,
             lambda: {"requests_per_second": comprehend.quota.requests_per_second},
         )
+    if name == "connect":
+        from voicebridge_dev.local.connect import ConnectEmulator
+
+        connect = ConnectEmulator(**options)
+        return _Hosted(connect, lambda: connect.url, lambda: {"instance_id": connect.instance_id})
     raise ValueError(f"unknown service {name!r}; choose one of {', '.join(SERVICES)}")
 
 
@@ -470,6 +475,7 @@ class ProcessCloud(CloudBase):
             },
             "lex": {},
             "comprehend": {},
+            "connect": {},
         }
         self.processes = {name: ServiceProcess(name, options[name], stderr=stderr) for name in SERVICES}
         self._faces: dict[str, RemoteEmulator] = {}
@@ -515,6 +521,7 @@ class ProcessCloud(CloudBase):
             bedrock=self.processes["bedrock"].url,
             lex=self.processes["lex"].url,
             comprehend=self.processes["comprehend"].url,
+            connect=self.processes["connect"].url,
             model_id=str(self.processes["bedrock"].facts["model_id"]),
             bot=(str(lex["bot_id"]), str(lex["bot_alias_id"]), str(lex["locale_id"])),
         )

@@ -115,7 +115,15 @@ class HangUp:
     pass
 
 
-Step = Say | Press | Silence | HangUp
+@dataclass(frozen=True)
+class Over:
+    """Say ``clip`` ``after_s`` seconds into the bot's next reply, over it (a barge-in, or a backchannel)."""
+
+    clip: Clip
+    after_s: float
+
+
+Step = Say | Press | Silence | HangUp | Over
 
 _KEYS = re.compile(r"[0-9*#]{1,50}")
 # The DTMF grid (ITU-T Q.23): each key is the sum of its row's and its column's tone.
@@ -164,7 +172,8 @@ class Scenario:
     name: str
     description: str
     steps: tuple[str, ...]
-    """Clip names, ``"silence"`` or ``"hangup"``."""
+    """Clip names, ``"silence"``, ``"hangup"``, or ``"over:<clip>@<seconds>"`` (said that far into the bot's next
+    reply, over it)."""
     responder: str = "bedrock"
     """Who answers the caller's turns (``RESPONDER``): ``bedrock`` (the Bedrock emulator's bank agent), ``lex`` (the
     Lex emulator's bank bot) or ``scripted`` (the template's rules)."""
@@ -181,6 +190,11 @@ class Scenario:
                 steps.append(Silence())
             elif step == "hangup":
                 steps.append(HangUp())
+            elif step.startswith("over:"):
+                name, _, after = step.removeprefix("over:").partition("@")
+                if name not in clips:
+                    raise CallerScriptError(f"scenario {self.name}: no clip named {name!r}")
+                steps.append(Over(clips[name], float(after or 0)))
             elif step in clips:
                 steps.append(Say(clips[step]))
             else:
@@ -217,6 +231,12 @@ SCENARIOS: Mapping[str, Scenario] = {
             responder_failures=1,
         ),
         Scenario(
+            "barge-in",
+            'the caller talks over a long reply two seconds in (and is answered), and says a short "uh-huh" '
+            "during another (which goes on), then asks for a person",
+            ("dispute", "over:balance@2.0", "pay-bill", "over:uh-huh@1.0", "person"),
+        ),
+        Scenario(
             "transfer",
             "the caller asks for a person straight away: the flow stops streaming and transfers the call",
             ("person",),
@@ -251,25 +271,39 @@ class SimulatedCaller:
         self._bot_since: float | None = None
 
     def bot_started(self, at: float, media: MediaPlane) -> None:
-        """The bot starts talking at ``at``: a step not begun by then waits for the bot to stop again."""
+        """The bot starts talking at ``at``: a step not begun by then waits for the bot to stop again; a line to say
+        over the bot (:class:`Over`) is said that far into what it says."""
         with self._lock:
             self._bot_since = at
-            if self._pending is None:
-                return
-            step, due, speech = self._pending
-            self._pending = None
-            if due <= at or (speech is not None and not media.withdraw(speech)):
-                return
-            self._steps.insert(0, step)
-            if isinstance(step, HangUp):
-                self._hangup_at = None
-            if speech is not None and speech is self._speech:
-                self._speech = None
+            if self._pending is not None:
+                step, due, speech = self._pending
+                self._pending = None
+                if not (due <= at or (speech is not None and not media.withdraw(speech))):
+                    self._steps.insert(0, step)
+                    if isinstance(step, HangUp):
+                        self._hangup_at = None
+                    if speech is not None and speech is self._speech:
+                        self._speech = None
+                    return
+            over = self._steps[0] if self._steps else None
+            if isinstance(over, Over):
+                self._steps.pop(0)
+                self._speech = media.play(
+                    CALLER,
+                    over.clip.samples,
+                    "speech",
+                    at=at + over.after_s,
+                    text=over.clip.transcript,
+                    clip=over.clip.name,
+                )
 
     def bot_stopped(self, at: float, media: MediaPlane) -> None:
         """The bot stopped talking at ``at``: the next step is due a pause later."""
         with self._lock:
             if self._pending is not None or not self._steps or self._hangup_at is not None:
+                return
+            if isinstance(self._steps[0], Over):
+                # Said over the bot's next words, not in the quiet after these.
                 return
             spoken = self._speech
             if spoken is not None and self._bot_since is not None and spoken.end > self._bot_since:
@@ -288,6 +322,21 @@ class SimulatedCaller:
             elif isinstance(step, HangUp):
                 self._hangup_at = due
             self._pending = (step, due, speech)
+
+    def take_steps(self) -> list[Step]:
+        """Everything the caller has left to do, handed to someone else to run (an external AI agent's session):
+        the steps are no longer this caller's until :meth:`give_back`."""
+        with self._lock:
+            steps, self._steps = self._steps, []
+            if self._pending is not None:
+                steps.insert(0, self._pending[0])
+                self._pending = None
+            return steps
+
+    def give_back(self, steps: Iterable[Step]) -> None:
+        """The steps another runner did not get to: the caller goes on with them."""
+        with self._lock:
+            self._steps = [*steps, *self._steps]
 
     def respond(
         self, kind: type[Say] | type[Press] | tuple[type, ...] = (Say, Press), *, before: float | None = None

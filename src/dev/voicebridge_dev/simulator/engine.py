@@ -22,6 +22,8 @@ against the local cloud (docs/protocols.md, *Amazon Connect → Lambda* to *Kine
   matches, GetParticipantInput's page of Connect's flow language reference); with an SSML break as its prompt it
   holds the call.
 - ``ConnectParticipantWithLexBot`` — the Lex emulator's bot, sent what the caller says (:mod:`~.lexbot`).
+- ``ConnectParticipantWithAgenticCX`` — a stand-in of the Agentic CX application that takes the caller's script to
+  its ``Escalation`` condition or its default branch (:mod:`~.actions.participants`).
 - ``TransferToFlow``, ``InvokeFlowModule`` — across a folder of flows (:mod:`~.library`); ``ShowView`` — recorded,
   answered by the caller script's choice or left to its time limit.
 - ``UpdateContactMediaStreamingBehavior`` — starts or stops streaming both tracks into the KVS emulator
@@ -43,9 +45,9 @@ type the validator does not know, or a parameter choice such as an ``ASYNCHRONOU
 :class:`UnsupportedActionError` naming it. The simulated caller (:mod:`voicebridge_dev.simulator.caller`) may hang
 up at any moment; the flow then stops, as Connect stops it.
 
-This module keeps the call's loop (:class:`FlowSimulator`), its state and the helpers the actions share
-(:class:`Call`); each family of actions runs in a module of :mod:`~voicebridge_dev.simulator.actions`, registered by
-action type in the one dispatch table here.
+This module keeps the call's loop (:class:`FlowSimulator`) and the one dispatch table that registers each action
+type's handler; the call's state and the helpers the actions share are :class:`~.call.Call`, below both this module
+and the families of actions (:mod:`~voicebridge_dev.simulator.actions`), which never import the engine.
 """
 
 from __future__ import annotations
@@ -54,7 +56,6 @@ import functools
 import json
 import logging
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -78,21 +79,13 @@ from voicebridge_dev.flows import (
     template_functions,
     validate,
 )
-from voicebridge_dev.flows.rules import PLACEHOLDER
+from voicebridge_dev.flows.rules import FLOW_FAMILIES, PLACEHOLDER
 from voicebridge_dev.flows.validate import flow_family
-from voicebridge_dev.local.kvs import ContactStream, StreamHost
+from voicebridge_dev.local.kvs import StreamHost
 from voicebridge_dev.local.speech_engine import SpeechEngine
 from voicebridge_dev.simulator.actions import attributes, flows, lambda_, participants, prompts, queues, recorded
-from voicebridge_dev.simulator.actions.common import (
-    WAIT_SLICE_S,
-    ActionFailed,
-    Branch,
-    CallOver,
-    FlowRuntimeError,
-    SimulatorError,
-    UnsupportedActionError,
-)
 from voicebridge_dev.simulator.actions.lambda_ import CHAIN_BUDGET_S
+from voicebridge_dev.simulator.call import AgentHandoff, Call, Handler
 from voicebridge_dev.simulator.caller import SimulatedCaller
 from voicebridge_dev.simulator.clock import Clock, RealClock
 from voicebridge_dev.simulator.contact import Contact, local_queue_arn
@@ -104,10 +97,19 @@ from voicebridge_dev.simulator.events import (
     EndReason,
     LambdaCall,
     Segment,
-    StreamingChanged,
 )
+from voicebridge_dev.simulator.lexbot import LexBotRef
 from voicebridge_dev.simulator.library import FlowLibrary
-from voicebridge_dev.simulator.media import SAMPLE_RATE, MediaPlane
+from voicebridge_dev.simulator.loaded import LoadedFlow
+from voicebridge_dev.simulator.media import SAMPLE_RATE
+from voicebridge_dev.simulator.outcomes import (
+    ActionFailed,
+    Branch,
+    CallOver,
+    FlowRuntimeError,
+    SimulatorError,
+    UnsupportedActionError,
+)
 from voicebridge_dev.simulator.records import CallRecords, read_records
 from voicebridge_dev.simulator.standins import ENDS, RECORDED, UNAVAILABLE, LocalContactCentre
 from voicebridge_dev.template import Resolver, load_template, local_physical_id
@@ -132,8 +134,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_STREAM_DRAIN_S = 5.0
-
 
 # --- loading -----------------------------------------------------------------------------------------------
 
@@ -147,16 +147,6 @@ class _LoadOptions(TypedDict, total=False):
     templated: bool
 
 
-@dataclass(frozen=True)
-class LoadedFlow:
-    """A flow ready to run, its placeholders filled with local ARNs; ``functions`` maps ARN to logical ID."""
-
-    flow: Flow
-    functions: Mapping[str, str]
-    family: str | None = None
-    """The flow type's family (``customer queue``, ``hold``, ``whisper``…), when the flow says which it is."""
-
-
 def load_flow_for_simulation(
     flow_path: str | Path,
     template_path: str | Path,
@@ -165,12 +155,14 @@ def load_flow_for_simulation(
     parameters: Mapping[str, str] | None = None,
     placeholders: Mapping[str, str] | None = None,
     templated: bool = False,
+    flow_type: str | None = None,
 ) -> LoadedFlow:
     """Read a flow, fill its ``${X.Arn}``/``${X}`` placeholders for the local cloud, and check it (as a template whose
     tokens are filled before import, when ``templated``: see :func:`~voicebridge_dev.flows.validate`).
 
     ``parameters`` are template parameter values (else their defaults); a blank ``AgentQueueArn`` is the local
-    instance's queue. ``placeholders`` adds or replaces values (``{"AgentQueueArn": "arn:…"}``). Actions of a type
+    instance's queue. ``placeholders`` adds or replaces values (``{"AgentQueueArn": "arn:…"}``). ``flow_type`` (a
+    CreateContactFlow type, ``CUSTOMER_HOLD``) is the type of a flow that does not say its own. Actions of a type
     the validator does not know are kept, so the call stops when it reaches one; every other problem raises
     :class:`InvalidFlowError`.
     """
@@ -211,7 +203,8 @@ def load_flow_for_simulation(
         raise InvalidFlowError(problems)
     flow = parse_flow(document, templated=templated) if not unknown else _flow_with_unknown_actions(document, unknown)
     functions = {resolver.arn(name): name for name in template_functions(template_path)}
-    return LoadedFlow(flow, functions, flow_family(document))
+    family = flow_family(document) or FLOW_FAMILIES.get(flow_type or "")
+    return LoadedFlow(flow, functions, family, templated)
 
 
 _TEXT_KEYS = frozenset({"Metadata", "Name", "Description"})
@@ -289,122 +282,6 @@ class CallResult:
 # --- the interpreter ---------------------------------------------------------------------------------------
 
 
-class Call:
-    """One call's state as a flow runs: the flow running, the contact, the clients and the clock, the media, and
-    what the families of actions (:mod:`~voicebridge_dev.simulator.actions`) keep across actions; with the helpers
-    they share (time parameters, time passing, the end of streaming)."""
-
-    def __init__(
-        self,
-        flow: LoadedFlow,
-        *,
-        lambda_client: Any,
-        s3_client: Any,
-        kvs: StreamHost,
-        voice: SpeechEngine,
-        caller: SimulatedCaller,
-        clock: Clock | None = None,
-        contact: Contact | None = None,
-        log: CallLog | None = None,
-        max_actions: int = 1000,
-        max_call_s: float = 1800.0,
-        centre: LocalContactCentre | None = None,
-        local_answers: Mapping[str, Mapping[str, Any]] | None = None,
-        lex_client: Any | None = None,
-        library: FlowLibrary | None = None,
-        views: Mapping[str, str] | None = None,
-        prompts: Mapping[str, Path] | None = None,
-    ) -> None:
-        self.flow = flow.flow
-        self.flow_name = str(flow.flow.metadata.get("name") or "")
-        self.family = flow.family
-        self.functions = flow.functions
-        self.lambda_client = lambda_client
-        self.s3 = s3_client
-        self.kvs = kvs
-        self.voice = voice
-        self.caller = caller
-        self.clock: Clock = clock if clock is not None else RealClock()
-        self.contact = contact if contact is not None else Contact()
-        self.log = log if log is not None else CallLog()
-        self.media = MediaPlane(self.clock, self.log)
-        self.max_actions = max_actions
-        self.max_call_s = max_call_s
-        self.centre = centre if centre is not None else LocalContactCentre()
-        # With local answers, a function that is not the template's answers from them (by ARN or name), else {}.
-        self.local_answers = None if local_answers is None else dict(local_answers)
-        self.lex: Any = lex_client
-        self.library = library
-        self.views = dict(views or {})
-        self.prompts = dict(prompts or {})
-        # The flows a module was invoked from, innermost last: (flow, its name, the InvokeFlowModule action, the
-        # flow's attributes and loop counters, which the module does not share).
-        self.callers: list[tuple[Flow, str, Action, dict[str, str], dict[str, int]]] = []
-        self.loops: dict[str, int] = {}
-        # Keys the caller pressed while a queue's messages looped, for the block that listens next.
-        self.key_buffer: str | None = None
-        self.chain = 0.0
-        self.longest_chain = 0.0
-        self.stream: ContactStream | None = None
-        self.start_fragment: str | None = None
-        self.epoch = time.time()
-
-    def seconds(self, action: Action, name: str, default: str | None = None) -> float:
-        """A time parameter's seconds (given, or referenced: ``$.Attributes.Timeout``); FlowRuntimeError when the
-        value is not a number of seconds."""
-        raw = action.parameters.get(name, default)
-        value = self.contact.value(str(raw)) if raw is not None else ""
-        try:
-            seconds = float(value)
-        except ValueError:
-            seconds = -1.0
-        if not 0 <= seconds < float("inf"):
-            raise FlowRuntimeError(f"action {action.identifier!r}: {name} {value!r} is not a number of seconds")
-        return seconds
-
-    def pass_time(self, until: float) -> None:
-        """Let the call go on until ``until``, unless the caller hangs up first.
-
-        A virtual clock skips ahead, but never across the caller's speech, which Ink hears at its real pace. Time
-        never passes beyond the call's limit (a view or a wait may ask for hours): the flow ends there.
-        """
-        until = min(until, self.max_call_s + WAIT_SLICE_S)
-        while True:
-            now = self.clock.now()
-            if self.caller.hung_up(now):
-                raise CallOver("caller hung up")
-            if now >= until:
-                return
-            upcoming = self.caller.next_event(now)
-            target = until if upcoming is None else min(until, upcoming)
-            if self.clock.virtual and self.caller.speaking_until(now) is not None:
-                time.sleep(min(target - now, WAIT_SLICE_S))
-            else:
-                self.clock.sleep_until(target)
-            self.media.pump()
-
-    def stop_streaming(self, *, at: float) -> None:
-        """Stop streaming into the KVS emulator (an action's, or the call's end): ``MediaStreams`` gets the stop."""
-        stream = self.media.stop_streaming()
-        if stream is None:
-            return
-        if not stream.wait_idle(_STREAM_DRAIN_S):
-            logger.warning("flow simulator: the KVS emulator did not finish the contact's last fragment")
-        stop = stream.last_fragment_number or self.start_fragment or ""
-        self.contact.audio_stream = {
-            **(self.contact.audio_stream or {}),
-            "StopFragmentNumber": stop,
-            "StopTimestamp": str(self._epoch_ms(at)),
-        }
-        self.log.record(StreamingChanged(at, False, stream.arn, stop))
-
-    def _epoch_ms(self, moment: float) -> int:
-        return round((self.epoch + moment) * 1000)
-
-
-Handler = Callable[[Call, Action], Branch]
-"""An action type's handler: the branch the action takes in the call, or ActionFailed or CallOver."""
-
 _HANDLERS: Final[Mapping[str, Handler]] = {
     "InvokeLambdaFunction": lambda_.invoke_lambda,
     "MessageParticipant": prompts.message,
@@ -428,6 +305,7 @@ _HANDLERS: Final[Mapping[str, Handler]] = {
     **{kind: recorded.ends for kind in ENDS},
     **{kind: recorded.unavailable for kind in UNAVAILABLE},
     "ConnectParticipantWithLexBot": participants.lex_bot,
+    "ConnectParticipantWithAgenticCX": participants.agentic_cx,
     "ShowView": participants.view,
     "TransferToFlow": flows.transfer_to_flow,
     "InvokeFlowModule": flows.invoke_module,
@@ -491,7 +369,9 @@ class FlowSimulator(Call):
                 except CallOver as over:
                     self.log.record(ActionRun(now, action.identifier, action.type, over.reason, None, where))
                     raise
-                self.log.record(ActionRun(now, action.identifier, action.type, branch.outcome, branch.target, where))
+                self.log.record(
+                    ActionRun(now, action.identifier, action.type, branch.outcome, branch.target, where, branch.why)
+                )
                 if branch.target is None:
                     raise FlowRuntimeError(f"action {action.identifier!r} took {branch.outcome}, which leads nowhere")
             except FlowRuntimeError as exc:
@@ -499,19 +379,23 @@ class FlowSimulator(Call):
                 if not self.callers:
                     raise
                 invoke = flows.return_from_module(self)
-                branch = self._error(invoke, "NoMatchingError", f"module failed: {exc}")
+                branch = self._error(invoke, "NoMatchingError", f"the module failed: {exc}")
                 at = self.clock.now()
                 self.log.record(
-                    ActionRun(at, invoke.identifier, invoke.type, branch.outcome, branch.target, self.flow_name)
+                    ActionRun(
+                        at, invoke.identifier, invoke.type, branch.outcome, branch.target, self.flow_name, branch.why
+                    )
                 )
             identifier = str(branch.target)
 
     def _error(self, action: Action, error_type: str, reason: str) -> Branch:
         target = action.error_target(error_type)
         if target is None:
-            raise FlowRuntimeError(f"action {action.identifier!r} failed ({reason}) and has no {error_type} branch")
+            raise FlowRuntimeError(
+                f"action {action.identifier!r} ({action.type}) failed: {reason}; it has no {error_type} branch"
+            )
         logger.info("flow simulator: %s took %s: %s", action.identifier, error_type, reason)
-        return Branch(error_type, target)
+        return Branch(error_type, target, reason)
 
 
 _CLIENTS_LOCK = threading.Lock()
@@ -567,6 +451,9 @@ def simulate_call(
     flows: Sequence[str | Path] | FlowLibrary = (),
     views: Mapping[str, str] | None = None,
     prompts: str | Path | None = None,
+    flow_type: str | None = None,
+    lex_standin: LexBotRef | None = None,
+    agent: AgentHandoff | None = None,
 ) -> CallResult:
     """One inbound call through ``flow_path`` on the local cloud whose endpoints ``env`` holds.
 
@@ -574,7 +461,10 @@ def simulate_call(
     a Lambda function that is not the template's answers from it, by ARN or name, or with ``{}``. ``flows`` are
     folders of flows the call may be transferred to or invoke as modules (:mod:`~.library`), or a library made
     once for many calls (:func:`flow_library`); ``views`` the result
-    each view gives (by action identifier or view ID); ``prompts`` a folder of prompt WAVs named by prompt ID.
+    each view gives (by action identifier or view ID); ``prompts`` a folder of prompt WAVs named by prompt ID;
+    ``flow_type`` the type (``CUSTOMER_HOLD``…) of a flow that does not say its own; ``lex_standin`` the bot the Lex
+    emulator serves, which a templated flow's bot alias token stands for; ``agent`` the external AI agent a Lex block
+    hands the call to when its session attributes name an AI agent (``x-amz-lex:q-in-connect:ai-agent-arn``).
     Lex V2 bots are asked at ``AWS_ENDPOINT_URL_LEX_RUNTIME_V2`` when ``env`` has it.
 
     ``env`` is :meth:`LocalCloud.env` plus ``AWS_ENDPOINT_URL_LAMBDA`` (the Lambda emulator); ``kvs`` is the
@@ -588,7 +478,8 @@ def simulate_call(
         "placeholders": placeholders,
         "templated": templated,
     }
-    loaded = load_flow_for_simulation(flow_path, template_path, **options)
+    # The type given is the flow's own; the flows it moves to say theirs, or are the library's to find.
+    loaded = load_flow_for_simulation(flow_path, template_path, **options, flow_type=flow_type)
     # The flow enforces its own time limit; botocore must neither give up first nor retry behind its back.
     lambda_client = _client(
         "lambda",
@@ -626,6 +517,8 @@ def simulate_call(
         local_answers=local_answers,
         max_actions=max_actions,
         lex_client=lex,
+        lex_standin=lex_standin,
+        agent=agent,
         library=library,
         views=views,
         prompts=None if prompts is None else {p.stem: p for p in sorted(Path(prompts).glob("*.wav"))},

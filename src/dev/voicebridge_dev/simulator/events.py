@@ -80,6 +80,8 @@ class ActionRun:
     next_action: str | None
     flow: str = ""
     """The name of the flow the action is in (its export's, or its file's once the call moved to another flow)."""
+    why: str | None = None
+    """Why the action took an error branch (the value, the missing flow or file, the service not here)."""
 
 
 @dataclass(frozen=True)

@@ -22,23 +22,29 @@ Every run ends in one outcome:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from voicebridge_dev.flows.errors import FlowError, InvalidFlowError
+from voicebridge_dev.flows.rules import FLOW_FAMILIES
+from voicebridge_dev.local.agent import LocalAgent
 from voicebridge_dev.local.cloud import LocalCloud
 from voicebridge_dev.local.lex.bot import Bot
 from voicebridge_dev.local.lex.errors import BotDefinitionError
 from voicebridge_dev.local.speech_engine import StandInSpeechEngine
+from voicebridge_dev.simulator.agent import StreamingHandoff
 from voicebridge_dev.simulator.caller import (
     SCENARIOS,
     CallerScript,
     CallerScriptError,
+    Over,
+    Say,
     SimulatedCaller,
     load_clips,
     load_script,
@@ -46,6 +52,7 @@ from voicebridge_dev.simulator.caller import (
 from voicebridge_dev.simulator.clock import VirtualClock
 from voicebridge_dev.simulator.engine import CallResult, SimulatorError, flow_library, simulate_call
 from voicebridge_dev.simulator.events import BOT, CALLER, ActionRun, Noted
+from voicebridge_dev.simulator.lexbot import LexBotRef
 from voicebridge_dev.simulator.library import FlowLibrary
 from voicebridge_dev.simulator.standins import LocalContactCentre
 
@@ -92,6 +99,11 @@ class Setting:
     flows: tuple[Path, ...] = ()
     prompts: Path | None = None
     lex_bot: Bot | None = None
+    flow_type: str | None = None
+    """The flow type (``CUSTOMER_HOLD``…) of a flow that does not say its own."""
+    agent: bool = False
+    """A Lex block that hands the call to an AI agent talks to voicebridge's streaming agent, run on the simulation's
+    local cloud (:mod:`~.agent`)."""
 
 
 def simulate_flows(paths: Sequence[Path], *, template: Path, setting: Setting | None = None) -> list[FlowRun]:
@@ -99,20 +111,40 @@ def simulate_flows(paths: Sequence[Path], *, template: Path, setting: Setting | 
     chosen = setting if setting is not None else Setting()
     runs = []
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    with LocalCloud(template=template, engine=StandInSpeechEngine(), media_pace=0) as cloud:
+    with contextlib.ExitStack() as stack:
+        cloud = stack.enter_context(LocalCloud(template=template, engine=StandInSpeechEngine(), media_pace=0))
         if chosen.lex_bot is not None:
             cloud.lex.bot = chosen.lex_bot
+        handoff = stack.enter_context(_agent(cloud, template, chosen)) if chosen.agent else None
         region = cloud.env().get("AWS_DEFAULT_REGION", "us-east-1")
         library = (
             flow_library(chosen.flows, template, region=region, templated=chosen.templated) if chosen.flows else None
         )
         for path in paths:
             cloud.lex.sessions.clear()
-            runs.append(_run(path, cloud, template, chosen, library))
+            runs.append(_run(path, cloud, template, chosen, library, handoff))
     return runs
 
 
-def _run(path: Path, cloud: LocalCloud, template: Path, setting: Setting, library: FlowLibrary | None) -> FlowRun:
+@contextlib.contextmanager
+def _agent(cloud: LocalCloud, template: Path, setting: Setting) -> Iterator[StreamingHandoff]:
+    """voicebridge's streaming agent on the simulation's cloud; the caller's lines registered with Ink, so the agent
+    hears them as written."""
+    for step in setting.script.steps:
+        if isinstance(step, Say | Over):
+            cloud.ink.register(step.clip.pcm, step.clip.transcript)
+    with LocalAgent(cloud, template) as agent:
+        yield StreamingHandoff(agent.url, agent.api_key)
+
+
+def _run(
+    path: Path,
+    cloud: LocalCloud,
+    template: Path,
+    setting: Setting,
+    library: FlowLibrary | None,
+    agent: StreamingHandoff | None = None,
+) -> FlowRun:
     try:
         result = simulate_call(
             path,
@@ -128,6 +160,11 @@ def _run(path: Path, cloud: LocalCloud, template: Path, setting: Setting, librar
             flows=library or (),
             views=setting.script.views,
             prompts=setting.prompts,
+            flow_type=setting.flow_type,
+            lex_standin=LexBotRef(
+                cloud.lex.bot.bot_id, cloud.lex.bot.alias_ids[0], cloud.env().get("AWS_DEFAULT_REGION", "us-east-1")
+            ),
+            agent=agent,
         )
     except InvalidFlowError as exc:
         return FlowRun(str(path), "error", error=f"invalid flow: {exc}")
@@ -142,7 +179,13 @@ def _run(path: Path, cloud: LocalCloud, template: Path, setting: Setting, librar
         detail=None if outcome in ("error", "limit") else result.detail,
         error=result.detail if outcome in ("error", "limit") else None,
         actions=[
-            {"identifier": e.identifier, "type": e.type, "outcome": e.outcome, "flow": e.flow}
+            {
+                "identifier": e.identifier,
+                "type": e.type,
+                "outcome": e.outcome,
+                "flow": e.flow,
+                **({"why": e.why} if e.why else {}),
+            }
             for e in result.events
             if isinstance(e, ActionRun)
         ],
@@ -181,6 +224,8 @@ def cli_simulate(
     flows: Sequence[str] = (),
     lex: str | None = None,
     prompts: str | None = None,
+    flow_type: str | None = None,
+    agent: bool = False,
 ) -> int:
     """Print each flow's outcome and the path it took; exit 0 when none ended in ``error`` or ``limit``."""
     files = [p for raw in paths for p in (sorted(Path(raw).rglob("*.json")) if Path(raw).is_dir() else [Path(raw)])]
@@ -191,6 +236,8 @@ def cli_simulate(
         for folder in (*flows, *([prompts] if prompts else [])):
             if not Path(folder).is_dir():
                 raise ValueError(f"{folder}: not a folder")
+        if flow_type is not None and flow_type not in FLOW_FAMILIES:
+            raise ValueError(f"--type {flow_type}: not a flow type ({', '.join(sorted(set(FLOW_FAMILIES)))})")
         setting = Setting(
             script=_caller(caller),
             centre=None
@@ -201,6 +248,8 @@ def cli_simulate(
             flows=tuple(Path(folder) for folder in flows),
             prompts=None if prompts is None else Path(prompts),
             lex_bot=None if lex is None else Bot.from_json(json.loads(Path(lex).read_text("utf-8"))),
+            flow_type=flow_type,
+            agent=agent,
         )
     except (OSError, ValueError, CallerScriptError, BotDefinitionError) as exc:
         print(f"voicebridge flows simulate: {exc}", file=sys.stderr)
@@ -214,7 +263,8 @@ def cli_simulate(
             if action["flow"] != flow:
                 flow = action["flow"]
                 print(f"  in {flow or 'the first flow'}:")
-            print(f"  {action['identifier']} [{action['type']}] -> {action['outcome']}")
+            why = f" ({action['why']})" if action.get("why") else ""
+            print(f"  {action['identifier']} [{action['type']}] -> {action['outcome']}{why}")
     if report:
         Path(report).parent.mkdir(parents=True, exist_ok=True)
         Path(report).write_text(json.dumps([asdict(run) for run in runs], indent=2) + "\n", encoding="utf-8")

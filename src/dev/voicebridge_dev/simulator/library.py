@@ -18,11 +18,10 @@ import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from voicebridge_dev.flows import Flow
-    from voicebridge_dev.simulator.engine import LoadedFlow
+from voicebridge_dev.flows import Flow
+from voicebridge_dev.simulator.loaded import LoadedFlow
 
 __all__ = ["FlowLibrary", "display_names"]
 

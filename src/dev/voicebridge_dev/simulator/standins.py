@@ -7,7 +7,8 @@ answered here, by a documented stand-in:
 - **recorded** (:data:`RECORDED`): actions whose effect a simulated caller cannot hear — attributes set on a related
   contact (``UpdateContactAttributes`` with ``TargetContact`` ``Related``), recording and analytics,
   event hooks, the text-to-speech voice (the local voice stays the same), contact data and tags, routing priority and
-  criteria, callbacks and tasks created, profiles and cases written. The call goes on by ``NextAction``; the report
+  criteria, callbacks and tasks created, profiles, cases and data-table rows written (``UpsertDataTableValues``: the
+  values it would write, references resolved, are in the report). The call goes on by ``NextAction``; the report
   lists each as run with the outcome ``recorded``.
 - **ends the run** (:data:`ENDS`): ``EndFlowExecution`` ends it as ``ended``; ``TransferContactToAgent``,
   ``DequeueContactAndTransferToQueue`` and ``TransferParticipantToThirdParty`` (unless ``ContinueFlowExecution``)
@@ -25,7 +26,9 @@ answered here, by a documented stand-in:
   folder; ``EndFlowModuleExecution`` outside a module ends the run as ``ended``. A module has flow attributes of its
   own: the reference is silent on whether the invoking flow's are visible in it, and here they are not.
 - **the caller and the agent** (:data:`PARTICIPANTS`, from the caller script, :mod:`~.caller`):
-  ``ConnectParticipantWithLexBot`` talks to the Lex emulator (:mod:`~.lexbot`); ``ShowView`` records the view and
+  ``ConnectParticipantWithLexBot`` talks to the Lex emulator (:mod:`~.lexbot`); ``ConnectParticipantWithAgenticCX``
+  hands the caller's script to a stand-in of the Agentic CX application (a turn asking for a person takes the
+  ``Escalation`` condition, a conversation that ends otherwise the default branch); ``ShowView`` records the view and
   its data and takes the result the script chooses for it, else waits out ``InvocationTimeLimitSeconds`` and takes
   ``TimeLimitExceeded`` (nobody is at the agent's workspace). ``GetParticipantInput`` takes the caller's keys
   (:mod:`~.keypad`).
@@ -35,9 +38,13 @@ answered here, by a documented stand-in:
   simulated voice call. The reference is silent on what a voice contact does at ``Wait``, ``ShowView`` and in
   ``MessageParticipantIteratively`` with no agent to answer: those stand-ins are choices.
 - **not here** (:data:`UNAVAILABLE`): what needs a service the local cloud does not run — Voice ID, Customer
-  Profiles lookups and segments, Cases lookups, data tables, outbound campaigns — takes the most specific error
+  Profiles lookups and segments, Cases lookups, data-table reads (``EvaluateDataTableValues``,
+  ``ListDataTableValues``: no table's rows are here), outbound campaigns — takes the most specific error
   branch the action has (``NoneFoundError`` before ``NoMatchingError``), as a lookup that finds nothing would; a
-  persistent chat association takes it too, as the admin guide's block page says a voice contact does.
+  persistent chat association takes it too, as the admin guide's block page says a voice contact does. Voice ID's
+  support ended on 2026-05-20 (the admin guide's end-of-support page: its resources can no longer be reached), so
+  ``CheckVoiceId``, and the older ``SetSecurityBehavior`` and ``CheckSecurityStatus``, take their error branch and
+  say why (``StartVoiceIdStream`` is recorded, as before).
 - The email and message-template actions (``StartOutboundEmailContact``, ``CreateContact``,
   ``RenderMessageTemplate``) are recorded: nothing of them reaches a caller on the line.
 """
@@ -55,6 +62,7 @@ __all__ = [
     "PARTICIPANTS",
     "RECORDED",
     "UNAVAILABLE",
+    "VOICE_ID",
     "LocalContactCentre",
     "LocalQueue",
     "percentage_draw",
@@ -87,6 +95,7 @@ RECORDED: Final = frozenset(
         "UpdateContactTextToSpeechVoice",
         "UpdateCustomerProfile",
         "UpdatePreviousContactParticipantState",
+        "UpsertDataTableValues",
     }
 )
 ENDS: Final = frozenset(
@@ -98,10 +107,11 @@ ENDS: Final = frozenset(
     }
 )
 OTHER_FLOWS: Final = frozenset({"TransferToFlow", "InvokeFlowModule", "EndFlowModuleExecution"})
-PARTICIPANTS: Final = frozenset({"ConnectParticipantWithLexBot", "ShowView"})
+PARTICIPANTS: Final = frozenset({"ConnectParticipantWithLexBot", "ConnectParticipantWithAgenticCX", "ShowView"})
 UNAVAILABLE: Final = frozenset(
     {
         "CheckOutboundCallStatus",
+        "CheckSecurityStatus",
         "CheckSegmentMembershipForCustomerProfile",
         "CheckVoiceId",
         "CompleteOutboundCall",
@@ -111,10 +121,14 @@ UNAVAILABLE: Final = frozenset(
         "GetCase",
         "GetCustomerProfile",
         "GetCustomerProfileObject",
+        "ListDataTableValues",
         "ResumeContact",
+        "SetSecurityBehavior",
         "StartOutboundChatContact",
     }
 )
+VOICE_ID: Final = frozenset({"CheckSecurityStatus", "CheckVoiceId", "SetSecurityBehavior", "StartVoiceIdStream"})
+"""The Voice ID blocks, whose service's support ended on 2026-05-20 (docs/flows.md, *Voice ID*)."""
 _PREFERRED_ERRORS: Final = ("NoneFoundError", "NoneFound", "NoMatchingError")
 
 

@@ -4,7 +4,9 @@ Connect plays, so that the agent can stop at once.
 Connect buffers what it is sent and plays it in real time; it drops what it holds only on an ``INTERRUPTION``. Sent
 as fast as Sonic makes it, a reply would sit in Connect's buffer for seconds, and the only way to stop it would be to
 drop it. So audio goes out as it arrives while Connect holds less than ``lead_ms`` (a reply's first audio leaves the
-moment it exists), and no faster than it plays after that. Then:
+moment it exists), and no faster than it plays after that: a chunk goes out only if Connect then holds no more than
+``lead_ms``, and a chunk is at most half the lead, so the next one fits while Connect still has the one before to play
+and its buffer never runs dry between two calls of :meth:`Player.due`. Then:
 
 - **pause** (the caller may be talking): nothing more is sent; the caller hears at most ``lead_ms`` more. A
   backchannel ("uh-huh") ends and :meth:`Player.resume` goes on where the audio stopped: nothing was lost.
@@ -61,7 +63,8 @@ class Player:
         self.context_id = context_id
         self.bytes_per_s = sample_rate * 2
         self._lead_s = lead_ms / 1000
-        self._chunk_bytes = chunk_bytes - chunk_bytes % 2
+        chunk_bytes = min(chunk_bytes, int(self.bytes_per_s * self._lead_s / 2))
+        self._chunk_bytes = max(2, chunk_bytes - chunk_bytes % 2)
         self._lock = threading.Lock()
         self._responses: deque[Response] = deque()
         self._paused = False
@@ -162,7 +165,10 @@ class Player:
 
     def _send_audio(self, response: Response, now: float) -> list[str]:
         frames = []
-        while response.queue and self.buffered_until - now < self._lead_s:
+        while response.queue:
+            held_s = max(0.0, self.buffered_until - now)
+            if held_s + min(self._chunk_bytes, response.queued_bytes) / self.bytes_per_s > self._lead_s + 1e-9:
+                break
             pcm = self._take(response)
             if response.first_sent_at is None:
                 response.first_sent_at = now

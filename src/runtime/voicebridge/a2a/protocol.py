@@ -158,7 +158,8 @@ class Reader:
             return Malformed(None, INVALID_REQUEST, "Invalid Request", "FRAME_TOO_LARGE")
         try:
             request = json.loads(frame)
-        except (json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError):
+            # ValueError beyond JSONDecodeError: an integer too long for Python to convert.
             return Malformed(None, PARSE_ERROR, "Parse error", "INVALID_JSON")
         return self._request(request)
 
@@ -179,8 +180,10 @@ class Reader:
         parts = [part for part in message["parts"] if isinstance(part, dict)]
         try:
             return self._event(request_id, kind, message, parts)
-        except (KeyError, TypeError, ValueError) as exc:
-            return Malformed(request_id, INVALID_PARAMS, "Invalid params", f"BAD_{kind or 'MESSAGE'}: {exc}"[:200])
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
+            # OverflowError: JSON's Infinity where an integer belongs. ErrorInfo's reason is a constant
+            # (UPPER_SNAKE_CASE, docs/protocols.md): what was wrong goes in the message.
+            return Malformed(request_id, INVALID_PARAMS, f"Invalid params: {exc}"[:200], f"BAD_{kind or 'MESSAGE'}")
 
     def _event(
         self, request_id: Any, kind: str, message: Mapping[str, Any], parts: Sequence[Mapping[str, Any]]
@@ -193,7 +196,7 @@ class Reader:
                 context_id=str(message.get("contextId") or ""),
                 instance_arn=str(init.get("instanceArn") or ""),
                 contact_arn=_text(init, "contactArn"),
-                finish_types=tuple(str(t) for t in init.get("supportedFinishTypes") or ()),
+                finish_types=tuple(str(t) for t in _list(init, "supportedFinishTypes")),
                 tracing=bool(init.get("subscribeToTracingEvents", False)),
                 audio_in=_audio(init.get("audioInputConfiguration")),
                 audio_out=_audio(init.get("audioOutputConfiguration")),
@@ -276,6 +279,13 @@ def _text(mapping: Mapping[str, Any], name: str) -> str:
     value = mapping.get(name)
     if not isinstance(value, str) or not value:
         raise KeyError(name)
+    return value
+
+
+def _list(mapping: Mapping[str, Any], name: str) -> list[Any]:
+    value = mapping.get(name) or []
+    if not isinstance(value, list):
+        raise TypeError(f"{name} is not a list")
     return value
 
 

@@ -182,6 +182,8 @@ class AgentSession:
         self._silences = 0
         self._closed = asyncio.Event()
         self.barge_ins = 0
+        self._traced = 0
+        self._responder_name = ""
 
     # -- frames in
 
@@ -270,9 +272,11 @@ class AgentSession:
             chunk_bytes=min(protocol.audio_chunk_bytes(output_rate), output_rate * 2 // 10),
         )
         progress = self._checkpoint.tracks.get(CUSTOMER, TrackProgress()) if self._checkpoint else TrackProgress()
+        responder = self._engine.responder()
+        self._responder_name = responder.name
         self._worker = ReplyWorker(
             init.contact_id,
-            responder=self._engine.responder(),
+            responder=responder,
             speak=self._speak,
             replies=self._engine.replies,
             settings=self._settings.replies,
@@ -458,7 +462,11 @@ class AgentSession:
                     released=lambda: reply.committed,
                     dropped=lambda: reply.cancel.is_set() and not reply.committed,
                 )
-            task = _Task(task_id, response, TurnTrace(name, self._trace_parent if not self._tasks else None), reply)
+            # The first turn's trace continues the context Connect propagated on the upgrade; later ones link to it.
+            first, self._traced = self._traced == 0, self._traced + 1
+            parent = self._trace_parent
+            trace = TurnTrace(name, parent if first else None, link=None if first else parent)
+            task = _Task(task_id, response, trace, reply)
             self._tasks.append(task)
             if reply is not None:
                 self._by_reply[id(reply)] = task
@@ -507,6 +515,8 @@ class AgentSession:
     def _reply_finished(self, reply: ReplyInProgress) -> None:
         """The reply worker's word that ``reply`` is made whole (or cut short): its task can end."""
         task = self._task_for(reply, "reply")
+        if reply.responder_started_ms is not None:
+            task.trace.answered(self._responder_name, reply.responder_started_ms / 1000, time.time())
         action, _ = reply.finished or (Action.CONTINUE, {})
         if action in FINISH:
             task.finish = FINISH[action]

@@ -4,11 +4,13 @@ docs/protocols.md, *TRACING_SPAN*: an ``invoke_agent`` root (kind SERVER) for th
 with its real start and end — Ink's turn (``transcribe ink``), and each sentence spoken (``chat sonic``, one per
 segment, so Connect sees each segment's latency) — and the caller's words and the agent's as span events
 ``aws.connect.span.message``. The first turn carries the trace id and parent Connect propagated on the upgrade
-(``traceparent``); later turns get trace ids of their own, linked to it.
+(``traceparent``); later turns get trace ids of their own, linked to it (``links``). A ``traceparent`` the W3C says
+to ignore (not lower-case hex, ids all zeros, version ``ff``) is ignored: the turn gets a trace id of its own.
 """
 
 from __future__ import annotations
 
+import re
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -44,16 +46,15 @@ def _message(role: str, participant: str, content: str, at: float) -> dict[str, 
     }
 
 
+_TRACEPARENT = re.compile(r"(?P<version>[0-9a-f]{2})-(?P<trace>[0-9a-f]{32})-(?P<parent>[0-9a-f]{16})-[0-9a-f]{2}")
+
+
 def parse_traceparent(header: str | None) -> tuple[str, str] | None:
-    """(trace id, parent span id) from a W3C ``traceparent`` header, when it is well formed."""
-    parts = (header or "").strip().split("-")
-    if len(parts) != 4 or len(parts[1]) != 32 or len(parts[2]) != 16:
+    """(trace id, parent span id) from a W3C ``traceparent`` header, when it is valid (docs/protocols.md)."""
+    match = _TRACEPARENT.fullmatch((header or "").strip())
+    if match is None or match["version"] == "ff" or not int(match["trace"], 16) or not int(match["parent"], 16):
         return None
-    try:
-        int(parts[1], 16), int(parts[2], 16)
-    except ValueError:
-        return None
-    return parts[1], parts[2]
+    return match["trace"], match["parent"]
 
 
 @dataclass
@@ -63,18 +64,25 @@ class TurnTrace:
     name: str
     parent: str | None = None
     """The upgrade's ``traceparent`` (the session's first turn only)."""
+    link: str | None = None
+    """The upgrade's ``traceparent`` on a later turn: its trace is linked to that context, not part of it."""
     started: float = field(default_factory=time.time)
     input: str | None = None
     turn: Turn | None = None
     spoken: list[tuple[str, float, float]] = field(default_factory=list)
     meant: list[str] = field(default_factory=list)
     """What the agent set out to say: the turn's output when nothing of it could be spoken."""
+    responder: tuple[str, float, float] | None = None
+    """The responder asked for the reply: its name, when it was asked and when the reply was made whole (epoch s)."""
 
     def heard(self, transcript: str, turn: Turn | None) -> None:
         self.input, self.turn = transcript, turn
 
     def spoke(self, text: str, began: float, ended: float) -> None:
         self.spoken.append((text, began, ended))
+
+    def answered(self, responder: str, began: float, ended: float) -> None:
+        self.responder = (responder, began, ended)
 
     def otlp(self, *, interrupted: bool = False, failed: tuple[int, str, str] | None = None) -> dict[str, Any]:
         ended = time.time()
@@ -91,6 +99,10 @@ class TurnTrace:
             spans.append(self._child(trace_id, root_id, "transcribe ink", stopped, turn.ended_at_ms / 1000))
         if self.input is not None:
             events.append(_message("input", "user", self.input, root_start))
+        if self.responder is not None:
+            name, began, finished = self.responder
+            root_start = min(root_start, began)
+            spans.append(self._child(trace_id, root_id, f"invoke_agent {name}", began, finished))
         for text, began, finished in self.spoken:
             spans.append(self._child(trace_id, root_id, "chat sonic", began, finished))
             events.append(_message("output", "assistant", text, finished))
@@ -114,6 +126,9 @@ class TurnTrace:
         }
         if propagated:
             root["parentSpanId"] = propagated[1]
+        linked = parse_traceparent(self.link)
+        if linked:
+            root["links"] = [{"traceId": linked[0], "spanId": linked[1]}]
         return {
             "resourceSpans": [
                 {

@@ -27,7 +27,7 @@ import math
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit
 
@@ -41,6 +41,7 @@ from voicebridge.config import EndOfTurnUse, InkCatchUp, InkMode, Settings, Voic
 from voicebridge.converse.worker import ReplyWorker
 from voicebridge.errors import ConfigurationError, MediaInterrupted, MediaStalled, Superseded, VoiceBridgeError
 from voicebridge.ink.pacer import CATCH_UP_AFTER_MS, Pacer
+from voicebridge.ink.session import InkSession, TurnListener
 from voicebridge.ink.transcriber import MetricSink, SessionFactory, TrackTranscriber
 from voicebridge.kvs.fragments import (
     Audio,
@@ -122,6 +123,12 @@ class _Stop(Exception):
         self.outcome = outcome
 
 
+class KeytermSessionFactory(Protocol):
+    """Opens an Ink session for a track (``container.ink_session``): with the flow's keyterms when given."""
+
+    def __call__(self, listener: TurnListener, name: str, keyterms: tuple[str, ...] | None = None) -> InkSession: ...
+
+
 class StreamConsumer:
     """Reads one contact's stream for one invocation."""
 
@@ -132,7 +139,7 @@ class StreamConsumer:
         *,
         contact_id: str,
         generation: int,
-        open_session: SessionFactory,
+        open_session: KeytermSessionFactory,
         continue_with: Callable[[dict[str, Any]], None],
         remaining_ms: Callable[[], int],
         media: Callable[[str], MediaSource],
@@ -156,6 +163,8 @@ class StreamConsumer:
         self._transcribers: dict[str, TrackTranscriber] = {}
         self._stop = threading.Event()
         self._superseded = threading.Event()
+        self._refusal: ConfigurationError | None = None
+        """What the keep-alive thread learnt no session can cure (Ink refused the model): the read stops on it."""
         self._media_reconnects = 0
         self._state = LISTENING
         self._state_reason = ""
@@ -184,6 +193,7 @@ class StreamConsumer:
             state=lambda: (self._state, self._state_reason),
             sink=self._sink,
             clock=self._clock,
+            refused=self._refuse,
         )
         try:
             self._start_replying(checkpoint)
@@ -192,7 +202,8 @@ class StreamConsumer:
             # the reason, which the flow then hears from ConverseFunction.
             self._end(checkpoint, f"{exc.code}: {exc.safe_message}", ticker)
             raise
-        self._transcribers = {track: self._transcriber(track, p) for track, p in checkpoint.tracks.items()}
+        sessions = self._sessions(checkpoint.keyterms)
+        self._transcribers = {track: self._transcriber(track, p, sessions) for track, p in checkpoint.tracks.items()}
         self._add("ActiveStreams", MetricUnit.Count, 1)
         try:
             self._store.heartbeat(checkpoint, LISTENING)
@@ -218,7 +229,18 @@ class StreamConsumer:
         self._flush_metrics()
         return outcome
 
-    def _transcriber(self, track: str, progress: TrackProgress) -> TrackTranscriber:
+    def _sessions(self, keyterms: tuple[str, ...] | None) -> SessionFactory:
+        """Ink sessions with the flow's keyterms, when it passed some (else the factory's, the deployment's)."""
+        if keyterms is None:
+            return self._open_session
+        factory = self._open_session
+
+        def open_session(listener: TurnListener, name: str) -> InkSession:
+            return factory(listener, name, keyterms)
+
+        return open_session
+
+    def _transcriber(self, track: str, progress: TrackProgress, sessions: SessionFactory) -> TrackTranscriber:
         # The caller's turns are answered, and whether the caller is mid-turn is what the long polls are told.
         replier = self._replier if track == CUSTOMER else None
         return TrackTranscriber(
@@ -226,7 +248,7 @@ class StreamConsumer:
             track=track,
             progress=progress,
             store=self._store,
-            open_session=self._open_session,
+            open_session=sessions,
             sink=self._sink,
             mode=self._settings.ink_mode,
             frame_ms=self._settings.ink_frame_ms,
@@ -271,6 +293,9 @@ class StreamConsumer:
         if self._recorder is not None:
             write_record(self._recorder, self.contact_id, checkpoint.generation, self._sink)
 
+    def _refuse(self, error: ConfigurationError) -> None:
+        self._refusal = error
+
     def _stop_ticker(self, ticker: Heartbeat) -> None:
         self._stop.set()
         ticker.join(2.0)
@@ -283,6 +308,8 @@ class StreamConsumer:
         idle_since: float | None = None
         failing_since: float | None = None
         while True:
+            if self._refusal is not None:
+                raise self._refusal
             router = FragmentRouter(
                 self.contact_id, start_fragment=checkpoint.start_fragment, tracks=TRACKS, history=self._history
             )
@@ -344,6 +371,8 @@ class StreamConsumer:
                     for action in router.feed(event):
                         delivered |= _deliver(action, self._transcribers, self._sink)
                 yield delivered
+                if self._refusal is not None:
+                    raise self._refusal
                 if self._superseded.is_set():
                     raise _Stop(Outcome("superseded"))
                 outcome = self._maybe_hand_off(checkpoint)

@@ -5,7 +5,8 @@ and, when nothing has been sent for a while (the source stalled: GetMedia delive
 stall counts), silence, which keeps the Ink session alive and lets a turn in progress end; every few seconds it beats
 the checkpoint's heart, so a dead consumer can be told from a live one (a beat refused because a newer consumer owns
 the contact sets ``superseded``); and every minute it publishes the metrics, so a long call counts as active in each
-minute it is read.
+minute it is read. A ConfigurationError while sending (Ink refused the deployment's model) is handed to
+``refused``, for the consumer to stop on; any other failure is logged, and the next frame tries again.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Callable, Iterable
 from aws_lambda_powertools.metrics import MetricUnit
 
 from voicebridge.clock import Clock
-from voicebridge.errors import Superseded, VoiceBridgeError
+from voicebridge.errors import ConfigurationError, Superseded, VoiceBridgeError
 from voicebridge.ink.transcriber import MetricSink, TrackTranscriber
 from voicebridge.store.turns import Checkpoint, TurnStore
 from voicebridge.telemetry import logger, metrics
@@ -43,6 +44,7 @@ class Heartbeat:
         state: Callable[[], tuple[str, str]],
         sink: MetricSink,
         clock: Clock,
+        refused: Callable[[ConfigurationError], None] = lambda error: None,
     ) -> None:
         self._checkpoint = checkpoint
         self._store = store
@@ -53,6 +55,7 @@ class Heartbeat:
         self._state = state
         self._sink = sink
         self._clock = clock
+        self._refused = refused
         self._thread = threading.Thread(target=self._run, name="consumer-tick", daemon=True)
 
     def start(self) -> None:
@@ -71,6 +74,8 @@ class Heartbeat:
             for transcriber in self._transcribers():
                 try:
                     transcriber.keepalive(idle_ms)
+                except ConfigurationError as exc:
+                    self._refused(exc)
                 except VoiceBridgeError as exc:
                     logger.warning("keep-alive failed", reason=exc.safe_message)
             if self._clock.monotonic() >= next_beat and not self._stop.is_set():

@@ -34,6 +34,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from voicebridge.clock import SYSTEM_CLOCK, Clock
 from voicebridge.errors import StorageError
 from voicebridge.redaction import Redaction, Redactor
+from voicebridge.redaction.builtin import JOIN
 from voicebridge.store.turns import (
     AGENT,
     CHECKPOINT,
@@ -306,7 +307,7 @@ def build_record(
         (item for key, item in by_key.items() if key.startswith((f"{CUSTOMER}#", f"{AGENT}#"))),
         key=lambda item: (int(item.get("AudioStartMs", 0)), str(item["TurnKey"])),
     )
-    heard = _redact_in_sequence(turns, redactor)
+    heard = _redact_in_sequence(turns, redactor, by_key)
     out_turns = []
     for item, redaction in zip(turns, heard, strict=True):
         entry: dict[str, Any] = {
@@ -360,26 +361,40 @@ def _labels(turns: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-def _redact_in_sequence(turns: Sequence[Mapping[str, Any]], redactor: Redactor) -> list[Redaction]:
-    """Each turn redacted with the same track's turns before and after it: a number said across a pause is one."""
+def _redact_in_sequence(
+    turns: Sequence[Mapping[str, Any]], redactor: Redactor, by_key: Mapping[str, Mapping[str, Any]]
+) -> list[Redaction]:
+    """Each turn redacted with what was said around it: before it, the same track's previous turn and what the other
+    side said since (the agent's "and the three digit code?" says what the caller's "one two three" is); after it,
+    the same track's next turn. A number said across a pause is one."""
     out = []
     for i, item in enumerate(turns):
         track = item.get("Track")
-        before = next((str(t.get("Transcript", "")) for t in reversed(turns[:i]) if t.get("Track") == track), "")
+        previous = next((j for j in range(i - 1, -1, -1) if turns[j].get("Track") == track), -1)
+        said = [str(turns[previous].get("Transcript", ""))] if previous >= 0 else []
+        if track == CUSTOMER and previous >= 0:
+            said += [str(s.get("Text", "")) for s in _segments(by_key, int(turns[previous].get("Seq", 0)))]
+        said += [str(t.get("Transcript", "")) for t in turns[previous + 1 : i] if t.get("Track") != track]
         after = next((str(t.get("Transcript", "")) for t in turns[i + 1 :] if t.get("Track") == track), "")
-        out.append(redactor.redact(str(item.get("Transcript", "")), before=before, after=after))
+        out.append(redactor.redact(str(item.get("Transcript", "")), before=JOIN.join(said), after=after))
     return out
+
+
+def _segments(by_key: Mapping[str, Mapping[str, Any]], turn: int) -> list[Mapping[str, Any]]:
+    """The reply's segments that answered the caller's turn ``turn`` (the speculative reply's, when it was used)."""
+    speculation = by_key.get(f"spec#{turn:09d}", {})
+    keys = str(speculation.get("Keys") or "") if speculation.get("Outcome") == "hit" else ""
+    prefix = f"{keys}#" if keys else f"reply#{turn:09d}#"
+    return sorted(
+        (item for key, item in by_key.items() if key.startswith(prefix) and key[len(prefix) :].isdigit()),
+        key=lambda item: int(item.get("Segment", 0)),
+    )
 
 
 def _reply(by_key: Mapping[str, Mapping[str, Any]], turn: int, redactor: Redactor) -> dict[str, Any] | None:
     """What the agent answered the caller's turn ``turn``: its sentences, action, speculation and latency."""
     speculation = by_key.get(f"spec#{turn:09d}", {})
-    keys = str(speculation.get("Keys") or "") if speculation.get("Outcome") == "hit" else ""
-    prefix = f"{keys}#" if keys else f"reply#{turn:09d}#"
-    segments = sorted(
-        (item for key, item in by_key.items() if key.startswith(prefix) and key[len(prefix) :].isdigit()),
-        key=lambda item: int(item.get("Segment", 0)),
-    )
+    segments = _segments(by_key, turn)
     if not segments:
         return None
     said = [str(segment.get("Text", "")) for segment in segments]

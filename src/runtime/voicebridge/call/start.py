@@ -16,6 +16,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from voicebridge.connect.events import ContactFlowEvent
 from voicebridge.errors import HandOffFailed, InvalidInput, NoMediaStream
+from voicebridge.ink.keyterms import parse_keyterms
 from voicebridge.store.turns import AGENT, CUSTOMER, Claim, TurnStore
 
 
@@ -46,6 +47,7 @@ def start_listening(
     if converse not in ("true", "false"):
         raise InvalidInput("Converse must be 'true' or 'false'")
     attributes = {k: v for k, v in event.details.contact_data.attributes.items() if v is not None}
+    keyterms = _keyterms(event.parameters.get("Keyterms"))
     claim, generation = store.claim(
         event.contact_id,
         audio.stream_arn,
@@ -54,6 +56,7 @@ def start_listening(
         start_timestamp_ms=started_ms,
         converse=converse == "true",
         attributes=attributes,
+        keyterms=keyterms,
     )
     if claim is not Claim.ALIVE:
         try:
@@ -67,3 +70,15 @@ def start_listening(
             store.release(event.contact_id, generation, reason)
             raise HandOffFailed(reason) from None
     return Started(audio.stream_arn, audio.start_fragment_number, tracks, already_listening=claim is Claim.ALIVE)
+
+
+def _keyterms(value: Any) -> tuple[str, ...] | None:
+    """The flow's ``Keyterms`` (terms separated by commas), or None when it passes none."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput("Keyterms must be a string")
+    try:
+        return parse_keyterms(value)
+    except ValueError as exc:
+        raise InvalidInput(f"Keyterms {exc}") from None

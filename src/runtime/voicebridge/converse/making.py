@@ -120,6 +120,8 @@ class ReplyInProgress:
     last: Segment | None = None
     """The segment stored last: the status carries a copy of it."""
     committed_at_ms: float | None = None
+    responder_started_ms: float | None = None
+    """When the responder was asked (epoch ms)."""
     heard: str | None = None
     """What the caller heard of it, when a transport knows that was less than was made (a reply cut short
     mid-sentence by the caller): the history keeps this, with what was not said marked so."""
@@ -169,6 +171,7 @@ class ReplyMaker:
         started = self._clock.monotonic()
         deadline = started + self._settings.responder_timeout_ms / 1000
         waterfall: dict[str, float] = {"ResponderStartedAt": self._clock.time() * 1000}
+        reply.responder_started_ms = waterfall["ResponderStartedAt"]
         if reply.eager_at_ms is not None:
             waterfall["EagerEndAt"] = reply.eager_at_ms
         request = TurnRequest(

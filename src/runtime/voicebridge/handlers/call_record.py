@@ -13,9 +13,9 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 
 from voicebridge import container
+from voicebridge.call.invocation import parse_consumer_event
 from voicebridge.call.record import record_after_failure
 from voicebridge.errors import VoiceBridgeError
-from voicebridge.handlers.transcribe_stream import parse_consumer_event
 from voicebridge.telemetry import logger, metrics
 
 

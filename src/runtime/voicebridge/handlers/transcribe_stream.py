@@ -9,17 +9,15 @@ asynchronous failure would be retried by Lambda and start a second consumer, so 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
 from voicebridge import container
 from voicebridge.call.consumer import ConsumerSettings, StreamConsumer
+from voicebridge.call.invocation import parse_consumer_event
 from voicebridge.errors import VoiceBridgeError
 from voicebridge.telemetry import logger, metrics
-
-CONTACT_ID = re.compile(r"[A-Za-z0-9-]{1,256}")
 
 
 def handler(event: Any, context: Any) -> dict[str, Any]:
@@ -70,18 +68,3 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
         media_reconnects=outcome.reconnects,
     )
     return {"Result": "OK", "Reason": outcome.reason, "Turns": outcome.turns}
-
-
-def parse_consumer_event(event: Any) -> tuple[str, int] | str:
-    """(ContactId, Generation) from the consumer's event, or why it cannot be read."""
-    if not isinstance(event, dict):
-        return f"the event must be an object, not {type(event).__name__}"
-    contact_id = event.get("ContactId")
-    if not isinstance(contact_id, str) or not CONTACT_ID.fullmatch(contact_id):
-        return "ContactId must be a contact id (letters, digits and hyphens, at most 256)"
-    generation = event.get("Generation", 0)
-    if isinstance(generation, str) and generation.isascii() and generation.isdigit():
-        generation = int(generation)
-    if not isinstance(generation, int) or isinstance(generation, bool) or generation < 0:
-        return "Generation must be a whole number, 0 or more"
-    return contact_id, generation

@@ -21,16 +21,25 @@ both marked PREVIEW in the SDK (4.2, ``STTAutoFinalizeTurnEagerEnd`` and ``STTAu
 hears them so a reply can be started before the turn ends. How early the eager end fires is set by the
 ``turn_eager_end_threshold`` query parameter (SDK ``AutoFinalizeWebsocketParams``: default 0.4, range 0.3–0.6, between
 the end and start thresholds; https://docs.cartesia.ai/use-the-api/stt/turns#configuring-turn-detection).
+
+Keyterms (:mod:`voicebridge.ink.keyterms`) go to the SDK's ``keyterm`` argument, which sends each as a ``keyterm``
+query parameter of its own, on either endpoint. An ``error`` event whose ``error_code`` is ``model_not_found``
+(``{"type": "error", "status_code": 400, "error_code": "model_not_found", "title": "Invalid model", …}``, Cartesia's
+*Realtime Speech-to-Text (Auto)* reference) is the deployment's: :attr:`InkSession.refusal` holds it as a
+ConfigurationError, and the owner stops rather than open a session that would be refused again.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from voicebridge.errors import ConfigurationError, InkUnavailable
 from voicebridge.telemetry import logger
+
+CONFIGURATION_ERROR_CODES: Final = frozenset({"model_not_found"})
+"""Ink's ``error_code`` values no new session can cure."""
 
 
 class TurnListener(Protocol):
@@ -61,6 +70,7 @@ class InkSession:
         language: str = "en",
         end_timeout_ms: int | None = None,
         eager_end_threshold: float | None = None,
+        keyterms: tuple[str, ...] = (),
         name: str = "ink",
     ) -> None:
         self._client = client
@@ -70,7 +80,10 @@ class InkSession:
         self._language = language
         self._end_timeout_ms = end_timeout_ms
         self._eager_end_threshold = eager_end_threshold
+        self._keyterms = keyterms
         self._name = name
+        self.refusal: ConfigurationError | None = None
+        """Set when Ink refused the session for a reason of the deployment's (an unknown model)."""
         self._connection: Any = None
         self._receiver: threading.Thread | None = None
         self._closing = threading.Event()
@@ -85,13 +98,13 @@ class InkSession:
         """Connect; raise InkUnavailable (or ConfigurationError for a refused key) when Ink cannot be reached."""
         from websockets.exceptions import InvalidStatus, WebSocketException
 
+        options: dict[str, Any] = {"keyterm": list(self._keyterms)} if self._keyterms else {}
         try:
             if self._mode == "manual":
                 manager = self._client.stt.manual_finalize.websocket(
-                    model=self._model, encoding="pcm_s16le", sample_rate=8000, language=self._language
+                    model=self._model, encoding="pcm_s16le", sample_rate=8000, language=self._language, **options
                 )
             else:
-                options: dict[str, Any] = {}
                 if self._end_timeout_ms is not None:
                     options["turn_end_timeout_ms"] = self._end_timeout_ms
                 if self._eager_end_threshold is not None:
@@ -196,7 +209,11 @@ class InkSession:
                 self._listener.on_turn_end(text)
             return False
         elif kind == "error":
-            self._fail(f"Ink error {getattr(event, 'status_code', '?')}: {getattr(event, 'title', '')}")
+            code = getattr(event, "error_code", None)
+            reason = f"Ink error {getattr(event, 'status_code', '?')}: {getattr(event, 'title', '')}"
+            if code in CONFIGURATION_ERROR_CODES:
+                self.refusal = ConfigurationError(f"Ink refused the session ({code}): check INK_MODEL {self._model!r}")
+            self._fail(reason if code is None else f"{reason} ({code})")
             return False
         return True
 

@@ -82,6 +82,7 @@ class SessionOpener:
         self._clock = clock
         self._backoff = Backoff(base_s=0.1, cap_s=5.0, stable_s=10.0)
         self._next_open_at = 0.0
+        self._last: InkSession | None = None
 
     @property
     def waiting(self) -> bool:
@@ -92,7 +93,10 @@ class SessionOpener:
         self._next_open_at = self._clock.monotonic() + self._backoff.failure(self._clock.monotonic())
 
     def open(self, listener: TurnListener) -> InkSession | None:
-        """A session open for ``listener``, or None when Ink is unavailable (the failure counted)."""
+        """A session open for ``listener``, or None when Ink is unavailable (the failure counted); ConfigurationError
+        when Ink refused the last session for the deployment's fault, which no new session cures."""
+        if self._last is not None and self._last.refusal is not None:
+            raise self._last.refusal
         try:
             session = self._open_session(listener, f"ink-{self.track}")
             session.open()
@@ -101,6 +105,7 @@ class SessionOpener:
             logger.warning("ink unavailable; audio kept for replay", track=self.track, reason=exc.safe_message)
             return None
         self._backoff.success(self._clock.monotonic())
+        self._last = session
         return session
 
 

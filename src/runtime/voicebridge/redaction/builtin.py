@@ -1,48 +1,106 @@
 """The built-in redactor: payment card data, US social security numbers, e-mail addresses and phone numbers.
 
 No service is called and nothing is learnt: each entity is a run of digits (:mod:`.spoken`, so a spoken number is
-one too) or an address, told apart by its shape and by the words it is said after::
+one too, hesitations and self-corrections inside it) or an address, told apart by its shape and by what it is said
+after — the caller's own words, or the agent's question before them::
 
     >>> BuiltinRedactor().redact("My card number is 4111 1111 1111 1111, expiry 04/29").text
     'My card number is [CARD], expiry [EXPIRY]'
 
-What each type is:
+What a number is, is decided by its *topic*: the nearest word before it (up to 14 words back, across the turns read
+with it) that says what is being given — a card word ("card", "visa", "the long number on the front"), a security
+code's ("CVV", "security code", "on the back", "the three digits"), an expiry's ("expiry", "good through"), a social
+security number's ("social", "SSN", "the nine digits"), a phone's ("phone", "call", "reach"), or a word that says it
+is something else ("order", "reference", "tracking", "zip", "warranty", "flight", "ending in", "last four"). A word
+after the number stands in when none comes before ("it's 615 on the back").
 
-- ``CARD``: 13 to 19 digits that pass the Luhn check (ISO/IEC 7812's check digit, which every payment card number
-  carries), as one run or the leading part of one; after a card word ("card", "credit", "visa"…), 13 to 19 digits
-  even when the check fails, since a caller who misreads one digit has still said their card.
-- ``EXPIRY``: a month and year (``04/29``, ``0429``, "oh four twenty nine", "April 2029") said after an expiry word
-  ("expiry", "expires", "exp"…) or straight after a card number.
-- ``CVV``: three or four digits after a security-code word ("CVV", "CVC", "security code"…), or left over straight
-  after a card number or its expiry.
-- ``SSN``: nine digits written 3-2-4 (``123-45-6789``, ``123 45 6789``), or nine digits after "social" or "SSN";
-  the number must be one the Social Security Administration issues (not area 000, 666 or 9xx, group 00 or serial
-  0000).
+- ``CARD``: 13 to 19 digits that pass the Luhn check (ISO/IEC 7812's check digit) and begin as issuers' numbers do
+  (2 to 6), inside a run that is not said to be something else; after a card word, any run of three or more digits
+  (a number read in two turns, one misread digit that fails the check).
+- ``EXPIRY``: after an expiry word, or straight after a card number in the same run (``04/29``, "oh four slash twenty
+  nine", "April 2029"); not after "plan", "warranty", "coupon"…, whose dates are not a card's.
+- ``CVV``: three or four digits after a security-code word, or at the end of a card number's run.
+- ``SSN``: nine digits written 3-2-4 or said alone, of a number the Social Security Administration issues (not area
+  000, 666 or 9xx, group 00 or serial 0000); after "social" or "SSN", any run of three or more digits.
 - ``PHONE``: a North American number (ten digits whose area code and exchange start with 2–9, with or without a
-  leading 1), an international one (``+`` and 8 to 15 digits, E.164's longest), or 7 to 15 digits after a phone
-  word ("phone", "call", "cell"…).
-- ``EMAIL``: an address as written (``jo.smith@example.com``) or as said ("jo dot smith at example dot com").
+  leading 1), ten or eleven digits starting with 0 (a national number abroad), ``+``/"plus" and 7 to 15 digits
+  (E.164); after a phone word, any run of three or more digits.
+- ``EMAIL``: an address as written (``jo.smith@example.com``) or as said ("jo dot smith at example dot com", "s as
+  in sam, m, i, t, h at proton mail dot com"), its local part possibly in the turn before.
 
-Not redacted: a card's last four digits said alone, amounts, dates, times, order and account numbers that match
-none of the shapes above, names and street addresses (``comprehend`` mode finds those).
+A number said twice in one breath ("032862736, that's zero three two…") is read as the number it repeats. A run
+followed by a unit ("dollars", "percent", "pm", "minutes") or after a ``$`` is an amount, a rate, a time or a count.
+Not redacted: a card's last four digits said alone, amounts, dates, times, order, reference and account numbers,
+names and street addresses (``comprehend`` mode finds those). The numbering rules relied on (card issuers' first
+digits, E.164 and the North American plan, the SSA's never-issued numbers) are in docs/protocols.md, "Numbers and
+identifiers the built-in redactor reads".
 """
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from voicebridge.redaction.spoken import DigitRun, digit_runs, tokens, words_before
+from voicebridge.redaction.spoken import HESITATIONS, DigitRun, Token, digit_runs, tokens
 
 CARD, CVV, EXPIRY, SSN, EMAIL, PHONE = "CARD", "CVV", "EXPIRY", "SSN", "EMAIL", "PHONE"
 KINDS = (CARD, CVV, EXPIRY, SSN, EMAIL, PHONE)
+OTHER = "OTHER"
+"""The topic of a number said to be none of the kinds (an order number, a zip code, a warranty's date)."""
 
-_CARD_WORDS = frozenset({"card", "credit", "debit", "visa", "mastercard", "amex", "discover", "pan"})
-_EXPIRY_WORDS = frozenset({"expiry", "expiration", "expires", "expire", "expiring", "exp", "thru"})
-_CVV_WORDS = frozenset({"cvv", "cvc", "cvv2", "cvc2", "csc", "cid", "verification"})
-_SSN_WORDS = frozenset({"social", "ssn"})
-_PHONE_WORDS = frozenset({"phone", "call", "cell", "mobile", "telephone", "reach", "callback", "fax", "text"})
+_TOPICS: dict[str, str] = {
+    **dict.fromkeys(
+        ("card", "cards", "credit", "debit", "visa", "mastercard", "amex", "discover", "jcb", "diners", "unionpay",
+         "maestro", "pan", "front", "long"),
+        CARD,
+    ),
+    **dict.fromkeys(
+        ("cvv", "cvc", "cvv2", "cvc2", "csc", "cid", "security", "code", "signature", "strip", "flip",
+         "verification"),
+        CVV,
+    ),
+    **dict.fromkeys(("expiry", "expiration", "exp", "mm", "yy"), EXPIRY),
+    **dict.fromkeys(("social", "ssn", "ss", "taxpayer", "itin"), SSN),
+    **dict.fromkeys(
+        ("phone", "call", "cell", "mobile", "telephone", "reach", "callback", "fax", "text", "landline", "message",
+         "whatsapp", "dial", "abroad"),
+        PHONE,
+    ),
+    **dict.fromkeys(
+        ("order", "reference", "ref", "ticket", "case", "rma", "invoice", "tracking", "claim", "confirmation",
+         "flight", "zip", "zipcode", "postal", "room", "extension", "ext", "model", "part", "serial", "store",
+         "branch", "plan", "warranty", "coupon", "offer", "promotion", "lease", "subscription", "membership",
+         "policy", "trial", "contract", "appointment", "booking", "locator", "voucher", "gift", "promo", "ends",
+         "ending", "last", "apartment", "apt", "suite", "unit", "street", "avenue", "road", "boulevard", "drive",
+         "lane", "building", "floor", "gate", "seat", "platform", "route", "bus", "train", "version", "option",
+         "press", "pressed", "hit", "balance", "statement", "fee", "rate", "charged", "payment", "bill", "cost",
+         "price", "total", "owe", "born", "built", "renews", "renewal", "package", "shipment", "parcel", "menu",
+         "member", "customer", "id", "license", "passport", "vin", "pin", "tax", "routing", "reservation", "loyalty",
+         "rewards", "transaction", "receipt", "plate", "imei", "meter", "employee", "badge", "student", "patient",
+         "po", "insurance", "registration", "domain", "deadline", "due", "birth", "birthday", "limit"),
+        OTHER,
+    ),
+}  # fmt: skip
+"""The words that say what a number is."""
+_EXPIRES = frozenset(
+    {"expires", "expire", "expiring", "expired", "thru", "through", "till", "until", "valid", "good", "runs", "date"}
+)
+"""Words that say a date is when something ends: a card's expiry, unless what ends is named and is no card."""
+_NOT_CODES = frozenset(
+    {"zip", "area", "postal", "promo", "gift", "voucher", "discount", "coupon", "confirmation", "access", "booking",
+     "reference", "tracking", "error", "sort", "swift", "bar", "qr"}
+)  # fmt: skip
+"""Codes that are no card's security code."""
+_UNITS_AFTER = frozenset(
+    {"dollars", "dollar", "bucks", "cents", "percent", "%", "am", "pm", "o", "minutes", "minute", "hours", "hour",
+     "days", "day", "weeks", "week", "months", "years", "year", "times", "boxes", "items", "kids", "people",
+     "pounds", "euros", "miles", "degrees", "th", "st", "nd", "rd", "ms", "seconds", "second", "secs", "bytes",
+     "kb", "mb", "gb", "hz", "khz", "frames", "chunks", "segments", "turns", "attempts", "retries", "tokens",
+     "words", "characters", "chars", "calls", "requests", "records"}
+)  # fmt: skip
+"""What after a number makes it an amount, a rate, a time or a count (a log line's "after 1200 ms" among them)."""
 _MONTHS = {
     name: number
     for number, names in enumerate(
@@ -64,17 +122,43 @@ _MONTHS = {
     )
     for name in names
 }
-_TLDS = "com|net|org|edu|gov|mil|int|io|co|uk|us|ca|de|fr|es|it|nl|au|in|info|biz|me|ai|app|dev"
+_WINDOW = 14
+"""How many words before a number may say what it is."""
+_NEAR = 6
+"""How near a word that says a number is something else must be to count: a card number said further on in the
+sentence ("for order 8030 I want to pay with 3799…") is still a card number."""
+_WINDOW_AFTER = 5
+"""How many words after it, when none before does."""
+_MOST_CORRECTED = 40
+"""The longest run of digits read for a number after a correction in it (longer runs are no one's number)."""
+
+_TLDS = frozenset(
+    {"com", "net", "org", "edu", "gov", "mil", "int", "io", "co", "uk", "us", "ca", "de", "fr", "es", "it", "nl",
+     "au", "in", "info", "biz", "me", "ai", "app", "dev", "ie", "mx", "ly", "tv"}
+)  # fmt: skip
+"""The top-level domains an address said aloud may end in (generic ones, and the countries callers name most)."""
 _EMAIL_WRITTEN = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,24}\b")
-_PART = r"[A-Za-z0-9_+-]+"
-_SAID_DOT = r"(?:\s*\.\s*|\s+dot\s+)"
-_EMAIL_SAID = re.compile(
-    rf"\b{_PART}(?:(?:{_SAID_DOT}|\s+(?:underscore|dash|hyphen)\s+){_PART})*\s+(?:at|@)\s+"
-    rf"{_PART}(?:{_SAID_DOT}{_PART})*{_SAID_DOT}(?:{_TLDS})\b",
-    re.IGNORECASE,
-)
-_CONTEXT_WORDS = 8
-"""How many words before a number are its context."""
+_LEAD_INS = frozenset(
+    {"is", "to", "with", "email", "mail", "address", "login", "try", "use", "under", "at", "me", "be", "was", "were",
+     "registered", "update", "send", "spell", "it", "that", "the", "my", "your", "his", "her", "and", "or", "you",
+     "can", "should", "file", "new", "personal", "work", "wife", "husband", "for", "paid", "pay", "shopped", "shop",
+     "bought", "ordered", "looked", "went", "logged", "signed", "online", "home", "office", "store", "we", "am",
+     "are", "been", "this", "here", "there", "but", "of", "from", "by", "change", "receipt", "would", "might",
+     "spelled", "out", "let", "id", "account", "number", "phone", "call", "username", "user", "via"}
+)  # fmt: skip
+"""Words that come before an address's local part (or say there is none): where it begins."""
+_ASIDES = frozenset(
+    {"uh", "um", "er", "erm", "ah", "hmm", "mm", "mhm", "okay", "ok", "go", "ahead", "on", "yes", "yeah", "got",
+     "so", "far", "sorry", "right", "hang"}
+)  # fmt: skip
+"""What may stand inside a said address without being part of it: a hesitation, or the agent's "mm-hmm, go on"
+between the two turns it was said in."""
+_NOT_DOMAIN = frozenset(
+    {"the", "a", "an", "home", "work", "when", "i", "and", "in", "to", "my", "your", "least", "all", "once",
+     "night", "noon", "first", "last", "this", "that", "it", "store", "mall", "office", "school"}
+)  # fmt: skip
+_MOST_LOCAL = 64
+"""How many tokens an address's local part may take (each letter spelled, with commas and "as in")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,13 +198,13 @@ def _month_year(digits: str) -> bool:
         month, year = digits[:1], digits[1:]
     elif len(digits) == 4:
         month, year = digits[:2], digits[2:]
-    elif len(digits) == 6:
-        month, year = digits[:2], digits[2:]
+    elif len(digits) in (5, 6):
+        month, year = digits[: len(digits) - 4], digits[-4:]
         if not year.startswith("20"):
             return False
     else:
         return False
-    return 1 <= int(month) <= 12 and year.isdigit()
+    return 1 <= int(month) <= 12
 
 
 class BuiltinRedactor:
@@ -130,68 +214,19 @@ class BuiltinRedactor:
 
     def find(self, text: str) -> list[Entity]:
         """Every entity in ``text``, in order, none overlapping."""
-        found: list[Entity] = []
-        found.extend(Entity(EMAIL, m.start(), m.end()) for m in _EMAIL_WRITTEN.finditer(text))
-        found.extend(Entity(EMAIL, m.start(), m.end()) for m in _EMAIL_SAID.finditer(text))
-        emails = list(found)
-        previous: Entity | None = None
-        for run in digit_runs(text):
-            if any(e.start <= run.start < e.end for e in emails):
+        toks = tokens(text)
+        found = _emails(text, toks)
+        runs = digit_runs(toks)
+        for run in runs:
+            if any(e.start <= run.start < e.end for e in found):
                 continue
-            for entity in self._classify(text, run, previous):
-                found.append(entity)
-            previous = next((e for e in reversed(found) if e.kind != EMAIL), None)
-        return _without_overlaps(found)
-
-    def _classify(self, text: str, run: DigitRun, previous: Entity | None) -> Iterable[Entity]:
-        context = set(words_before(text, run.start, _CONTEXT_WORDS))
-        card = _card_part(run, context & _CARD_WORDS != set())
-        if card is not None:
-            first, last = card
-            if first > 0:
-                yield from self._classify(text, run.part(0, first - 1), previous)
-            yield Entity(CARD, run.groups[first].start, run.groups[last].end)
-            if last + 1 < len(run.groups):
-                yield from self._after_card(run.part(last + 1, len(run.groups) - 1))
-            return
-        after_card = previous is not None and previous.kind in (CARD, EXPIRY) and _near(text, previous, run)
-        single = self._single(text, run, context, after_card)
-        if single is not None:
-            yield single
-
-    def _after_card(self, rest: DigitRun) -> Iterable[Entity]:
-        """What follows a card number in the same run: its expiry, then its security code."""
-        digits = rest.digits
-        if len(rest.groups) > 1 and _month_year(rest.groups[0].digits):
-            yield Entity(EXPIRY, rest.groups[0].start, rest.groups[0].end)
-            yield from self._after_card(rest.part(1, len(rest.groups) - 1))
-        elif len(digits) == 4 and _month_year(digits):
-            yield Entity(EXPIRY, rest.start, rest.end)
-        elif len(digits) in (3, 4):
-            yield Entity(CVV, rest.start, rest.end)
-
-    def _single(self, text: str, run: DigitRun, context: set[str], after_card: bool) -> Entity | None:
-        digits = run.digits
-        n = len(digits)
-        if n == 9 and _ssn_valid(digits) and (context & _SSN_WORDS or _written_ssn(run)):
-            return Entity(SSN, run.start, run.end)
-        if context & _EXPIRY_WORDS or after_card:
-            start = _month_word_before(text, run.start)
-            if start is not None and 2 <= n <= 4:
-                return Entity(EXPIRY, start, run.end)
-            if _month_year(digits):
-                return Entity(EXPIRY, run.start, run.end)
-        if n in (3, 4) and (context & _CVV_WORDS or {"security", "code"} <= context or after_card):
-            return Entity(CVV, run.start, run.end)
-        if (_nanp(digits) and _phone_shaped(run)) or (_mark_before(text, run.start, "+") and 8 <= n <= 15):
-            return Entity(PHONE, _phone_start(text, run.start), run.end)
-        if context & _PHONE_WORDS and 7 <= n <= 15 and not _date_shaped(run):
-            return Entity(PHONE, _phone_start(text, run.start), run.end)
-        return None
+            found.extend(_classify(text, toks, run))
+        return _merged(text, _without_overlaps(found))
 
     def redact(self, text: str, *, before: str = "", after: str = "") -> Redaction:
-        """``text`` with every entity replaced by its type (``[CARD]``); ``before`` and ``after`` are the turns
-        said around it, so a number split across turns is still one number."""
+        """``text`` with every entity replaced by its type (``[CARD]``); ``before`` and ``after`` are the words said
+        around it (the caller's turns before and after, the agent's question), so a number split across turns is
+        still one number and a question can say what the answer is."""
         return redact_with(self.find, text, before=before, after=after)
 
 
@@ -237,23 +272,254 @@ def replace(text: str, entities: Sequence[Entity]) -> str:
     return "".join(out)
 
 
-def _card_part(run: DigitRun, card_context: bool) -> tuple[int, int] | None:
-    """The groups of ``run`` that are a card number (the longest Luhn-valid part of 13–19 digits, earliest first),
-    or the whole run after a card word."""
+# Numbers
+
+
+def _classify(text: str, toks: list[Token], run: DigitRun) -> list[Entity]:
+    digits = run.digits
+    plus = _plus_before(toks, run.first)
+    if plus is not None and 7 <= len(digits) <= 15:
+        return [Entity(PHONE, plus, run.end)]
+    if len(digits) < 2 or _amount(toks, run) or _date_shaped(run):
+        return []
+    topic = _topic_before(toks, run.first)
+    if topic is None:
+        topic = _topic_after(toks, run.last)
+    if topic == OTHER:
+        return []
+    month = _month_word_before(toks, run.first)
+    if topic is None:
+        kind = None if _counting(run) else _by_shape(run)
+        if kind is None:
+            return []
+        if kind == CARD:
+            return _card(run)
+        paren = kind == PHONE and run.first > 0 and toks[run.first - 1].text == "("
+        return [Entity(kind, toks[run.first - 1].start if paren else run.start, run.end)]
+    if month is not None and topic in (CARD, CVV, EXPIRY) and len(digits) <= 6:
+        return [Entity(EXPIRY, month, run.end)]
+    if (len(digits) < 3 and topic != EXPIRY) or (topic == SSN and len(digits) == 9 and not _ssn_valid(digits)):
+        return []
+    if topic == PHONE and len(run.groups) == 1 and (len(digits) > 15 or (len(digits) > 11 and digits[0] == "1")):
+        return []  # one number longer than E.164 allows, or a North American one (+1) with more than 10 digits
+    if topic == PHONE and run.first > 0 and toks[run.first - 1].text == "(":
+        return [Entity(PHONE, toks[run.first - 1].start, run.end)]
+    if topic in (CARD, CVV, EXPIRY) and len(digits) >= 13:
+        return _card(run)
+    return [Entity(topic, run.start, run.end)]
+
+
+def _by_shape(run: DigitRun) -> str | None:
+    """What a number said with no word around it is, by its shape alone: the whole run's, or the shape of what
+    follows a correction or a pause in it ("…five two three sorry, from the top, nine four two…")."""
+    kind = _shape(run)
+    if kind is not None or len(run.digits) > _MOST_CORRECTED:
+        return kind
+    for i, separator in enumerate(run.separators):
+        if separator == " ":
+            kind = _shape(run.part(i + 1, len(run.groups) - 1))
+            if kind is not None:
+                return kind
+    return None
+
+
+def _shape(run: DigitRun) -> str | None:
+    digits = run.digits
+    half = len(digits) // 2
+    if len(digits) >= 14 and len(digits) % 2 == 0 and digits[:half] == digits[half:]:
+        digits = digits[:half]  # the same number said twice, in two forms
+    n = len(digits)
+    if _card_stretch(run) is not None:
+        return CARD
+    if n == 9 and _ssn_valid(digits) and (_written_ssn(run) or not all(g.written for g in run.groups)):
+        return SSN
+    if _nanp(digits) and (_phone_shaped(run) or n < len(run.digits)):
+        return PHONE
+    if (n in (10, 11) and digits[0] == "0" and not _date_shaped(run)) or (digits.startswith("00") and 11 <= n <= 17):
+        return PHONE
+    return None
+
+
+def _card(run: DigitRun) -> list[Entity]:
+    """A run that holds a card number: the card, and its expiry and code when they follow it in the same run;
+    anything else in the run (a first try, a repetition) is the card's too."""
+    stretch = _card_stretch(run)
+    if stretch is None or stretch[0] != 0:
+        return [Entity(CARD, run.start, run.end)]
+    last = stretch[1]
+    card = Entity(CARD, run.start, run.groups[last].end)
+    if last + 1 == len(run.groups):
+        return [card]
+    tail = _after_card(run.part(last + 1, len(run.groups) - 1))
+    return [card, *tail] if tail else [Entity(CARD, run.start, run.end)]
+
+
+def _after_card(rest: DigitRun) -> list[Entity]:
+    """A card number's expiry then security code, when ``rest`` is exactly those; else nothing."""
+    digits = rest.digits
+    if len(digits) in (3, 4) and not (len(digits) == 4 and _month_year(digits)):
+        return [Entity(CVV, rest.start, rest.end)]
+    if len(digits) == 4:
+        return [Entity(EXPIRY, rest.start, rest.end)]
+    taken = ""
+    for i, group in enumerate(rest.groups[:-1]):
+        taken += group.digits
+        if len(taken) in (3, 4) and _month_year(taken) and len(digits) - len(taken) in (3, 4):
+            return [
+                Entity(EXPIRY, rest.start, group.end),
+                Entity(CVV, rest.groups[i + 1].start, rest.end),
+            ]
+    return []
+
+
+def _card_stretch(run: DigitRun) -> tuple[int, int] | None:
+    """The groups of ``run`` that are a card number: the longest part of 13 to 19 digits that passes the Luhn check
+    and begins with an issuer's first digit (2 to 6), earliest first."""
     lengths = [len(g.digits) for g in run.groups]
+    if sum(lengths) < 13:
+        return None
     best: tuple[int, int] | None = None
+    best_total = 0
     for first in range(len(lengths)):
+        if run.groups[first].digits[0] not in "23456":
+            continue
         total = 0
         for last in range(first, len(lengths)):
             total += lengths[last]
             if total > 19:
                 break
-            longer = best is None or total > sum(lengths[best[0] : best[1] + 1])
-            if total >= 13 and longer and luhn_valid("".join(g.digits for g in run.groups[first : last + 1])):
-                best = (first, last)
-    if best is None and card_context and 13 <= sum(lengths) <= 19:
-        best = (0, len(lengths) - 1)
+            number = "".join(g.digits for g in run.groups[first : last + 1]) if 13 <= total > best_total else ""
+            if number and luhn_valid(number):
+                best, best_total = (first, last), total
     return best
+
+
+def _topic_before(toks: list[Token], first: int) -> str | None:
+    """What the nearest telling word before token ``first`` says the number is (None when no word says)."""
+    words = 0
+    lowest = max(0, first - 4 * _WINDOW)
+    for k in range(first - 1, lowest - 1, -1):
+        word = toks[k].word or toks[k].text.lower()
+        if word.isalpha() or (word.isalnum() and not word.isdigit()):
+            words += 1
+            topic = _topic_of(toks, k)
+            if topic == OTHER and words > _NEAR:
+                return None
+            if topic is not None:
+                return topic
+            if words == _WINDOW:
+                break
+    return None
+
+
+def _topic_after(toks: list[Token], last: int) -> str | None:
+    words = 0
+    for k in range(last, min(len(toks), last + 2 * _WINDOW_AFTER)):
+        word = toks[k].word
+        if not word.isalpha():
+            if toks[k].text.isdigit():
+                return None
+            continue
+        words += 1
+        if words > _WINDOW_AFTER:
+            return None
+        topic = _topic_of(toks, k)
+        if topic is not None and topic != OTHER:
+            return topic
+    return None
+
+
+def _topic_of(toks: list[Token], k: int) -> str | None:
+    """The topic the word at ``k`` gives, read with the words before it."""
+    word = toks[k].word or toks[k].text.lower()
+    previous = _word_before(toks, k)
+    if word == "code":
+        if previous in ("area", "country", "dialing", "dialling"):
+            return PHONE
+        return OTHER if previous in _NOT_CODES else CVV
+    if word == "back":
+        return CVV if previous == "the" else None
+    if word == "case" and previous == "in":
+        return None
+    if word == "with" and previous in ("pay", "paying", "use", "charge"):
+        return CARD
+    if word == "security":
+        return SSN if previous == "social" else CVV
+    if word in ("digit", "digits"):
+        if previous == "nine":
+            return SSN
+        if previous in ("thirteen", "fifteen", "sixteen", "nineteen"):
+            return CARD
+        if previous == "three" or (previous == "four" and _word_before(toks, _index_before(toks, k)) != "last"):
+            return CVV
+        return OTHER if previous == "four" else None
+    if word == "v" and previous == "v":
+        return CVV
+    if word == "n" and previous == "s":
+        return SSN
+    if word == "number" and previous in ("my", "your", "best", "contact", "callback", "home", "work"):
+        return PHONE
+    if word in _EXPIRES:
+        return _expires(toks, k)
+    return _TOPICS.get(word)
+
+
+def _expires(toks: list[Token], k: int) -> str:
+    """An expiry, unless the thing said to end is named and is no card ("my plan expires…")."""
+    for _ in range(5):
+        k = _index_before(toks, k)
+        if k < 0:
+            break
+        topic = _TOPICS.get(toks[k].word)
+        if topic == CARD:
+            return EXPIRY
+        if topic == OTHER:
+            return OTHER
+    return EXPIRY
+
+
+def _index_before(toks: list[Token], k: int) -> int:
+    """The index of the word before token ``k`` (marks and numbers skipped, a few at most), or -1."""
+    lowest = max(0, k - 8)
+    for j in range(k - 1, lowest - 1, -1):
+        if toks[j].word.isalpha():
+            return j
+    return -1
+
+
+def _word_before(toks: list[Token], k: int) -> str:
+    j = _index_before(toks, k)
+    return toks[j].word if j >= 0 else ""
+
+
+def _amount(toks: list[Token], run: DigitRun) -> bool:
+    """A run that is an amount, a rate, a time, a count or an address: a unit or a street after it, or a currency
+    sign before it."""
+    if run.first > 0 and toks[run.first - 1].text in "$£€":
+        return True
+    k = run.last
+    while k < len(toks) and toks[k].text in ".,":
+        k += 1
+    if k < len(toks) and toks[k].word in _UNITS_AFTER and not (toks[k].word == "o" and k + 1 == len(toks)):
+        return True
+    # A house number before its street ("14521 pine road"), a count before what it counts.
+    return any(_TOPICS.get(toks[j].word) == OTHER for j in range(k, min(len(toks), k + 2)))
+
+
+def _counting(run: DigitRun) -> bool:
+    """Counting ("one two three four five…", "…nine ten"): no one's number."""
+    values = [int(g.digits) for g in run.groups]
+    return len(values) >= 4 and all(b == a + 1 for a, b in itertools.pairwise(values))
+
+
+def _plus_before(toks: list[Token], first: int) -> int | None:
+    """Where the ``+`` or the word "plus" just before an international number starts."""
+    k = first - 1
+    if k >= 0 and toks[k].text == "+":
+        return toks[k].start
+    if k >= 0 and toks[k].word == "plus":
+        return toks[k].start
+    return None
 
 
 _PHONE_SHAPES = frozenset({(10,), (11,), (3, 3, 4), (1, 3, 3, 4), (3, 7)})
@@ -279,37 +545,130 @@ def _written_ssn(run: DigitRun) -> bool:
     return all(g.written for g in run.groups) and shape == [3, 2, 4] and set(run.separators) <= {"-", ""}
 
 
-def _near(text: str, previous: Entity, run: DigitRun) -> bool:
-    """``run`` follows ``previous`` within a few words (the expiry and code said after a card number)."""
-    between = [t for t in tokens(text[previous.end : run.start]) if t.text.isalpha()]
-    return len(between) <= 4
+def _month_word_before(toks: list[Token], first: int) -> int | None:
+    """Where a month's name starts just before token ``first`` ("April 2029", "may of thirty five")."""
+    k = _index_before(toks, first)
+    for _ in range(3):
+        if k < 0 or toks[k].word not in ("of", "um", "uh", "er", "like"):
+            break
+        k = _index_before(toks, k)
+    return toks[k].start if k >= 0 and toks[k].word in _MONTHS else None
 
 
-def _month_word_before(text: str, position: int) -> int | None:
-    """Where a month's name starts just before ``position`` ("April 2029", "april of twenty nine")."""
-    toks = [t for t in tokens(text[:position]) if t.text.isalpha()][-2:]
-    for tok in reversed(toks):
-        if tok.word in _MONTHS:
-            return tok.start
-        if tok.word != "of":
+# E-mail addresses
+
+
+def _emails(text: str, toks: list[Token]) -> list[Entity]:
+    """Addresses as written, and as said: a local part, "at", and a domain ending in a known top-level domain."""
+    found = []
+    for m in _EMAIL_WRITTEN.finditer(text):
+        k = next(i for i, t in enumerate(toks) if t.end > m.start())
+        found.append(Entity(EMAIL, _local_start(toks, k, m.start()), m.end()))
+    lowered = text.lower()
+    if "at" not in lowered and "@" not in text:
+        return found
+    for k, tok in enumerate(toks):
+        if tok.word not in ("at", "@") or any(e.start <= tok.start < e.end for e in found):
+            continue
+        end = _domain_end(toks, k + 1)
+        if end is None:
+            continue
+        start = _local_start(toks, k, tok.start)
+        if start < tok.start:
+            found.append(Entity(EMAIL, start, end))
+    return found
+
+
+def _domain_end(toks: list[Token], k: int) -> int | None:
+    """Where a said domain starting at token ``k`` ends ("g mail dot com", "acme dash corp dot co dot uk",
+    "comcast.net"); None when there is none, or it is a web address ("globex dot com slash returns")."""
+    words = labels = 0
+    end = None
+    while k < len(toks) and labels < 5:
+        word = toks[k].word
+        if word in ("dot", ".") and words:
+            j = _skip_asides(toks, k + 1)
+            if j < len(toks) and toks[j].word == "dot":
+                j = _skip_asides(toks, j + 1)
+            if j >= len(toks) or not toks[j].word.isalpha() or toks[j].word in _NOT_DOMAIN:
+                break
+            if toks[j].word in _TLDS:
+                end = toks[j].end
+                after = _skip_asides(toks, j + 1)
+                if after < len(toks) and toks[after].word in ("slash", "/"):
+                    return None
+            labels, words, k = labels + 1, 1, j + 1
+            continue
+        if word in ("dash", "hyphen", "-", "underscore", "_") and words:
+            k += 1
+            continue
+        if word in _ASIDES or word in (",", "'") or (word == "." and not words):
+            k += 1
+            continue
+        if end is not None or not word.isalnum() or word in _NOT_DOMAIN or words >= 3:
+            break
+        if labels == 0 and words == 0 and word in ("www", "w"):
             return None
-    return None
+        words += 1
+        k += 1
+    return end
 
 
-def _mark_before(text: str, position: int, mark: str) -> bool:
-    return text[:position].rstrip().endswith(mark)
+def _skip_asides(toks: list[Token], k: int) -> int:
+    while k < len(toks) and (toks[k].word in _ASIDES or toks[k].text in ",.'"):
+        k += 1
+    return k
 
 
-def _phone_start(text: str, position: int) -> int:
-    """A phone number's start, with the ``+`` or the area code's ``(`` written before its digits."""
-    stripped = text[:position].rstrip()
-    return len(stripped) - 1 if stripped.endswith(("+", "(")) else position
+def _local_start(toks: list[Token], k: int, default: int) -> int:
+    """Where the local part of an address whose "at" (or written address) is token ``k`` begins: the earliest token
+    back to a lead-in word ("my email is", "send it to"); ``default`` when there is none."""
+    start = default
+    j = k - 1
+    while j >= 0 and k - j <= _MOST_LOCAL:
+        tok = toks[j]
+        word = tok.word or tok.text.lower()
+        got_it = word == "it" and j > 0 and toks[j - 1].word == "got"
+        if word in ("@", "at") or (word in _LEAD_INS and not got_it) or (j > 0 and toks[j - 1].text == "'"):
+            break
+        if word.isalnum() and word not in _ASIDES and not got_it:
+            start = tok.start
+        elif word.isalnum() or tok.text in ",.-_?!":
+            pass
+        elif tok.opaque:
+            start = tok.start
+        else:
+            break
+        j -= 1
+    return start
+
+
+_GAP_WORD = re.compile(r"[A-Za-z]+")
+
+
+def _merged(text: str, found: list[Entity]) -> list[Entity]:
+    """Entities of one kind with only a correction or a hesitation between them, as one: "[EXPIRY] wait no
+    [EXPIRY]" gives nothing of what was said away but the words a caller corrected."""
+    out: list[Entity] = []
+    for e in found:
+        if out and out[-1].kind == e.kind and e.kind != EMAIL and _hesitation(text[out[-1].end : e.start]):
+            out[-1] = Entity(e.kind, out[-1].start, e.end)
+        else:
+            out.append(e)
+    return out
+
+
+def _hesitation(gap: str) -> bool:
+    words = _GAP_WORD.findall(gap.lower())
+    return len(words) <= 8 and all(w in HESITATIONS or w in _MONTHS for w in words)
 
 
 def _without_overlaps(found: list[Entity]) -> list[Entity]:
     kept: list[Entity] = []
     for e in sorted(found, key=lambda e: (e.start, -e.end)):
         if kept and e.start < kept[-1].end:
+            if e.end > kept[-1].end and e.kind == kept[-1].kind:
+                kept[-1] = Entity(e.kind, kept[-1].start, e.end)
             continue
         kept.append(e)
     return kept

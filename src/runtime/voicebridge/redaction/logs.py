@@ -17,12 +17,32 @@ from typing import Any
 
 from voicebridge.redaction.builtin import BuiltinRedactor
 
-_MAYBE = re.compile(r"\d|@|\b(?:zero|oh|one|two|three|four|five|six|seven|eight|nine|double|triple)\b", re.I)
+_MAYBE = re.compile(
+    r"\d|@|\b(?:zero|oh|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\w+teen|twenty|thirty|forty|"
+    r"fifty|sixty|seventy|eighty|ninety|double|triple|at)\b",
+    re.I,
+)
 _REDACTOR = BuiltinRedactor()
 _OWN_KEYS = frozenset(
-    {"level", "location", "timestamp", "service", "xray_trace_id", "cold_start", "function_arn", "function_request_id"}
+    {
+        "level",
+        "location",
+        "timestamp",
+        "service",
+        "xray_trace_id",
+        "cold_start",
+        "function_name",
+        "function_memory_size",
+        "function_arn",
+        "function_request_id",
+        "correlation_id",
+        "sampling_rate",
+    }
 )
-"""Keys Powertools fills itself, with no words of a caller in them (a timestamp's digits are not a phone number)."""
+"""Keys Powertools fills itself, with no words of a caller in them: the line's time, the function, the request, the
+trace, and the contact id the product sets as the correlation id (the key operators filter by, kept exactly). Every
+other value is redacted; the redactor itself reads an identifier as one token, never as digits
+(:func:`~voicebridge.redaction.spoken.tokens`), so an id, an ARN or a prompt's key in a message stays whole too."""
 
 
 def redact_text(text: str) -> str:

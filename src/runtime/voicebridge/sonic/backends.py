@@ -310,6 +310,7 @@ class CartesiaApiBackend:
                 locale=body["language"] if locale else cartesia.omit,
                 generation_config=body["generation_config"],
                 context_id=body["context_id"],
+                pronunciation_dict_id=request.pronunciation_dict_id or cartesia.omit,
                 timeout=max(0.2, min(self._stall_timeout_s, deadline - time.monotonic())),
             )
             with events:

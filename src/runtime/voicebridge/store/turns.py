@@ -122,6 +122,9 @@ class Checkpoint:
     """The flow converses with the agent: each caller turn is answered by the responder."""
     attributes: dict[str, str] = field(default_factory=dict)
     """The contact's attributes when listening started, for the responder."""
+    keyterms: tuple[str, ...] | None = None
+    """The flow's Ink keyterms (StartListening's ``Keyterms``), for every session of the call; None: the
+    deployment's ``INK_KEYTERMS``."""
     speaking_since_ms: int = 0
     """When the caller's turn in progress began (epoch ms; Ink's ``turn.start``), 0 when no turn is open: a long poll
     that runs out meanwhile answers ``Listening``, not ``Timeout``."""
@@ -188,6 +191,7 @@ class TurnStore:
         lease_ms: int = LEASE_MS,
         converse: bool = False,
         attributes: dict[str, str] | None = None,
+        keyterms: tuple[str, ...] | None = None,
     ) -> tuple[Claim, int]:
         """Record that a consumer must listen to this contact; what was done, and the generation to start.
 
@@ -203,6 +207,7 @@ class TurnStore:
             heartbeat_at_ms=now_ms,
             converse=converse,
             attributes=dict(attributes or {}),
+            keyterms=keyterms,
         )
         try:
             self._call(
@@ -315,6 +320,7 @@ class TurnStore:
             heartbeat_at_ms=int(plain.get("HeartbeatAt", 0)),
             converse=bool(plain.get("Converse", False)),
             attributes={str(k): str(v) for k, v in plain.get("Attributes", {}).items()},
+            keyterms=tuple(str(term) for term in plain["Keyterms"]) if "Keyterms" in plain else None,
             speaking_since_ms=int(plain.get("SpeakingSince", 0)),
         )
 
@@ -370,6 +376,8 @@ class TurnStore:
         }
         if c.start_timestamp_ms is not None:
             item["StartTimestampMs"] = c.start_timestamp_ms
+        if c.keyterms is not None:
+            item["Keyterms"] = list(c.keyterms)
         return typed_item(item)
 
     # -- turns

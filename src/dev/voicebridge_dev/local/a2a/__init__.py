@@ -57,7 +57,14 @@ from voicebridge_dev.local.a2a.script import (
     ProbeKind,
     SilenceMarker,
 )
-from voicebridge_dev.local.a2a.session import ConnectSettings, Outcome, SessionResult, run_session
+from voicebridge_dev.local.a2a.session import (
+    CallerSource,
+    ConnectSettings,
+    FixedCaller,
+    Outcome,
+    SessionResult,
+    run_session,
+)
 from voicebridge_dev.local.a2a.timeline import Timeline, TimelineEvent
 from voicebridge_dev.local.a2a.wire import (
     EVENT_TYPE_KEY,
@@ -81,11 +88,13 @@ __all__ = [
     "AgentInterrupted",
     "AudioChunk",
     "AudioConfig",
+    "CallerSource",
     "ConnectEmulatorError",
     "ConnectSettings",
     "ContractViolation",
     "Dtmf",
     "Finished",
+    "FixedCaller",
     "Fragmented",
     "HangUp",
     "InformationalError",

@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
@@ -143,16 +143,40 @@ class SessionResult:
         return FLOW_TOOL.get(self.finish.type) if self.finish else None
 
 
+class CallerSource(Protocol):
+    """A caller who listens: asked for each slice of their audio as its time comes, told whether the agent's voice is
+    playing to them then (so a scripted caller can wait for the agent to finish, or talk over it on purpose)."""
+
+    def next_slice(self, at_s: float, size: int, *, agent_heard: bool) -> bytes:
+        """The caller's 8 kHz PCM (``size`` bytes, silence where they say nothing) that ends at session time
+        ``at_s``; a source with a true ``hung_up`` attribute ends the call instead (the socket drops)."""
+        ...
+
+
+@dataclass
+class FixedCaller:
+    """A caller whose audio is fixed in advance (silence after its end)."""
+
+    audio: bytes
+    offset: int = 0
+
+    def next_slice(self, at_s: float, size: int, *, agent_heard: bool) -> bytes:
+        chunk = self.audio[self.offset : self.offset + size]
+        self.offset += size
+        return chunk + bytes(size - len(chunk))
+
+
 async def run_session(
     url: str,
     settings: ConnectSettings,
     *,
-    caller_audio: bytes = b"",
+    caller_audio: bytes | CallerSource = b"",
     script: Sequence[Action] = (),
 ) -> SessionResult:
     """Runs one contact against the agent at ``url`` (``ws://`` or ``wss://``).
 
-    ``caller_audio`` is 8 kHz 16-bit little-endian PCM starting at READY (silence after its end). Raises
+    ``caller_audio`` is 8 kHz 16-bit little-endian PCM starting at READY (silence after its end), or a
+    :class:`CallerSource` that decides as the call goes. Raises
     :class:`~.rules.UpgradeRejected` when the upgrade is refused (401 for a wrong key), and, in strict mode,
     :class:`~.rules.ContractViolation` (holding the result) when the agent broke the contract.
     """
@@ -164,10 +188,14 @@ async def run_session(
 
 
 class _Session:
-    def __init__(self, url: str, settings: ConnectSettings, caller_audio: bytes, script: list[Action]) -> None:
+    def __init__(
+        self, url: str, settings: ConnectSettings, caller_audio: bytes | CallerSource, script: list[Action]
+    ) -> None:
         self.url = url
         self.settings = settings
-        self.caller_audio = caller_audio[: len(caller_audio) // 2 * 2]
+        self.caller: CallerSource = (
+            FixedCaller(caller_audio[: len(caller_audio) // 2 * 2]) if isinstance(caller_audio, bytes) else caller_audio
+        )
         self.script = script
         self.frames = ConnectFrames()
         contact_arn = settings.contact_arn or f"{settings.instance_arn}/contact/{uuid.uuid4()}"
@@ -437,8 +465,12 @@ class _Session:
         # Each slice goes when the caller has finished saying it, as a phone leg captures it.
         while not self.finishing:
             await self._at((index + 1) * self.settings.slice_ms / 1000)
-            chunk = self.caller_audio[index * slice_bytes : (index + 1) * slice_bytes]
-            await self._send(self.frames.audio(resample(chunk + bytes(slice_bytes - len(chunk)))))
+            heard = self.playout is not None and self.playout.busy
+            chunk = self.caller.next_slice((index + 1) * self.settings.slice_ms / 1000, slice_bytes, agent_heard=heard)
+            if getattr(self.caller, "hung_up", False):
+                await self._act(HangUp(self.now()))
+                return
+            await self._send(self.frames.audio(resample(chunk)))
             index += 1
 
     async def _play(self) -> None:

@@ -43,6 +43,16 @@ Each refusal is a ValidationException (HTTP 400), worded as Bedrock words it whe
 
 When a request sets several fields a family refuses, ``system`` is named first, then ``toolConfig``, then
 ``guardrailConfig``; the page does not say which the service names.
+
+**Latency-optimized inference.** ``performanceConfig: {"latency": "optimized"}`` is taken only by the models the
+Bedrock User Guide's *Optimize model inference for latency* lists, "via cross-region inference"
+(https://docs.aws.amazon.com/bedrock/latest/userguide/latency-optimized-inference.html): Amazon Nova Pro, Anthropic
+Claude 3.5 Haiku, Meta Llama 3.1 405B and 70B Instruct, through a cross-Region inference profile (or its ARN). The
+emulator refuses it for any other model, and for those models called by their own id, with a ValidationException:
+what Bedrock answers there is not documented, and no public report of its words was found, so the message follows
+the form above. The page also limits each model to some US Regions; the emulator has no Region, and checks only the
+model. ``standard`` (the default: "By default all requests are routed to through “standard”") is taken by every
+model.
 """
 
 from __future__ import annotations
@@ -58,6 +68,13 @@ TOOLS: Final = "toolConfig"
 GUARDRAIL: Final = "guardrailConfig"
 REFUSABLE_FIELDS: Final = (SYSTEM, TOOLS, GUARDRAIL)
 """The request fields a family may not take, in the order a refusal names them."""
+LATENCY_OPTIMIZED_MODELS: Final = (
+    "amazon.nova-pro",
+    "anthropic.claude-3-5-haiku",
+    "meta.llama3-1-405b-instruct",
+    "meta.llama3-1-70b-instruct",
+)
+"""The model-id prefixes whose models offer latency-optimized inference, through a cross-Region inference profile."""
 _NO_STREAMING: Final = "streaming"
 
 # Model-id prefixes, each with what the page's row says its models refuse.
@@ -107,4 +124,18 @@ def family_refusal(model_id: str, fields: Collection[str]) -> ApiError | None:
         return None
     return validation_error(
         _MESSAGES.get(field, f"This model doesn't support the {field} field. Remove {field} and try again.")
+    )
+
+
+def latency_refusal(model_id: str, latency: str) -> ApiError | None:
+    """The ValidationException a request asking ``latency`` of ``model_id`` gets, or None when the model takes it."""
+    if latency != "optimized":
+        return None
+    arn = _ARN.fullmatch(model_id)
+    profile = (arn.group(1) if arn else model_id).partition(".")[0] in _GEOGRAPHIES
+    if profile and base_model_id(model_id).startswith(LATENCY_OPTIMIZED_MODELS):
+        return None
+    return validation_error(
+        "This model doesn't support the performanceConfig.latency optimized value. Remove performanceConfig or use "
+        "standard and try again."
     )

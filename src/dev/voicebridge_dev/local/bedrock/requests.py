@@ -5,9 +5,9 @@ service-2.json``): ``ConverseStreamRequest`` is ``modelId`` (in the URI) and a J
 (``Message {role, content: [ContentBlock]}``), ``system`` (``[SystemContentBlock]``), ``inferenceConfig``
 (``maxTokens`` ≥ 1, ``temperature`` and ``topP`` in 0..1, ``stopSequences``), ``toolConfig`` (``tools: [Tool]``, at
 least one, each a ``toolSpec {name, description?, inputSchema: {json}}``; ``toolChoice``), ``guardrailConfig``
-(``guardrailIdentifier``, ``guardrailVersion``, ``trace?``, ``streamProcessingMode?``) and
-``additionalModelRequestFields``. ``ContentBlock``, ``Tool``, ``ToolChoice`` and ``ToolInputSchema`` are unions:
-exactly one member set.
+(``guardrailIdentifier``, ``guardrailVersion``, ``trace?``, ``streamProcessingMode?``),
+``additionalModelRequestFields`` and ``performanceConfig`` (``latency``: ``standard`` or ``optimized``).
+``ContentBlock``, ``Tool``, ``ToolChoice`` and ``ToolInputSchema`` are unions: exactly one member set.
 
 botocore checks types, required members and minimums before sending; the maximums (``temperature`` ≤ 1, the model's
 output limit), the patterns and everything about the conversation are the service's to refuse, with a
@@ -19,7 +19,8 @@ The emulated model reads text, tool uses and tool results (and guardrail-tagged 
 documents, audio, video, reasoning) get the ValidationException a text-only model answers.
 
 Last, the request is held to what the model's family takes (:mod:`~.families`, from the ``modelId`` in the URL): a
-``system``, ``toolConfig`` or ``guardrailConfig`` the family does not take is refused, as the service refuses it.
+``system``, ``toolConfig`` or ``guardrailConfig`` the family does not take is refused, as the service refuses it,
+and so is latency-optimized inference asked of a model that does not offer it.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from voicebridge_dev.local.bedrock.families import REFUSABLE_FIELDS, family_refusal
+from voicebridge_dev.local.bedrock.families import REFUSABLE_FIELDS, family_refusal, latency_refusal
 from voicebridge_dev.local.service import ApiError, finite_number, validation_error
 
 MAX_OUTPUT_TOKENS: Final = 4096
@@ -134,7 +135,10 @@ def parse_converse_request(model_id: str, body: Any) -> ConverseRequest:
     additional = body.get("additionalModelRequestFields")
     if additional is not None:
         _object(additional, "additionalModelRequestFields", "JSON")
-    refusal = family_refusal(model_id, [name for name in REFUSABLE_FIELDS if body.get(name)])
+    latency = _performance_config(body.get("performanceConfig"))
+    refusal = family_refusal(model_id, [name for name in REFUSABLE_FIELDS if body.get(name)]) or latency_refusal(
+        model_id, latency
+    )
     if refusal is not None:
         raise refusal
     return ConverseRequest(
@@ -145,6 +149,15 @@ def parse_converse_request(model_id: str, body: Any) -> ConverseRequest:
         stop_sequences=stop_sequences,
         tools=frozenset(tools or ()),
     )
+
+
+def _performance_config(raw: Any) -> str:
+    """The latency asked for (``standard`` when unset): botocore's ``PerformanceConfiguration``."""
+    if raw is None:
+        return "standard"
+    config = _object(raw, "performanceConfig", "PerformanceConfiguration")
+    _one_of(config, "latency", "performanceConfig", ("standard", "optimized"))
+    return str(config.get("latency", "standard"))
 
 
 def _constraint(path: str, value: Any, constraint: str) -> ApiError:

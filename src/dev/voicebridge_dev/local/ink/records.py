@@ -59,6 +59,8 @@ class InkSession:
     sample_rate: int
     query: dict[str, str]
     cartesia_version: str | None
+    keyterms: tuple[str, ...] = ()
+    """The ``keyterm`` query parameters, in the order sent."""
     received_audio: bytearray = field(default_factory=bytearray)
     events: list[SentEvent] = field(default_factory=list)
     turns: list[TurnRecord] = field(default_factory=list)
@@ -92,6 +94,7 @@ class InkSession:
             "encoding": self.encoding,
             "sample_rate": self.sample_rate,
             "cartesia_version": self.cartesia_version,
+            "keyterms": list(self.keyterms),
             "received_audio_bytes": len(self.received_audio),
             "events": [{"type": e.type, "audio_ms": e.audio_ms} for e in self.events],
             "turns": [vars(turn) for turn in self.turns],

@@ -18,6 +18,17 @@ Languages (``language``, ISO 639-1, default ``en``), manual endpoint only (docs/
 refuses the handshake with 400, as it does any other bad query value. The turns endpoint takes no ``language`` here:
 the product never sends one there.
 
+A model the endpoint does not serve is not refused at the handshake: the socket opens and its first and only event
+is the error Cartesia's *Realtime Speech-to-Text (Auto)* reference shows for it, ``{"type": "error", "title":
+"Invalid model", "message": "The model is not valid, make sure it is a valid model ID.", "error_code":
+"model_not_found", "doc_url": …, "status_code": 400, "request_id": …}``, then the socket closes (whether
+``connected`` comes first is not documented: it does not here).
+
+Keyterms arrive as repeated ``keyterm`` query parameters, as the SDK sends them (``keyterm=Acme&keyterm=Zorblax``),
+"up to 100 keyterms per connection, up to a total of 1200 characters across all keyterms" (Cartesia, *Keyterm
+Prompting*); they are recorded on the session. What the service answers a connection past those limits is not
+documented: the emulator refuses the handshake with 400.
+
 Control plane, JSON over plain HTTP on the same port (:class:`~voicebridge_dev.local.service.ControlPlane`)::
 
     POST   /_emulator/transcripts  {"pcm_base64", "transcript", "sample_rate"?}  register a clip
@@ -66,6 +77,16 @@ _WHISPER_CODES = (
 )
 WHISPER_LANGUAGES = frozenset(_WHISPER_CODES.split())
 INK_2_LANGUAGES = frozenset({"en", "fr", "hi", "ja", "es"})
+MAX_KEYTERMS = 100
+MAX_KEYTERM_CHARS = 1200
+MODEL_NOT_FOUND = {
+    "title": "Invalid model",
+    "message": "The model is not valid, make sure it is a valid model ID.",
+    "error_code": "model_not_found",
+    "doc_url": "https://docs.cartesia.ai/build-with-cartesia/stt/latest",
+    "status_code": 400,
+}
+"""The in-socket error of a model the endpoint does not serve, as Cartesia's reference shows it."""
 MIN_RATE, MAX_RATE = 8000, 48000
 _MAX_HTTP_BODY = 64 * 1024 * 1024
 _MAX_WS_MESSAGE = 4 * 1024 * 1024
@@ -212,10 +233,12 @@ class InkServer:
                 writer.write(data)
             return
         target = urlsplit(handshake.path)
-        query = dict(parse_qsl(target.query))
+        pairs = parse_qsl(target.query)
+        query = dict(pairs)
+        keyterms = tuple(value for name, value in pairs if name == "keyterm")
         version = handshake.headers.get("Cartesia-Version") or query.get("cartesia_version")
         try:
-            endpoint, settings = self._admit(target.path, query, handshake)
+            endpoint, settings, model_known = self._admit(target.path, query, keyterms, handshake)
             response = protocol.accept(handshake)
         except HandshakeRejected as rejected:
             response = self._reject(protocol, rejected)
@@ -235,6 +258,7 @@ class InkServer:
             sample_rate=int(query["sample_rate"]),
             query=query,
             cartesia_version=version,
+            keyterms=keyterms,
         )
         self.emulator.note_session(session)
         runner: SessionRunner
@@ -245,7 +269,10 @@ class InkServer:
         logger.info("Ink emulator: session %s opened on %s", session.request_id, target.path)
         self._sockets.add(socket)
         try:
-            await runner.run()
+            if model_known:
+                await runner.run()
+            else:
+                await runner.refuse(MODEL_NOT_FOUND)
         except asyncio.CancelledError:
             session.ended_by = "emulator_stopped"
             raise
@@ -261,8 +288,9 @@ class InkServer:
             session.mark_closed()
 
     def _admit(
-        self, path: str, query: Mapping[str, str], handshake: Request
-    ) -> tuple[Literal["turns", "manual"], TurnSettings]:
+        self, path: str, query: Mapping[str, str], keyterms: tuple[str, ...], handshake: Request
+    ) -> tuple[Literal["turns", "manual"], TurnSettings, bool]:
+        """The endpoint, its turn settings, and whether it serves the model asked for (an in-socket error if not)."""
         if path not in (TURNS_PATH, MANUAL_PATH):
             raise HandshakeRejected(404, f"No route for {path}")
         if self.emulator.api_key is not None:
@@ -275,14 +303,19 @@ class InkServer:
             raise HandshakeRejected(reject.status_code, "Concurrency limit exceeded (injected by the Ink emulator)")
         endpoint: Literal["turns", "manual"] = "turns" if path == TURNS_PATH else "manual"
         models = _TURN_MODELS if endpoint == "turns" else _MANUAL_MODELS
-        model = query.get("model", "")
-        if not model.startswith(models):
-            raise HandshakeRejected(400, f"Unsupported model {model!r} for {path}")
-        if endpoint == "manual":
+        if "model" not in query:
+            raise HandshakeRejected(400, "model is required")
+        model = query["model"]
+        model_known = model.startswith(models)
+        if endpoint == "manual" and model_known:
             language = query.get("language", "en")
             served = WHISPER_LANGUAGES if model.startswith("ink-whisper") else INK_2_LANGUAGES
             if language not in served:
                 raise HandshakeRejected(400, f"Unsupported language {language!r} for model {model!r}")
+        if len(keyterms) > MAX_KEYTERMS:
+            raise HandshakeRejected(400, f"keyterm: at most {MAX_KEYTERMS} keyterms per connection")
+        if sum(len(term) for term in keyterms) > MAX_KEYTERM_CHARS:
+            raise HandshakeRejected(400, f"keyterm: at most {MAX_KEYTERM_CHARS} characters across all keyterms")
         if query.get("encoding") not in BYTES_PER_SAMPLE:
             raise HandshakeRejected(400, f"encoding must be one of {sorted(BYTES_PER_SAMPLE)}")
         try:
@@ -299,7 +332,7 @@ class InkServer:
                 settings = settings.with_client_values(values)
             except ValueError as exc:
                 raise HandshakeRejected(400, str(exc)) from exc
-        return endpoint, settings
+        return endpoint, settings, model_known
 
     @staticmethod
     def _reject(protocol: ServerProtocol, rejected: HandshakeRejected) -> Response:

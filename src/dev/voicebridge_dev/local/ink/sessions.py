@@ -211,6 +211,16 @@ class SessionRunner:
         }
         await self.emit(payload)
 
+    async def refuse(self, error: dict[str, Any]) -> None:
+        """End a session the service cannot serve before it starts: ``error`` (an ``error`` event's fields) is its
+        only event, then the socket closes."""
+        logger.info("Ink emulator: session %s refused: %s", self.session.request_id, error["error_code"])
+        await self.emit({"type": "error", "done": True, **error})
+        try:
+            await self.finish(_CLIENT_ERROR_CLOSE, error["title"], error["error_code"])
+        except EndSession as ended:
+            self.session.ended_by = ended.reason
+
     async def fail(self, message: str, error_code: str, ended_by: str | None = None, status: int = 400) -> NoReturn:
         """End the session for a client's mistake: the error event, titled with the status's HTTP phrase, then the
         socket closes; ``ended_by`` is the ``error_code`` unless given."""

@@ -19,9 +19,10 @@ stand-in), synthesised sentence by sentence (:mod:`~.synthesis`).
 
 Faults (:mod:`~.faults`) are injected from Python (``emu.inject(Fault(FaultKind.THROTTLE, count=2))``) or
 over HTTP by another process, on the control plane :mod:`~.server` lists, next to per-request statistics
-(:mod:`~.records`), the model package the endpoint runs (``sonic-3`` or ``sonic-3.5``, which differ in the name of
-16-bit PCM and in what ``language`` must be) and the model's accepted encodings (whether the Sonic Marketplace package
-accepts ``pcm_mulaw`` is undocumented, so tests can make it refuse). Errors are :mod:`~.errors`; the emulator itself,
+(:mod:`~.records`), the model package the endpoint runs (``sonic-3``, ``sonic-3.5`` or ``sonic-3.6``, which differ in
+the name of 16-bit PCM, in what ``language`` must be and in ``pronunciation_map``) and the model's accepted
+encodings (whether the Sonic Marketplace package accepts ``pcm_mulaw`` is undocumented, so tests can make it
+refuse). Errors are :mod:`~.errors`; the emulator itself,
 :class:`SonicEmulator`, is :mod:`~.emulator`.
 
 >>> with SonicEmulator(endpoint_name="sonic", api_key="local", model="sonic-3") as emu:  # doctest: +SKIP

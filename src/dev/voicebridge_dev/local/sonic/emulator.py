@@ -27,10 +27,10 @@ class SonicEmulator(RecordingEmulator[Fault, InvocationRecord]):
     ``engine`` — the speech engine; by default piper when installed, else the deterministic stand-in.
     ``api_key`` — when set, ``POST /tts/sse`` answers 401 unless called with this key; None accepts any.
     ``accepted_encodings`` — the raw encodings the model produces; others get a 422 on either transport.
-    ``model`` — the Sonic model package the SageMaker endpoint runs, ``"sonic-3"`` or ``"sonic-3.5"`` (the default:
-    the product's docs name no version, and 3.5 is the newer package ``cartesia-ai/cartesia-aws`` documents). It
-    decides the name of 16-bit PCM and what ``language`` must be (:mod:`~.requests`); the Cartesia API names its
-    model in each request and is not affected. That repository has no Sonic 3.6, so neither has the emulator.
+    ``model`` — the Sonic model package the SageMaker endpoint runs, ``"sonic-3"``, ``"sonic-3.5"`` (the default) or
+    ``"sonic-3.6"``, the packages ``cartesia-ai/cartesia-aws`` documents. It decides the name of 16-bit PCM, what
+    ``language`` must be and whether ``pronunciation_map`` is taken (:mod:`~.requests`); the Cartesia API names its
+    model in each request and is not affected.
     ``ready`` — whether the container has loaded its model: ``GET /ping`` answers 200 then, 503 before, and
     ``POST /invocations`` 503 too (the SageMaker and Cartesia API transports are not affected).
     ``api_key``, ``accepted_encodings``, ``model`` and ``ready`` may be changed while the emulator runs.

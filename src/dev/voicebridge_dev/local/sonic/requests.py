@@ -4,22 +4,27 @@
 
     POST /endpoints/{EndpointName}/invocations-response-stream
          {"context_id", "transcript", "voice": {"mode": "id", "id": "<uuid>"}, "output_format", "language"?,
-          "generation_config"?: {"speed", "volume", "emotion"}, "add_timestamps"?}
+          "generation_config"?: {"speed", "volume", "emotion"}, "add_timestamps"?, "pronunciation_map"?}
 
 Which package the endpoint runs changes what it accepts (:data:`PACKAGE_MODELS`; ``cartesia-ai/cartesia-aws``,
-``sonic-3-jumpstart/README.md`` and ``sonic-3-5-jumpstart/README.md``, Input Parameters and Data Sample):
+``sonic-3-jumpstart/README.md``, ``sonic-3-5-jumpstart/README.md`` and ``sonic-3-6-jumpstart/README.md``, Input
+Parameters and Data Sample):
 
 - **Sonic 3** requires ``language``, a two-letter code, and names 16-bit PCM ``"pcm"`` (README and notebook).
 - **Sonic 3.5** makes ``language`` optional and also takes locales (``en-US``, ``pt-BR``, …), and names 16-bit PCM
   ``"pcm_s16le"`` (so since commit 2c7787c, June 2026; before that its examples said ``"pcm"`` too).
+- **Sonic 3.6** lists the fields, codes and locales of 3.5, and writes ``"pcm_s16le"``.
+- **Sonic 3.5 and 3.6** take ``pronunciation_map``, "A dictionary mapping words or phrases to plain-text
+  pronunciations … Maximum total size: 16KB (sum of all key and value bytes in UTF-8)". Sonic 3's README has no such
+  field; the emulator refuses it there with a 422 (what that package does with a field it does not know is not
+  documented). Whether a KB is 1,000 or 1,024 bytes is not said: the emulator takes the smaller reading, 16,000.
 
 Whether either package also accepts the other's name for PCM is not documented (Sonic 3's README also says its
 ``output_format`` "Must match the ``raw`` option" of the Cartesia API, whose name is ``pcm_s16le``). The emulator
 takes the strict view of Sonic 3, refusing ``pcm_s16le`` with a 422 that names ``output_format.encoding``, since that
 is the case a client has to survive; its Sonic 3.5 accepts both, since 3.5's own examples said ``"pcm"`` until June
 2026. Both READMEs list the codes they support with "Supported codes include", so the emulator checks a code's form,
-not that list. ``cartesia-ai/cartesia-aws`` has no Sonic 3.6 anywhere in its history, so there is no model of one
-here.
+not that list.
 
 Either package takes the raw output format of the Cartesia API ("Must match the ``raw`` option"): the rates 8000,
 16000, 22050, 24000, 44100 and 48000 and nothing between (cartesia-python ``types/raw_output_format_param.py``).
@@ -38,7 +43,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from voicebridge_dev.local.service import finite_number
@@ -65,9 +70,12 @@ class PackageModel:
     language: re.Pattern[str]
     language_form: str
     """What ``language`` must be, as the 422 says it."""
+    pronunciation_map: bool = False
+    """Whether the package takes ``pronunciation_map``."""
 
 
 _G711_AND_FLOAT: Final = {"pcm_f32le": "pcm_f32le", "pcm_mulaw": "pcm_mulaw", "pcm_alaw": "pcm_alaw"}
+PRONUNCIATION_MAP_MAX_BYTES: Final = 16_000
 PACKAGE_MODELS: Final = {
     "sonic-3": PackageModel(
         encodings={"pcm": "pcm_s16le", **_G711_AND_FLOAT},
@@ -80,11 +88,19 @@ PACKAGE_MODELS: Final = {
         language_required=False,
         language=_LOCALE,
         language_form="a two-letter code such as 'en' or a locale such as 'en-US'",
+        pronunciation_map=True,
+    ),
+    "sonic-3.6": PackageModel(
+        encodings={"pcm_s16le": "pcm_s16le", **_G711_AND_FLOAT},
+        language_required=False,
+        language=_LOCALE,
+        language_form="a two-letter code such as 'en' or a locale such as 'en-US'",
+        pronunciation_map=True,
     ),
 }
 _API_ENCODINGS: Final = {name: name for name in ENCODINGS}
 DEFAULT_MODEL: Final = "sonic-3.5"
-"""The product's docs name no package version; 3.5 is the newer of the two cartesia-aws documents."""
+"""The package the local cloud's endpoint runs unless told otherwise."""
 
 
 @dataclass(frozen=True)
@@ -106,6 +122,8 @@ class SonicRequest:
     emotion: str | None = None
     add_timestamps: bool = False
     model_id: str | None = None
+    pronunciation_map: dict[str, str] | None = None
+    pronunciation_dict_id: str | None = None
 
 
 def _within(config: Mapping[str, Any], key: str, bounds: tuple[float, float]) -> float:
@@ -231,7 +249,12 @@ def parse_sonic_request(
         raise InvalidSonicRequest('voice must be {"mode": "id", "id": "<voice uuid>"}')
     voice_id = _voice_uuid(voice.get("id"), "voice.id")
     language = _language(body.get("language"), "language", package.language, package.language_form)
-    return _generation(
+    pronunciation_map = None
+    if "pronunciation_map" in body:
+        if not package.pronunciation_map:
+            raise InvalidSonicRequest(f"pronunciation_map is not accepted by {model}")
+        pronunciation_map = _pronunciation_map(body["pronunciation_map"])
+    request = _generation(
         body,
         context_id=context_id,
         voice_id=voice_id,
@@ -239,6 +262,19 @@ def parse_sonic_request(
         encodings=package.encodings,
         accepted_encodings=accepted_encodings,
     )
+    return replace(request, pronunciation_map=pronunciation_map)
+
+
+def _pronunciation_map(value: Any) -> dict[str, str]:
+    """A map of words to respellings within the package's 16 KB of keys and values."""
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise InvalidSonicRequest("pronunciation_map must be an object of strings to strings")
+    size = sum(len(k.encode()) + len(v.encode()) for k, v in value.items())
+    if size > PRONUNCIATION_MAP_MAX_BYTES:
+        raise InvalidSonicRequest(
+            f"pronunciation_map is {size} bytes; the total size of keys and values must not exceed 16KB"
+        )
+    return dict(value)
 
 
 def parse_cartesia_request(body: Any, *, accepted_encodings: Collection[str] = ENCODINGS) -> SonicRequest:
@@ -274,7 +310,10 @@ def parse_cartesia_request(body: Any, *, accepted_encodings: Collection[str] = E
     locale = _language(body.get("locale"), "locale", _LOCALE, "a code such as 'en-GB'")
     if language is not None and locale is not None:
         raise InvalidSonicRequest("a request may set language or locale, never both")
-    return _generation(
+    dict_id = body.get("pronunciation_dict_id")
+    if dict_id is not None and not isinstance(dict_id, str):
+        raise InvalidSonicRequest("pronunciation_dict_id must be a string")
+    request = _generation(
         body,
         context_id=context_id,
         voice_id=voice_id,
@@ -283,3 +322,4 @@ def parse_cartesia_request(body: Any, *, accepted_encodings: Collection[str] = E
         accepted_encodings=accepted_encodings,
         model_id=model_id,
     )
+    return replace(request, pronunciation_dict_id=dict_id)

@@ -50,7 +50,7 @@ The control plane (:class:`~voicebridge_dev.local.service.ControlPlane`)::
     GET    /_emulator/faults   pending faults
     DELETE /_emulator/faults   drop every pending fault
     GET    /_emulator/stats    one record per invocation (times on the time.perf_counter() clock)
-    POST   /_emulator/config   {"accepted_encodings": ["pcm_s16le", …], "model": "sonic-3" | "sonic-3.5",
+    POST   /_emulator/config   {"accepted_encodings": ["pcm_s16le", …], "model": "sonic-3" | "sonic-3.5" | "sonic-3.6",
                                 "ready": true | false}
     GET    /_emulator/config   the current configuration
 """

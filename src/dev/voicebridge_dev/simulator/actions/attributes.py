@@ -13,15 +13,12 @@ https://docs.aws.amazon.com/connect/latest/APIReference/flow-control-actions-loo
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from voicebridge_dev.flows import Action
-from voicebridge_dev.simulator.actions.common import ActionFailed, Branch, FlowRuntimeError
 from voicebridge_dev.simulator.actions.recorded import recorded
+from voicebridge_dev.simulator.call import Call
 from voicebridge_dev.simulator.contact import MAX_ATTRIBUTES_BYTES
-
-if TYPE_CHECKING:
-    from voicebridge_dev.simulator.engine import Call
+from voicebridge_dev.simulator.outcomes import ActionFailed, Branch, FlowRuntimeError
 
 __all__ = ["compare", "first_condition", "loop", "next_action", "update_attributes", "update_flow_attributes"]
 

@@ -12,17 +12,14 @@ https://docs.aws.amazon.com/connect/latest/APIReference/endflowmoduleexecution.h
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from voicebridge_dev.flows import Action, InvalidFlowError
 from voicebridge_dev.flows.errors import FlowError
-from voicebridge_dev.simulator.actions.common import ActionFailed, Branch, CallOver
 from voicebridge_dev.simulator.actions.recorded import unavailable
+from voicebridge_dev.simulator.call import Call
 from voicebridge_dev.simulator.events import Noted
 from voicebridge_dev.simulator.library import display_names
-
-if TYPE_CHECKING:
-    from voicebridge_dev.simulator.engine import Call, LoadedFlow
+from voicebridge_dev.simulator.loaded import LoadedFlow
+from voicebridge_dev.simulator.outcomes import ActionFailed, Branch, CallOver
 
 __all__ = ["end_module", "invoke_module", "return_from_module", "transfer_to_flow"]
 

@@ -14,22 +14,20 @@ from __future__ import annotations
 import json
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from voicebridge_dev.flows import Action
-from voicebridge_dev.simulator.actions.common import (
+from voicebridge_dev.simulator.call import Call
+from voicebridge_dev.simulator.events import LambdaCall, LambdaOutcome
+from voicebridge_dev.simulator.outcomes import (
     WAIT_SLICE_S,
     ActionFailed,
     Branch,
     CallOver,
     UnsupportedActionError,
 )
-from voicebridge_dev.simulator.events import LambdaCall, LambdaOutcome
-
-if TYPE_CHECKING:
-    from voicebridge_dev.simulator.engine import Call
 
 __all__ = ["CHAIN_BUDGET_S", "MAX_RESPONSE_BYTES", "invoke_lambda"]
 
@@ -111,7 +109,7 @@ def invoke_lambda(call: Call, action: Action) -> Branch:
     _record_call(call, action, arn, start, inputs, outcome, response, error)
     call.contact.external = response if response is not None else {}
     if outcome != "ok":
-        raise ActionFailed(error or outcome)
+        raise ActionFailed(f"the function {arn}: {error or outcome}")
     return Branch("next", action.next_action)
 
 

@@ -1,5 +1,5 @@
 """The input and Lex family of the flow simulator, what the caller (or the agent's workspace) answers:
-``GetParticipantInput``, ``ConnectParticipantWithLexBot`` and ``ShowView``.
+``GetParticipantInput``, ``ConnectParticipantWithLexBot``, ``ConnectParticipantWithAgenticCX`` and ``ShowView``.
 
 ``GetParticipantInput`` plays its prompt, then waits ``InputTimeLimitSeconds`` for the keys the simulated caller
 presses (:mod:`~voicebridge_dev.simulator.keypad`: a menu's key and its condition, or keys stored in
@@ -9,21 +9,32 @@ https://docs.aws.amazon.com/connect/latest/APIReference/participant-actions-getp
 ``ConnectParticipantWithLexBot`` sends the Lex emulator's bot what the caller says
 (:mod:`~voicebridge_dev.simulator.lexbot`); ``ShowView`` is recorded and answered by the caller script's choice, or
 left to its time limit (:mod:`~voicebridge_dev.simulator.standins`).
+
+``ConnectParticipantWithAgenticCX`` hands the call to an Agentic CX application
+(https://docs.aws.amazon.com/connect/latest/adminguide/agentic-cx-block.html: the block "routes the contact to a
+branch based on the exit condition that the application returns"). No such application runs here: a stand-in hears
+the caller's script turn by turn and takes it to an outcome. A turn that asks for a person takes the ``Escalation``
+condition (its ``NoMatchingCondition`` branch when the flow has none); words and then silence end the conversation,
+which takes the default branch; silence from the start takes ``InputTimeLimitExceeded``, the console's idle
+timeout. What the application would say is not simulated (it is the application's), and how long it waits for a
+silent caller is the simulator's choice (:data:`AGENTIC_IDLE_S`): no AWS text gives it.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from voicebridge_dev.flows import Action
-from voicebridge_dev.simulator.actions.common import ActionFailed, Branch, branch_on, error_type
+from voicebridge_dev.flows.rules import template_value
 from voicebridge_dev.simulator.actions.prompts import Prompt, play, prompt, speak
 from voicebridge_dev.simulator.actions.recorded import resolved
+from voicebridge_dev.simulator.call import Call
 from voicebridge_dev.simulator.caller import Press, Say
-from voicebridge_dev.simulator.events import Noted
+from voicebridge_dev.simulator.events import BOT, CALLER, Noted
 from voicebridge_dev.simulator.keypad import menu_key, stored_input
 from voicebridge_dev.simulator.lexbot import (
     LexBotRef,
@@ -33,14 +44,47 @@ from voicebridge_dev.simulator.lexbot import (
     message_text,
     start_timeout_s,
 )
+from voicebridge_dev.simulator.outcomes import ActionFailed, Branch, branch_on, error_type
 
-if TYPE_CHECKING:
-    from voicebridge_dev.simulator.engine import Call
+AI_AGENT_ATTRIBUTE = "x-amz-lex:q-in-connect:ai-agent-arn"
+"""The Lex session attribute that hands the call to a Connect AI agent (docs/flows.md)."""
 
-__all__ = ["get_input", "lex_bot", "view"]
+__all__ = ["agentic_cx", "get_input", "lex_bot", "view"]
 
 _LEX_TURNS = 20
 """Turns of one Lex conversation before the simulator gives up on the bot closing an intent."""
+
+
+AGENTIC_IDLE_S = 8.0
+"""How long the Agentic CX stand-in waits for the caller's next turn; no AWS text gives the application's."""
+_ASKS_FOR_A_PERSON = re.compile(r"\b(agent|human|person|representative|operator|someone)\b", re.IGNORECASE)
+
+
+def agentic_cx(call: Call, action: Action) -> Branch:
+    configuration = action.parameters.get("AgentConfiguration") or {}
+    variables = configuration.get("ContextVariables") or {}
+    call.log.record(
+        Noted(
+            call.clock.now(),
+            action.identifier,
+            action.type,
+            {
+                "application": configuration.get("ApplicationId"),
+                "alias": configuration.get("Alias"),
+                "context": {name: call.contact.value(str(value)) for name, value in variables.items()},
+            },
+        )
+    )
+    for turn in range(_LEX_TURNS):
+        said = _listen(call, AGENTIC_IDLE_S, (Say, Press))
+        if said is None and turn == 0:
+            raise ActionFailed("the caller said nothing", error_type(action, "InputTimeLimitExceeded"))
+        if said is None:
+            return Branch("conversation ended", action.next_action)
+        call.log.record(Noted(call.clock.now(), action.identifier, action.type, {"said": said}))
+        if _ASKS_FOR_A_PERSON.search(said):
+            return branch_on(action, "Escalation")
+    return Branch("conversation ended", action.next_action)
 
 
 def get_input(call: Call, action: Action) -> Branch:
@@ -106,15 +150,22 @@ def lex_bot(call: Call, action: Action) -> Branch:
     played = prompt(call, action)
     if played is not None:
         play(call, action, played)
+    attributes = {k: call.contact.value(str(v)) for k, v in (params.get("LexSessionAttributes") or {}).items()}
+    # The agent's ARN may be a token its stack fills: that the block names one is what hands the call over.
+    if AI_AGENT_ATTRIBUTE in (params.get("LexSessionAttributes") or {}) and call.agent is not None:
+        return _hand_to_agent(call, action, attributes)
     if "LexV2Bot" not in params:
         raise ActionFailed("a Lex V1 bot (LexBot) is not in the local cloud")
     alias_arn = call.contact.value(str(params["LexV2Bot"].get("AliasArn", "")))
     bot = bot_of(alias_arn)
+    if bot is None and call.templated and template_value(alias_arn) and call.lex_standin is not None:
+        # A template's bot (its alias a token its stack fills) is the bot the Lex emulator serves.
+        bot = call.lex_standin
+        call.log.record(Noted(call.clock.now(), action.identifier, action.type, {"stand-in bot": bot.bot_id}))
     if bot is None:
         raise ActionFailed(f"LexV2Bot.AliasArn {alias_arn!r} is not a Lex V2 bot alias ARN")
     if call.lex is None:
         raise ActionFailed("no Lex runtime in this simulation")
-    attributes = {k: call.contact.value(str(v)) for k, v in (params.get("LexSessionAttributes") or {}).items()}
     state: dict[str, Any] = {"sessionAttributes": attributes}
     for turn in range(_LEX_TURNS):
         dialog = state.get("dialogAction") or {}
@@ -147,6 +198,33 @@ def lex_bot(call: Call, action: Action) -> Branch:
         if closed(answer):
             return branch_on(action, str(call.contact.lex["IntentName"] or ""))
     raise ActionFailed(f"the bot did not close an intent in {_LEX_TURNS} turns")
+
+
+def _hand_to_agent(call: Call, action: Action, attributes: Mapping[str, str]) -> Branch:
+    """The Lex block hands the call to an external AI agent (immediate handoff, audio streaming): its session runs to
+    its end, what was said during it goes on the call's recording, and the flow goes on with the outcome in
+    ``$.Lex.SessionAttributes.Tool`` (``Complete``, ``Escalate``); a session that ended without one takes the
+    block's error branch, as Connect's fallback path does."""
+    assert call.agent is not None
+    started = call.clock.now()
+    handback = call.agent(call, attributes)
+    for samples, text, clip, offset in handback.caller:
+        call.media.play(CALLER, samples, "speech", at=started + offset, text=text, clip=clip)
+    if handback.agent is not None and handback.agent.size:
+        call.media.play(BOT, handback.agent, "prompt", at=started, text="(the external AI agent)")
+    call.clock.sleep_until(started + handback.duration_s)
+    call.log.record(
+        Noted(call.clock.now(), action.identifier, action.type, {"agent": handback.tool, "detail": handback.detail})
+    )
+    if handback.tool is None:
+        raise ActionFailed(f"the AI agent's session ended without an outcome: {handback.detail}")
+    call.contact.lex = {
+        "IntentName": None,
+        "IntentConfidence": {"Score": None},
+        "Slots": {},
+        "SessionAttributes": {**attributes, "Tool": handback.tool},
+    }
+    return branch_on(action, "")
 
 
 def _recognize(call: Call, bot: LexBotRef, text: str, attributes: Mapping[str, str]) -> dict[str, Any]:

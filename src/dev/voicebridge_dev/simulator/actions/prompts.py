@@ -17,7 +17,7 @@ import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import numpy as np
@@ -27,14 +27,13 @@ from botocore.exceptions import BotoCoreError, ClientError
 from voicebridge.audio.wav import read_wav
 from voicebridge.errors import AudioFormatError
 from voicebridge_dev.flows import Action
+from voicebridge_dev.flows.rules import template_value
 from voicebridge_dev.local.kvs import EMULATED_INSTANCE_ID, KvsEmulatorError
 from voicebridge_dev.local.speech_engine import SpeechEngineError
-from voicebridge_dev.simulator.actions.common import ActionFailed, Branch, CallOver, FlowRuntimeError
+from voicebridge_dev.simulator.call import Call
 from voicebridge_dev.simulator.events import BOT, SegmentKind, StreamingChanged
 from voicebridge_dev.simulator.media import SAMPLE_RATE, read_call_audio
-
-if TYPE_CHECKING:
-    from voicebridge_dev.simulator.engine import Call
+from voicebridge_dev.simulator.outcomes import ActionFailed, Branch, CallOver, FlowRuntimeError
 
 __all__ = ["Prompt", "media_streaming", "message", "play", "prompt", "prompt_of", "speak"]
 
@@ -73,6 +72,11 @@ def prompt_of(call: Call, params: Mapping[str, Any]) -> Prompt | None:
         return Prompt(speak(call, f"Prompt {name}."), "prompt", text=f"prompt {name}", uri=prompt_id)
     if "Media" in params:
         uri = call.contact.value(str(params["Media"]["Uri"]))
+        if call.templated and template_value(uri):
+            # A template's URL (a bucket's address its stack fills in) names nothing here: its file's name is spoken
+            # in its stead, as a prompt the local library does not hold is.
+            name = uri.rsplit("/", 1)[-1] or uri
+            return Prompt(speak(call, f"Prompt {name}."), "prompt", text=f"prompt {name}", uri=uri)
         return Prompt(_fetch_prompt(call, uri), "prompt", uri=uri)
     if "Text" in params:
         text = " ".join(call.contact.interpolate(str(params["Text"])).split())

@@ -24,17 +24,13 @@ https://docs.aws.amazon.com/connect/latest/APIReference/flow-control-actions-che
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from voicebridge_dev.flows import Action
 from voicebridge_dev.simulator.actions.attributes import first_condition
-from voicebridge_dev.simulator.actions.common import ActionFailed, Branch, CallOver, FlowRuntimeError, error_type
 from voicebridge_dev.simulator.actions.prompts import play, prompt_of
+from voicebridge_dev.simulator.call import Call
 from voicebridge_dev.simulator.caller import PAUSE_S, Press
+from voicebridge_dev.simulator.outcomes import ActionFailed, Branch, CallOver, FlowRuntimeError, error_type
 from voicebridge_dev.simulator.standins import percentage_draw
-
-if TYPE_CHECKING:
-    from voicebridge_dev.simulator.engine import Call
 
 __all__ = [
     "check_metric",
@@ -53,9 +49,12 @@ _WAITING_FAMILIES = (None, "customer queue", "hold", "module")
 
 def target_queue(call: Call, action: Action) -> Branch:
     params = action.parameters
-    queue = call.contact.value(str(params.get("QueueId", params.get("AgentId", "")))).strip()
+    given = str(params.get("QueueId", params.get("AgentId", "")))
+    queue = call.contact.value(given).strip()
     if not queue:
-        raise ActionFailed("the working queue is empty")
+        raise ActionFailed(
+            f"{'QueueId' if 'QueueId' in params else 'AgentId'} {given!r} names no queue here (it is empty)"
+        )
     known = call.centre.queue(queue)
     call.contact.queue = queue
     call.contact.queue_name = None if known is None else known.name

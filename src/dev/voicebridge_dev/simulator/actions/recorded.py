@@ -11,15 +11,13 @@ https://docs.aws.amazon.com/connect/latest/APIReference/flow-language-actions.ht
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from voicebridge_dev.flows import Action
-from voicebridge_dev.simulator.actions.common import ActionFailed, Branch, CallOver, FlowRuntimeError
+from voicebridge_dev.simulator.call import Call
 from voicebridge_dev.simulator.events import Noted
-from voicebridge_dev.simulator.standins import unavailable_error
-
-if TYPE_CHECKING:
-    from voicebridge_dev.simulator.engine import Call
+from voicebridge_dev.simulator.outcomes import ActionFailed, Branch, CallOver, FlowRuntimeError
+from voicebridge_dev.simulator.standins import VOICE_ID, unavailable_error
 
 __all__ = ["ends", "recorded", "resolved", "unavailable", "wait"]
 
@@ -45,11 +43,14 @@ def ends(call: Call, action: Action) -> Branch:
 def unavailable(call: Call, action: Action) -> Branch:
     errors = {branch.error_type: branch.next_action for branch in action.errors}
     error = unavailable_error(errors)
+    why = (
+        f"{action.type} needs Voice ID, whose support ended on 2026-05-20"
+        if action.type in VOICE_ID
+        else f"{action.type} needs a service the local cloud does not run"
+    )
     if error is None:
-        raise FlowRuntimeError(
-            f"action {action.identifier!r} ({action.type}) needs a service the local cloud does not run"
-        )
-    raise ActionFailed(f"{action.type} needs a service the local cloud does not run", error)
+        raise FlowRuntimeError(f"action {action.identifier!r}: {why}, and it has no error branch")
+    raise ActionFailed(why, error)
 
 
 def wait(call: Call, action: Action) -> Branch:

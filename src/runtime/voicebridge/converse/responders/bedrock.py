@@ -5,7 +5,8 @@ The call, per botocore's ``bedrock-runtime`` model (2023-09-30; HTTP ``POST /mod
     converse_stream(modelId, messages=[{role: user|assistant, content: [{text}]}, ...], system=[{text}],
                     inferenceConfig={maxTokens, temperature?, topP?},
                     toolConfig={tools: [{toolSpec: {name, description, inputSchema: {json}}}, ...]},
-                    guardrailConfig?={guardrailIdentifier, guardrailVersion})
+                    guardrailConfig?={guardrailIdentifier, guardrailVersion},
+                    performanceConfig?={latency: optimized})
     -> {"stream": EventStream}, whose events are one-key dicts:
        messageStart {role}
        (contentBlockStart {start: {toolUse: {toolUseId, name}}, contentBlockIndex})?
@@ -31,7 +32,9 @@ model meant to do.
 takes, and :meth:`BedrockResponder.request` sends ``system`` and ``toolConfig`` only to a family that takes them. A
 model that takes no tools cannot transfer or end the call; one that takes no system prompt reads the prompt at the
 head of the conversation's first user message. A configured guardrail is always sent (a warning at start-up says
-when the table doubts the model takes one).
+when the table doubts the model takes one). ``performanceConfig`` asks for latency-optimized inference of a model
+that offers it in the function's Region (``BEDROCK_LATENCY=optimized``, the default;
+:func:`~voicebridge.converse.responders.bedrock_models.offers_latency_optimized`), and of no other.
 
 **Stop reasons.** Every ``stopReason`` of botocore's ``StopReason`` has an outcome (:data:`STOP_REASONS`):
 :data:`COMPLETE_STOPS` leave the reply as written, with the action of the tool called; :data:`GUARDRAIL_STOP` keeps
@@ -40,8 +43,9 @@ nothing was. A reason botocore's model does not name yet is taken as an unfinish
 
 **Retries.** The client never retries by itself (botocore's back-off would outlast the turn); the responder does,
 within the turn's deadline. ``ThrottlingException``, ``ModelNotReadyException`` (both HTTP 429) and
-``ServiceUnavailableException`` (503) before the stream, and the ``throttlingException`` and
-``serviceUnavailableException`` events inside it while no text has been yielded, are tried again after a full-jitter
+``ServiceUnavailableException`` (503) before the stream, and the ``throttlingException``,
+``serviceUnavailableException`` and ``modelStreamErrorException`` (botocore: "Retry your request.") events inside it
+while no text has been yielded, are tried again after a full-jitter
 back-off (:class:`~voicebridge.backoff.Backoff`), at most ``max_attempts`` calls in all, and only when the next call
 can still answer before the deadline (``retry_reserve_s`` is what it is given at the least). What was said is never
 asked again: a failure after the first text fails the turn. Each retry is logged with the error's code (never the
@@ -71,7 +75,7 @@ from urllib3.exceptions import HTTPError as Urllib3Error
 from voicebridge.backoff import Backoff
 from voicebridge.conversation import Action
 from voicebridge.converse.responder import ResponderError, TurnRequest
-from voicebridge.converse.responders.bedrock_models import ModelFamily, model_family
+from voicebridge.converse.responders.bedrock_models import ModelFamily, model_family, offers_latency_optimized
 from voicebridge.converse.responders.refusals import error_code, refusal
 from voicebridge.telemetry import logger
 
@@ -130,7 +134,7 @@ MAX_ATTEMPTS = 3
 """The most calls one reply makes to Bedrock, retries included."""
 RETRYABLE_REFUSALS = frozenset({"ThrottlingException", "ModelNotReadyException", "ServiceUnavailableException"})
 """Errors before the stream that a later call may not get (HTTP 429, 429 and 503 in botocore's model)."""
-RETRYABLE_STREAM_ERRORS = frozenset({"throttlingException", "serviceUnavailableException"})
+RETRYABLE_STREAM_ERRORS = frozenset({"throttlingException", "serviceUnavailableException", "modelStreamErrorException"})
 """Exception events inside the stream that a later call may not get."""
 _EXPLAINED_REFUSALS = frozenset({"ValidationException", "AccessDeniedException", "ResourceNotFoundException"})
 """Refusals naming what is wrong with the deployment (model id, access, guardrail): their message is reported."""
@@ -412,6 +416,8 @@ class BedrockResponder:
         temperature: float | None = None,
         top_p: float | None = None,
         guardrail: tuple[str, str] | None = None,
+        latency: str = "optimized",
+        region: str = "",
         transfer_text: str = "Let me connect you with a colleague.",
         hangup_text: str = "Thank you for calling. Goodbye.",
         max_attempts: int = MAX_ATTEMPTS,
@@ -438,6 +444,8 @@ class BedrockResponder:
             inference["topP"] = top_p
         self._inference = inference
         self._guardrail = guardrail
+        # Asked only of a model that offers it in this Region: the others would refuse the turn.
+        self._latency_optimized = latency == "optimized" and offers_latency_optimized(model_id, region)
         self._closing_lines = {Action.TRANSFER: transfer_text, Action.HANGUP: hangup_text}
         self._max_attempts = max_attempts
         self._retry_reserve_s = retry_reserve_s
@@ -491,6 +499,8 @@ class BedrockResponder:
         if self._guardrail is not None:
             identifier, version = self._guardrail
             parameters["guardrailConfig"] = {"guardrailIdentifier": identifier, "guardrailVersion": version}
+        if self._latency_optimized:
+            parameters["performanceConfig"] = {"latency": "optimized"}
         return parameters
 
     def respond(self, request: TurnRequest, *, deadline: float) -> BedrockReply:

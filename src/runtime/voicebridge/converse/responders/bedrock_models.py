@@ -40,6 +40,25 @@ the deployment sees the mismatch on its first call; nothing it configured (the t
 dropped on a guess. The table only ever withholds what the page says a model refuses, and never a guardrail (the
 responder sends a configured guardrail whatever the table says, and warns when the page says no).
 
+**Latency-optimized inference** (``performanceConfig: {"latency": "optimized"}``) is the Bedrock User Guide's
+*Optimize model inference for latency*
+(https://docs.aws.amazon.com/bedrock/latest/userguide/latency-optimized-inference.html), a preview: offered "via
+cross-region inference" for these models, in the Regions of the page's table (its prose also names US West (Oregon)
+for Nova Pro and Llama 3.1 405B; the table, the narrower, is kept):
+
+==============================  ======================
+model                           Regions
+==============================  ======================
+Amazon Nova Pro                 us-east-1, us-east-2
+Anthropic Claude 3.5 Haiku      us-east-2, us-west-2
+Meta Llama 3.1 405B Instruct    us-east-2
+Meta Llama 3.1 70B Instruct     us-east-2, us-west-2
+==============================  ======================
+
+:func:`offers_latency_optimized` says yes only for a US cross-Region inference profile (``us.…``, or its ARN) of
+one of them, called in one of its Regions; every other request goes without ``performanceConfig``, which means
+``standard``, the default. What Bedrock answers a model that does not offer it is not documented.
+
 A ``modelId`` names its family however it is written: a model id (``anthropic.claude-3-5-haiku-20241022-v1:0``),
 a cross-Region inference profile id (``us.anthropic.claude-3-5-haiku-20241022-v1:0``), or the ARN of either
 (``arn:aws:bedrock:us-east-1::foundation-model/…``, ``arn:aws:bedrock:us-east-1:123456789012:inference-profile/…``).
@@ -56,7 +75,15 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["DEFAULT_FAMILY", "FAMILIES", "SOURCE", "ModelFamily", "model_family"]
+__all__ = [
+    "DEFAULT_FAMILY",
+    "FAMILIES",
+    "LATENCY_OPTIMIZED",
+    "SOURCE",
+    "ModelFamily",
+    "model_family",
+    "offers_latency_optimized",
+]
 
 SOURCE: Final = (
     "https://docs.aws.amazon.com/bedrock/latest/userguide/conversation-inference-supported-models-features.html"
@@ -105,3 +132,23 @@ def model_family(model_id: str) -> ModelFamily:
     """The family ``model_id`` (an id, an inference profile id, or the ARN of either) belongs to."""
     lowered = model_id.strip().lower()
     return next((family for pattern, family in _FAMILY_PATTERNS if pattern.search(lowered)), DEFAULT_FAMILY)
+
+
+LATENCY_OPTIMIZED: Final[tuple[tuple[str, frozenset[str]], ...]] = (
+    (r"amazon\.nova-pro", frozenset({"us-east-1", "us-east-2"})),
+    (r"anthropic\.claude-3-5-haiku", frozenset({"us-east-2", "us-west-2"})),
+    (r"meta\.llama3-1-405b", frozenset({"us-east-2"})),
+    (r"meta\.llama3-1-70b", frozenset({"us-east-2", "us-west-2"})),
+)
+"""The models that offer latency-optimized inference, and the Regions where they do."""
+
+# Through a US cross-Region inference profile only: its id, or an ARN ending in it.
+_LATENCY_PATTERNS: Final = tuple(
+    (re.compile(rf"(?:^|/)us\.{pattern}"), regions) for pattern, regions in LATENCY_OPTIMIZED
+)
+
+
+def offers_latency_optimized(model_id: str, region: str) -> bool:
+    """Whether ``model_id``, called in ``region``, takes ``performanceConfig.latency = optimized``."""
+    lowered = model_id.strip().lower()
+    return any(pattern.search(lowered) and region in regions for pattern, regions in _LATENCY_PATTERNS)

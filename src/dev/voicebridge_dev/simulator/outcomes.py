@@ -1,5 +1,5 @@
-"""What every family of the flow simulator's actions shares: the branch an action takes, the failure its error
-branch handles, the end of the call, and the simulator's errors.
+"""How a simulated action turns out, for the families of actions, the call and the engine alike: the branch an
+action takes, the failure its error branch handles, the end of the call, and the simulator's errors.
 
 An action that fails takes the error branch it has for the failure, else the catch-all ``NoMatchingError``: the
 branch for any error no other matches (the action pages of Connect's flow language reference,
@@ -69,6 +69,8 @@ class ActionFailed(Exception):
 class Branch:
     outcome: str
     target: str | None
+    why: str | None = None
+    """Why an error branch was taken, in the flow author's words."""
 
 
 def branch_on(action: Action, value: str) -> Branch:

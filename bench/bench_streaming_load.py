@@ -1,0 +1,140 @@
+"""Benchmark: many streaming calls at once on one agent server process, against the same call alone.
+
+``python -m voicebridge.a2a`` runs as one process (as one Fargate task's); moto and every emulator run in processes of
+their own (:class:`~voicebridge_dev.local.processes.ProcessCloud`), and Connect's side is the A2A client emulator, one
+session per call, each with the demo's caller saying the ``normal`` scenario's lines (registered recognition: Ink
+hears each line as said). Calls start a quarter of a second apart.
+
+- **stop to first audio**: per turn, the caller's line ending to the agent's first audio at the caller (the emulator's
+  playback), p50 and p99 over every turn of every call; the many-calls p99 against the single call's p50 (target: at
+  most 2×).
+- **exactly once**: every line the caller said is one turn in the contact's turn table, no more, no fewer.
+- **CPU**: the server process's CPU seconds per call-minute (the sessions' length added up), and from it what 1,000
+  call-minutes cost on Fargate (ARM, 1 vCPU / 2 GB tasks run at 60 % CPU: docs/deploying.md's prices) beside the
+  flows path's Lambda consumer and long poll for the same minutes.
+
+Run ``voicebridge bench --only streaming_load`` (a few minutes: the calls are real time).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import uuid
+from pathlib import Path
+from typing import Any
+
+from voicebridge_dev.demo import scenario_settings
+from voicebridge_dev.local.a2a import ConnectSettings, SessionResult, run_session
+from voicebridge_dev.local.agent import LocalAgent
+from voicebridge_dev.local.processes import ProcessCloud
+from voicebridge_dev.simulator import SCENARIOS, load_clips
+from voicebridge_dev.simulator.agent import ScriptedCaller, SessionClock, Utterance
+from voicebridge_dev.simulator.records import read_records
+from voicebridge_dev.template import local_physical_id
+
+TEMPLATE = Path("template.yaml")
+CALLS = (1, 20)
+STAGGER_S = 0.25
+FARGATE_VCPU_HOUR, FARGATE_GB_HOUR = 0.03238, 0.00356
+TASK_VCPU, TASK_GB, TARGET_CPU = 1.0, 2.0, 0.6
+LAMBDA_GB_SECOND = 0.0000133334
+CONSUMER_GB, POLL_GB = 1769 / 1024, 256 / 1024
+INSTANCE = "arn:aws:connect:us-east-1:111122223333:instance/00000000-0000-4000-8000-000000000000"
+
+
+async def _one(agent: LocalAgent, delay_s: float) -> tuple[str, SessionResult, list[Utterance]]:
+    await asyncio.sleep(delay_s)
+    steps = SCENARIOS["normal"].script(load_clips())
+    caller = ScriptedCaller(steps)
+    contact = str(uuid.uuid4())
+    settings = ConnectSettings(
+        api_key=agent.api_key, strict=False, max_duration_s=240, contact_arn=f"{INSTANCE}/contact/{contact}"
+    )
+    session = await run_session(agent.url, settings, caller_audio=caller)
+    return contact, session, caller.said
+
+
+def _first_audio_ms(session: SessionResult, said: list[Utterance]) -> list[float]:
+    starts = sorted(e.at for e in session.timeline.of("playback_start"))
+    waits = []
+    for utterance in said:
+        later = [at for at in starts if at >= utterance.end]
+        if later:
+            waits.append((later[0] - utterance.end) * 1000)
+    return waits
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _round(cloud: ProcessCloud, agent: LocalAgent, calls: int) -> dict[str, Any]:
+    cpu_before = agent.cpu_seconds()
+
+    async def all_calls() -> list[tuple[str, SessionResult, list[Utterance]]]:
+        return await asyncio.gather(*(_one(agent, i * STAGGER_S) for i in range(calls)))
+
+    done = asyncio.run(all_calls())
+    cpu = agent.cpu_seconds() - cpu_before
+    waits: list[float] = []
+    once = 0
+    minutes = 0.0
+    dynamodb = cloud.client("dynamodb")
+    for contact, session, said in done:
+        waits += _first_audio_ms(session, said)
+        minutes += max((e.at for e in session.timeline.events), default=0.0) / 60
+        records = read_records(
+            dynamodb, local_physical_id("TurnTable"), contact, SessionClock(session.timeline.started_at)
+        )
+        heard = [t.transcript for t in records.turns if t.track == "customer"]
+        once += heard == [u.clip.transcript for u in said]
+    return {
+        "calls": calls,
+        "turns": len(waits),
+        "stop_to_first_audio_p50_ms": round(statistics.median(waits)) if waits else None,
+        "stop_to_first_audio_p99_ms": round(_percentile(waits, 0.99)) if waits else None,
+        "calls_every_turn_once": once,
+        "contract_violations": sum(len(s.errors) for _, s, _ in done),
+        "server_cpu_s_per_call_minute": round(cpu / minutes, 3) if minutes else None,
+        "call_minutes": round(minutes, 2),
+    }
+
+
+def _costs(cpu_per_minute: float) -> dict[str, float]:
+    sessions_per_task = TASK_VCPU * 60 * TARGET_CPU / cpu_per_minute
+    task_hours = 1000 / 60 / sessions_per_task
+    fargate = task_hours * (TASK_VCPU * FARGATE_VCPU_HOUR + TASK_GB * FARGATE_GB_HOUR)
+    lambda_ = 1000 * 60 * (CONSUMER_GB + POLL_GB) * LAMBDA_GB_SECOND
+    return {
+        "sessions_per_task": round(sessions_per_task, 1),
+        "fargate_usd_per_1000_call_minutes": round(fargate, 3),
+        "lambda_usd_per_1000_call_minutes": round(lambda_, 3),
+    }
+
+
+def run() -> dict[str, Any]:
+    figures: dict[str, Any] = {}
+    clips = load_clips()
+    with ProcessCloud(template=TEMPLATE, engine="standin", media_pace=0, recognition="registered") as cloud:
+        for clip in clips.values():
+            cloud.register_transcript(clip.pcm, clip.transcript)
+        with LocalAgent(cloud, TEMPLATE, env=scenario_settings(SCENARIOS["normal"])) as agent:
+            for calls in CALLS:
+                figures[f"{calls}-calls"] = _round(cloud, agent, calls)
+    single = figures[f"{CALLS[0]}-calls"]["stop_to_first_audio_p50_ms"]
+    many = figures[f"{CALLS[-1]}-calls"]
+    if single:
+        many["p99_over_single_p50"] = round(many["stop_to_first_audio_p99_ms"] / single, 2)
+    if many["server_cpu_s_per_call_minute"]:
+        figures["cost"] = _costs(many["server_cpu_s_per_call_minute"])
+    return figures
+
+
+def report(figures: dict[str, Any]) -> str:
+    return "\n".join(f"{name}: {row}" for name, row in figures.items())
+
+
+if __name__ == "__main__":
+    print(report(run()))

@@ -1,0 +1,41 @@
+"""What the Connect emulator keeps of each call, and how it names itself.
+
+Records are served over HTTP::
+
+    GET  /_emulator/invocations   one record per call, oldest first (times on the time.perf_counter() clock)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+from voicebridge_dev.local.service import CallRecord, CallState
+
+LABEL: Final = "Connect contact attributes emulator (UpdateContactAttributes, GetContactAttributes; not Amazon Connect)"
+
+
+@dataclass(frozen=True, kw_only=True)
+class InvocationRecord(CallRecord):
+    """One call: its ``operation``, the instance and contact it named (None when the request did not say), what was
+    answered (``answer``, None for an error); ``outcome`` is ``ok``, ``error`` (``error_type`` saying which),
+    ``fault_<kind>`` or ``client_disconnected``."""
+
+    operation: str
+    instance_id: str | None
+    contact_id: str | None
+    answer: Any
+    error_type: str | None
+    error_message: str | None
+
+
+@dataclass(kw_only=True)
+class Call(CallState):
+    """Mutable bookkeeping of one call while it runs."""
+
+    operation: str
+    instance_id: str | None = None
+    contact_id: str | None = None
+    answer: Any = None
+    error_type: str | None = None
+    error_message: str | None = None
