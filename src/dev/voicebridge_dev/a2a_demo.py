@@ -39,6 +39,9 @@ from voicebridge_dev.simulator.report import ReplySegment, TurnFigures, figures_
 from voicebridge_dev.template import local_physical_id
 
 RATE = 8000
+SILENCE_MARKER_AFTER_S = 7.0
+"""When the emulated Connect sends its silence marker: its threshold is unpublished; the flows path's voice agent asks
+whether anyone is there after as long (one ConverseFunction wait)."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,7 @@ def place_streaming_call(
             max_duration_s=SESSION_LIMIT_S,
             strict=False,
             contact_arn=f"{ConnectSettings(api_key='').instance_arn}/contact/{contact_id}",
+            silence_marker_after_s=SILENCE_MARKER_AFTER_S,
         )
         session = asyncio.run(run_session(agent.url, settings, caller_audio=caller))
         _await_record(cloud, contact_id)

@@ -106,6 +106,9 @@ class ConnectSettings:
     """Play the audio already buffered before handing back (unstated in the contract)."""
     idle_timeout_s: float | None = None
     """Connect's idle window (unpublished); ``None`` turns the check off."""
+    silence_marker_after_s: float | None = None
+    """Connect's extended-silence threshold (unpublished): after this long with neither the caller nor the agent
+    heard, Connect sends ``<EMPTY_USER_INPUT>``; ``None`` (the default) never sends it unscripted."""
 
     def __post_init__(self) -> None:
         if self.input_rate not in SAMPLE_RATES or self.output_rate not in SAMPLE_RATES:
@@ -462,16 +465,26 @@ class _Session:
         resample = StreamResampler(CALL_RATE, self.result.audio_input.sample_rate)
         slice_bytes = CALL_RATE * self.settings.slice_ms // 1000 * 2
         index = 0
+        quiet_since = 0.0
         # Each slice goes when the caller has finished saying it, as a phone leg captures it.
         while not self.finishing:
-            await self._at((index + 1) * self.settings.slice_ms / 1000)
+            at = (index + 1) * self.settings.slice_ms / 1000
+            await self._at(at)
             heard = self.playout is not None and self.playout.busy
-            chunk = self.caller.next_slice((index + 1) * self.settings.slice_ms / 1000, slice_bytes, agent_heard=heard)
+            chunk = self.caller.next_slice(at, slice_bytes, agent_heard=heard)
             if getattr(self.caller, "hung_up", False):
                 await self._act(HangUp(self.now()))
                 return
             await self._send(self.frames.audio(resample(chunk)))
             index += 1
+            if heard or any(chunk):
+                quiet_since = at
+            elif (
+                self.settings.silence_marker_after_s is not None
+                and at - quiet_since >= self.settings.silence_marker_after_s
+            ):
+                await self._act(SilenceMarker(self.now()))
+                quiet_since = at
 
     async def _play(self) -> None:
         assert self.playout is not None
