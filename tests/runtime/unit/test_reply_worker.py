@@ -30,6 +30,7 @@ class MemoryReplies(ReplyStore):
     """The reply store's items in a dict, with the same conditions as the table's writes."""
 
     def __init__(self) -> None:
+        super().__init__(None)  # type: ignore[arg-type]  # its items are in this object, not a table
         self.lock = threading.Lock()
         self.segments_by_key: dict[tuple[int, str, int], Segment] = {}
         self.current: ReplyStatus | None = None

@@ -257,6 +257,10 @@ class ReplyStore:
                 },
             )
 
+    def expect_soon(self, contact_id: str, turn: int) -> Future[None]:
+        """:meth:`expect`, on a thread of the store's own: the caller goes on with its work meanwhile."""
+        return self._writers().submit(self.expect, contact_id, turn)
+
     def note_speculation(
         self,
         contact_id: str,
