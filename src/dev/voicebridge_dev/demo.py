@@ -535,7 +535,7 @@ def place_calls(
             cpu["this process: moto, the emulators, the simulated calls"] = process_cpu
         served = cloud.table_requests()
         requests = {name: count - table_requests.get(name, 0) for name, count in served.items()}
-        failed = tuple(_failed(kept) for kept in cloud.lambdas.kept)
+        failed = tuple(failed_report(kept) for kept in cloud.lambdas.kept)
         counted = {name: count for name, count in requests.items() if count}
         run = replace(run, cpu_s=cpu, table_requests=counted, failed=failed)
         logging.getLogger("voicebridge_dev.local.lambda_").setLevel(logging.ERROR)
@@ -558,7 +558,8 @@ def _answer_error(answer: bytes) -> str | None:
     return f"{parsed.get('ErrorCode', '')}: {parsed.get('ErrorMessage', '')}"
 
 
-def _failed(kept: KeptInvocation) -> FailedInvocation:
+def failed_report(kept: KeptInvocation) -> FailedInvocation:
+    """What a load run reports of an invocation it kept."""
     record = kept.record
     error = _answer_error(kept.answer) if record.status is InvocationStatus.OK else None
     if error is None:

@@ -11,9 +11,9 @@ import pytest
 
 from tests.fixtures.clock import ManualClock
 from voicebridge.polls.longpoll import LateLook, LongPoll
-from voicebridge.store.replies import ReplyStatus
 from voicebridge.polls.next_segment import next_to_play
 from voicebridge.polls.next_turn import await_turn
+from voicebridge.store.replies import ReplyStatus
 
 
 class SlowReplies:
@@ -149,7 +149,9 @@ def test_a_stalled_look_is_left_behind_and_converse_answers_on_time_from_what_it
 
     assert answered_while_stalled
     # What the last look saw: turn 3's reply still being made, its first segment already played.
-    assert found.timed_out and found.thinking is not None and (found.thinking.turn, found.thinking.started) == (3, False)
+    assert (
+        found.timed_out and found.thinking is not None and (found.thinking.turn, found.thinking.started) == (3, False)
+    )
 
 
 def test_a_converse_poll_whose_first_look_stalls_says_a_reply_is_still_to_come() -> None:

@@ -248,7 +248,7 @@ def load_figures(run: LoadRun) -> dict[str, Any]:
             name: {f"p{q}": percentile(values, q) for q in PERCENTILES} for name, values in latencies.items()
         }
         | {"segment_gap": {f"p{q}": percentile(gaps, q) for q in PERCENTILES}},
-        "table": _table_figures(run.table_requests, call_minutes),
+        "table": table_figures(run.table_requests, call_minutes),
         "failed_invocations": [failed.summary() for failed in run.failed],
         "cpu": {
             "call_minutes": round(call_minutes, 2),
@@ -282,7 +282,7 @@ TABLE_READS = ("GetItem", "Query", "BatchGetItem", "Scan")
 """The DynamoDB operations that read."""
 
 
-def _table_figures(requests: Mapping[str, int], call_minutes: float) -> dict[str, Any]:
+def table_figures(requests: Mapping[str, int], call_minutes: float) -> dict[str, Any]:
     """The table's requests in total and per call-minute, reads apart (a ``GetItem`` counted by the kind of item)."""
     reads = sum(count for name, count in requests.items() if name.split(" ")[0] in TABLE_READS)
 
