@@ -11,7 +11,7 @@ import pytest
 
 from tests.fixtures.clock import ManualClock
 from voicebridge.polls.longpoll import LateLook, LongPoll
-from voicebridge.polls.next_segment import next_to_play
+from voicebridge.polls.next_segment import Next, next_to_play
 from voicebridge.polls.next_turn import await_turn
 from voicebridge.store.replies import ReplyStatus
 
@@ -130,22 +130,27 @@ class StallingReplies:
         return ReplyStatus(3, 1, done=False, updated_at_ms=0)
 
 
-def test_a_stalled_look_is_left_behind_and_converse_answers_on_time_from_what_it_saw() -> None:
-    stall = Stall()
+def converse_over(replies: StallingReplies, wait_ms: int) -> tuple[Next, bool]:
+    """ConverseFunction's poll after turn 3's first segment, on the system clock; what it answered, and whether it
+    answered while a look was still stalled."""
     try:
         found = next_to_play(
             "contact",
-            {"TurnIndex": "3", "Segment": "0", "MaxWaitMs": "300"},
-            replies=StallingReplies(stall),  # type: ignore[arg-type]
+            {"TurnIndex": "3", "Segment": "0", "MaxWaitMs": str(wait_ms)},
+            replies=replies,  # type: ignore[arg-type]
             turns=SlowTurns(ManualClock(), 0.0),  # type: ignore[arg-type]
             max_wait_ms=6000,
             fast_poll_ms=10,
             slow_poll_ms=100,
             remaining_ms=None,
         )
-        answered_while_stalled = not stall.released.is_set()
+        return found, not replies.stall.released.is_set()
     finally:
-        stall.release()
+        replies.stall.release()
+
+
+def test_a_stalled_look_is_left_behind_and_converse_answers_on_time_from_what_it_saw() -> None:
+    found, answered_while_stalled = converse_over(StallingReplies(Stall()), 300)
 
     assert answered_while_stalled
     # What the last look saw: turn 3's reply still being made, its first segment already played.
@@ -155,23 +160,9 @@ def test_a_stalled_look_is_left_behind_and_converse_answers_on_time_from_what_it
 
 
 def test_a_converse_poll_whose_first_look_stalls_says_a_reply_is_still_to_come() -> None:
-    stall = Stall()
-    replies = StallingReplies(stall)
+    replies = StallingReplies(Stall())
     replies.looks = 1  # every look stalls
-    try:
-        found = next_to_play(
-            "contact",
-            {"TurnIndex": "3", "Segment": "0", "MaxWaitMs": "200"},
-            replies=replies,  # type: ignore[arg-type]
-            turns=SlowTurns(ManualClock(), 0.0),  # type: ignore[arg-type]
-            max_wait_ms=6000,
-            fast_poll_ms=10,
-            slow_poll_ms=100,
-            remaining_ms=None,
-        )
-        answered_while_stalled = not stall.released.is_set()
-    finally:
-        stall.release()
+    found, answered_while_stalled = converse_over(replies, 200)
 
     # Nothing is known: the flow plays the silent prompt and asks again, rather than hear "Are you still there?".
     assert answered_while_stalled and found.thinking is not None and found.thinking.started is False

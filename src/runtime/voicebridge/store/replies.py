@@ -231,31 +231,7 @@ class ReplyStore:
     def expect(self, contact_id: str, turn: int) -> None:
         """Say that ``turn``'s reply may be named at any moment (pollers look fast); the status keeps the rest."""
         with contextlib.suppress(ConditionFailed):
-            self._turns.call(
-                "update_item",
-                TableName=self._turns.table,
-                Key={"ContactId": {"S": contact_id}, "TurnKey": {"S": STATUS}},
-                UpdateExpression=(
-                    "SET #x = :t, #t = if_not_exists(#t, :none), #s = if_not_exists(#s, :zero), "
-                    "#d = if_not_exists(#d, :done), #e = :e"
-                ),
-                ConditionExpression="attribute_not_exists(#t) OR #t < :t",
-                # Names for every attribute: Segments, among others, is one of DynamoDB's reserved words.
-                ExpressionAttributeNames={
-                    "#x": "Expecting",
-                    "#t": "Turn",
-                    "#s": "Segments",
-                    "#d": "Done",
-                    "#e": "ExpiresAt",
-                },
-                ExpressionAttributeValues={
-                    ":t": {"N": str(turn)},
-                    ":none": {"N": "-1"},
-                    ":zero": {"N": "0"},
-                    ":done": {"BOOL": True},
-                    ":e": {"N": str(self._turns.expires_at())},
-                },
-            )
+            self._set_on_status(contact_id, "Expecting", turn, before_turn=turn)
 
     def expect_soon(self, contact_id: str, turn: int) -> Future[None]:
         """:meth:`expect`, on a thread of the store's own: the caller goes on with its work meanwhile."""
@@ -430,30 +406,32 @@ class ReplyStore:
 
     def mark_speaking(self, contact_id: str, since_ms: int) -> None:
         """Record in the status that the caller's turn in progress began at ``since_ms`` (0: no turn open), for the
-        poll that reads it anyway; a contact with no reply yet gets a status saying so (turn -1, done)."""
+        poll that reads it anyway."""
+        self._set_on_status(contact_id, "SpeakingSince", since_ms)
+
+    def _set_on_status(self, contact_id: str, name: str, value: int, *, before_turn: int | None = None) -> None:
+        """Set ``name`` on the status, leaving the rest as it is, or making a status of no reply yet (turn -1, done)
+        when there is none; with ``before_turn``, only while the status names an older turn (else ConditionFailed)."""
+        condition = {} if before_turn is None else {"ConditionExpression": "attribute_not_exists(#t) OR #t < :before"}
         self._turns.call(
             "update_item",
             TableName=self._turns.table,
             Key={"ContactId": {"S": contact_id}, "TurnKey": {"S": STATUS}},
             UpdateExpression=(
-                "SET #p = :since, #t = if_not_exists(#t, :none), #s = if_not_exists(#s, :zero), "
+                "SET #v = :v, #t = if_not_exists(#t, :none), #s = if_not_exists(#s, :zero), "
                 "#d = if_not_exists(#d, :done), #e = :e"
             ),
             # Names for every attribute: Segments, among others, is one of DynamoDB's reserved words.
-            ExpressionAttributeNames={
-                "#p": "SpeakingSince",
-                "#t": "Turn",
-                "#s": "Segments",
-                "#d": "Done",
-                "#e": "ExpiresAt",
-            },
+            ExpressionAttributeNames={"#v": name, "#t": "Turn", "#s": "Segments", "#d": "Done", "#e": "ExpiresAt"},
             ExpressionAttributeValues={
-                ":since": {"N": str(since_ms)},
+                ":v": {"N": str(value)},
                 ":none": {"N": "-1"},
                 ":zero": {"N": "0"},
                 ":done": {"BOOL": True},
                 ":e": {"N": str(self._turns.expires_at())},
+                **({} if before_turn is None else {":before": {"N": str(before_turn)}}),
             },
+            **condition,
         )
 
     def _get(self, contact_id: str, key: str) -> dict[str, Any] | None:
