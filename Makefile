@@ -27,7 +27,7 @@ SAM_PYENV_VERSION ?= 3.11.7:3.12.1:3.13.0
 SAM_ENV := SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} PYENV_VERSION=$(SAM_PYENV_VERSION)
 
 .PHONY: test check tools demo lint typecheck unit integration artifact template sam-validate sam-build checkov flows-sync \
-	system-deps bench clean eks-manifests eks-render
+	system-deps bench clean eks-manifests eks-render a2a-image
 
 # Everything, in the order a failure is cheapest to find: lint and types, unit tests (seconds), the template, the
 # integration tests (the local cloud, a few minutes), then the Lambda artifacts as `sam build` makes them. The
@@ -69,17 +69,20 @@ integration: $(DEV_STAMP) system-deps
 artifact: sam-build
 	VOICEBRIDGE_BUILD_DIR=.aws-sam/build $(VENV)/bin/pytest -q -m artifact
 
-# The optional self-managed Sonic fleet (deploy/) is a stack of its own: linted, validated and scanned alike.
+# The optional self-managed Sonic fleet and the streaming agent server (deploy/) are stacks of their own: linted,
+# validated and scanned alike.
 SONIC_STACK := deploy/sonic-self-managed.yaml
+A2A_STACK := deploy/a2a-streaming.yaml
 
 template: $(DEV_STAMP)
-	$(VENV)/bin/cfn-lint template.yaml $(SONIC_STACK)
+	$(VENV)/bin/cfn-lint template.yaml $(SONIC_STACK) $(A2A_STACK)
 	$(VENV)/bin/voicebridge flows validate
 	$(PY) tools/flows_sync.py --check
 
 sam-validate: $(SAM_STAMP)
 	$(SAM_ENV) $(SAM_VENV)/bin/sam validate --lint
 	$(SAM_ENV) $(SAM_VENV)/bin/sam validate --lint --template-file $(SONIC_STACK)
+	$(SAM_ENV) $(SAM_VENV)/bin/sam validate --lint --template-file $(A2A_STACK)
 
 sam-build: $(SAM_STAMP)
 	@$(SAM_ENV) $(LAMBDA_PYTHON) --version >/dev/null 2>&1 || { \
@@ -90,8 +93,8 @@ sam-build: $(SAM_STAMP)
 # The EKS manifests are scanned as rendered, each overlay one file: checkov's kustomize framework needs the kustomize
 # binary. Its skips are annotations on the resources, each with its reason.
 checkov: $(CHECKOV_STAMP) eks-render
-	$(CHECKOV_VENV)/bin/checkov --file template.yaml --file $(SONIC_STACK) --framework cloudformation --skip-download \
-	  --compact --quiet
+	$(CHECKOV_VENV)/bin/checkov --file template.yaml --file $(SONIC_STACK) --file $(A2A_STACK) \
+	  --framework cloudformation --skip-download --compact --quiet
 	$(CHECKOV_VENV)/bin/checkov --directory $(EKS_RENDERED) --framework kubernetes --skip-download --compact --quiet
 
 # deploy/eks/: every overlay rendered and checked against the Kubernetes schemas of the EKS versions in standard
@@ -107,6 +110,15 @@ eks-render: $(DEV_STAMP)
 	  $(VENV)/bin/voicebridge sonic manifests deploy/eks/overlays/$$overlay --allow-placeholders \
 	    > $(EKS_RENDERED)/$$overlay.yaml || exit 1; \
 	done
+
+# The streaming agent server's container image (deploy/a2a/Dockerfile, ARM64), with whichever engine is installed;
+# push it to the ECR repository deploy/a2a-streaming.yaml's ImageRepositoryName names (docs/deploying.md).
+A2A_IMAGE ?= voicebridge-a2a:latest
+A2A_ENGINE ?= $(firstword $(foreach engine,docker podman finch buildah,$(if $(shell command -v $(engine)),$(engine))))
+a2a-image:
+	@test -n "$(A2A_ENGINE)" || { echo "a2a-image needs a container engine: install docker, podman, finch or buildah" \
+	  "(or set A2A_ENGINE)" >&2; exit 1; }
+	$(A2A_ENGINE) build --platform linux/arm64 --file deploy/a2a/Dockerfile --tag $(A2A_IMAGE) .
 
 # Rewrites the contact flows embedded in template.yaml from contact_flows/*.json.
 flows-sync: $(DEV_STAMP)

@@ -115,7 +115,7 @@ class _PacedResponder:
         )
 
 
-def _speak(text: str, deadline: float, cancel: threading.Event | None = None) -> Spoken:
+def _speak(text: str, deadline: float, cancel: threading.Event | None = None, *, reply: object = None) -> Spoken:
     prompt = container.synthesizer().synthesize(
         SpeechRequest.from_parameters({"Text": text}, container.request_settings()), deadline=deadline, cancel=cancel
     )

@@ -33,6 +33,7 @@ UTTERANCES = {
     "dispute": "I want to dispute a charge I don't recognize.",
     "person": "Let me talk to a person, please.",
     "amount": "Eighty four dollars.",
+    "uh-huh": "Uh-huh.",
 }
 # Piper's output level; the Ink emulator's turn detector counts a frame as voiced from -40 dBFS.
 _VOLUME = 0.7

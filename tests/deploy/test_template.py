@@ -749,9 +749,11 @@ def test_connect_resources_are_created_only_with_an_instance_arn() -> None:
         "AWS::Connect::IntegrationAssociation",
         "AWS::Connect::ContactFlow",
     }
+    # The listen-only and streaming flows' conditions hold HasConnectInstance within them.
+    only_with_an_instance = ("HasConnectInstance", "CreateListenOnlyFlow", "CreateStreamingFlow")
     for name, resource in RESOURCES.items():
         if resource["Type"] in connect_kinds:
-            assert resource.get("Condition") in ("HasConnectInstance", "CreateListenOnlyFlow"), name
+            assert resource.get("Condition") in only_with_an_instance, name
 
 
 def test_the_listen_only_flow_is_created_only_with_an_agent_queue() -> None:
@@ -769,7 +771,7 @@ def test_each_flow_is_created_only_after_the_functions_it_calls_are_associated()
     }
     for name, resource in _flow_resources().items():
         called = set(re.findall(r"\$\{([A-Za-z0-9]+)\.Arn\}", resource["Properties"]["Content"]["Fn::Sub"]))
-        assert set(resource["DependsOn"]) == {integration_of[function] for function in called}, name
+        assert set(resource.get("DependsOn", [])) == {integration_of[function] for function in called}, name
 
 
 def test_the_flows_are_named_after_the_stack() -> None:
@@ -778,6 +780,7 @@ def test_the_flows_are_named_after_the_stack() -> None:
         "contact_flows/voice-agent.json": {"Fn::Sub": "${AWS::StackName} voice agent"},
         "contact_flows/echo.json": {"Fn::Sub": "${AWS::StackName} echo"},
         "contact_flows/listen-only.json": {"Fn::Sub": "${AWS::StackName} listen only"},
+        "contact_flows/voice-agent-streaming.json": {"Fn::Sub": "${AWS::StackName} voice agent streaming"},
     }
 
 

@@ -10,6 +10,7 @@ voicebridge flows render PATH --stack NAME   fill ARNs from a deployed stack for
 voicebridge flows simulate FLOW...           run flows on the local cloud; how each ends, and the path it took
 voicebridge sonic preflight HOSTING …        check what a Sonic deployment needs before it is tried
 voicebridge sonic manifests OVERLAY          render deploy/eks/ (kustomize-compatible) to one YAML stream
+voicebridge a2a register …                   make Connect's side of the streaming transport (idempotent)
 """
 
 from __future__ import annotations
@@ -91,7 +92,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo.add_argument("--report", help="write a JSON report to this file")
     demo.add_argument("--out", default="out", help="folder for the files the demo writes")
     _choice(demo, "--engine", _ENGINES)
-    _choice(demo, "--scenario", ("normal", "lex", "silence", "model-failure", "transfer"))
+    _choice(demo, "--scenario", ("normal", "lex", "silence", "model-failure", "transfer", "barge-in"))
+    _choice(
+        demo,
+        "--transport",
+        ("flows", "a2a"),
+        help="how Connect and the product talk: the contact flow's Lambda blocks and S3 prompts (flows), or "
+        "Connect's external-AI-agent voice streaming (a2a)",
+    )
     demo.add_argument(
         "--calls",
         type=int,
@@ -124,7 +132,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "CONVERSE_FAST_POLL_MS=25); repeat for more",
     )
     demo.add_argument(
-        "--text", default=None, help="a sentence the caller says first (spoken by the local speech engine)"
+        "--text",
+        default=None,
+        help="a sentence the caller says first (spoken by the local speech engine); each | is a 500 ms pause",
     )
     _choice(
         demo,
@@ -234,7 +244,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--allow-placeholders", action="store_true", help="render even with REPLACE values left (to inspect or scan)"
     )
 
+    a2a = commands.add_parser("a2a", help="the streaming transport").add_subparsers(dest="a2a_command", required=True)
+    register = a2a.add_parser(
+        "register",
+        help="the A2A_SERVER application, its association, the AI agent and its version, the security profile; "
+        "creates or updates only what differs",
+    )
+    register.add_argument("--instance-arn", required=True, help="the Connect instance (ConnectInstanceArn)")
+    register.add_argument("--assistant", required=True, help="the Q in Connect assistant's id or ARN")
+    register.add_argument("--url", required=True, help="the server's wss:// URL (the stack's StreamingUrl)")
+    register.add_argument("--secret-arn", required=True, help="the API key's secret (StreamingApiKeySecretArn)")
+    register.add_argument("--security-profile-id", required=True, help="the security profile the AI agent gets")
+    register.add_argument("--orchestration-prompt-id", required=True, help="an ORCHESTRATION AI prompt's id")
+    register.add_argument("--name", default="voicebridge-streaming", help="the application's and AI agent's name")
+    register.add_argument("--locale", default="", help="the AI agent's locale (e.g. en_US); empty leaves it unset")
+    register.add_argument("--region", help="the instance's region (default: the AWS CLI's)")
+    register.add_argument("--dry-run", action="store_true", help="print each call with its parameters; make none")
+
     args = parser.parse_args(argv)
+    if args.command == "a2a":
+        return _a2a_register(args)
     if args.command == "sonic":
         return _sonic_manifests(args) if args.sonic_command == "manifests" else _sonic_preflight(args)
     if args.command == "mkv":
@@ -265,11 +294,42 @@ def main(argv: Sequence[str] | None = None) -> int:
             interval_ms=args.interval_ms,
             own_processes=args.service_processes,
             function_env=function_env,
+            transport=args.transport,
         )
     if args.command == "bench":
         return _bench(args)
     parser.error(f"unknown command {args.command}")
     return 2
+
+
+def _a2a_register(args: argparse.Namespace) -> int:
+    from voicebridge_dev.a2a_register import Registrar, Registration, RegistrationError, boto3_api, dry_run_api
+
+    try:
+        registration = Registration(
+            instance_arn=args.instance_arn,
+            assistant=args.assistant,
+            url=args.url,
+            secret_arn=args.secret_arn,
+            security_profile_id=args.security_profile_id,
+            orchestration_prompt_id=args.orchestration_prompt_id,
+            name=args.name,
+            locale=args.locale,
+        )
+        if args.dry_run:
+            print("dry run: each call a first registration makes; none is made")
+            api = dry_run_api(print)
+        else:
+            api = boto3_api(_clients(args.region), print)
+        registered = Registrar(api).register(registration)
+    except RegistrationError as exc:
+        print(f"a2a register: {exc}", file=sys.stderr)
+        return 2
+    print(f"application: {registered.application_arn}")
+    print(f"AI agent version (StreamingAIAgentVersionArn): {registered.agent_version_arn}")
+    if not args.dry_run:
+        print("changed" if registered.changed else "unchanged: everything was in place")
+    return 0
 
 
 def _sonic_manifests(args: argparse.Namespace) -> int:
@@ -289,12 +349,11 @@ def _sonic_manifests(args: argparse.Namespace) -> int:
     return 0
 
 
-def _sonic_preflight(args: argparse.Namespace) -> int:
+def _clients(region: str | None) -> Callable[[str], Any]:
+    """One boto3 client a service, made when first asked for, in ``region`` (default: the AWS CLI's)."""
     import boto3
 
-    from voicebridge_dev.sonic_preflight import eks_checks, report, sagemaker_checks, self_managed_checks
-
-    session = boto3.session.Session(region_name=args.region)
+    session = boto3.session.Session(region_name=region)
     # The service is named at run time, and boto3's typed overloads know services only by literal name.
     make_client: Callable[..., Any] = session.client
     built: dict[str, Any] = {}
@@ -304,6 +363,13 @@ def _sonic_preflight(args: argparse.Namespace) -> int:
             built[service] = make_client(service)
         return built[service]
 
+    return clients
+
+
+def _sonic_preflight(args: argparse.Namespace) -> int:
+    from voicebridge_dev.sonic_preflight import eks_checks, report, sagemaker_checks, self_managed_checks
+
+    clients = _clients(args.region)
     if args.hosting == "sagemaker":
         checks = sagemaker_checks(
             clients, model_package=args.model_package, instance_type=args.instance_type, instances=args.instances

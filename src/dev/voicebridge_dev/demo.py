@@ -33,6 +33,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from voicebridge.audio.wav import pcm16_wav_bytes
 from voicebridge.redaction import BuiltinRedactor, NoRedaction, Redactor
 from voicebridge_dev.local.bedrock import Fault as BedrockFault
@@ -66,6 +68,7 @@ from voicebridge_dev.simulator import (
     timeline_png,
     transcript,
 )
+from voicebridge_dev.simulator.caller import Over
 from voicebridge_dev.simulator.load import FailedInvocation, LoadRun, load_figures, load_table, simulate_calls
 
 TEMPLATE = Path("template.yaml")
@@ -147,8 +150,12 @@ def run_demo(
     interval_ms: float = DEFAULT_INTERVAL_MS,
     own_processes: bool | None = None,
     function_env: Mapping[str, str] | None = None,
+    transport: str = "flows",
 ) -> int:
     """Run the demo call; returns the exit status (0 when the flow ended the call or the caller hung up).
+
+    ``transport`` is how Connect and the product talk: ``flows`` (the contact flow's Lambda blocks and S3 prompts)
+    or ``a2a`` (Connect's external-AI-agent voice streaming, :mod:`voicebridge_dev.a2a_demo`).
 
     ``text``, when given, replaces the caller's first utterance: the local speech engine speaks it.
     ``recognition`` is how the Ink emulator hears the caller: ``pocketsphinx`` (``auto``: when installed) or
@@ -169,6 +176,17 @@ def run_demo(
         return 2
     if text:
         steps = _with_first_utterance(steps, text, speech)
+    if transport == "a2a":
+        return _run_streaming(
+            chosen,
+            steps,
+            speech,
+            out=out,
+            report=report,
+            recognition=recognition,
+            sonic_hosting=sonic_hosting,
+            function_env=function_env,
+        )
     if calls > 1:
         return run_load(
             calls,
@@ -250,9 +268,26 @@ def run_demo(
     return 0
 
 
+PAUSE_MARK = "|"
+"""In ``--text``, where the caller pauses mid-turn (``"Yes, | please go ahead"``): :data:`PAUSE_MS` of silence."""
+PAUSE_MS = 500
+
+
+def spoken_with_pauses(text: str, speech: SpeechEngine, sample_rate: int = 8000) -> Clip:
+    """``text`` in the local speech engine's voice, each ``|`` a pause of :data:`PAUSE_MS`; the clip's transcript is
+    the text without the marks."""
+    parts = [part.strip() for part in text.split(PAUSE_MARK) if part.strip()]
+    pause = np.zeros(PAUSE_MS * sample_rate // 1000, dtype=np.int16)
+    pieces: list[Any] = []
+    for index, part in enumerate(parts):
+        pieces += [pause] if index else []
+        pieces.append(speech.synthesize(part, sample_rate, 1.0))
+    return Clip("custom", " ".join(parts), np.concatenate(pieces) if pieces else pause)
+
+
 def _with_first_utterance(steps: list[Step], text: str, speech: SpeechEngine) -> list[Step]:
     """``steps`` with the first utterance replaced by ``text`` in the local speech engine's voice."""
-    clip = Clip("custom", text, speech.synthesize(text, 8000, 1.0))
+    clip = spoken_with_pauses(text, speech)
     for index, step in enumerate(steps):
         if isinstance(step, Say):
             return [*steps[:index], replace(step, clip=clip), *steps[index + 1 :]]
@@ -388,6 +423,10 @@ RECORD_WAIT_S = 20.0
 quiet for its read timeout and a second (3 s and 1 s by default), then writes it."""
 
 
+CONSUMER_EXIT_WAIT_S = 10.0
+"""How long the demo waits, once the record is stored, for the consumer's invocation to end."""
+
+
 def _await_kept(cloud: CloudBase, contact_id: str, *, wait_s: float = RECORD_WAIT_S) -> Kept:
     """Wait for the consumer to store the call's record (``records/…/<contact-id>.json``), then read it and the logs
     of every function invocation."""
@@ -407,6 +446,9 @@ def _await_kept(cloud: CloudBase, contact_id: str, *, wait_s: float = RECORD_WAI
     if record is None:
         print(f"voicebridge demo: no call record came within {wait_s:.0f} s", file=sys.stderr)
     assert cloud.lambdas is not None
+    # The consumer writes the record last, then returns: its logs (the turns it stored, its metrics) are kept once
+    # its invocation has ended.
+    cloud.lambdas.wait_for_idle(CONSUMER_EXIT_WAIT_S)
     logs = "".join(f"--- {r.function} {r.request_id} ({r.status.value})\n{r.logs}" for r in cloud.lambdas.invocations)
     return Kept(record, logs)
 
@@ -428,7 +470,7 @@ def _prepare(
     cloud.lambdas.env["SONIC_BACKEND"] = sonic_backend
     if registered:
         for step in steps:
-            if isinstance(step, Say):
+            if isinstance(step, Say | Over):
                 cloud.register_transcript(step.clip.pcm, step.clip.transcript)
     return _answer_with(cloud, chosen, function_env)
 
@@ -622,5 +664,61 @@ def run_load(
     turns = figures["turns"]
     if turns["exactly_once"] != turns["utterances"] or "error" in figures["ended_by"]:
         print("voicebridge demo: not every turn was delivered exactly once", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _run_streaming(
+    chosen: Scenario,
+    steps: list[Step],
+    speech: SpeechEngine,
+    *,
+    out: Path,
+    report: str | None,
+    recognition: str,
+    sonic_hosting: str,
+    function_env: Mapping[str, str] | None,
+) -> int:
+    """The demo's call on the streaming transport: the same scenario, cloud and services, Connect's A2A client
+    emulator instead of the flow simulator."""
+    from voicebridge_dev import a2a_demo
+
+    if recognition != "registered":
+        embedded = load_recogniser("pocketsphinx" if recognition == "pocketsphinx" else "auto")
+    else:
+        embedded = None
+    cloud = local_cloud(speech, own_processes=False, recogniser=embedded)
+    print(f"scenario {chosen.name} on the streaming transport: {chosen.description}")
+    with cloud:
+        emulated = _prepare(
+            cloud,
+            chosen,
+            steps,
+            registered=embedded is None,
+            sonic_backend=SONIC_BACKENDS[sonic_hosting],
+            function_env=function_env,
+        )
+        assert cloud.lambdas is not None
+        call = a2a_demo.place_streaming_call(cloud, steps, dict(cloud.lambdas.env), template=TEMPLATE)
+    a2a_demo.print_summary(call)
+    redactor = demo_redactor(function_env)
+    files = a2a_demo.write_outputs(call, out, redactor)
+    if report:
+        context = {
+            "scenario": chosen.name,
+            "responder": chosen.responder,
+            "emulated": emulated,
+            "sonic_hosting": sonic_hosting,
+            "speech_engine": speech.name,
+            "recogniser": "pocketsphinx" if embedded is not None else "registered transcripts",
+            "files": {name: str(path) for name, path in files.items()},
+        }
+        written = redacted_report(a2a_demo.build_report(call, **context), redactor)
+        Path(report).parent.mkdir(parents=True, exist_ok=True)
+        Path(report).write_text(json.dumps(written, indent=2) + "\n", encoding="utf-8")
+        files["report"] = Path(report)
+    for name, path in files.items():
+        print(f"{name:>10}: {path}")
+    if call.violations:
         return 1
     return 0

@@ -317,6 +317,24 @@ class Settings:
     """The customer's function may be asked speculatively (it changes nothing when asked about words the caller
     then does not say)."""
 
+    # The streaming transport: the agent server Connect streams a voice contact to (docs/streaming.md)
+    a2a_api_key_secret_arn: str = ""
+    """The Secrets Manager secret holding the bearer key Connect presents (its previous version is accepted too)."""
+    a2a_greeting_text: str = "Hello! Thanks for calling. How can I help you today?"
+    a2a_reprompt_text: str = "Are you still there? I'm listening."
+    a2a_goodbye_text: str = "I haven't heard anything for a while, so I'll hang up now. Goodbye!"
+    a2a_output_lead_ms: int = field(default=160, metadata=_whole(40, 2000))
+    """How far ahead of what the caller hears the agent's audio is sent: what Connect buffers, and what the caller
+    still hears after the agent stops."""
+    a2a_barge_in_pause_ms: int = field(default=80, metadata=_whole(20, 1000))
+    """Voice this long over the agent's audio pauses it."""
+    a2a_barge_in_ms: int = field(default=600, metadata=_whole(100, 3000))
+    """Voice this long over the agent's audio interrupts it; shorter (a cough, "uh-huh") and the agent goes on."""
+    a2a_output_sample_rate: int | None = field(
+        default=None, metadata=_whole(8000, 24000, among=frozenset({8000, 16000, 24000}), optional=True)
+    )
+    """The rate the agent asks for its audio (8000, 16000 or 24000); unset: the rate Connect proposes."""
+
     def __post_init__(self) -> None:
         problems: list[str] = []
         for setting in fields(self):

@@ -18,7 +18,7 @@ A factory that fails (an empty secret, a missing setting) stores nothing, so the
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, Unpack, cast, overload
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from types_boto3_sagemaker_runtime.client import SageMakerRuntimeClient
     from types_boto3_secretsmanager.client import SecretsManagerClient
 
+    from voicebridge.a2a.session import Engine
     from voicebridge.call.record import CallRecorder
     from voicebridge.config import Settings
     from voicebridge.converse.responder import Responder
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from voicebridge.ink.transcriber import MetricSink
     from voicebridge.kvs.media import MediaSource
     from voicebridge.redaction import Redactor
+    from voicebridge.sonic.backends import SonicBackend
     from voicebridge.sonic.request import RequestSettings
     from voicebridge.sonic.synthesizer import Synthesizer
     from voicebridge.store.prompts import PromptStore
@@ -54,6 +56,7 @@ T = TypeVar("T")
 Service = Literal[
     "bedrock-runtime",
     "comprehend",
+    "connect",
     "dynamodb",
     "events",
     "kinesis-video-media",
@@ -110,6 +113,8 @@ def settings() -> Settings:
 def client(service: Literal["bedrock-runtime"], **options: Unpack[ClientOptions]) -> BedrockRuntimeClient: ...
 @overload
 def client(service: Literal["comprehend"], **options: Unpack[ClientOptions]) -> ComprehendClient: ...
+@overload
+def client(service: Literal["connect"], **options: Unpack[ClientOptions]) -> Any: ...
 @overload
 def client(service: Literal["dynamodb"], **options: Unpack[ClientOptions]) -> DynamoDBClient: ...
 @overload
@@ -277,18 +282,12 @@ def store_pause() -> None:
             _built.pop(("pause",), None)
 
 
-def synthesizer() -> Synthesizer:
-    """The Speak path's synthesizer on the configured Sonic backend."""
+def sonic_backend() -> SonicBackend:
+    """Where Sonic runs (``SONIC_BACKEND``): what the Speak path's synthesizer and the streaming voice both speak
+    with."""
 
-    def build() -> Synthesizer:
-        from voicebridge.sonic.backends import (
-            STALL_TIMEOUT_S,
-            CartesiaApiBackend,
-            ContainerBackend,
-            SageMakerBackend,
-            SonicBackend,
-        )
-        from voicebridge.sonic.synthesizer import SynthesisSettings, Synthesizer
+    def build() -> SonicBackend:
+        from voicebridge.sonic.backends import STALL_TIMEOUT_S, CartesiaApiBackend, ContainerBackend, SageMakerBackend
 
         config = settings()
         backend: SonicBackend
@@ -306,13 +305,25 @@ def synthesizer() -> Synthesizer:
             # The read timeout bounds a stall between two parts, not the whole generation.
             runtime = client("sagemaker-runtime", read_timeout=STALL_TIMEOUT_S, pool=32)
             backend = SageMakerBackend(config.sonic_endpoint_name, runtime)
+        return backend
+
+    return _once(("sonic_backend",), build)
+
+
+def synthesizer() -> Synthesizer:
+    """The Speak path's synthesizer on the configured Sonic backend."""
+
+    def build() -> Synthesizer:
+        from voicebridge.sonic.synthesizer import SynthesisSettings, Synthesizer
+
+        config = settings()
         read = SynthesisSettings(
             sonic_encoding=config.sonic_encoding,
             sonic_sample_rate=config.sonic_sample_rate,
             sonic_resampler=config.sonic_resampler,
             sonic_max_attempts=config.sonic_max_attempts,
         )
-        return Synthesizer(read, backend, prompt_store())
+        return Synthesizer(read, sonic_backend(), prompt_store())
 
     return _once(("synthesizer",), build)
 
@@ -446,7 +457,7 @@ def reply_worker(checkpoint: Checkpoint, sink: MetricSink) -> ReplyWorker:
     speaker = synthesizer()
     defaults = request_settings()
 
-    def speak(text: str, deadline: float, cancel: threading.Event | None = None) -> Spoken:
+    def speak(text: str, deadline: float, cancel: threading.Event | None = None, *, reply: object = None) -> Spoken:
         request = SpeechRequest.from_parameters({"Text": text}, defaults)
         prompt = speaker.synthesize(request, deadline=deadline, cancel=cancel)
         if prompt.time_to_first_byte_ms is not None:
@@ -462,4 +473,31 @@ def reply_worker(checkpoint: Checkpoint, sink: MetricSink) -> ReplyWorker:
         settings=ReplySettings.of(config),
         attributes=checkpoint.attributes,
         report=sink.add,
+    )
+
+
+def a2a_engine() -> Engine:
+    """The conversation engine's parts for the streaming transport's sessions (the flows path's own, shared)."""
+    from voicebridge.a2a.session import Engine
+    from voicebridge.a2a.voice import StreamingVoice
+    from voicebridge.call.consumer import write_record
+
+    config = settings()
+
+    def voice(sample_rate: int) -> StreamingVoice:
+        return StreamingVoice(sonic_backend(), request_settings(), sample_rate, max_attempts=config.sonic_max_attempts)
+
+    def update_attributes(instance_arn: str, contact_id: str, attributes: Mapping[str, str]) -> None:
+        client("connect", retries=2).update_contact_attributes(
+            InitialContactId=contact_id, InstanceId=instance_arn.rsplit("/", 1)[-1], Attributes=dict(attributes)
+        )
+
+    return Engine(
+        store=turn_store(),
+        replies=reply_store(),
+        open_ink=ink_session,
+        responder=responder,
+        voice=voice,
+        write_record=lambda contact_id, generation, sink: write_record(call_recorder, contact_id, generation, sink),
+        update_attributes=update_attributes,
     )

@@ -146,7 +146,7 @@ class Rules:
         return FixedReply(f"You said {request.transcript}.")
 
 
-def speak(text: str, deadline: float, cancel: threading.Event | None = None) -> Spoken:
+def speak(text: str, deadline: float, cancel: threading.Event | None = None, *, reply: object = None) -> Spoken:
     return Spoken(f"https://bucket/{abs(hash(text))}.wav", 1.0, time.time())
 
 
@@ -283,7 +283,9 @@ def test_a_responder_that_may_not_speculate_is_asked_only_when_the_turn_ends(rep
 def test_a_later_turn_stops_the_reply_being_made_and_is_answered(replies: MemoryReplies) -> None:
     slow = threading.Event()
 
-    def slow_speak(text: str, deadline: float, cancel: threading.Event | None = None) -> Spoken:
+    def slow_speak(
+        text: str, deadline: float, cancel: threading.Event | None = None, *, reply: object = None
+    ) -> Spoken:
         slow.wait(0.05)
         return speak(text, deadline, cancel)
 

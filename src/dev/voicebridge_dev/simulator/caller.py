@@ -114,7 +114,15 @@ class HangUp:
     pass
 
 
-Step = Say | Press | Silence | HangUp
+@dataclass(frozen=True)
+class Over:
+    """Say ``clip`` ``after_s`` seconds into the bot's next reply, over it (a barge-in, or a backchannel)."""
+
+    clip: Clip
+    after_s: float
+
+
+Step = Say | Press | Silence | HangUp | Over
 
 _KEYS = re.compile(r"[0-9*#]{1,50}")
 # The DTMF grid (ITU-T Q.23): each key is the sum of its row's and its column's tone.
@@ -163,7 +171,8 @@ class Scenario:
     name: str
     description: str
     steps: tuple[str, ...]
-    """Clip names, ``"silence"`` or ``"hangup"``."""
+    """Clip names, ``"silence"``, ``"hangup"``, or ``"over:<clip>@<seconds>"`` (said that far into the bot's next
+    reply, over it)."""
     responder: str = "bedrock"
     """Who answers the caller's turns (``RESPONDER``): ``bedrock`` (the Bedrock emulator's bank agent), ``lex`` (the
     Lex emulator's bank bot) or ``scripted`` (the template's rules)."""
@@ -180,6 +189,11 @@ class Scenario:
                 steps.append(Silence())
             elif step == "hangup":
                 steps.append(HangUp())
+            elif step.startswith("over:"):
+                name, _, after = step.removeprefix("over:").partition("@")
+                if name not in clips:
+                    raise CallerScriptError(f"scenario {self.name}: no clip named {name!r}")
+                steps.append(Over(clips[name], float(after or 0)))
             elif step in clips:
                 steps.append(Say(clips[step]))
             else:
@@ -214,6 +228,12 @@ SCENARIOS: Mapping[str, Scenario] = {
             ("balance", "balance", "hangup"),
             sonic_unavailable=True,
             responder_failures=1,
+        ),
+        Scenario(
+            "barge-in",
+            'the caller talks over a long reply two seconds in (and is answered), and says a short "uh-huh" '
+            "during another (which goes on), then asks for a person",
+            ("dispute", "over:balance@2.0", "pay-bill", "over:uh-huh@1.0", "person"),
         ),
         Scenario(
             "transfer",

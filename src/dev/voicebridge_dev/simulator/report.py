@@ -68,10 +68,12 @@ __all__ = [
     "ReplySegment",
     "TurnFigures",
     "build_report",
+    "figures_table",
     "latency_table",
     "prompt_texts",
     "summary",
     "transcript",
+    "turn_entry",
     "turn_figures",
     "waterfall_table",
 ]
@@ -459,39 +461,7 @@ def build_report(result: CallResult, **context: Any) -> dict[str, Any]:
             "frames": int(result.recording.shape[0]),
         },
         "summary": summary(figures),
-        "turns": [
-            {
-                "index": turn.index,
-                "said": turn.said,
-                "heard": turn.heard,
-                "reply": turn.reply,
-                "action": turn.action,
-                "speech_start_ms": _ms(turn.speech_start),
-                "speech_end_ms": _ms(turn.speech_end),
-                "turn_end_ms": _ms(turn.turn_end),
-                "reply_start_ms": _ms(turn.reply_start),
-                "segments": [
-                    {
-                        "index": segment.index,
-                        "text": segment.text,
-                        "prompt": segment.prompt,
-                        "source": segment.source,
-                        "more": segment.more,
-                        "ready_ms": _ms(segment.ready),
-                        "delivered_ms": _ms(segment.delivered),
-                        "played_ms": _ms(segment.start),
-                        "ended_ms": _ms(segment.end),
-                    }
-                    for segment in turn.segments
-                ],
-                "speculative": turn.speculative,
-                "latency_ms": turn.latency_ms(),
-                "bridge_parts_ms": turn.bridge_parts_ms(),
-                "waterfall_ms": turn.waterfall_ms(),
-                "segment_gaps_ms": turn.segment_gaps_ms(),
-            }
-            for turn in figures
-        ],
+        "turns": [turn_entry(turn) for turn in figures],
         "prompts": [
             {
                 "action": s.action,
@@ -550,6 +520,40 @@ def build_report(result: CallResult, **context: Any) -> dict[str, Any]:
     }
 
 
+def turn_entry(turn: TurnFigures) -> dict[str, Any]:
+    """One turn of the report: what was said and heard, the reply, its moments and latencies (both transports)."""
+    return {
+        "index": turn.index,
+        "said": turn.said,
+        "heard": turn.heard,
+        "reply": turn.reply,
+        "action": turn.action,
+        "speech_start_ms": _ms(turn.speech_start),
+        "speech_end_ms": _ms(turn.speech_end),
+        "turn_end_ms": _ms(turn.turn_end),
+        "reply_start_ms": _ms(turn.reply_start),
+        "segments": [
+            {
+                "index": segment.index,
+                "text": segment.text,
+                "prompt": segment.prompt,
+                "source": segment.source,
+                "more": segment.more,
+                "ready_ms": _ms(segment.ready),
+                "delivered_ms": _ms(segment.delivered),
+                "played_ms": _ms(segment.start),
+                "ended_ms": _ms(segment.end),
+            }
+            for segment in turn.segments
+        ],
+        "speculative": turn.speculative,
+        "latency_ms": turn.latency_ms(),
+        "bridge_parts_ms": turn.bridge_parts_ms(),
+        "waterfall_ms": turn.waterfall_ms(),
+        "segment_gaps_ms": turn.segment_gaps_ms(),
+    }
+
+
 def transcript(result: CallResult) -> str:
     """Who said what, when (mm:ss.mmm since the call began), what was heard, and how the call ended."""
     texts = prompt_texts(result.lambda_calls)
@@ -587,6 +591,11 @@ _COLUMNS = (
 
 def latency_table(result: CallResult) -> str:
     """The per-turn latencies as a table for the terminal, with the medians under it."""
+    return figures_table(turn_figures(result))
+
+
+def figures_table(figures: Sequence[TurnFigures]) -> str:
+    """The latency table and the waterfall of ``figures`` (either transport's turns)."""
     header = "  ".join(f"{name:<{width}}" if name == "heard" else f"{name:>{width}}" for name, width in _COLUMNS)
     rows = [header, "-" * len(header)]
 
@@ -595,7 +604,6 @@ def latency_table(result: CallResult) -> str:
             return f"{'-':>{width}}"
         return f"{f'{value:g} ms':>{width}}"
 
-    figures = turn_figures(result)
     for turn in figures:
         latency = turn.latency_ms()
         gaps = turn.segment_gaps_ms()

@@ -96,6 +96,42 @@ class VoiceActivity:
             return utterance
         return None
 
+    def take_until(self, position_ms: float) -> Utterance | None:
+        """Everything voiced before ``position_ms`` as one span, from its first voiced frame to its last; what is
+        voiced from ``position_ms`` on stays, to be taken later.
+
+        A turn is all the voiced audio since the previous turn up to where the recogniser had heard when it ended the
+        turn: pauses inside it (a comma, a breath) make several utterances here but one turn there, and none of them
+        may be left over for the next turn."""
+        start: float | None = None
+        end: float | None = None
+        while self.closed and self.closed[0].start_ms < position_ms:
+            utterance = self.closed.popleft()
+            start = utterance.start_ms if start is None else start
+            end = min(utterance.end_ms, position_ms)
+            if utterance.end_ms > position_ms:
+                # Voice runs on past what was heard: the rest is the next turn's.
+                self.closed.appendleft(Utterance(position_ms, utterance.end_ms))
+                break
+        open_start = self.open_start_ms
+        if open_start is not None and open_start < position_ms and self.last_voiced_end_ms is not None:
+            start = open_start if start is None else start
+            end = min(self.last_voiced_end_ms, position_ms)
+            # Still voiced past the position: the utterance goes on as the next turn's; else it is this turn's.
+            self.open_start_ms = position_ms if self.last_voiced_end_ms > position_ms else None
+        if start is None or end is None:
+            return None
+        return Utterance(start, end)
+
+    def discard_before(self, position_ms: float) -> int:
+        """Forget the closed utterances that ended before ``position_ms`` (sounds the recogniser heard and made no
+        turn of: a cough, an "mm"); how many."""
+        dropped = 0
+        while self.closed and self.closed[0].end_ms <= position_ms:
+            self.closed.popleft()
+            dropped += 1
+        return dropped
+
     def next_start_ms(self) -> float | None:
         """Where the next untaken utterance starts, if any has begun."""
         if self.closed:

@@ -48,10 +48,13 @@ class Spoken:
 
 
 class Speak(Protocol):
-    """Speak a sentence before a deadline (``time.monotonic()``); ModelUnavailable when only its text can go,
-    SynthesisCancelled once ``cancel`` is set."""
+    """Speak a sentence of ``reply`` before a deadline (``time.monotonic()``); ModelUnavailable when only its text can
+    go, SynthesisCancelled once ``cancel`` is set (or the transport stopped the reply). The flows path stores a prompt;
+    the streaming path plays the audio into the call as it comes."""
 
-    def __call__(self, text: str, deadline: float, cancel: threading.Event | None = None) -> Spoken: ...
+    def __call__(
+        self, text: str, deadline: float, cancel: threading.Event | None = None, *, reply: ReplyInProgress | None = None
+    ) -> Spoken: ...
 
 
 Report = Callable[[str, MetricUnit, float], None]
@@ -117,6 +120,9 @@ class ReplyInProgress:
     last: Segment | None = None
     """The segment stored last: the status carries a copy of it."""
     committed_at_ms: float | None = None
+    heard: str | None = None
+    """What the caller heard of it, when a transport knows that was less than was made (a reply cut short
+    mid-sentence by the caller): the history keeps this, with what was not said marked so."""
 
     @property
     def speculative(self) -> bool:
@@ -139,6 +145,7 @@ class ReplyMaker:
         clock: Clock,
         abandoned: threading.Event,
         hold: Callable[[ReplyInProgress], None],
+        on_finished: Callable[[ReplyInProgress], None] | None = None,
     ) -> None:
         self.contact_id = contact_id
         self._responder = responder
@@ -150,6 +157,8 @@ class ReplyMaker:
         self._clock = clock
         self._abandoned = abandoned
         self._hold = hold
+        self._on_finished = on_finished
+        self._history_lock = threading.Lock()
         self._history: list[Exchange] | None = None
         """The conversation so far, read once: this consumer is its only writer while it lives."""
         self.replies_made = 0
@@ -245,8 +254,8 @@ class ReplyMaker:
                 waterfall["FirstClauseAt"] = self._clock.time() * 1000
                 self._report("ResponderFirstSentence", MetricUnit.Milliseconds, responder_ms)
                 timings = {**waterfall, "ResponderMs": round(responder_ms, 1)}
-            self._store(reply, piece, timings)
-            reply.spoken.append(piece)
+            if self._store(reply, piece, timings):
+                reply.spoken.append(piece)
             if reply.interrupt.is_set():
                 return True
             if reply.speculative:
@@ -290,12 +299,14 @@ class ReplyMaker:
         self._replies.finish(
             self.contact_id, reply.seq, reply.next_index, action, attributes, reply.keys, latest=reply.last
         )
-        self._history = self._replies.record_exchange(
-            self.contact_id,
-            Exchange(reply.transcript, " ".join(reply.spoken)),
-            keep=self._settings.history_turns,
-            before=self.conversation(),
-        )
+        with self._history_lock:
+            said = reply.heard if reply.heard is not None else " ".join(reply.spoken)
+            self._history = self._replies.record_exchange(
+                self.contact_id,
+                Exchange(reply.transcript, said),
+                keep=self._settings.history_turns,
+                before=self.conversation(),
+            )
         self.replies_made += 1
         logger.info(
             "reply stored",
@@ -304,8 +315,10 @@ class ReplyMaker:
             action=action.value,
             speculative=reply.speculative,
         )
+        if self._on_finished is not None:
+            self._on_finished(reply)
 
-    def _store(self, reply: ReplyInProgress, sentence: str, waterfall: Mapping[str, float]) -> None:
+    def _store(self, reply: ReplyInProgress, sentence: str, waterfall: Mapping[str, float]) -> bool:
         """Speak and store one sentence as the reply's next segment. The segment keeps how its time was spent (the
         responder's, the model's, the caller's stop, and on the first one the reply's waterfall), for the report and
         the metrics."""
@@ -319,7 +332,7 @@ class ReplyMaker:
             if turn.latency_ms is not None:
                 timings["CallerStoppedAt"] = float(turn.ended_at_ms - turn.latency_ms)
         try:
-            spoken = self._speak(sentence, self._clock.monotonic() + budget_s, reply.cancel)
+            spoken = self._speak(sentence, self._clock.monotonic() + budget_s, reply.cancel, reply=reply)
             uri = spoken.uri
             if spoken.synthesis_ms is not None:
                 timings["SynthesisMs"] = round(spoken.synthesis_ms, 1)
@@ -327,12 +340,12 @@ class ReplyMaker:
             if spoken.first_byte_at is not None and index == reply.first_segment:
                 timings["SonicFirstByteAt"] = spoken.first_byte_at * 1000
         except SynthesisCancelled:
-            return
+            return False
         except ModelUnavailable as exc:
             logger.warning("sentence left to Connect's voice", turn=reply.seq, segment=index, reason=exc.safe_message)
             uri = None
         if reply.cancel.is_set() or self._abandoned.is_set():
-            return
+            return False
         ready_ms = int(self._clock.time() * 1000)
         segment = Segment(
             self.contact_id,
@@ -347,7 +360,7 @@ class ReplyMaker:
         )
         with reply.lock:
             if reply.cancel.is_set():
-                return
+                return False
             stored = self._replies.put_segment(segment, advance=reply.committed)
             reply.next_index = index + 1
             reply.last = segment
@@ -355,6 +368,22 @@ class ReplyMaker:
             # From the end of the caller's voice (Connect's clock) to the first prompt in S3.
             caller_stopped_ms = turn.ended_at_ms - turn.latency_ms
             self._report("ReplyFirstPromptReady", MetricUnit.Milliseconds, max(0.0, ready_ms - caller_stopped_ms))
+        return True
+
+    def amend_heard(self, reply: ReplyInProgress, heard: str) -> None:
+        """The caller heard only ``heard`` of ``reply`` (they talked over the rest): the history says so, whether the
+        reply is still being made or was recorded already."""
+        with self._history_lock:
+            reply.heard = heard
+            history = self._history
+            if not reply.finalized or not history or history[-1].caller != reply.transcript:
+                return
+            self._history = self._replies.record_exchange(
+                self.contact_id,
+                Exchange(reply.transcript, heard),
+                keep=self._settings.history_turns,
+                before=history[:-1],
+            )
 
     def conversation(self) -> list[Exchange]:
         if self._history is None:

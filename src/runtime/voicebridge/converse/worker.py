@@ -44,7 +44,7 @@ from __future__ import annotations
 import threading
 import unicodedata
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from voicebridge.clock import SYSTEM_CLOCK, Clock
@@ -130,6 +130,7 @@ class ReplyWorker:
         attributes: Mapping[str, str] | None = None,
         report: Report | None = None,
         clock: Clock = SYSTEM_CLOCK,
+        on_finished: Callable[[ReplyInProgress], None] | None = None,
     ) -> None:
         self.contact_id = contact_id
         self._replies = replies
@@ -148,6 +149,7 @@ class ReplyWorker:
             clock=clock,
             abandoned=self._abandoned,
             hold=self._hold,
+            on_finished=on_finished,
         )
         self._speculates = settings.speculative and getattr(responder, "speculative_safe", False)
         self._queue = _TurnQueue()
@@ -268,6 +270,21 @@ class ReplyWorker:
         for making in (self._current, *self._committed):
             if making is not None and making is not reply:
                 making.interrupt.set()
+
+    def stop_speaking(self) -> None:
+        """The caller talked over the agent (the streaming path's barge-in): the reply being made stops at once — its
+        synthesis is abandoned by the transport — a speculation waiting for its turn is cancelled, and the caller's
+        words are answered when their turn ends."""
+        with self._wake:
+            for making in (self._current, *self._committed):
+                if making is not None:
+                    making.interrupt.set()
+            if self._speculation is not None:
+                self._cancel(self._speculation, "the caller talked over the agent")
+
+    def amend_heard(self, reply: ReplyInProgress, heard: str) -> None:
+        """What the caller heard of ``reply`` before talking over it (:meth:`ReplyMaker.amend_heard`)."""
+        self._maker.amend_heard(reply, heard)
 
     def resume(self, turn: Turn, keys: str = REPLY_KEYS) -> None:
         """Finish the reply to ``turn`` that a predecessor left unfinished, continuing after what it stored."""

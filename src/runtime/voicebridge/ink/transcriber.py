@@ -28,6 +28,7 @@ The transcriber sits between the KVS reader and an :class:`~voicebridge.ink.sess
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -213,6 +214,8 @@ class TrackTranscriber(TurnListener):
         self._turn_open = False
         self._finalizes_queued = 0
         """Manual mode: finalizes queued for closed utterances whose transcripts have not arrived yet."""
+        self._finalized_at: deque[int] = deque()
+        """Manual mode: where in the stream each finalize sent went out, oldest first, until its transcript comes."""
         self._session: InkSession | None = None
         self._pacer = pacer or Pacer()
         self._on_eager_end = on_eager_end
@@ -277,6 +280,8 @@ class TrackTranscriber(TurnListener):
         # While Ink has a turn open it must hear every pause: only silence outside a turn may be dropped.
         for chunk in self._pacer.due(self._clock.monotonic(), may_skip=not self._turn_open):
             if isinstance(chunk, str):
+                # The transcript it brings is of the audio sent before it.
+                self._finalized_at.append(self._session_start + self._pacer.passed_bytes)
                 session.finalize()
                 continue
             try:
@@ -333,6 +338,7 @@ class TrackTranscriber(TurnListener):
                 return
             self._turn_open = False
             self._finalizes_queued = 0
+            self._finalized_at.clear()
             self._ledger.forget_silent_points()
             self._session = session
             self._session_start = self._ledger.settled.stream_bytes
@@ -345,14 +351,18 @@ class TrackTranscriber(TurnListener):
     # -- settling
 
     def _settle_silence(self) -> None:
-        """Settle up to the latest silent point Ink has had time to react to, if no turn opened since."""
-        if self._turn_open or self._vad.closed or not self._caught_up:
+        """Settle up to the latest silent point Ink has had time to react to, if no turn opened since.
+
+        Voice Ink heard there and made no turn of (a cough, an "mm", a line click) is forgotten with it: it belongs
+        to no turn, and left waiting it would be taken for the next turn's beginning."""
+        if self._turn_open or not self._caught_up:
             return
         now = self._clock.monotonic()
         if not self._vad.speaking:
             # Nothing new may arrive (the source stalled or ended after a turn): the tail can settle once Ink saw it.
             self._ledger.mark_silent_point(now)
-        self._ledger.settle_acknowledged(now, self._ack_s)
+        if self._ledger.settle_acknowledged(now, self._ack_s):
+            self._vad.discard_before(self._ledger.settled.stream_bytes / BYTES_PER_MS)
 
     def _manual_turn_boundary(self) -> None:
         """Manual mode: ask for each utterance's transcript once it has been followed by enough silence.
@@ -374,7 +384,7 @@ class TrackTranscriber(TurnListener):
     def settling(self) -> bool:
         """Silence with no turn pending: the track will be quiet once Ink has had time to react."""
         with self._lock:
-            return not (self._turn_open or self._vad.speaking or self._vad.closed)
+            return not (self._turn_open or self._vad.speaking)
 
     @property
     def quiet(self) -> bool:
@@ -413,20 +423,22 @@ class TrackTranscriber(TurnListener):
         self._on_resume(seq)
 
     def on_turn_end(self, transcript: str) -> None:
+        """Ink ended a turn: its audio is everything voiced since the previous turn up to what Ink had heard.
+
+        Latency is measured from the Connect producer time of the turn's last voiced frame."""
         now_ms = self._clock.time() * 1000
         with self._lock:
             self._finalizes_queued = max(0, self._finalizes_queued - 1)
             self._turn_open = self._finalizes_queued > 0
             self._ledger.forget_silent_points()
-            utterance = self._vad.take()
-            voiced_end_wall = None
-            if utterance is not None:
-                voiced_end_wall = self._ledger.produced_at(utterance.end_ms)
-                # The turn's audio is done: settle through its trailing silence, up to where the next one begins.
-                end = utterance.end_ms + self._vad.close_ms
-                following = self._vad.next_start_ms()
-                target = int(min(end, following if following is not None else end) * BYTES_PER_MS)
-                self._ledger.settle_to(min(target, self._heard_bytes))
+            heard = self._finalized_at.popleft() if self._finalized_at else self._heard_bytes
+            heard_ms = heard / BYTES_PER_MS
+            utterance = self._vad.take_until(heard_ms)
+            voiced_end_wall = None if utterance is None else self._ledger.produced_at(utterance.end_ms)
+            # Settled through what Ink had heard, short of voice that began before it and goes on (the next turn's).
+            following = self._vad.next_start_ms()
+            target = heard if following is None else min(heard, int(following * BYTES_PER_MS))
+            self._ledger.settle_to(min(target, self._heard_bytes))
             seq = self.settled.next_seq
             if not transcript.strip():
                 if self._on_speaking is not None:
@@ -434,9 +446,18 @@ class TrackTranscriber(TurnListener):
                 return
             self.settled.next_seq = seq + 1
             latency = None if voiced_end_wall is None else max(0.0, now_ms - voiced_end_wall)
-            position = self._vad.position_ms
-            audio_ms = (utterance.start_ms, utterance.end_ms) if utterance else (position, position)
+            audio_ms = (utterance.start_ms, utterance.end_ms) if utterance else (heard_ms, heard_ms)
         self._turns.ended(seq, transcript, audio_ms, now_ms, latency)
+
+    def typed(self, text: str) -> None:
+        """A turn the caller gave without speaking (keys pressed): it takes the track's next sequence number and is
+        stored and answered as a spoken turn is; it has no audio of its own."""
+        now_ms = self._clock.time() * 1000
+        with self._lock:
+            seq = self.settled.next_seq
+            self.settled.next_seq = seq + 1
+            position = self._heard_bytes / BYTES_PER_MS
+        self._turns.ended(seq, text, (position, position), now_ms, None)
 
     @property
     def turns_stored(self) -> int:
@@ -479,7 +500,10 @@ class TrackTranscriber(TurnListener):
         while flush_ms and self._clock.monotonic() < deadline:
             with self._lock:
                 self._pump()
-                if not self._turn_open and not self._vad.closed and self._pacer.waiting_ms == 0:
+                # Once the trailing silence is out, Ink has started any turn it will: voice it made no turn of is
+                # noise. Manual mode's utterances each wait for their finalize's transcript.
+                pending = self._mode == "manual" and self._vad.closed
+                if not self._turn_open and not pending and self._pacer.waiting_ms == 0:
                     break
             self._clock.sleep(0.02)
         session.close(timeout_s=max(0.2, deadline - self._clock.monotonic()))

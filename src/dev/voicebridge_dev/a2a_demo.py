@@ -1,0 +1,328 @@
+"""``voicebridge demo --transport a2a``: the demo's call on the streaming transport.
+
+The same scenarios, local cloud, responder, Sonic and Ink as the flows path's demo; instead of the flow simulator
+playing Connect's contact flow, the Connect A2A client emulator (:mod:`voicebridge_dev.local.a2a`) plays Connect's
+external-AI-agent session against ``python -m voicebridge.a2a`` (:class:`~voicebridge_dev.local.agent.LocalAgent`).
+The caller (:class:`ScriptedCaller`) listens as the flows path's simulated caller does: each line once the agent
+has answered and been quiet for the pause, or — an :class:`~voicebridge_dev.simulator.caller.Over` step — a set
+time into the agent's next reply, talking over it.
+
+The report has the flows path's keys (:func:`~voicebridge_dev.simulator.report.turn_entry`), built from the same
+records of the product (the turn table) and from what the caller heard (the emulator's recording): a reply's
+segment is *delivered* when Connect received its first audio and *played* when the caller heard it. On this path
+``sonic_first_segment`` is Sonic's time to its first audio (the sentence is heard as it is made, not stored first),
+so ``bridge`` is what the agent adds between Ink's turn end and the caller hearing Sonic's first chunk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from voicebridge.audio.wav import pcm16_wav_bytes
+from voicebridge.redaction import Redactor
+from voicebridge_dev.local.a2a import ConnectSettings, SessionResult, run_session
+from voicebridge_dev.local.agent import LocalAgent
+from voicebridge_dev.local.cloud import CloudBase
+from voicebridge_dev.simulator.caller import Clip, HangUp, Over, Say, Step
+from voicebridge_dev.simulator.records import CallRecords, read_records
+from voicebridge_dev.simulator.report import ReplySegment, TurnFigures, figures_table, summary, turn_entry
+from voicebridge_dev.template import local_physical_id
+
+RATE = 8000
+PAUSE_S = 0.6
+"""How long the agent must be quiet before the caller says their next line (the flows demo's caller waits as
+long)."""
+SESSION_LIMIT_S = 240.0
+
+
+@dataclass(frozen=True)
+class Utterance:
+    """A line the caller said, in session seconds (READY = 0)."""
+
+    clip: Clip
+    start: float
+    end: float
+    over: bool = False
+    """Said over the agent on purpose (an :class:`Over` step)."""
+
+
+@dataclass
+class ScriptedCaller:
+    """The scenario's caller, deciding as the call goes what to say next (a
+    :class:`~voicebridge_dev.local.a2a.CallerSource`)."""
+
+    steps: list[Step]
+    pause_s: float = PAUSE_S
+    said: list[Utterance] = field(default_factory=list)
+    hung_up: bool = False
+    _speaking: bytes = b""
+    _quiet_since: float | None = None
+    _answered: bool = False
+    """The agent has spoken since the caller's last line ended (the greeting counts)."""
+    _agent_since: float | None = None
+    _over_at: float | None = None
+
+    def next_slice(self, at_s: float, size: int, *, agent_heard: bool) -> bytes:
+        start_s = at_s - size / (2 * RATE)
+        if agent_heard:
+            self._quiet_since = None
+            if self._agent_since is None:
+                self._agent_since = start_s
+            self._answered = self._answered or not self._speaking
+        else:
+            self._agent_since = None
+            if self._quiet_since is None:
+                self._quiet_since = start_s
+        if not self._speaking:
+            self._begin(start_s, agent_heard)
+        chunk, self._speaking = self._speaking[:size], self._speaking[size:]
+        return chunk + bytes(size - len(chunk))
+
+    def _begin(self, now: float, agent_heard: bool) -> None:
+        if not self.steps:
+            return
+        step = self.steps[0]
+        if isinstance(step, Over):
+            if agent_heard and self._agent_since is not None and now >= self._agent_since + step.after_s:
+                self._say(step.clip, now, over=True)
+            return
+        quiet = self._quiet_since is not None and now - self._quiet_since >= self.pause_s
+        if not (self._answered and quiet):
+            return
+        if isinstance(step, Say):
+            self._say(step.clip, now)
+        elif isinstance(step, HangUp):
+            self.steps.pop(0)
+            self.hung_up = True
+        else:
+            # Silence and keys are not spoken on this path; the scenario moves on.
+            self.steps.pop(0)
+
+    def _say(self, clip: Clip, now: float, *, over: bool = False) -> None:
+        self.steps.pop(0)
+        self._speaking = clip.pcm[: len(clip.pcm) // 2 * 2]
+        self.said.append(Utterance(clip, now, now + len(self._speaking) / (2 * RATE), over))
+        self._answered = False
+
+
+@dataclass(frozen=True)
+class StreamingCall:
+    """A finished streaming call: what Connect saw, what the caller said, what the product recorded."""
+
+    contact_id: str
+    session: SessionResult
+    said: Sequence[Utterance]
+    records: CallRecords
+    violations: Sequence[str]
+
+
+def place_streaming_call(
+    cloud: CloudBase, steps: list[Step], agent_env: Mapping[str, str], *, template: Path, output_rate: int = 16000
+) -> StreamingCall:
+    """One contact on the streaming transport, start to end, on a started local cloud."""
+    caller = ScriptedCaller(list(steps))
+    contact_id = str(uuid.uuid4())
+    with LocalAgent(cloud, template, env=agent_env) as agent:
+        settings = ConnectSettings(
+            api_key=agent.api_key,
+            output_rate=output_rate,
+            max_duration_s=SESSION_LIMIT_S,
+            strict=False,
+            contact_arn=f"{ConnectSettings(api_key='').instance_arn}/contact/{contact_id}",
+        )
+        session = asyncio.run(run_session(agent.url, settings, caller_audio=caller))
+        _await_record(cloud, contact_id)
+    started = session.timeline.started_at
+    records = read_records(cloud.client("dynamodb"), local_physical_id("TurnTable"), contact_id, _SessionClock(started))
+    broken = [f"{v.rule}: {v.detail}" for v in session.errors]
+    return StreamingCall(contact_id, session, caller.said, records, broken)
+
+
+@dataclass(frozen=True)
+class _SessionClock:
+    """Epoch seconds to session seconds (READY = 0): what :func:`read_records` places the product's moments on."""
+
+    started_at: float
+    virtual: bool = False
+
+    def now(self) -> float:
+        raise NotImplementedError
+
+    def sleep_until(self, moment: float) -> None:
+        raise NotImplementedError
+
+    def call_time(self, epoch_s: float) -> float:
+        return epoch_s - self.started_at
+
+
+def _await_record(cloud: CloudBase, contact_id: str, wait_s: float = 20.0) -> None:
+    s3, deadline = cloud.client("s3"), time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        listed = s3.list_objects_v2(Bucket=local_physical_id("CallRecordBucket"), Prefix="records/")
+        if any(o["Key"].endswith(f"/{contact_id}.json") for o in listed.get("Contents", [])):
+            return
+        time.sleep(0.2)
+
+
+def turn_figures(call: StreamingCall) -> list[TurnFigures]:
+    """The caller's turns and the replies to them, as the flows path's report has them."""
+    played = {e.detail["artifact"]: e.at for e in call.session.timeline.of("playback_start")}
+    stopped = {e.detail["artifact"]: e.at for e in call.session.timeline.of("playback_stop")}
+    received: dict[str, float] = {}
+    for event in call.session.timeline.of("chunk_received"):
+        received.setdefault(event.detail["artifact"], event.at)
+    figures = []
+    for stored in (t for t in call.records.turns if t.track == "customer"):
+        said = _utterance_for(call.said, stored.ended_at)
+        segments = []
+        for segment in call.records.reply(stored.index):
+            artifact = (segment.prompt_uri or "").removeprefix("a2a://")
+            moments = dict(segment.moments)
+            first_byte, clause = moments.get("SonicFirstByteAt"), moments.get("FirstClauseAt")
+            ttfb = None if first_byte is None or clause is None else max(0.0, (first_byte - clause) * 1000)
+            segments.append(
+                ReplySegment(
+                    index=segment.index,
+                    text=segment.text,
+                    prompt=segment.prompt_uri,
+                    more=None,
+                    ready=segment.ready_at,
+                    delivered=received.get(artifact) if segment.index == 0 else None,
+                    start=played.get(artifact) if segment.index == 0 else None,
+                    end=stopped.get(artifact) if segment.index == 0 else None,
+                    responder_ms=segment.responder_ms,
+                    synthesis_ms=ttfb if segment.index == 0 else segment.synthesis_ms,
+                    moments=moments,
+                )
+            )
+        figures.append(
+            TurnFigures(
+                index=stored.index,
+                heard=stored.transcript,
+                said=said.clip.transcript if said else None,
+                speech_start=said.start if said else None,
+                speech_end=said.end if said else None,
+                turn_end=stored.ended_at,
+                segments=tuple(segments),
+                speculation=call.records.speculation(stored.index),
+            )
+        )
+    return figures
+
+
+def _utterance_for(said: Sequence[Utterance], turn_end: float | None) -> Utterance | None:
+    """The caller's line a turn ended for: the last one that began before the turn's end."""
+    if turn_end is None:
+        return None
+    before = [u for u in said if u.start < turn_end]
+    return before[-1] if before else None
+
+
+def barge_ins(call: StreamingCall) -> list[dict[str, Any]]:
+    """Each line the caller said over the agent: how long the agent's voice went on at the caller after the caller's
+    first voiced frame, and whether it stopped for good (an interruption) or went on (a backchannel)."""
+    interruptions = [e.at for e in call.session.timeline.of("interruption") if e.detail.get("by") == "agent"]
+    out = []
+    for utterance in call.said:
+        if not utterance.over:
+            continue
+        voiced = utterance.start + _first_voiced_s(utterance.clip)
+        stopped = call.session.recording.audio_stopped_after(voiced)
+        interrupted = any(utterance.start <= at <= utterance.end + 1.0 for at in interruptions)
+        out.append(
+            {
+                "clip": utterance.clip.name,
+                "text": utterance.clip.transcript,
+                "barge_in_ms": None if stopped is None else round((stopped - voiced) * 1000),
+                "interrupted": interrupted,
+                "backchannel_interrupted": interrupted and len(utterance.clip.pcm) / (2 * RATE) < 0.6,
+            }
+        )
+    return out
+
+
+def _first_voiced_s(clip: Clip) -> float:
+    """Where the clip's voice begins (its first 20 ms frame above -40 dBFS)."""
+    import numpy as np
+
+    samples = clip.samples.astype(np.float32)
+    frame = RATE // 50
+    whole = len(samples) // frame * frame
+    rms = np.sqrt(np.mean(np.square(samples[:whole].reshape(-1, frame)), axis=1))
+    voiced = np.flatnonzero(rms > 32768 * 10 ** (-40 / 20))
+    return float(voiced[0] * frame / RATE) if voiced.size else 0.0
+
+
+def build_report(call: StreamingCall, **context: Any) -> dict[str, Any]:
+    figures = turn_figures(call)
+    over = barge_ins(call)
+    return {
+        **context,
+        "transport": "a2a",
+        "contact_id": call.contact_id,
+        "ended_by": call.session.finish.type if call.session.finish else call.session.outcome,
+        "flow_tool": call.session.flow_tool,
+        "contract_violations": list(call.violations),
+        "summary": summary(figures),
+        "turns": [_with_barge_in(turn_entry(turn), over) for turn in figures],
+        "barge_ins": over,
+        "caller": [
+            {
+                "clip": u.clip.name,
+                "text": u.clip.transcript,
+                "start_ms": round(u.start * 1000),
+                "end_ms": round(u.end * 1000),
+            }
+            for u in call.said
+        ],
+    }
+
+
+def _with_barge_in(entry: dict[str, Any], over: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A turn said over the agent carries ``barge_in_ms`` and ``backchannel_interrupted``."""
+    found = next((o for o in over if o["text"] == entry["said"]), None)
+    if found is not None:
+        entry["barge_in_ms"] = found["barge_in_ms"]
+        entry["backchannel_interrupted"] = found["backchannel_interrupted"]
+    return entry
+
+
+def write_outputs(call: StreamingCall, out: Path, redactor: Redactor) -> dict[str, Path]:
+    """``call.wav`` (what the caller heard: the agent, with the caller's own lines on the left channel),
+    ``transcript.txt``."""
+    import numpy as np
+
+    out.mkdir(parents=True, exist_ok=True)
+    heard = np.frombuffer(bytes(call.session.recording.pcm), dtype="<i2")
+    caller = np.zeros_like(heard)
+    for utterance in call.said:
+        at = round(utterance.start * RATE)
+        samples = utterance.clip.samples[: max(0, len(caller) - at)]
+        caller[at : at + len(samples)] = samples
+    files = {"recording": out / "call.wav", "transcript": out / "transcript.txt"}
+    files["recording"].write_bytes(pcm16_wav_bytes(np.stack([caller, heard], axis=1), RATE, channels=2))
+    lines = [f"contact {call.contact_id} (streaming transport)"]
+    for turn in turn_figures(call):
+        lines.append(f"CALLER  {redactor.redact(turn.heard).text}")
+        if turn.reply:
+            lines.append(f"AGENT   {redactor.redact(turn.reply).text}")
+    files["transcript"].write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return files
+
+
+def print_summary(call: StreamingCall) -> None:
+    print(figures_table(turn_figures(call)))
+    for entry in barge_ins(call):
+        print(
+            f"over the agent: {entry['clip']}: its voice stopped {entry['barge_in_ms']} ms after the caller's; "
+            + ("interrupted" if entry["interrupted"] else "went on")
+        )
+    if call.violations:
+        print("Connect's contract broken:\n  " + "\n  ".join(call.violations), file=sys.stderr)

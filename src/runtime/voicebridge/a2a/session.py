@@ -1,0 +1,628 @@
+"""One voice contact over Connect's socket: the conversation engine the flows path runs, with the socket for its
+ears and mouth.
+
+What is shared with the flows path (nothing of it is repeated here): the caller's audio goes to a
+:class:`~voicebridge.ink.transcriber.TrackTranscriber` (Ink's session, pacing, the position ledger, replay after a
+dropped socket, exactly-once turns in the turn table), finished and eager turns to a
+:class:`~voicebridge.converse.worker.ReplyWorker` (the responder, sentence splitting, speculation, the history), and
+when the session ends the contact's record is written as the consumer writes it (redacted, to S3, announced on
+EventBridge). What is this transport's own:
+
+- **negotiation**: the caller's audio is asked for at 8 kHz (what Ink and the voice detector read; Connect resamples
+  the caller's leg), the agent's at the rate Connect proposes unless a rate is configured (Sonic makes 8, 16 and
+  24 kHz itself, so nothing is resampled either way);
+- **the output gate**: nothing is sent before ``CHANNEL_STATE READY``; then the greeting;
+- **the voice**: each sentence's Sonic audio goes to the :class:`~voicebridge.a2a.output.Player` as it arrives; a
+  speculative reply's audio waits in it until the reply is committed;
+- **barge-in**: the session's own voice detector hears the caller over the agent: after ``a2a_barge_in_pause_ms`` of
+  voice the agent pauses, after ``a2a_barge_in_ms`` it is interrupted (``INTERRUPTION``, the reply and its synthesis
+  stopped, the history told what was not said); shorter voice (a cough, "uh-huh") and the agent goes on where it
+  paused. Connect's own ``INTERRUPTION`` (a key pressed, or voice) stops the agent the same way;
+- **a turn's end on the wire**: each response's audio, then its ``TRACING_SPAN``, then the task's terminal status; a
+  reply that transfers or hangs up ends the session (``ESCALATE``, ``COMPLETE``) once its audio has played and the
+  handover note is in the contact's attributes; a reply that could not be spoken fails its task
+  (``TASK_STATE_FAILED``, 424);
+- keys pressed (``DTMF_INPUT_COMPLETE``) are a turn; Connect's silence marker re-prompts once, then says goodbye.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+
+from voicebridge.a2a import protocol
+from voicebridge.a2a.output import Player, Response
+from voicebridge.a2a.protocol import AudioConfig
+from voicebridge.a2a.tracing import TurnTrace
+from voicebridge.a2a.voice import StreamingVoice
+from voicebridge.audio.vad import VoiceActivity
+from voicebridge.config import Settings
+from voicebridge.conversation import Action
+from voicebridge.converse.making import ReplyInProgress, ReplySettings, Spoken
+from voicebridge.converse.responder import Responder
+from voicebridge.converse.worker import ReplyWorker
+from voicebridge.errors import ModelUnavailable, VoiceBridgeError
+from voicebridge.ink.pacer import CATCH_UP_AFTER_MS, Pacer
+from voicebridge.ink.transcriber import MetricSink, SessionFactory, TrackTranscriber
+from voicebridge.sonic.synthesizer import SynthesisCancelled
+from voicebridge.store.replies import ReplyStore
+from voicebridge.store.turns import CUSTOMER, STOPPED, Checkpoint, TrackProgress, Turn, TurnStore
+from voicebridge.telemetry import logger
+
+INPUT_RATE = 8000
+TICK_S = 0.01
+"""How often the output is looked at: the longest a chunk waits once it may be sent."""
+KEEPALIVE_IDLE_MS = 200
+"""Caller audio missing this long (Connect stalled): Ink is sent silence so a turn in progress can end."""
+FINISH = {
+    Action.TRANSFER: ("ESCALATE", "the caller asked for a person"),
+    Action.HANGUP: ("COMPLETE", "the caller is done"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class StreamSettings:
+    """What a session reads of the settings."""
+
+    greeting: str
+    reprompt: str
+    goodbye: str
+    lead_ms: int
+    pause_ms: int
+    barge_in_ms: int
+    output_rate: int | None
+    ink_mode: str
+    ink_frame_ms: int
+    sonic_deadline_ms: int
+    replies: ReplySettings
+
+    @classmethod
+    def of(cls, settings: Settings) -> StreamSettings:
+        return cls(
+            greeting=settings.a2a_greeting_text,
+            reprompt=settings.a2a_reprompt_text,
+            goodbye=settings.a2a_goodbye_text,
+            lead_ms=settings.a2a_output_lead_ms,
+            pause_ms=settings.a2a_barge_in_pause_ms,
+            barge_in_ms=settings.a2a_barge_in_ms,
+            output_rate=settings.a2a_output_sample_rate,
+            ink_mode=settings.ink_mode,
+            ink_frame_ms=settings.ink_frame_ms,
+            sonic_deadline_ms=settings.sonic_deadline_ms,
+            replies=ReplySettings.of(settings),
+        )
+
+
+@dataclass(frozen=True)
+class Engine:
+    """The conversation engine's parts, as the container builds them (shared with the flows path)."""
+
+    store: TurnStore
+    replies: ReplyStore
+    open_ink: SessionFactory
+    responder: Callable[[], Responder]
+    voice: Callable[[int], StreamingVoice]
+    """Sonic at a sample rate."""
+    write_record: Callable[[str, int, MetricSink], None]
+    """The contact's call record, once the session is over (contact id, generation)."""
+    update_attributes: Callable[[str, str, Mapping[str, str]], None]
+    """Contact attributes for the flow and the person who picks up (instance ARN, contact id, attributes)."""
+
+
+@dataclass(eq=False)
+class _Task:
+    """A turn's task on the wire: its response, and what ends it."""
+
+    task_id: str
+    response: Response
+    trace: TurnTrace
+    reply: ReplyInProgress | None = None
+    finish: tuple[str, str] | None = None
+    ended: bool = False
+    """Its audio is all made (the response has its end), or it failed."""
+    failed: tuple[int, str, str] | None = None
+    segments: list[tuple[str, int, int]] = field(default_factory=list)
+    """Each sentence spoken into the response: its text and where its audio lies in it (bytes)."""
+    first_audio_reported: bool = False
+
+
+class AgentSession:
+    """One contact: fed every frame Connect sends; sends through ``send``."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        settings: StreamSettings,
+        send: Callable[[str], Awaitable[None]],
+        *,
+        sink: MetricSink,
+        trace_parent: str | None = None,
+    ) -> None:
+        self._engine = engine
+        self._settings = settings
+        self._send = send
+        self._sink = sink
+        self._trace_parent = trace_parent
+        self._reader = protocol.Reader()
+        self._loop = asyncio.get_running_loop()
+        self.init: protocol.InitSession | None = None
+        self.ready = False
+        self.finished: tuple[str, str] | None = None
+        self._player: Player | None = None
+        self._voice: StreamingVoice | None = None
+        self._transcriber: TrackTranscriber | None = None
+        self._worker: ReplyWorker | None = None
+        self._checkpoint: Checkpoint | None = None
+        self._generation = 0
+        self._tasks: list[_Task] = []
+        self._by_reply: dict[int, _Task] = {}
+        self._lock = threading.Lock()
+        self._audio: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._listener: threading.Thread | None = None
+        self._ticker: asyncio.Task[None] | None = None
+        self._barge = VoiceActivity(close_ms=200)
+        self._barge_started: float | None = None
+        """When the caller's voice over the agent began (epoch seconds), while it is paused for it."""
+        self._backchannels: deque[tuple[float, float]] = deque(maxlen=32)
+        """Voice over the agent too short to interrupt it (epoch seconds): a turn Ink makes of it is not answered."""
+        self._unanswered: set[int] = set()
+        self._stream_started: float | None = None
+        """When the caller's first audio arrived (epoch seconds): where the turns' audio times count from."""
+        self._silences = 0
+        self._closed = asyncio.Event()
+        self.barge_ins = 0
+
+    # -- frames in
+
+    async def feed(self, frame: str | bytes) -> None:
+        """One frame from Connect; never raises for what the frame holds."""
+        event = self._reader.feed(frame)
+        if isinstance(event, protocol.Malformed):
+            logger.warning("frame refused", reason=event.reason, code=event.code)
+            await self._send(event.frame())
+            return
+        try:
+            await self._dispatch(event)
+        except VoiceBridgeError as exc:
+            logger.error("session event failed", error_code=exc.code, reason=exc.safe_message)
+            self._sink.add("StreamingErrors", MetricUnit.Count, 1)
+
+    async def _dispatch(self, event: protocol.Event) -> None:
+        if isinstance(event, protocol.InitSession):
+            await self._init(event)
+        elif self.init is None or self.finished is not None:
+            logger.info("frame before INIT_SESSION or after FINISH ignored", event=type(event).__name__)
+        elif isinstance(event, protocol.ChannelState):
+            if event.state == "READY" and not self.ready:
+                self.ready = True
+                self._start_output()
+        elif isinstance(event, protocol.AudioIn):
+            self._caller_audio(event.pcm)
+        elif isinstance(event, protocol.DtmfComplete):
+            await self._stop_output(inform_connect=False)
+            if event.digits:
+                self._typed(event.digits)
+        elif isinstance(event, protocol.Interruption):
+            # Connect stopped playing (a key, or voice it heard): what it buffered is gone already.
+            await self._stop_output(inform_connect=False)
+        elif isinstance(event, protocol.TextIn):
+            await self._text(event)
+        elif isinstance(event, protocol.ConnectError):
+            logger.warning("Connect reported an error", code=event.code, reason=event.reason, category=event.category)
+
+    async def _init(self, init: protocol.InitSession) -> None:
+        if self.init is not None:
+            await self._send(
+                protocol.error_frame(
+                    init.request_id, protocol.INVALID_REQUEST, "Invalid Request", "SESSION_ALREADY_INITIALIZED"
+                )
+            )
+            return
+        if init.audio_in is None or init.audio_out is None:
+            # A text session (chat, or voice without audio streaming) is not what this agent serves.
+            await self._send(
+                protocol.error_frame(
+                    init.request_id, protocol.INVALID_PARAMS, "Invalid params", "AUDIO_STREAMING_REQUIRED"
+                )
+            )
+            return
+        output_rate = self._settings.output_rate or init.audio_out.sample_rate
+        try:
+            await asyncio.to_thread(self._start_engine, init, output_rate)
+        except VoiceBridgeError as exc:
+            logger.error("session not started", error_code=exc.code, reason=exc.safe_message)
+            self._sink.add("StreamingErrors", MetricUnit.Count, 1)
+            await self._send(protocol.error_frame(init.request_id, -32603, "Internal error", exc.code))
+            return
+        self.init = init
+        logger.append_keys(correlation_id=init.contact_id)
+        await self._send(protocol.init_response_frame(init, AudioConfig(INPUT_RATE), AudioConfig(output_rate)))
+
+    def _start_engine(self, init: protocol.InitSession, output_rate: int) -> None:
+        """Claim the contact in the turn table, open the transcriber and the reply worker (blocking calls)."""
+        store = self._engine.store
+        _, generation = store.claim(
+            init.contact_id,
+            f"a2a:{init.context_id}",
+            "0",
+            [CUSTOMER],
+            start_timestamp_ms=int(time.time() * 1000),
+            converse=True,
+        )
+        self._generation = generation
+        self._checkpoint = store.load(init.contact_id)
+        self._voice = self._engine.voice(output_rate)
+        self._player = Player(
+            init.context_id,
+            output_rate,
+            lead_ms=self._settings.lead_ms,
+            chunk_bytes=min(protocol.audio_chunk_bytes(output_rate), output_rate * 2 // 10),
+        )
+        progress = self._checkpoint.tracks.get(CUSTOMER, TrackProgress()) if self._checkpoint else TrackProgress()
+        self._worker = ReplyWorker(
+            init.contact_id,
+            responder=self._engine.responder(),
+            speak=self._speak,
+            replies=self._engine.replies,
+            settings=self._settings.replies,
+            report=self._sink.add,
+            on_finished=self._reply_finished,
+        )
+        self._transcriber = TrackTranscriber(
+            contact_id=init.contact_id,
+            track=CUSTOMER,
+            progress=progress,
+            store=store,
+            open_session=self._engine.open_ink,
+            sink=self._sink,
+            mode=self._settings.ink_mode,
+            frame_ms=self._settings.ink_frame_ms,
+            pacer=Pacer(catch_up_after_ms=CATCH_UP_AFTER_MS),
+            on_turn=self._turn_stored,
+            on_eager_end=self._worker.eager_end,
+            on_resume=self._worker.turn_resumed,
+            on_turn_ended=self._turn_ended,
+        )
+        self._listener = threading.Thread(target=self._listen, name="caller-audio", daemon=True)
+        self._listener.start()
+
+    # -- the caller
+
+    def _caller_audio(self, pcm: bytes) -> None:
+        if self._stream_started is None:
+            self._stream_started = time.time()
+        self._audio.put(pcm)
+        self._hear_barge_in(pcm)
+
+    def _listen(self) -> None:
+        """The caller's audio to Ink, on a thread of its own (the SDK's socket is blocking); silence when Connect's
+        audio stalls, so a turn in progress can end."""
+        transcriber = self._transcriber
+        assert transcriber is not None
+        offset = 0
+        while True:
+            try:
+                pcm = self._audio.get(timeout=KEEPALIVE_IDLE_MS / 1000)
+            except queue.Empty:
+                transcriber.keepalive(idle_ms=KEEPALIVE_IDLE_MS)
+                continue
+            if pcm is None:
+                return
+            transcriber.audio("0", offset, pcm, time.time() * 1000)
+            offset += len(pcm)
+
+    def _turn_ended(self, turn: Turn) -> None:
+        assert self._worker is not None
+        if self._backchannel(turn):
+            # "Uh-huh" over the agent: kept in the record, not answered; a reply started on its words is dropped.
+            logger.info("a backchannel is not answered", turn=turn.seq)
+            self._unanswered.add(turn.seq)
+            self._worker.turn_resumed(turn.seq)
+            return
+        self._worker.turn_ended(turn)
+
+    def _turn_stored(self, turn: Turn) -> None:
+        if turn.seq in self._unanswered:
+            self._unanswered.discard(turn.seq)
+            return
+        self._silences = 0
+        assert self._worker is not None
+        self._worker.submit(turn)
+
+    def _backchannel(self, turn: Turn) -> bool:
+        """Whether ``turn`` is voice the agent went on over (its span inside a backchannel's, give or take)."""
+        began = self._stream_started
+        if began is None or turn.latency_ms is None:
+            return False
+        start, end = began + turn.audio_start_ms / 1000, began + turn.audio_end_ms / 1000
+        return any(low - 0.3 <= start and end <= high + 0.3 for low, high in self._backchannels)
+
+    def _typed(self, digits: str) -> None:
+        transcriber = self._transcriber
+        if transcriber is not None:
+            # Stored and answered as a spoken turn is; the record redacts it as it redacts what callers say.
+            threading.Thread(target=transcriber.typed, args=(digits,), name="keys", daemon=True).start()
+
+    async def _text(self, event: protocol.TextIn) -> None:
+        if not event.silence:
+            self._typed(event.text)
+            return
+        player = self._player
+        if player is not None and player.busy(time.monotonic()):
+            return
+        self._silences += 1
+        if self._silences == 1:
+            self._say(self._settings.reprompt)
+        else:
+            self._say(self._settings.goodbye, finish=("COMPLETE", "the caller said nothing"))
+
+    # -- barge-in
+
+    def _hear_barge_in(self, pcm: bytes) -> None:
+        """The caller's voice over the agent's: pause it, then interrupt it or let it go on."""
+        player = self._player
+        vad = self._barge
+        vad.feed(pcm)
+        while vad.closed:
+            vad.take()
+        if player is None:
+            return
+        now = time.monotonic()
+        start = vad.next_start_ms()
+        voiced_ms = 0.0 if start is None else (vad.last_voiced_end_ms or vad.position_ms) - start
+        if start is not None and vad.last_voiced_end_ms is not None and vad.last_voiced_end_ms < start:
+            voiced_ms = vad.position_ms - start
+        talking_over = player.paused or player.audible(now)
+        if not talking_over:
+            self._barge_started = None
+            return
+        if vad.speaking and voiced_ms >= self._settings.pause_ms and not player.paused:
+            player.pause()
+            self._barge_started = time.time() - (vad.position_ms - (start or vad.position_ms)) / 1000
+        elif player.paused and vad.speaking and voiced_ms >= self._settings.barge_in_ms:
+            self.barge_ins += 1
+            self._sink.add("BargeIns", MetricUnit.Count, 1)
+            self._loop.create_task(self._stop_output(inform_connect=True))
+        elif player.paused and not vad.speaking:
+            # A cough or a backchannel: the agent goes on where it paused.
+            player.resume()
+            if self._barge_started is not None:
+                self._backchannels.append((self._barge_started, time.time()))
+            self._barge_started = None
+
+    async def _stop_output(self, *, inform_connect: bool) -> None:
+        player, worker = self._player, self._worker
+        if player is None or worker is None:
+            return
+        now = time.monotonic()
+        cut = player.interrupt(now)
+        if inform_connect and cut:
+            await self._send(protocol.interruption_frame(player.context_id))
+        worker.stop_speaking()
+        for task in self._tasks:
+            if task.response in cut and task.reply is not None:
+                heard, unsaid = self._heard(task, player, now)
+                if unsaid:
+                    text = f"{heard} [interrupted by the caller; not said: {unsaid}]".strip()
+                    await asyncio.to_thread(worker.amend_heard, task.reply, text)
+
+    def _heard(self, task: _Task, player: Player, now: float) -> tuple[str, str]:
+        """What the caller heard of a response cut short, and what they did not, by the audio Connect played."""
+        played = player.heard_bytes(task.response, now)
+        heard, unsaid = [], []
+        for text, start, end in task.segments:
+            if end <= played:
+                heard.append(text)
+            elif start >= played:
+                unsaid.append(text)
+            else:
+                words = text.split()
+                cut = round(len(words) * (played - start) / max(1, end - start))
+                heard.append(" ".join(words[:cut]))
+                unsaid.append(" ".join(words[cut:]))
+        return " ".join(w for w in heard if w), " ".join(w for w in unsaid if w)
+
+    # -- the agent's voice
+
+    def _start_output(self) -> None:
+        self._ticker = self._loop.create_task(self._tick())
+        self._say(self._settings.greeting)
+
+    def _task_for(self, reply: ReplyInProgress | None, name: str) -> _Task:
+        player = self._player
+        assert player is not None
+        with self._lock:
+            if reply is not None and id(reply) in self._by_reply:
+                return self._by_reply[id(reply)]
+            task_id = str(uuid.uuid4())
+            if reply is None:
+                response = player.open(task_id)
+            else:
+                response = player.open(
+                    task_id,
+                    released=lambda: reply.committed,
+                    dropped=lambda: reply.cancel.is_set() and not reply.committed,
+                )
+            task = _Task(task_id, response, TurnTrace(name, self._trace_parent if not self._tasks else None), reply)
+            self._tasks.append(task)
+            if reply is not None:
+                self._by_reply[id(reply)] = task
+        return task
+
+    def _speak(
+        self, text: str, deadline: float, cancel: threading.Event | None = None, *, reply: ReplyInProgress | None = None
+    ) -> Spoken:
+        """The reply worker's voice: ``text`` into the call, as Sonic makes it."""
+        task = self._task_for(reply, "reply")
+        if reply is not None and task.trace.input is None:
+            task.trace.heard(reply.transcript, reply.turn)
+        said = self._say_into(task, text, deadline, lambda: bool(cancel and cancel.is_set()))
+        return Spoken(f"a2a://{task.response.artifact_id}", said.synthesis_ms, said.first_byte_at)
+
+    def _say_into(self, task: _Task, text: str, deadline: float, stopped: Callable[[], bool]) -> Any:
+        player, voice = self._player, self._voice
+        assert player is not None and voice is not None
+        start = task.response.pushed_bytes
+        began = time.time()
+        said = voice.say(text, player, task.response, deadline=deadline, stop=lambda: stopped() or task.response.closed)
+        task.segments.append((text, start, task.response.pushed_bytes))
+        task.trace.spoke(text, began, time.time())
+        return said
+
+    def _say(self, text: str, *, finish: tuple[str, str] | None = None) -> None:
+        """A sentence of the agent's own (greeting, re-prompt, goodbye): a turn's task of its own."""
+        task = self._task_for(None, "prompt")
+        task.finish = finish
+        task.trace.meant.append(text)
+
+        def speak() -> None:
+            try:
+                self._say_into(task, text, time.monotonic() + self._settings.sonic_deadline_ms / 1000, lambda: False)
+            except SynthesisCancelled:
+                pass
+            except ModelUnavailable as exc:
+                logger.warning("the agent's sentence was not spoken", reason=exc.safe_message)
+                task.failed = (424, f"Sonic could not speak: {exc.safe_message}", "DEPENDENCY_FAILURE")
+            assert self._player is not None
+            self._player.end(task.response)
+            task.ended = True
+
+        threading.Thread(target=speak, name="prompt", daemon=True).start()
+
+    def _reply_finished(self, reply: ReplyInProgress) -> None:
+        """The reply worker's word that ``reply`` is made whole (or cut short): its task can end."""
+        task = self._task_for(reply, "reply")
+        action, _ = reply.finished or (Action.CONTINUE, {})
+        if action in FINISH:
+            task.finish = FINISH[action]
+        if not task.segments and not reply.spoken and reply.heard is None:
+            task.failed = (424, "no sentence of the reply could be spoken", "DEPENDENCY_FAILURE")
+        assert self._player is not None
+        self._player.end(task.response)
+        task.ended = True
+
+    async def _tick(self) -> None:
+        player = self._player
+        assert player is not None
+        while self.finished is None:
+            now = time.monotonic()
+            for frame in player.due(now):
+                await self._send(frame)
+            await self._end_tasks(now)
+            await asyncio.sleep(TICK_S)
+
+    async def _end_tasks(self, now: float) -> None:
+        player = self._player
+        assert player is not None
+        for task in list(self._tasks):
+            response = task.response
+            self._report_first_audio(task)
+            if not response.closed:
+                continue
+            if response.dropped() and not response.frames:
+                # A speculation the caller's words did not confirm: nothing of it reached Connect.
+                self._forget(task)
+                continue
+            if not response.interrupted and not task.ended:
+                continue
+            if task.finish is not None and not response.interrupted and player.audible(now):
+                # The hand-back waits until the caller has heard the last word.
+                continue
+            self._forget(task)
+            await self._end_task(task, interrupted=response.interrupted)
+
+    def _report_first_audio(self, task: _Task) -> None:
+        turn = task.reply.turn if task.reply is not None else None
+        sent = task.response.first_sent_at
+        if task.first_audio_reported or sent is None or turn is None or turn.latency_ms is None:
+            return
+        task.first_audio_reported = True
+        sent_ms = (time.time() - (time.monotonic() - sent)) * 1000
+        stopped_ms = turn.ended_at_ms - turn.latency_ms
+        self._sink.add("StreamingFirstAudioLatency", MetricUnit.Milliseconds, max(0.0, sent_ms - stopped_ms))
+
+    def _forget(self, task: _Task) -> None:
+        with self._lock:
+            if task in self._tasks:
+                self._tasks.remove(task)
+            if task.reply is not None:
+                self._by_reply.pop(id(task.reply), None)
+
+    async def _end_task(self, task: _Task, *, interrupted: bool) -> None:
+        init = self.init
+        assert init is not None
+        if init.tracing:
+            await self._send(
+                protocol.tracing_frame(
+                    init.context_id, task.task_id, task.trace.otlp(interrupted=interrupted, failed=task.failed)
+                )
+            )
+        finish = None if interrupted else task.finish
+        if task.failed is not None and not interrupted:
+            await self._send(protocol.status_frame(init.context_id, task.task_id, error=task.failed))
+            self._sink.add("StreamingErrors", MetricUnit.Count, 1)
+            return
+        if finish is not None and finish[0] not in init.finish_types:
+            finish = ("COMPLETE", finish[1]) if "COMPLETE" in init.finish_types else None
+        if finish is not None:
+            await asyncio.to_thread(self._hand_over, task, finish)
+        await self._send(protocol.status_frame(init.context_id, task.task_id, finish=finish))
+        if finish is not None:
+            self.finished = finish
+            self._closed.set()
+
+    def _hand_over(self, task: _Task, finish: tuple[str, str]) -> None:
+        """The contact's attributes for the flow and the person who picks up: what the caller asked, what was done,
+        where the record is. A failure is logged: the hand-back goes ahead."""
+        init = self.init
+        assert init is not None
+        asked = task.reply.transcript if task.reply is not None else ""
+        note = {
+            "VoicebridgeOutcome": finish[0].title(),
+            "VoicebridgeHandoverNote": f"Caller said: {asked[:400]}. Agent: {finish[1]}."[:1000],
+        }
+        try:
+            self._engine.update_attributes(init.instance_arn, init.contact_id, note)
+        except Exception as exc:
+            # The hand-back must happen whatever became of the attribute write.
+            logger.warning("contact attributes not written", reason=type(exc).__name__)
+            self._sink.add("StreamingErrors", MetricUnit.Count, 1)
+
+    # -- the end
+
+    async def wait_finished(self) -> None:
+        await self._closed.wait()
+
+    async def close(self, reason: str) -> None:
+        """The socket is gone (or the session finished): stop listening and replying, and write the record."""
+        if self._ticker is not None:
+            self._ticker.cancel()
+        self._audio.put(None)
+        await asyncio.to_thread(self._close_engine, reason)
+
+    def _close_engine(self, reason: str) -> None:
+        if self._listener is not None:
+            self._listener.join(2.0)
+        if self._transcriber is not None:
+            self._transcriber.close(flush_ms=0, timeout_s=1.0)
+        if self._worker is not None:
+            self._worker.close(timeout_s=1.0)
+        checkpoint, init = self._checkpoint, self.init
+        if checkpoint is None or init is None or self._transcriber is None:
+            return
+        checkpoint.tracks[CUSTOMER] = self._transcriber.settled
+        checkpoint.state, checkpoint.stop_reason = STOPPED, reason[:240]
+        try:
+            self._engine.store.save(checkpoint)
+        except VoiceBridgeError as exc:
+            logger.warning("could not record the end of the session", reason=exc.safe_message)
+        self._engine.write_record(init.contact_id, self._generation, self._sink)

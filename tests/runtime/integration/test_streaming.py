@@ -1,0 +1,211 @@
+"""The streaming transport end to end: ``python -m voicebridge.a2a`` (as an ECS task runs it, with the consumer's
+settings from template.yaml) on the local cloud, and Connect's side played by the strict A2A client emulator, which
+fails a session on any breach of the contract. The caller's clips are registered with the Ink emulator, so each
+is heard as said; the responder is the Bedrock emulator's bank agent, Sonic the emulator's stand-in voice.
+
+Sessions run in real time (the caller speaks at 1×): each test is one session, its behaviours asserted together.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+
+from tests.fixtures import ROOT
+from voicebridge_dev.demo import scenario_settings
+from voicebridge_dev.local.a2a import (
+    Action,
+    ConnectSettings,
+    Dtmf,
+    Fragmented,
+    HangUp,
+    Probe,
+    SessionResult,
+    SilenceMarker,
+    UpgradeRejected,
+    run_session,
+)
+from voicebridge_dev.local.agent import LocalAgent
+from voicebridge_dev.local.cloud import LocalCloud
+from voicebridge_dev.local.ink.faults import DropFault
+from voicebridge_dev.local.sonic import Fault, FaultKind
+from voicebridge_dev.local.speech_engine import StandInSpeechEngine
+from voicebridge_dev.simulator import SCENARIOS, load_clips
+from voicebridge_dev.template import local_physical_id
+
+pytestmark = pytest.mark.timeout(120)
+
+TEMPLATE = ROOT / "template.yaml"
+CLIPS = load_clips()
+RATE = 8000
+
+
+@pytest.fixture(scope="module")
+def cloud() -> Iterator[LocalCloud]:
+    local = LocalCloud(
+        template=TEMPLATE, engine=StandInSpeechEngine(), sonic_time_to_first_byte_ms=60.0, sonic_realtime_factor=10.0
+    )
+    with local:
+        for clip in CLIPS.values():
+            local.ink.register(clip.pcm, clip.transcript)
+        yield local
+
+
+@pytest.fixture(scope="module")
+def agent(cloud: LocalCloud, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalAgent]:
+    log = (tmp_path_factory.mktemp("agent") / "agent.log").open("w", encoding="utf-8")
+    with log, LocalAgent(cloud, TEMPLATE, env=scenario_settings(SCENARIOS["normal"]), log=log) as server:
+        yield server
+
+
+def caller(*parts: float | str) -> tuple[bytes, dict[str, float]]:
+    """The caller's audio from READY on: seconds of silence and clips by name; where each clip starts (s)."""
+    audio, starts = bytearray(), {}
+    for part in parts:
+        if isinstance(part, str):
+            starts[part] = len(audio) / (2 * RATE)
+            audio += CLIPS[part].pcm
+        else:
+            audio += bytes(int(part * RATE) * 2)
+    return bytes(audio), starts
+
+
+def session(agent: LocalAgent, audio: bytes, script: Sequence[Action] = (), **settings: object) -> SessionResult:
+    connect = ConnectSettings(api_key=agent.api_key, max_duration_s=90, **settings)  # type: ignore[arg-type]
+    return asyncio.run(run_session(agent.url, connect, caller_audio=audio, script=list(script)))
+
+
+def record(cloud: LocalCloud, contact_arn: str) -> Any:
+    """The contact's call record, once the server has written it."""
+    s3, contact = cloud.client("s3"), contact_arn.rsplit("/", 1)[-1]
+    for _ in range(100):
+        listed = s3.list_objects_v2(Bucket=local_physical_id("CallRecordBucket"), Prefix="records/")
+        key = next((o["Key"] for o in listed.get("Contents", []) if o["Key"].endswith(f"/{contact}.json")), None)
+        if key is not None:
+            body = s3.get_object(Bucket=local_physical_id("CallRecordBucket"), Key=key)["Body"].read()
+            return json.loads(body)
+        threading.Event().wait(0.1)
+    raise AssertionError(f"no record for {contact}")
+
+
+def agent_audio_after(result: SessionResult, at_s: float) -> list[str]:
+    """The tasks whose audio Connect received after ``at_s``."""
+    return [
+        e.detail["task"]
+        for e in result.timeline.events
+        if e.kind == "chunk_received" and e.at > at_s and e.detail["bytes"]
+    ]
+
+
+def test_a_contact_is_negotiated_greeted_after_ready_answered_and_handed_to_a_person(
+    cloud: LocalCloud, agent: LocalAgent
+) -> None:
+    audio, starts = caller(4.0, "balance", 9.0, "person", 6.0)
+    contact = "arn:aws:connect:us-east-1:111122223333:instance/00000000-0000-4000-8000-000000000000/contact/c-escalate"
+
+    result = session(agent, audio, input_rate=16000, output_rate=24000, contact_arn=contact)
+
+    # The caller's audio is asked for at 8 kHz (what Ink hears); the agent speaks at the rate Connect proposed.
+    assert (result.audio_input.sample_rate, result.audio_output.sample_rate) == (8000, 24000)  # type: ignore[union-attr]
+    assert result.finish is not None and result.finish.type == "ESCALATE" and result.flow_tool == "Escalate"
+    # The greeting, one answer per turn: each with its audio, its trace, then its terminal status.
+    assert [turn.state for turn in result.turns] == ["TASK_STATE_COMPLETED"] * 3
+    assert len(result.traces) == 3
+    assert agent_audio_after(result, starts["balance"]) and agent_audio_after(result, starts["person"])
+    kept = record(cloud, contact)
+    heard = [turn["heard"] for turn in kept["turns"]]
+    assert heard == [CLIPS["balance"].transcript, CLIPS["person"].transcript]
+    assert kept["lastAction"] == "Transfer"
+
+
+def test_talking_over_a_reply_stops_it_and_is_answered_and_a_backchannel_does_not(agent: LocalAgent) -> None:
+    backchannel = StandInSpeechEngine().synthesize("uh huh", RATE, 1.0).tobytes()
+    audio, _ = caller(1.0)
+    audio += backchannel
+    more, later = caller(5.0, "dispute", 4.0, "person", 6.0)
+    offset = len(audio) / (2 * RATE)
+    audio += more
+
+    result = session(agent, audio)
+
+    interruptions = [e.at for e in result.timeline.of("interruption") if e.detail["by"] == "agent"]
+    person = offset + later["person"]
+    # The "uh huh" during the greeting stopped nothing; the caller's words over the reply did, while they spoke.
+    assert len(interruptions) == 1
+    assert person < interruptions[0] < person + CLIPS["person"].pcm.__len__() / (2 * RATE)
+    assert result.finish is not None and result.finish.type == "ESCALATE"
+
+
+def test_keys_are_a_turn_and_silence_is_asked_about_once_then_ended(agent: LocalAgent) -> None:
+    audio, _ = caller(26.0)
+
+    result = session(
+        agent, audio, script=[Dtmf(at_s=4.0, digits="1234#"), SilenceMarker(at_s=14.0), SilenceMarker(at_s=20.0)]
+    )
+
+    assert agent_audio_after(result, 4.0), "the keys were answered"
+    assert result.finish is not None and result.finish.type == "COMPLETE"
+    # Greeting, the answer to the keys, "are you still there?", goodbye.
+    assert len(result.turns) == 4
+
+
+def test_a_wrong_key_is_refused_with_401(agent: LocalAgent) -> None:
+    connect = ConnectSettings(api_key="not-the-key")
+    with pytest.raises(UpgradeRejected) as refused:
+        asyncio.run(run_session(agent.url, connect, caller_audio=b""))
+    assert refused.value.status == 401
+
+
+def test_bad_frames_are_answered_with_errors_and_the_session_lives_on(cloud: LocalCloud, agent: LocalAgent) -> None:
+    audio, _ = caller(12.0)
+    contact = "arn:aws:connect:us-east-1:111122223333:instance/00000000-0000-4000-8000-000000000000/contact/c-robust"
+    probes: list[Action] = [
+        Probe(at_s=0.5, kind="malformed_json"),
+        Probe(at_s=0.6, kind="unknown_method"),
+        Probe(at_s=0.7, kind="unknown_event_type"),
+        Probe(at_s=0.8, kind="oversized"),
+        Probe(at_s=0.9, kind="binary"),
+    ]
+
+    result = session(
+        agent, audio, contact_arn=contact, script=[*probes, Fragmented(Dtmf(at_s=4.0, digits="42#")), HangUp(at_s=9.0)]
+    )
+
+    answered = {probe.probe for probe in result.probes}
+    assert {"malformed_json", "unknown_method"} <= answered
+    assert agent_audio_after(result, 4.0), "the fragmented keys were put together and answered"
+    # The dropped socket ends the session; what was said is kept.
+    kept = record(cloud, contact)
+    assert [turn["heard"] for turn in kept["turns"]] == ["42#"]
+
+
+def test_a_greeting_sonic_cannot_speak_fails_its_task_and_the_call_goes_on(
+    cloud: LocalCloud, agent: LocalAgent
+) -> None:
+    audio, starts = caller(3.0, "balance", 7.0)
+    cloud.inject("sonic", Fault(FaultKind.THROTTLE, count=40))
+    # Sonic comes back once the greeting has given up.
+    threading.Timer(2.0, cloud.sonic.faults.clear).start()
+
+    result = session(agent, audio, script=[HangUp(at_s=10.0)])
+
+    failed = result.turns[0]
+    assert failed.state == "TASK_STATE_FAILED" and failed.error is not None and failed.error["errorCode"] == 424
+    assert agent_audio_after(result, starts["balance"]), "the caller's turn is answered"
+
+
+def test_ink_dropping_mid_call_loses_no_turn_and_answers_each_once(cloud: LocalCloud, agent: LocalAgent) -> None:
+    audio, starts = caller(3.0, "pay-bill", 6.0, "thanks", 6.0)
+    contact = "arn:aws:connect:us-east-1:111122223333:instance/00000000-0000-4000-8000-000000000000/contact/c-ink-drop"
+    cloud.inject("ink", DropFault(after_turn_end=1))
+
+    result = session(agent, audio, contact_arn=contact, script=[HangUp(at_s=16.0)])
+
+    kept = record(cloud, contact)
+    assert [turn["heard"] for turn in kept["turns"]] == [CLIPS["pay-bill"].transcript, CLIPS["thanks"].transcript]
+    assert agent_audio_after(result, starts["thanks"])

@@ -1,0 +1,278 @@
+"""Each of Ink's turns is paired with its own audio: pauses inside a turn, sounds Ink makes no turn of, and a dropped
+socket after them leave every turn's span, latency and sequence number its own, and every turn stored once."""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from tests.fixtures.clock import ManualClock
+from voicebridge.errors import InkUnavailable
+from voicebridge.ink.pacer import Pacer
+from voicebridge.ink.session import TurnListener
+from voicebridge.ink.transcriber import MetricSink, TrackTranscriber
+from voicebridge.store.turns import TrackProgress, Turn
+
+BYTES_PER_MS = 16
+START_DELAY_MS = 160
+END_DELAY_MS = 700
+"""How far past a turn's first and last voiced frame the scripted Ink must have heard before it says so."""
+
+
+@dataclass(frozen=True)
+class ScriptedTurn:
+    """A turn of the call as the simulator knows it: its first and last voiced frame, in ms into the stream."""
+
+    start_ms: int
+    end_ms: int
+    text: str
+
+
+class ScriptedInk:
+    """Stands in for Ink's turns socket: it knows where the call's turns are and reports each once it has heard far
+    enough past its start and end. Its events are delivered by :meth:`deliver`, as a receiver thread would, outside
+    the sender's lock. Voice outside the script (a cough) is never a turn, as Ink does with it."""
+
+    script: ClassVar[list[ScriptedTurn]] = []
+    opened: ClassVar[list[ScriptedInk]] = []
+
+    def __init__(self, listener: TurnListener, name: str) -> None:
+        self.listener = listener
+        self.alive = True
+        self.sent_bytes = 0
+        self._events: list[Callable[[], None]] = []
+        self._started: set[int] = set()
+        self._ended: set[int] = set()
+
+    def open(self) -> None:
+        ScriptedInk.opened.append(self)
+        self.started_at = getattr(self.listener, "settled", TrackProgress()).stream_bytes
+
+    @property
+    def heard_ms(self) -> float:
+        return (self.started_at + self.sent_bytes) / BYTES_PER_MS
+
+    def send_audio(self, pcm: bytes) -> None:
+        if not self.alive:
+            raise InkUnavailable("gone")
+        self.sent_bytes += len(pcm)
+        heard, began = self.heard_ms, self.started_at / BYTES_PER_MS
+        for index, turn in enumerate(self.script):
+            if turn.end_ms <= began:
+                continue
+            if index not in self._started and heard >= turn.start_ms + START_DELAY_MS:
+                self._started.add(index)
+                self._events.append(self.listener.on_turn_start)
+            if index in self._started and index not in self._ended and heard >= turn.end_ms + END_DELAY_MS:
+                self._ended.add(index)
+                self._events.append(functools.partial(self.listener.on_turn_end, turn.text))
+
+    def deliver(self) -> None:
+        events, self._events = self._events, []
+        for event in events:
+            event()
+
+    def finalize(self) -> None:
+        pass
+
+    def close(self, *, timeout_s: float = 0) -> None:
+        self.alive = False
+
+
+class MemoryStore:
+    def __init__(self) -> None:
+        self.turns: dict[str, Turn] = {}
+
+    def put_turn(self, turn: Turn) -> bool:
+        if turn.key in self.turns:
+            return False
+        self.turns[turn.key] = turn
+        return True
+
+
+def voice(ms: int) -> bytes:
+    t = np.arange(ms * 8) / 8000
+    return (8000 * np.sin(2 * np.pi * 300 * t)).astype("<i2").tobytes()
+
+
+def quiet(ms: int) -> bytes:
+    return np.full(ms * 8, 1, dtype="<i2").tobytes()
+
+
+class Call:
+    """A caller's audio built piece by piece, with the truth of where each scripted turn's voice lies."""
+
+    def __init__(self) -> None:
+        self.audio = bytearray()
+        self.turns: list[ScriptedTurn] = []
+
+    @property
+    def at_ms(self) -> int:
+        return len(self.audio) // BYTES_PER_MS
+
+    def silence(self, ms: int) -> Call:
+        self.audio += quiet(ms)
+        return self
+
+    def noise(self, ms: int) -> Call:
+        """A cough or an "mm": voiced audio that is no turn."""
+        self.audio += voice(ms)
+        return self
+
+    def turn(self, text: str, *parts: int) -> Call:
+        """A turn of voiced parts (ms) with pauses (ms) between them: ``turn("yes please", 600, 400, 700)``."""
+        start = self.at_ms
+        for index, ms in enumerate(parts):
+            self.audio += voice(ms) if index % 2 == 0 else quiet(ms)
+        self.turns.append(ScriptedTurn(start, self.at_ms, text))
+        return self
+
+
+@dataclass
+class Run:
+    transcriber: TrackTranscriber
+    store: MemoryStore
+    clock: ManualClock
+    epoch_ms: float
+    """Connect's clock at the stream's first byte."""
+    offset: int = 0
+
+    def feed(self, audio: bytes, *, block: int = 1024, drop_at_ms: float | None = None) -> None:
+        """The call's audio as a live stream delivers it, each block when it has been produced; Ink's socket is
+        dropped once the stream reaches ``drop_at_ms``."""
+        end = self.offset + len(audio)
+        while self.offset < end:
+            piece = bytes(audio[self.offset - end + len(audio) :][:block])
+            self.clock.advance(len(piece) / 16000)
+            produced_end_ms = self.epoch_ms + (self.offset + len(piece)) / BYTES_PER_MS
+            self.transcriber.audio("100", self.offset, piece, produced_end_ms)
+            self.offset += len(piece)
+            self.pump()
+            if drop_at_ms is not None and self.offset / BYTES_PER_MS >= drop_at_ms and ScriptedInk.opened[-1].alive:
+                ScriptedInk.opened[-1].alive = False
+                drop_at_ms = None
+
+    def pump(self) -> None:
+        for session in list(ScriptedInk.opened):
+            session.deliver()
+
+    def idle(self, seconds: float) -> None:
+        """The source has stalled: keep-alive silence and the pace's backlog go out."""
+        for _ in range(int(seconds * 10)):
+            self.clock.advance(0.1)
+            self.transcriber.keepalive(idle_ms=200)
+            self.transcriber.audio("100", self.offset, b"", None)
+            self.pump()
+
+    def stored(self) -> list[Turn]:
+        assert self.transcriber.drain_writes(5.0)
+        return sorted(self.store.turns.values(), key=lambda turn: turn.seq)
+
+
+def run(call: Call) -> Run:
+    ScriptedInk.script = call.turns
+    ScriptedInk.opened = []
+    clock = ManualClock()
+    store = MemoryStore()
+    transcriber = TrackTranscriber(
+        contact_id="c1",
+        track="customer",
+        progress=TrackProgress(),
+        store=store,  # type: ignore[arg-type]
+        open_session=ScriptedInk,  # type: ignore[arg-type]
+        sink=MetricSink(threading.Lock()),
+        ack_ms=400,
+        clock=clock,
+        pacer=Pacer(catch_up_after_ms=float("inf")),
+    )
+    return Run(transcriber, store, clock, epoch_ms=clock.time() * 1000)
+
+
+def assert_true_to(call: Call, stored: list[Turn], epoch_ms: float) -> None:
+    """Every scripted turn stored once, in order, with its own span and latency (within 100 ms of the truth)."""
+    assert [turn.transcript for turn in stored] == [turn.text for turn in call.turns]
+    assert [turn.seq for turn in stored] == list(range(len(call.turns)))
+    for truth, turn in zip(call.turns, stored, strict=True):
+        assert abs(turn.audio_start_ms - truth.start_ms) <= 100, (turn.transcript, turn.audio_start_ms, truth)
+        assert abs(turn.audio_end_ms - truth.end_ms) <= 100, (turn.transcript, turn.audio_end_ms, truth)
+        assert turn.latency_ms is not None
+        true_latency = turn.ended_at_ms - (epoch_ms + truth.end_ms)
+        assert abs(turn.latency_ms - true_latency) <= 100, (turn.transcript, turn.latency_ms, true_latency)
+
+
+def test_pauses_inside_a_turn_leave_nothing_over_for_the_next_turn() -> None:
+    call = (
+        Call()
+        .silence(500)
+        .turn("yes, please go ahead", 800, 300, 600)
+        .silence(1500)
+        .turn("my card, the visa one", 700, 500, 500)
+        .silence(1500)
+        .turn("it ends in, uh, four two", 600, 900, 400, 600, 300)
+        .silence(1500)
+        .turn("thanks", 500)
+        .silence(1500)
+    )
+    r = run(call)
+    r.feed(bytes(call.audio))
+    r.idle(1.0)
+    assert_true_to(call, r.stored(), r.epoch_ms)
+
+
+def test_a_sound_ink_makes_no_turn_of_belongs_to_no_turn() -> None:
+    call = (
+        Call()
+        .silence(600)
+        .turn("i want to check my balance", 1200)
+        .silence(1200)
+        .noise(160)
+        .silence(2000)
+        .turn("the checking account", 900, 400, 500)
+        .silence(800)
+        .noise(100)
+        .silence(1500)
+        .turn("yes", 300)
+        .silence(1500)
+    )
+    r = run(call)
+    r.feed(bytes(call.audio))
+    r.idle(1.0)
+    assert_true_to(call, r.stored(), r.epoch_ms)
+
+
+def test_silence_after_a_cough_settles() -> None:
+    call = Call().silence(400).turn("hello", 700).silence(1200).noise(160).silence(1500)
+    r = run(call)
+    r.feed(bytes(call.audio))
+    r.idle(0.6)
+    assert r.transcriber.quiet
+    assert r.transcriber.settled.stream_bytes == len(call.audio)
+
+
+def test_a_dropped_socket_after_paused_turns_and_coughs_stores_every_turn_once() -> None:
+    call = (
+        Call()
+        .silence(500)
+        .turn("yes, please go ahead", 800, 400, 600)
+        .silence(1200)
+        .noise(140)
+        .silence(1500)
+        .turn("my card, the visa one", 700, 600, 500)
+        .silence(1500)
+    )
+    tail = Call()
+    tail.audio, tail.turns = bytearray(call.audio), list(call.turns)
+    tail.turn("and the other one", 900, 350, 400).silence(1500)
+    r = run(tail)
+    # Ink's socket drops in the silence after the second turn; the rest of the call goes to a new session.
+    r.feed(bytes(tail.audio), drop_at_ms=call.at_ms - 300)
+    r.idle(2.0)
+    assert len(ScriptedInk.opened) == 2
+    replay_start_ms = ScriptedInk.opened[1].started_at / BYTES_PER_MS
+    assert replay_start_ms >= call.turns[-1].end_ms
+    assert_true_to(tail, r.stored(), r.epoch_ms)
