@@ -166,6 +166,10 @@ class Delivery:
     once: int
     """Utterances delivered exactly once: stored once as what was said, and its reply's first segment handed over once
     (or the turn superseded by a later one whose reply was)."""
+    silences: int = 0
+    """ConverseFunction answers of ``Timeout`` (the flow then asks "Are you still there?")."""
+    silences_over_caller: int = 0
+    """Of those, the ones answered while the caller was speaking: a silence prompt said over a caller."""
 
 
 def _words(text: str | None) -> str:
@@ -174,7 +178,9 @@ def _words(text: str | None) -> str:
 
 def delivery(result: CallResult) -> Delivery:
     """How ``result``'s caller turns were delivered (see :class:`Delivery`)."""
-    said = [segment.text for segment in sorted(result.segments, key=lambda s: s.start) if segment.track == CALLER]
+    speech = [segment for segment in sorted(result.segments, key=lambda s: s.start) if segment.track == CALLER]
+    said = [segment.text for segment in speech]
+    timeouts = [c.at for c in result.lambda_calls if c.function == "ConverseFunction" and c.result == "Timeout"]
     stored = sorted((t for t in result.records.turns if t.track == "customer"), key=lambda t: t.index)
     handed = Counter(
         (str(c.response.get("TurnIndex")), str(c.response.get("Segment")))
@@ -206,6 +212,8 @@ def delivery(result: CallResult) -> Delivery:
         duplicates=duplicates,
         lost=max(0, len(said) - len(stored)),
         once=once,
+        silences=len(timeouts),
+        silences_over_caller=sum(1 for at in timeouts if any(s.start <= at <= s.end for s in speech)),
     )
 
 
@@ -243,6 +251,8 @@ def load_figures(run: LoadRun) -> dict[str, Any]:
             "duplicates": sum(d.duplicates for d in deliveries),
             "lost": sum(d.lost for d in deliveries),
             "exactly_once": sum(d.once for d in deliveries),
+            "silence_prompts": sum(d.silences for d in deliveries),
+            "silence_prompts_over_caller": sum(d.silences_over_caller for d in deliveries),
         },
         "percentiles_ms": {
             name: {f"p{q}": percentile(values, q) for q in PERCENTILES} for name, values in latencies.items()
@@ -312,6 +322,10 @@ def load_table(figures: Mapping[str, Any]) -> str:
         f"turns delivered exactly once: {turns['exactly_once']} of {turns['utterances']} utterances "
         f"(stored {turns['stored']}, answered {turns['answered']}, superseded {turns['superseded']}, "
         f"heard as said {turns['heard_as_said']}, duplicates {turns['duplicates']}, lost {turns['lost']})"
+    )
+    rows.append(
+        f"silence prompts: {turns.get('silence_prompts', 0)} "
+        f"({turns.get('silence_prompts_over_caller', 0)} while the caller was speaking)"
     )
     names = {
         "stop_to_turn_end": "stop -> turn end",
