@@ -420,3 +420,19 @@ def test_a_newer_turns_reply_takes_the_place_of_a_request_the_flow_did_not_hear_
     found = poll(Asked(newer=True), quiet(), turn=3, segment=0)
 
     assert found.segment is not None and (found.segment.turn, found.segment.index) == (4, 0)
+
+
+class HalfMade:
+    """The turn table answering the reply status's key alone: what a read sees of an item an UpdateItem is creating
+    in moto, which puts the keys in the table before it sets the rest."""
+
+    table = "turns"
+
+    def call(self, operation: str, **kwargs: Any) -> Any:
+        return {"Item": {"ContactId": {"S": CONTACT}, "TurnKey": {"S": "reply"}}}
+
+
+def test_a_reply_status_read_half_made_is_no_status_yet() -> None:
+    from voicebridge.store.replies import ReplyStore
+
+    assert ReplyStore(HalfMade()).status(CONTACT) is None  # type: ignore[arg-type]

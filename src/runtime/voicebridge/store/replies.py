@@ -320,8 +320,12 @@ class ReplyStore:
     # -- the flow's side
 
     def status(self, contact_id: str) -> ReplyStatus | None:
+        """Where the latest reply stands; None before any, and for an item that names no turn. DynamoDB applies
+        an update to an item whole, but moto (the local cloud) puts an item an UpdateItem creates in the table
+        with only its keys, then sets its attributes: a read in between sees it half made. Read as no status yet,
+        the next look sees it whole."""
         item = self._get(contact_id, STATUS)
-        if item is None:
+        if item is None or "Turn" not in item:
             return None
         attributes = item.get("Attributes", {})
         return ReplyStatus(
