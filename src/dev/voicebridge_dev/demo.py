@@ -41,6 +41,7 @@ from voicebridge_dev.local.bedrock import Fault as BedrockFault
 from voicebridge_dev.local.bedrock import FaultKind as BedrockFaultKind
 from voicebridge_dev.local.cloud import CloudBase, LocalCloud
 from voicebridge_dev.local.ink import Recogniser, RecogniserUnavailableError, load_recogniser
+from voicebridge_dev.local.lambda_ import InvocationRecord, InvocationStatus, KeptInvocation
 from voicebridge_dev.local.lambda_.emulator import DEFAULT_CONCURRENCY
 from voicebridge_dev.local.lex import Fault as LexFault
 from voicebridge_dev.local.lex import FaultKind as LexFaultKind
@@ -68,7 +69,7 @@ from voicebridge_dev.simulator import (
     transcript,
 )
 from voicebridge_dev.simulator.caller import Over
-from voicebridge_dev.simulator.load import LoadRun, load_figures, load_table, simulate_calls
+from voicebridge_dev.simulator.load import FailedInvocation, LoadRun, load_figures, load_table, simulate_calls
 
 TEMPLATE = Path("template.yaml")
 FLOW = Path("contact_flows/voice-agent.json")
@@ -552,7 +553,9 @@ def place_calls(
         emulated = _prepare(
             cloud, chosen, steps, registered=True, sonic_backend=sonic_backend, function_env=function_env
         )
+        cloud.lambdas.keep(failed_invocation)
         services_cpu = cloud.cpu_seconds()
+        table_requests = cloud.table_requests()
         process_cpu = time.process_time()
         run = simulate_calls(
             calls,
@@ -574,9 +577,38 @@ def place_calls(
         else:
             # moto, the emulators, the calls' flows and callers share this process, so its CPU is one figure.
             cpu["this process: moto, the emulators, the simulated calls"] = process_cpu
-        run = replace(run, cpu_s=cpu)
+        served = cloud.table_requests()
+        requests = {name: count - table_requests.get(name, 0) for name, count in served.items()}
+        failed = tuple(failed_report(kept) for kept in cloud.lambdas.kept)
+        counted = {name: count for name, count in requests.items() if count}
+        run = replace(run, cpu_s=cpu, table_requests=counted, failed=failed)
         logging.getLogger("voicebridge_dev.local.lambda_").setLevel(logging.ERROR)
     return run, emulated
+
+
+def failed_invocation(record: InvocationRecord, answer: bytes) -> bool:
+    """An invocation a load run keeps the logs of: one that failed, or whose answer told the flow ``Result=Error``."""
+    return record.status is not InvocationStatus.OK or _answer_error(answer) is not None
+
+
+def _answer_error(answer: bytes) -> str | None:
+    """``ErrorCode: ErrorMessage`` of an answer saying ``Result=Error``; None for any other answer."""
+    try:
+        parsed = json.loads(answer or b"null")
+    except ValueError:
+        return None
+    if not isinstance(parsed, dict) or parsed.get("Result") != "Error":
+        return None
+    return f"{parsed.get('ErrorCode', '')}: {parsed.get('ErrorMessage', '')}"
+
+
+def failed_report(kept: KeptInvocation) -> FailedInvocation:
+    """What a load run reports of an invocation it kept."""
+    record = kept.record
+    error = _answer_error(kept.answer) if record.status is InvocationStatus.OK else None
+    if error is None:
+        error = f"{(record.error or {}).get('errorType', '')}: {(record.error or {}).get('errorMessage', '')}"
+    return FailedInvocation(record.function, record.request_id, record.status.value, error, record.logs)
 
 
 def run_load(

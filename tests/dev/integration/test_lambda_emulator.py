@@ -501,6 +501,23 @@ def test_handler_output_is_kept_in_the_record_and_forwarded_to_the_logger(
     assert {"forward me", "me too"} <= set(forwarded)
 
 
+def test_the_invocations_a_caller_picks_are_kept_with_their_logs_and_answers(
+    client: Any, emulator: LambdaEmulator
+) -> None:
+    # A long run outgrows the bounded record log: what it must explain later is kept apart, however many follow.
+    emulator.keep(lambda record, answer: record.status is not InvocationStatus.OK or b"keep me" in answer)
+    _, failed = invoke(client, "FailFunction", {"message": "no funds"})
+    _, picked = invoke(client, "EchoFunction", {"say": "keep me"})
+    invoke(client, "EchoFunction", {"say": "forget me"})
+
+    kept = {k.record.request_id: k for k in emulator.kept}
+    failure = kept[failed["ResponseMetadata"]["RequestId"]]
+    assert failure.record.status is InvocationStatus.ERROR
+    assert "[ERROR] PaymentDeclined: no funds" in failure.record.logs
+    assert json.loads(kept[picked["ResponseMetadata"]["RequestId"]].answer) == {"say": "keep me"}
+    assert not any(b"forget me" in k.answer for k in kept.values())
+
+
 def test_the_invocations_endpoint_lists_finished_invocations(client: Any, emulator: LambdaEmulator) -> None:
     _, answer = invoke(client, "EchoFunction", {"listed": True})
     request_id = answer["ResponseMetadata"]["RequestId"]

@@ -874,15 +874,45 @@ def test_a_conversation_that_cannot_go_on_ends_with_an_apology(voice_agent: Flow
     assert events[-2:] == [("streaming", "Disabled"), ("disconnect", "")]
 
 
-def test_a_failed_converse_invocation_ends_with_an_apology(voice_agent: Flow) -> None:
-    class Failing(Conversation):
-        def __call__(self, function: str, params: dict[str, str]) -> dict[str, str]:
-            if function == "ConverseFunction":
-                raise RuntimeError("Lambda failed")
-            return super().__call__(function, params)
+class Failing(Conversation):
+    """ConverseFunction's invocations fail (the block's error branch: a timeout, a function error) where ``fails``
+    says, by call number from 0; the rest are answered as :class:`Conversation` answers them."""
 
-    events = Call(voice_agent, Failing([])).run()
-    assert heard(events) == [f"s3://{GREETING}", TECHNICAL_GOODBYE]
+    def __init__(self, answers: list[Answer], fails: Callable[[int], bool]) -> None:
+        super().__init__(answers)
+        self.calls = 0
+        self._fails = fails
+
+    def __call__(self, function: str, params: dict[str, str]) -> dict[str, str]:
+        if function == "ConverseFunction":
+            self.calls += 1
+            if self._fails(self.calls - 1):
+                raise RuntimeError("Lambda failed")
+        return super().__call__(function, params)
+
+
+SILENT_BREAK = '<speak><break time="200ms"/></speak>'
+
+
+def test_a_converse_invocation_that_fails_twice_in_a_row_ends_with_an_apology(voice_agent: Flow) -> None:
+    events = Call(voice_agent, Failing([], fails=lambda n: True)).run()
+    # Tried once more, after a silent pause, before the apology.
+    assert heard(events) == [f"s3://{GREETING}", SILENT_BREAK, TECHNICAL_GOODBYE]
+
+
+def test_a_converse_invocation_that_fails_once_is_tried_again_after_a_silent_pause(voice_agent: Flow) -> None:
+    replies = Failing([speak(0, 0, more=False)], fails=lambda n: n == 0)
+    events = Call(voice_agent, replies).run()
+    assert heard(events)[:3] == [f"s3://{GREETING}", SILENT_BREAK, "s3://reply/0/0"]
+    # The retry asks for what the failed call asked for.
+    assert replies.asked[0] == ("-1", "-1")
+
+
+def test_a_played_segment_earns_the_conversation_another_retry(voice_agent: Flow) -> None:
+    replies = Failing([speak(0, 0, more=True), speak(0, 1, more=False)], fails=lambda n: n in (0, 2))
+    events = Call(voice_agent, replies).run()
+    assert heard(events)[:5] == [f"s3://{GREETING}", SILENT_BREAK, "s3://reply/0/0", SILENT_BREAK, "s3://reply/0/1"]
+    assert TECHNICAL_GOODBYE not in heard(events)
 
 
 def test_a_voice_agent_call_that_cannot_be_transcribed_ends_with_an_apology(voice_agent: Flow) -> None:

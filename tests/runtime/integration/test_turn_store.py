@@ -107,23 +107,23 @@ def test_await_turn_returns_a_turn_written_while_it_waits(store: TurnStore) -> N
     writer = threading.Timer(0.3, lambda: store.put_turn(turn(contact, 0, "pay my bill")))
     writer.start()
     started = time.monotonic()
-    found, waited_ms = await_turn(
+    awaited = await_turn(
         contact, {"AfterTurn": "-1"}, store=store, max_wait_ms=5000, poll_interval_ms=40, remaining_ms=None
     )
     writer.join()
-    assert found is not None and found.transcript == "pay my bill"
+    assert awaited.turn is not None and awaited.turn.transcript == "pay my bill"
     assert time.monotonic() - started < 1.5
-    assert waited_ms >= 250
+    assert awaited.waited_ms >= 250
 
 
 def test_await_turn_times_out_inside_its_bound(store: TurnStore) -> None:
     contact = str(uuid.uuid4())
     store.claim(contact, "arn:stream", "100", [CUSTOMER])
     started = time.monotonic()
-    found, _ = await_turn(
+    awaited = await_turn(
         contact, {"MaxWaitMs": "400"}, store=store, max_wait_ms=7000, poll_interval_ms=40, remaining_ms=None
     )
-    assert found is None
+    assert awaited.turn is None
     assert 0.35 < time.monotonic() - started < 1.5
 
 
@@ -148,7 +148,7 @@ def test_await_turn_still_returns_the_turns_heard_before_listening_stopped(store
     store.claim(contact, "arn:stream", "123", [CUSTOMER])
     store.put_turn(turn(contact, 0, "goodbye"))
     store.release(contact, 0, "stream ended")
-    found, _ = await_turn(contact, {}, store=store, max_wait_ms=200, poll_interval_ms=40, remaining_ms=None)
+    found = await_turn(contact, {}, store=store, max_wait_ms=200, poll_interval_ms=40, remaining_ms=None).turn
     assert found is not None and found.transcript == "goodbye"
 
 

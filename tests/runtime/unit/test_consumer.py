@@ -141,6 +141,11 @@ class Checkpoints:
     def put_turn(self, turn: Turn) -> bool:
         return self.turns.setdefault(turn.key, turn) is turn
 
+    def mark_speaking(self, contact_id: str, generation: int, since_ms: int) -> None:
+        if generation != self._item.generation:
+            raise Superseded("owned by a newer consumer")
+        self._item.speaking_since_ms = since_ms
+
 
 class Ink:
     """Every session opened, and the audio each was sent."""

@@ -185,7 +185,7 @@ def poll(replies: Any, turns: Any, *, turn: int, segment: int, clock: ManualCloc
         fast_poll_ms=20,
         slow_poll_ms=100,
         remaining_ms=None,
-        clock=clock or ManualClock(start=0.0, epoch=1_764_000_010.0),
+        clock=clock or ManualClock(start=0.0, epoch=1_764_000_010.0, settle_s=5.0),
     )
 
 
@@ -223,7 +223,7 @@ def test_a_stored_turn_whose_reply_has_not_begun_is_thinking_from_when_the_turn_
 
 
 def test_a_poll_whose_table_is_slow_answers_timeout_on_time_rather_than_look_for_a_stored_turn() -> None:
-    clock = ManualClock(start=0.0, epoch=1_764_000_010.0)
+    clock = ManualClock(start=0.0, epoch=1_764_000_010.0, settle_s=5.0)
 
     class SlowStatus(Status):
         def status(self, contact_id: str) -> ReplyStatus | None:
@@ -302,49 +302,66 @@ def test_nothing_in_the_making_and_nobody_speaking_is_a_timeout() -> None:
     assert answer(Next(), None) == {"Result": "Timeout"}
 
 
-class Speaking(Checkpoints):
-    """A live consumer whose caller is mid-turn until ``stop_after`` looks."""
-
-    def __init__(self, stop_after: int) -> None:
-        super().__init__(checkpoint(speaking_since_ms=1, heartbeat_at_ms=10**15), now_ms=10)
-        self.looks, self._stop_after = 0, stop_after
-
-    def load(self, contact_id: str) -> Checkpoint | None:
-        self.looks += 1
-        if self.looks > self._stop_after:
-            return checkpoint(speaking_since_ms=0, heartbeat_at_ms=10**15)
-        return self.checkpoint
-
-
 class Ready(Status):
-    """Turn 3's reply with its second sentence stored."""
+    """Turn 3's reply with its second sentence stored, while the caller is speaking (as the status says) for the
+    first ``speaking_for`` looks."""
 
-    def __init__(self) -> None:
+    def __init__(self, speaking_for: int) -> None:
         super().__init__(ReplyStatus(3, 2, done=False, updated_at_ms=NOW_MS))
+        self.looks, self._speaking_for = 0, speaking_for
+
+    def status(self, contact_id: str) -> ReplyStatus | None:
+        self.looks += 1
+        speaking = NOW_MS - 2_000 if self.looks <= self._speaking_for else 0
+        return ReplyStatus(3, 2, done=False, updated_at_ms=NOW_MS, speaking_since_ms=speaking)
 
     def segment(self, contact_id: str, turn: int, index: int, keys: str) -> Segment:
         return Segment(CONTACT, turn, index, "and your savings are fine.", "s3://b/k.wav", "balance?")
 
 
-def played(turns: Speaking, *, turn: int = 3, segment: int = 0) -> Next:
-    return poll(Ready(), turns, turn=turn, segment=segment)
+def played(replies: Ready, *, turn: int = 3, segment: int = 0) -> Next:
+    return poll(replies, quiet(), turn=turn, segment=segment)
 
 
 def test_the_next_sentence_of_a_reply_is_not_said_over_a_caller_who_began_speaking() -> None:
-    found = played(Speaking(stop_after=100))
+    found = played(Ready(speaking_for=100))
     assert found.segment is None and found.thinking == Thinking(3, 0, started=False)
+    assert found.speaking_ms == 2_000
 
 
 def test_the_reply_goes_on_once_the_callers_sound_turns_out_not_to_be_a_turn() -> None:
-    turns = Speaking(stop_after=3)
-    found = played(turns)
+    found = played(Ready(speaking_for=3))
     assert found.segment is not None and (found.segment.turn, found.segment.index) == (3, 1)
 
 
 def test_a_newer_turns_first_sentence_is_never_held_back() -> None:
-    turns = Speaking(stop_after=100)
-    found = played(turns, turn=2, segment=4)
+    found = played(Ready(speaking_for=100), turn=2, segment=4)
     assert found.segment is not None and (found.segment.turn, found.segment.index) == (3, 0)
+
+
+def test_holding_a_sentence_back_reads_nothing_but_the_reply_status() -> None:
+    # The status carries the caller's speaking mark: the hold-back costs no checkpoint read per look, only the one
+    # that says, once per invocation, that a consumer is listening.
+    turns = quiet()
+    checkpoint_reads = 0
+    loaded = turns.load
+
+    def load(contact_id: str) -> Checkpoint | None:
+        nonlocal checkpoint_reads
+        checkpoint_reads += 1
+        return loaded(contact_id)
+
+    turns.load = load  # type: ignore[method-assign]
+    replies = Ready(speaking_for=100)
+    found = poll(replies, turns, turn=3, segment=0)
+    assert found.segment is None and replies.looks > 1 and checkpoint_reads == 1
+
+
+def test_a_held_back_sentence_is_looked_for_at_the_slow_pace() -> None:
+    # Nothing is due while the caller speaks over the sentence that is ready: 500 ms at 100 ms a look, not 20.
+    replies = Ready(speaking_for=100)
+    poll(replies, quiet(), turn=3, segment=0)
+    assert replies.looks <= 6
 
 
 # -- a reply that asks for something of the caller's (the card on the keypad)
@@ -387,7 +404,7 @@ def test_a_request_the_flow_has_taken_is_not_made_again() -> None:
         fast_poll_ms=20,
         slow_poll_ms=100,
         remaining_ms=None,
-        clock=ManualClock(start=0.0, epoch=1_764_000_010.0),
+        clock=ManualClock(start=0.0, epoch=1_764_000_010.0, settle_s=5.0),
     )
 
     assert found.timed_out
@@ -403,3 +420,19 @@ def test_a_newer_turns_reply_takes_the_place_of_a_request_the_flow_did_not_hear_
     found = poll(Asked(newer=True), quiet(), turn=3, segment=0)
 
     assert found.segment is not None and (found.segment.turn, found.segment.index) == (4, 0)
+
+
+class HalfMade:
+    """The turn table answering the reply status's key alone: what a read sees of an item an UpdateItem is creating
+    in moto, which puts the keys in the table before it sets the rest."""
+
+    table = "turns"
+
+    def call(self, operation: str, **kwargs: Any) -> Any:
+        return {"Item": {"ContactId": {"S": CONTACT}, "TurnKey": {"S": "reply"}}}
+
+
+def test_a_reply_status_read_half_made_is_no_status_yet() -> None:
+    from voicebridge.store.replies import ReplyStore
+
+    assert ReplyStore(HalfMade()).status(CONTACT) is None  # type: ignore[arg-type]

@@ -24,6 +24,7 @@ From another process, :func:`local_cloud_process` runs ``voicebridge local up`` 
 from __future__ import annotations
 
 import base64
+import io
 import json
 import logging
 import os
@@ -35,6 +36,7 @@ import time
 import urllib.error
 import urllib.request
 from abc import abstractmethod
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -138,6 +140,10 @@ class CloudBase(LocalService):
         )
         answer = connect.get_contact_attributes(InstanceId=EMULATED_INSTANCE_ID, InitialContactId=contact_id)
         return dict(answer["Attributes"])
+
+    @abstractmethod
+    def table_requests(self) -> dict[str, int]:
+        """The DynamoDB requests moto has served so far, by operation (:func:`table_request_name`)."""
 
     # -- shared
 
@@ -286,6 +292,9 @@ class LocalCloud(CloudBase):
         self.lex = LexEmulator(port=port_base + 6 if port_base else 0)
         self.comprehend = ComprehendEmulator(port=port_base + 7 if port_base else 0)
         self.connect = ConnectEmulator(port=port_base + 8 if port_base else 0)
+
+    def table_requests(self) -> dict[str, int]:
+        return {} if self._moto is None else dict(self._moto.requests())
 
     def _emulators(self) -> tuple[LocalService, ...]:
         """The emulators that need no other's URL, in the order they start."""
@@ -657,25 +666,41 @@ def _refusal(error: urllib.error.HTTPError) -> str:
 
 
 def moto_server(port: int) -> Any:
-    """moto's threaded server, its S3 object requests taken one at a time.
+    """moto's threaded server, its S3 object requests taken one at a time, and its DynamoDB requests counted.
 
     moto's S3 backend is not safe across threads: two PutObject calls for one key at once (ten calls greeting their
     callers with the same prompt) close the first key's buffer while its response still reads it, and moto answers
     500 (``ValueError: I/O operation on closed file`` in ``FakeKey.etag``). S3 itself takes concurrent writes to a key,
     the last one winning. Requests on a path below the root (S3's, path-style) are served one at a time, each answer
     whole before the next; every other service moto serves here is a POST to ``/`` and is left concurrent.
+
+    The server's ``requests`` counts each DynamoDB request by operation and, for ``GetItem``, the kind of item read
+    (:func:`table_request_name`): what a load run says of the table's traffic, counted rather than timed.
     """
     from moto.moto_server.threaded_moto_server import ThreadedMotoServer
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
     from werkzeug.serving import make_server
 
     one_at_a_time = threading.Lock()
+    counted = threading.Lock()
+    requests: Counter[str] = Counter()
 
     class _Server(ThreadedMotoServer):
+        def requests(self) -> dict[str, int]:
+            """The DynamoDB requests served so far, by :func:`table_request_name`."""
+            with counted:
+                return dict(requests)
+
         def _server_entry(self) -> None:
             app = DomainDispatcherApplication(create_backend_app)
 
             def serialised(environ: dict[str, Any], start_response: Any) -> Any:
+                target = str(environ.get("HTTP_X_AMZ_TARGET", ""))
+                if target.startswith("DynamoDB_"):
+                    body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+                    environ["wsgi.input"] = io.BytesIO(body)
+                    with counted:
+                        requests[table_request_name(target.partition(".")[2], body)] += 1
                 if environ.get("PATH_INFO", "/") in ("", "/"):
                     return app(environ, start_response)
                 with one_at_a_time:
@@ -686,3 +711,17 @@ def moto_server(port: int) -> Any:
             self._server.serve_forever()
 
     return _Server(ip_address="127.0.0.1", port=port, verbose=False)
+
+
+def table_request_name(operation: str, body: bytes) -> str:
+    """A DynamoDB request's name in a count: its operation, and for ``GetItem`` the kind of item it reads, the turn
+    table's sort key up to its first ``#`` (``GetItem reply`` is a reply's status, ``GetItem reply#`` a segment,
+    ``GetItem checkpoint`` a contact's checkpoint)."""
+    if operation != "GetItem":
+        return operation
+    try:
+        key = str(json.loads(body)["Key"]["TurnKey"]["S"])
+    except (ValueError, KeyError, TypeError):
+        return operation
+    kind, hashed, _ = key.partition("#")
+    return f"{operation} {kind}{hashed}"

@@ -10,7 +10,8 @@ machine's time went.
 
 A child speaks on its pipes, one line at a time: it prints ``ready <url> <facts>`` once it serves (``facts``: a JSON
 object of what it was started with that a client names, e.g. the Bedrock emulator's model ID), answers ``cpu``
-with ``cpu <seconds>`` (the CPU its process has used), and stops when its stdin ends.
+with ``cpu <seconds>`` (the CPU its process has used) and a moto server ``requests`` with ``requests <counts>`` (the
+DynamoDB requests it has served, a JSON object), and stops when its stdin ends.
 
 The parent reaches each through its control plane (``/_emulator/...``) over HTTP: :class:`RemoteEmulator` injects
 faults and registers Ink's transcripts, and :class:`RemoteKvs` is the face of the KVS emulator the flow simulator
@@ -175,6 +176,9 @@ def main(argv: list[str] | None = None) -> int:
         for line in sys.stdin:
             if line.strip() == "cpu":
                 print(f"cpu {time.process_time():.6f}", flush=True)
+            elif line.strip() == "requests":
+                counts = hosted.service.requests() if hasattr(hosted.service, "requests") else {}
+                print(f"requests {json.dumps(counts)}", flush=True)
     finally:
         hosted.service.stop()
     return 0
@@ -244,18 +248,28 @@ class ServiceProcess(LocalService):
 
     def cpu_seconds(self) -> float:
         """The CPU seconds the child has used so far (user and system, all its threads)."""
+        return float(self._ask_child("cpu", "its CPU"))
+
+    def requests(self) -> dict[str, int]:
+        """The DynamoDB requests a moto child has served so far, by operation (none for any other child)."""
+        return {
+            str(name): int(count) for name, count in json.loads(self._ask_child("requests", "its requests")).items()
+        }
+
+    def _ask_child(self, question: str, what: str) -> str:
+        """The child's answer to ``question`` (the rest of its line after the question's word)."""
         if self._child is None or self._child.stdin is None or self._lines is None:
             raise RemoteServiceError(f"the {self.service} process is not running")
         with self._ask:
             try:
-                self._child.stdin.write("cpu\n")
+                self._child.stdin.write(f"{question}\n")
                 self._child.stdin.flush()
                 line = self._lines.next(_CONTROL_TIMEOUT_S)
             except (OSError, TimeoutError):
-                raise RemoteServiceError(f"the {self.service} process did not say its CPU") from None
-        if line is None or not line.startswith("cpu "):
-            raise RemoteServiceError(f"the {self.service} process did not say its CPU (it said {line!r})")
-        return float(line.removeprefix("cpu "))
+                raise RemoteServiceError(f"the {self.service} process did not say {what}") from None
+        if line is None or not line.startswith(f"{question} "):
+            raise RemoteServiceError(f"the {self.service} process did not say {what} (it said {line!r})")
+        return line.removeprefix(f"{question} ")
 
     def stop(self) -> None:
         child, self._child = self._child, None
@@ -551,6 +565,9 @@ class ProcessCloud(CloudBase):
     def cpu_seconds(self) -> dict[str, float]:
         """Each service process's CPU seconds so far, by service name."""
         return {name: process.cpu_seconds() for name, process in self.processes.items()}
+
+    def table_requests(self) -> dict[str, int]:
+        return self.processes["dynamodb"].requests()
 
 
 if __name__ == "__main__":

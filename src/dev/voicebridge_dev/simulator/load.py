@@ -33,9 +33,45 @@ from voicebridge_dev.simulator.engine import CallResult, simulate_call
 from voicebridge_dev.simulator.events import CALLER
 from voicebridge_dev.simulator.report import LATENCIES, turn_figures
 
-__all__ = ["Delivery", "LoadRun", "delivery", "load_figures", "load_table", "percentile", "simulate_calls"]
+__all__ = [
+    "Delivery",
+    "FailedInvocation",
+    "LoadRun",
+    "delivery",
+    "load_figures",
+    "load_table",
+    "percentile",
+    "simulate_calls",
+]
 
 PERCENTILES = (50, 90, 99)
+
+
+@dataclass(frozen=True)
+class FailedInvocation:
+    """A function invocation that failed (its status is not ``ok``) or answered the flow ``Result=Error``."""
+
+    function: str
+    request_id: str
+    status: str
+    error: str
+    """Lambda's error type and message, or the answer's ``ErrorCode`` and ``ErrorMessage``."""
+    logs: str
+
+    def summary(self) -> dict[str, str]:
+        """What a report says of it: who, how, and the last lines of its log (where a traceback ends)."""
+        tail = "\n".join(self.logs.rstrip("\n").splitlines()[-FAILED_LOG_LINES:])
+        return {
+            "function": self.function,
+            "request_id": self.request_id,
+            "status": self.status,
+            "error": self.error,
+            "log_tail": tail,
+        }
+
+
+FAILED_LOG_LINES = 30
+"""The lines of a failed invocation's log a report shows (its traceback, and the report line)."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +82,12 @@ class LoadRun:
     wall_s: float
     cpu_s: Mapping[str, float] = field(default_factory=dict)
     """CPU seconds each component used during the run, where the run's owner measured them (:func:`cpu_table`)."""
+    failed: tuple[FailedInvocation, ...] = ()
+    """The function invocations that failed or answered ``Result=Error`` during the run, with their logs, where the
+    run's owner kept them: what names the cause of a call that took an error branch."""
+    table_requests: Mapping[str, int] = field(default_factory=dict)
+    """The turn table's requests during the run, by operation (``GetItem`` by the kind of item read), where the run's
+    owner counted them."""
 
 
 def simulate_calls(
@@ -124,6 +166,10 @@ class Delivery:
     once: int
     """Utterances delivered exactly once: stored once as what was said, and its reply's first segment handed over once
     (or the turn superseded by a later one whose reply was)."""
+    silences: int = 0
+    """ConverseFunction answers of ``Timeout`` (the flow then asks "Are you still there?")."""
+    silences_over_caller: int = 0
+    """Of those, the ones answered while the caller was speaking: a silence prompt said over a caller."""
 
 
 def _words(text: str | None) -> str:
@@ -132,7 +178,9 @@ def _words(text: str | None) -> str:
 
 def delivery(result: CallResult) -> Delivery:
     """How ``result``'s caller turns were delivered (see :class:`Delivery`)."""
-    said = [segment.text for segment in sorted(result.segments, key=lambda s: s.start) if segment.track == CALLER]
+    speech = [segment for segment in sorted(result.segments, key=lambda s: s.start) if segment.track == CALLER]
+    said = [segment.text for segment in speech]
+    timeouts = [c.at for c in result.lambda_calls if c.function == "ConverseFunction" and c.result == "Timeout"]
     stored = sorted((t for t in result.records.turns if t.track == "customer"), key=lambda t: t.index)
     handed = Counter(
         (str(c.response.get("TurnIndex")), str(c.response.get("Segment")))
@@ -164,6 +212,8 @@ def delivery(result: CallResult) -> Delivery:
         duplicates=duplicates,
         lost=max(0, len(said) - len(stored)),
         once=once,
+        silences=len(timeouts),
+        silences_over_caller=sum(1 for at in timeouts if any(s.start <= at <= s.end for s in speech)),
     )
 
 
@@ -201,11 +251,15 @@ def load_figures(run: LoadRun) -> dict[str, Any]:
             "duplicates": sum(d.duplicates for d in deliveries),
             "lost": sum(d.lost for d in deliveries),
             "exactly_once": sum(d.once for d in deliveries),
+            "silence_prompts": sum(d.silences for d in deliveries),
+            "silence_prompts_over_caller": sum(d.silences_over_caller for d in deliveries),
         },
         "percentiles_ms": {
             name: {f"p{q}": percentile(values, q) for q in PERCENTILES} for name, values in latencies.items()
         }
         | {"segment_gap": {f"p{q}": percentile(gaps, q) for q in PERCENTILES}},
+        "table": table_figures(run.table_requests, call_minutes),
+        "failed_invocations": [failed.summary() for failed in run.failed],
         "cpu": {
             "call_minutes": round(call_minutes, 2),
             "components": {
@@ -234,6 +288,27 @@ def load_figures(run: LoadRun) -> dict[str, Any]:
     }
 
 
+TABLE_READS = ("GetItem", "Query", "BatchGetItem", "Scan")
+"""The DynamoDB operations that read."""
+
+
+def table_figures(requests: Mapping[str, int], call_minutes: float) -> dict[str, Any]:
+    """The table's requests in total and per call-minute, reads apart (a ``GetItem`` counted by the kind of item)."""
+    reads = sum(count for name, count in requests.items() if name.split(" ")[0] in TABLE_READS)
+
+    def per_minute(count: int) -> float | None:
+        return round(count / call_minutes, 1) if call_minutes else None
+
+    return {
+        "requests": dict(sorted(requests.items(), key=lambda item: -item[1])),
+        "reads": reads,
+        "writes": sum(requests.values()) - reads,
+        "reads_per_call_minute": per_minute(reads),
+        "writes_per_call_minute": per_minute(sum(requests.values()) - reads),
+        "per_call_minute": {name: per_minute(count) for name, count in requests.items()},
+    }
+
+
 def load_table(figures: Mapping[str, Any]) -> str:
     """:func:`load_figures` for the terminal."""
     rows = [f"{'call':>4}  {'ended by':<16}  {'said':>4}  {'stored':>6}  {'answered':>8}  {'dup':>3}  {'lost':>4}"]
@@ -248,6 +323,10 @@ def load_table(figures: Mapping[str, Any]) -> str:
         f"(stored {turns['stored']}, answered {turns['answered']}, superseded {turns['superseded']}, "
         f"heard as said {turns['heard_as_said']}, duplicates {turns['duplicates']}, lost {turns['lost']})"
     )
+    rows.append(
+        f"silence prompts: {turns.get('silence_prompts', 0)} "
+        f"({turns.get('silence_prompts_over_caller', 0)} while the caller was speaking)"
+    )
     names = {
         "stop_to_turn_end": "stop -> turn end",
         "stop_to_playing": "stop -> playing",
@@ -258,6 +337,21 @@ def load_table(figures: Mapping[str, Any]) -> str:
         values = figures["percentiles_ms"][name]
         cells = "  ".join(f"p{q} {_cell(values[f'p{q}']):>8}" for q in PERCENTILES)
         rows.append(f"{label:<18}{cells}")
+    failed = figures.get("failed_invocations", [])
+    if failed:
+        rows.append(f"failed function invocations: {len(failed)}")
+        for invocation in failed:
+            rows.append(
+                f"  {invocation['function']} {invocation['request_id']} ({invocation['status']}): {invocation['error']}"
+            )
+            rows.extend(f"    | {line}" for line in invocation["log_tail"].splitlines())
+    table = figures.get("table", {})
+    if table.get("requests"):
+        rows.append(
+            f"turn table: {table['reads_per_call_minute']:g} reads and {table['writes_per_call_minute']:g} writes "
+            f"per call-minute ({table['reads']} reads, {table['writes']} writes)"
+        )
+        rows.append("  " + ", ".join(f"{name} {table['per_call_minute'][name]:g}" for name in table["requests"]))
     cpu = figures["cpu"]
     if cpu["components"]:
         rows.append(f"CPU seconds, over {cpu['call_minutes']:g} call-minutes:")

@@ -54,6 +54,7 @@ from voicebridge.kvs.fragments import (
 )
 from voicebridge.kvs.media import MediaSource, StartSelector
 from voicebridge.kvs.mkv import MatroskaReader
+from voicebridge.store.replies import ReplyStore
 from voicebridge.store.turns import (
     AGENT,
     CUSTOMER,
@@ -268,6 +269,8 @@ class StreamConsumer:
     def _start_replying(self, checkpoint: Checkpoint) -> None:
         """When the flow converses, the worker that answers the caller's turns (finishing a reply left unfinished)."""
         if checkpoint.converse and self._make_replier is not None:
+            # ConverseFunction learns whether the caller speaks from the reply status it reads anyway.
+            self._speaking.replies = ReplyStore(self._store)
             self._replier = self._make_replier(checkpoint, self._sink)
             self._replier.resume_unfinished(self._store)
 

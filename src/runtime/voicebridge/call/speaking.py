@@ -1,14 +1,18 @@
-"""Whether the caller is mid-turn, in the contact's checkpoint: what lets a long poll say ``Listening``.
+"""Whether the caller is mid-turn, in the contact's checkpoint and reply status: what lets a long poll say
+``Listening``, and hold a reply's next sentence back.
 
 A long poll that runs out while the caller is still speaking must not answer ``Timeout``: the flow would take it for
-silence and play "Are you still there?" over the caller. Ink says when a turn begins (``turn.start``), and the turn is
-over once it is stored; :class:`SpeakingMarks` writes the start of the open turn into the checkpoint
-(``SpeakingSince``) and clears it when that turn is stored or comes to nothing. The writes go out on a thread of their
-own — Ink's receiver never waits on DynamoDB — and only the newest state is written, so a burst of turns costs at most
-one write in flight and one waiting::
+silence and play "Are you still there?" over the caller; and a sentence handed out while the caller speaks is said
+over them. The transcriber says when the caller begins — its own voice detection hears the utterance open, Ink's
+``turn.start`` follows a few hundred milliseconds later — and the turn is over once it is stored, or once the
+utterance closed with no turn begun (a cough, a word Ink did not take for a turn). :class:`SpeakingMarks` writes the
+start of the open turn into the checkpoint (``SpeakingSince``) and, when the flow converses, into the reply status
+too, which ConverseFunction reads on every look anyway; it clears both when that turn is stored or comes to nothing.
+The writes go out on a thread of their own — neither the audio path nor Ink's receiver waits on DynamoDB — and only
+the newest state is written, so a burst of turns costs at most one write in flight and one waiting::
 
-    marks = SpeakingMarks(store, contact_id, generation)
-    marks.update(seq, True)     # Ink began turn ``seq``
+    marks = SpeakingMarks(store, contact_id, generation, replies=replies)
+    marks.update(seq, True)     # the caller began turn ``seq`` (heard by the voice detector, or Ink's turn.start)
     marks.update(seq, False)    # turn ``seq`` is stored (a later turn's start is not undone)
     marks.close(timeout_s=1.0)
 """
@@ -19,6 +23,7 @@ import threading
 
 from voicebridge.clock import SYSTEM_CLOCK, Clock
 from voicebridge.errors import Superseded, VoiceBridgeError
+from voicebridge.store.replies import ReplyStore
 from voicebridge.store.turns import TurnStore
 from voicebridge.telemetry import logger
 
@@ -27,10 +32,22 @@ RETRY_S = 1.0
 
 
 class SpeakingMarks:
-    """The open turn of one contact's caller, written to its checkpoint on a thread of its own."""
+    """The open turn of one contact's caller, written to its checkpoint (and, with ``replies``, its reply status) on a
+    thread of its own."""
 
-    def __init__(self, store: TurnStore, contact_id: str, generation: int, *, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(
+        self,
+        store: TurnStore,
+        contact_id: str,
+        generation: int,
+        *,
+        replies: ReplyStore | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
         self._store = store
+        self.replies = replies
+        """Where the mark is also written for ConverseFunction's poll, when the flow converses (set before the first
+        :meth:`update`)."""
         self._contact_id = contact_id
         self._generation = generation
         self._clock = clock
@@ -81,7 +98,10 @@ class SpeakingMarks:
                     return
                 since = self._since_ms
             try:
+                # The checkpoint first: its condition is what stops a consumer that lost the contact.
                 self._store.mark_speaking(self._contact_id, self._generation, since)
+                if self.replies is not None:
+                    self.replies.mark_speaking(self._contact_id, since)
             except Superseded:
                 return
             except VoiceBridgeError as exc:

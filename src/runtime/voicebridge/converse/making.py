@@ -189,13 +189,18 @@ class ReplyMaker:
         if reply.spoken_prefix:
             reply.spoken.append(reply.spoken_prefix)
         action, attributes = Action.CONTINUE, {}
+        # An eager end is said at once, beside the request: ConverseFunction, polling slowly while the caller speaks,
+        # is then looking fast by the time the turn ends and the reply is named.
+        expecting = None
+        if reply.speculative and not reply.committed:
+            expecting = self._replies.expect_soon(self.contact_id, reply.seq)
         try:
             answer = self._responder.respond(request, deadline=deadline)
             # Said once the responder has been asked, so the status write is not on the way to its first token.
             if not reply.speculative:
                 self._replies.begin(self.contact_id, reply.seq, reply.keys)
-            elif not reply.committed:
-                self._replies.expect(self.contact_id, reply.seq)
+            elif expecting is not None:
+                expecting.result()
             text = answer.text()
             try:
                 for delta in text:

@@ -19,7 +19,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from voicebridge import container
 from voicebridge.connect.events import ContactFlowEvent, response
 from voicebridge.handlers._edge import connect_edge
-from voicebridge.polls.next_turn import await_turn, caller_speaking_ms, redacting_read_turns
+from voicebridge.polls.next_turn import await_turn, redacting_read_turns
 from voicebridge.telemetry import metrics
 
 
@@ -28,7 +28,7 @@ def _await(event: ContactFlowEvent, context: Any) -> dict[str, str]:
     entered = time.monotonic()
     remaining = context.get_remaining_time_in_millis() if hasattr(context, "get_remaining_time_in_millis") else None
     store = container.turn_store()
-    turn, waited_ms = await_turn(
+    found = await_turn(
         event.contact_id,
         event.parameters,
         store=store,
@@ -38,13 +38,12 @@ def _await(event: ContactFlowEvent, context: Any) -> dict[str, str]:
         started=entered,
         read=redacting_read_turns(store, container.redactor(), event.contact_id),
     )
-    metrics.add_metric(name="AwaitTurnWait", unit=MetricUnit.Milliseconds, value=waited_ms)
-    if turn is None:
-        speaking = caller_speaking_ms(store, event.contact_id)
-        if speaking is not None:
-            return response("Listening", SpeakingMs=speaking, PromptUri=container.pause_uri())
+    metrics.add_metric(name="AwaitTurnWait", unit=MetricUnit.Milliseconds, value=found.waited_ms)
+    if found.turn is None:
+        if found.speaking_ms is not None:
+            return response("Listening", SpeakingMs=found.speaking_ms, PromptUri=container.pause_uri())
         return response("Timeout")
-    return response("Turn", Transcript=turn.transcript, TurnIndex=turn.seq)
+    return response("Turn", Transcript=found.turn.transcript, TurnIndex=found.turn.seq)
 
 
 handler = metrics.log_metrics(_await)

@@ -5,8 +5,9 @@ Output: ``Result=Speak`` with ``PromptUri``, ``Text`` (the sentence it speaks), 
 ``More``, ``Transcript``, ``Action`` and the responder's attributes; ``Result=Fallback`` with ``Text`` and no
 ``PromptUri`` when Sonic could not speak the sentence; ``Result=OK`` with ``Action`` when the reply is over and the
 flow must transfer or hang up; when the wait ran out, ``Result=Listening`` with ``SpeakingMs`` while the caller is
-mid-turn, ``Result=Thinking`` with ``TurnIndex``, ``ThinkingMs`` and ``Hold`` while a reply is still being made (both
-with ``PromptUri``, a short silent prompt to play before asking again), else ``Result=Timeout``; ``Result=Error``
+mid-turn, ``Result=Thinking`` with ``TurnIndex``, ``ThinkingMs`` and ``Hold`` while a reply is still being made or
+when the table answered none of the poll's looks in time (both with ``PromptUri``, a short silent prompt to play
+before asking again), else ``Result=Timeout``; ``Result=Error``
 (``NotListening``, ``InvalidInput``…). ``Hold=true`` says to play a holding line: once the reply has been
 ``CONVERSE_HOLD_AFTER_MS`` in the making with nothing of it played, unless ``HeldTurn`` (an input: the turn the flow
 last held) is that turn. See :mod:`voicebridge.polls.next_segment`.
@@ -25,7 +26,7 @@ from voicebridge import container
 from voicebridge.connect.events import TRUNCATED, ContactFlowEvent, response, whole_number
 from voicebridge.handlers._edge import connect_edge
 from voicebridge.polls.next_segment import Next, next_to_play
-from voicebridge.polls.next_turn import caller_speaking_ms, redacting_read_turns
+from voicebridge.polls.next_turn import redacting_read_turns
 from voicebridge.store.turns import MAX_SEQ
 from voicebridge.telemetry import metrics
 
@@ -70,7 +71,7 @@ def _converse(event: ContactFlowEvent, context: Any) -> dict[str, str]:
         )
     if not found.timed_out:
         return response("OK", **attributes, Action=found.action.value)
-    return _nothing_yet(event, found, caller_speaking_ms(turns, event.contact_id), config.converse_hold_after_ms)
+    return _nothing_yet(event, found, found.speaking_ms, config.converse_hold_after_ms)
 
 
 def _nothing_yet(event: ContactFlowEvent, found: Next, speaking_ms: int | None, hold_after_ms: int) -> dict[str, str]:

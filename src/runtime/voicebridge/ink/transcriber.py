@@ -265,8 +265,10 @@ class TrackTranscriber(TurnListener):
             fresh = self._ledger.admit(fragment, offset, pcm, produced_end_ms)
             if not fresh:
                 return False
+            was_voiced = self._vad.speaking
             self._vad.feed(fresh)
             verdict = self._watch.feed(fresh, self._vad) if self._watch is not None else None
+            heard = self._voice_change(was_voiced)
             self._pacer.push(fresh)
             self._pump()
             if verdict is not None:
@@ -277,8 +279,20 @@ class TrackTranscriber(TurnListener):
             if not self._turn_open and not self._vad.speaking and self._caught_up:
                 self._ledger.mark_silent_point(self._clock.monotonic())
             self._settle_silence()
+        if heard is not None and self._on_speaking is not None:
+            self._on_speaking(*heard)
         self._recover()
         return True
+
+    def _voice_change(self, was_voiced: bool) -> tuple[int, bool] | None:
+        """The caller began (or stopped) speaking as the voice detector hears it, while Ink has no turn open: the
+        mark Ink's ``turn.start`` would make a few hundred milliseconds later, made now, so nothing is handed out
+        over a caller who starts between two sentences. Once Ink has a turn open, its end clears the mark (caller
+        holds the lock)."""
+        voiced = self._vad.speaking
+        if voiced == was_voiced or self._turn_open:
+            return None
+        return self.settled.next_seq, voiced
 
     def keepalive(self, idle_ms: float) -> None:
         """Send what the pace now allows; send silence when nothing has been sent for ``idle_ms`` (the source

@@ -18,17 +18,21 @@ soon as it exists:
   in the making; the handler asks whether the caller is speaking);
 - ``Result=Error`` with ``NotListening`` (and why) when no consumer is alive for the contact.
 
-It polls one small item: every ``fast_poll_ms`` while a reply is being made (the first segment is a few hundred
-milliseconds away) or may be named at any moment (Ink's eager end was heard: a speculative reply is ready to be
-committed when the turn ends), every ``slow_poll_ms`` while the caller speaks or thinks. A later sentence of the reply
-being played is held back while the caller is mid-turn (they began speaking over it): nothing is said over a caller,
-and their turn's reply takes its place. Segments are read where the
-status says they are (a committed speculative reply keeps its speculative keys). It answers ``Timeout`` within the wait,
-counted from the invocation's start (:mod:`voicebridge.polls.longpoll`).
+It polls one small item, the reply status, which also says whether the caller is speaking (the consumer marks it
+from its own voice detection and Ink's turns): every ``fast_poll_ms`` while a segment is due — a reply is being made
+and the flow has played all of it there is, or Ink's eager end was heard (a speculative reply is ready to be
+committed when the turn ends) — and every ``slow_poll_ms`` otherwise: while the caller speaks or thinks, and while a
+later sentence is held back. A later sentence of the reply being played is held back while the caller is speaking
+(they began over it, or in the gap before it): nothing is said over a caller, and their turn's own reply takes its
+place. Segments are read where the status says they are (a committed speculative reply keeps its speculative keys).
+It answers within the wait, counted from the invocation's start, and a look the table has not answered when the
+answer is due is left behind: the answer is what the last look saw (:mod:`voicebridge.polls.longpoll`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,8 +40,8 @@ from typing import Any
 from voicebridge.clock import SYSTEM_CLOCK, Clock
 from voicebridge.connect.events import whole_number
 from voicebridge.conversation import Action
-from voicebridge.polls.longpoll import LongPoll, Meanwhile
-from voicebridge.polls.next_turn import caller_speaking_ms, require_listening
+from voicebridge.polls.longpoll import LateLook, LongPoll, Meanwhile
+from voicebridge.polls.next_turn import require_listening
 from voicebridge.store.replies import ReplyStatus, ReplyStore, Segment
 from voicebridge.store.turns import MAX_SEQ, TurnStore
 
@@ -63,6 +67,9 @@ class Next:
     waited_ms: float = 0.0
     thinking: Thinking | None = None
     """When nothing came within the wait: the reply still being made, if one is."""
+    speaking_ms: int | None = None
+    """When nothing came within the wait: how long the caller has been speaking, if they are (the reply status
+    carries it, so answering ``Listening`` costs no read of its own)."""
 
     @property
     def timed_out(self) -> bool:
@@ -117,28 +124,70 @@ def _poll(
     turn, played, collected = where
     checked_listening = False
     status: ReplyStatus | None = None
-    while True:
-        with poll.look():
-            status = replies.status(contact_id)
-            found = _next(contact_id, status, turn, played, replies, collected)
-            if _continues(found, turn) and caller_speaking_ms(turns, contact_id) is not None:
-                # The caller began a turn while this reply was playing: its next sentence is not said over them.
-                # Their turn's own reply takes its place, or, if Ink hears no turn in it after all, it goes on.
-                found = None
-        if found is not None:
-            return Next(found.segment, found.more, found.action, found.attributes, waited_ms=poll.waited_ms)
-        if not checked_listening:
-            require_listening(turns, contact_id)
-            checked_listening = True
-        hurried = status is not None and status.hurried
-        if not hurried:
-            meanwhile.begin()
-        if not poll.pause((fast_poll_ms if hurried else slow_poll_ms) / 1000):
-            thinking = _thinking(status, turn, played, clock.time())
-            if thinking is None and poll.spare_look():
-                with poll.look():
-                    thinking = _unanswered(turns, contact_id, status, turn, clock.time())
-            return Next(waited_ms=poll.waited_ms, thinking=thinking)
+    ended: dict[int, ReplyStatus] = {}
+    try:
+        while True:
+            try:
+                status, found = poll.look(lambda: _look(contact_id, replies, turn, played, collected, ended))
+                if found is not None:
+                    return Next(found.segment, found.more, found.action, found.attributes, waited_ms=poll.waited_ms)
+                if not checked_listening:
+                    poll.look(lambda: require_listening(turns, contact_id))
+                    checked_listening = True
+            except LateLook:
+                # The table did not answer in time: what the last look saw, or, with nothing seen, a reply still
+                # to come (the flow plays the silent prompt and asks again), rather than an answer past Connect's limit.
+                known = _thinking(status, turn, played, clock.time())
+                if status is None:
+                    known = Thinking(turn, 0, started=False)
+                return Next(waited_ms=poll.waited_ms, thinking=known, speaking_ms=_speaking_ms(status, clock.time()))
+            due = _due(status, turn, played)
+            if not due:
+                meanwhile.begin()
+            if not poll.pause((fast_poll_ms if due else slow_poll_ms) / 1000):
+                thinking = _thinking(status, turn, played, clock.time())
+                if thinking is None and poll.spare_look():
+                    unanswered = functools.partial(_unanswered, turns, contact_id, status, turn, clock.time())
+                    with contextlib.suppress(LateLook):
+                        thinking = poll.look(unanswered)
+                return Next(waited_ms=poll.waited_ms, thinking=thinking, speaking_ms=_speaking_ms(status, clock.time()))
+    finally:
+        poll.close()
+
+
+def _look(
+    contact_id: str, replies: ReplyStore, turn: int, played: int, collected: int, ended: dict[int, ReplyStatus]
+) -> tuple[ReplyStatus | None, Next | None]:
+    """One look: the reply status, and what to answer now (None: nothing yet). ``ended`` keeps, across the poll's
+    looks, how earlier replies ended once read (it never changes once written)."""
+    status = replies.status(contact_id)
+    found = _next(contact_id, status, turn, played, replies, collected, ended)
+    if _continues(found, turn) and status is not None and status.speaking_since_ms:
+        # The caller began a turn while this reply was playing: its next sentence is not said over them. Their
+        # turn's own reply takes its place, or, if Ink hears no turn in it after all, it goes on.
+        found = None
+    return status, found
+
+
+def _due(status: ReplyStatus | None, turn: int, played: int) -> bool:
+    """Whether a segment for the flow may be stored at any moment: worth looking again soon. So while a reply is
+    being made and the flow has played all of it there is, or once Ink heard the caller may be done (a speculative
+    reply may be named as the turn ends); not while the next sentence is held back over a speaking caller, nor
+    while nothing is being made."""
+    if status is None:
+        return False
+    if status.expecting is not None and status.expecting > status.turn:
+        return True
+    if status.done:
+        return False
+    return status.turn > turn or status.segments <= played + 1
+
+
+def _speaking_ms(status: ReplyStatus | None, now_s: float) -> int | None:
+    """How long the caller has been speaking, as the status last seen says; None when they are not."""
+    if status is None or not status.speaking_since_ms:
+        return None
+    return max(0, int(now_s * 1000) - status.speaking_since_ms)
 
 
 def _continues(found: Next | None, turn: int) -> bool:
@@ -169,15 +218,22 @@ def _unanswered(
 
 
 def _next(
-    contact_id: str, status: ReplyStatus | None, turn: int, played: int, replies: ReplyStore, collected: int = -1
+    contact_id: str,
+    status: ReplyStatus | None,
+    turn: int,
+    played: int,
+    replies: ReplyStore,
+    collected: int = -1,
+    ended: dict[int, ReplyStatus] | None = None,
 ) -> Next | None:
-    """What to answer now; ``collected`` is the turn whose request (``Collect``) the flow has already taken."""
+    """What to answer now; ``collected`` is the turn whose request (``Collect``) the flow has already taken,
+    ``ended`` how earlier replies ended, as far as already read."""
     if status is None:
         return None
     if status.turn > turn:
-        ended = _played_to_its_end(contact_id, turn, played, replies, collected)
-        if ended is not None:
-            return ended
+        over = _played_to_its_end(contact_id, turn, played, replies, collected, {} if ended is None else ended)
+        if over is not None:
+            return over
         # A reply to a newer turn: its first segment, whatever was left of the one being played.
         return _segment(contact_id, status, status.turn, 0, replies)
     if status.turn < turn:
@@ -195,13 +251,18 @@ ASKING = "Collect"
 keypad): the flow must be told it even when a newer turn has begun."""
 
 
-def _played_to_its_end(contact_id: str, turn: int, played: int, replies: ReplyStore, collected: int) -> Next | None:
+def _played_to_its_end(
+    contact_id: str, turn: int, played: int, replies: ReplyStore, collected: int, known: dict[int, ReplyStatus]
+) -> Next | None:
     """What the reply the flow played to its last segment asked of it, when a newer turn began before the flow
     heard that the reply was over: its transfer, hang-up or request (``Collect``) comes before the newer turn's
     reply, as the caller heard the agent say so. None when the flow has more of it to play, or it asked nothing."""
     if turn < 0 or played < 0:
         return None
-    ended = replies.outcome(contact_id, turn)
+    ended = known.get(turn) or replies.outcome(contact_id, turn)
+    if ended is not None:
+        # Kept for the poll's next looks: a reply's outcome is written once.
+        known[turn] = ended
     if ended is None or played < ended.segments - 1:
         return None
     if ended.action is Action.CONTINUE and (ASKING not in ended.attributes or collected == turn):

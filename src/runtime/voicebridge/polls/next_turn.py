@@ -8,13 +8,15 @@ listening (never started, stopped, or the consumer died) it says so, with the re
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from voicebridge.clock import SYSTEM_CLOCK, Clock
 from voicebridge.connect.events import whole_number
 from voicebridge.errors import NotListening, VoiceBridgeError
-from voicebridge.polls.longpoll import LongPoll, Meanwhile
+from voicebridge.polls.longpoll import LateLook, LongPoll, Meanwhile
 from voicebridge.redaction import Redactor
 from voicebridge.store.turns import CUSTOMER, MAX_SEQ, Turn, TurnStore
 from voicebridge.telemetry import logger
@@ -57,6 +59,19 @@ def caller_speaking_ms(store: TurnStore, contact_id: str) -> int | None:
     return max(0, now_ms - checkpoint.speaking_since_ms)
 
 
+@dataclass(frozen=True, slots=True)
+class Awaited:
+    """What AwaitTurnFunction answers: the caller's turn, or, when none came within the wait, whether they are
+    speaking."""
+
+    turn: Turn | None
+    waited_ms: float
+    """Milliseconds from the invocation's start to the answer."""
+    speaking_ms: int | None = None
+    """No turn came: how long the caller has been speaking, if they are (None also when the table did not say in
+    time)."""
+
+
 def await_turn(
     contact_id: str,
     parameters: dict[str, Any],
@@ -68,25 +83,33 @@ def await_turn(
     started: float | None = None,
     clock: Clock = SYSTEM_CLOCK,
     read: Callable[[int], None] | None = None,
-) -> tuple[Turn | None, float]:
-    """The caller's first turn after ``AfterTurn`` (None on timeout), and how long it took in ms, counted from
-    ``started``, when the invocation began (:class:`~voicebridge.polls.longpoll.LongPoll`). ``read`` is told, while
-    the poll waits, the turn the flow says it has read (``AfterTurn``), to redact it."""
+) -> Awaited:
+    """The caller's first turn after ``AfterTurn`` (None on timeout), within the wait counted from ``started``, when
+    the invocation began (:class:`~voicebridge.polls.longpoll.LongPoll`); a look the table has not answered when the
+    answer is due is left behind, and the answer is that no turn came. ``read`` is told, while the poll waits, the
+    turn the flow says it has read (``AfterTurn``), to redact it."""
     after = whole_number(parameters, "AfterTurn", default=-1, low=-1, high=MAX_SEQ)
     poll = LongPoll.asked(parameters, max_wait_ms=max_wait_ms, remaining_ms=remaining_ms, started=started, clock=clock)
     meanwhile = Meanwhile((lambda: read(after)) if read is not None and after >= 0 else None)
     checked_session = False
     try:
         while True:
-            with poll.look():
-                turns = store.turns_after(contact_id, after=after, track=CUSTOMER, limit=1)
-            if turns:
-                return turns[0], poll.waited_ms
-            if not checked_session:
-                require_listening(store, contact_id)
-                checked_session = True
+            try:
+                turns = poll.look(lambda: store.turns_after(contact_id, after=after, track=CUSTOMER, limit=1))
+                if turns:
+                    return Awaited(turns[0], poll.waited_ms)
+                if not checked_session:
+                    poll.look(lambda: require_listening(store, contact_id))
+                    checked_session = True
+            except LateLook:
+                return Awaited(None, poll.waited_ms)
             meanwhile.begin()
             if not poll.pause(poll_interval_ms / 1000):
-                return None, poll.waited_ms
+                speaking = None
+                if poll.spare_look():
+                    with contextlib.suppress(LateLook):
+                        speaking = poll.look(lambda: caller_speaking_ms(store, contact_id))
+                return Awaited(None, poll.waited_ms, speaking)
     finally:
+        poll.close()
         meanwhile.end()

@@ -98,6 +98,10 @@ class ReplyStatus:
     """A turn whose reply may be named at any moment (Ink's eager end was heard): pollers look fast."""
     latest: Segment | None = None
     """The segment stored last, copied into the status: the flow gets it with the status, in one read."""
+    speaking_since_ms: int = 0
+    """When the caller's turn in progress began (epoch ms), 0 when they are not speaking: the consumer marks it here
+    beside the checkpoint (:meth:`ReplyStore.mark_speaking`), so the poll that holds a sentence back over a speaking
+    caller learns it in the read it makes anyway. Never written by a reply's own status writes."""
 
     @property
     def hurried(self) -> bool:
@@ -227,31 +231,11 @@ class ReplyStore:
     def expect(self, contact_id: str, turn: int) -> None:
         """Say that ``turn``'s reply may be named at any moment (pollers look fast); the status keeps the rest."""
         with contextlib.suppress(ConditionFailed):
-            self._turns.call(
-                "update_item",
-                TableName=self._turns.table,
-                Key={"ContactId": {"S": contact_id}, "TurnKey": {"S": STATUS}},
-                UpdateExpression=(
-                    "SET #x = :t, #t = if_not_exists(#t, :none), #s = if_not_exists(#s, :zero), "
-                    "#d = if_not_exists(#d, :done), #e = :e"
-                ),
-                ConditionExpression="attribute_not_exists(#t) OR #t < :t",
-                # Names for every attribute: Segments, among others, is one of DynamoDB's reserved words.
-                ExpressionAttributeNames={
-                    "#x": "Expecting",
-                    "#t": "Turn",
-                    "#s": "Segments",
-                    "#d": "Done",
-                    "#e": "ExpiresAt",
-                },
-                ExpressionAttributeValues={
-                    ":t": {"N": str(turn)},
-                    ":none": {"N": "-1"},
-                    ":zero": {"N": "0"},
-                    ":done": {"BOOL": True},
-                    ":e": {"N": str(self._turns.expires_at())},
-                },
-            )
+            self._set_on_status(contact_id, "Expecting", turn, before_turn=turn)
+
+    def expect_soon(self, contact_id: str, turn: int) -> Future[None]:
+        """:meth:`expect`, on a thread of the store's own: the caller goes on with its work meanwhile."""
+        return self._writers().submit(self.expect, contact_id, turn)
 
     def note_speculation(
         self,
@@ -336,8 +320,12 @@ class ReplyStore:
     # -- the flow's side
 
     def status(self, contact_id: str) -> ReplyStatus | None:
+        """Where the latest reply stands; None before any, and for an item that names no turn. DynamoDB applies
+        an update to an item whole, but moto (the local cloud) puts an item an UpdateItem creates in the table
+        with only its keys, then sets its attributes: a read in between sees it half made. Read as no status yet,
+        the next look sees it whole."""
         item = self._get(contact_id, STATUS)
-        if item is None:
+        if item is None or "Turn" not in item:
             return None
         attributes = item.get("Attributes", {})
         return ReplyStatus(
@@ -350,6 +338,7 @@ class ReplyStore:
             keys=str(item.get("Keys") or REPLY_KEYS),
             expecting=int(item["Expecting"]) if item.get("Expecting") is not None else None,
             latest=_latest(contact_id, item),
+            speaking_since_ms=int(item.get("SpeakingSince", 0)),
         )
 
     def segment(self, contact_id: str, turn: int, index: int, keys: str = REPLY_KEYS) -> Segment | None:
@@ -380,10 +369,9 @@ class ReplyStore:
 
     # -- items
 
-    def _status_item(self, contact_id: str, status: ReplyStatus) -> dict[str, Any]:
+    def _status_values(self, status: ReplyStatus) -> dict[str, Any]:
+        """What a reply's status write sets: everything but the caller's speaking mark, which is not the reply's."""
         return {
-            "ContactId": contact_id,
-            "TurnKey": STATUS,
             "Turn": status.turn,
             "Segments": status.segments,
             "Done": status.done,
@@ -396,20 +384,59 @@ class ReplyStore:
         }
 
     def _put_status(self, contact_id: str, status: ReplyStatus, *, same_turn: bool = True) -> bool:
-        """Write ``status`` over an older turn's (and, with ``same_turn``, over its own turn's); whether it was."""
+        """Write ``status`` over an older turn's (and, with ``same_turn``, over its own turn's); whether it was.
+
+        An update, not a put: the caller's speaking mark on the same item stays as the consumer last wrote it. The
+        rest is replaced, as a put would (``Expecting`` and an older ``Latest`` are removed)."""
+        values = typed_item(self._status_values(status))
+        removed = ["Expecting"] + ([] if "Latest" in values else ["Latest"])
+        # Every attribute by a name placeholder: Segments, among others, is one of DynamoDB's reserved words.
+        update = "SET " + ", ".join(f"#{name} = :{name}" for name in values)
+        update += " REMOVE " + ", ".join(f"#{name}" for name in removed)
         # A newer turn's status is never replaced by an older one's (a late write from a superseded reply).
         try:
             self._turns.call(
-                "put_item",
+                "update_item",
                 TableName=self._turns.table,
-                Item=typed_item(self._status_item(contact_id, status)),
-                ConditionExpression=f"attribute_not_exists(TurnKey) OR #t {'<=' if same_turn else '<'} :t",
-                ExpressionAttributeNames={"#t": "Turn"},
-                ExpressionAttributeValues={":t": {"N": str(status.turn)}},
+                Key={"ContactId": {"S": contact_id}, "TurnKey": {"S": STATUS}},
+                UpdateExpression=update,
+                ConditionExpression=f"attribute_not_exists(TurnKey) OR #Turn {'<=' if same_turn else '<'} :Turn",
+                ExpressionAttributeNames={f"#{name}": name for name in [*values, *removed]},
+                ExpressionAttributeValues={f":{name}": value for name, value in values.items()},
             )
         except ConditionFailed:
             return False
         return True
+
+    def mark_speaking(self, contact_id: str, since_ms: int) -> None:
+        """Record in the status that the caller's turn in progress began at ``since_ms`` (0: no turn open), for the
+        poll that reads it anyway."""
+        self._set_on_status(contact_id, "SpeakingSince", since_ms)
+
+    def _set_on_status(self, contact_id: str, name: str, value: int, *, before_turn: int | None = None) -> None:
+        """Set ``name`` on the status, leaving the rest as it is, or making a status of no reply yet (turn -1, done)
+        when there is none; with ``before_turn``, only while the status names an older turn (else ConditionFailed)."""
+        condition = {} if before_turn is None else {"ConditionExpression": "attribute_not_exists(#t) OR #t < :before"}
+        self._turns.call(
+            "update_item",
+            TableName=self._turns.table,
+            Key={"ContactId": {"S": contact_id}, "TurnKey": {"S": STATUS}},
+            UpdateExpression=(
+                "SET #v = :v, #t = if_not_exists(#t, :none), #s = if_not_exists(#s, :zero), "
+                "#d = if_not_exists(#d, :done), #e = :e"
+            ),
+            # Names for every attribute: Segments, among others, is one of DynamoDB's reserved words.
+            ExpressionAttributeNames={"#v": name, "#t": "Turn", "#s": "Segments", "#d": "Done", "#e": "ExpiresAt"},
+            ExpressionAttributeValues={
+                ":v": {"N": str(value)},
+                ":none": {"N": "-1"},
+                ":zero": {"N": "0"},
+                ":done": {"BOOL": True},
+                ":e": {"N": str(self._turns.expires_at())},
+                **({} if before_turn is None else {":before": {"N": str(before_turn)}}),
+            },
+            **condition,
+        )
 
     def _get(self, contact_id: str, key: str) -> dict[str, Any] | None:
         answer = self._turns.call(

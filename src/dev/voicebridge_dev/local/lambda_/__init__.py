@@ -15,7 +15,7 @@ emulator itself, :class:`LambdaEmulator`, is :mod:`~.emulator`.
 
 from voicebridge_dev.local.lambda_.containers import INIT_TIMEOUT_S
 from voicebridge_dev.local.lambda_.context import ClientContext, InvokeContext
-from voicebridge_dev.local.lambda_.emulator import EVENT_QUEUE_LIMIT, LambdaEmulator
+from voicebridge_dev.local.lambda_.emulator import EVENT_QUEUE_LIMIT, KeptInvocation, LambdaEmulator
 from voicebridge_dev.local.lambda_.errors import FaultSpecError
 from voicebridge_dev.local.lambda_.faults import Fault, FaultKind
 from voicebridge_dev.local.lambda_.records import InvocationRecord, InvocationStatus, InvocationType
@@ -31,5 +31,6 @@ __all__ = [
     "InvocationStatus",
     "InvocationType",
     "InvokeContext",
+    "KeptInvocation",
     "LambdaEmulator",
 ]

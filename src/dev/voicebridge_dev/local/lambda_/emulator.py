@@ -10,7 +10,8 @@ back at this emulator unless ``env`` sets it, so a handler invokes a function (i
 boto3. A container that overruns the function's timeout is killed; the next invocation starts a new one.
 
 Log lines are forwarded as they arrive to the logger ``voicebridge_dev.local.lambda_.<LogicalId>`` and kept
-with the invocation's record.
+with the invocation's record. The record log keeps the last :data:`RECORD_LIMIT`; :meth:`LambdaEmulator.keep` keeps
+the records a caller picks (those that failed, in a load run) however many others follow.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any, Final, Self
@@ -73,6 +75,14 @@ development machine runs each container as a process, so the local cloud stops a
 (each with its consumer and a long-polling ConverseFunction) run unthrottled, a larger burst is throttled."""
 
 
+@dataclass(frozen=True)
+class KeptInvocation:
+    """An invocation :meth:`LambdaEmulator.keep` picked: its record (logs included) and its answer's bytes."""
+
+    record: InvocationRecord
+    answer: bytes
+
+
 class LambdaEmulator(ServedEmulator[Fault]):
     """A local Lambda ``Invoke`` endpoint running a SAM template's Python functions (an emulator, not Lambda).
 
@@ -110,6 +120,8 @@ class LambdaEmulator(ServedEmulator[Fault]):
         self.concurrency = concurrency
         self._functions = Functions(region, {}, {})
         self._records: CallLog[InvocationRecord] = CallLog(RECORD_LIMIT)
+        self._kept: CallLog[KeptInvocation] = CallLog()
+        self._wanted: Callable[[InvocationRecord, bytes], bool] | None = None
         self._cpu_ms: dict[str, float] = {}
         self._state = threading.Lock()
         self._containers: set[Container] = set()
@@ -158,6 +170,16 @@ class LambdaEmulator(ServedEmulator[Fault]):
     def invocations(self) -> list[InvocationRecord]:
         """Finished invocations, oldest first (a copy)."""
         return self._records.snapshot()
+
+    def keep(self, wanted: Callable[[InvocationRecord, bytes], bool]) -> None:
+        """From now on, keep every finished invocation ``wanted`` picks from its record and its answer's bytes, with
+        that answer, beside the bounded record log (:attr:`kept`): a long run's failures, with their logs."""
+        self._wanted = wanted
+
+    @property
+    def kept(self) -> list[KeptInvocation]:
+        """The invocations :meth:`keep` picked, oldest first (a copy)."""
+        return self._kept.snapshot()
 
     @property
     def cpu_seconds(self) -> dict[str, float]:
@@ -477,6 +499,9 @@ class LambdaEmulator(ServedEmulator[Fault]):
             cpu_ms=outcome.cpu_ms,
         )
         self._records.append(record)
+        wanted = self._wanted
+        if wanted is not None and wanted(record, outcome.payload):
+            self._kept.append(KeptInvocation(record, outcome.payload))
         if outcome.cpu_ms is not None:
             with self._state:
                 self._cpu_ms[function.logical_id] = self._cpu_ms.get(function.logical_id, 0.0) + outcome.cpu_ms

@@ -1,0 +1,152 @@
+"""The caller is marked speaking from the product's own voice detection, not only from Ink's ``turn.start``: a caller
+who starts in the gap between two sentences has the next one held back, before Ink has said anything."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from tests.fixtures.clock import ManualClock
+from voicebridge.call.speaking import SpeakingMarks
+from voicebridge.ink.session import TurnListener
+from voicebridge.ink.transcriber import MetricSink, TrackTranscriber
+from voicebridge.polls.next_segment import next_to_play
+from voicebridge.store.replies import ReplyStatus, Segment
+from voicebridge.store.turns import LISTENING, Checkpoint, TrackProgress
+
+CONTACT = "c-voice"
+
+
+class Session:
+    """Ink's socket, saying nothing: no turn is started unless the test says so."""
+
+    def __init__(self, listener: TurnListener, name: str) -> None:
+        self.alive = True
+
+    def open(self) -> None:
+        pass
+
+    def send_audio(self, pcm: bytes) -> None:
+        pass
+
+    def finalize(self) -> None:
+        pass
+
+    def close(self, *, timeout_s: float = 0) -> None:
+        self.alive = False
+
+
+def voice(ms: int) -> bytes:
+    t = np.arange(ms * 8) / 8000
+    return (8000 * np.sin(2 * np.pi * 300 * t)).astype("<i2").tobytes()
+
+
+def quiet(ms: int) -> bytes:
+    return np.full(ms * 8, 1, dtype="<i2").tobytes()
+
+
+class Heard:
+    """A transcriber of the caller's track and the marks it makes, fed audio at its live pace."""
+
+    def __init__(self, on_speaking: Any = None) -> None:
+        self.marks: list[tuple[int, bool]] = []
+        self.clock = ManualClock()
+        self.offset = 0
+        self.transcriber = TrackTranscriber(
+            contact_id=CONTACT,
+            track="customer",
+            progress=TrackProgress(next_seq=4),
+            store=None,  # type: ignore[arg-type]  # no turn is stored here
+            open_session=Session,  # type: ignore[arg-type]
+            sink=MetricSink(threading.Lock()),
+            clock=self.clock,
+            on_speaking=on_speaking or (lambda seq, speaking: self.marks.append((seq, speaking))),
+        )
+
+    def feed(self, pcm: bytes, block: int = 1600) -> None:
+        for start in range(0, len(pcm), block):
+            piece = pcm[start : start + block]
+            self.clock.advance(len(piece) / 16000)
+            self.transcriber.audio("100", self.offset, piece, None)
+            self.offset += len(piece)
+
+
+def test_the_caller_is_marked_speaking_as_soon_as_the_voice_detector_hears_them() -> None:
+    heard = Heard()
+    heard.feed(quiet(500))
+    assert heard.marks == []
+    heard.feed(voice(200))
+    # Turn 4 is the one the caller is beginning; Ink has not started it.
+    assert heard.marks == [(4, True)]
+
+
+def test_a_sound_ink_takes_for_no_turn_clears_the_mark_once_the_voice_is_gone() -> None:
+    heard = Heard()
+    heard.feed(voice(200) + quiet(600))
+    assert heard.marks == [(4, True), (4, False)]
+
+
+def test_once_ink_has_begun_the_turn_the_mark_is_its_to_clear() -> None:
+    heard = Heard()
+    heard.feed(voice(200))
+    heard.transcriber.on_turn_start()
+    heard.feed(quiet(600))
+    # A pause inside the caller's turn is no end of it: the turn's end (once stored) clears the mark.
+    assert heard.marks == [(4, True), (4, True)]
+
+
+class Table:
+    """The checkpoint and the reply status, as the consumer marks them and ConverseFunction reads them: turn 3's
+    reply has two sentences stored, the flow has played the first."""
+
+    def __init__(self) -> None:
+        self.speaking_since_ms = 0
+        self.marked = threading.Event()
+
+    # the consumer's side
+    def mark_speaking(self, contact_id: str, *args: int) -> None:
+        self.speaking_since_ms = args[-1]
+        self.marked.set()
+
+    # the flow's side
+    def status(self, contact_id: str) -> ReplyStatus:
+        return ReplyStatus(3, 2, done=False, speaking_since_ms=self.speaking_since_ms)
+
+    def segment(self, contact_id: str, turn: int, index: int, keys: str) -> Segment:
+        return Segment(CONTACT, turn, index, "and your savings are fine.", "s3://b/k.wav", "balance?")
+
+    def load(self, contact_id: str) -> Checkpoint:
+        return Checkpoint(CONTACT, "arn", "1", state=LISTENING, heartbeat_at_ms=10**15)
+
+    def now_ms(self) -> int:
+        return 0
+
+
+def next_sentence(table: Table) -> Any:
+    return next_to_play(
+        CONTACT,
+        {"TurnIndex": "3", "Segment": "0", "MaxWaitMs": "300"},
+        replies=table,  # type: ignore[arg-type]
+        turns=table,  # type: ignore[arg-type]
+        max_wait_ms=6000,
+        fast_poll_ms=20,
+        slow_poll_ms=100,
+        remaining_ms=None,
+        clock=ManualClock(start=0.0, settle_s=5.0),
+    )
+
+
+def test_a_caller_who_starts_between_two_sentences_has_the_next_held_back_before_ink_says_a_word() -> None:
+    table = Table()
+    marks = SpeakingMarks(table, CONTACT, 0, replies=table)  # type: ignore[arg-type]
+    heard = Heard(on_speaking=marks.update)
+    assert next_sentence(table).segment is not None  # nobody speaks: the second sentence is handed out
+
+    heard.feed(quiet(300) + voice(200))  # the caller starts in the gap; Ink's turn.start is still to come
+    assert table.marked.wait(5.0)
+    found = next_sentence(table)
+    marks.close(timeout_s=1.0)
+
+    assert found.segment is None and found.speaking_ms is not None
