@@ -120,7 +120,7 @@ eks-render: $(DEV_STAMP)
 # push it to the ECR repository deploy/a2a-streaming.yaml's ImageRepositoryName names (docs/deploying.md).
 A2A_IMAGE ?= voicebridge-a2a:latest
 A2A_ENGINE ?= $(firstword $(foreach engine,docker podman finch buildah,$(if $(shell command -v $(engine)),$(engine))))
-a2a-image:
+a2a-image: models
 	@test -n "$(A2A_ENGINE)" || { echo "a2a-image needs a container engine: install docker, podman, finch or buildah" \
 	  "(or set A2A_ENGINE)" >&2; exit 1; }
 	$(A2A_ENGINE) build --platform linux/arm64 --file deploy/a2a/Dockerfile --tag $(A2A_IMAGE) .
