@@ -255,8 +255,9 @@ def test_no_more_speculations_than_the_cap_start_for_one_turn(replies: MemoryRep
         made.submit(turn(0, "what is my balance"))
         assert made.drain(2)
     assert replies.counted[0]["Starts"] == 2
-    # The two speculations run on threads of their own: which asks first is theirs to race for.
-    assert sorted(rules.asked[:2]) == ["what", "what is"] and len(rules.asked) == 3
+    # The two speculations run on threads of their own, and one cancelled by newer words may never get to ask: what
+    # is certain is that no third speculation asked ("what is my"), and the turn was answered on its own words.
+    assert set(rules.asked) <= {"what", "what is", "what is my balance"} and "what is my balance" in rules.asked
 
 
 def test_a_speculation_the_responder_fails_leaves_the_turn_to_be_answered_at_its_end(replies: MemoryReplies) -> None:
