@@ -10,6 +10,7 @@ an AI agent (:func:`~.actions.participants.lex_bot`), and hands the flow its out
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -136,16 +137,19 @@ class StreamingHandoff:
 
 @dataclass(frozen=True)
 class SessionClock:
-    """Epoch seconds to session seconds (READY = 0): what :func:`read_records` places the product's moments on."""
+    """A streaming session's clock (a :class:`~.clock.Clock`): seconds since Connect's READY, the wall clock's
+    ``started_at``; what :func:`read_records` places the product's moments on."""
 
     started_at: float
     virtual: bool = False
 
     def now(self) -> float:
-        raise NotImplementedError
+        return time.time() - self.started_at
 
     def sleep_until(self, moment: float) -> None:
-        raise NotImplementedError
+        delay = moment - self.now()
+        if delay > 0:
+            time.sleep(delay)
 
     def call_time(self, epoch_s: float) -> float:
         return epoch_s - self.started_at
