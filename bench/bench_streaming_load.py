@@ -13,7 +13,7 @@ hears each line as said). Calls start a quarter of a second apart.
   call-minutes cost on Fargate (ARM, 1 vCPU / 2 GB tasks run at 60 % CPU: docs/deploying.md's prices) beside the
   flows path's Lambda consumer and long poll for the same minutes.
 
-Run ``voicebridge bench --only streaming_load`` (a few minutes: the calls are real time).
+Run ``voicebridge bench --only streaming-load`` (a few minutes: the calls are real time).
 """
 
 from __future__ import annotations
