@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -33,10 +34,11 @@ from voicebridge_dev.local.a2a import (
 from voicebridge_dev.local.agent import LocalAgent
 from voicebridge_dev.local.cloud import LocalCloud
 from voicebridge_dev.local.ink.faults import DropFault
+from voicebridge_dev.local.kvs import EMULATED_INSTANCE_ID
 from voicebridge_dev.local.sonic import Fault, FaultKind
 from voicebridge_dev.local.speech_engine import StandInSpeechEngine
 from voicebridge_dev.simulator import SCENARIOS, load_clips
-from voicebridge_dev.template import local_physical_id
+from voicebridge_dev.template import LOCAL_ACCOUNT, local_physical_id
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -152,6 +154,27 @@ def test_keys_are_a_turn_and_silence_is_asked_about_once_then_ended(agent: Local
     assert result.finish is not None and result.finish.type == "COMPLETE"
     # Greeting, the answer to the keys, "are you still there?", goodbye.
     assert len(result.turns) == 4
+
+
+def test_a_caller_saying_goodbye_ends_the_session_with_complete_after_the_last_word(
+    cloud: LocalCloud, agent: LocalAgent
+) -> None:
+    goodbye = StandInSpeechEngine().synthesize("That's all, goodbye.", RATE, 1.0).tobytes()
+    cloud.ink.register(goodbye, "That's all, goodbye.")
+    audio, _ = caller(4.0)
+    audio += goodbye + bytes(8 * RATE * 2)
+    # The local Connect emulator's instance, and a contact id shaped as Connect's are.
+    instance = f"arn:aws:connect:us-east-1:{LOCAL_ACCOUNT}:instance/{EMULATED_INSTANCE_ID}"
+    contact = f"{instance}/contact/{uuid.uuid4()}"
+
+    result = session(agent, audio, instance_arn=instance, contact_arn=contact)
+
+    assert result.finish is not None and result.finish.type == "COMPLETE" and result.flow_tool == "Complete"
+    # The reply's last word was heard before the hand-back: FINISH came after its audio had played out.
+    played = [e.at for e in result.timeline.of("playback_stop") if e.detail.get("reason") == "complete"]
+    finished = result.timeline.of("finish")[0].at
+    assert played and max(played) <= finished + 0.05
+    assert cloud.contact_attributes(contact.rsplit("/", 1)[-1])["VoicebridgeOutcome"] == "Complete"
 
 
 def test_a_wrong_key_is_refused_with_401(agent: LocalAgent) -> None:
