@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -71,20 +70,11 @@ def place_streaming_call(
             silence_marker_after_s=SILENCE_MARKER_AFTER_S,
         )
         session = asyncio.run(run_session(agent.url, settings, caller_audio=caller))
-        _await_record(cloud, contact_id)
+        cloud.call_record(contact_id)
     started = session.timeline.started_at
     records = read_records(cloud.client("dynamodb"), local_physical_id("TurnTable"), contact_id, SessionClock(started))
     broken = [f"{v.rule}: {v.detail}" for v in session.errors]
     return StreamingCall(contact_id, session, caller.said, records, broken)
-
-
-def _await_record(cloud: CloudBase, contact_id: str, wait_s: float = 20.0) -> None:
-    s3, deadline = cloud.client("s3"), time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        listed = s3.list_objects_v2(Bucket=local_physical_id("CallRecordBucket"), Prefix="records/")
-        if any(o["Key"].endswith(f"/{contact_id}.json") for o in listed.get("Contents", [])):
-            return
-        time.sleep(0.2)
 
 
 def turn_figures(call: StreamingCall) -> list[TurnFigures]:

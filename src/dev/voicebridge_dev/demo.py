@@ -432,19 +432,7 @@ CONSUMER_EXIT_WAIT_S = 10.0
 def _await_kept(cloud: CloudBase, contact_id: str, *, wait_s: float = RECORD_WAIT_S) -> Kept:
     """Wait for the consumer to store the call's record (``records/…/<contact-id>.json``), then read it and the logs
     of every function invocation."""
-    from voicebridge_dev.template import local_physical_id
-
-    s3 = cloud.client("s3")
-    bucket = local_physical_id("CallRecordBucket")
-    record: bytes | None = None
-    deadline = time.monotonic() + wait_s
-    while record is None and time.monotonic() < deadline:
-        listed = s3.list_objects_v2(Bucket=bucket, Prefix="records/")
-        key = next((o["Key"] for o in listed.get("Contents", []) if o["Key"].endswith(f"/{contact_id}.json")), None)
-        if key is None:
-            time.sleep(0.25)
-            continue
-        record = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+    record = cloud.call_record(contact_id, wait_s=wait_s)
     if record is None:
         print(f"voicebridge demo: no call record came within {wait_s:.0f} s", file=sys.stderr)
     assert cloud.lambdas is not None

@@ -38,7 +38,7 @@ from voicebridge_dev.local.kvs import EMULATED_INSTANCE_ID
 from voicebridge_dev.local.sonic import Fault, FaultKind
 from voicebridge_dev.local.speech_engine import StandInSpeechEngine
 from voicebridge_dev.simulator import SCENARIOS, load_clips
-from voicebridge_dev.template import LOCAL_ACCOUNT, local_physical_id
+from voicebridge_dev.template import LOCAL_ACCOUNT
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -84,15 +84,10 @@ def session(agent: LocalAgent, audio: bytes, script: Sequence[Action] = (), **se
 
 def record(cloud: LocalCloud, contact_arn: str) -> Any:
     """The contact's call record, once the server has written it."""
-    s3, contact = cloud.client("s3"), contact_arn.rsplit("/", 1)[-1]
-    for _ in range(100):
-        listed = s3.list_objects_v2(Bucket=local_physical_id("CallRecordBucket"), Prefix="records/")
-        key = next((o["Key"] for o in listed.get("Contents", []) if o["Key"].endswith(f"/{contact}.json")), None)
-        if key is not None:
-            body = s3.get_object(Bucket=local_physical_id("CallRecordBucket"), Key=key)["Body"].read()
-            return json.loads(body)
-        threading.Event().wait(0.1)
-    raise AssertionError(f"no record for {contact}")
+    contact = contact_arn.rsplit("/", 1)[-1]
+    stored = cloud.call_record(contact, wait_s=10.0)
+    assert stored is not None, f"no record for {contact}"
+    return json.loads(stored)
 
 
 def agent_audio_after(result: SessionResult, at_s: float) -> list[str]:

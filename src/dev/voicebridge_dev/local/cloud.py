@@ -128,6 +128,23 @@ class CloudBase(LocalService):
         """The CPU seconds each process of the cloud has used so far, by what it runs (none when it cannot say)."""
         return {}
 
+    def call_record(self, contact_id: str, *, wait_s: float = 20.0) -> bytes | None:
+        """The call record the stack stored for ``contact_id`` (``records/…/<contact-id>.json``), as stored, once it
+        is there; None when none came within ``wait_s``."""
+        from voicebridge_dev.template import local_physical_id
+
+        s3, bucket = self.client("s3"), local_physical_id("CallRecordBucket")
+        deadline = time.monotonic() + wait_s
+        while True:
+            listed = s3.list_objects_v2(Bucket=bucket, Prefix="records/")
+            key = next((o["Key"] for o in listed.get("Contents", []) if o["Key"].endswith(f"/{contact_id}.json")), None)
+            if key is not None:
+                record: bytes = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+                return record
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.2)
+
     def contact_attributes(self, contact_id: str) -> dict[str, str]:
         """The user-defined attributes set on ``contact_id`` so far, read as a client reads them: Connect's
         ``GetContactAttributes`` on the Connect emulator."""
