@@ -7,10 +7,12 @@ import wave
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from voicebridge.audio.vad import Utterance, VoiceActivity, detector
+from voicebridge_dev.simulator.events import sound_span
 
 CLIPS = Path(__file__).resolve().parents[3] / "src" / "dev" / "voicebridge_dev" / "simulator" / "clips"
 
@@ -127,3 +129,18 @@ def test_silero_keeps_the_utterance_open_through_a_short_pause() -> None:
     vad.feed(silence(200) + clip("amount")[:8000] + silence(100))
     assert vad.speaking
     assert vad.next_start_ms() is not None
+
+
+@pytest.mark.parametrize("name", ["balance", "dispute", "order-help", "person", "yes-please"])
+def test_silero_dates_a_voice_from_where_its_sound_begins_and_ends(name: str) -> None:
+    # A frame is judged by a 32 ms window ending inside it: the voice is dated from the window that found it, and to
+    # the end of the last window sure of it, wherever the windows fall against the sound.
+    samples = np.frombuffer(clip(name), "<i2")
+    sound_start, sound_end = (s * 1000 for s in sound_span(samples, 8000))
+    starts, ends = [], []
+    for lead_ms in range(1000, 1032, 4):
+        [found] = silero_utterances(silence(lead_ms) + clip(name) + silence(800))
+        starts.append(found.start_ms - lead_ms - sound_start)
+        ends.append(found.end_ms - lead_ms - sound_end)
+    assert min(starts) >= -20 and max(starts) <= 75, starts
+    assert max(ends) <= 100, ends

@@ -19,6 +19,7 @@ import numpy as np
 from voicebridge_dev.local.a2a import ConnectEmulatorError, ConnectSettings, run_session
 from voicebridge_dev.simulator.call import AgentHandback, Call
 from voicebridge_dev.simulator.caller import Clip, HangUp, Over, Say, Step
+from voicebridge_dev.simulator.events import sound_span
 
 RATE = 8000
 PAUSE_S = 0.6
@@ -36,6 +37,16 @@ class Utterance:
     end: float
     over: bool = False
     """Said over the agent on purpose (an :class:`Over` step)."""
+
+    @property
+    def sound_start(self) -> float:
+        """When its sound begins (the clip's quiet lead-in left out)."""
+        return self.start + sound_span(self.clip.samples, RATE)[0]
+
+    @property
+    def sound_end(self) -> float:
+        """When its sound ends (the clip's quiet tail left out)."""
+        return self.start + sound_span(self.clip.samples, RATE)[1]
 
 
 @dataclass

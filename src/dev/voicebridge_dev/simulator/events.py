@@ -30,6 +30,7 @@ __all__ = [
     "SpeechStarted",
     "StreamingChanged",
     "Track",
+    "sound_span",
 ]
 
 Track = Literal["caller", "bot"]
@@ -37,6 +38,25 @@ CALLER: Track = "caller"
 BOT: Track = "bot"
 
 SegmentKind = Literal["speech", "dtmf", "prompt", "connect-voice", "hold"]
+
+SOUND_DBFS = -50.0
+"""A 10 ms block whose peak is above this level holds sound (a recording's quiet lead-in and tail do not)."""
+
+
+def sound_span(samples: npt.NDArray[np.int16], rate: int) -> tuple[float, float]:
+    """Where the sound in ``samples`` begins and ends, in seconds from their start: the simulator's truth of when a
+    party started and stopped speaking (a clip's quiet lead-in and tail left out); the whole span if all is quiet."""
+    block = rate // 100
+    whole = samples.size - samples.size % block
+    if whole == 0:
+        return 0.0, samples.size / rate
+    peaks = np.abs(samples[:whole].astype(np.int32)).reshape(-1, block).max(axis=1)
+    loud = np.flatnonzero(peaks > 32768 * 10 ** (SOUND_DBFS / 20))
+    if loud.size == 0:
+        return 0.0, samples.size / rate
+    return float(loud[0] * block / rate), float((loud[-1] + 1) * block / rate)
+
+
 LambdaOutcome = Literal["ok", "error", "timeout", "invalid-response", "budget-exhausted", "abandoned"]
 EndReason = Literal["disconnected", "transferred", "ended", "caller hung up", "error"]
 
@@ -67,6 +87,16 @@ class Segment:
     @property
     def duration(self) -> float:
         return self.end - self.start
+
+    @property
+    def sound_start(self) -> float:
+        """When the sound in it begins (:func:`sound_span`)."""
+        return min(self.end, self.start + sound_span(self.samples, self.rate)[0])
+
+    @property
+    def sound_end(self) -> float:
+        """When the sound in it ends, or where it was cut short (:func:`sound_span`)."""
+        return min(self.end, self.start + sound_span(self.samples, self.rate)[1])
 
 
 @dataclass(frozen=True)

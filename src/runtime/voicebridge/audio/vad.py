@@ -31,12 +31,22 @@ class FrameDetector(Protocol):
         """One decision per row of ``frames``: a frame's samples, scaled to ±1."""
         ...
 
+    @property
+    def change_lead_ms(self) -> float:
+        """How long before the start of the newest frame judged began the audio that changed its decision.
+
+        Meaningful when that frame's decision differs from the frame before it: a detector that judges a frame by a
+        window of audio ending inside it (a model's) dates a voice's start, or its end, to that window's start.
+        """
+        ...
+
 
 @dataclass
 class EnergyDetector:
     """A frame is voiced when its RMS level is above ``threshold_dbfs``."""
 
     threshold_dbfs: float = -40.0
+    change_lead_ms: float = 0.0
 
     def voiced(self, frames: npt.NDArray[np.float32]) -> list[bool]:
         rms = np.sqrt(np.mean(np.square(frames), axis=1))
@@ -84,8 +94,9 @@ class VoiceActivity:
         whole = len(data) - len(data) % frame_bytes
         if whole:
             samples = np.frombuffer(data, dtype="<i2", count=whole // 2).astype(np.float32) / 32768.0
-            for is_voiced in self.detector.voiced(samples.reshape(-1, frame_bytes // 2)):
-                self._frame(is_voiced)
+            # One frame at a time, so the detector's change lead is the frame's own.
+            for frame in samples.reshape(-1, 1, frame_bytes // 2):
+                self._frame(self.detector.voiced(frame)[0])
         self._pending = data[whole:]
 
     def _frame(self, voiced: bool) -> None:
@@ -93,13 +104,16 @@ class VoiceActivity:
         self.position_ms += self.frame_ms
         if voiced:
             if self._run_ms == 0:
-                self._run_start_ms = start
+                self._run_start_ms = max(0.0, start - self.detector.change_lead_ms)
             self._run_ms += self.frame_ms
             if self._run_ms >= self.min_voiced_ms:
                 if self.open_start_ms is None:
                     self.open_start_ms = self._run_start_ms
                 self.last_voiced_end_ms = self.position_ms
             return
+        if self._run_ms >= self.min_voiced_ms and self.last_voiced_end_ms == start:
+            # The voice ended where the window that found it gone began.
+            self.last_voiced_end_ms = max(self._run_start_ms, start - self.detector.change_lead_ms)
         self._run_ms = 0
         voiced_end = self.last_voiced_end_ms
         if self.open_start_ms is not None and voiced_end is not None and self.position_ms - voiced_end >= self.close_ms:
