@@ -36,6 +36,7 @@ class MemoryReplies(ReplyStore):
         self.current: ReplyStatus | None = None
         self.exchanges: list[Exchange] = []
         self.counted: dict[int, dict[str, Any]] = {}
+        self.expecting_keys: str | None = None
 
     def begin(self, contact_id: str, turn: int, keys: str = REPLY_KEYS) -> None:
         self._put(ReplyStatus(turn, 0, done=False, keys=keys))
@@ -68,11 +69,17 @@ class MemoryReplies(ReplyStore):
             self.current = status
             return True
 
-    def expect(self, contact_id: str, turn: int) -> None:
+    def expect(self, contact_id: str, turn: int, keys: str) -> None:
         with self.lock:
             if self.current is None or self.current.turn < turn:
                 base = self.current or ReplyStatus(-1, 0, done=True)
                 self.current = replace(base, expecting=turn)
+                self.expecting_keys = keys
+
+    def unexpect(self, contact_id: str, turn: int, keys: str) -> None:
+        with self.lock:
+            if self.current is not None and self.current.expecting == turn and self.expecting_keys == keys:
+                self.current = replace(self.current, expecting=None)
 
     def note_speculation(
         self,
@@ -245,6 +252,14 @@ def test_a_resume_cancels_the_speculation(replies: MemoryReplies) -> None:
         made.submit(turn(0, "what is my balance"))
         assert made.drain(2)
     assert len(rules.asked) == 2 and replies.current is not None and replies.current.keys == REPLY_KEYS
+
+
+def test_a_resume_takes_the_eager_end_back_so_the_flow_polls_slowly_again(replies: MemoryReplies) -> None:
+    with running(replies, Rules(RULES)) as made:
+        made.eager_end(0, "what is my balance")
+        until(lambda: replies.current is not None and replies.current.expecting == 0)
+        made.turn_resumed(0)
+        until(lambda: replies.current is not None and replies.current.expecting is None)
 
 
 def test_no_more_speculations_than_the_cap_start_for_one_turn(replies: MemoryReplies) -> None:

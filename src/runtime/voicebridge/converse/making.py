@@ -193,7 +193,7 @@ class ReplyMaker:
         # is then looking fast by the time the turn ends and the reply is named.
         expecting = None
         if reply.speculative and not reply.committed:
-            expecting = self._replies.expect_soon(self.contact_id, reply.seq)
+            expecting = self._replies.expect_soon(self.contact_id, reply.seq, reply.keys)
         try:
             answer = self._responder.respond(request, deadline=deadline)
             # Said once the responder has been asked, so the status write is not on the way to its first token.
