@@ -100,7 +100,7 @@ class StreamSettings:
             ink_frame_ms=settings.ink_frame_ms,
             voice_detector=settings.voice_detector,
             sonic_deadline_ms=settings.sonic_deadline_ms,
-            replies=ReplySettings.of(settings),
+            replies=ReplySettings.of(settings, polled=False),
         )
 
 

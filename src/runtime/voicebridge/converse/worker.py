@@ -383,7 +383,8 @@ class ReplyWorker:
                 self._ledger.record_hit(reply)
             elif reply.cancel.is_set() and not self._abandoned.is_set():
                 self._ledger.record_waste(reply)
-                self._withdraw(reply)
+                if self._settings.polled:
+                    self._withdraw(reply)
             with self._wake:
                 self._committed.discard(reply)
                 self._running.discard(threading.current_thread())

@@ -47,6 +47,7 @@ def _converse(event: ContactFlowEvent, context: Any) -> dict[str, str]:
         max_wait_ms=config.converse_max_wait_ms,
         fast_poll_ms=config.converse_fast_poll_ms,
         slow_poll_ms=config.converse_slow_poll_ms,
+        making_poll_ms=config.converse_making_poll_ms,
         remaining_ms=remaining,
         started=entered,
         read=redacting_read_turns(turns, container.redactor(), event.contact_id),

@@ -97,7 +97,10 @@ class ReplyStatus:
     keys: str = REPLY_KEYS
     """Where this reply's segments are (a committed speculative reply's are under its speculative keys)."""
     expecting: int | None = None
-    """A turn whose reply may be named at any moment (Ink's eager end was heard): pollers look fast."""
+    """A turn whose reply may be named at any moment (Ink's eager end was heard): pollers look for it."""
+    synthesizing: int | None = None
+    """The newest turn whose reply's first sentence Sonic is making (a speculative reply's too): its first segment
+    is stored within a synthesis, so pollers waiting for it look fast (:meth:`ReplyStore.synthesizing_soon`)."""
     latest: Segment | None = None
     """The segment stored last, copied into the status: the flow gets it with the status, in one read."""
     speaking_since_ms: int = 0
@@ -105,10 +108,9 @@ class ReplyStatus:
     beside the checkpoint (:meth:`ReplyStore.mark_speaking`), so the poll that holds a sentence back over a speaking
     caller learns it in the read it makes anyway. Never written by a reply's own status writes."""
 
-    @property
-    def hurried(self) -> bool:
-        """A reply is being made, or one may be named at any moment: worth looking again soon."""
-        return not self.done or (self.expecting is not None and self.expecting > self.turn)
+    def synthesizing_first(self, turn: int) -> bool:
+        """Sonic is making the first sentence of ``turn``'s reply (or of a later turn's)."""
+        return self.synthesizing is not None and self.synthesizing >= turn
 
     def has(self, turn: int, segment: int) -> bool:
         """Segment ``segment`` of ``turn``'s reply is stored (or a later turn's reply has begun)."""
@@ -240,6 +242,11 @@ class ReplyStore:
         """:meth:`expect`, on a thread of the store's own: the caller goes on with its work meanwhile."""
         return self._writers().submit(self.expect, contact_id, turn, keys)
 
+    def synthesizing_soon(self, contact_id: str, turn: int) -> Future[None]:
+        """Say, on a thread of the store's own, that Sonic is making the first sentence of ``turn``'s reply: a poller
+        waiting for it looks fast from now on, and at the making pace before (one write a reply saves tens of reads)."""
+        return self._writers().submit(self._set_on_status, contact_id, {"Synthesizing": turn})
+
     def unexpect(self, contact_id: str, turn: int, keys: str) -> None:
         """Take back attempt ``keys``'s :meth:`expect` (the caller went on): pollers look slowly again until the next
         eager end. A later attempt's mark, or the reply named since, is left as it is."""
@@ -354,6 +361,7 @@ class ReplyStore:
             updated_at_ms=int(item.get("UpdatedAt", 0)),
             keys=str(item.get("Keys") or REPLY_KEYS),
             expecting=int(item["Expecting"]) if item.get("Expecting") is not None else None,
+            synthesizing=int(item["Synthesizing"]) if item.get("Synthesizing") is not None else None,
             latest=_latest(contact_id, item),
             speaking_since_ms=int(item.get("SpeakingSince", 0)),
         )
