@@ -88,6 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     inv.add_argument("--env-vars", "-n", help="JSON overrides in sam local invoke's --env-vars format")
     inv.add_argument("--parameter-overrides", nargs="*", default=[], metavar="KEY=VALUE")
 
+    from voicebridge_dev.simulator.line import LINE_NOISES
+
     demo = commands.add_parser("demo", help="the product end to end on the local cloud")
     demo.add_argument("--report", help="write a JSON report to this file")
     demo.add_argument("--out", default="out", help="folder for the files the demo writes")
@@ -99,6 +101,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("flows", "a2a"),
         help="how Connect and the product talk: the contact flow's Lambda blocks and S3 prompts (flows), or "
         "Connect's external-AI-agent voice streaming (a2a)",
+    )
+    demo.add_argument(
+        "--line-noise",
+        choices=LINE_NOISES,
+        help="noise on the caller's line, under everything they send (white noise or babble 20 or 10 dB below "
+        "their speech, or comfort noise at -50 dBov); the report counts what it set off",
     )
     demo.add_argument(
         "--calls",
@@ -308,6 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             own_processes=args.service_processes,
             function_env=function_env,
             transport=args.transport,
+            line_noise=args.line_noise,
         )
     if args.command == "bench":
         return _bench(args)

@@ -69,7 +69,9 @@ from voicebridge_dev.simulator import (
     transcript,
 )
 from voicebridge_dev.simulator.caller import Over
+from voicebridge_dev.simulator.line import LineNoise
 from voicebridge_dev.simulator.load import FailedInvocation, LoadRun, load_figures, load_table, simulate_calls
+from voicebridge_dev.simulator.report import line_effects, turn_figures
 
 TEMPLATE = Path("template.yaml")
 FLOW = Path("contact_flows/voice-agent.json")
@@ -152,6 +154,7 @@ def run_demo(
     own_processes: bool | None = None,
     function_env: Mapping[str, str] | None = None,
     transport: str = "flows",
+    line_noise: str | None = None,
 ) -> int:
     """Run the demo call; returns the exit status (0 when the flow ended the call or the caller hung up).
 
@@ -166,13 +169,16 @@ def run_demo(
     emulator's endpoint), ``self-managed`` (its container contract, ``POST /invocations``) or ``cartesia-api``.
     ``own_processes`` runs moto and each emulator in a process of its own (None: for ``calls`` above 1 only).
     ``function_env`` sets variables on every function (a setting of docs/configuration.md), over the template's.
+    ``line_noise`` puts one of :data:`~voicebridge_dev.simulator.line.LINE_NOISES` on the caller's line.
     """
     own_processes = calls > 1 if own_processes is None else own_processes
     speech = load_engine(engine)
     try:
         chosen = find_scenario(scenario)
-        steps = chosen.script(load_clips())
-    except CallerScriptError as exc:
+        clips = load_clips()
+        steps = chosen.script(clips)
+        line = None if line_noise is None else LineNoise.of(line_noise, [clip.samples for clip in clips.values()])
+    except (CallerScriptError, ValueError) as exc:
         print(f"voicebridge demo: {exc}", file=sys.stderr)
         return 2
     if text:
@@ -187,6 +193,7 @@ def run_demo(
             recognition=recognition,
             sonic_hosting=sonic_hosting,
             function_env=function_env,
+            line=line,
         )
     if calls > 1:
         return run_load(
@@ -199,6 +206,7 @@ def run_demo(
             interval_ms=interval_ms,
             own_processes=own_processes,
             function_env=function_env,
+            line=line,
         )
     try:
         embedded = (
@@ -237,12 +245,15 @@ def run_demo(
             registered=embedded is None,
             sonic_backend=SONIC_BACKENDS[sonic_hosting],
             function_env=function_env,
+            line=line,
         )
     finally:
         if recogniser is not None:
             recogniser.close()
     print(f"\n{_LATENCY_HEADER}")
     print(latency_table(result))
+    if line is not None:
+        _print_line_effects(line, line_effects(result, turn_figures(result)))
     redactor = demo_redactor(function_env)
     files = _write_files(result, out, redactor)
     files.update(_write_kept(kept, out))
@@ -254,6 +265,7 @@ def run_demo(
         "speech_engine": speech.name,
         "recogniser": "pocketsphinx" if embedded is not None else "registered transcripts",
         "service_processes": own_processes,
+        "line_noise": line_noise,
         "files": {name: str(path) for name, path in files.items()},
     }
     if report:
@@ -378,6 +390,11 @@ def containers_for(calls: int) -> int:
     return max(DEFAULT_CONCURRENCY, calls + 2)
 
 
+def _print_line_effects(line: LineNoise, effects: Mapping[str, int]) -> None:
+    said = ", ".join(f"{name.replace('_', ' ')} {count}" for name, count in effects.items())
+    print(f"line noise {line.condition}, what it set off with nobody speaking: {said}")
+
+
 def _call(
     chosen: Scenario,
     steps: list[Step],
@@ -387,6 +404,7 @@ def _call(
     registered: bool,
     sonic_backend: str = "sagemaker",
     function_env: Mapping[str, str] | None = None,
+    line: LineNoise | None = None,
 ) -> tuple[CallResult, dict[str, Any], Kept]:
     with cloud:
         emulated = _prepare(
@@ -401,7 +419,7 @@ def _call(
             env=cloud.env(),
             kvs=cloud.media,
             voice=speech,
-            caller=SimulatedCaller(steps),
+            caller=SimulatedCaller(steps, line=line),
             clock=RealClock(),
             log=log,
         )
@@ -525,6 +543,7 @@ def place_calls(
     own_processes: bool = True,
     clock: Callable[[], Clock] = RealClock,
     function_env: Mapping[str, str] | None = None,
+    line: LineNoise | None = None,
 ) -> tuple[LoadRun, dict[str, Any]]:
     """``calls`` calls of the scenario on one new local cloud, the caller's clips registered with the Ink emulator so
     each turn can be checked; the run, and what the emulators' timings were.
@@ -547,7 +566,7 @@ def place_calls(
         process_cpu = time.process_time()
         run = simulate_calls(
             calls,
-            lambda _: SimulatedCaller(steps),
+            lambda _: SimulatedCaller(steps, line=line),
             flow=FLOW,
             template_path=TEMPLATE,
             env=cloud.env(),
@@ -610,6 +629,7 @@ def run_load(
     interval_ms: float = DEFAULT_INTERVAL_MS,
     own_processes: bool = True,
     function_env: Mapping[str, str] | None = None,
+    line: LineNoise | None = None,
 ) -> int:
     """``calls`` calls of the scenario at once on one local cloud, in real time; exit status 0 when
     every caller turn was delivered exactly once and no call stopped on an error."""
@@ -636,6 +656,7 @@ def run_load(
         interval_s=interval_ms / 1000,
         own_processes=own_processes,
         function_env=function_env,
+        line=line,
     )
     figures = load_figures(run)
     print(f"\n{figures['calls']} calls in {figures['wall_s']} s of wall time; ended: {figures['ended_by']}")
@@ -647,6 +668,7 @@ def run_load(
             "emulated": emulated,
             "service_processes": own_processes,
             "function_env": dict(function_env or {}),
+            "line_noise": None if line is None else line.condition,
         }
         Path(report).parent.mkdir(parents=True, exist_ok=True)
         Path(report).write_text(json.dumps({**context, **figures}, indent=2) + "\n", encoding="utf-8")
@@ -668,6 +690,7 @@ def _run_streaming(
     recognition: str,
     sonic_hosting: str,
     function_env: Mapping[str, str] | None,
+    line: LineNoise | None = None,
 ) -> int:
     """The demo's call on the streaming transport: the same scenario, cloud and services, Connect's A2A client
     emulator instead of the flow simulator."""
@@ -689,8 +712,10 @@ def _run_streaming(
             function_env=function_env,
         )
         assert cloud.lambdas is not None
-        call = a2a_demo.place_streaming_call(cloud, steps, dict(cloud.lambdas.env), template=TEMPLATE)
+        call = a2a_demo.place_streaming_call(cloud, steps, dict(cloud.lambdas.env), template=TEMPLATE, line=line)
     a2a_demo.print_summary(call)
+    if line is not None:
+        _print_line_effects(line, a2a_demo.line_effects(call, a2a_demo.turn_figures(call)))
     redactor = demo_redactor(function_env)
     files = a2a_demo.write_outputs(call, out, redactor)
     if report:
@@ -701,6 +726,7 @@ def _run_streaming(
             "sonic_hosting": sonic_hosting,
             "speech_engine": speech.name,
             "recogniser": "pocketsphinx" if embedded is not None else "registered transcripts",
+            "line_noise": None if line is None else line.condition,
             "files": {name: str(path) for name, path in files.items()},
         }
         written = redacted_report(a2a_demo.build_report(call, **context), redactor)
