@@ -12,12 +12,11 @@ count. From Python: ``emu.inject(Fault(FaultKind.THROTTLE, count=2))``; over HTT
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 
-from voicebridge_dev.local.service import CountedFault, check_whole
+from voicebridge_dev.local.service import CountedFault, FaultKinds, check_whole
 
 
-class FaultKind(StrEnum):
+class FaultKind(FaultKinds):
     """A failure, as each transport tells it: SageMaker's event stream, or the Cartesia API's SSE.
 
     On the Cartesia API every failure after the response headers is a last ``error`` event, then the end of
