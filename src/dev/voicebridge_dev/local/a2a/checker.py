@@ -384,17 +384,24 @@ class AgentFrameChecker:
             return
         self._feed(inner, now, out, reassembled=True)
 
+    def _task_id(self, what: str, update: dict[str, Any], violate: _Violate) -> str | None:
+        """The task an update (``what``: "an artifactUpdate", "a statusUpdate") is of; None, the update refused, without
+        one. An update naming another context than the session's is a violation, and is read all the same."""
+        task_id = update.get("taskId")
+        if not isinstance(task_id, str) or not task_id:
+            violate(Rule.MISSING_TASK_ID, f"{what} without a taskId")
+            return None
+        if update.get("contextId") != self.context_id:
+            name = what.split(" ", 1)[1]
+            violate(Rule.CONTEXT_MISMATCH, f"{name} contextId {update.get('contextId')!r}, not {self.context_id!r}")
+        return task_id
+
     def _artifact_update(
         self, update: dict[str, Any], violate: _Violate, out: list[AgentEvent], *, reassembled: bool
     ) -> None:
-        task_id, artifact = update.get("taskId"), update.get("artifact")
-        if not isinstance(task_id, str) or not task_id:
-            violate(Rule.MISSING_TASK_ID, "an artifactUpdate without a taskId")
+        task_id, artifact = self._task_id("an artifactUpdate", update, violate), update.get("artifact")
+        if task_id is None:
             return
-        if update.get("contextId") != self.context_id:
-            violate(
-                Rule.CONTEXT_MISMATCH, f"artifactUpdate contextId {update.get('contextId')!r}, not {self.context_id!r}"
-            )
         append, last = update.get("append", False), update.get("lastChunk", False)
         artifact_id = artifact.get("artifactId") if isinstance(artifact, dict) else None
         if not isinstance(artifact_id, str) or type(append) is not bool or type(last) is not bool:
@@ -526,14 +533,9 @@ class AgentFrameChecker:
         out.append(TraceReceived(task_id, otlp, tuple(problems)))
 
     def _status_update(self, update: dict[str, Any], violate: _Violate, out: list[AgentEvent]) -> None:
-        task_id, status = update.get("taskId"), update.get("status")
-        if not isinstance(task_id, str) or not task_id:
-            violate(Rule.MISSING_TASK_ID, "a statusUpdate without a taskId")
+        task_id, status = self._task_id("a statusUpdate", update, violate), update.get("status")
+        if task_id is None:
             return
-        if update.get("contextId") != self.context_id:
-            violate(
-                Rule.CONTEXT_MISMATCH, f"statusUpdate contextId {update.get('contextId')!r}, not {self.context_id!r}"
-            )
         state = status.get("state") if isinstance(status, dict) else None
         if state in UNSUPPORTED_TASK_STATES or (state not in TERMINAL_TASK_STATES and state != "TASK_STATE_WORKING"):
             violate(Rule.UNSUPPORTED_TASK_STATE, f"task {task_id!r} in state {state!r}")
