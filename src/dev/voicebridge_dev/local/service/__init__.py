@@ -24,8 +24,9 @@
   when it stops, and a handler that writes JSON answers and serves the control plane; :class:`CallHandler` — one
   that also counts its calls in flight and records each once; :class:`AnsweringHandler` — one whose calls are each
   answered whole, or refused in the emulator's words, or struck by a fault; :class:`ServedEmulator` — the
-  lifecycle of an emulator served from a thread of its own; :class:`RecordingEmulator` — one that keeps a bounded
-  log of the calls it served (:mod:`~voicebridge_dev.local.service.server`).
+  lifecycle of an emulator served from a thread of its own, on its :class:`Address` (:data:`LOOPBACK` by default);
+  :class:`RecordingEmulator` — one that keeps a bounded log of the calls it served
+  (:mod:`~voicebridge_dev.local.service.server`).
 """
 
 from voicebridge_dev.local.service.control import CONTROL_PREFIX, ControlAnswer, ControlPlane, validation_refusal
@@ -52,7 +53,9 @@ from voicebridge_dev.local.service.faults import (
 from voicebridge_dev.local.service.lifecycle import InFlight, LocalService
 from voicebridge_dev.local.service.records import AnswerRecord, AnswerState, CallLog, CallRecord, CallState, Record
 from voicebridge_dev.local.service.server import (
+    LOOPBACK,
     RECORD_LIMIT,
+    Address,
     AnsweringHandler,
     CallHandler,
     EmulatorHandler,
@@ -66,7 +69,9 @@ from voicebridge_dev.local.service.server import (
 __all__ = [
     "CONTROL_PREFIX",
     "CUT",
+    "LOOPBACK",
     "RECORD_LIMIT",
+    "Address",
     "AnswerRecord",
     "AnswerState",
     "AnsweringHandler",

@@ -19,7 +19,7 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, ClassVar, Final, Generic, Protocol, Self, TypeVar, cast
+from typing import Any, ClassVar, Final, Generic, Protocol, Self, TypedDict, TypeVar, Unpack, cast
 from urllib.parse import urlsplit
 
 from voicebridge_dev.local.service.control import ControlPlane
@@ -326,6 +326,18 @@ class Front(Protocol):
         ...
 
 
+LOOPBACK: Final = "127.0.0.1"
+"""Where every emulator listens unless told otherwise: this machine only."""
+
+
+class Address(TypedDict, total=False):
+    """Where an emulator listens, given by keyword to any of them: ``host`` (:data:`LOOPBACK` unless given) and
+    ``port`` (unless given, 0: one the system picks, read from :attr:`ServedEmulator.port` once started)."""
+
+    host: str
+    port: int
+
+
 class ServedEmulator(Emulator[F], ABC):
     """An emulator serving on ``host``:``port`` (its :class:`Front`, from :meth:`_make_server`) from a thread of its
     own; ``service`` names it in messages."""
@@ -335,7 +347,7 @@ class ServedEmulator(Emulator[F], ABC):
     handler: ClassVar[type[EmulatorHandler[Any]]]
     """What answers the requests of an emulator served by an :class:`EmulatorServer`."""
 
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(self, *, host: str = LOOPBACK, port: int = 0) -> None:
         super().__init__()
         self.host = host
         self.port = port
@@ -411,8 +423,8 @@ class RecordingEmulator(ServedEmulator[F], Generic[F, CR]):
     """A served emulator that keeps the record (a ``record_type``) of each call its :class:`CallHandler` served:
     the last ``limit`` of them, all without one."""
 
-    def __init__(self, host: str, port: int, record_type: type[CR], limit: int | None = RECORD_LIMIT) -> None:
-        super().__init__(host, port)
+    def __init__(self, record_type: type[CR], limit: int | None = RECORD_LIMIT, **address: Unpack[Address]) -> None:
+        super().__init__(**address)
         self._record_type = record_type
         self._records: CallLog[CR] = CallLog(limit)
 
