@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from voicebridge_dev.local.service import ApiError, CountedFault, FaultKinds, FaultSpecError, check_whole
+from voicebridge_dev.local.service import ApiError, CountedFault, FaultKinds, FaultSpecError, check_seconds, check_whole
 
 
 class FaultKind(FaultKinds):
@@ -78,18 +78,15 @@ STOP_REASONS: Final = (
 
 
 @dataclass(frozen=True)
-class Fault(CountedFault):
+class Fault(CountedFault[FaultKind]):
     """A failure to inject into the next ``count`` ConverseStream calls the service runs."""
 
     kinds = FaultKind
     injected_by = "the Bedrock emulator"
 
-    kind: FaultKind
-    count: int = 1
     after_tokens: int = 3
     seconds: float = 1.0
     exception: str = "modelStreamErrorException"
-    message: str | None = None
     stop_reason: str = "end_turn"
     first_turns: int | None = None
     """Strike only calls whose conversation has at most this many user messages: the conversation's first turns,
@@ -97,6 +94,7 @@ class Fault(CountedFault):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_seconds(self.seconds)
         check_whole("after_tokens", self.after_tokens)
         if self.exception not in STREAM_EXCEPTIONS:
             raise FaultSpecError(f"unknown exception {self.exception!r}; one of {', '.join(STREAM_EXCEPTIONS)}")

@@ -29,16 +29,13 @@ class FaultKind(FaultKinds):
 
 
 @dataclass(frozen=True)
-class Fault(CountedFault):
+class Fault(CountedFault[FaultKind]):
     """A refusal to inject into the next ``count`` invocations (of ``function`` only, when given)."""
 
     kinds = FaultKind
     injected_by = "the Lambda emulator"
 
-    kind: FaultKind
-    count: int = 1
     function: str | None = None
-    message: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -48,6 +48,7 @@ from voicebridge_dev.local.service.faults import (
     FaultQueue,
     FaultSpecError,
     RequestFault,
+    check_seconds,
     check_whole,
 )
 from voicebridge_dev.local.service.lifecycle import InFlight, LocalService
@@ -101,6 +102,7 @@ __all__ = [
     "ServedEmulator",
     "Serving",
     "Stopping",
+    "check_seconds",
     "check_whole",
     "finite_number",
     "unknown_names",

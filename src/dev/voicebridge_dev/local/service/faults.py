@@ -85,21 +85,33 @@ class FaultKinds(StrEnum):
         return member
 
 
-class CountedFault(Counted):
-    """What the faults of the AWS-shaped emulators share, mixed into a frozen dataclass with a ``kind`` of
-    ``kinds`` (the emulator's :class:`FaultKinds` table), a ``count`` of calls to strike, a ``message`` and, for
-    most, ``seconds``: the checks of those, the error a refusing kind answers with (:meth:`refusal`), the JSON
-    round trip of the dataclass's fields, and the uses the queue counts.
+K = TypeVar("K", bound=FaultKinds)
 
-    A subclass's ``__post_init__`` calls this one before checking its own fields.
+
+@dataclass(frozen=True)
+class CountedFault(Counted, Generic[K]):
+    """What the faults of the AWS-shaped emulators share: a ``kind`` of the emulator's :class:`FaultKinds` table
+    (``kinds``), the ``count`` of calls it strikes and the ``message`` it carries in place of the service's words;
+    their checks, the error a refusing kind answers with (:meth:`refusal`), the JSON round trip of the fault's
+    fields, and the uses the queue counts. An emulator's fault is a frozen dataclass adding its own fields::
+
+        @dataclass(frozen=True)
+        class Fault(CountedFault[FaultKind]):
+            kinds = FaultKind
+            injected_by = "the Bedrock emulator"
+
+            after_tokens: int = 3
+
+    Its ``__post_init__`` calls this one before checking its own fields.
     """
 
     kinds: ClassVar[type[FaultKinds]]
-    kind: FaultKinds
-    message: str | None
-    seconds: float
     injected_by: ClassVar[str]
     """What the message of an injected error names as its source (``the Lex emulator``)."""
+
+    kind: K
+    count: int = 1
+    message: str | None = None
 
     def __post_init__(self) -> None:
         try:
@@ -111,8 +123,6 @@ class CountedFault(Counted):
         check_whole("count", self.count, positive=True)
         if self.message is not None and not isinstance(self.message, str):
             raise FaultSpecError(f"message must be a string, got {self.message!r}")
-        if "seconds" in self.__dataclass_fields__:
-            check_seconds(self.seconds)
 
     def refusal(self) -> ApiError | None:
         """The error a struck call is answered with (its kind's :attr:`~FaultKinds.refusal`), ``message`` in place
@@ -136,11 +146,8 @@ class CountedFault(Counted):
         return dataclasses.asdict(self)
 
 
-K = TypeVar("K", bound=FaultKinds)
-
-
 @dataclass(frozen=True)
-class RequestFault(CountedFault, Generic[K]):
+class RequestFault(CountedFault[K]):
     """A fault of an emulator that answers each request with one whole answer (Comprehend, Connect, Lex): it strikes
     the next ``count`` calls the service would answer; a refusing kind answers in the service's place, a kind that
     :attr:`~FaultKinds.cuts` cuts the connection, and any other holds the answer back ``seconds`` (a stall). An
@@ -153,10 +160,11 @@ class RequestFault(CountedFault, Generic[K]):
     and its handler takes it with :meth:`~voicebridge_dev.local.service.server.AnsweringHandler.strike`.
     """
 
-    kind: K
-    count: int = 1
     seconds: float = 1.0
-    message: str | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_seconds(self.seconds)
 
 
 def check_whole(name: str, value: Any, *, positive: bool = False) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from voicebridge_dev.local.service import CountedFault, FaultKinds, check_whole
+from voicebridge_dev.local.service import CountedFault, FaultKinds, check_seconds, check_whole
 
 
 class FaultKind(FaultKinds):
@@ -38,20 +38,18 @@ class FaultKind(FaultKinds):
 
 
 @dataclass(frozen=True)
-class Fault(CountedFault):
+class Fault(CountedFault[FaultKind]):
     """A failure to inject into the next ``count`` invocations that reach the model."""
 
     kinds = FaultKind
 
-    kind: FaultKind
-    count: int = 1
     after_chunks: int = 3
     seconds: float = 1.0
-    message: str | None = None
     error_code: str = "ModelInvocationTimeExceeded"
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_seconds(self.seconds)
         check_whole("after_chunks", self.after_chunks)
 
     def describe(self) -> str:
