@@ -384,22 +384,21 @@ class AgentFrameChecker:
             return
         self._feed(inner, now, out, reassembled=True)
 
-    def _task_id(self, what: str, update: dict[str, Any], violate: _Violate) -> str | None:
-        """The task an update (``what``: "an artifactUpdate", "a statusUpdate") is of; None, the update refused, without
-        one. An update naming another context than the session's is a violation, and is read all the same."""
+    def _task_id(self, frame: str, update: dict[str, Any], violate: _Violate) -> str | None:
+        """The task an update (``frame``: ``artifactUpdate`` or ``statusUpdate``) is of; None, the update refused,
+        without one. An update naming another context than the session's is a violation, and is read all the same."""
         task_id = update.get("taskId")
         if not isinstance(task_id, str) or not task_id:
-            violate(Rule.MISSING_TASK_ID, f"{what} without a taskId")
+            violate(Rule.MISSING_TASK_ID, f"{frame} without a taskId")
             return None
         if update.get("contextId") != self.context_id:
-            name = what.split(" ", 1)[1]
-            violate(Rule.CONTEXT_MISMATCH, f"{name} contextId {update.get('contextId')!r}, not {self.context_id!r}")
+            violate(Rule.CONTEXT_MISMATCH, f"{frame} contextId {update.get('contextId')!r}, not {self.context_id!r}")
         return task_id
 
     def _artifact_update(
         self, update: dict[str, Any], violate: _Violate, out: list[AgentEvent], *, reassembled: bool
     ) -> None:
-        task_id, artifact = self._task_id("an artifactUpdate", update, violate), update.get("artifact")
+        task_id, artifact = self._task_id("artifactUpdate", update, violate), update.get("artifact")
         if task_id is None:
             return
         append, last = update.get("append", False), update.get("lastChunk", False)
@@ -533,7 +532,7 @@ class AgentFrameChecker:
         out.append(TraceReceived(task_id, otlp, tuple(problems)))
 
     def _status_update(self, update: dict[str, Any], violate: _Violate, out: list[AgentEvent]) -> None:
-        task_id, status = self._task_id("a statusUpdate", update, violate), update.get("status")
+        task_id, status = self._task_id("statusUpdate", update, violate), update.get("status")
         if task_id is None:
             return
         state = status.get("state") if isinstance(status, dict) else None
