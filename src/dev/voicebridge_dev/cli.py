@@ -283,45 +283,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     register.add_argument("--dry-run", action="store_true", help="print each call with its parameters; make none")
 
     args = parser.parse_args(argv)
-    if args.command == "a2a":
-        return _a2a_register(args)
-    if args.command == "sonic":
-        return _sonic_manifests(args) if args.sonic_command == "manifests" else _sonic_preflight(args)
-    if args.command == "mkv":
-        return _mkv_dump(args)
-    if args.command == "flows":
-        return _flows(args)
-    if args.command == "local":
-        return _local_call(args) if args.local_command == "call" else _local_up(args)
-    if args.command == "invoke":
-        return _invoke(args)
-    if args.command == "demo":
-        from voicebridge_dev.demo import run_demo
+    runs: dict[str, Callable[[argparse.Namespace], int]] = {
+        "a2a": _a2a_register,
+        "sonic": lambda args: (_sonic_manifests if args.sonic_command == "manifests" else _sonic_preflight)(args),
+        "mkv": _mkv_dump,
+        "flows": _flows,
+        "local": lambda args: (_local_call if args.local_command == "call" else _local_up)(args),
+        "invoke": _invoke,
+        "demo": _demo,
+        "bench": _bench,
+    }
+    return runs[args.command](args)
 
-        try:
-            function_env = _assignments("--function-env", args.function_env)
-        except ValueError as exc:
-            parser.error(str(exc))
 
-        return run_demo(
-            out=Path(args.out),
-            report=args.report,
-            engine=args.engine,
-            scenario=args.scenario,
-            text=args.text,
-            recognition=args.recognition,
-            sonic_hosting=args.sonic_hosting,
-            calls=args.calls,
-            interval_ms=args.interval_ms,
-            own_processes=args.service_processes,
-            function_env=function_env,
-            transport=args.transport,
-            line_noise=args.line_noise,
-        )
-    if args.command == "bench":
-        return _bench(args)
-    parser.error(f"unknown command {args.command}")
-    return 2
+def _demo(args: argparse.Namespace) -> int:
+    from voicebridge_dev.demo import run_demo
+
+    try:
+        function_env = _assignments("--function-env", args.function_env)
+    except ValueError as exc:
+        print(f"voicebridge demo: {exc}", file=sys.stderr)
+        return 2
+    return run_demo(
+        out=Path(args.out),
+        report=args.report,
+        engine=args.engine,
+        scenario=args.scenario,
+        text=args.text,
+        recognition=args.recognition,
+        sonic_hosting=args.sonic_hosting,
+        calls=args.calls,
+        interval_ms=args.interval_ms,
+        own_processes=args.service_processes,
+        function_env=function_env,
+        transport=args.transport,
+        line_noise=args.line_noise,
+    )
 
 
 def _a2a_register(args: argparse.Namespace) -> int:

@@ -257,22 +257,10 @@ def run_demo(
     redactor = demo_redactor(function_env)
     files = _write_files(result, out, redactor)
     files.update(_write_kept(kept, out))
-    context: dict[str, Any] = {
-        "scenario": chosen.name,
-        "responder": chosen.responder,
-        "emulated": emulated,
-        "sonic_hosting": sonic_hosting,
-        "speech_engine": speech.name,
-        "recogniser": "pocketsphinx" if embedded is not None else "registered transcripts",
-        "service_processes": own_processes,
-        "line_noise": line_noise,
-        "files": {name: str(path) for name, path in files.items()},
-    }
     if report:
-        Path(report).parent.mkdir(parents=True, exist_ok=True)
-        written = redacted_report(build_report(result, **context), redactor)
-        Path(report).write_text(json.dumps(written, indent=2) + "\n", encoding="utf-8")
-        files["report"] = Path(report)
+        context = _report_context(chosen, emulated, sonic_hosting, speech, embedded, files)
+        written = build_report(result, **context, service_processes=own_processes, line_noise=line_noise)
+        files["report"] = _write_report(report, redacted_report(written, redactor))
     for name, path in files.items():
         print(f"{name:>10}: {path}")
     if result.ended_by == "error":
@@ -342,6 +330,34 @@ def demo_redactor(function_env: Mapping[str, str] | None) -> Redactor:
 
 _REPORT_TEXT = frozenset({"said", "heard", "reply", "text", "transcript", "detail", "line"})
 """The report's keys (in any case: ``Transcript`` in a function's answer too) that hold what someone said."""
+
+
+def _report_context(
+    chosen: Scenario,
+    emulated: Mapping[str, Any],
+    sonic_hosting: str,
+    speech: SpeechEngine,
+    embedded: Recogniser | None,
+    files: Mapping[str, Path],
+) -> dict[str, Any]:
+    """What a call's report says of the run besides the call, under the same keys on either transport."""
+    return {
+        "scenario": chosen.name,
+        "responder": chosen.responder,
+        "emulated": emulated,
+        "sonic_hosting": sonic_hosting,
+        "speech_engine": speech.name,
+        "recogniser": "pocketsphinx" if embedded is not None else "registered transcripts",
+        "files": {name: str(path) for name, path in files.items()},
+    }
+
+
+def _write_report(report: str, document: Mapping[str, Any]) -> Path:
+    """``document`` written as the JSON report at ``report``, its folder made if need be."""
+    path = Path(report)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    return path
 
 
 def redacted_report(value: Any, redactor: Redactor, key: str = "") -> Any:
@@ -670,9 +686,7 @@ def run_load(
             "function_env": dict(function_env or {}),
             "line_noise": None if line is None else line.condition,
         }
-        Path(report).parent.mkdir(parents=True, exist_ok=True)
-        Path(report).write_text(json.dumps({**context, **figures}, indent=2) + "\n", encoding="utf-8")
-        print(f"{'report':>10}: {report}")
+        print(f"{'report':>10}: {_write_report(report, {**context, **figures})}")
     turns = figures["turns"]
     if turns["exactly_once"] != turns["utterances"] or "error" in figures["ended_by"]:
         print("voicebridge demo: not every turn was delivered exactly once", file=sys.stderr)
@@ -719,20 +733,9 @@ def _run_streaming(
     redactor = demo_redactor(function_env)
     files = a2a_demo.write_outputs(call, out, redactor)
     if report:
-        context = {
-            "scenario": chosen.name,
-            "responder": chosen.responder,
-            "emulated": emulated,
-            "sonic_hosting": sonic_hosting,
-            "speech_engine": speech.name,
-            "recogniser": "pocketsphinx" if embedded is not None else "registered transcripts",
-            "line_noise": None if line is None else line.condition,
-            "files": {name: str(path) for name, path in files.items()},
-        }
-        written = redacted_report(a2a_demo.build_report(call, **context), redactor)
-        Path(report).parent.mkdir(parents=True, exist_ok=True)
-        Path(report).write_text(json.dumps(written, indent=2) + "\n", encoding="utf-8")
-        files["report"] = Path(report)
+        context = _report_context(chosen, emulated, sonic_hosting, speech, embedded, files)
+        written = a2a_demo.build_report(call, **context, line_noise=None if line is None else line.condition)
+        files["report"] = _write_report(report, redacted_report(written, redactor))
     for name, path in files.items():
         print(f"{name:>10}: {path}")
     if call.violations:
