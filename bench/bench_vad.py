@@ -5,8 +5,8 @@ laid end to end, three rounds in a seeded order with 0.8–2.0 s between them, a
 stream is mixed with one noise per condition: ``clean`` (none) and the simulated caller's line noises
 (:mod:`voicebridge_dev.simulator.line`: white noise and babble at 20 and 10 dB below the speech's active level,
 comfort noise at -50 dBov). Each clip's true span runs from its first to its last frame above -50 dBFS in the clean
-clip. Each detector feeds :class:`~voicebridge.audio.vad.VoiceActivity` (20 ms frames, 60 ms to start, ``close_ms`` 300) the
-whole stream, in 20 ms chunks as a call delivers it, and the figures per condition are:
+clip. Each detector feeds :class:`~voicebridge.audio.vad.VoiceActivity` (20 ms frames, 60 ms to start, ``close_ms``
+300) the whole stream, in 20 ms chunks as a call delivers it, and the figures per condition are:
 
 - ``false_starts_per_min``: detected utterances that overlap no clip, per minute of the stream's non-speech;
 - ``noise_judged_speech``: the share of non-speech time inside a detected utterance;
