@@ -37,6 +37,11 @@ from voicebridge.ink.transcriber import MetricSink
 from voicebridge.telemetry import logger, metrics
 
 METRICS_EVERY_S = 15.0
+PING_INTERVAL_S = 20.0
+PING_TIMEOUT_S = 60.0
+"""WebSocket keepalive: a ping every 20 s, and a peer that answers none within 60 s is gone. Connect's text names no
+keepalive (docs/protocols.md, *What the sources leave open*); a pong is the peer's duty (RFC 6455 §5.5.2), and the
+timeout is long enough that a slow pong never drops a live call."""
 
 
 class AgentServer:
@@ -77,6 +82,8 @@ class AgentServer:
             process_response=self._process_response,
             max_size=protocol.MAX_INBOUND_FRAME,
             compression=None,
+            ping_interval=PING_INTERVAL_S,
+            ping_timeout=PING_TIMEOUT_S,
         ) as server:
             self.port_bound = next(iter(server.sockets)).getsockname()[1]
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
