@@ -52,7 +52,7 @@ def test_a_reply_committed_while_its_status_is_being_made_is_never_refused(local
 
         def expect() -> None:
             barrier.wait(timeout=10)
-            replies.expect(contact, 0)
+            replies.expect(contact, 0, "spec#0#1")
 
         racer = threading.Thread(target=expect)
         racer.start()
