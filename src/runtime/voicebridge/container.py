@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, Unpack, cast, overload
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from voicebridge.ink.session import InkSession, TurnListener
     from voicebridge.ink.transcriber import MetricSink
     from voicebridge.kvs.media import MediaSource
+    from voicebridge.language import Listening
     from voicebridge.redaction import Redactor
     from voicebridge.sonic.backends import SonicBackend
     from voicebridge.sonic.request import RequestSettings
@@ -110,6 +112,7 @@ def settings() -> Settings:
         read = Settings.from_env()
         for notice in read.notices:
             logger.warning("settings check", notice=notice)
+        logger.info("settings check", redaction=read.redaction_by_language)
         return read
 
     return _once(("settings",), build)
@@ -351,6 +354,7 @@ def request_settings() -> RequestSettings:
             sonic_model_id=config.sonic_model_id,
             sonic_pronunciation_map=config.sonic_pronunciation_map,
             sonic_pronunciation_dict_id=config.sonic_pronunciation_dict_id,
+            sonic_voices=config.sonic_voices,
         ),
     )
 
@@ -439,18 +443,25 @@ def responder() -> Responder:
     return _once(("responder",), build)
 
 
-def ink_session(listener: TurnListener, name: str, keyterms: tuple[str, ...] | None = None) -> InkSession:
+def ink_session(
+    listener: TurnListener,
+    name: str,
+    keyterms: tuple[str, ...] | None = None,
+    listening: Listening | None = None,
+) -> InkSession:
     """A new Ink session for one of a call's tracks (not kept: the consumer opens one per track, and again after a
-    drop), on the container's Ink client and settings; ``keyterms`` are the flow's, else ``INK_KEYTERMS``."""
+    drop), on the container's Ink client and settings; ``keyterms`` are the flow's, else ``INK_KEYTERMS``;
+    ``listening`` is how the contact's language is listened to, else the deployment's ``INK_LANGUAGE``'s."""
     from voicebridge.ink.session import InkSession
 
     config = settings()
+    chosen = listening or config.languages.listening(None)
     return InkSession(
         ink_client(),
         listener,
-        mode=config.ink_mode,
-        model=config.ink_model,
-        language=config.ink_language,
+        mode=chosen.mode,
+        model=chosen.model,
+        language=chosen.base,
         end_timeout_ms=config.ink_turn_end_timeout_ms,
         eager_end_threshold=config.ink_eager_end_threshold,
         keyterms=config.ink_keyterms if keyterms is None else keyterms,
@@ -466,14 +477,22 @@ def reply_worker(checkpoint: Checkpoint, sink: MetricSink) -> ReplyWorker:
 
     from voicebridge.converse.making import ReplySettings, Spoken
     from voicebridge.converse.worker import ReplyWorker
+    from voicebridge.language import for_language, primary
     from voicebridge.sonic.request import SpeechRequest
+    from voicebridge.telemetry import logger
 
     config = settings()
     speaker = synthesizer()
     defaults = request_settings()
+    language = checkpoint.language or config.sonic_default_language
+    voice = for_language(dict(config.sonic_voices), language)
+    if voice is None and primary(language) != primary(config.sonic_default_language):
+        logger.info("no voice mapped for the contact's language: SONIC_DEFAULT_VOICE speaks it", language=language)
+    # Sonic 3 takes a two-letter language only (docs/protocols.md, "Sonic on SageMaker").
+    spoken_as = {"Language": primary(language), "Voice": voice or config.sonic_default_voice}
 
     def speak(text: str, deadline: float, cancel: threading.Event | None = None, *, reply: object = None) -> Spoken:
-        request = SpeechRequest.from_parameters({"Text": text}, defaults)
+        request = SpeechRequest.from_parameters({"Text": text, **spoken_as}, defaults)
         prompt = speaker.synthesize(request, deadline=deadline, cancel=cancel)
         if prompt.time_to_first_byte_ms is not None:
             sink.add("SonicTimeToFirstByte", MetricUnit.Milliseconds, prompt.time_to_first_byte_ms)
@@ -485,7 +504,7 @@ def reply_worker(checkpoint: Checkpoint, sink: MetricSink) -> ReplyWorker:
         responder=responder(),
         speak=speak,
         replies=reply_store(),
-        settings=ReplySettings.of(config),
+        settings=replace(ReplySettings.of(config), language=language),
         attributes=checkpoint.attributes,
         report=sink.add,
     )

@@ -109,7 +109,9 @@ class Call:
 
         client = Cartesia(api_key=LOCAL_API_KEY, base_url=self.cloud.ink.url)
 
-        def open_session(listener: TurnListener, name: str, keyterms: tuple[str, ...] | None = None) -> InkSession:
+        def open_session(
+            listener: TurnListener, name: str, keyterms: tuple[str, ...] | None = None, listening: Any = None
+        ) -> InkSession:
             return InkSession(client, listener, model=ink_model, keyterms=keyterms or (), name=name)
 
         return StreamConsumer(
@@ -409,7 +411,9 @@ def test_manual_finalize_mode_finds_the_turns_itself(env: LocalCloud, caller: tu
     call = Call(env, caller[0])
     client = Cartesia(api_key=LOCAL_API_KEY, base_url=env.ink.url)
 
-    def open_session(listener: TurnListener, name: str, keyterms: tuple[str, ...] | None = None) -> InkSession:
+    def open_session(
+        listener: TurnListener, name: str, keyterms: tuple[str, ...] | None = None, listening: Any = None
+    ) -> InkSession:
         return InkSession(client, listener, mode="manual", model="ink-whisper", name=name)
 
     consumer = StreamConsumer(

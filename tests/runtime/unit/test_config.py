@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 
 from voicebridge.config import Settings
@@ -149,9 +152,15 @@ def test_keyterms_beyond_inks_limits_are_refused(keyterms: str, reason: str) -> 
         Settings.from_env({"INK_KEYTERMS": keyterms})
 
 
-def test_a_language_other_than_english_is_refused_on_the_english_only_turns_endpoint() -> None:
-    with pytest.raises(ConfigurationError, match=r"INK_LANGUAGE: 'de' needs INK_MODE=manual.*English only"):
-        Settings.from_env({"INK_LANGUAGE": "de"})
+def test_a_default_language_no_ink_model_transcribes_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match=r"INK_LANGUAGE: no Ink model transcribes 'xx'"):
+        Settings.from_env({"INK_LANGUAGE": "xx"})
+
+
+def test_a_default_language_other_than_english_is_taken_with_the_turns_endpoint_for_english() -> None:
+    settings = Settings.from_env({"INK_LANGUAGE": "es-US"})
+    assert settings.ink_mode == "turns"
+    assert settings.languages.listening(None).mode == "manual"
 
 
 @pytest.mark.parametrize("language", ["en", "en-GB", "EN-us"])
@@ -163,6 +172,41 @@ def test_another_language_is_taken_on_the_manual_endpoint() -> None:
     assert (
         Settings.from_env({"INK_LANGUAGE": "de", "INK_MODE": "manual", "INK_MODEL": "ink-whisper"}).ink_language == "de"
     )
+
+
+def test_a_voice_map_is_read_from_pairs_or_json_by_language_tag() -> None:
+    spanish, french = "5c5ad5e7-1020-476b-8b91-fdcbe9cc313c", "a8a1eb38-5f15-4c1d-8722-7ac0f329727d"
+    pairs = Settings.from_env({"SONIC_VOICES": f"es-us={spanish}, fr={french}"}).sonic_voices
+    assert pairs == (("es-US", spanish), ("fr", french))
+    assert Settings.from_env({"SONIC_VOICES": json.dumps({"es-US": spanish, "fr": french})}).sonic_voices == pairs
+
+
+@pytest.mark.parametrize(
+    ("voices", "reason"),
+    [
+        ("es", "'es' is not language=voice-id"),
+        ("es=not-a-voice", "the voice for es is not a Cartesia voice id"),
+        ("1=5c5ad5e7-1020-476b-8b91-fdcbe9cc313c", "'1' is not a language tag"),
+        ("es=5c5ad5e7-1020-476b-8b91-fdcbe9cc313c,ES=5c5ad5e7-1020-476b-8b91-fdcbe9cc313c", "names es twice"),
+        ('{"es": 1}', "must be a JSON object of language tags to voice ids"),
+        ("{es", "is not JSON"),
+    ],
+)
+def test_a_malformed_voice_map_is_refused(voices: str, reason: str) -> None:
+    with pytest.raises(ConfigurationError, match=f"SONIC_VOICES: {re.escape(reason)}"):
+        Settings.from_env({"SONIC_VOICES": voices})
+
+
+@pytest.mark.parametrize(
+    ("mode", "said"),
+    [
+        ("builtin", "spoken numbers in en/es only"),
+        ("comprehend", "Comprehend finds CREDIT_DEBIT_NUMBER"),
+        ("off", "nothing is redacted"),
+    ],
+)
+def test_the_settings_check_says_what_is_redacted_in_each_language(mode: str, said: str) -> None:
+    assert said in Settings.from_env({"REDACT_TRANSCRIPTS": mode}).redaction_by_language
 
 
 # --- Bedrock ----------------------------------------------------------------------------------------------------

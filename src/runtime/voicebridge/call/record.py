@@ -317,6 +317,7 @@ def build_record(
             "audioStartMs": int(item.get("AudioStartMs", 0)),
             "audioEndMs": int(item.get("AudioEndMs", 0)),
             "endedAt": _iso(item.get("EndedAt")),
+            "endedBy": str(item.get("EndedBy") or "ink"),
         }
         latency: dict[str, int] = {}
         if item.get("LatencyMs") is not None:
@@ -340,6 +341,7 @@ def build_record(
             "invocations": int(checkpoint.get("Invocations", 0)),
             "tracks": sorted(checkpoint.get("Tracks", {})),
             "converse": bool(checkpoint.get("Converse", False)),
+            "language": str(checkpoint["Language"]) if checkpoint.get("Language") else None,
         },
         "lastAction": str(status.get("Action") or "") or None,
         "redaction": {"mode": redactor.name, "found": _labels(out_turns)},
