@@ -145,6 +145,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     _choice(
         demo,
+        "--language",
+        ("en", "es"),
+        "the caller's language: es makes a whole Spanish call (flows transport): the caller's lines and the emulated "
+        "Sonic in espeak-ng's Spanish, the flow's lines and the bank agent in Spanish, every turn ended by the "
+        "product on Ink's manual endpoint, registered recognition",
+    )
+    _choice(
+        demo,
         "--sonic-hosting",
         ("sagemaker", "self-managed", "cartesia-api"),
         "how the functions reach the Sonic emulator: its SageMaker endpoint, its container contract "
@@ -308,6 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             own_processes=args.service_processes,
             function_env=function_env,
             transport=args.transport,
+            language=args.language,
         )
     if args.command == "bench":
         return _bench(args)

@@ -10,7 +10,9 @@ from voicebridge.language import Languages, for_language, language_tag
 DEFAULTS = Languages(default="en", ink_mode="turns", ink_model="ink-2", end_of_turn_model="eager")
 
 
-@pytest.mark.parametrize(("raw", "tag"), [("es", "es"), ("ES-us", "es-US"), ("zh_hant_tw", "zh-Hant-TW"), ("yue", "yue")])
+@pytest.mark.parametrize(
+    ("raw", "tag"), [("es", "es"), ("ES-us", "es-US"), ("zh_hant_tw", "zh-Hant-TW"), ("yue", "yue")]
+)
 def test_a_language_tag_is_written_the_usual_way(raw: str, tag: str) -> None:
     assert language_tag(raw) == tag
 
