@@ -54,6 +54,7 @@ SPEAK_ENVIRONMENT: dict[str, Any] = {
     "SONIC_PRONUNCIATION_MAP": {"Ref": "SonicPronunciationMap"},
     "SONIC_PRONUNCIATION_DICT_ID": {"Ref": "SonicPronunciationDictId"},
     "SONIC_DEFAULT_VOICE": {"Ref": "DefaultVoiceId"},
+    "SONIC_VOICES": {"Ref": "SonicVoices"},
     "SONIC_DEFAULT_LANGUAGE": {"Ref": "DefaultLanguage"},
     "SONIC_BASE_URL": {
         "Fn::If": ["CreateSonicFleet", {"Fn::GetAtt": ["SonicFleet", "Outputs.SonicBaseUrl"]}, {"Ref": "SonicBaseUrl"}]

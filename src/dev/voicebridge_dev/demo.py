@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
@@ -47,7 +47,7 @@ from voicebridge_dev.local.lex import Fault as LexFault
 from voicebridge_dev.local.lex import FaultKind as LexFaultKind
 from voicebridge_dev.local.processes import ProcessCloud
 from voicebridge_dev.local.sonic import Fault, FaultKind
-from voicebridge_dev.local.speech_engine import SpeechEngine, engine_choice, load_engine
+from voicebridge_dev.local.speech_engine import SpeechEngine, engine_choice, engine_for, load_engine
 from voicebridge_dev.simulator import (
     CallerScriptError,
     CallLog,
@@ -152,8 +152,12 @@ def run_demo(
     own_processes: bool | None = None,
     function_env: Mapping[str, str] | None = None,
     transport: str = "flows",
+    language: str = "en",
 ) -> int:
     """Run the demo call; returns the exit status (0 when the flow ended the call or the caller hung up).
+
+    ``language`` is the caller's: ``es`` makes the call Spanish (:func:`spoken_in`, :func:`flow_in`), on the flows
+    transport, one call, with registered recognition (the local recogniser knows English only).
 
     ``transport`` is how Connect and the product talk: ``flows`` (the contact flow's Lambda blocks and S3 prompts)
     or ``a2a`` (Connect's external-AI-agent voice streaming, :mod:`voicebridge_dev.a2a_demo`).
@@ -175,8 +179,20 @@ def run_demo(
     except CallerScriptError as exc:
         print(f"voicebridge demo: {exc}", file=sys.stderr)
         return 2
+    flow, attributes = FLOW, {}
+    if language != "en":
+        if transport != "flows" or calls > 1:
+            print("voicebridge demo: --language es runs one call on the flows transport", file=sys.stderr)
+            return 2
+        try:
+            steps = spoken_in(language, steps, speech)
+        except CallerScriptError as exc:
+            print(f"voicebridge demo: {exc}", file=sys.stderr)
+            return 2
+        out.mkdir(parents=True, exist_ok=True)
+        flow, attributes, recognition = flow_in(language, out), {"Language": language}, "registered"
     if text:
-        steps = _with_first_utterance(steps, text, speech)
+        steps = _with_first_utterance(steps, text, engine_for(language, speech))
     if transport == "a2a":
         return _run_streaming(
             chosen,
@@ -237,6 +253,8 @@ def run_demo(
             registered=embedded is None,
             sonic_backend=SONIC_BACKENDS[sonic_hosting],
             function_env=function_env,
+            flow=flow,
+            attributes=attributes,
         )
     finally:
         if recogniser is not None:
@@ -258,7 +276,8 @@ def run_demo(
     }
     if report:
         Path(report).parent.mkdir(parents=True, exist_ok=True)
-        written = redacted_report(build_report(result, **context), redactor)
+        built = with_turn_ending(build_report(result, **context), kept.record, language)
+        written = redacted_report(built, redactor)
         Path(report).write_text(json.dumps(written, indent=2) + "\n", encoding="utf-8")
         files["report"] = Path(report)
     for name, path in files.items():
@@ -267,6 +286,97 @@ def run_demo(
         print(f"voicebridge demo: the call stopped: {result.detail}", file=sys.stderr)
         return 1
     return 0
+
+
+SPANISH_CLIPS: Final[Mapping[str, str]] = {
+    "balance": "Quiero saber el saldo de mi cuenta.",
+    "pay-bill": "Quiero pagar mi factura hoy.",
+    "order-help": "Necesito ayuda con mi pedido.",
+    "thanks": "Muchas gracias por su ayuda.",
+    "yes-please": "Sí por favor adelante.",
+    "dispute": (
+        "Quiero reclamar un cargo que no reconozco en mi tarjeta cuatro uno uno uno uno uno uno uno uno uno uno uno "
+        "uno uno uno uno."
+    ),
+    "person": "Quiero hablar con una persona por favor.",
+    "amount": "Ochenta y cuatro dólares.",
+    "uh-huh": "Ajá.",
+}
+"""What the caller says in Spanish in place of each shipped clip (the dispute with a card number said aloud, which
+the record must not keep). No commas: espeak-ng pauses at each, and the end-of-turn model takes most such pauses for
+the end of the turn (docs/benchmarks.md, "End of turn")."""
+SPANISH_LINES: Final[Mapping[str, str]] = {
+    "Hello! Thanks for calling. How can I help you today?": "¡Hola! Gracias por llamar. ¿En qué puedo ayudarle hoy?",
+    "Thank you, I have your card details.": "Gracias, ya tengo los datos de su tarjeta.",
+    "I didn't get a card number, so no payment was taken.": (
+        "No he recibido ningún número de tarjeta, así que no se ha hecho ningún pago."
+    ),
+    "A colleague will take your card details. Please hold.": (
+        "Un compañero tomará los datos de su tarjeta. Por favor, espere."
+    ),
+    "One moment.": "Un momento.",
+    "Are you still there? I'm listening.": "¿Sigue ahí? Le escucho.",
+    "I haven't heard anything for a while, so I'll hang up now. Goodbye!": (
+        "Hace un rato que no le oigo, así que voy a colgar. ¡Adiós!"
+    ),
+    "All of our colleagues are busy right now. Please call again later. Goodbye.": (
+        "Todos nuestros compañeros están ocupados. Por favor, vuelva a llamar más tarde. Adiós."
+    ),
+    "Sorry, I can't connect you with a colleague right now. Please call again later. Goodbye.": (
+        "Lo siento, ahora no puedo pasarle con un compañero. Por favor, vuelva a llamar más tarde. Adiós."
+    ),
+    "Sorry, we're having technical difficulties. Please call again later. Goodbye.": (
+        "Lo sentimos, tenemos dificultades técnicas. Por favor, vuelva a llamar más tarde. Adiós."
+    ),
+}
+"""The voice agent flow's own lines in Spanish, as a Spanish-speaking contact centre would write them."""
+
+
+def spoken_in(language: str, steps: list[Step], speech: SpeechEngine) -> list[Step]:
+    """``steps`` with each utterance said in ``language`` (espeak-ng's Spanish voice); CallerScriptError when a
+    line has no translation or no local voice speaks the language."""
+    voice = engine_for(language, speech)
+    if voice is speech:
+        raise CallerScriptError(f"no local voice speaks {language!r}: install espeak-ng")
+    spoken: list[Step] = []
+    for step in steps:
+        if isinstance(step, Say | Over):
+            words = SPANISH_CLIPS.get(step.clip.name)
+            if words is None:
+                raise CallerScriptError(f"the clip {step.clip.name!r} has no {language} line")
+            step = replace(step, clip=Clip(step.clip.name, words, voice.synthesize(words, 8000, 1.0)))
+        spoken.append(step)
+    return spoken
+
+
+def flow_in(language: str, out: Path) -> Path:
+    """The voice agent flow with its lines in ``language``, written beside the demo's files; CallerScriptError when
+    the flow holds a line the translation does not know (the flow changed)."""
+    text = FLOW.read_text(encoding="utf-8")
+    for english, translated in SPANISH_LINES.items():
+        quoted = json.dumps(english)
+        if quoted not in text:
+            raise CallerScriptError(f"{FLOW} no longer says {english!r}: the demo's {language} lines need updating")
+        text = text.replace(quoted, json.dumps(translated, ensure_ascii=False))
+    path = out / f"{FLOW.stem}-{language}.json"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def with_turn_ending(report: dict[str, Any], record: bytes | None, language: str) -> dict[str, Any]:
+    """The report with the call's ``language`` and each turn's ``turn_end_by`` (``ink`` or ``voicebridge``), as the
+    call record the stack wrote says (the language asked for, and no ``turn_end_by``, when no record came)."""
+    stored = json.loads(record) if record else {}
+    ended_by = {
+        int(turn["turn"]): turn.get("endedBy")
+        for turn in stored.get("turns", [])
+        if turn.get("track") == "customer" and "turn" in turn
+    }
+    return {
+        **report,
+        "language": stored.get("listening", {}).get("language") or language,
+        "turns": [{**turn, "turn_end_by": ended_by.get(turn.get("index", -1))} for turn in report.get("turns", [])],
+    }
 
 
 PAUSE_MARK = "|"
@@ -387,6 +497,8 @@ def _call(
     registered: bool,
     sonic_backend: str = "sagemaker",
     function_env: Mapping[str, str] | None = None,
+    flow: Path = FLOW,
+    attributes: Mapping[str, str] | None = None,
 ) -> tuple[CallResult, dict[str, Any], Kept]:
     with cloud:
         emulated = _prepare(
@@ -396,7 +508,7 @@ def _call(
         log.subscribe(LiveTimeline())
         print(f"\n{'time':>10}  event")
         result = simulate_call(
-            FLOW,
+            flow,
             template_path=TEMPLATE,
             env=cloud.env(),
             kvs=cloud.media,
@@ -404,6 +516,7 @@ def _call(
             caller=SimulatedCaller(steps),
             clock=RealClock(),
             log=log,
+            attributes=attributes,
         )
         kept = _await_kept(cloud, result.contact_id)
         # A consumer still making sure the stream has ended when the emulator stops is cancelled: expected, not
