@@ -191,17 +191,22 @@ def turn_store() -> TurnStore:
     )
 
 
-def redactor() -> Redactor:
-    """The redactor ``REDACT_TRANSCRIPTS`` names; Comprehend's with its client, counting ``RedactionFallbacks``
-    when a request fails and the built-in redactor stands in."""
+def redactor(language: str | None = None) -> Redactor:
+    """The redactor ``REDACT_TRANSCRIPTS`` names for a contact in ``language`` (None: ``INK_LANGUAGE``); Comprehend's
+    with its client, counting ``RedactionFallbacks`` when a request fails and the built-in redactor stands in, for the
+    languages Comprehend finds PII in, the built-in redactor for the others."""
+    from voicebridge.language import primary
+
+    config = settings()
+    spoken = primary(language or config.ink_language)
 
     def build() -> Redactor:
+        from voicebridge.config import COMPREHEND_PII_LANGUAGES
         from voicebridge.redaction import BuiltinRedactor, NoRedaction
 
-        config = settings()
         if config.redact_transcripts == "off":
             return NoRedaction()
-        if config.redact_transcripts == "builtin":
+        if config.redact_transcripts == "builtin" or spoken not in COMPREHEND_PII_LANGUAGES:
             return BuiltinRedactor()
         from aws_lambda_powertools.metrics import MetricUnit
 
@@ -214,12 +219,12 @@ def redactor() -> Redactor:
 
         return ComprehendRedactor(
             client("comprehend", read_timeout=2.0, retries=1),
-            language=config.ink_language.split("-")[0],
+            language=spoken,
             entity_types=config.redact_entity_types,
             on_fallback=fell_back,
         )
 
-    return _once(("redactor",), build)
+    return _once(("redactor", spoken), build)
 
 
 def call_recorder() -> CallRecorder:
@@ -240,6 +245,7 @@ def call_recorder() -> CallRecorder:
             client("s3"),
             client("events"),
             redactor(),
+            redactor_for=redactor,
         ),
     )
 
