@@ -26,7 +26,7 @@ from typing import Any, Literal, get_args
 from voicebridge.conversation import Action
 from voicebridge.errors import ConfigurationError, InvalidInput, LanguageNotServed
 from voicebridge.ink.keyterms import parse_keyterms
-from voicebridge.language import SPOKEN_NUMBER_LANGUAGES, Languages, language_tag, primary
+from voicebridge.language import SPOKEN_NUMBER_LANGUAGES, Languages, for_language, language_tag, primary
 from voicebridge.sonic.models import (
     PRONUNCIATION_DICT_ID,
     SONIC_PACKAGES,
@@ -230,11 +230,41 @@ def _pronunciation_map(value: Any) -> tuple[tuple[str, str], ...]:
     return parse_pronunciation_map(_text(value))
 
 
-def _keyterms(value: Any) -> tuple[str, ...]:
-    """Ink keyterms separated by commas (``Acme Plus,Zorblax``), within Ink's limits."""
+EVERY_LANGUAGE = "*"
+"""The key of keyterms for every language a per-language ``INK_KEYTERMS`` does not name."""
+
+
+def _keyterms(value: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Ink keyterms separated by commas (``Acme Plus,Zorblax``) for every language, or a JSON object of them by
+    language tag (``{"en": "Acme Plus", "es": "Acme Plus,Cuenta Nómina", "*": "Acme"}``), each within Ink's limits."""
     if isinstance(value, tuple):
-        value = ",".join(value)
-    return parse_keyterms(_text(value))
+        if all(isinstance(term, str) for term in value):
+            return ((EVERY_LANGUAGE, parse_keyterms(",".join(value))),) if value else ()
+        return value
+    text = _text(value).strip()
+    if not text.startswith("{"):
+        terms = parse_keyterms(text)
+        return ((EVERY_LANGUAGE, terms),) if terms else ()
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"is not JSON ({exc.msg})") from None
+    # Text that opens with "{" and parses is a JSON object.
+    by_language: dict[str, tuple[str, ...]] = {}
+    for language, given in document.items():
+        try:
+            tag = language if language == EVERY_LANGUAGE else language_tag(language)
+        except InvalidInput:
+            raise ValueError(f"{language!r} is not a language tag") from None
+        if isinstance(given, list) and all(isinstance(term, str) for term in given):
+            given = ",".join(given)
+        if not isinstance(given, str):
+            raise ValueError(f"the keyterms for {tag} must be text or a list of texts")
+        try:
+            by_language[tag] = parse_keyterms(given)
+        except ValueError as exc:
+            raise ValueError(f"for {tag} {exc}") from None
+    return tuple(by_language.items())
 
 
 def _voice_map(value: Any) -> tuple[tuple[str, str], ...]:
@@ -326,8 +356,9 @@ class Settings:
     ink_model: str = "ink-2"
     ink_mode: InkMode = field(default="turns", metadata=_one_of(InkMode))
     ink_language: str = "en"
-    ink_keyterms: tuple[str, ...] = field(default=(), metadata=_checked_by(_keyterms))
-    """Words Ink is biased towards (``keyterm``) on every call; a flow's ``Keyterms`` replaces them."""
+    ink_keyterms: tuple[tuple[str, tuple[str, ...]], ...] = field(default=(), metadata=_checked_by(_keyterms))
+    """Words Ink is biased towards (``keyterm``) on every call, by language (``*``: every language it does not
+    name); a flow's ``Keyterms`` replaces them (:meth:`keyterms_for`)."""
     ink_turn_end_timeout_ms: int | None = field(default=None, metadata=_whole(640, 11200, optional=True))
     ink_frame_ms: int = field(default=100, metadata=_whole(20, 500))
     voice_detector: VoiceDetectorName = field(default="silero", metadata=_one_of(VoiceDetectorName))
@@ -446,6 +477,13 @@ class Settings:
                 "Speed and Volume are ignored, and prompts that differ only in them are one prompt",
             )
         return ()
+
+    def keyterms_for(self, language: str) -> tuple[str, ...]:
+        """``INK_KEYTERMS`` for a contact in ``language``: its own (by tag, then primary language), else every
+        language's."""
+        by_language = dict(self.ink_keyterms)
+        found = for_language(by_language, language)
+        return found if found is not None else by_language.get(EVERY_LANGUAGE, ())
 
     @property
     def languages(self) -> Languages:

@@ -456,7 +456,8 @@ def ink_session(
     listening: Listening | None = None,
 ) -> InkSession:
     """A new Ink session for one of a call's tracks (not kept: the consumer opens one per track, and again after a
-    drop), on the container's Ink client and settings; ``keyterms`` are the flow's, else ``INK_KEYTERMS``;
+    drop), on the container's Ink client and settings; ``keyterms`` are the flow's, else ``INK_KEYTERMS``' for the
+    language;
     ``listening`` is how the contact's language is listened to, else the deployment's ``INK_LANGUAGE``'s."""
     from voicebridge.ink.session import InkSession
 
@@ -470,7 +471,7 @@ def ink_session(
         language=chosen.base,
         end_timeout_ms=config.ink_turn_end_timeout_ms,
         eager_end_threshold=config.ink_eager_end_threshold,
-        keyterms=config.ink_keyterms if keyterms is None else keyterms,
+        keyterms=config.keyterms_for(chosen.language) if keyterms is None else keyterms,
         name=name,
     )
 

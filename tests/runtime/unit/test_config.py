@@ -134,10 +134,32 @@ def test_a_pronunciation_setting_the_model_cannot_take_is_refused(environment: d
 
 
 def test_keyterms_are_read_trimmed_and_each_once() -> None:
-    assert Settings.from_env({"INK_KEYTERMS": " Acme Plus , Zorblax,,Acme  Plus"}).ink_keyterms == (
+    assert Settings.from_env({"INK_KEYTERMS": " Acme Plus , Zorblax,,Acme  Plus"}).keyterms_for("es") == (
         "Acme Plus",
         "Zorblax",
     )
+
+
+def test_keyterms_by_language_are_each_languages_and_the_rest_take_every_languages() -> None:
+    keyterms = {"es-US": "Cuenta Nómina", "en": ["Acme Plus", "Zorblax"], "*": "Acme"}
+    settings = Settings.from_env({"INK_KEYTERMS": json.dumps(keyterms)})
+    assert settings.keyterms_for("es-US") == ("Cuenta Nómina",)
+    assert settings.keyterms_for("en-GB") == ("Acme Plus", "Zorblax")
+    assert settings.keyterms_for("fr") == ("Acme",)
+
+
+@pytest.mark.parametrize(
+    ("keyterms", "reason"),
+    [
+        ('{"es": 1}', "the keyterms for es must be text or a list of texts"),
+        ('{"1": "x"}', "'1' is not a language tag"),
+        ("{1}", "is not JSON"),
+        (json.dumps({"es": [f"t{n}" for n in range(101)]}), "for es has 101 terms; Ink takes at most 100"),
+    ],
+)
+def test_malformed_keyterms_by_language_are_refused(keyterms: str, reason: str) -> None:
+    with pytest.raises(ConfigurationError, match=f"INK_KEYTERMS: {re.escape(reason)}"):
+        Settings.from_env({"INK_KEYTERMS": keyterms})
 
 
 @pytest.mark.parametrize(
