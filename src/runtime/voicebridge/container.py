@@ -365,6 +365,22 @@ def request_settings() -> RequestSettings:
     )
 
 
+def spoken_in(language: str) -> RequestSettings:
+    """:func:`request_settings` for a contact in ``language``: its primary language (Sonic 3 takes two-letter codes
+    only, docs/protocols.md) and ``SONIC_VOICES``' voice for it, else the default voice (logged)."""
+    from voicebridge.language import for_language, primary
+    from voicebridge.telemetry import logger
+
+    config = settings()
+    defaults = request_settings()
+    voice = for_language(dict(config.sonic_voices), language)
+    if voice is None and primary(language) != primary(config.sonic_default_language):
+        logger.info("no voice mapped for the contact's language: SONIC_DEFAULT_VOICE speaks it", language=language)
+    return replace(
+        defaults, sonic_default_language=primary(language), sonic_default_voice=voice or config.sonic_default_voice
+    )
+
+
 def ink_client() -> Any:
     """The Cartesia SDK client that opens Ink sessions."""
 
@@ -484,22 +500,15 @@ def reply_worker(checkpoint: Checkpoint, sink: MetricSink) -> ReplyWorker:
 
     from voicebridge.converse.making import ReplySettings, Spoken
     from voicebridge.converse.worker import ReplyWorker
-    from voicebridge.language import for_language, primary
     from voicebridge.sonic.request import SpeechRequest
-    from voicebridge.telemetry import logger
 
     config = settings()
     speaker = synthesizer()
-    defaults = request_settings()
     language = checkpoint.language or config.sonic_default_language
-    voice = for_language(dict(config.sonic_voices), language)
-    if voice is None and primary(language) != primary(config.sonic_default_language):
-        logger.info("no voice mapped for the contact's language: SONIC_DEFAULT_VOICE speaks it", language=language)
-    # Sonic 3 takes a two-letter language only (docs/protocols.md, "Sonic on SageMaker").
-    spoken_as = {"Language": primary(language), "Voice": voice or config.sonic_default_voice}
+    defaults = spoken_in(language)
 
     def speak(text: str, deadline: float, cancel: threading.Event | None = None, *, reply: object = None) -> Spoken:
-        request = SpeechRequest.from_parameters({"Text": text, **spoken_as}, defaults)
+        request = SpeechRequest.from_parameters({"Text": text}, defaults)
         prompt = speaker.synthesize(request, deadline=deadline, cancel=cancel)
         if prompt.time_to_first_byte_ms is not None:
             sink.add("SonicTimeToFirstByte", MetricUnit.Milliseconds, prompt.time_to_first_byte_ms)
@@ -519,14 +528,27 @@ def reply_worker(checkpoint: Checkpoint, sink: MetricSink) -> ReplyWorker:
 
 def a2a_engine() -> Engine:
     """The conversation engine's parts for the streaming transport's sessions (the flows path's own, shared)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
     from voicebridge.a2a.session import Engine
     from voicebridge.a2a.voice import StreamingVoice
     from voicebridge.call.consumer import write_record
+    from voicebridge.telemetry import logger
 
     config = settings()
 
-    def voice(sample_rate: int) -> StreamingVoice:
-        return StreamingVoice(sonic_backend(), request_settings(), sample_rate, max_attempts=config.sonic_max_attempts)
+    def voice(sample_rate: int, language: str) -> StreamingVoice:
+        return StreamingVoice(sonic_backend(), spoken_in(language), sample_rate, max_attempts=config.sonic_max_attempts)
+
+    def contact_language(instance_arn: str, contact_id: str) -> str | None:
+        try:
+            answer = client("connect", retries=2).get_contact_attributes(
+                InstanceId=instance_arn.rsplit("/", 1)[-1], InitialContactId=contact_id
+            )
+        except (BotoCoreError, ClientError) as exc:
+            logger.warning("the contact's attributes could not be read: INK_LANGUAGE", reason=type(exc).__name__)
+            return None
+        return str(answer.get("Attributes", {}).get("Language") or "") or None
 
     def update_attributes(instance_arn: str, contact_id: str, attributes: Mapping[str, str]) -> None:
         client("connect", retries=2).update_contact_attributes(
@@ -539,6 +561,7 @@ def a2a_engine() -> Engine:
         open_ink=ink_session,
         responder=responder,
         voice=voice,
+        contact_language=contact_language,
         write_record=lambda contact_id, generation, sink: write_record(call_recorder, contact_id, generation, sink),
         update_attributes=update_attributes,
     )
