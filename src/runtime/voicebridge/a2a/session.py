@@ -119,7 +119,7 @@ class Engine:
     """Sonic at a sample rate, in a contact's language."""
     contact_language: Callable[[str, str], str | None]
     """The contact attribute ``Language`` a flow set (instance ARN, contact id), None when there is none: Connect's
-    INIT_SESSION names no language (docs/protocols.md, "The streaming contract")."""
+    INIT_SESSION names no language (docs/protocols.md, "Amazon Connect UpdateContactAttributes")."""
     write_record: Callable[[str, int, MetricSink], None]
     """The contact's call record, once the session is over (contact id, generation)."""
     update_attributes: Callable[[str, str, Mapping[str, str]], None]
