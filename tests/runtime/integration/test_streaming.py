@@ -15,7 +15,6 @@ import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-import boto3
 import pytest
 
 from tests.fixtures import ROOT
@@ -243,17 +242,7 @@ def test_a_spanish_contact_is_heard_on_inks_manual_endpoint_and_answered_in_span
     contact_id = str(uuid.uuid4())
     instance = f"arn:aws:connect:us-east-1:111122223333:instance/{EMULATED_INSTANCE_ID}"
     contact = f"{instance}/contact/{contact_id}"
-    connect = boto3.client(
-        "connect",
-        endpoint_url=cloud.service_env()["AWS_ENDPOINT_URL_CONNECT"],
-        region_name=cloud.region,
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-    )
-    # What a flow's Set contact attributes block before the agent would have set.
-    connect.update_contact_attributes(
-        InstanceId=EMULATED_INSTANCE_ID, InitialContactId=contact_id, Attributes={"Language": "es-US"}
-    )
+    cloud.set_contact_attributes(contact_id, {"Language": "es-US"})
 
     audio = bytes(int(4.0 * RATE) * 2) + clip + bytes(int(6.0 * RATE) * 2)
     result = session(agent, audio, instance_arn=instance, contact_arn=contact)
