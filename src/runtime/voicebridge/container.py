@@ -366,18 +366,21 @@ def request_settings() -> RequestSettings:
 
 
 def spoken_in(language: str) -> RequestSettings:
-    """:func:`request_settings` for a contact in ``language``: its primary language (Sonic 3 takes two-letter codes
-    only, docs/protocols.md) and ``SONIC_VOICES``' voice for it, else the default voice (logged)."""
+    """:func:`request_settings` for a contact in ``language``: ``SONIC_VOICES``' voice for it, else the default voice
+    (logged for another language than the default's); ``SONIC_DEFAULT_LANGUAGE`` as written for the default's
+    language, else the primary language alone (Sonic 3 takes two-letter codes only, docs/protocols.md)."""
     from voicebridge.language import for_language, primary
     from voicebridge.telemetry import logger
 
     config = settings()
-    defaults = request_settings()
+    own = primary(language) == primary(config.sonic_default_language)
     voice = for_language(dict(config.sonic_voices), language)
-    if voice is None and primary(language) != primary(config.sonic_default_language):
+    if voice is None and not own:
         logger.info("no voice mapped for the contact's language: SONIC_DEFAULT_VOICE speaks it", language=language)
     return replace(
-        defaults, sonic_default_language=primary(language), sonic_default_voice=voice or config.sonic_default_voice
+        request_settings(),
+        sonic_default_language=config.sonic_default_language if own else primary(language),
+        sonic_default_voice=voice or config.sonic_default_voice,
     )
 
 
@@ -472,9 +475,8 @@ def ink_session(
     listening: Listening | None = None,
 ) -> InkSession:
     """A new Ink session for one of a call's tracks (not kept: the consumer opens one per track, and again after a
-    drop), on the container's Ink client and settings; ``keyterms`` are the flow's, else ``INK_KEYTERMS``' for the
-    language;
-    ``listening`` is how the contact's language is listened to, else the deployment's ``INK_LANGUAGE``'s."""
+    drop), on the container's Ink client and settings. ``listening`` is how the contact's language is listened to
+    (None: ``INK_LANGUAGE``'s way); ``keyterms`` are the flow's, else ``INK_KEYTERMS``' for that language."""
     from voicebridge.ink.session import InkSession
 
     config = settings()
