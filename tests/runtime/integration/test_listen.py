@@ -239,7 +239,13 @@ def test_a_flow_hears_each_turn_through_the_functions(env: LocalCloud, caller: t
     audio = {"StreamARN": arn, "StartFragmentNumber": start.fragment_number, "StartTimestamp": start.start_timestamp}
 
     started = _invoke(env, "StartListeningFunction", _connect_event(contact_id, audio))
-    assert started == {"Result": "OK", "StreamARN": arn, "AlreadyListening": "false"}
+    assert started == {
+        "Result": "OK",
+        "StreamARN": arn,
+        "AlreadyListening": "false",
+        "Language": "en",
+        "TurnEndBy": "ink",
+    }
     again = _invoke(env, "StartListeningFunction", _connect_event(contact_id, audio))
     assert again["AlreadyListening"] == "true"
 
