@@ -147,9 +147,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         demo,
         "--language",
         ("en", "es"),
-        "the caller's language: es makes a whole Spanish call (flows transport): the caller's lines and the emulated "
-        "Sonic in espeak-ng's Spanish, the flow's lines and the bank agent in Spanish, every turn ended by the "
-        "product on Ink's manual endpoint, registered recognition",
+        "the caller's language: es makes a whole Spanish call (one call, either transport): the caller's lines and "
+        "the emulated Sonic in espeak-ng's Spanish, the flow's or the agent's lines and the bank agent in Spanish, "
+        "every turn ended by the product on Ink's manual endpoint, registered recognition",
     )
     _choice(
         demo,

@@ -156,8 +156,9 @@ def run_demo(
 ) -> int:
     """Run the demo call; returns the exit status (0 when the flow ended the call or the caller hung up).
 
-    ``language`` is the caller's: ``es`` makes the call Spanish (:func:`spoken_in`, :func:`flow_in`), on the flows
-    transport, one call, with registered recognition (the local recogniser knows English only).
+    ``language`` is the caller's: ``es`` makes the call Spanish (:func:`spoken_in`; on the flows transport
+    :func:`flow_in`, on the streaming one :data:`SPANISH_AGENT_LINES`), one call, with registered recognition (the
+    local recogniser knows English only).
 
     ``transport`` is how Connect and the product talk: ``flows`` (the contact flow's Lambda blocks and S3 prompts)
     or ``a2a`` (Connect's external-AI-agent voice streaming, :mod:`voicebridge_dev.a2a_demo`).
@@ -181,8 +182,8 @@ def run_demo(
         return 2
     flow, attributes = FLOW, {}
     if language != "en":
-        if transport != "flows" or calls > 1:
-            print("voicebridge demo: --language es runs one call on the flows transport", file=sys.stderr)
+        if calls > 1:
+            print("voicebridge demo: --language es places one call", file=sys.stderr)
             return 2
         try:
             steps = spoken_in(language, steps, speech)
@@ -190,7 +191,11 @@ def run_demo(
             print(f"voicebridge demo: {exc}", file=sys.stderr)
             return 2
         out.mkdir(parents=True, exist_ok=True)
-        flow, attributes, recognition = flow_in(language, out), {"Language": language}, "registered"
+        attributes, recognition = {"Language": language}, "registered"
+        if transport == "flows":
+            flow = flow_in(language, out)
+        else:
+            function_env = {**SPANISH_AGENT_LINES, **(function_env or {})}
     if text:
         steps = _with_first_utterance(steps, text, engine_for(language, speech))
     if transport == "a2a":
@@ -203,6 +208,8 @@ def run_demo(
             recognition=recognition,
             sonic_hosting=sonic_hosting,
             function_env=function_env,
+            attributes=attributes,
+            language=language,
         )
     if calls > 1:
         return run_load(
@@ -330,6 +337,12 @@ SPANISH_LINES: Final[Mapping[str, str]] = {
     ),
 }
 """The voice agent flow's own lines in Spanish, as a Spanish-speaking contact centre would write them."""
+SPANISH_AGENT_LINES: Final[Mapping[str, str]] = {
+    "A2A_GREETING_TEXT": "¡Hola! Gracias por llamar. ¿En qué puedo ayudarle hoy?",
+    "A2A_REPROMPT_TEXT": "¿Sigue ahí? Le escucho.",
+    "A2A_GOODBYE_TEXT": "Hace un rato que no le oigo, así que voy a colgar. ¡Adiós!",
+}
+"""The streaming agent's own lines in Spanish (its settings), for the Spanish call on the streaming transport."""
 
 
 def spoken_in(language: str, steps: list[Step], speech: SpeechEngine) -> list[Step]:
@@ -781,9 +794,11 @@ def _run_streaming(
     recognition: str,
     sonic_hosting: str,
     function_env: Mapping[str, str] | None,
+    attributes: Mapping[str, str] | None = None,
+    language: str = "en",
 ) -> int:
     """The demo's call on the streaming transport: the same scenario, cloud and services, Connect's A2A client
-    emulator instead of the flow simulator."""
+    emulator instead of the flow simulator; ``attributes`` are the contact's as a flow before the agent set them."""
     from voicebridge_dev import a2a_demo
 
     if recognition != "registered":
@@ -802,7 +817,9 @@ def _run_streaming(
             function_env=function_env,
         )
         assert cloud.lambdas is not None
-        call = a2a_demo.place_streaming_call(cloud, steps, dict(cloud.lambdas.env), template=TEMPLATE)
+        call = a2a_demo.place_streaming_call(
+            cloud, steps, dict(cloud.lambdas.env), template=TEMPLATE, attributes=attributes
+        )
     a2a_demo.print_summary(call)
     redactor = demo_redactor(function_env)
     files = a2a_demo.write_outputs(call, out, redactor)
@@ -816,7 +833,8 @@ def _run_streaming(
             "recogniser": "pocketsphinx" if embedded is not None else "registered transcripts",
             "files": {name: str(path) for name, path in files.items()},
         }
-        written = redacted_report(a2a_demo.build_report(call, **context), redactor)
+        built = with_turn_ending(a2a_demo.build_report(call, **context), call.record, language)
+        written = redacted_report(built, redactor)
         Path(report).parent.mkdir(parents=True, exist_ok=True)
         Path(report).write_text(json.dumps(written, indent=2) + "\n", encoding="utf-8")
         files["report"] = Path(report)
