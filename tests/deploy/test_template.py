@@ -90,6 +90,9 @@ RESPONDER_ENVIRONMENT: dict[str, Any] = {name: {"Ref": parameter} for name, para
 ENVIRONMENT: dict[str, dict[str, Any]] = {
     "SynthesizeFunction": dict(SPEAK_ENVIRONMENT),
     "StartListeningFunction": {
+        "INK_MODEL": {"Ref": "InkModel"},
+        "INK_MODE": {"Ref": "InkMode"},
+        "INK_LANGUAGE": {"Ref": "InkLanguage"},
         "TURN_TABLE": {"Ref": "TurnTable"},
         "TRANSCRIBE_FUNCTION_NAME": {"Ref": "TranscribeStreamFunction"},
         "LISTEN_TRACKS": {"Ref": "ListenTracks"},
