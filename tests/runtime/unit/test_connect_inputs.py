@@ -209,6 +209,17 @@ def test_start_listening_without_a_language_listens_in_the_default_one_on_inks_t
     assert (answer["Language"], answer["TurnEndBy"]) == ("en", "ink")
 
 
+def test_start_listening_without_a_language_takes_the_deployments_and_listens_to_it_as_the_consumer_will(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("INK_LANGUAGE", "es-MX")
+    with stubbed_aws() as aws:
+        aws.stub("dynamodb").add_response("put_item", {})
+        aws.stub("lambda").add_response("invoke", {"StatusCode": 202})
+        answer = start_listening.handler(copy.deepcopy(START), None)
+    assert (answer["Language"], answer["TurnEndBy"]) == ("es-MX", "voicebridge")
+
+
 CONSUMER = json.loads((ROOT / "events" / "transcribe-stream.json").read_text())
 
 
