@@ -12,6 +12,12 @@ hears each line as said). Calls start a quarter of a second apart.
 - **CPU**: the server process's CPU seconds per call-minute (the sessions' length added up), and from it what 1,000
   call-minutes cost on Fargate (ARM, 1 vCPU / 2 GB tasks run at 60 % CPU: docs/deploying.md's prices) beside the
   flows path's Lambda consumer and long poll for the same minutes.
+- **where a turn waits**: each turn's stop → first audio split, from the turn table's moments, into what it waited on
+  one after the other: Ink (the caller's stop → Ink's turn end, the agent's pacing of the audio to Ink included),
+  the responder (turn end → its first clause, when the clause was not ready before), Sonic (→ its first audio), and
+  delivery (→ the audio playing at the caller: the agent's forwarding and the emulated Connect's playout); medians
+  over every turn and over the slowest tenth. Beside it the server's ``StreamingLoopLag`` (the longest its event
+  loop woke late in each 15 s), read from its log.
 
 Run ``voicebridge bench --only streaming-load`` (a few minutes: the calls are real time).
 """
@@ -19,7 +25,9 @@ Run ``voicebridge bench --only streaming-load`` (a few minutes: the calls are re
 from __future__ import annotations
 
 import asyncio
+import json
 import statistics
+import tempfile
 import uuid
 from pathlib import Path
 from typing import Any
@@ -30,7 +38,7 @@ from voicebridge_dev.local.agent import LocalAgent
 from voicebridge_dev.local.processes import ProcessCloud
 from voicebridge_dev.simulator import SCENARIOS, load_clips
 from voicebridge_dev.simulator.agent import ScriptedCaller, SessionClock, Utterance
-from voicebridge_dev.simulator.records import read_records
+from voicebridge_dev.simulator.records import CallRecords, read_records
 from voicebridge_dev.template import local_physical_id
 
 TEMPLATE = Path("template.yaml")
@@ -65,13 +73,70 @@ def _first_audio_ms(session: SessionResult, said: list[Utterance]) -> list[float
     return waits
 
 
+WAITS = ("ink", "responder", "sonic", "delivery")
+
+
+def _waits(session: SessionResult, said: list[Utterance], records: CallRecords) -> list[dict[str, float]]:
+    """Each answered turn's stop → first audio as what it waited on one after the other (ms); a turn whose reply has
+    no waterfall (a sentence Sonic did not make) is left out."""
+    starts = sorted(e.at for e in session.timeline.of("playback_start"))
+    turns = [t for t in records.turns if t.track == "customer"]
+    out = []
+    for utterance, turn in zip(said, turns, strict=False):
+        reply = records.reply(turn.index)
+        later = [at for at in starts if at >= utterance.end]
+        moments = reply[0].moments if reply else {}
+        clause, sonic = moments.get("FirstClauseAt"), moments.get("SonicFirstByteAt")
+        if turn.ended_at is None or clause is None or sonic is None or not later:
+            continue
+        ended = turn.ended_at
+        out.append(
+            {
+                "ink": (ended - utterance.end) * 1000,
+                "responder": max(0.0, clause - ended) * 1000,
+                "sonic": max(0.0, sonic - max(clause, ended)) * 1000,
+                "delivery": (later[0] - max(sonic, ended)) * 1000,
+                "total": (later[0] - utterance.end) * 1000,
+            }
+        )
+    return out
+
+
+def _where_waited(turns: list[dict[str, float]]) -> dict[str, Any]:
+    """Medians of each wait over every turn and over the slowest tenth (by stop → first audio)."""
+    if not turns:
+        return {}
+    slowest = sorted(turns, key=lambda t: t["total"])[-max(1, len(turns) // 10) :]
+    return {
+        group: {name: round(statistics.median(t[name] for t in chosen)) for name in (*WAITS, "total")}
+        for group, chosen in (("all_turns_p50_ms", turns), ("slowest_tenth_p50_ms", slowest))
+    }
+
+
+def _loop_lag_ms(log: Path, since: int) -> list[float]:
+    """The server's ``StreamingLoopLag`` values in its log, from line ``since`` on."""
+    values: list[float] = []
+    for line in log.read_text(encoding="utf-8").splitlines()[since:]:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        lag = entry.get("StreamingLoopLag") if isinstance(entry, dict) else None
+        if isinstance(lag, list):
+            values += lag
+        elif isinstance(lag, int | float):
+            values.append(lag)
+    return values
+
+
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def _round(cloud: ProcessCloud, agent: LocalAgent, calls: int) -> dict[str, Any]:
+def _round(cloud: ProcessCloud, agent: LocalAgent, calls: int, log: Path) -> dict[str, Any]:
     cpu_before = agent.cpu_seconds()
+    log_from = len(log.read_text(encoding="utf-8").splitlines())
 
     async def all_calls() -> list[tuple[str, SessionResult, list[Utterance]]]:
         return await asyncio.gather(*(_one(agent, i * STAGGER_S) for i in range(calls)))
@@ -79,6 +144,7 @@ def _round(cloud: ProcessCloud, agent: LocalAgent, calls: int) -> dict[str, Any]
     done = asyncio.run(all_calls())
     cpu = agent.cpu_seconds() - cpu_before
     waits: list[float] = []
+    turns: list[dict[str, float]] = []
     once = 0
     minutes = 0.0
     dynamodb = cloud.client("dynamodb")
@@ -89,7 +155,11 @@ def _round(cloud: ProcessCloud, agent: LocalAgent, calls: int) -> dict[str, Any]
             dynamodb, local_physical_id("TurnTable"), contact, SessionClock(session.timeline.started_at)
         )
         heard = [t.transcript for t in records.turns if t.track == "customer"]
-        once += heard == [u.clip.transcript for u in said]
+        if heard == [u.clip.transcript for u in said]:
+            once += 1
+            turns += _waits(session, said, records)
+    # The server flushes its metrics every 15 s: the last window of the round is in the log once it has passed.
+    lag = _loop_lag_ms(log, log_from)
     return {
         "calls": calls,
         "turns": len(waits),
@@ -99,6 +169,8 @@ def _round(cloud: ProcessCloud, agent: LocalAgent, calls: int) -> dict[str, Any]
         "contract_violations": sum(len(s.errors) for _, s, _ in done),
         "server_cpu_s_per_call_minute": round(cpu / minutes, 3) if minutes else None,
         "call_minutes": round(minutes, 2),
+        "where_turns_waited": _where_waited(turns),
+        "server_loop_lag_ms": {"max": round(max(lag)), "p50": round(statistics.median(lag))} if lag else None,
     }
 
 
@@ -120,9 +192,16 @@ def run() -> dict[str, Any]:
     with ProcessCloud(template=TEMPLATE, engine="standin", media_pace=0, recognition="registered") as cloud:
         for clip in clips.values():
             cloud.register_transcript(clip.pcm, clip.transcript)
-        with LocalAgent(cloud, TEMPLATE, env=scenario_settings(SCENARIOS["normal"])) as agent:
-            for calls in CALLS:
-                figures[f"{calls}-calls"] = _round(cloud, agent, calls)
+        # Its log unbuffered: the loop lag is read from it while the server runs.
+        settings = {**scenario_settings(SCENARIOS["normal"]), "PYTHONUNBUFFERED": "1"}
+        with tempfile.TemporaryDirectory() as folder:
+            log = Path(folder) / "agent.log"
+            with (
+                log.open("w", encoding="utf-8") as written,
+                LocalAgent(cloud, TEMPLATE, env=settings, log=written) as agent,
+            ):
+                for calls in CALLS:
+                    figures[f"{calls}-calls"] = _round(cloud, agent, calls, log)
     single = figures[f"{CALLS[0]}-calls"]["stop_to_first_audio_p50_ms"]
     many = figures[f"{CALLS[-1]}-calls"]
     if single:

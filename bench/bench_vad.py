@@ -2,19 +2,11 @@
 
 The simulated caller's clips (``src/dev/voicebridge_dev/simulator/clips/``: speech from the local engines, 8 kHz) are
 laid end to end, three rounds in a seeded order with 0.8–2.0 s between them, after 20 s with no speech, and the whole
-stream is mixed with one noise per condition:
-
-- ``clean``: none;
-- ``white-20db``, ``white-10db``: white noise at 20 and 10 dB below the speech's active level;
-- ``babble-20db``, ``babble-10db``: six of the clips reversed (speech's spectrum and rhythm, no words), each looped
-  from its own offset, summed, at 20 and 10 dB below;
-- ``comfort-noise``: low-passed noise at -50 dBov, a loud comfort-noise fill (RFC 3389 lets it take any level; a
-  gateway matches the far end's background).
-
-The speech's active level is the mean power of the clips' frames within 30 dB of their loudest (ITU-T P.56's idea,
-simplified). Each clip's true span runs from its first to its last frame above -50 dBFS in the clean clip. Each
-detector feeds :class:`~voicebridge.audio.vad.VoiceActivity` (20 ms frames, 60 ms to start, ``close_ms`` 300) the
-whole stream, in 20 ms chunks as a call delivers it, and the figures per condition are:
+stream is mixed with one noise per condition: ``clean`` (none) and the simulated caller's line noises
+(:mod:`voicebridge_dev.simulator.line`: white noise and babble at 20 and 10 dB below the speech's active level,
+comfort noise at -50 dBov). Each clip's true span runs from its first to its last frame above -50 dBFS in the clean
+clip. Each detector feeds :class:`~voicebridge.audio.vad.VoiceActivity` (20 ms frames, 60 ms to start, ``close_ms``
+300) the whole stream, in 20 ms chunks as a call delivers it, and the figures per condition are:
 
 - ``false_starts_per_min``: detected utterances that overlap no clip, per minute of the stream's non-speech;
 - ``noise_judged_speech``: the share of non-speech time inside a detected utterance;
@@ -41,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from voicebridge.audio.vad import DetectorName, Utterance, VoiceActivity, detector
+from voicebridge_dev.simulator.line import LINE_NOISES, active_power, noise
 
 ROOT = Path(__file__).resolve().parents[1]
 CLIPS = ROOT / "src" / "dev" / "voicebridge_dev" / "simulator" / "clips"
@@ -50,7 +43,7 @@ ROUNDS = 3
 LEAD_S = 20.0
 CLOSE_MS = 300
 DETECTORS: tuple[DetectorName, ...] = ("energy", "silero")
-CONDITIONS = ("clean", "white-20db", "white-10db", "babble-20db", "babble-10db", "comfort-noise")
+CONDITIONS = ("clean", *LINE_NOISES)
 
 Signal = npt.NDArray[np.float64]
 
@@ -99,33 +92,7 @@ def speech_stream(clips: list[Signal], seed: int = 7) -> Stream:
             parts.append(clips[index])
             position += len(clips[index]) / 8
     parts.append(np.zeros(2 * RATE))
-    powers = np.concatenate([_frame_power(clip) for clip in clips])
-    active = powers[powers > powers.max() / 1000]
-    return Stream(np.concatenate(parts), spans, float(np.mean(active)))
-
-
-def noise(condition: str, samples: int, clips: list[Signal], speech_power: float, seed: int = 11) -> Signal:
-    """The condition's noise, ``samples`` long, scaled to its level."""
-    rng = np.random.default_rng(seed)
-    if condition == "clean":
-        return np.zeros(samples)
-    if condition.startswith("white"):
-        shape = rng.normal(0, 1, samples)
-    elif condition.startswith("babble"):
-        shape = np.zeros(samples)
-        for clip in clips[:6]:
-            looped = np.tile(clip[::-1], samples // len(clip) + 2)
-            offset = int(rng.integers(0, len(clip)))
-            shape += looped[offset : offset + samples]
-    else:
-        white = rng.normal(0, 1, samples + 7)
-        shape = np.convolve(white, np.ones(8) / 8, mode="valid")[:samples]
-    shape /= np.sqrt(np.mean(np.square(shape)))
-    if condition == "comfort-noise":
-        return shape * 10 ** (-50 / 20)
-    snr_db = float(condition.rsplit("-", 1)[1].removesuffix("db"))
-    scaled: Signal = shape * np.sqrt(speech_power / 10 ** (snr_db / 10))
-    return scaled
+    return Stream(np.concatenate(parts), spans, active_power(clips))
 
 
 def detect(name: DetectorName, audio: Signal) -> tuple[list[Utterance], float]:

@@ -126,6 +126,7 @@ ENVIRONMENT: dict[str, dict[str, Any]] = {
         "CONVERSE_MAX_WAIT_MS": "7000",
         "CONVERSE_FAST_POLL_MS": "10",
         "CONVERSE_SLOW_POLL_MS": "250",
+        "CONVERSE_MAKING_POLL_MS": "40",
         "CONVERSE_HOLD_AFTER_MS": "4000",
         "PROMPT_BUCKET": {"Ref": "PromptBucket"},
     },

@@ -33,7 +33,8 @@ from voicebridge_dev.local.agent import LocalAgent
 from voicebridge_dev.local.cloud import CloudBase
 from voicebridge_dev.local.kvs import EMULATED_INSTANCE_ID
 from voicebridge_dev.simulator.agent import SESSION_LIMIT_S, ScriptedCaller, SessionClock, Utterance
-from voicebridge_dev.simulator.caller import Clip, Step
+from voicebridge_dev.simulator.caller import Step
+from voicebridge_dev.simulator.line import LineNoise
 from voicebridge_dev.simulator.records import CallRecords, read_records
 from voicebridge_dev.simulator.report import ReplySegment, TurnFigures, figures_table, summary, turn_entry
 from voicebridge_dev.template import local_physical_id
@@ -64,11 +65,13 @@ def place_streaming_call(
     *,
     template: Path,
     output_rate: int = 16000,
+    line: LineNoise | None = None,
     attributes: Mapping[str, str] | None = None,
 ) -> StreamingCall:
-    """One contact on the streaming transport, start to end, on a started local cloud; ``attributes`` are set on the
-    contact first, on the Connect emulator's instance, as a flow before the agent would set them."""
-    caller = ScriptedCaller(list(steps))
+    """One contact on the streaming transport, start to end, on a started local cloud; ``line`` the noise on the
+    caller's line; ``attributes`` are set on the contact first, on the Connect emulator's instance, as a flow before
+    the agent would set them."""
+    caller = ScriptedCaller(list(steps), line=line)
     contact_id = str(uuid.uuid4())
     instance_arn = ConnectSettings(api_key="").instance_arn
     if attributes:
@@ -154,7 +157,7 @@ def barge_ins(call: StreamingCall) -> list[dict[str, Any]]:
     for utterance in call.said:
         if not utterance.over:
             continue
-        voiced = utterance.start + _first_voiced_s(utterance.clip)
+        voiced = utterance.sound_start
         stopped = call.session.recording.audio_stopped_after(voiced)
         interrupted = any(utterance.start <= at <= utterance.end + 1.0 for at in interruptions)
         out.append(
@@ -167,16 +170,6 @@ def barge_ins(call: StreamingCall) -> list[dict[str, Any]]:
             }
         )
     return out
-
-
-def _first_voiced_s(clip: Clip) -> float:
-    """Where the clip's voice begins (its first 20 ms frame above -40 dBFS)."""
-    samples = clip.samples.astype(np.float32)
-    frame = RATE // 50
-    whole = len(samples) // frame * frame
-    rms = np.sqrt(np.mean(np.square(samples[:whole].reshape(-1, frame)), axis=1))
-    voiced = np.flatnonzero(rms > 32768 * 10 ** (-40 / 20))
-    return float(voiced[0] * frame / RATE) if voiced.size else 0.0
 
 
 def build_report(call: StreamingCall, **context: Any) -> dict[str, Any]:
@@ -192,6 +185,7 @@ def build_report(call: StreamingCall, **context: Any) -> dict[str, Any]:
         "summary": summary(figures),
         "turns": [_with_barge_in(turn_entry(turn), over) for turn in figures],
         "barge_ins": over,
+        "line": line_effects(call, figures),
         "caller": [
             {
                 "clip": u.clip.name,
@@ -201,6 +195,19 @@ def build_report(call: StreamingCall, **context: Any) -> dict[str, Any]:
             }
             for u in call.said
         ],
+    }
+
+
+def line_effects(call: StreamingCall, figures: Sequence[TurnFigures]) -> dict[str, int]:
+    """What the caller's line set off with nobody speaking (``demo --line-noise``): the agent interrupted with no
+    line of the caller's under way (from its first sound to a second after its last), and turns heard that no line of
+    theirs matches."""
+    interruptions = [e.at for e in call.session.timeline.of("interruption") if e.detail.get("by") == "agent"]
+    return {
+        "interruptions_without_speech": sum(
+            1 for at in interruptions if not any(u.sound_start <= at <= u.sound_end + 1.0 for u in call.said)
+        ),
+        "turns_without_speech": sum(1 for turn in figures if turn.said is None),
     }
 
 

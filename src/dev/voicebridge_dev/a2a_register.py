@@ -154,6 +154,14 @@ class Registrar:
                 return items
             params[token_name] = token
 
+    def _named(
+        self, name: str, name_key: str, service: str, operation: str, key: str, **params: Any
+    ) -> dict[str, Any] | None:
+        """The first item of a listing whose ``name_key`` is ``name``; None when no item is named so."""
+        return next(
+            (item for item in self._pages(service, operation, key, **params) if item.get(name_key) == name), None
+        )
+
     # --- 0. the secret Connect reads the key from ---------------------------------------------------------------
 
     def _check_secret(self, registration: Registration) -> None:
@@ -176,12 +184,8 @@ class Registrar:
             "ApplicationType": APPLICATION_TYPE,
             "AuthConfig": {"AuthType": "API_KEY", "CredentialProviderIdentifier": registration.secret_arn},
         }
-        found = [
-            summary
-            for summary in self._pages("appintegrations", "ListApplications", "Applications")
-            if summary.get("Name") == registration.name
-        ]
-        if not found:
+        found = self._named(registration.name, "Name", "appintegrations", "ListApplications", "Applications")
+        if found is None:
             created = self._write(
                 "appintegrations",
                 "CreateApplication",
@@ -191,7 +195,7 @@ class Registrar:
                 **wanted,
             )
             return str(created["Arn"]), str(created["Id"])
-        arn = str(found[0]["Arn"])
+        arn = str(found["Arn"])
         current = self._read("appintegrations", "GetApplication", Arn=arn)
         if current.get("ApplicationType", APPLICATION_TYPE) != APPLICATION_TYPE:
             raise RegistrationError(
@@ -200,7 +204,7 @@ class Registrar:
             )
         if not _contains(current, wanted):
             self._write("appintegrations", "UpdateApplication", Arn=arn, **wanted)
-        return arn, str(current.get("Id") or found[0]["Id"])
+        return arn, str(current.get("Id") or found["Id"])
 
     # --- 2. its association with the instance ---------------------------------------------------------------
 
@@ -224,14 +228,16 @@ class Registrar:
     # --- 3. the AI agent and its version ----------------------------------------------------------------------
 
     def _agent(self, registration: Registration, configuration: dict[str, Any]) -> tuple[str, str]:
-        found = [
-            summary
-            for summary in self._pages(
-                "qconnect", "ListAIAgents", "aiAgentSummaries", assistantId=registration.assistant, origin="CUSTOMER"
-            )
-            if summary.get("name") == registration.name
-        ]
-        if not found:
+        found = self._named(
+            registration.name,
+            "name",
+            "qconnect",
+            "ListAIAgents",
+            "aiAgentSummaries",
+            assistantId=registration.assistant,
+            origin="CUSTOMER",
+        )
+        if found is None:
             created = self._write(
                 "qconnect",
                 "CreateAIAgent",
@@ -243,13 +249,12 @@ class Registrar:
                 description="Hands voice contacts to the voicebridge streaming agent server",
             )["aiAgent"]
             return str(created["aiAgentArn"]), str(created["aiAgentId"])
-        summary = found[0]
-        if summary.get("type") != "ORCHESTRATION":
-            kind = summary.get("type")
+        if found.get("type") != "ORCHESTRATION":
+            kind = found.get("type")
             raise RegistrationError(
                 f"AI agent {registration.name!r} exists as {kind}, not ORCHESTRATION: choose another --name"
             )
-        agent_id = str(summary["aiAgentId"])
+        agent_id = str(found["aiAgentId"])
         current = self._read("qconnect", "GetAIAgent", assistantId=registration.assistant, aiAgentId=agent_id)
         if not _contains(current["aiAgent"].get("configuration", {}), configuration):
             self._write(
@@ -260,7 +265,7 @@ class Registrar:
                 visibilityStatus="PUBLISHED",
                 configuration=configuration,
             )
-        return str(summary["aiAgentArn"]), agent_id
+        return str(found["aiAgentArn"]), agent_id
 
     def _version(self, registration: Registration, configuration: dict[str, Any], agent_arn: str, agent_id: str) -> str:
         """The newest version holding the configuration, made if none does: a change takes effect only once it is

@@ -88,6 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     inv.add_argument("--env-vars", "-n", help="JSON overrides in sam local invoke's --env-vars format")
     inv.add_argument("--parameter-overrides", nargs="*", default=[], metavar="KEY=VALUE")
 
+    from voicebridge_dev.simulator.line import LINE_NOISES
+
     demo = commands.add_parser("demo", help="the product end to end on the local cloud")
     demo.add_argument("--report", help="write a JSON report to this file")
     demo.add_argument("--out", default="out", help="folder for the files the demo writes")
@@ -99,6 +101,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("flows", "a2a"),
         help="how Connect and the product talk: the contact flow's Lambda blocks and S3 prompts (flows), or "
         "Connect's external-AI-agent voice streaming (a2a)",
+    )
+    demo.add_argument(
+        "--line-noise",
+        choices=LINE_NOISES,
+        help="noise on the caller's line, under everything they send (white noise or babble 20 or 10 dB below "
+        "their speech, or comfort noise at -50 dBov); the report counts what it set off",
     )
     demo.add_argument(
         "--calls",
@@ -283,45 +291,43 @@ def main(argv: Sequence[str] | None = None) -> int:
     register.add_argument("--dry-run", action="store_true", help="print each call with its parameters; make none")
 
     args = parser.parse_args(argv)
-    if args.command == "a2a":
-        return _a2a_register(args)
-    if args.command == "sonic":
-        return _sonic_manifests(args) if args.sonic_command == "manifests" else _sonic_preflight(args)
-    if args.command == "mkv":
-        return _mkv_dump(args)
-    if args.command == "flows":
-        return _flows(args)
-    if args.command == "local":
-        return _local_call(args) if args.local_command == "call" else _local_up(args)
-    if args.command == "invoke":
-        return _invoke(args)
-    if args.command == "demo":
-        from voicebridge_dev.demo import run_demo
+    runs: dict[str, Callable[[argparse.Namespace], int]] = {
+        "a2a": _a2a_register,
+        "sonic": lambda args: (_sonic_manifests if args.sonic_command == "manifests" else _sonic_preflight)(args),
+        "mkv": _mkv_dump,
+        "flows": _flows,
+        "local": lambda args: (_local_call if args.local_command == "call" else _local_up)(args),
+        "invoke": _invoke,
+        "demo": _demo,
+        "bench": _bench,
+    }
+    return runs[args.command](args)
 
-        try:
-            function_env = _assignments("--function-env", args.function_env)
-        except ValueError as exc:
-            parser.error(str(exc))
 
-        return run_demo(
-            out=Path(args.out),
-            report=args.report,
-            engine=args.engine,
-            scenario=args.scenario,
-            text=args.text,
-            recognition=args.recognition,
-            sonic_hosting=args.sonic_hosting,
-            calls=args.calls,
-            interval_ms=args.interval_ms,
-            own_processes=args.service_processes,
-            function_env=function_env,
-            transport=args.transport,
-            language=args.language,
-        )
-    if args.command == "bench":
-        return _bench(args)
-    parser.error(f"unknown command {args.command}")
-    return 2
+def _demo(args: argparse.Namespace) -> int:
+    from voicebridge_dev.demo import run_demo
+
+    try:
+        function_env = _assignments("--function-env", args.function_env)
+    except ValueError as exc:
+        print(f"voicebridge demo: {exc}", file=sys.stderr)
+        return 2
+    return run_demo(
+        out=Path(args.out),
+        report=args.report,
+        engine=args.engine,
+        scenario=args.scenario,
+        text=args.text,
+        recognition=args.recognition,
+        sonic_hosting=args.sonic_hosting,
+        calls=args.calls,
+        interval_ms=args.interval_ms,
+        own_processes=args.service_processes,
+        function_env=function_env,
+        transport=args.transport,
+        line_noise=args.line_noise,
+        language=args.language,
+    )
 
 
 def _a2a_register(args: argparse.Namespace) -> int:

@@ -69,7 +69,9 @@ from voicebridge_dev.simulator import (
     transcript,
 )
 from voicebridge_dev.simulator.caller import Over
+from voicebridge_dev.simulator.line import LineNoise
 from voicebridge_dev.simulator.load import FailedInvocation, LoadRun, load_figures, load_table, simulate_calls
+from voicebridge_dev.simulator.report import line_effects, turn_figures
 
 TEMPLATE = Path("template.yaml")
 FLOW = Path("contact_flows/voice-agent.json")
@@ -152,6 +154,7 @@ def run_demo(
     own_processes: bool | None = None,
     function_env: Mapping[str, str] | None = None,
     transport: str = "flows",
+    line_noise: str | None = None,
     language: str = "en",
 ) -> int:
     """Run the demo call; returns the exit status (0 when the flow ended the call or the caller hung up).
@@ -171,13 +174,16 @@ def run_demo(
     emulator's endpoint), ``self-managed`` (its container contract, ``POST /invocations``) or ``cartesia-api``.
     ``own_processes`` runs moto and each emulator in a process of its own (None: for ``calls`` above 1 only).
     ``function_env`` sets variables on every function (a setting of docs/configuration.md), over the template's.
+    ``line_noise`` puts one of :data:`~voicebridge_dev.simulator.line.LINE_NOISES` on the caller's line.
     """
     own_processes = calls > 1 if own_processes is None else own_processes
     speech = load_engine(engine)
     try:
         chosen = find_scenario(scenario)
-        steps = chosen.script(load_clips())
-    except CallerScriptError as exc:
+        clips = load_clips()
+        steps = chosen.script(clips)
+        line = None if line_noise is None else LineNoise.of(line_noise, [clip.samples for clip in clips.values()])
+    except (CallerScriptError, ValueError) as exc:
         print(f"voicebridge demo: {exc}", file=sys.stderr)
         return 2
     flow, attributes = FLOW, {}
@@ -208,6 +214,7 @@ def run_demo(
             recognition=recognition,
             sonic_hosting=sonic_hosting,
             function_env=function_env,
+            line=line,
             attributes=attributes,
             language=language,
         )
@@ -222,6 +229,7 @@ def run_demo(
             interval_ms=interval_ms,
             own_processes=own_processes,
             function_env=function_env,
+            line=line,
         )
     try:
         embedded = (
@@ -260,6 +268,7 @@ def run_demo(
             registered=embedded is None,
             sonic_backend=SONIC_BACKENDS[sonic_hosting],
             function_env=function_env,
+            line=line,
             flow=flow,
             attributes=attributes,
         )
@@ -268,25 +277,16 @@ def run_demo(
             recogniser.close()
     print(f"\n{_LATENCY_HEADER}")
     print(latency_table(result))
+    if line is not None:
+        _print_line_effects(line, line_effects(result, turn_figures(result)))
     redactor = demo_redactor(function_env)
     files = _write_files(result, out, redactor)
     files.update(_write_kept(kept, out))
-    context: dict[str, Any] = {
-        "scenario": chosen.name,
-        "responder": chosen.responder,
-        "emulated": emulated,
-        "sonic_hosting": sonic_hosting,
-        "speech_engine": speech.name,
-        "recogniser": "pocketsphinx" if embedded is not None else "registered transcripts",
-        "service_processes": own_processes,
-        "files": {name: str(path) for name, path in files.items()},
-    }
     if report:
-        Path(report).parent.mkdir(parents=True, exist_ok=True)
-        built = with_turn_ending(build_report(result, **context), kept.record, language)
-        written = redacted_report(built, redactor)
-        Path(report).write_text(json.dumps(written, indent=2) + "\n", encoding="utf-8")
-        files["report"] = Path(report)
+        context = _report_context(chosen, emulated, sonic_hosting, speech, embedded, files)
+        written = build_report(result, **context, service_processes=own_processes, line_noise=line_noise)
+        written = with_turn_ending(written, kept.record, language)
+        files["report"] = _write_report(report, redacted_report(written, redactor))
     for name, path in files.items():
         print(f"{name:>10}: {path}")
     if result.ended_by == "error":
@@ -455,6 +455,34 @@ _REPORT_TEXT = frozenset({"said", "heard", "reply", "text", "transcript", "detai
 """The report's keys (in any case: ``Transcript`` in a function's answer too) that hold what someone said."""
 
 
+def _report_context(
+    chosen: Scenario,
+    emulated: Mapping[str, Any],
+    sonic_hosting: str,
+    speech: SpeechEngine,
+    embedded: Recogniser | None,
+    files: Mapping[str, Path],
+) -> dict[str, Any]:
+    """What a call's report says of the run besides the call, under the same keys on either transport."""
+    return {
+        "scenario": chosen.name,
+        "responder": chosen.responder,
+        "emulated": emulated,
+        "sonic_hosting": sonic_hosting,
+        "speech_engine": speech.name,
+        "recogniser": "pocketsphinx" if embedded is not None else "registered transcripts",
+        "files": {name: str(path) for name, path in files.items()},
+    }
+
+
+def _write_report(report: str, document: Mapping[str, Any]) -> Path:
+    """``document`` written as the JSON report at ``report``, its folder made if need be."""
+    path = Path(report)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
 def redacted_report(value: Any, redactor: Redactor, key: str = "") -> Any:
     """The report with every text a caller or the agent said redacted."""
     if isinstance(value, dict):
@@ -501,6 +529,11 @@ def containers_for(calls: int) -> int:
     return max(DEFAULT_CONCURRENCY, calls + 2)
 
 
+def _print_line_effects(line: LineNoise, effects: Mapping[str, int]) -> None:
+    said = ", ".join(f"{name.replace('_', ' ')} {count}" for name, count in effects.items())
+    print(f"line noise {line.condition}, what it set off with nobody speaking: {said}")
+
+
 def _call(
     chosen: Scenario,
     steps: list[Step],
@@ -510,6 +543,7 @@ def _call(
     registered: bool,
     sonic_backend: str = "sagemaker",
     function_env: Mapping[str, str] | None = None,
+    line: LineNoise | None = None,
     flow: Path = FLOW,
     attributes: Mapping[str, str] | None = None,
 ) -> tuple[CallResult, dict[str, Any], Kept]:
@@ -526,7 +560,7 @@ def _call(
             env=cloud.env(),
             kvs=cloud.media,
             voice=speech,
-            caller=SimulatedCaller(steps),
+            caller=SimulatedCaller(steps, line=line),
             clock=RealClock(),
             log=log,
             attributes=attributes,
@@ -651,6 +685,7 @@ def place_calls(
     own_processes: bool = True,
     clock: Callable[[], Clock] = RealClock,
     function_env: Mapping[str, str] | None = None,
+    line: LineNoise | None = None,
 ) -> tuple[LoadRun, dict[str, Any]]:
     """``calls`` calls of the scenario on one new local cloud, the caller's clips registered with the Ink emulator so
     each turn can be checked; the run, and what the emulators' timings were.
@@ -673,7 +708,7 @@ def place_calls(
         process_cpu = time.process_time()
         run = simulate_calls(
             calls,
-            lambda _: SimulatedCaller(steps),
+            lambda _: SimulatedCaller(steps, line=line),
             flow=FLOW,
             template_path=TEMPLATE,
             env=cloud.env(),
@@ -736,6 +771,7 @@ def run_load(
     interval_ms: float = DEFAULT_INTERVAL_MS,
     own_processes: bool = True,
     function_env: Mapping[str, str] | None = None,
+    line: LineNoise | None = None,
 ) -> int:
     """``calls`` calls of the scenario at once on one local cloud, in real time; exit status 0 when
     every caller turn was delivered exactly once and no call stopped on an error."""
@@ -762,6 +798,7 @@ def run_load(
         interval_s=interval_ms / 1000,
         own_processes=own_processes,
         function_env=function_env,
+        line=line,
     )
     figures = load_figures(run)
     print(f"\n{figures['calls']} calls in {figures['wall_s']} s of wall time; ended: {figures['ended_by']}")
@@ -773,10 +810,9 @@ def run_load(
             "emulated": emulated,
             "service_processes": own_processes,
             "function_env": dict(function_env or {}),
+            "line_noise": None if line is None else line.condition,
         }
-        Path(report).parent.mkdir(parents=True, exist_ok=True)
-        Path(report).write_text(json.dumps({**context, **figures}, indent=2) + "\n", encoding="utf-8")
-        print(f"{'report':>10}: {report}")
+        print(f"{'report':>10}: {_write_report(report, {**context, **figures})}")
     turns = figures["turns"]
     if turns["exactly_once"] != turns["utterances"] or "error" in figures["ended_by"]:
         print("voicebridge demo: not every turn was delivered exactly once", file=sys.stderr)
@@ -794,6 +830,7 @@ def _run_streaming(
     recognition: str,
     sonic_hosting: str,
     function_env: Mapping[str, str] | None,
+    line: LineNoise | None = None,
     attributes: Mapping[str, str] | None = None,
     language: str = "en",
 ) -> int:
@@ -818,26 +855,18 @@ def _run_streaming(
         )
         assert cloud.lambdas is not None
         call = a2a_demo.place_streaming_call(
-            cloud, steps, dict(cloud.lambdas.env), template=TEMPLATE, attributes=attributes
+            cloud, steps, dict(cloud.lambdas.env), template=TEMPLATE, line=line, attributes=attributes
         )
     a2a_demo.print_summary(call)
+    if line is not None:
+        _print_line_effects(line, a2a_demo.line_effects(call, a2a_demo.turn_figures(call)))
     redactor = demo_redactor(function_env)
     files = a2a_demo.write_outputs(call, out, redactor)
     if report:
-        context = {
-            "scenario": chosen.name,
-            "responder": chosen.responder,
-            "emulated": emulated,
-            "sonic_hosting": sonic_hosting,
-            "speech_engine": speech.name,
-            "recogniser": "pocketsphinx" if embedded is not None else "registered transcripts",
-            "files": {name: str(path) for name, path in files.items()},
-        }
-        built = with_turn_ending(a2a_demo.build_report(call, **context), call.record, language)
-        written = redacted_report(built, redactor)
-        Path(report).parent.mkdir(parents=True, exist_ok=True)
-        Path(report).write_text(json.dumps(written, indent=2) + "\n", encoding="utf-8")
-        files["report"] = Path(report)
+        context = _report_context(chosen, emulated, sonic_hosting, speech, embedded, files)
+        written = a2a_demo.build_report(call, **context, line_noise=None if line is None else line.condition)
+        written = with_turn_ending(written, call.record, language)
+        files["report"] = _write_report(report, redacted_report(written, redactor))
     for name, path in files.items():
         print(f"{name:>10}: {path}")
     if call.violations:

@@ -298,6 +298,11 @@ def ordinary_sentences() -> list[str]:
     return sentences + [f"um, {s.lower()}" for s in sentences] + [f"{s}, okay?" for s in sentences]
 
 
+def _one_of(rng: random.Random, *forms: Callable[[], str]) -> str:
+    """One of ``forms``, chosen by ``rng``, made (only the one chosen draws from ``rng``)."""
+    return rng.choice(forms)()
+
+
 def _hex(rng: random.Random, length: int) -> str:
     return f"{rng.getrandbits(length * 4):0{length}x}"
 
@@ -320,49 +325,43 @@ def _iso(rng: random.Random) -> str:
     ms = _epoch_ms(rng)
     at = dt.datetime.fromtimestamp(ms // 1000, dt.UTC)
     day, clock, frac = at.strftime("%Y-%m-%d"), at.strftime("%H:%M:%S"), f"{ms % 1000:03d}"
-    form = rng.randrange(5)
-    if form == 0:
-        return f"{day}T{clock}.{frac}Z"
-    if form == 1:
-        return f"{day}T{clock}+00:00"
-    if form == 2:
-        return f"{day} {clock},{frac}+0000"
-    if form == 3:
-        return f"{day}T{clock}.{frac}{rng.randrange(1000):03d}+00:00"
-    return at.strftime("%Y%m%dT%H%M%SZ")
+    return _one_of(
+        rng,
+        lambda: f"{day}T{clock}.{frac}Z",
+        lambda: f"{day}T{clock}+00:00",
+        lambda: f"{day} {clock},{frac}+0000",
+        lambda: f"{day}T{clock}.{frac}{rng.randrange(1000):03d}+00:00",
+        lambda: at.strftime("%Y%m%dT%H%M%SZ"),
+    )
 
 
 def _arn(rng: random.Random) -> str:
     region, account = rng.choice(_REGIONS), f"{rng.randrange(10**12):012d}"
-    form = rng.randrange(6)
-    if form == 0:
-        return f"arn:aws:connect:{region}:{account}:instance/{_uuid(rng)}/contact/{_uuid(rng)}"
-    if form == 1:
-        return f"arn:aws:lambda:{region}:{account}:function:voicebridge-AwaitTurn-{_hex(rng, 12).upper()}:7"
-    if form == 2:
-        return f"arn:aws:kinesisvideo:{region}:{account}:stream/connect-acme-contact-{_uuid(rng)}/{_epoch_ms(rng)}"
-    if form == 3:
-        return f"arn:aws:iam::{account}:role/voicebridge-ConsumerRole-{_hex(rng, 12).upper()}"
-    if form == 4:
-        return f"arn:aws:s3:::voicebridge-records-{account}-{region}/records/{_uuid(rng)}.json"
-    return f"arn:aws:kms:{region}:{account}:key/{_uuid(rng)}"
+    return _one_of(
+        rng,
+        lambda: f"arn:aws:connect:{region}:{account}:instance/{_uuid(rng)}/contact/{_uuid(rng)}",
+        lambda: f"arn:aws:lambda:{region}:{account}:function:voicebridge-AwaitTurn-{_hex(rng, 12).upper()}:7",
+        lambda: f"arn:aws:kinesisvideo:{region}:{account}:stream/connect-acme-contact-{_uuid(rng)}/{_epoch_ms(rng)}",
+        lambda: f"arn:aws:iam::{account}:role/voicebridge-ConsumerRole-{_hex(rng, 12).upper()}",
+        lambda: f"arn:aws:s3:::voicebridge-records-{account}-{region}/records/{_uuid(rng)}.json",
+        lambda: f"arn:aws:kms:{region}:{account}:key/{_uuid(rng)}",
+    )
 
 
 def _s3(rng: random.Random) -> str:
     bucket = f"voicebridge-prompts-{rng.randrange(10**12):012d}"
-    form = rng.randrange(3)
-    if form == 0:
-        key = f"prompts/{_hex(rng, 64)}.wav"
-    elif form == 1:
-        key = f"records/{dt.datetime.fromtimestamp(_epoch_ms(rng) // 1000, dt.UTC):%Y/%m/%d}/{_uuid(rng)}.json"
-    else:
-        key = f"records/{_uuid(rng)}-{rng.randrange(2, 9)}.json"
-    form = rng.randrange(3)
-    if form == 0:
-        return key
-    if form == 1:
-        return f"s3://{bucket}/{key}"
-    return f"https://{bucket}.s3.{rng.choice(_REGIONS)}.amazonaws.com/{key}"
+    key = _one_of(
+        rng,
+        lambda: f"prompts/{_hex(rng, 64)}.wav",
+        lambda: f"records/{dt.datetime.fromtimestamp(_epoch_ms(rng) // 1000, dt.UTC):%Y/%m/%d}/{_uuid(rng)}.json",
+        lambda: f"records/{_uuid(rng)}-{rng.randrange(2, 9)}.json",
+    )
+    return _one_of(
+        rng,
+        lambda: key,
+        lambda: f"s3://{bucket}/{key}",
+        lambda: f"https://{bucket}.s3.{rng.choice(_REGIONS)}.amazonaws.com/{key}",
+    )
 
 
 def _xray(rng: random.Random) -> str:

@@ -176,16 +176,30 @@ def _addon_status(eks: Any, cluster: str, addon: str) -> str | None:
         raise
 
 
+def _addon_check(eks: Any, cluster: str, name: str, addon: str, means: str = "") -> tuple[Check | None, str | None]:
+    """The check ``name`` where the add-on settles it (it cannot be read: failed; it is ACTIVE: passed, the detail
+    led by what that ``means``), else None; and the add-on's status (None: the cluster does not have it)."""
+    try:
+        status = _addon_status(eks, cluster, addon)
+    except (ClientError, BotoCoreError) as exc:
+        return Check(name, False, f"the {addon} add-on cannot be read: {_reason(exc)}"), None
+    if status == "ACTIVE":
+        return Check(name, True, f"{means}the {addon} add-on is ACTIVE"), status
+    return None, status
+
+
+def _create_addon(cluster: str, addon: str) -> str:
+    """The command that installs ``addon`` on the cluster."""
+    return f"aws eks create-addon --cluster-name {cluster} --addon-name {addon}"
+
+
 def _pod_identity_check(clients: Clients, eks: Any, cluster: str, described: dict[str, Any]) -> Check:
     name = "pod credentials"
-    try:
-        agent = _addon_status(eks, cluster, "eks-pod-identity-agent")
-    except (ClientError, BotoCoreError) as exc:
-        return Check(name, False, f"the eks-pod-identity-agent add-on cannot be read: {_reason(exc)}")
-    if agent == "ACTIVE":
-        return Check(name, True, "EKS Pod Identity: the eks-pod-identity-agent add-on is ACTIVE")
+    settled, agent = _addon_check(eks, cluster, name, "eks-pod-identity-agent", "EKS Pod Identity: ")
+    if settled is not None:
+        return settled
     issuer = described.get("identity", {}).get("oidc", {}).get("issuer", "")
-    fix = f"aws eks create-addon --cluster-name {cluster} --addon-name eks-pod-identity-agent"
+    fix = _create_addon(cluster, "eks-pod-identity-agent")
     if issuer:
         provider = issuer.removeprefix("https://")
         try:
@@ -268,13 +282,10 @@ def _gpu_node_checks(eks: Any, cluster: str, described: dict[str, Any]) -> list[
 
 def _efs_csi_check(eks: Any, cluster: str) -> Check:
     name = "EFS CSI driver"
-    try:
-        status = _addon_status(eks, cluster, "aws-efs-csi-driver")
-    except (ClientError, BotoCoreError) as exc:
-        return Check(name, False, f"the aws-efs-csi-driver add-on cannot be read: {_reason(exc)}")
-    if status == "ACTIVE":
-        return Check(name, True, "the aws-efs-csi-driver add-on is ACTIVE")
-    fix = f"aws eks create-addon --cluster-name {cluster} --addon-name aws-efs-csi-driver"
+    settled, status = _addon_check(eks, cluster, name, "aws-efs-csi-driver")
+    if settled is not None:
+        return settled
+    fix = _create_addon(cluster, "aws-efs-csi-driver")
     state = f"is {status}" if status else "is not installed as an add-on"
     return Check(
         name, False, f"the aws-efs-csi-driver add-on {state} ({fix}; one installed by Helm is not visible here)"

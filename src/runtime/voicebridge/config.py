@@ -377,6 +377,7 @@ class Settings:
     converse_max_wait_ms: int = field(default=7000, metadata=_whole(100, 7800))
     converse_fast_poll_ms: int = field(default=10, metadata=_whole(5, 1000))
     converse_slow_poll_ms: int = field(default=250, metadata=_whole(10, 2000))
+    converse_making_poll_ms: int = field(default=40, metadata=_whole(5, 1000))
     converse_hold_after_ms: int = field(default=4000, metadata=_whole(1000, 60000))
 
     # What is kept of a call: redaction, and the record written when listening ends

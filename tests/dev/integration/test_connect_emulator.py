@@ -14,7 +14,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.config import Config
-from botocore.exceptions import ClientError, ConnectionClosedError
+from botocore.exceptions import ClientError, ConnectionClosedError, ReadTimeoutError
 
 from voicebridge_dev.local.cloud import LocalCloud
 from voicebridge_dev.local.connect import LABEL, MAX_ATTRIBUTE_BYTES, ConnectEmulator, Fault, FaultKind
@@ -240,6 +240,13 @@ def test_a_dropped_connection_writes_nothing(emulator: ConnectEmulator) -> None:
 def test_a_stalled_answer_still_writes(emulator: ConnectEmulator) -> None:
     emulator.inject(Fault(FaultKind.STALL, seconds=0.05))
     update(emulator, {"reason": "billing"})
+    assert emulator.attributes(CONTACT) == {"reason": "billing"}
+
+
+def test_a_stalled_answer_is_late_but_the_attributes_are_written_at_once(emulator: ConnectEmulator) -> None:
+    emulator.inject(Fault(FaultKind.STALL, seconds=60))
+    with pytest.raises(ReadTimeoutError):
+        update(emulator, {"reason": "billing"}, read_timeout=2)
     assert emulator.attributes(CONTACT) == {"reason": "billing"}
 
 

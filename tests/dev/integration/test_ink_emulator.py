@@ -448,6 +448,16 @@ def test_two_registered_clips_in_one_turn_are_joined_in_order(emulator: InkEmula
         assert events.until("turn.end")[-1].transcript == "check my balance"
 
 
+def test_a_clip_registered_twice_is_heard_once_per_saying(emulator: InkEmulator, client: Cartesia) -> None:
+    # A caller who says one line twice has it registered once per line.
+    emulator.register(UTTERANCE, "check my balance")
+    emulator.register(UTTERANCE, "check my balance")
+    with turns(client) as connection:
+        events = Events(connection)
+        send(connection, silence(0.5) + UTTERANCE + silence(1.0))
+        assert events.until("turn.end")[-1].transcript == "check my balance"
+
+
 def test_clips_registered_over_http_are_used(emulator: InkEmulator, client: Cartesia) -> None:
     body = {"pcm_base64": base64.b64encode(UTTERANCE).decode(), "transcript": "from another process"}
     assert post(emulator, "/_emulator/transcripts", body) == {"registered": 1}

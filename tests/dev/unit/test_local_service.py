@@ -12,12 +12,16 @@ from typing import Any, ClassVar, Self
 import pytest
 
 from voicebridge_dev.local.service import (
+    CUT,
+    ApiError,
     ControlAnswer,
     ControlPlane,
     Emulator,
+    FaultKinds,
     FaultQueue,
     FaultSpecError,
     InFlight,
+    RequestFault,
 )
 
 
@@ -54,6 +58,51 @@ def _plane(emulator: _Emulator) -> ControlPlane:
     control = ControlPlane(refusal=lambda reason: ControlAnswer(HTTPStatus.BAD_REQUEST, {"message": reason}))
     control.add_fault_routes(emulator, _parse, lambda fault: {"count": fault.count, "target": fault.target})
     return control
+
+
+class _Kind(FaultKinds):
+    BUSY = "busy", ApiError(429, "ThrottlingException", "Rate exceeded", {"Reason": "Busy"})
+    GONE = "gone", CUT
+    SLOW = "slow"
+
+
+class _Fault(RequestFault[_Kind]):
+    kinds = _Kind
+    injected_by = "the test emulator"
+
+
+# -- the table of fault kinds --
+
+
+def test_a_refusing_kind_answers_with_its_rows_error_marked_as_injected() -> None:
+    refusal = _Fault(_Kind.BUSY).refusal()
+    assert refusal is not None
+    assert (refusal.status, refusal.error_type, refusal.extra) == (429, "ThrottlingException", {"Reason": "Busy"})
+    assert refusal.message == "Rate exceeded (injected by the test emulator)"
+
+
+def test_a_faults_message_takes_the_place_of_the_services_words() -> None:
+    refusal = _Fault(_Kind.BUSY, message="slow down").refusal()
+    assert refusal is not None and refusal.message == "slow down"
+
+
+def test_a_kind_marked_cut_cuts_and_refuses_nothing() -> None:
+    assert _Kind.GONE.cuts and _Fault(_Kind.GONE).refusal() is None
+
+
+def test_a_kind_with_no_effect_is_neither_a_refusal_nor_a_cut() -> None:
+    assert not _Kind.SLOW.cuts and _Fault(_Kind.SLOW).refusal() is None
+
+
+def test_a_kind_is_read_from_its_json_name() -> None:
+    fault = _Fault.from_json({"kind": "gone", "count": 2})
+    assert (fault.kind, fault.count) == (_Kind.GONE, 2)
+    assert fault.to_json() == {"kind": "gone", "count": 2, "message": None, "seconds": 1.0}
+
+
+def test_an_unknown_kind_is_refused_naming_the_tables_kinds() -> None:
+    with pytest.raises(FaultSpecError, match="one of busy, gone, slow"):
+        _Fault.from_json({"kind": "late"})
 
 
 # -- the fault queue --

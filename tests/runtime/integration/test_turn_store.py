@@ -13,6 +13,7 @@ from tests.fixtures.cloud import Invoker
 from voicebridge import container
 from voicebridge.errors import NotListening, Superseded
 from voicebridge.polls.next_turn import await_turn
+from voicebridge.store.replies import ReplyStore, speculative_keys
 from voicebridge.store.turns import CUSTOMER, LISTENING, STARTING, STOPPED, Claim, Turn, TurnStore
 from voicebridge_dev.local.cloud import LocalCloud
 from voicebridge_dev.template import local_physical_id
@@ -150,6 +151,19 @@ def test_await_turn_still_returns_the_turns_heard_before_listening_stopped(store
     store.release(contact, 0, "stream ended")
     found = await_turn(contact, {}, store=store, max_wait_ms=200, poll_interval_ms=40, remaining_ms=None).turn
     assert found is not None and found.transcript == "goodbye"
+
+
+def test_an_attempts_eager_end_is_taken_back_by_that_attempt_only(store: TurnStore) -> None:
+    replies, contact = ReplyStore(store), str(uuid.uuid4())
+    replies.expect(contact, 0, speculative_keys(0, 0))
+    replies.expect(contact, 0, speculative_keys(0, 1))
+    # The first attempt, cancelled, takes back its eager end after the second attempt said its own: it stays.
+    replies.unexpect(contact, 0, speculative_keys(0, 0))
+    status = replies.status(contact)
+    assert status is not None and status.expecting == 0
+    replies.unexpect(contact, 0, speculative_keys(0, 1))
+    status = replies.status(contact)
+    assert status is not None and status.expecting is None and status.turn == -1
 
 
 def test_await_turn_function_answers_connect(invoke_function: Invoker, cloud_env: LocalCloud, store: TurnStore) -> None:

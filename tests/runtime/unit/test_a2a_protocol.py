@@ -238,6 +238,12 @@ def test_an_event_type_the_contract_does_not_name_is_ignored_not_refused() -> No
     assert isinstance(read(event("SOMETHING_NEW", {"somethingNew": {}})), Ignored)
 
 
+def test_an_audio_slice_that_carries_an_event_type_is_still_the_callers_audio() -> None:
+    pcm = bytes(range(160)) * 2
+    slice_ = request([{"raw": base64.b64encode(pcm).decode(), "mediaType": "audio/lpcm"}], {EVENT_TYPE: "AUDIO_INPUT"})
+    assert read(slice_) == AudioIn(pcm)
+
+
 def test_a_message_with_neither_text_nor_audio_is_ignored() -> None:
     assert isinstance(read(request([])), Ignored)
 
@@ -536,15 +542,24 @@ def test_init_session_response_echoes_the_request_id_and_accepts() -> None:
     assert only_data(message["parts"])["initSessionResponse"]["statusCode"] == "200"
 
 
-def test_init_session_response_declares_each_audio_configuration_in_full() -> None:
+def test_init_session_response_declares_a_counter_proposal_in_full_and_leaves_out_what_it_accepts() -> None:
     init = read(init_session())
     assert isinstance(init, InitSession)
     response = only_data(
         result_of(init_response_frame(init, AudioConfig(8000), AudioConfig(24000)))["message"]["parts"]
     )
     declared = response["initSessionResponse"]
-    assert declared["audioInputConfiguration"] == {**PCM16, "sampleRateHertz": 8000}
+    # Connect proposed 8 kHz in and 16 kHz out: the input is accepted by saying nothing of it (sample A.2).
+    assert "audioInputConfiguration" not in declared
     assert declared["audioOutputConfiguration"] == {**PCM16, "sampleRateHertz": 24000}
+
+
+def test_init_session_response_accepting_both_proposals_declares_neither() -> None:
+    init = read(init_session())
+    assert isinstance(init, InitSession)
+    frame = init_response_frame(init, AudioConfig(8000), AudioConfig(16000))
+    declared = only_data(result_of(frame)["message"]["parts"])["initSessionResponse"]
+    assert declared == {"statusCode": "200"}
 
 
 def test_an_audio_chunk_is_an_artifact_update_of_the_turns_task() -> None:

@@ -174,7 +174,9 @@ class Status:
         return None
 
 
-def poll(replies: Any, turns: Any, *, turn: int, segment: int, clock: ManualClock | None = None) -> Next:
+def poll(
+    replies: Any, turns: Any, *, turn: int, segment: int, clock: ManualClock | None = None, making_poll_ms: int = 20
+) -> Next:
     """ConverseFunction's poll after ``segment`` of ``turn``, a 500 ms wait on a clock the test moves."""
     return next_to_play(
         CONTACT,
@@ -184,6 +186,7 @@ def poll(replies: Any, turns: Any, *, turn: int, segment: int, clock: ManualCloc
         max_wait_ms=6000,
         fast_poll_ms=20,
         slow_poll_ms=100,
+        making_poll_ms=making_poll_ms,
         remaining_ms=None,
         clock=clock or ManualClock(start=0.0, epoch=1_764_000_010.0, settle_s=5.0),
     )
@@ -362,6 +365,51 @@ def test_a_held_back_sentence_is_looked_for_at_the_slow_pace() -> None:
     replies = Ready(speaking_for=100)
     poll(replies, quiet(), turn=3, segment=0)
     assert replies.looks <= 6
+
+
+class Counted(Status):
+    """A reply status that never changes, its looks counted."""
+
+    def __init__(self, status: ReplyStatus) -> None:
+        super().__init__(status)
+        self.looks = 0
+
+    def status(self, contact_id: str) -> ReplyStatus | None:
+        self.looks += 1
+        return super().status(contact_id)
+
+
+def looks_waiting_for(status: ReplyStatus) -> int:
+    """How many looks a 500 ms wait for segment 0 of turn 4 makes after the flow played turn 3's reply (20 ms fast,
+    50 ms at the making pace)."""
+    replies = Counted(status)
+    poll(replies, quiet(), turn=3, segment=1, making_poll_ms=50)
+    return replies.looks
+
+
+@pytest.mark.parametrize(
+    "status",
+    [ReplyStatus(4, 0, done=False, updated_at_ms=NOW_MS), ReplyStatus(3, 2, done=True, expecting=4)],
+    ids=["a reply begun", "an eager end heard"],
+)
+def test_a_first_sentence_still_with_the_responder_is_looked_for_at_the_making_pace(status: ReplyStatus) -> None:
+    assert looks_waiting_for(status) <= 12
+
+
+@pytest.mark.parametrize(
+    "status",
+    [
+        ReplyStatus(4, 0, done=False, updated_at_ms=NOW_MS, synthesizing=4),
+        ReplyStatus(3, 2, done=True, expecting=4, synthesizing=4),
+    ],
+    ids=["a reply begun", "an eager end heard"],
+)
+def test_a_first_sentence_sonic_is_making_is_looked_for_fast(status: ReplyStatus) -> None:
+    assert looks_waiting_for(status) >= 20
+
+
+def test_sonic_making_an_older_turns_sentence_does_not_hurry_the_wait_for_a_newer_one() -> None:
+    assert looks_waiting_for(ReplyStatus(4, 0, done=False, updated_at_ms=NOW_MS, synthesizing=3)) <= 12
 
 
 # -- a reply that asks for something of the caller's (the card on the keypad)

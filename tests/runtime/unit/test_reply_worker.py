@@ -10,6 +10,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -36,6 +37,9 @@ class MemoryReplies(ReplyStore):
         self.current: ReplyStatus | None = None
         self.exchanges: list[Exchange] = []
         self.counted: dict[int, dict[str, Any]] = {}
+        self.expecting_keys: str | None = None
+        self.synthesizing: list[tuple[int, int]] = []
+        """Each mark that Sonic began a reply's first sentence: its turn, and how many segments were stored then."""
 
     def begin(self, contact_id: str, turn: int, keys: str = REPLY_KEYS) -> None:
         self._put(ReplyStatus(turn, 0, done=False, keys=keys))
@@ -68,11 +72,25 @@ class MemoryReplies(ReplyStore):
             self.current = status
             return True
 
-    def expect(self, contact_id: str, turn: int) -> None:
+    def expect(self, contact_id: str, turn: int, keys: str) -> None:
         with self.lock:
             if self.current is None or self.current.turn < turn:
                 base = self.current or ReplyStatus(-1, 0, done=True)
                 self.current = replace(base, expecting=turn)
+                self.expecting_keys = keys
+
+    def synthesizing_soon(self, contact_id: str, turn: int) -> Future[None]:
+        with self.lock:
+            # Said before the sentence's segment is stored, as Sonic begins it.
+            self.synthesizing.append((turn, len(self.segments_by_key)))
+        done: Future[None] = Future()
+        done.set_result(None)
+        return done
+
+    def unexpect(self, contact_id: str, turn: int, keys: str) -> None:
+        with self.lock:
+            if self.current is not None and self.current.expecting == turn and self.expecting_keys == keys:
+                self.current = replace(self.current, expecting=None)
 
     def note_speculation(
         self,
@@ -245,6 +263,40 @@ def test_a_resume_cancels_the_speculation(replies: MemoryReplies) -> None:
         made.submit(turn(0, "what is my balance"))
         assert made.drain(2)
     assert len(rules.asked) == 2 and replies.current is not None and replies.current.keys == REPLY_KEYS
+
+
+def test_sonic_beginning_each_replys_first_sentence_is_marked_before_it_is_stored(replies: MemoryReplies) -> None:
+    with running(replies, Rules(RULES)) as made:
+        made.submit(turn(0, "what is my balance"))
+        assert made.drain(2)
+        made.submit(turn(1, "a person please"))
+        assert made.drain(2)
+    assert replies.synthesizing == [(0, 0), (1, 3)]
+
+
+def test_a_reply_nobody_polls_for_marks_nothing_for_a_poller(replies: MemoryReplies) -> None:
+    made = ReplyWorker(
+        CONTACT,
+        responder=Rules(RULES),
+        speak=speak,
+        replies=replies,
+        settings=ReplySettings.of(Settings(), polled=False),
+    )
+    try:
+        made.eager_end(0, "what is my balance")
+        made.submit(turn(0, "what is my balance"))
+        assert made.drain(2)
+    finally:
+        made.close(1.0)
+    assert replies.synthesizing == [] and replies.expecting_keys is None
+
+
+def test_a_resume_takes_the_eager_end_back_so_the_flow_polls_slowly_again(replies: MemoryReplies) -> None:
+    with running(replies, Rules(RULES)) as made:
+        made.eager_end(0, "what is my balance")
+        until(lambda: replies.current is not None and replies.current.expecting == 0)
+        made.turn_resumed(0)
+        until(lambda: replies.current is not None and replies.current.expecting is None)
 
 
 def test_no_more_speculations_than_the_cap_start_for_one_turn(replies: MemoryReplies) -> None:

@@ -81,11 +81,11 @@ def test_speculative_segments_live_apart_from_the_replies_a_flow_plays() -> None
     assert segment_key(3, 1, speculative_keys(3, 0)) == "spec#000000003#00#001"
 
 
-def test_the_status_is_hurried_while_a_reply_is_made_or_may_be_named_at_any_moment() -> None:
-    assert ReplyStatus(2, 1, done=False).hurried
-    assert not ReplyStatus(2, 3, done=True).hurried
-    assert ReplyStatus(2, 3, done=True, expecting=3).hurried
-    assert not ReplyStatus(3, 1, done=True, expecting=3).hurried
+def test_the_status_says_sonic_is_making_a_turns_first_sentence_or_a_later_turns() -> None:
+    assert ReplyStatus(2, 0, done=False, synthesizing=2).synthesizing_first(2)
+    assert ReplyStatus(2, 0, done=False, synthesizing=3).synthesizing_first(2)
+    assert not ReplyStatus(2, 0, done=False, synthesizing=1).synthesizing_first(2)
+    assert not ReplyStatus(2, 0, done=False).synthesizing_first(2)
 
 
 def test_speculation_is_on_by_default_with_two_attempts_a_turn_and_inks_eager_threshold_at_one_half() -> None:

@@ -149,12 +149,46 @@ def test_a_stop_the_model_ended_is_finalized_once() -> None:
     assert len(c.session.finalized_at) == 1
 
 
-def test_on_the_turns_endpoint_a_complete_verdict_is_an_eager_end_with_inks_words_so_far() -> None:
+def test_on_the_turns_endpoint_a_complete_verdict_is_an_eager_end_with_inks_words_once_they_cover_the_stop() -> None:
     c = call("turns", probability=0.9)
     c.hear(quiet(200) + voice(300))
     c.transcriber.on_turn_start()
-    c.transcriber.on_turn_update("what is my balance")
+    c.transcriber.on_turn_update("what is my")
     c.hear(voice(300) + quiet(100))
+    # Judged complete, but Ink's words are of the audio before the stop: the last word may be missing.
+    assert c.eager_ends == []
+    c.transcriber.on_turn_update("what is my balance")
+    assert c.eager_ends == [(0, "what is my balance")]
+
+
+def test_a_complete_verdict_waiting_for_inks_words_is_void_once_the_caller_goes_on() -> None:
+    c = call("turns", probability=0.9)
+    c.hear(quiet(200) + voice(300))
+    c.transcriber.on_turn_start()
+    c.transcriber.on_turn_update("I want")
+    c.hear(voice(300) + quiet(100) + voice(300))
+    c.transcriber.on_turn_update("I want to")
+    assert (c.eager_ends, c.resumes) == ([], [])
+
+
+def test_inks_own_eager_end_before_inks_words_cover_the_stop_stands_in_for_ours() -> None:
+    c = call("turns", probability=0.9)
+    c.hear(quiet(200) + voice(300))
+    c.transcriber.on_turn_start()
+    c.transcriber.on_turn_update("what is my")
+    c.hear(voice(300) + quiet(100))
+    c.transcriber.on_turn_eager_end("what is my balance")
+    c.transcriber.on_turn_update("what is my bal")
+    assert c.eager_ends == [(0, "what is my balance")]
+
+
+def test_a_complete_verdict_after_inks_own_eager_end_for_the_stop_adds_nothing() -> None:
+    c = call("turns", probability=0.9)
+    c.hear(quiet(200) + voice(600))
+    c.transcriber.on_turn_start()
+    c.transcriber.on_turn_eager_end("what is my balance")
+    c.hear(quiet(100))
+    c.transcriber.on_turn_update("what is my bal")
     assert c.eager_ends == [(0, "what is my balance")]
 
 
@@ -164,6 +198,7 @@ def test_the_caller_speaking_again_after_our_eager_end_is_a_resume() -> None:
     c.transcriber.on_turn_start()
     c.transcriber.on_turn_update("I want to")
     c.hear(voice(300) + quiet(100))
+    c.transcriber.on_turn_update("I want to pay")
     assert c.resumes == []
     c.hear(voice(300))
     assert c.resumes == [0]

@@ -692,13 +692,21 @@ def _refusal(error: urllib.error.HTTPError) -> str:
 
 
 def moto_server(port: int) -> Any:
-    """moto's threaded server, its S3 object requests taken one at a time, and its DynamoDB requests counted.
+    """moto's threaded server, its S3 object requests and its DynamoDB requests each taken one at a time, and its
+    DynamoDB requests counted.
 
     moto's S3 backend is not safe across threads: two PutObject calls for one key at once (ten calls greeting their
     callers with the same prompt) close the first key's buffer while its response still reads it, and moto answers
     500 (``ValueError: I/O operation on closed file`` in ``FakeKey.etag``). S3 itself takes concurrent writes to a key,
     the last one winning. Requests on a path below the root (S3's, path-style) are served one at a time, each answer
-    whole before the next; every other service moto serves here is a POST to ``/`` and is left concurrent.
+    whole before the next.
+
+    moto's DynamoDB is not atomic either: an ``UpdateItem`` that creates an item stores its key alone, then sets its
+    attributes, and a conditional write on the same item in between sees an item with nothing but its key (a reply's
+    commit racing the mark that says it is expected was refused, and the turn went unanswered). DynamoDB applies each
+    write to an item atomically, on its latest version (docs/protocols.md, "DynamoDB: conditional writes"), so
+    DynamoDB's requests are served one at a time too. Every other service moto serves here is a POST to ``/`` and is
+    left concurrent.
 
     The server's ``requests`` counts each DynamoDB request by operation and, for ``GetItem``, the kind of item read
     (:func:`table_request_name`): what a load run says of the table's traffic, counted rather than timed.
@@ -708,6 +716,7 @@ def moto_server(port: int) -> Any:
     from werkzeug.serving import make_server
 
     one_at_a_time = threading.Lock()
+    one_table_request_at_a_time = threading.Lock()
     counted = threading.Lock()
     requests: Counter[str] = Counter()
 
@@ -727,6 +736,8 @@ def moto_server(port: int) -> Any:
                     environ["wsgi.input"] = io.BytesIO(body)
                     with counted:
                         requests[table_request_name(target.partition(".")[2], body)] += 1
+                    with one_table_request_at_a_time:
+                        return [b"".join(app(environ, start_response))]
                 if environ.get("PATH_INFO", "/") in ("", "/"):
                     return app(environ, start_response)
                 with one_at_a_time:

@@ -20,6 +20,7 @@ from voicebridge_dev.local.a2a import ConnectEmulatorError, ConnectSettings, run
 from voicebridge_dev.simulator.call import AgentHandback, Call
 from voicebridge_dev.simulator.caller import Clip, HangUp, Over, Say, Step
 from voicebridge_dev.simulator.events import sound_span
+from voicebridge_dev.simulator.line import LineNoise
 
 RATE = 8000
 PAUSE_S = 0.6
@@ -56,6 +57,8 @@ class ScriptedCaller:
 
     steps: list[Step]
     pause_s: float = PAUSE_S
+    line: LineNoise | None = None
+    """The noise on the caller's line (:mod:`~.line`), under everything they send."""
     said: list[Utterance] = field(default_factory=list)
     hung_up: bool = False
     _speaking: bytes = b""
@@ -79,7 +82,10 @@ class ScriptedCaller:
         if not self._speaking:
             self._begin(start_s, agent_heard)
         chunk, self._speaking = self._speaking[:size], self._speaking[size:]
-        return chunk + bytes(size - len(chunk))
+        chunk += bytes(size - len(chunk))
+        if self.line is None:
+            return chunk
+        return self.line.added(np.frombuffer(chunk, dtype="<i2"), round(start_s * RATE)).astype("<i2").tobytes()
 
     def _begin(self, now: float, agent_heard: bool) -> None:
         if not self.steps:
@@ -120,7 +126,7 @@ class StreamingHandoff:
 
     def __call__(self, call: Call, attributes: Mapping[str, str]) -> AgentHandback:
         steps = call.caller.take_steps()
-        caller = ScriptedCaller(steps)
+        caller = ScriptedCaller(steps, line=call.caller.line)
         instance = ConnectSettings(api_key="").instance_arn
         settings = ConnectSettings(
             api_key=self.api_key,

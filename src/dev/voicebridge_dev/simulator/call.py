@@ -98,7 +98,7 @@ class Call:
         self.clock: Clock = clock if clock is not None else RealClock()
         self.contact = contact if contact is not None else Contact()
         self.log = log if log is not None else CallLog()
-        self.media = MediaPlane(self.clock, self.log)
+        self.media = MediaPlane(self.clock, self.log, line=caller.line)
         self.max_actions = max_actions
         self.max_call_s = max_call_s
         self.centre = centre if centre is not None else LocalContactCentre()

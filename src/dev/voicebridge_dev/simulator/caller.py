@@ -43,6 +43,7 @@ import numpy.typing as npt
 from voicebridge.errors import AudioFormatError
 from voicebridge_dev.local.speech_engine import SpeechEngine, SpeechEngineError, engine_for, load_engine
 from voicebridge_dev.simulator.events import CALLER, Segment
+from voicebridge_dev.simulator.line import LineNoise
 from voicebridge_dev.simulator.media import SAMPLE_RATE, MediaPlane, read_call_audio
 
 __all__ = [
@@ -260,9 +261,11 @@ class SimulatedCaller:
     over the bot's sentence waits for the answer to it, and does not say their next line the moment that sentence
     ends)."""
 
-    def __init__(self, steps: Iterable[Step], *, pause_s: float = PAUSE_S) -> None:
+    def __init__(self, steps: Iterable[Step], *, pause_s: float = PAUSE_S, line: LineNoise | None = None) -> None:
         self._steps = list(steps)
         self._pause = pause_s
+        self.line = line
+        """The noise on the caller's line (:mod:`~.line`), under everything they send; None: a silent line."""
         self._lock = threading.Lock()
         self._speech: Segment | None = None
         self._hangup_at: float | None = None

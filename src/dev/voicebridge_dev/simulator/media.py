@@ -21,6 +21,7 @@ from voicebridge.errors import AudioFormatError
 from voicebridge_dev.local.kvs import ContactStream, KvsEmulatorError
 from voicebridge_dev.simulator.clock import Clock
 from voicebridge_dev.simulator.events import BOT, CALLER, CallLog, Segment, SegmentKind, SpeechStarted, Track
+from voicebridge_dev.simulator.line import LineNoise
 
 __all__ = ["SAMPLE_RATE", "MediaPlane", "read_call_audio"]
 
@@ -41,9 +42,11 @@ def read_call_audio(data: bytes) -> npt.NDArray[np.int16]:
 class MediaPlane:
     """Every :class:`Segment` of the call, the stream they are fed to, and how far the call has played."""
 
-    def __init__(self, clock: Clock, log: CallLog, *, rate: int = SAMPLE_RATE) -> None:
+    def __init__(self, clock: Clock, log: CallLog, *, rate: int = SAMPLE_RATE, line: LineNoise | None = None) -> None:
         self.clock = clock
         self.rate = rate
+        self._line = line
+        """The caller's line noise, under all the caller sends (and in the recording's caller channel)."""
         self._log = log
         self._lock = threading.RLock()
         self._segments: list[Segment] = []
@@ -190,4 +193,6 @@ class MediaPlane:
             low, high = max(begin, first), min(end, last)
             if low < high:
                 mix[low - first : high - first] += segment.samples[low - begin : high - begin]
+        if track == CALLER and self._line is not None:
+            mix += self._line.samples(first, count)
         return np.clip(mix, -32768, 32767).astype(np.int16)

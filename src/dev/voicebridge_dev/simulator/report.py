@@ -444,6 +444,27 @@ def summary(figures: Sequence[TurnFigures]) -> dict[str, Any]:
     }
 
 
+LISTENING_AFTER_SPEECH_S = 2.0
+"""How long after the caller's last sound a ``Listening`` answer is still their turn's: the voice detector's close
+and Ink's turn end (about a second here) with room to spare."""
+
+
+def line_effects(result: CallResult, figures: Sequence[TurnFigures]) -> dict[str, int]:
+    """What the caller's line set off with nobody speaking (``demo --line-noise``): ``Listening`` answers (a wait
+    that ran out with the caller taken for mid-turn) with no speech of theirs from its first sound to
+    :data:`LISTENING_AFTER_SPEECH_S` after its last, and turns heard that no utterance of theirs matches."""
+    speech = [s for s in result.segments if s.track == CALLER and s.kind == "speech"]
+    listening = [call.end for call in result.lambda_calls if call.result == "Listening"]
+    return {
+        "listening_without_speech": sum(
+            1
+            for at in listening
+            if not any(s.sound_start <= at <= s.sound_end + LISTENING_AFTER_SPEECH_S for s in speech)
+        ),
+        "turns_without_speech": sum(1 for turn in figures if turn.said is None),
+    }
+
+
 def build_report(result: CallResult, **context: Any) -> dict[str, Any]:
     """The call as JSON-ready data; ``context`` (scenario, engines, files…) is added as given."""
     texts = prompt_texts(result.lambda_calls)
@@ -462,6 +483,7 @@ def build_report(result: CallResult, **context: Any) -> dict[str, Any]:
             "frames": int(result.recording.shape[0]),
         },
         "summary": summary(figures),
+        "line": line_effects(result, figures),
         "turns": [_talked_over(turn_entry(turn), result) for turn in figures],
         "prompts": [
             {

@@ -219,7 +219,9 @@ class Reader:
             )
         if kind == "FRAGMENT":
             return self._fragment(request_id, _field(data, "fragment"))
-        if kind:
+        # Caller audio is known by its part (raw, audio/lpcm), not by the absence of an eventType: an audio chunk that
+        # came to carry one would otherwise be dropped, and the caller heard by no one (docs/protocols.md).
+        if kind and not any(isinstance(part.get("raw"), str) for part in parts):
             return Ignored(f"event type {kind}")
         for part in parts:
             if isinstance(part.get("raw"), str):
@@ -333,12 +335,13 @@ def _agent_message(context_id: str, kind: str, data: Mapping[str, Any], *, exten
 
 
 def init_response_frame(init: InitSession, audio_in: AudioConfig | None, audio_out: AudioConfig | None) -> str:
-    """The direct answer to ``INIT_SESSION``: accepted, with the audio configurations the agent will use, each
-    declared in full."""
+    """The direct answer to ``INIT_SESSION``: accepted, with each audio configuration the agent counter-proposes
+    declared in full; one equal to Connect's proposal is left out, which accepts it (docs/protocols.md, *The
+    session*)."""
     response: dict[str, Any] = {"statusCode": "200"}
-    if audio_in is not None:
+    if audio_in is not None and audio_in != init.audio_in:
         response["audioInputConfiguration"] = audio_in.to_json()
-    if audio_out is not None:
+    if audio_out is not None and audio_out != init.audio_out:
         response["audioOutputConfiguration"] = audio_out.to_json()
     message = _agent_message(init.context_id, "INIT_SESSION_RESPONSE", {"initSessionResponse": response})
     return _result({"message": message}, init.request_id)

@@ -9,7 +9,9 @@
 - ``SIGTERM`` (a deployment, a scale-in): health turns 503, new upgrades get 503, the live sessions run to their end
   for up to ``drain_s``, then what remains is closed.
 - Every 15 s, ``StreamingSessions`` (the sessions this task holds: what the service scales on) and the metrics the
-  sessions added are flushed (Embedded Metric Format, in the task's log).
+  sessions added are flushed (Embedded Metric Format, in the task's log), with ``StreamingLoopLag``: the longest the
+  event loop was late in those 15 s. Every session's frames in and out go through the one loop, so a loop kept busy
+  (or starved of the interpreter by the sessions' threads) delays every call's audio at once.
 """
 
 from __future__ import annotations
@@ -37,6 +39,13 @@ from voicebridge.ink.transcriber import MetricSink
 from voicebridge.telemetry import logger, metrics
 
 METRICS_EVERY_S = 15.0
+PING_INTERVAL_S = 20.0
+PING_TIMEOUT_S = 60.0
+"""WebSocket keepalive: a ping every 20 s, and a peer that answers none within 60 s is gone. Connect's text names no
+keepalive (docs/protocols.md, *What the sources leave open*); a pong is the peer's duty (RFC 6455 §5.5.2), and the
+timeout is long enough that a slow pong never drops a live call."""
+LAG_EVERY_S = 0.05
+"""How often the event loop's lateness is sampled: a sleep this long that wakes later than asked."""
 
 
 class AgentServer:
@@ -62,10 +71,17 @@ class AgentServer:
         self.draining = False
         self._stopped = asyncio.Event()
         self.port_bound: int | None = None
+        self._lag_ms = 0.0
+        """The longest the loop was late since the last flush."""
 
     @property
     def sessions(self) -> int:
         return len(self._sessions)
+
+    @property
+    def loop_lag_ms(self) -> float:
+        """The longest the event loop woke late since the metrics were last flushed."""
+        return self._lag_ms
 
     async def serve(self, *, ready: asyncio.Event | None = None) -> None:
         """Serve until :meth:`stop` (or SIGTERM where signals can be handled), then drain."""
@@ -77,17 +93,21 @@ class AgentServer:
             process_response=self._process_response,
             max_size=protocol.MAX_INBOUND_FRAME,
             compression=None,
+            ping_interval=PING_INTERVAL_S,
+            ping_timeout=PING_TIMEOUT_S,
         ) as server:
             self.port_bound = next(iter(server.sockets)).getsockname()[1]
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, self.stop)
             reporter = asyncio.create_task(self._report())
+            watcher = asyncio.create_task(self._watch_lag())
             logger.info("agent server listening", port=self.port_bound)
             if ready is not None:
                 ready.set()
             await self._stopped.wait()
             await self._drain()
             reporter.cancel()
+            watcher.cancel()
             self._flush()
 
     def stop(self) -> None:
@@ -161,8 +181,17 @@ class AgentServer:
     async def _report(self) -> None:
         while True:
             self._sink.add("StreamingSessions", MetricUnit.Count, self.sessions)
+            lag, self._lag_ms = self._lag_ms, 0.0
+            self._sink.add("StreamingLoopLag", MetricUnit.Milliseconds, round(lag, 1))
             self._flush()
             await asyncio.sleep(METRICS_EVERY_S)
+
+    async def _watch_lag(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            asked = loop.time()
+            await asyncio.sleep(LAG_EVERY_S)
+            self._lag_ms = max(self._lag_ms, (loop.time() - asked - LAG_EVERY_S) * 1000)
 
     def _flush(self) -> None:
         with self._sink.lock:

@@ -3,7 +3,8 @@ ears and mouth.
 
 What is shared with the flows path (nothing of it is repeated here): the caller's audio goes to a
 :class:`~voicebridge.ink.transcriber.TrackTranscriber` (Ink's session, pacing, the position ledger, replay after a
-dropped socket, exactly-once turns in the turn table), finished and eager turns to a
+dropped socket, exactly-once turns in the turn table, and the end-of-turn model whose "complete" is an eager end of
+our own), finished and eager turns to a
 :class:`~voicebridge.converse.worker.ReplyWorker` (the responder, sentence splitting, speculation, the history), and
 when the session ends the contact's record is written as the consumer writes it (redacted, to S3, announced on
 EventBridge). What is this transport's own:
@@ -44,8 +45,9 @@ from voicebridge.a2a.output import Player, Response
 from voicebridge.a2a.protocol import AudioConfig
 from voicebridge.a2a.tracing import TurnTrace
 from voicebridge.a2a.voice import StreamingVoice
+from voicebridge.audio.end_of_turn import TurnEndWatch
 from voicebridge.audio.vad import VoiceActivity, detector
-from voicebridge.config import Settings, VoiceDetectorName
+from voicebridge.config import EndOfTurnUse, Settings, VoiceDetectorName
 from voicebridge.conversation import Action
 from voicebridge.converse.making import ReplyInProgress, ReplySettings, Spoken
 from voicebridge.converse.responder import Responder
@@ -85,6 +87,7 @@ class StreamSettings:
     languages: Languages
     ink_frame_ms: int
     voice_detector: VoiceDetectorName
+    end_of_turn_model: EndOfTurnUse
     sonic_deadline_ms: int
     replies: ReplySettings
 
@@ -101,8 +104,9 @@ class StreamSettings:
             languages=settings.languages,
             ink_frame_ms=settings.ink_frame_ms,
             voice_detector=settings.voice_detector,
+            end_of_turn_model=settings.end_of_turn_model,
             sonic_deadline_ms=settings.sonic_deadline_ms,
-            replies=ReplySettings.of(settings),
+            replies=ReplySettings.of(settings, polled=False),
         )
 
 
@@ -304,9 +308,8 @@ class AgentSession:
             mode=listening.mode,
             frame_ms=self._settings.ink_frame_ms,
             voice_detector=self._settings.voice_detector,
-            # Ink's own turn events only, until the agent's barge-in and answer pacing are measured with our early
-            # ends (issue 30); the voice detector is shared.
-            end_of_turn=None,
+            end_of_turn=TurnEndWatch() if self._settings.end_of_turn_model != "off" else None,
+            model_ends_turns=listening.ends_turns,
             pacer=Pacer(catch_up_after_ms=CATCH_UP_AFTER_MS),
             on_turn=self._turn_stored,
             on_eager_end=self._worker.eager_end,

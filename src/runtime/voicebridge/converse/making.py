@@ -73,9 +73,12 @@ class ReplySettings:
     """The language a responder answers in: the contact's, else ``SONIC_DEFAULT_LANGUAGE``."""
     sonic_deadline_ms: int
     apology_text: str
+    polled: bool = True
+    """A flow polls the reply status for what to play (the flows path): the maker tells it when to look fast (an
+    eager end heard, Sonic making a reply's first sentence). The streaming transport plays what is made directly."""
 
     @classmethod
-    def of(cls, settings: Settings) -> ReplySettings:
+    def of(cls, settings: Settings, *, polled: bool = True) -> ReplySettings:
         return cls(
             speculative=settings.speculative_replies == "on",
             speculative_max_per_turn=settings.speculative_max_per_turn,
@@ -84,6 +87,7 @@ class ReplySettings:
             language=settings.sonic_default_language,
             sonic_deadline_ms=settings.sonic_deadline_ms,
             apology_text=settings.apology_text,
+            polled=polled,
         )
 
 
@@ -192,8 +196,8 @@ class ReplyMaker:
         # An eager end is said at once, beside the request: ConverseFunction, polling slowly while the caller speaks,
         # is then looking fast by the time the turn ends and the reply is named.
         expecting = None
-        if reply.speculative and not reply.committed:
-            expecting = self._replies.expect_soon(self.contact_id, reply.seq)
+        if reply.speculative and not reply.committed and self._settings.polled:
+            expecting = self._replies.expect_soon(self.contact_id, reply.seq, reply.keys)
         try:
             answer = self._responder.respond(request, deadline=deadline)
             # Said once the responder has been asked, so the status write is not on the way to its first token.
@@ -334,6 +338,9 @@ class ReplyMaker:
             timings["TurnEndedAt"] = float(turn.ended_at_ms)
             if turn.latency_ms is not None:
                 timings["CallerStoppedAt"] = float(turn.ended_at_ms - turn.latency_ms)
+        if index == 0 and self._settings.polled:
+            # A poller waiting for this segment looks fast from now on (it is stored within one synthesis).
+            self._replies.synthesizing_soon(self.contact_id, reply.seq)
         try:
             spoken = self._speak(sentence, self._clock.monotonic() + budget_s, reply.cancel, reply=reply)
             uri = spoken.uri

@@ -383,10 +383,20 @@ class ReplyWorker:
                 self._ledger.record_hit(reply)
             elif reply.cancel.is_set() and not self._abandoned.is_set():
                 self._ledger.record_waste(reply)
+                if self._settings.polled:
+                    self._withdraw(reply)
             with self._wake:
                 self._committed.discard(reply)
                 self._running.discard(threading.current_thread())
                 self._wake.notify_all()
+
+    def _withdraw(self, reply: ReplyInProgress) -> None:
+        """A cancelled speculative reply takes back its eager end, so ConverseFunction polls slowly again while the
+        caller goes on (a hint: a table error is logged, not raised)."""
+        try:
+            self._replies.unexpect(self.contact_id, reply.seq, reply.keys)
+        except VoiceBridgeError as exc:
+            logger.warning("eager end not taken back", turn=reply.seq, reason=exc.safe_message)
 
     def _cancel(self, reply: ReplyInProgress, why: str) -> None:
         """Cancel a speculative reply not yet committed (caller holds the lock)."""

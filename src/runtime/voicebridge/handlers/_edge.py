@@ -65,3 +65,8 @@ def connect_edge(*, truncate: Sequence[str] = ()) -> Callable[[ConnectHandler], 
         return handler
 
     return wrap
+
+
+def remaining_ms(context: Any) -> int | None:
+    """The invocation's remaining time in milliseconds; None for a context without Lambda's clock (a test's)."""
+    return context.get_remaining_time_in_millis() if hasattr(context, "get_remaining_time_in_millis") else None

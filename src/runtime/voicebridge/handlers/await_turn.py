@@ -18,7 +18,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from voicebridge import container
 from voicebridge.connect.events import ContactFlowEvent, response
-from voicebridge.handlers._edge import connect_edge
+from voicebridge.handlers._edge import connect_edge, remaining_ms
 from voicebridge.polls.next_turn import await_turn, redacting_read_turns
 from voicebridge.telemetry import metrics
 
@@ -26,7 +26,7 @@ from voicebridge.telemetry import metrics
 @connect_edge(truncate=("Transcript",))
 def _await(event: ContactFlowEvent, context: Any) -> dict[str, str]:
     entered = time.monotonic()
-    remaining = context.get_remaining_time_in_millis() if hasattr(context, "get_remaining_time_in_millis") else None
+    remaining = remaining_ms(context)
     store = container.turn_store()
     found = await_turn(
         event.contact_id,

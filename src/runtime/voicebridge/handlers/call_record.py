@@ -13,20 +13,18 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 
 from voicebridge import container
-from voicebridge.call.invocation import parse_consumer_event
 from voicebridge.call.record import record_after_failure
 from voicebridge.errors import VoiceBridgeError
+from voicebridge.handlers._consumer import consumer_contact
 from voicebridge.telemetry import logger, metrics
 
 
 def _record(event: Any, context: Any) -> dict[str, Any]:
     request = event.get("requestPayload") if isinstance(event, dict) else None
-    parsed = parse_consumer_event(request)
-    if isinstance(parsed, str):
-        logger.error("malformed failure record", reason=parsed)
-        return {"Result": "Error", "ErrorCode": "InvalidInput", "ErrorMessage": parsed}
+    parsed = consumer_contact(request, "malformed failure record")
+    if isinstance(parsed, dict):
+        return parsed
     contact_id, generation = parsed
-    logger.set_correlation_id(contact_id)
     context_of = event.get("requestContext") if isinstance(event.get("requestContext"), dict) else {}
     why = str(context_of.get("condition") or "invocation failed")
     try:

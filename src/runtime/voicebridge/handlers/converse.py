@@ -24,7 +24,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from voicebridge import container
 from voicebridge.connect.events import TRUNCATED, ContactFlowEvent, response, whole_number
-from voicebridge.handlers._edge import connect_edge
+from voicebridge.handlers._edge import connect_edge, remaining_ms
 from voicebridge.polls.next_segment import Next, next_to_play
 from voicebridge.polls.next_turn import redacting_read_turns
 from voicebridge.store.turns import MAX_SEQ
@@ -37,7 +37,7 @@ RESERVED = frozenset({"Result", "PromptUri", "Text", "TurnIndex", "Segment", "Mo
 def _converse(event: ContactFlowEvent, context: Any) -> dict[str, str]:
     entered = time.monotonic()
     config = container.settings()
-    remaining = context.get_remaining_time_in_millis() if hasattr(context, "get_remaining_time_in_millis") else None
+    remaining = remaining_ms(context)
     turns = container.turn_store()
     found = next_to_play(
         event.contact_id,
@@ -47,6 +47,7 @@ def _converse(event: ContactFlowEvent, context: Any) -> dict[str, str]:
         max_wait_ms=config.converse_max_wait_ms,
         fast_poll_ms=config.converse_fast_poll_ms,
         slow_poll_ms=config.converse_slow_poll_ms,
+        making_poll_ms=config.converse_making_poll_ms,
         remaining_ms=remaining,
         started=entered,
         read=redacting_read_turns(turns, container.redactor(), event.contact_id),

@@ -17,7 +17,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from voicebridge import container
 from voicebridge.connect.events import ContactFlowEvent, response, unicode_safe
 from voicebridge.errors import ModelUnavailable, VoiceBridgeError
-from voicebridge.handlers._edge import connect_edge
+from voicebridge.handlers._edge import connect_edge, remaining_ms
 from voicebridge.sonic.request import SpeechRequest
 from voicebridge.telemetry import logger, metrics
 
@@ -31,8 +31,9 @@ def _synthesize(event: ContactFlowEvent, context: Any) -> dict[str, str]:
     try:
         request = SpeechRequest.from_parameters(event.parameters, container.request_settings())
         budget_ms = container.settings().sonic_deadline_ms
-        if context is not None and hasattr(context, "get_remaining_time_in_millis"):
-            budget_ms = min(budget_ms, context.get_remaining_time_in_millis() - LAMBDA_MARGIN_MS)
+        remaining = remaining_ms(context)
+        if remaining is not None:
+            budget_ms = min(budget_ms, remaining - LAMBDA_MARGIN_MS)
         prompt = container.synthesizer().synthesize(request, deadline=time.monotonic() + budget_ms / 1000)
     except ModelUnavailable as exc:
         metrics.add_metric(name="SynthesisErrors", unit=MetricUnit.Count, value=1)

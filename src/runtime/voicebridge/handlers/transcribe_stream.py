@@ -15,18 +15,16 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from voicebridge import container
 from voicebridge.call.consumer import ConsumerSettings, StreamConsumer
-from voicebridge.call.invocation import parse_consumer_event
 from voicebridge.errors import VoiceBridgeError
+from voicebridge.handlers._consumer import consumer_contact
 from voicebridge.telemetry import logger, metrics
 
 
 def handler(event: Any, context: Any) -> dict[str, Any]:
-    parsed = parse_consumer_event(event)
-    if isinstance(parsed, str):
-        logger.error("malformed consumer event", reason=parsed)
-        return {"Result": "Error", "ErrorCode": "InvalidInput", "ErrorMessage": parsed}
+    parsed = consumer_contact(event, "malformed consumer event")
+    if isinstance(parsed, dict):
+        return parsed
     contact_id, generation = parsed
-    logger.set_correlation_id(contact_id)
     myself = str(getattr(context, "invoked_function_arn", None) or getattr(context, "function_name", ""))
 
     def continue_with(payload: dict[str, Any]) -> None:

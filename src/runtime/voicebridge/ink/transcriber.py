@@ -23,7 +23,11 @@ The transcriber sits between the KVS reader and an :class:`~voicebridge.ink.sess
   words can be named while it is being stored) and once stored (``on_turn``, never for a replay).
 - **Our own end of turn.** Given an ``end_of_turn`` watch, each time the voice detector sees the caller stop, Smart Turn
   (:class:`~voicebridge.audio.end_of_turn.TurnEndWatch`) judges whether they are done. "Complete" is, on Ink's turns
-  endpoint, an eager end of our own with Ink's words so far (``turn.update``), usually before Ink's; Ink's
+  endpoint, an eager end of our own with Ink's words so far (``turn.update``), usually before Ink's. The words must
+  be Ink's answer to audio that reached past the stop: words from before it lack the last of what was said, and a
+  reply started on them is cancelled when Ink's words come (spending one of the turn's speculative attempts), so a
+  verdict that comes first waits for the next ``turn.update``, and is dropped if Ink's own ``turn.eager_end`` (with
+  its final words for the audio so far) comes first. Ink's
   ``turn.end`` stays the authority, the caller speaking again after it is a resume, as Ink's ``turn.resume`` is, and
   whether the two agreed is counted (``EndOfTurnAgreed``,
   ``EndOfTurnDisagreed``). In manual mode, which has no turn events, with ``model_ends_turns`` "complete" ends the
@@ -249,6 +253,13 @@ class TrackTranscriber(TurnListener):
         """The model's verdict on the caller's latest stop, while no turn has ended since."""
         self._words = ""
         """Ink's words so far in the open turn (``turn.update``)."""
+        self._words_through_ms = 0.0
+        """How far into the stream the audio sent to Ink reached when its latest words came."""
+        self._eager_waiting: float | None = None
+        """Turns endpoint: the stop (its voice end, ms) the model judged complete before Ink's words covered it, until
+        words that do come, the caller speaks again, or the turn ends."""
+        self._ink_eager_for: float | None = None
+        """Turns endpoint: the caller's latest stop (its voice end, ms) when Ink's own eager end came, until resumed."""
         self._eager_for: float | None = None
         """Turns endpoint: the stop (its voice end, ms) our eager end was for, until the caller speaks again or the
         turn ends."""
@@ -452,15 +463,28 @@ class TrackTranscriber(TurnListener):
         self._sink.add("EndOfTurnVerdicts", MetricUnit.Count, 1)
         if self._mode == "manual" or not verdict.complete or not self._turn_open:
             return
-        if self._on_eager_end is not None and self._words.strip():
-            self._eager_for = verdict.voice_end_ms
-            self._on_eager_end(self.settled.next_seq, self._words)
+        if self._ink_eager_for is not None and self._ink_eager_for >= verdict.voice_end_ms:
+            return
+        self._eager_waiting = verdict.voice_end_ms
+        self._eager_end_of_ours()
+
+    def _eager_end_of_ours(self) -> None:
+        """The model's complete verdict is an eager end once Ink's words cover its stop (caller holds the lock)."""
+        stop = self._eager_waiting
+        if stop is None or self._on_eager_end is None or self._words_through_ms <= stop or not self._words.strip():
+            return
+        self._eager_waiting = None
+        self._eager_for = stop
+        self._on_eager_end(self.settled.next_seq, self._words)
 
     def _resumed_after_our_eager_end(self) -> None:
         """The caller spoke again after our eager end (caller holds the lock): the speculative reply is told, as
         Ink's ``turn.resume`` tells it."""
         stop = self._eager_for
         voice_end = self._vad.last_voiced_end_ms
+        if self._eager_waiting is not None and voice_end is not None and voice_end > self._eager_waiting:
+            # Spoke again before Ink's words caught up: the verdict is void, and nothing was started on it.
+            self._eager_waiting = None
         if stop is None or voice_end is None or voice_end <= stop:
             return
         self._eager_for = None
@@ -490,7 +514,7 @@ class TrackTranscriber(TurnListener):
     def on_turn_start(self) -> None:
         with self._lock:
             self._turn_open = True
-            self._words = ""
+            self._words, self._eager_waiting, self._ink_eager_for = "", None, None
             self._ledger.forget_silent_points()
             seq = self.settled.next_seq
         if self._on_speaking is not None:
@@ -498,21 +522,24 @@ class TrackTranscriber(TurnListener):
 
     def on_turn_update(self, transcript: str) -> None:
         with self._lock:
-            self._words = transcript
+            self._words, self._words_through_ms = transcript, self._heard_bytes / BYTES_PER_MS
+            self._eager_end_of_ours()
 
     def on_turn_eager_end(self, transcript: str) -> None:
         if self._on_eager_end is None or not transcript.strip():
             return
         with self._lock:
+            # Ink's eager end is on its final words for this stop: ours, on words from an update, would only replace it.
+            self._eager_waiting, self._ink_eager_for = None, self._vad.last_voiced_end_ms
             seq = self.settled.next_seq
         self._on_eager_end(seq, transcript)
 
     def on_turn_resume(self) -> None:
-        if self._on_resume is None:
-            return
         with self._lock:
+            self._ink_eager_for = None
             seq = self.settled.next_seq
-        self._on_resume(seq)
+        if self._on_resume is not None:
+            self._on_resume(seq)
 
     def on_turn_end(self, transcript: str) -> None:
         """Ink ended a turn: its audio is everything voiced since the previous turn up to what Ink had heard.
@@ -546,6 +573,7 @@ class TrackTranscriber(TurnListener):
         """Ink ended a turn: whether the model had judged the caller's last stop before it complete (caller holds the
         lock). Manual mode's turns are the model's or the silence's, with nothing of Ink's to agree with."""
         verdict, self._verdict, self._words, self._eager_for = self._verdict, None, "", None
+        self._eager_waiting = self._ink_eager_for = None
         if self._mode == "manual" or verdict is None:
             return
         agreed = verdict.complete and verdict.voice_end_ms <= heard_ms

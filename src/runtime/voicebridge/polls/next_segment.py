@@ -19,10 +19,12 @@ soon as it exists:
 - ``Result=Error`` with ``NotListening`` (and why) when no consumer is alive for the contact.
 
 It polls one small item, the reply status, which also says whether the caller is speaking (the consumer marks it
-from its own voice detection and Ink's turns): every ``fast_poll_ms`` while a segment is due — a reply is being made
-and the flow has played all of it there is, or Ink's eager end was heard (a speculative reply is ready to be
-committed when the turn ends) — and every ``slow_poll_ms`` otherwise: while the caller speaks or thinks, and while a
-later sentence is held back. A later sentence of the reply being played is held back while the caller is speaking
+from its own voice detection and Ink's turns): every ``fast_poll_ms`` while a segment may be stored at any moment — a
+later sentence of the reply being made once the flow has played all of it there is, or a first sentence Sonic is
+making (the consumer marks it) —, every ``making_poll_ms`` while a reply's first sentence is still with the responder
+(a reply begun, or Ink's eager end heard: a speculative reply may be named as the turn ends), and every
+``slow_poll_ms`` otherwise: while the caller speaks or thinks, and while a later sentence is held back. A later
+sentence of the reply being played is held back while the caller is speaking
 (they began over it, or in the gap before it): nothing is said over a caller, and their turn's own reply takes its
 place. Segments are read where the status says they are (a committed speculative reply keeps its speculative keys).
 It answers within the wait, counted from the invocation's start, and a look the table has not answered when the
@@ -35,7 +37,7 @@ import contextlib
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from voicebridge.clock import SYSTEM_CLOCK, Clock
 from voicebridge.connect.events import whole_number
@@ -44,6 +46,8 @@ from voicebridge.polls.longpoll import LateLook, LongPoll, Meanwhile
 from voicebridge.polls.next_turn import require_listening
 from voicebridge.store.replies import ReplyStatus, ReplyStore, Segment
 from voicebridge.store.turns import MAX_SEQ, TurnStore
+
+Pace = Literal["fast", "making", "slow"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +90,7 @@ def next_to_play(
     fast_poll_ms: int,
     slow_poll_ms: int,
     remaining_ms: int | None,
+    making_poll_ms: int | None = None,
     started: float | None = None,
     clock: Clock = SYSTEM_CLOCK,
     read: Callable[[int], None] | None = None,
@@ -96,6 +101,7 @@ def next_to_play(
     container making its clients — counts against the wait, as it counts against Connect's limit
     (:class:`~voicebridge.polls.longpoll.LongPoll`). ``read`` is told the turn whose reply the flow has played, to
     redact it, once the poll waits slowly (nothing is being made: no look can be hurried by the work).
+    ``making_poll_ms`` (default: ``fast_poll_ms``) is the pace while a reply's first sentence is with the responder.
     """
     turn = whole_number(parameters, "TurnIndex", default=-1, low=-1, high=MAX_SEQ)
     played = whole_number(parameters, "Segment", default=-1, low=-1)
@@ -103,9 +109,8 @@ def next_to_play(
     poll = LongPoll.asked(parameters, max_wait_ms=max_wait_ms, remaining_ms=remaining_ms, started=started, clock=clock)
     meanwhile = Meanwhile((lambda: read(turn)) if read is not None and turn >= 0 else None)
     try:
-        return _poll(
-            contact_id, poll, meanwhile, (turn, played, collected), replies, turns, fast_poll_ms, slow_poll_ms, clock
-        )
+        paces = (fast_poll_ms, fast_poll_ms if making_poll_ms is None else making_poll_ms, slow_poll_ms)
+        return _poll(contact_id, poll, meanwhile, (turn, played, collected), replies, turns, paces, clock)
     finally:
         meanwhile.end()
 
@@ -117,11 +122,11 @@ def _poll(
     where: tuple[int, int, int],
     replies: ReplyStore,
     turns: TurnStore,
-    fast_poll_ms: int,
-    slow_poll_ms: int,
+    paces: tuple[int, int, int],
     clock: Clock,
 ) -> Next:
     turn, played, collected = where
+    fast_poll_ms, making_poll_ms, slow_poll_ms = paces
     checked_listening = False
     status: ReplyStatus | None = None
     ended: dict[int, ReplyStatus] = {}
@@ -141,10 +146,11 @@ def _poll(
                 if status is None:
                     known = Thinking(turn, 0, started=False)
                 return Next(waited_ms=poll.waited_ms, thinking=known, speaking_ms=_speaking_ms(status, clock.time()))
-            due = _due(status, turn, played)
-            if not due:
+            pace = _pace(status, turn, played)
+            if pace == "slow":
                 meanwhile.begin()
-            if not poll.pause((fast_poll_ms if due else slow_poll_ms) / 1000):
+            interval_ms = {"fast": fast_poll_ms, "making": making_poll_ms, "slow": slow_poll_ms}[pace]
+            if not poll.pause(interval_ms / 1000):
                 thinking = _thinking(status, turn, played, clock.time())
                 if thinking is None and poll.spare_look():
                     unanswered = functools.partial(_unanswered, turns, contact_id, status, turn, clock.time())
@@ -169,18 +175,22 @@ def _look(
     return status, found
 
 
-def _due(status: ReplyStatus | None, turn: int, played: int) -> bool:
-    """Whether a segment for the flow may be stored at any moment: worth looking again soon. So while a reply is
-    being made and the flow has played all of it there is, or once Ink heard the caller may be done (a speculative
-    reply may be named as the turn ends); not while the next sentence is held back over a speaking caller, nor
-    while nothing is being made."""
+def _pace(status: ReplyStatus | None, turn: int, played: int) -> Pace:
+    """How soon to look again. ``fast`` while a segment for the flow may be stored at any moment: a later sentence of
+    the reply being made (the flow has played all of it there is), or a reply's first sentence Sonic is making;
+    ``making`` while a first sentence is still with the responder — a reply begun, or a speculative one on Ink's
+    eager end, which may be named as the turn ends — as it takes a synthesis after the mark that Sonic began, the
+    poll is fast by then; ``slow`` while nothing is being made, or the next sentence is held back over a speaking
+    caller."""
     if status is None:
-        return False
+        return "slow"
     if status.expecting is not None and status.expecting > status.turn:
-        return True
+        return "fast" if status.synthesizing_first(status.expecting) else "making"
     if status.done:
-        return False
-    return status.turn > turn or status.segments <= played + 1
+        return "slow"
+    if status.turn > turn:
+        return "fast" if status.synthesizing_first(status.turn) else "making"
+    return "fast" if status.segments <= played + 1 else "slow"
 
 
 def _speaking_ms(status: ReplyStatus | None, now_s: float) -> int | None:

@@ -23,6 +23,8 @@ Items, next to the turns and the checkpoint (partition key ``ContactId``, sort k
 
 The status's ``Keys`` says where its reply's segments live (``reply``, or ``spec#<turn>#<attempt>``), and its
 ``Expecting`` the turn whose reply may appear at any moment (Ink said the caller may be done): pollers then look fast.
+``ExpectingKeys`` names the speculative attempt that said so; when the caller goes on, that attempt takes its mark back
+(a newer attempt's mark stays), and pollers look slowly again until the next eager end.
 """
 
 from __future__ import annotations
@@ -95,7 +97,10 @@ class ReplyStatus:
     keys: str = REPLY_KEYS
     """Where this reply's segments are (a committed speculative reply's are under its speculative keys)."""
     expecting: int | None = None
-    """A turn whose reply may be named at any moment (Ink's eager end was heard): pollers look fast."""
+    """A turn whose reply may be named at any moment (Ink's eager end was heard): pollers look for it."""
+    synthesizing: int | None = None
+    """The newest turn whose reply's first sentence Sonic is making (a speculative reply's too): its first segment
+    is stored within a synthesis, so pollers waiting for it look fast (:meth:`ReplyStore.synthesizing_soon`)."""
     latest: Segment | None = None
     """The segment stored last, copied into the status: the flow gets it with the status, in one read."""
     speaking_since_ms: int = 0
@@ -103,10 +108,9 @@ class ReplyStatus:
     beside the checkpoint (:meth:`ReplyStore.mark_speaking`), so the poll that holds a sentence back over a speaking
     caller learns it in the read it makes anyway. Never written by a reply's own status writes."""
 
-    @property
-    def hurried(self) -> bool:
-        """A reply is being made, or one may be named at any moment: worth looking again soon."""
-        return not self.done or (self.expecting is not None and self.expecting > self.turn)
+    def synthesizing_first(self, turn: int) -> bool:
+        """Sonic is making the first sentence of ``turn``'s reply (or of a later turn's)."""
+        return self.synthesizing is not None and self.synthesizing >= turn
 
     def has(self, turn: int, segment: int) -> bool:
         """Segment ``segment`` of ``turn``'s reply is stored (or a later turn's reply has begun)."""
@@ -228,14 +232,34 @@ class ReplyStore:
         False when a reply to that turn or a later one is already named (the speculation lost the race)."""
         return self._put_status(contact_id, status, same_turn=False)
 
-    def expect(self, contact_id: str, turn: int) -> None:
-        """Say that ``turn``'s reply may be named at any moment (pollers look fast); the status keeps the rest."""
+    def expect(self, contact_id: str, turn: int, keys: str) -> None:
+        """Say that ``turn``'s reply may be named at any moment (pollers look fast); the status keeps the rest.
+        ``keys`` names the speculative attempt that expects it: only that attempt's :meth:`unexpect` takes it back."""
         with contextlib.suppress(ConditionFailed):
-            self._set_on_status(contact_id, "Expecting", turn, before_turn=turn)
+            self._set_on_status(contact_id, {"Expecting": turn, "ExpectingKeys": keys}, before_turn=turn)
 
-    def expect_soon(self, contact_id: str, turn: int) -> Future[None]:
+    def expect_soon(self, contact_id: str, turn: int, keys: str) -> Future[None]:
         """:meth:`expect`, on a thread of the store's own: the caller goes on with its work meanwhile."""
-        return self._writers().submit(self.expect, contact_id, turn)
+        return self._writers().submit(self.expect, contact_id, turn, keys)
+
+    def synthesizing_soon(self, contact_id: str, turn: int) -> Future[None]:
+        """Say, on a thread of the store's own, that Sonic is making the first sentence of ``turn``'s reply: a poller
+        waiting for it looks fast from now on, and at the making pace before (one write a reply saves tens of reads)."""
+        return self._writers().submit(self._set_on_status, contact_id, {"Synthesizing": turn})
+
+    def unexpect(self, contact_id: str, turn: int, keys: str) -> None:
+        """Take back attempt ``keys``'s :meth:`expect` (the caller went on): pollers look slowly again until the next
+        eager end. A later attempt's mark, or the reply named since, is left as it is."""
+        with contextlib.suppress(ConditionFailed):
+            self._turns.call(
+                "update_item",
+                TableName=self._turns.table,
+                Key={"ContactId": {"S": contact_id}, "TurnKey": {"S": STATUS}},
+                UpdateExpression="REMOVE #x, #k",
+                ConditionExpression="#x = :turn AND #k = :keys",
+                ExpressionAttributeNames={"#x": "Expecting", "#k": "ExpectingKeys"},
+                ExpressionAttributeValues={":turn": {"N": str(turn)}, ":keys": {"S": keys}},
+            )
 
     def note_speculation(
         self,
@@ -337,6 +361,7 @@ class ReplyStore:
             updated_at_ms=int(item.get("UpdatedAt", 0)),
             keys=str(item.get("Keys") or REPLY_KEYS),
             expecting=int(item["Expecting"]) if item.get("Expecting") is not None else None,
+            synthesizing=int(item["Synthesizing"]) if item.get("Synthesizing") is not None else None,
             latest=_latest(contact_id, item),
             speaking_since_ms=int(item.get("SpeakingSince", 0)),
         )
@@ -389,7 +414,7 @@ class ReplyStore:
         An update, not a put: the caller's speaking mark on the same item stays as the consumer last wrote it. The
         rest is replaced, as a put would (``Expecting`` and an older ``Latest`` are removed)."""
         values = typed_item(self._status_values(status))
-        removed = ["Expecting"] + ([] if "Latest" in values else ["Latest"])
+        removed = ["Expecting", "ExpectingKeys"] + ([] if "Latest" in values else ["Latest"])
         # Every attribute by a name placeholder: Segments, among others, is one of DynamoDB's reserved words.
         update = "SET " + ", ".join(f"#{name} = :{name}" for name in values)
         update += " REMOVE " + ", ".join(f"#{name}" for name in removed)
@@ -411,24 +436,34 @@ class ReplyStore:
     def mark_speaking(self, contact_id: str, since_ms: int) -> None:
         """Record in the status that the caller's turn in progress began at ``since_ms`` (0: no turn open), for the
         poll that reads it anyway."""
-        self._set_on_status(contact_id, "SpeakingSince", since_ms)
+        self._set_on_status(contact_id, {"SpeakingSince": since_ms})
 
-    def _set_on_status(self, contact_id: str, name: str, value: int, *, before_turn: int | None = None) -> None:
-        """Set ``name`` on the status, leaving the rest as it is, or making a status of no reply yet (turn -1, done)
+    def _set_on_status(
+        self, contact_id: str, values: Mapping[str, int | str], *, before_turn: int | None = None
+    ) -> None:
+        """Set ``values`` on the status, leaving the rest as it is, or making a status of no reply yet (turn -1, done)
         when there is none; with ``before_turn``, only while the status names an older turn (else ConditionFailed)."""
         condition = {} if before_turn is None else {"ConditionExpression": "attribute_not_exists(#t) OR #t < :before"}
+        typed = typed_item(dict(values))
+        sets = ", ".join(f"#v{index} = :v{index}" for index in range(len(typed)))
         self._turns.call(
             "update_item",
             TableName=self._turns.table,
             Key={"ContactId": {"S": contact_id}, "TurnKey": {"S": STATUS}},
             UpdateExpression=(
-                "SET #v = :v, #t = if_not_exists(#t, :none), #s = if_not_exists(#s, :zero), "
+                f"SET {sets}, #t = if_not_exists(#t, :none), #s = if_not_exists(#s, :zero), "
                 "#d = if_not_exists(#d, :done), #e = :e"
             ),
             # Names for every attribute: Segments, among others, is one of DynamoDB's reserved words.
-            ExpressionAttributeNames={"#v": name, "#t": "Turn", "#s": "Segments", "#d": "Done", "#e": "ExpiresAt"},
+            ExpressionAttributeNames={
+                **{f"#v{index}": name for index, name in enumerate(typed)},
+                "#t": "Turn",
+                "#s": "Segments",
+                "#d": "Done",
+                "#e": "ExpiresAt",
+            },
             ExpressionAttributeValues={
-                ":v": {"N": str(value)},
+                **{f":v{index}": value for index, value in enumerate(typed.values())},
                 ":none": {"N": "-1"},
                 ":zero": {"N": "0"},
                 ":done": {"BOOL": True},

@@ -88,6 +88,18 @@ class _Task:
     terminal: bool = False
 
 
+@dataclass(frozen=True)
+class _Update:
+    """One artifactUpdate's chunk, its shape checked: what the checks of an audio, text or trace chunk read."""
+
+    task_id: str
+    task: _Task
+    artifact_id: str
+    parts: object
+    append: bool
+    last: bool
+
+
 @dataclass
 class _Fragments:
     total: int
@@ -372,17 +384,23 @@ class AgentFrameChecker:
             return
         self._feed(inner, now, out, reassembled=True)
 
+    def _task_id(self, frame: str, update: dict[str, Any], violate: _Violate) -> str | None:
+        """The task an update (``frame``: ``artifactUpdate`` or ``statusUpdate``) is of; None, the update refused,
+        without one. An update naming another context than the session's is a violation, and is read all the same."""
+        task_id = update.get("taskId")
+        if not isinstance(task_id, str) or not task_id:
+            violate(Rule.MISSING_TASK_ID, f"{frame} without a taskId")
+            return None
+        if update.get("contextId") != self.context_id:
+            violate(Rule.CONTEXT_MISMATCH, f"{frame} contextId {update.get('contextId')!r}, not {self.context_id!r}")
+        return task_id
+
     def _artifact_update(
         self, update: dict[str, Any], violate: _Violate, out: list[AgentEvent], *, reassembled: bool
     ) -> None:
-        task_id, artifact = update.get("taskId"), update.get("artifact")
-        if not isinstance(task_id, str) or not task_id:
-            violate(Rule.MISSING_TASK_ID, "an artifactUpdate without a taskId")
+        task_id, artifact = self._task_id("artifactUpdate", update, violate), update.get("artifact")
+        if task_id is None:
             return
-        if update.get("contextId") != self.context_id:
-            violate(
-                Rule.CONTEXT_MISMATCH, f"artifactUpdate contextId {update.get('contextId')!r}, not {self.context_id!r}"
-            )
         append, last = update.get("append", False), update.get("lastChunk", False)
         artifact_id = artifact.get("artifactId") if isinstance(artifact, dict) else None
         if not isinstance(artifact_id, str) or type(append) is not bool or type(last) is not bool:
@@ -394,8 +412,9 @@ class AgentFrameChecker:
         parts = artifact.get("parts")
         event_type = _event_type(artifact)
         task = self._tasks.setdefault(task_id, _Task())
+        chunk = _Update(task_id, task, artifact_id, parts, append, last)
         if event_type == "TRACING_SPAN":
-            self._trace(task_id, task, parts, append, last, violate, out)
+            self._trace(chunk, violate, out)
             return
         if event_type not in ("AUDIO_RESPONSE_CHUNK", "TEXT_RESPONSE_CHUNK"):
             violate(Rule.EVENT_TYPE, f"an artifactUpdate with eventType {event_type!r}")
@@ -404,23 +423,12 @@ class AgentFrameChecker:
             violate(Rule.EVENT_AFTER_TERMINAL, f"a chunk of artifact {artifact_id!r} after task {task_id!r} ended")
             return
         if event_type == "AUDIO_RESPONSE_CHUNK":
-            self._audio(task_id, task, artifact_id, parts, append, last, violate, out, reassembled=reassembled)
+            self._audio(chunk, violate, out, reassembled=reassembled)
         else:
-            self._text(task_id, task, artifact_id, parts, append, last, violate, out)
+            self._text(chunk, violate, out)
 
-    def _audio(
-        self,
-        task_id: str,
-        task: _Task,
-        artifact_id: str,
-        parts: object,
-        append: bool,
-        last: bool,
-        violate: _Violate,
-        out: list[AgentEvent],
-        *,
-        reassembled: bool,
-    ) -> None:
+    def _audio(self, chunk: _Update, violate: _Violate, out: list[AgentEvent], *, reassembled: bool) -> None:
+        task_id, task, artifact_id, parts = chunk.task_id, chunk.task, chunk.artifact_id, chunk.parts
         if reassembled:
             violate(
                 Rule.FRAGMENTED_AUDIO, f"audio of artifact {artifact_id!r} came in FRAGMENTs; audio is never fragmented"
@@ -438,21 +446,12 @@ class AgentFrameChecker:
         if len(pcm) % 2:
             violate(Rule.AUDIO_ODD_LENGTH, f"artifact {artifact_id!r}: {len(pcm)} bytes is not whole 16-bit samples")
             return
-        playable = self._advance("audio", task_id, artifact_id, append, last, violate)
+        playable = self._advance("audio", chunk, violate)
         task.chunks += 1
-        out.append(AudioChunk(task_id, artifact_id, pcm, first=not append, last=last, playable=playable))
+        out.append(AudioChunk(task_id, artifact_id, pcm, first=not chunk.append, last=chunk.last, playable=playable))
 
-    def _text(
-        self,
-        task_id: str,
-        task: _Task,
-        artifact_id: str,
-        parts: object,
-        append: bool,
-        last: bool,
-        violate: _Violate,
-        out: list[AgentEvent],
-    ) -> None:
+    def _text(self, chunk: _Update, violate: _Violate, out: list[AgentEvent]) -> None:
+        task_id, task, artifact_id, parts = chunk.task_id, chunk.task, chunk.artifact_id, chunk.parts
         if not self._warned_text:
             self._warned_text = True
             violate(
@@ -462,12 +461,13 @@ class AgentFrameChecker:
         if not isinstance(part, dict) or not isinstance(part.get("text"), str):
             violate(Rule.EVENT_TYPE, f"artifact {artifact_id!r}: a TEXT_RESPONSE_CHUNK holds one text part")
             return
-        self._advance("text", task_id, artifact_id, append, last, violate)
+        self._advance("text", chunk, violate)
         task.chunks += 1
-        out.append(TextChunk(task_id, artifact_id, part["text"], last))
+        out.append(TextChunk(task_id, artifact_id, part["text"], chunk.last))
 
-    def _advance(self, kind: str, task_id: str, artifact_id: str, append: bool, last: bool, violate: _Violate) -> bool:
-        """Moves the artifact on by one chunk and says whether its content is still to be played."""
+    def _advance(self, kind: str, chunk: _Update, violate: _Violate) -> bool:
+        """Moves the chunk's artifact on by one chunk and says whether its content is still to be played."""
+        task_id, artifact_id, append, last = chunk.task_id, chunk.artifact_id, chunk.append, chunk.last
         artifact = self._artifacts.get(artifact_id)
         if artifact is None:
             if append:
@@ -504,16 +504,8 @@ class AgentFrameChecker:
             self._open.pop(kind, None)
         return True
 
-    def _trace(
-        self,
-        task_id: str,
-        task: _Task,
-        parts: object,
-        append: bool,
-        last: bool,
-        violate: _Violate,
-        out: list[AgentEvent],
-    ) -> None:
+    def _trace(self, chunk: _Update, violate: _Violate, out: list[AgentEvent]) -> None:
+        task_id, task, parts = chunk.task_id, chunk.task, chunk.parts
         if not self.subscribe_traces:
             violate(
                 Rule.TRACE_NOT_SUBSCRIBED, f"a TRACING_SPAN for task {task_id!r}, though INIT_SESSION did not subscribe"
@@ -528,7 +520,7 @@ class AgentFrameChecker:
         part = parts[0] if isinstance(parts, list) and len(parts) == 1 else None
         data = part.get("data") if isinstance(part, dict) else None
         span = data.get("tracingSpan") if isinstance(data, dict) else None
-        problems = [] if append is False and last is True else ["a TRACING_SPAN has append false and lastChunk true"]
+        problems = [] if not chunk.append and chunk.last else ["a TRACING_SPAN has append false and lastChunk true"]
         if not isinstance(span, dict) or "otlp" not in span:
             problems.append("no single data part holding tracingSpan.otlp")
             otlp = None
@@ -540,14 +532,9 @@ class AgentFrameChecker:
         out.append(TraceReceived(task_id, otlp, tuple(problems)))
 
     def _status_update(self, update: dict[str, Any], violate: _Violate, out: list[AgentEvent]) -> None:
-        task_id, status = update.get("taskId"), update.get("status")
-        if not isinstance(task_id, str) or not task_id:
-            violate(Rule.MISSING_TASK_ID, "a statusUpdate without a taskId")
+        task_id, status = self._task_id("statusUpdate", update, violate), update.get("status")
+        if task_id is None:
             return
-        if update.get("contextId") != self.context_id:
-            violate(
-                Rule.CONTEXT_MISMATCH, f"statusUpdate contextId {update.get('contextId')!r}, not {self.context_id!r}"
-            )
         state = status.get("state") if isinstance(status, dict) else None
         if state in UNSUPPORTED_TASK_STATES or (state not in TERMINAL_TASK_STATES and state != "TASK_STATE_WORKING"):
             violate(Rule.UNSUPPORTED_TASK_STATE, f"task {task_id!r} in state {state!r}")

@@ -12,7 +12,7 @@ import json
 import logging
 from collections.abc import Iterable, Mapping
 from http import HTTPStatus
-from typing import Any, Final
+from typing import Any, Final, Unpack
 
 from voicebridge_dev.local.bedrock.brain import BANK_AGENT, Brain
 from voicebridge_dev.local.bedrock.errors import EmulatorConfigError
@@ -21,6 +21,7 @@ from voicebridge_dev.local.bedrock.faults import Fault
 from voicebridge_dev.local.bedrock.records import LABEL, InvocationRecord
 from voicebridge_dev.local.bedrock.server import Handler
 from voicebridge_dev.local.service import (
+    Address,
     ControlAnswer,
     ControlPlane,
     RecordingEmulator,
@@ -55,14 +56,13 @@ class BedrockEmulator(RecordingEmulator[Fault, InvocationRecord]):
     def __init__(
         self,
         *,
-        host: str = "127.0.0.1",
-        port: int = 0,
         model_ids: Iterable[str] = (DEFAULT_MODEL_ID,),
         brain: Brain | Mapping[str, Any] | None = None,
         time_to_first_token_ms: float = 300.0,
         tokens_per_second: float = 60.0,
+        **address: Unpack[Address],
     ) -> None:
-        super().__init__(host, port, InvocationRecord)
+        super().__init__(InvocationRecord, **address)
         self.model_ids = tuple(model_ids)
         if not self.model_ids:
             raise EmulatorConfigError("the emulator serves at least one model id")

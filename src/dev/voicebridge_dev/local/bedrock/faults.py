@@ -23,18 +23,23 @@ injected: Bedrock's exact words for them were not found.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
-from typing import ClassVar, Final
+from typing import Final
 
-from voicebridge_dev.local.service import ApiError, CountedFault, FaultSpecError, check_whole
+from voicebridge_dev.local.service import ApiError, CountedFault, FaultKinds, FaultSpecError, check_seconds, check_whole
 
 
-class FaultKind(StrEnum):
-    THROTTLE = "throttle"
+class FaultKind(FaultKinds):
+    THROTTLE = "throttle", ApiError(429, "ThrottlingException", "Too many requests, please wait before trying again.")
     """HTTP 429 ThrottlingException before the stream (the account's quota)."""
-    MODEL_NOT_READY = "model_not_ready"
+    MODEL_NOT_READY = (
+        "model_not_ready",
+        ApiError(429, "ModelNotReadyException", "The model is not ready to serve inference requests."),
+    )
     """HTTP 429 ModelNotReadyException before the stream (the model cannot serve yet)."""
-    UNAVAILABLE = "unavailable"
+    UNAVAILABLE = (
+        "unavailable",
+        ApiError(503, "ServiceUnavailableException", "The service is unavailable. Try again later."),
+    )
     """HTTP 503 ServiceUnavailableException before the stream."""
     STREAM_ERROR = "stream_error"
     """An exception event (``exception``: a modelStreamErrorException by default) after ``after_tokens`` deltas,
@@ -73,27 +78,15 @@ STOP_REASONS: Final = (
 
 
 @dataclass(frozen=True)
-class Fault(CountedFault):
+class Fault(CountedFault[FaultKind]):
     """A failure to inject into the next ``count`` ConverseStream calls the service runs."""
 
     kinds = FaultKind
-    refusals: ClassVar = {
-        FaultKind.THROTTLE: ApiError(429, "ThrottlingException", "Too many requests, please wait before trying again."),
-        FaultKind.MODEL_NOT_READY: ApiError(
-            429, "ModelNotReadyException", "The model is not ready to serve inference requests."
-        ),
-        FaultKind.UNAVAILABLE: ApiError(
-            503, "ServiceUnavailableException", "The service is unavailable. Try again later."
-        ),
-    }
     injected_by = "the Bedrock emulator"
 
-    kind: FaultKind
-    count: int = 1
     after_tokens: int = 3
     seconds: float = 1.0
     exception: str = "modelStreamErrorException"
-    message: str | None = None
     stop_reason: str = "end_turn"
     first_turns: int | None = None
     """Strike only calls whose conversation has at most this many user messages: the conversation's first turns,
@@ -101,6 +94,7 @@ class Fault(CountedFault):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_seconds(self.seconds)
         check_whole("after_tokens", self.after_tokens)
         if self.exception not in STREAM_EXCEPTIONS:
             raise FaultSpecError(f"unknown exception {self.exception!r}; one of {', '.join(STREAM_EXCEPTIONS)}")

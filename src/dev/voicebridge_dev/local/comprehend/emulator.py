@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Unpack
 
 from voicebridge_dev.local.comprehend.detector import detect
 from voicebridge_dev.local.comprehend.errors import EmulatorConfigError
@@ -12,7 +12,7 @@ from voicebridge_dev.local.comprehend.quota import DEFAULT_REQUESTS_PER_SECOND, 
 from voicebridge_dev.local.comprehend.records import LABEL, InvocationRecord
 from voicebridge_dev.local.comprehend.requests import CONTAINS_PII_ENTITIES, PiiRequest
 from voicebridge_dev.local.comprehend.server import Handler
-from voicebridge_dev.local.service import ControlPlane, RecordingEmulator, unknown_names, validation_refusal
+from voicebridge_dev.local.service import Address, ControlPlane, RecordingEmulator, unknown_names, validation_refusal
 
 logger = logging.getLogger(__name__)
 
@@ -32,9 +32,9 @@ class ComprehendEmulator(RecordingEmulator[Fault, InvocationRecord]):
     handler = Handler
 
     def __init__(
-        self, *, host: str = "127.0.0.1", port: int = 0, requests_per_second: int | None = DEFAULT_REQUESTS_PER_SECOND
+        self, *, requests_per_second: int | None = DEFAULT_REQUESTS_PER_SECOND, **address: Unpack[Address]
     ) -> None:
-        super().__init__(host, port, InvocationRecord)
+        super().__init__(InvocationRecord, **address)
         self.quota = RequestQuota(requests_per_second)
 
     def _serving(self) -> str:

@@ -10,15 +10,15 @@ HTTP::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
-from voicebridge_dev.local.service import CallRecord, CallState
+from voicebridge_dev.local.service import AnswerRecord, AnswerState
 
 LABEL: Final = "Comprehend emulator (rule-based PII detection, not Amazon Comprehend's model)"
 
 
 @dataclass(frozen=True, kw_only=True)
-class InvocationRecord(CallRecord):
+class InvocationRecord(AnswerRecord):
     """One call: the ``operation`` its ``X-Amz-Target`` named, the ``text`` and ``language_code`` it sent (None when
     the body had none), what was answered (``answer``, None for an error); ``outcome`` is ``ok``, ``error``
     (``error_type`` saying which), ``throttled`` (beyond the quota), ``fault_<kind>`` or ``client_disconnected``."""
@@ -26,9 +26,6 @@ class InvocationRecord(CallRecord):
     operation: str
     text: str | None
     language_code: str | None
-    answer: Any
-    error_type: str | None
-    error_message: str | None
 
     @property
     def entity_types(self) -> list[str]:
@@ -40,12 +37,9 @@ class InvocationRecord(CallRecord):
 
 
 @dataclass(kw_only=True)
-class Call(CallState):
+class Call(AnswerState):
     """Mutable bookkeeping of one call while it runs."""
 
     operation: str
     text: str | None = None
     language_code: str | None = None
-    answer: Any = None
-    error_type: str | None = None
-    error_message: str | None = None

@@ -39,14 +39,15 @@ The control plane (:class:`~voicebridge_dev.local.service.ControlPlane`)::
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any, Final, Protocol
 from urllib.parse import urlsplit
 
-from voicebridge_dev.local.comprehend.faults import Fault, FaultKind
+from voicebridge_dev.local.comprehend.faults import Fault
 from voicebridge_dev.local.comprehend.quota import RequestQuota
 from voicebridge_dev.local.comprehend.records import LABEL, Call
 from voicebridge_dev.local.comprehend.requests import LANGUAGES, PiiRequest, parse_pii_request
-from voicebridge_dev.local.service import CONTROL_PREFIX, ApiError, CallHandler, Serving
+from voicebridge_dev.local.service import CONTROL_PREFIX, AnsweringHandler, ApiError, Serving
 
 TARGET_PREFIX: Final = "Comprehend_20171127."
 CONTENT_TYPE: Final = "application/x-amz-json-1.1"
@@ -70,9 +71,10 @@ def error_body(error: ApiError) -> dict[str, Any]:
     return {"__type": error.error_type, key: error.message, **error.extra}
 
 
-class Handler(CallHandler[Backend]):
+class Handler(AnsweringHandler[Backend]):
     server_version = "ComprehendEmulator/1.0"
     label = LABEL
+    content_type = CONTENT_TYPE
 
     def do_POST(self) -> None:
         path = urlsplit(self.path).path
@@ -86,7 +88,7 @@ class Handler(CallHandler[Backend]):
             self.unknown_operation()
             return
         call = Call(started=time.perf_counter(), operation=operation)
-        self.serve_call(call, lambda: self._serve(call, body))
+        self.serve_call(call, lambda: self.answer(call, lambda: self._serve(call, body)))
 
     def unknown_operation(self) -> None:
         target = self.headers.get("X-Amz-Target") or "no X-Amz-Target"
@@ -98,45 +100,29 @@ class Handler(CallHandler[Backend]):
         )
         self.send_json(error.status, error_body(error), {"Content-Type": CONTENT_TYPE})
 
-    def _serve(self, call: Call, raw: bytes) -> None:
+    def error_answer(self, error: ApiError) -> tuple[Any, Mapping[str, str]]:
+        return error_body(error), {}
+
+    def _serve(self, call: Call, raw: bytes) -> Any:
         emulator = self.emulator
-        headers = {"x-amzn-RequestId": call.request_id, "Content-Type": CONTENT_TYPE}
         try:
-            try:
-                body, unreadable = self.json_body(call, raw), None
-            except ApiError as error:
-                body, unreadable = None, error
-            if isinstance(body, dict):
-                text, language = body.get("Text"), body.get("LanguageCode")
-                call.text = text if isinstance(text, str) else None
-                call.language_code = language if isinstance(language, str) else None
-            # The quota is enforced in front of the service: a call beyond it is refused before it is read.
-            if not emulator.quota.admit(call.operation):
-                call.outcome = "throttled"
-                raise ApiError(429, "TooManyRequestsException", _THROTTLED)
-            if unreadable is not None:
-                raise unreadable
-            answer = emulator.answer(parse_pii_request(call.operation, body))
-            fault = emulator.faults.take()
-            call.fault = fault.kind.value if fault else None
-            if fault is not None:
-                if fault.kind is FaultKind.DROP:
-                    call.outcome = "fault_drop"
-                    self.complete(call)
-                    self.cut()
-                    return
-                refusal = fault.refusal()
-                if refusal is not None:
-                    call.outcome = f"fault_{fault.kind.value}"
-                    raise refusal
-                emulator.stopping.wait(fault.seconds)
-            call.answer = answer
+            body, unreadable = self.json_body(call, raw), None
         except ApiError as error:
-            call.http_status, call.error_type, call.error_message = error.status, error.error_type, error.message
-            if call.outcome == "ok":
-                call.outcome = "error"
-            self.complete(call)
-            self.send_json(error.status, error_body(error), headers)
-            return
-        self.complete(call)
-        self.send_json(200, answer, headers)
+            body, unreadable = None, error
+        if isinstance(body, dict):
+            text, language = body.get("Text"), body.get("LanguageCode")
+            call.text = text if isinstance(text, str) else None
+            call.language_code = language if isinstance(language, str) else None
+        # The quota is enforced in front of the service: a call beyond it is refused before it is read.
+        if not emulator.quota.admit(call.operation):
+            call.outcome = "throttled"
+            raise ApiError(429, "TooManyRequestsException", _THROTTLED)
+        if unreadable is not None:
+            raise unreadable
+        answer = emulator.answer(parse_pii_request(call.operation, body))
+        fault = self.strike(call)
+        if fault is not None:
+            if fault.kind.cuts:
+                return None
+            emulator.stopping.wait(fault.seconds)
+        return answer

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import logging
 from http import HTTPStatus
+from typing import Unpack
 
 from voicebridge_dev.local.connect.contacts import Contact, Contacts, UpdateRequest
 from voicebridge_dev.local.connect.faults import Fault
 from voicebridge_dev.local.connect.records import LABEL, InvocationRecord
 from voicebridge_dev.local.connect.server import Handler
 from voicebridge_dev.local.kvs import EMULATED_INSTANCE_ID
-from voicebridge_dev.local.service import ControlAnswer, ControlPlane, RecordingEmulator
+from voicebridge_dev.local.service import Address, ControlAnswer, ControlPlane, RecordingEmulator
 
 logger = logging.getLogger(__name__)
 
@@ -35,12 +36,11 @@ class ConnectEmulator(RecordingEmulator[Fault, InvocationRecord]):
     def __init__(
         self,
         *,
-        host: str = "127.0.0.1",
-        port: int = 0,
         instance_id: str = EMULATED_INSTANCE_ID,
         known_contacts_only: bool = False,
+        **address: Unpack[Address],
     ) -> None:
-        super().__init__(host, port, InvocationRecord)
+        super().__init__(InvocationRecord, **address)
         self.contacts = Contacts(instance_id, known_contacts_only=known_contacts_only)
 
     def _serving(self) -> str:

@@ -1,47 +1,30 @@
 """The failures the Connect emulator injects into its operations, told as Amazon Connect tells them.
 
-Faults wait in the emulator's queue in the order they were injected; each call the service would answer takes one
-count of the oldest. Requests it refuses anyway (an invalid parameter, an unknown instance or contact) take no
-count. From Python: ``emu.inject(Fault(FaultKind.THROTTLE, count=2))``; over HTTP::
-
-    POST   /_emulator/faults   {"kind": "stall", "seconds": 2.0}  (or a list)
-    GET    /_emulator/faults   pending faults
-    DELETE /_emulator/faults   drop every pending fault
+Each call the service would answer takes one count of the oldest fault (the kit's
+:class:`~voicebridge_dev.local.service.RequestFault`); requests it refuses anyway (an invalid parameter, an unknown
+instance or contact) take no count. ``emu.inject(Fault(FaultKind.THROTTLE, count=2))``, or over HTTP
+``POST /_emulator/faults {"kind": "stall", "seconds": 2.0}``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import StrEnum
-from typing import ClassVar
-
-from voicebridge_dev.local.service import ApiError, CountedFault
+from voicebridge_dev.local.service import CUT, ApiError, FaultKinds, RequestFault
 
 
-class FaultKind(StrEnum):
-    THROTTLE = "throttle"
+class FaultKind(FaultKinds):
+    THROTTLE = "throttle", ApiError(429, "ThrottlingException", "Rate exceeded")
     """HTTP 429 ThrottlingException (boto3 retries it); nothing is written."""
-    INTERNAL_ERROR = "internal_error"
+    INTERNAL_ERROR = "internal_error", ApiError(500, "InternalServiceException", "An internal error occurred")
     """HTTP 500 InternalServiceException (boto3 retries it); nothing is written."""
     STALL = "stall"
     """The attributes written, the answer held back for ``seconds``, then given."""
-    DROP = "drop"
+    DROP = "drop", CUT
     """The connection cut with no answer; nothing is written."""
 
 
-@dataclass(frozen=True)
-class Fault(CountedFault):
+class Fault(RequestFault[FaultKind]):
     """A failure to inject into the next ``count`` calls the service answers; a stall or a drop is no
     :meth:`refusal`."""
 
     kinds = FaultKind
-    refusals: ClassVar = {
-        FaultKind.THROTTLE: ApiError(429, "ThrottlingException", "Rate exceeded"),
-        FaultKind.INTERNAL_ERROR: ApiError(500, "InternalServiceException", "An internal error occurred"),
-    }
     injected_by = "the Connect emulator"
-
-    kind: FaultKind
-    count: int = 1
-    seconds: float = 1.0
-    message: str | None = None

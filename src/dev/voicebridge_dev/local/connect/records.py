@@ -8,15 +8,15 @@ Records are served over HTTP::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
-from voicebridge_dev.local.service import CallRecord, CallState
+from voicebridge_dev.local.service import AnswerRecord, AnswerState
 
 LABEL: Final = "Connect contact attributes emulator (UpdateContactAttributes, GetContactAttributes; not Amazon Connect)"
 
 
 @dataclass(frozen=True, kw_only=True)
-class InvocationRecord(CallRecord):
+class InvocationRecord(AnswerRecord):
     """One call: its ``operation``, the instance and contact it named (None when the request did not say), what was
     answered (``answer``, None for an error); ``outcome`` is ``ok``, ``error`` (``error_type`` saying which),
     ``fault_<kind>`` or ``client_disconnected``."""
@@ -24,18 +24,12 @@ class InvocationRecord(CallRecord):
     operation: str
     instance_id: str | None
     contact_id: str | None
-    answer: Any
-    error_type: str | None
-    error_message: str | None
 
 
 @dataclass(kw_only=True)
-class Call(CallState):
+class Call(AnswerState):
     """Mutable bookkeeping of one call while it runs."""
 
     operation: str
     instance_id: str | None = None
     contact_id: str | None = None
-    answer: Any = None
-    error_type: str | None = None
-    error_message: str | None = None

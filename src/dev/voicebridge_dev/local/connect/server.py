@@ -32,14 +32,14 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Any, Final, Protocol
 from urllib.parse import unquote, urlsplit
 
 from voicebridge_dev.local.connect.contacts import UpdateRequest
-from voicebridge_dev.local.connect.faults import Fault, FaultKind
+from voicebridge_dev.local.connect.faults import Fault
 from voicebridge_dev.local.connect.records import LABEL, Call
-from voicebridge_dev.local.service import ApiError, CallHandler, Serving
+from voicebridge_dev.local.service import AnsweringHandler, ApiError, Serving
 
 _UPDATE: Final = "/contact/attributes"
 _GET: Final = re.compile(r"^/contact/attributes/(?P<instance>[^/]+)/(?P<contact>[^/]+)$")
@@ -54,7 +54,7 @@ class Backend(Serving[Fault], Protocol):
     def record(self, state: Call) -> None: ...
 
 
-class Handler(CallHandler[Backend]):
+class Handler(AnsweringHandler[Backend]):
     server_version = "ConnectEmulator/1.0"
     label = LABEL
 
@@ -64,7 +64,7 @@ class Handler(CallHandler[Backend]):
             self.serve_control(body)
             return
         call = Call(started=time.perf_counter(), operation="UpdateContactAttributes")
-        self.serve_call(call, lambda: self._answer(call, lambda: self._update(call, body)))
+        self.serve_call(call, lambda: self.answer(call, lambda: self._update(call, body)))
 
     def do_GET(self) -> None:
         match = _GET.match(urlsplit(self.path).path)
@@ -77,7 +77,10 @@ class Handler(CallHandler[Backend]):
             instance_id=unquote(match["instance"]),
             contact_id=unquote(match["contact"]),
         )
-        self.serve_call(call, lambda: self._answer(call, lambda: self._get(call)))
+        self.serve_call(call, lambda: self.answer(call, lambda: self._get(call)))
+
+    def error_answer(self, error: ApiError) -> tuple[Any, Mapping[str, str]]:
+        return {"Message": error.message}, {"x-amzn-ErrorType": error.error_type}
 
     def _update(self, call: Call, raw: bytes) -> Any:
         body = self.json_body(call, raw)
@@ -89,52 +92,24 @@ class Handler(CallHandler[Backend]):
             )
         request = UpdateRequest.of(body)
         self.emulator.check(request)
-        if self._strike(call):
+        fault = self.strike(call)
+        if fault is not None and fault.kind.cuts:
             return None
         self.emulator.update(request)
+        if fault is not None:
+            # A stall: the attributes are written, only the answer is late.
+            self.emulator.stopping.wait(fault.seconds)
         return {}
 
     def _get(self, call: Call) -> Any:
         assert call.instance_id is not None and call.contact_id is not None
         answer = {"Attributes": self.emulator.read(call.instance_id, call.contact_id)}
-        if self._strike(call):
-            return None
+        fault = self.strike(call)
+        if fault is not None:
+            if fault.kind.cuts:
+                return None
+            self.emulator.stopping.wait(fault.seconds)
         return answer
-
-    def _strike(self, call: Call) -> bool:
-        """Take a fault for a call the service would answer: raise its refusal, or say the connection was cut."""
-        fault = self.emulator.faults.take()
-        if fault is None:
-            return False
-        call.fault = fault.kind.value
-        call.outcome = f"fault_{fault.kind.value}"
-        if fault.kind is FaultKind.DROP:
-            return True
-        refusal = fault.refusal()
-        if refusal is not None:
-            raise refusal
-        # A stall: the call happens, only its answer is late.
-        call.outcome = "ok"
-        self.emulator.stopping.wait(fault.seconds)
-        return False
-
-    def _answer(self, call: Call, serve: Callable[[], Any]) -> None:
-        headers = {"x-amzn-RequestId": call.request_id}
-        try:
-            answer = serve()
-        except ApiError as error:
-            call.http_status, call.error_type, call.error_message = error.status, error.error_type, error.message
-            if call.fault is None:
-                call.outcome = "error"
-            self.complete(call)
-            self.send_json(error.status, {"Message": error.message}, {**headers, "x-amzn-ErrorType": error.error_type})
-            return
-        call.answer = answer
-        self.complete(call)
-        if answer is None:
-            self.cut()
-            return
-        self.send_json(200, answer, headers)
 
 
 def _text_or_none(value: Any) -> str | None:

@@ -29,7 +29,8 @@ class ClipRegistry:
 
     The audio reaches the emulator byte-exact through the pipeline, so a ~200 ms slice of a clip's voiced
     middle identifies it inside a turn; a raw byte search finds the slice at either byte alignment of the
-    stream.
+    stream. The same audio registered again is still one clip (its latest transcript): a caller who says one line
+    twice is registered once per line, and each saying is one occurrence of the clip, heard once.
     """
 
     def __init__(self, settings: TurnSettings) -> None:
@@ -63,6 +64,7 @@ class ClipRegistry:
             length=len(pcm),
         )
         with self._lock:
+            self._clips = [known for known in self._clips if (known.middle, known.length) != (clip.middle, clip.length)]
             self._clips.append(clip)
 
     def final_transcript(self, region: bytes) -> str | None:

@@ -23,7 +23,7 @@ import logging
 import math
 import time
 from http import HTTPStatus
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, Unpack, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -35,7 +35,7 @@ from voicebridge_dev.local.ink.recognisers import Recogniser
 from voicebridge_dev.local.ink.records import HandshakeRecord, InkSession
 from voicebridge_dev.local.ink.server import MAX_RATE, MIN_RATE, InkServer
 from voicebridge_dev.local.ink.turns import TurnSettings
-from voicebridge_dev.local.service import ControlAnswer, ControlPlane, ServedEmulator
+from voicebridge_dev.local.service import Address, ControlAnswer, ControlPlane, ServedEmulator
 
 logger = logging.getLogger(__name__)
 
@@ -58,20 +58,19 @@ class InkEmulator(ServedEmulator[DropFault | ErrorFault | RejectFault | StallFau
 
     def __init__(
         self,
-        host: str = "127.0.0.1",
-        port: int = 0,
+        *,
         api_key: str | None = None,
         recogniser: Recogniser | None = None,
-        *,
         turn_settings: TurnSettings | None = None,
         idle_timeout_s: float = IDLE_TIMEOUT_S,
         update_interval_ms: float = 300.0,
         realtime: RealtimeMode = "reject",
         realtime_tolerance_ms: float = REALTIME_TOLERANCE_MS,
+        **address: Unpack[Address],
     ) -> None:
         check_realtime(realtime, realtime_tolerance_ms)
         _check_idle_timeout(idle_timeout_s)
-        super().__init__(host, port)
+        super().__init__(**address)
         self.api_key = api_key
         self.recogniser = recogniser
         self.turn_settings = turn_settings or TurnSettings()

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from http import HTTPStatus
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Unpack
 
 from voicebridge_dev.local.kvs.errors import KvsEmulatorError, StreamExistsError, StreamNotFoundError
 from voicebridge_dev.local.kvs.faults import Fault
@@ -27,7 +27,7 @@ from voicebridge_dev.local.kvs.fragments import FragmentNumbers, FragmentNumberS
 from voicebridge_dev.local.kvs.matroska import AGENT_TRACK, CODEC_AAC, CUSTOMER_TRACK
 from voicebridge_dev.local.kvs.server import Handler, json_object, resolve_stream
 from voicebridge_dev.local.kvs.streams import EMULATED_INSTANCE_ID, STREAM_NAME, EmulatedStream, Settings, epoch_ms
-from voicebridge_dev.local.service import ApiError, ControlAnswer, ControlPlane, ServedEmulator
+from voicebridge_dev.local.service import Address, ApiError, ControlAnswer, ControlPlane, ServedEmulator
 
 logger = logging.getLogger(__name__)
 
@@ -67,11 +67,9 @@ class KvsEmulator(ServedEmulator[Fault]):
 
     def __init__(
         self,
-        host: str = "127.0.0.1",
-        port: int = 0,
+        *,
         region: str = "us-east-1",
         pace: float = 1.0,
-        *,
         codec_id: str = CODEC_AAC,
         blocks_per_fragment: int = BLOCKS_PER_FRAGMENT,
         contact_gap_ms: int = CONTACT_GAP_MS,
@@ -79,8 +77,9 @@ class KvsEmulator(ServedEmulator[Fault]):
         idle_close_seconds: float = IDLE_CLOSE_SECONDS,
         max_get_media_connections: int = GET_MEDIA_CONNECTIONS,
         max_get_media_calls_per_second: int = GET_MEDIA_CALLS_PER_SECOND,
+        **address: Unpack[Address],
     ) -> None:
-        super().__init__(host, port)
+        super().__init__(**address)
         self.region = region
         self._settings = Settings(
             pace=pace,

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
-from typing import Any, Final, Self
+from typing import Any, Final, Self, Unpack
 
 from voicebridge_dev.local.lambda_.containers import (
     KILL_WAIT_S,
@@ -44,7 +44,15 @@ from voicebridge_dev.local.lambda_.functions import LATEST, Function, Functions
 from voicebridge_dev.local.lambda_.invoke import Answer, log_tail, parse_event, parse_invoke_headers
 from voicebridge_dev.local.lambda_.records import LABEL, InvocationRecord, InvocationStatus, InvocationType
 from voicebridge_dev.local.lambda_.server import Handler
-from voicebridge_dev.local.service import RECORD_LIMIT, ApiError, CallLog, ControlAnswer, ControlPlane, ServedEmulator
+from voicebridge_dev.local.service import (
+    RECORD_LIMIT,
+    Address,
+    ApiError,
+    CallLog,
+    ControlAnswer,
+    ControlPlane,
+    ServedEmulator,
+)
 from voicebridge_dev.template import LOCAL_ACCOUNT
 
 logger = logging.getLogger(__name__)
@@ -102,17 +110,16 @@ class LambdaEmulator(ServedEmulator[Fault]):
         self,
         template_path: str | Path,
         *,
-        host: str = "127.0.0.1",
-        port: int = 0,
         region: str = "us-east-1",
         parameters: dict[str, str] | None = None,
         env: dict[str, str] | None = None,
         concurrency: int | None = None,
+        **address: Unpack[Address],
     ) -> None:
         concurrency = DEFAULT_CONCURRENCY if concurrency is None else concurrency
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-        super().__init__(host, port)
+        super().__init__(**address)
         self.template_path = Path(template_path).resolve()
         self.region = region
         self.parameters = dict(parameters or {})

@@ -13,37 +13,29 @@ and DryRun take no count. From Python: ``emu.inject(Fault(FaultKind.THROTTLE, co
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
-from typing import ClassVar
 
-from voicebridge_dev.local.service import ApiError, CountedFault, FaultSpecError
+from voicebridge_dev.local.service import ApiError, CountedFault, FaultKinds, FaultSpecError
 
 
-class FaultKind(StrEnum):
-    THROTTLE = "throttle"
+class FaultKind(FaultKinds):
+    THROTTLE = (
+        "throttle",
+        ApiError(429, "TooManyRequestsException", "Rate Exceeded.", {"Reason": "ConcurrentInvocationLimitExceeded"}),
+    )
     """429 TooManyRequestsException (Reason ConcurrentInvocationLimitExceeded), as when the account's
     concurrency is used up; boto3 retries it."""
-    SERVICE_ERROR = "service_error"
+    SERVICE_ERROR = "service_error", ApiError(500, "ServiceException", "Lambda failed")
     """500 ServiceException: Lambda failed before running the function."""
 
 
 @dataclass(frozen=True)
-class Fault(CountedFault):
+class Fault(CountedFault[FaultKind]):
     """A refusal to inject into the next ``count`` invocations (of ``function`` only, when given)."""
 
     kinds = FaultKind
-    refusals: ClassVar = {
-        FaultKind.THROTTLE: ApiError(
-            429, "TooManyRequestsException", "Rate Exceeded.", {"Reason": "ConcurrentInvocationLimitExceeded"}
-        ),
-        FaultKind.SERVICE_ERROR: ApiError(500, "ServiceException", "Lambda failed"),
-    }
     injected_by = "the Lambda emulator"
 
-    kind: FaultKind
-    count: int = 1
     function: str | None = None
-    message: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -6,7 +6,7 @@ import json
 import logging
 from collections.abc import Mapping
 from http import HTTPStatus
-from typing import Any
+from typing import Any, Unpack
 
 from voicebridge_dev.local.lex.bot import BANK_BOT, Bot, Locale
 from voicebridge_dev.local.lex.dialog import Dialog, Session, Sessions
@@ -14,7 +14,14 @@ from voicebridge_dev.local.lex.faults import Fault
 from voicebridge_dev.local.lex.records import LABEL, InvocationRecord
 from voicebridge_dev.local.lex.requests import RecognizeTextRequest
 from voicebridge_dev.local.lex.server import Handler
-from voicebridge_dev.local.service import ApiError, ControlAnswer, ControlPlane, RecordingEmulator, validation_refusal
+from voicebridge_dev.local.service import (
+    Address,
+    ApiError,
+    ControlAnswer,
+    ControlPlane,
+    RecordingEmulator,
+    validation_refusal,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -31,8 +38,8 @@ class LexEmulator(RecordingEmulator[Fault, InvocationRecord]):
     label = LABEL
     handler = Handler
 
-    def __init__(self, *, host: str = "127.0.0.1", port: int = 0, bot: Bot | Mapping[str, Any] | None = None) -> None:
-        super().__init__(host, port, InvocationRecord)
+    def __init__(self, *, bot: Bot | Mapping[str, Any] | None = None, **address: Unpack[Address]) -> None:
+        super().__init__(InvocationRecord, **address)
         self._bot = Bot.of(BANK_BOT if bot is None else bot)
         self.sessions = Sessions(self._bot.idle_session_ttl_s)
 

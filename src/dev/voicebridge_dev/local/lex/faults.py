@@ -1,50 +1,32 @@
 """The failures the Lex emulator injects into RecognizeText, told as the Lex V2 runtime tells them.
 
-Faults wait in the emulator's queue in the order they were injected; each RecognizeText call the runtime would
-answer takes one count of the oldest. Requests it refuses anyway (a ValidationException, an unknown bot, alias or
-locale) take no count. From Python: ``emu.inject(Fault(FaultKind.THROTTLE, count=2))``; over HTTP::
-
-    POST   /_emulator/faults   {"kind": "stall", "seconds": 2.0}  (or a list)
-    GET    /_emulator/faults   pending faults
-    DELETE /_emulator/faults   drop every pending fault
+Each RecognizeText call the runtime would answer takes one count of the oldest fault (the kit's
+:class:`~voicebridge_dev.local.service.RequestFault`); requests it refuses anyway (a ValidationException, an unknown
+bot, alias or locale) take no count. ``emu.inject(Fault(FaultKind.THROTTLE, count=2))``, or over HTTP
+``POST /_emulator/faults {"kind": "stall", "seconds": 2.0}``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import StrEnum
-from typing import ClassVar
-
-from voicebridge_dev.local.service import ApiError, CountedFault
+from voicebridge_dev.local.service import CUT, ApiError, FaultKinds, RequestFault
 
 
-class FaultKind(StrEnum):
-    THROTTLE = "throttle"
+class FaultKind(FaultKinds):
+    THROTTLE = "throttle", ApiError(429, "ThrottlingException", "Rate exceeded")
     """HTTP 429 ThrottlingException (boto3 retries it)."""
-    INTERNAL_ERROR = "internal_error"
+    INTERNAL_ERROR = "internal_error", ApiError(500, "InternalServerException", "An internal error occurred")
     """HTTP 500 InternalServerException (boto3 retries it)."""
-    DEPENDENCY_FAILED = "dependency_failed"
+    DEPENDENCY_FAILED = "dependency_failed", ApiError(424, "DependencyFailedException", "The bot's code hook failed")
     """HTTP 424 DependencyFailedException, as when the bot's code hook fails."""
     STALL = "stall"
     """The answer held back for ``seconds``, then given."""
-    DROP = "drop"
+    DROP = "drop", CUT
     """The connection cut with no answer."""
 
 
-@dataclass(frozen=True)
-class Fault(CountedFault):
+class Fault(RequestFault[FaultKind]):
     """A failure to inject into the next ``count`` RecognizeText calls the runtime answers; a stall or a drop is no
     :meth:`refusal`."""
 
     kinds = FaultKind
-    refusals: ClassVar = {
-        FaultKind.THROTTLE: ApiError(429, "ThrottlingException", "Rate exceeded"),
-        FaultKind.INTERNAL_ERROR: ApiError(500, "InternalServerException", "An internal error occurred"),
-        FaultKind.DEPENDENCY_FAILED: ApiError(424, "DependencyFailedException", "The bot's code hook failed"),
-    }
     injected_by = "the Lex emulator"
-
-    kind: FaultKind
-    count: int = 1
-    seconds: float = 1.0
-    message: str | None = None

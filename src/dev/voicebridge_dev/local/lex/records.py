@@ -8,15 +8,15 @@ Records are served over HTTP::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
-from voicebridge_dev.local.service import CallRecord, CallState
+from voicebridge_dev.local.service import AnswerRecord, AnswerState
 
 LABEL: Final = "Lex V2 runtime emulator (a scripted bot, not Amazon Lex)"
 
 
 @dataclass(frozen=True, kw_only=True)
-class InvocationRecord(CallRecord):
+class InvocationRecord(AnswerRecord):
     """One RecognizeText call: what was asked (``body`` as it arrived) and answered (``answer``, None for an
     error); ``outcome`` is ``ok``, ``error`` (``error_type`` saying which), ``fault_<kind>`` or
     ``client_disconnected``."""
@@ -25,9 +25,6 @@ class InvocationRecord(CallRecord):
     bot_alias_id: str
     locale_id: str
     session_id: str
-    answer: Any
-    error_type: str | None
-    error_message: str | None
 
     @property
     def intent(self) -> str | None:
@@ -37,13 +34,10 @@ class InvocationRecord(CallRecord):
 
 
 @dataclass(kw_only=True)
-class Turn(CallState):
+class Turn(AnswerState):
     """Mutable bookkeeping of one call while it runs."""
 
     bot_id: str
     bot_alias_id: str
     locale_id: str
     session_id: str
-    answer: Any = None
-    error_type: str | None = None
-    error_message: str | None = None

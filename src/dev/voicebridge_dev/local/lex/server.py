@@ -33,15 +33,16 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Mapping
 from typing import Any, Final, Protocol
 from urllib.parse import unquote, urlsplit
 
 from voicebridge_dev.local.lex.bot import Locale
 from voicebridge_dev.local.lex.dialog import Session
-from voicebridge_dev.local.lex.faults import Fault, FaultKind
+from voicebridge_dev.local.lex.faults import Fault
 from voicebridge_dev.local.lex.records import LABEL, Turn
 from voicebridge_dev.local.lex.requests import RecognizeTextRequest, parse_recognize_text
-from voicebridge_dev.local.service import ApiError, CallHandler, Serving
+from voicebridge_dev.local.service import AnsweringHandler, ApiError, Serving
 
 _RECOGNIZE_TEXT: Final = re.compile(
     r"^/bots/(?P<bot>[^/]+)/botAliases/(?P<alias>[^/]+)/botLocales/(?P<locale>[^/]+)/sessions/(?P<session>[^/]+)/text$"
@@ -59,7 +60,7 @@ class Backend(Serving[Fault], Protocol):
     def record(self, state: Turn) -> None: ...
 
 
-class Handler(CallHandler[Backend]):
+class Handler(AnsweringHandler[Backend]):
     server_version = "LexRuntimeV2Emulator/1.0"
     label = LABEL
 
@@ -77,39 +78,22 @@ class Handler(CallHandler[Backend]):
             locale_id=ids["locale"],
             session_id=ids["session"],
         )
-        self.serve_call(turn, lambda: self._recognize_text(turn, body))
+        self.serve_call(turn, lambda: self.answer(turn, lambda: self._recognize_text(turn, body)))
 
-    def _recognize_text(self, turn: Turn, raw: bytes) -> None:
+    def error_answer(self, error: ApiError) -> tuple[Any, Mapping[str, str]]:
+        return {"message": error.message}, {"x-amzn-ErrorType": error.error_type}
+
+    def _recognize_text(self, turn: Turn, raw: bytes) -> Any:
         emulator = self.emulator
-        headers = {"x-amzn-RequestId": turn.request_id}
-        try:
-            body = self.json_body(turn, raw)
-            request = parse_recognize_text(turn.bot_id, turn.bot_alias_id, turn.locale_id, turn.session_id, body)
-            answer, session = emulator.converse(emulator.locale_of(request), request, turn.request_id)
-            fault = emulator.faults.take()
-            turn.fault = fault.kind.value if fault else None
-            if fault is not None:
-                if fault.kind is FaultKind.DROP:
-                    # The connection is cut with no answer; the session stays as it was before the turn.
-                    turn.outcome = "fault_drop"
-                    self.complete(turn)
-                    self.cut()
-                    return
-                refusal = fault.refusal()
-                if refusal is not None:
-                    turn.outcome = f"fault_{fault.kind.value}"
-                    raise refusal
-            emulator.keep(session)
-            turn.answer = answer
-            if fault is not None:
-                # A stall: the turn has happened, only its answer is late.
-                emulator.stopping.wait(fault.seconds)
-        except ApiError as error:
-            turn.http_status, turn.error_type, turn.error_message = error.status, error.error_type, error.message
-            if turn.fault is None:
-                turn.outcome = "error"
-            self.complete(turn)
-            self.send_json(error.status, {"message": error.message}, {**headers, "x-amzn-ErrorType": error.error_type})
-            return
-        self.complete(turn)
-        self.send_json(200, answer, headers)
+        body = self.json_body(turn, raw)
+        request = parse_recognize_text(turn.bot_id, turn.bot_alias_id, turn.locale_id, turn.session_id, body)
+        answer, session = emulator.converse(emulator.locale_of(request), request, turn.request_id)
+        fault = self.strike(turn)
+        if fault is not None and fault.kind.cuts:
+            # The connection is cut with no answer; the session stays as it was before the turn.
+            return None
+        emulator.keep(session)
+        if fault is not None:
+            # A stall: the turn has happened, only its answer is late.
+            emulator.stopping.wait(fault.seconds)
+        return answer

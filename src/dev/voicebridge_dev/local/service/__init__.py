@@ -6,11 +6,15 @@
   ``wait_idle`` (:mod:`~voicebridge_dev.local.service.emulator`).
 - :class:`FaultQueue` — injected faults in order, each striking a number of calls; :class:`FaultSpecError`
   (:mod:`~voicebridge_dev.local.service.faults`).
+- :class:`FaultKinds` — an emulator's table of fault kinds, each with what it does to a struck call (an error in
+  the service's words, or :data:`CUT`); :class:`RequestFault` — the fault of an emulator answering each request whole
+  (:mod:`~voicebridge_dev.local.service.faults`).
 - :class:`Definition` — a brain or bot read from a JSON document, kept with it
   (:mod:`~voicebridge_dev.local.service.documents`).
 - :class:`ControlPlane` — the ``/_emulator/...`` routes (:mod:`~voicebridge_dev.local.service.control`).
 - :class:`Record` / :class:`CallLog` — a call's record as JSON, and a bounded log of them; :class:`CallState` /
-  :class:`CallRecord` — what every served call keeps while it runs and once done
+  :class:`CallRecord` — what every served call keeps while it runs and once done; :class:`AnswerState` /
+  :class:`AnswerRecord` — with the answer or the error of a call answered whole
   (:mod:`~voicebridge_dev.local.service.records`).
 - :class:`ApiError` — an error answered in place of an operation; :class:`ClientGone` — a client that hung up
   mid-answer (:mod:`~voicebridge_dev.local.service.errors`).
@@ -18,9 +22,11 @@
   (:mod:`~voicebridge_dev.local.service.faults`).
 - :class:`EmulatorServer` / :class:`EmulatorHandler` — an ``http.server`` that can cut its keep-alive connections
   when it stops, and a handler that writes JSON answers and serves the control plane; :class:`CallHandler` — one
-  that also counts its calls in flight and records each once; :class:`ServedEmulator` — the lifecycle of an
-  emulator served from a thread of its own; :class:`RecordingEmulator` — one that keeps a bounded log of the calls
-  it served (:mod:`~voicebridge_dev.local.service.server`).
+  that also counts its calls in flight and records each once; :class:`AnsweringHandler` — one whose calls are each
+  answered whole, or refused in the emulator's words, or struck by a fault; :class:`ServedEmulator` — the
+  lifecycle of an emulator served from a thread of its own, on its :class:`Address` (:data:`LOOPBACK` by default);
+  :class:`RecordingEmulator` — one that keeps a bounded log of the calls it served
+  (:mod:`~voicebridge_dev.local.service.server`).
 """
 
 from voicebridge_dev.local.service.control import CONTROL_PREFIX, ControlAnswer, ControlPlane, validation_refusal
@@ -34,11 +40,24 @@ from voicebridge_dev.local.service.errors import (
     unknown_names,
     validation_error,
 )
-from voicebridge_dev.local.service.faults import Counted, CountedFault, FaultQueue, FaultSpecError, check_whole
+from voicebridge_dev.local.service.faults import (
+    CUT,
+    Counted,
+    CountedFault,
+    FaultKinds,
+    FaultQueue,
+    FaultSpecError,
+    RequestFault,
+    check_seconds,
+    check_whole,
+)
 from voicebridge_dev.local.service.lifecycle import InFlight, LocalService
-from voicebridge_dev.local.service.records import CallLog, CallRecord, CallState, Record
+from voicebridge_dev.local.service.records import AnswerRecord, AnswerState, CallLog, CallRecord, CallState, Record
 from voicebridge_dev.local.service.server import (
+    LOOPBACK,
     RECORD_LIMIT,
+    Address,
+    AnsweringHandler,
     CallHandler,
     EmulatorHandler,
     EmulatorServer,
@@ -50,7 +69,13 @@ from voicebridge_dev.local.service.server import (
 
 __all__ = [
     "CONTROL_PREFIX",
+    "CUT",
+    "LOOPBACK",
     "RECORD_LIMIT",
+    "Address",
+    "AnswerRecord",
+    "AnswerState",
+    "AnsweringHandler",
     "ApiError",
     "CallHandler",
     "CallLog",
@@ -65,6 +90,7 @@ __all__ = [
     "Emulator",
     "EmulatorHandler",
     "EmulatorServer",
+    "FaultKinds",
     "FaultQueue",
     "FaultSpecError",
     "Front",
@@ -72,9 +98,11 @@ __all__ = [
     "LocalService",
     "Record",
     "RecordingEmulator",
+    "RequestFault",
     "ServedEmulator",
     "Serving",
     "Stopping",
+    "check_seconds",
     "check_whole",
     "finite_number",
     "unknown_names",

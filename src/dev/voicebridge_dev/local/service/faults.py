@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
+from typing import Any, ClassVar, Final, Generic, Protocol, Self, TypeVar
 
 from voicebridge_dev.local.service.errors import ApiError, finite_number, unknown_names
 
@@ -56,23 +56,62 @@ class Counted:
         return dataclasses.replace(self, count=uses)
 
 
-class CountedFault(Counted):
-    """What the faults of the AWS-shaped emulators share, mixed into a frozen dataclass with a ``kind`` of
-    ``kinds``, a ``count`` of calls to strike, a ``message`` and, for most, ``seconds``: the checks of those, the
-    error a refusing kind answers with (:meth:`refusal`), the JSON round trip of the dataclass's fields, and the
-    uses the queue counts.
+class Cut:
+    """What a fault kind marked :data:`CUT` does to a struck call: its connection is cut with no answer."""
 
-    A subclass's ``__post_init__`` calls this one before checking its own fields.
+    def __repr__(self) -> str:
+        return "CUT"
+
+
+CUT: Final = Cut()
+
+
+class FaultKinds(StrEnum):
+    """An emulator's table of fault kinds, one row a member: ``NAME = "json name"``, or ``NAME = "json name",
+    effect`` where the effect is what the kind does to a call it strikes in the kit's hands: the
+    :class:`~voicebridge_dev.local.service.errors.ApiError` the call is answered with in place of the service's answer
+    (:attr:`refusal`, in the service's own words), or :data:`CUT` (:attr:`cuts`). A row with no effect is the
+    emulator's own to act on (a stall, an error mid-stream).
     """
 
-    kinds: ClassVar[type[StrEnum]]
-    kind: StrEnum
-    message: str | None
-    seconds: float
-    refusals: ClassVar[Mapping[StrEnum, ApiError]] = {}
-    """The kinds answered with an error in place of the call, each with its error as the service words it."""
+    refusal: ApiError | None
+    cuts: bool
+
+    def __new__(cls, value: str, effect: ApiError | Cut | None = None) -> Self:
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.refusal = effect if isinstance(effect, ApiError) else None
+        member.cuts = effect is CUT
+        return member
+
+
+K = TypeVar("K", bound=FaultKinds)
+
+
+@dataclass(frozen=True)
+class CountedFault(Counted, Generic[K]):
+    """What the faults of the AWS-shaped emulators share: a ``kind`` of the emulator's :class:`FaultKinds` table
+    (``kinds``), the ``count`` of calls it strikes and the ``message`` it carries in place of the service's words;
+    their checks, the error a refusing kind answers with (:meth:`refusal`), the JSON round trip of the fault's
+    fields, and the uses the queue counts. An emulator's fault is a frozen dataclass adding its own fields::
+
+        @dataclass(frozen=True)
+        class Fault(CountedFault[FaultKind]):
+            kinds = FaultKind
+            injected_by = "the Bedrock emulator"
+
+            after_tokens: int = 3
+
+    Its ``__post_init__`` calls this one before checking its own fields.
+    """
+
+    kinds: ClassVar[type[FaultKinds]]
     injected_by: ClassVar[str]
     """What the message of an injected error names as its source (``the Lex emulator``)."""
+
+    kind: K
+    count: int = 1
+    message: str | None = None
 
     def __post_init__(self) -> None:
         try:
@@ -84,13 +123,11 @@ class CountedFault(Counted):
         check_whole("count", self.count, positive=True)
         if self.message is not None and not isinstance(self.message, str):
             raise FaultSpecError(f"message must be a string, got {self.message!r}")
-        if "seconds" in self.__dataclass_fields__:
-            check_seconds(self.seconds)
 
     def refusal(self) -> ApiError | None:
-        """The error a struck call is answered with, ``message`` in place of the service's own words; None for a
-        kind that is no refusal."""
-        error = self.refusals.get(self.kind)
+        """The error a struck call is answered with (its kind's :attr:`~FaultKinds.refusal`), ``message`` in place
+        of the service's own words; None for a kind that is no refusal."""
+        error = self.kind.refusal
         if error is None:
             return None
         message = self.message or f"{error.message} (injected by {self.injected_by})"
@@ -107,6 +144,27 @@ class CountedFault(Counted):
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class RequestFault(CountedFault[K]):
+    """A fault of an emulator that answers each request with one whole answer (Comprehend, Connect, Lex): it strikes
+    the next ``count`` calls the service would answer; a refusing kind answers in the service's place, a kind that
+    :attr:`~FaultKinds.cuts` cuts the connection, and any other holds the answer back ``seconds`` (a stall). An
+    emulator's fault names its table and itself::
+
+        class Fault(RequestFault[FaultKind]):
+            kinds = FaultKind
+            injected_by = "the Lex emulator"
+
+    and its handler takes it with :meth:`~voicebridge_dev.local.service.server.AnsweringHandler.strike`.
+    """
+
+    seconds: float = 1.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_seconds(self.seconds)
 
 
 def check_whole(name: str, value: Any, *, positive: bool = False) -> None:

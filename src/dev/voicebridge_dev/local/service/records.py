@@ -58,6 +58,26 @@ class CallState:
     recorded: bool = False
 
 
+@dataclass(frozen=True, kw_only=True)
+class AnswerRecord(CallRecord):
+    """The record of a call answered with one whole JSON body (an
+    :class:`~voicebridge_dev.local.service.server.AnsweringHandler`'s): what was answered (``answer``, None for an
+    error or a cut connection), and the error's type and message when it was refused."""
+
+    answer: Any
+    error_type: str | None
+    error_message: str | None
+
+
+@dataclass(kw_only=True)
+class AnswerState(CallState):
+    """The bookkeeping of such a call while it runs."""
+
+    answer: Any = None
+    error_type: str | None = None
+    error_message: str | None = None
+
+
 R = TypeVar("R")
 
 

@@ -19,15 +19,15 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, ClassVar, Final, Generic, Protocol, Self, TypeVar, cast
+from typing import Any, ClassVar, Final, Generic, Protocol, Self, TypedDict, TypeVar, Unpack, cast
 from urllib.parse import urlsplit
 
 from voicebridge_dev.local.service.control import ControlPlane
 from voicebridge_dev.local.service.emulator import Emulator
 from voicebridge_dev.local.service.errors import ApiError, ClientGone, Stopping
-from voicebridge_dev.local.service.faults import F, FaultQueue
+from voicebridge_dev.local.service.faults import F, FaultQueue, RequestFault
 from voicebridge_dev.local.service.lifecycle import InFlight
-from voicebridge_dev.local.service.records import CallLog, CallRecord, CallState
+from voicebridge_dev.local.service.records import AnswerState, CallLog, CallRecord, CallState
 
 E = TypeVar("E")
 
@@ -240,6 +240,76 @@ class CallHandler(EmulatorHandler[B]):
             self.emulator.record(state)
 
 
+class Answering(Protocol):
+    """What an :class:`AnsweringHandler` needs of its emulator: a :class:`CallHandler`'s needs, its queue of
+    :class:`~voicebridge_dev.local.service.faults.RequestFault`, and whether it is stopping (a stall ends then)."""
+
+    @property
+    def in_flight(self) -> InFlight: ...
+    @property
+    def faults(self) -> FaultQueue[Any]: ...
+    @property
+    def stopping(self) -> threading.Event: ...
+
+    def record(self, state: Any) -> None: ...
+
+
+A = TypeVar("A", bound=Answering)
+
+
+class AnsweringHandler(CallHandler[A]):
+    """A handler of calls each answered with one whole JSON body, as the AWS JSON services answer (Comprehend,
+    Connect, Lex): :meth:`answer` runs an operation and puts its answer, or its refusal in the emulator's own words
+    (:meth:`error_answer`), on the wire; :meth:`strike` takes the injected fault a call the service would answer
+    meets."""
+
+    content_type: ClassVar[str] = "application/json"
+    """The ``Content-Type`` of every answer, an error's too."""
+
+    @abstractmethod
+    def error_answer(self, error: ApiError) -> tuple[Any, Mapping[str, str]]:
+        """The JSON body ``error`` is answered with, and the headers it adds (the error's type, where the protocol
+        puts it in a header)."""
+
+    def answer(self, state: AnswerState, operation: Callable[[], Any]) -> None:
+        """Answer with what ``operation`` returns (200), with no answer at all where it returns None (a fault cut
+        the connection), or with the :class:`ApiError` it raises; the call is recorded first, its outcome ``error``
+        for a refusal no fault or quota has named already."""
+        headers = {"x-amzn-RequestId": state.request_id, "Content-Type": self.content_type}
+        try:
+            answer = operation()
+        except ApiError as error:
+            state.http_status, state.error_type, state.error_message = error.status, error.error_type, error.message
+            if state.outcome == "ok":
+                state.outcome = "error"
+            self.complete(state)
+            body, error_headers = self.error_answer(error)
+            self.send_json(error.status, body, {**headers, **error_headers})
+            return
+        state.answer = answer
+        self.complete(state)
+        if answer is None:
+            self.cut()
+        else:
+            self.send_json(200, answer, headers)
+
+    def strike(self, state: CallState) -> RequestFault[Any] | None:
+        """The oldest injected fault, taken for a call the service would answer and named in ``state``: a refusing
+        kind's error is raised (the outcome ``fault_<kind>``); a kind that cuts is returned with that outcome, for
+        the operation to return None; any other (a stall) is returned for the operation to hold its answer back
+        ``seconds``. None when no fault is pending."""
+        fault: RequestFault[Any] | None = self.emulator.faults.take()
+        if fault is None:
+            return None
+        state.fault = fault.kind.value
+        refusal = fault.refusal()
+        if refusal is not None or fault.kind.cuts:
+            state.outcome = f"fault_{fault.kind.value}"
+        if refusal is not None:
+            raise refusal
+        return fault
+
+
 class Front(Protocol):
     """The server an emulator runs: an :class:`EmulatorServer`, or a front of its own (an asyncio one) with the
     same three members."""
@@ -256,6 +326,18 @@ class Front(Protocol):
         ...
 
 
+LOOPBACK: Final = "127.0.0.1"
+"""Where every emulator listens unless told otherwise: this machine only."""
+
+
+class Address(TypedDict, total=False):
+    """Where an emulator listens, given by keyword to any of them: ``host`` (:data:`LOOPBACK` unless given) and
+    ``port`` (unless given, 0: one the system picks, read from :attr:`ServedEmulator.port` once started)."""
+
+    host: str
+    port: int
+
+
 class ServedEmulator(Emulator[F], ABC):
     """An emulator serving on ``host``:``port`` (its :class:`Front`, from :meth:`_make_server`) from a thread of its
     own; ``service`` names it in messages."""
@@ -265,7 +347,7 @@ class ServedEmulator(Emulator[F], ABC):
     handler: ClassVar[type[EmulatorHandler[Any]]]
     """What answers the requests of an emulator served by an :class:`EmulatorServer`."""
 
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(self, *, host: str = LOOPBACK, port: int = 0) -> None:
         super().__init__()
         self.host = host
         self.port = port
@@ -341,8 +423,8 @@ class RecordingEmulator(ServedEmulator[F], Generic[F, CR]):
     """A served emulator that keeps the record (a ``record_type``) of each call its :class:`CallHandler` served:
     the last ``limit`` of them, all without one."""
 
-    def __init__(self, host: str, port: int, record_type: type[CR], limit: int | None = RECORD_LIMIT) -> None:
-        super().__init__(host, port)
+    def __init__(self, record_type: type[CR], limit: int | None = RECORD_LIMIT, **address: Unpack[Address]) -> None:
+        super().__init__(**address)
         self._record_type = record_type
         self._records: CallLog[CR] = CallLog(limit)
 

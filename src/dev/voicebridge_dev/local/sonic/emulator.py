@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from http import HTTPStatus
-from typing import Any
+from typing import Any, Unpack
 
-from voicebridge_dev.local.service import ControlAnswer, ControlPlane, RecordingEmulator, unknown_names
+from voicebridge_dev.local.service import Address, ControlAnswer, ControlPlane, RecordingEmulator, unknown_names
 from voicebridge_dev.local.sonic.errors import EmulatorConfigError
 from voicebridge_dev.local.sonic.faults import Fault
 from voicebridge_dev.local.sonic.records import LABEL, InvocationRecord
@@ -44,8 +44,6 @@ class SonicEmulator(RecordingEmulator[Fault, InvocationRecord]):
     def __init__(
         self,
         *,
-        host: str = "127.0.0.1",
-        port: int = 0,
         endpoint_name: str | None = None,
         time_to_first_byte_ms: float = 40.0,
         realtime_factor: float = 20.0,
@@ -54,12 +52,13 @@ class SonicEmulator(RecordingEmulator[Fault, InvocationRecord]):
         accepted_encodings: Iterable[str] = ENCODINGS,
         model: str = DEFAULT_MODEL,
         ready: bool = True,
+        **address: Unpack[Address],
     ) -> None:
         if time_to_first_byte_ms < 0:
             raise ValueError(f"time_to_first_byte_ms must be >= 0, got {time_to_first_byte_ms}")
         if not realtime_factor > 0:
             raise ValueError(f"realtime_factor must be > 0, got {realtime_factor}")
-        super().__init__(host, port, InvocationRecord, limit=None)
+        super().__init__(InvocationRecord, limit=None, **address)
         self.endpoint_name = endpoint_name
         self.time_to_first_byte_ms = time_to_first_byte_ms
         self.realtime_factor = realtime_factor

@@ -12,12 +12,11 @@ count. From Python: ``emu.inject(Fault(FaultKind.THROTTLE, count=2))``; over HTT
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 
-from voicebridge_dev.local.service import CountedFault, check_whole
+from voicebridge_dev.local.service import CountedFault, FaultKinds, check_seconds, check_whole
 
 
-class FaultKind(StrEnum):
+class FaultKind(FaultKinds):
     """A failure, as each transport tells it: SageMaker's event stream, or the Cartesia API's SSE.
 
     On the Cartesia API every failure after the response headers is a last ``error`` event, then the end of
@@ -39,20 +38,18 @@ class FaultKind(StrEnum):
 
 
 @dataclass(frozen=True)
-class Fault(CountedFault):
+class Fault(CountedFault[FaultKind]):
     """A failure to inject into the next ``count`` invocations that reach the model."""
 
     kinds = FaultKind
 
-    kind: FaultKind
-    count: int = 1
     after_chunks: int = 3
     seconds: float = 1.0
-    message: str | None = None
     error_code: str = "ModelInvocationTimeExceeded"
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_seconds(self.seconds)
         check_whole("after_chunks", self.after_chunks)
 
     def describe(self) -> str:
