@@ -217,7 +217,7 @@ TASK_GRANTS = {
     "DecryptTheApiKey": ({"kms:Decrypt"}, {"Fn::GetAtt": ["ApiKeyKey", "Arn"]}, None),
     "ReadCartesiaKey": ({"secretsmanager:GetSecretValue"}, {"Ref": "CartesiaApiKeySecretArn"}, None),
     "AnnotateContacts": (
-        {"connect:UpdateContactAttributes"},
+        {"connect:UpdateContactAttributes", "connect:GetContactAttributes"},
         {"Fn::Sub": "${ConnectInstanceArn}/contact/*"},
         None,
     ),

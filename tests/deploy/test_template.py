@@ -54,6 +54,7 @@ SPEAK_ENVIRONMENT: dict[str, Any] = {
     "SONIC_PRONUNCIATION_MAP": {"Ref": "SonicPronunciationMap"},
     "SONIC_PRONUNCIATION_DICT_ID": {"Ref": "SonicPronunciationDictId"},
     "SONIC_DEFAULT_VOICE": {"Ref": "DefaultVoiceId"},
+    "SONIC_VOICES": {"Ref": "SonicVoices"},
     "SONIC_DEFAULT_LANGUAGE": {"Ref": "DefaultLanguage"},
     "SONIC_BASE_URL": {
         "Fn::If": ["CreateSonicFleet", {"Fn::GetAtt": ["SonicFleet", "Outputs.SonicBaseUrl"]}, {"Ref": "SonicBaseUrl"}]
@@ -89,6 +90,9 @@ RESPONDER_ENVIRONMENT: dict[str, Any] = {name: {"Ref": parameter} for name, para
 ENVIRONMENT: dict[str, dict[str, Any]] = {
     "SynthesizeFunction": dict(SPEAK_ENVIRONMENT),
     "StartListeningFunction": {
+        "INK_MODEL": {"Ref": "InkModel"},
+        "INK_MODE": {"Ref": "InkMode"},
+        "INK_LANGUAGE": {"Ref": "InkLanguage"},
         "TURN_TABLE": {"Ref": "TurnTable"},
         "TRANSCRIBE_FUNCTION_NAME": {"Ref": "TranscribeStreamFunction"},
         "LISTEN_TRACKS": {"Ref": "ListenTracks"},

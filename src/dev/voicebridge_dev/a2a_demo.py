@@ -31,6 +31,7 @@ from voicebridge.redaction import Redactor
 from voicebridge_dev.local.a2a import ConnectSettings, SessionResult, run_session
 from voicebridge_dev.local.agent import LocalAgent
 from voicebridge_dev.local.cloud import CloudBase
+from voicebridge_dev.local.kvs import EMULATED_INSTANCE_ID
 from voicebridge_dev.simulator.agent import SESSION_LIMIT_S, ScriptedCaller, SessionClock, Utterance
 from voicebridge_dev.simulator.caller import Step
 from voicebridge_dev.simulator.line import LineNoise
@@ -53,6 +54,8 @@ class StreamingCall:
     said: Sequence[Utterance]
     records: CallRecords
     violations: Sequence[str]
+    record: bytes | None = None
+    """The call record the product stored (None if none came)."""
 
 
 def place_streaming_call(
@@ -63,26 +66,33 @@ def place_streaming_call(
     template: Path,
     output_rate: int = 16000,
     line: LineNoise | None = None,
+    attributes: Mapping[str, str] | None = None,
 ) -> StreamingCall:
     """One contact on the streaming transport, start to end, on a started local cloud; ``line`` the noise on the
-    caller's line."""
+    caller's line; ``attributes`` are set on the contact first, on the Connect emulator's instance, as a flow before
+    the agent would set them."""
     caller = ScriptedCaller(list(steps), line=line)
     contact_id = str(uuid.uuid4())
+    instance_arn = ConnectSettings(api_key="").instance_arn
+    if attributes:
+        instance_arn = f"{instance_arn.rsplit('/', 1)[0]}/{EMULATED_INSTANCE_ID}"
+        cloud.set_contact_attributes(contact_id, attributes)
     with LocalAgent(cloud, template, env=agent_env) as agent:
         settings = ConnectSettings(
             api_key=agent.api_key,
             output_rate=output_rate,
             max_duration_s=SESSION_LIMIT_S,
             strict=False,
-            contact_arn=f"{ConnectSettings(api_key='').instance_arn}/contact/{contact_id}",
+            instance_arn=instance_arn,
+            contact_arn=f"{instance_arn}/contact/{contact_id}",
             silence_marker_after_s=SILENCE_MARKER_AFTER_S,
         )
         session = asyncio.run(run_session(agent.url, settings, caller_audio=caller))
-        cloud.call_record(contact_id)
+        record = cloud.call_record(contact_id)
     started = session.timeline.started_at
     records = read_records(cloud.client("dynamodb"), local_physical_id("TurnTable"), contact_id, SessionClock(started))
     broken = [f"{v.rule}: {v.detail}" for v in session.errors]
-    return StreamingCall(contact_id, session, caller.said, records, broken)
+    return StreamingCall(contact_id, session, caller.said, records, broken, record)
 
 
 def turn_figures(call: StreamingCall) -> list[TurnFigures]:

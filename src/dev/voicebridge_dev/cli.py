@@ -153,6 +153,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     _choice(
         demo,
+        "--language",
+        ("en", "es"),
+        "the caller's language: es makes a whole Spanish call (one call, either transport): the caller's lines and "
+        "the emulated Sonic in espeak-ng's Spanish, the flow's or the agent's lines and the bank agent in Spanish, "
+        "every turn ended by the product on Ink's manual endpoint, registered recognition",
+    )
+    _choice(
+        demo,
         "--sonic-hosting",
         ("sagemaker", "self-managed", "cartesia-api"),
         "how the functions reach the Sonic emulator: its SageMaker endpoint, its container contract "
@@ -318,6 +326,7 @@ def _demo(args: argparse.Namespace) -> int:
         function_env=function_env,
         transport=args.transport,
         line_noise=args.line_noise,
+        language=args.language,
     )
 
 

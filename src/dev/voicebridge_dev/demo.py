@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
@@ -47,7 +47,7 @@ from voicebridge_dev.local.lex import Fault as LexFault
 from voicebridge_dev.local.lex import FaultKind as LexFaultKind
 from voicebridge_dev.local.processes import ProcessCloud
 from voicebridge_dev.local.sonic import Fault, FaultKind
-from voicebridge_dev.local.speech_engine import SpeechEngine, engine_choice, load_engine
+from voicebridge_dev.local.speech_engine import SpeechEngine, engine_choice, engine_for, load_engine
 from voicebridge_dev.simulator import (
     CallerScriptError,
     CallLog,
@@ -155,8 +155,13 @@ def run_demo(
     function_env: Mapping[str, str] | None = None,
     transport: str = "flows",
     line_noise: str | None = None,
+    language: str = "en",
 ) -> int:
     """Run the demo call; returns the exit status (0 when the flow ended the call or the caller hung up).
+
+    ``language`` is the caller's: ``es`` makes the call Spanish (:func:`spoken_in`; on the flows transport
+    :func:`flow_in`, on the streaming one :data:`SPANISH_AGENT_LINES`), one call, with registered recognition (the
+    local recogniser knows English only).
 
     ``transport`` is how Connect and the product talk: ``flows`` (the contact flow's Lambda blocks and S3 prompts)
     or ``a2a`` (Connect's external-AI-agent voice streaming, :mod:`voicebridge_dev.a2a_demo`).
@@ -181,8 +186,24 @@ def run_demo(
     except (CallerScriptError, ValueError) as exc:
         print(f"voicebridge demo: {exc}", file=sys.stderr)
         return 2
+    flow, attributes = FLOW, {}
+    if language != "en":
+        if calls > 1:
+            print("voicebridge demo: --language es places one call", file=sys.stderr)
+            return 2
+        try:
+            steps = spoken_in(language, steps, speech)
+        except CallerScriptError as exc:
+            print(f"voicebridge demo: {exc}", file=sys.stderr)
+            return 2
+        out.mkdir(parents=True, exist_ok=True)
+        attributes, recognition = {"Language": language}, "registered"
+        if transport == "flows":
+            flow = flow_in(language, out)
+        else:
+            function_env = {**SPANISH_AGENT_LINES, **(function_env or {})}
     if text:
-        steps = _with_first_utterance(steps, text, speech)
+        steps = _with_first_utterance(steps, text, engine_for(language, speech))
     if transport == "a2a":
         return _run_streaming(
             chosen,
@@ -194,6 +215,8 @@ def run_demo(
             sonic_hosting=sonic_hosting,
             function_env=function_env,
             line=line,
+            attributes=attributes,
+            language=language,
         )
     if calls > 1:
         return run_load(
@@ -246,6 +269,8 @@ def run_demo(
             sonic_backend=SONIC_BACKENDS[sonic_hosting],
             function_env=function_env,
             line=line,
+            flow=flow,
+            attributes=attributes,
         )
     finally:
         if recogniser is not None:
@@ -260,6 +285,7 @@ def run_demo(
     if report:
         context = _report_context(chosen, emulated, sonic_hosting, speech, embedded, files)
         written = build_report(result, **context, service_processes=own_processes, line_noise=line_noise)
+        written = with_turn_ending(written, kept.record, language)
         files["report"] = _write_report(report, redacted_report(written, redactor))
     for name, path in files.items():
         print(f"{name:>10}: {path}")
@@ -267,6 +293,103 @@ def run_demo(
         print(f"voicebridge demo: the call stopped: {result.detail}", file=sys.stderr)
         return 1
     return 0
+
+
+SPANISH_CLIPS: Final[Mapping[str, str]] = {
+    "balance": "Quiero saber el saldo de mi cuenta.",
+    "pay-bill": "Quiero pagar mi factura hoy.",
+    "order-help": "Necesito ayuda con mi pedido.",
+    "thanks": "Muchas gracias por su ayuda.",
+    "yes-please": "Sí por favor adelante.",
+    "dispute": (
+        "Quiero reclamar un cargo que no reconozco en mi tarjeta cuatro uno uno uno uno uno uno uno uno uno uno uno "
+        "uno uno uno uno."
+    ),
+    "person": "Quiero hablar con una persona por favor.",
+    "amount": "Ochenta y cuatro dólares.",
+    "uh-huh": "Ajá.",
+}
+"""What the caller says in Spanish in place of each shipped clip (the dispute with a card number said aloud, which
+the record must not keep). No commas: espeak-ng pauses at each, and the end-of-turn model takes most such pauses for
+the end of the turn (docs/benchmarks.md, "End of turn")."""
+SPANISH_LINES: Final[Mapping[str, str]] = {
+    "Hello! Thanks for calling. How can I help you today?": "¡Hola! Gracias por llamar. ¿En qué puedo ayudarle hoy?",
+    "Thank you, I have your card details.": "Gracias, ya tengo los datos de su tarjeta.",
+    "I didn't get a card number, so no payment was taken.": (
+        "No he recibido ningún número de tarjeta, así que no se ha hecho ningún pago."
+    ),
+    "A colleague will take your card details. Please hold.": (
+        "Un compañero tomará los datos de su tarjeta. Por favor, espere."
+    ),
+    "One moment.": "Un momento.",
+    "Are you still there? I'm listening.": "¿Sigue ahí? Le escucho.",
+    "I haven't heard anything for a while, so I'll hang up now. Goodbye!": (
+        "Hace un rato que no le oigo, así que voy a colgar. ¡Adiós!"
+    ),
+    "All of our colleagues are busy right now. Please call again later. Goodbye.": (
+        "Todos nuestros compañeros están ocupados. Por favor, vuelva a llamar más tarde. Adiós."
+    ),
+    "Sorry, I can't connect you with a colleague right now. Please call again later. Goodbye.": (
+        "Lo siento, ahora no puedo pasarle con un compañero. Por favor, vuelva a llamar más tarde. Adiós."
+    ),
+    "Sorry, we're having technical difficulties. Please call again later. Goodbye.": (
+        "Lo sentimos, tenemos dificultades técnicas. Por favor, vuelva a llamar más tarde. Adiós."
+    ),
+}
+"""The voice agent flow's own lines in Spanish, as a Spanish-speaking contact centre would write them."""
+SPANISH_AGENT_LINES: Final[Mapping[str, str]] = {
+    "A2A_GREETING_TEXT": "¡Hola! Gracias por llamar. ¿En qué puedo ayudarle hoy?",
+    "A2A_REPROMPT_TEXT": "¿Sigue ahí? Le escucho.",
+    "A2A_GOODBYE_TEXT": "Hace un rato que no le oigo, así que voy a colgar. ¡Adiós!",
+}
+"""The streaming agent's own lines in Spanish (its settings), for the Spanish call on the streaming transport."""
+
+
+def spoken_in(language: str, steps: list[Step], speech: SpeechEngine) -> list[Step]:
+    """``steps`` with each utterance said in ``language`` (espeak-ng's Spanish voice); CallerScriptError when a
+    line has no translation or no local voice speaks the language."""
+    voice = engine_for(language, speech)
+    if voice is speech:
+        raise CallerScriptError(f"no local voice speaks {language!r}: install espeak-ng")
+    spoken: list[Step] = []
+    for step in steps:
+        if isinstance(step, Say | Over):
+            words = SPANISH_CLIPS.get(step.clip.name)
+            if words is None:
+                raise CallerScriptError(f"the clip {step.clip.name!r} has no {language} line")
+            step = replace(step, clip=Clip(step.clip.name, words, voice.synthesize(words, 8000, 1.0)))
+        spoken.append(step)
+    return spoken
+
+
+def flow_in(language: str, out: Path) -> Path:
+    """The voice agent flow with its lines in ``language``, written beside the demo's files; CallerScriptError when
+    the flow holds a line the translation does not know (the flow changed)."""
+    text = FLOW.read_text(encoding="utf-8")
+    for english, translated in SPANISH_LINES.items():
+        quoted = json.dumps(english)
+        if quoted not in text:
+            raise CallerScriptError(f"{FLOW} no longer says {english!r}: the demo's {language} lines need updating")
+        text = text.replace(quoted, json.dumps(translated, ensure_ascii=False))
+    path = out / f"{FLOW.stem}-{language}.json"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def with_turn_ending(report: dict[str, Any], record: bytes | None, language: str) -> dict[str, Any]:
+    """The report with the call's ``language`` and each turn's ``turn_end_by`` (``ink`` or ``voicebridge``), as the
+    call record the stack wrote says (the language asked for, and no ``turn_end_by``, when no record came)."""
+    stored = json.loads(record) if record else {}
+    ended_by = {
+        int(turn["turn"]): turn.get("endedBy")
+        for turn in stored.get("turns", [])
+        if turn.get("track") == "customer" and "turn" in turn
+    }
+    return {
+        **report,
+        "language": stored.get("listening", {}).get("language") or language,
+        "turns": [{**turn, "turn_end_by": ended_by.get(turn.get("index", -1))} for turn in report.get("turns", [])],
+    }
 
 
 PAUSE_MARK = "|"
@@ -421,6 +544,8 @@ def _call(
     sonic_backend: str = "sagemaker",
     function_env: Mapping[str, str] | None = None,
     line: LineNoise | None = None,
+    flow: Path = FLOW,
+    attributes: Mapping[str, str] | None = None,
 ) -> tuple[CallResult, dict[str, Any], Kept]:
     with cloud:
         emulated = _prepare(
@@ -430,7 +555,7 @@ def _call(
         log.subscribe(LiveTimeline())
         print(f"\n{'time':>10}  event")
         result = simulate_call(
-            FLOW,
+            flow,
             template_path=TEMPLATE,
             env=cloud.env(),
             kvs=cloud.media,
@@ -438,6 +563,7 @@ def _call(
             caller=SimulatedCaller(steps, line=line),
             clock=RealClock(),
             log=log,
+            attributes=attributes,
         )
         kept = _await_kept(cloud, result.contact_id)
         # A consumer still making sure the stream has ended when the emulator stops is cancelled: expected, not
@@ -705,9 +831,11 @@ def _run_streaming(
     sonic_hosting: str,
     function_env: Mapping[str, str] | None,
     line: LineNoise | None = None,
+    attributes: Mapping[str, str] | None = None,
+    language: str = "en",
 ) -> int:
     """The demo's call on the streaming transport: the same scenario, cloud and services, Connect's A2A client
-    emulator instead of the flow simulator."""
+    emulator instead of the flow simulator; ``attributes`` are the contact's as a flow before the agent set them."""
     from voicebridge_dev import a2a_demo
 
     if recognition != "registered":
@@ -726,7 +854,9 @@ def _run_streaming(
             function_env=function_env,
         )
         assert cloud.lambdas is not None
-        call = a2a_demo.place_streaming_call(cloud, steps, dict(cloud.lambdas.env), template=TEMPLATE, line=line)
+        call = a2a_demo.place_streaming_call(
+            cloud, steps, dict(cloud.lambdas.env), template=TEMPLATE, line=line, attributes=attributes
+        )
     a2a_demo.print_summary(call)
     if line is not None:
         _print_line_effects(line, a2a_demo.line_effects(call, a2a_demo.turn_figures(call)))
@@ -735,6 +865,7 @@ def _run_streaming(
     if report:
         context = _report_context(chosen, emulated, sonic_hosting, speech, embedded, files)
         written = a2a_demo.build_report(call, **context, line_noise=None if line is None else line.condition)
+        written = with_turn_ending(written, call.record, language)
         files["report"] = _write_report(report, redacted_report(written, redactor))
     for name, path in files.items():
         print(f"{name:>10}: {path}")

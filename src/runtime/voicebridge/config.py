@@ -16,6 +16,7 @@ it, and a validation library would cost more import time than such a function's 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -23,9 +24,16 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal, get_args
 
 from voicebridge.conversation import Action
-from voicebridge.errors import ConfigurationError
+from voicebridge.errors import ConfigurationError, InvalidInput, LanguageNotServed
 from voicebridge.ink.keyterms import parse_keyterms
-from voicebridge.sonic.models import PRONUNCIATION_DICT_ID, SONIC_PACKAGES, parse_pronunciation_map, sonic_model
+from voicebridge.language import SPOKEN_NUMBER_LANGUAGES, Languages, for_language, language_tag, primary
+from voicebridge.sonic.models import (
+    PRONUNCIATION_DICT_ID,
+    SONIC_PACKAGES,
+    VOICE_ID,
+    parse_pronunciation_map,
+    sonic_model,
+)
 
 SonicBackendName = Literal["sagemaker", "container", "cartesia-api"]
 """Where Sonic runs: a SageMaker endpoint, a Sonic container spoken to directly (the SageMaker container contract,
@@ -222,11 +230,75 @@ def _pronunciation_map(value: Any) -> tuple[tuple[str, str], ...]:
     return parse_pronunciation_map(_text(value))
 
 
-def _keyterms(value: Any) -> tuple[str, ...]:
-    """Ink keyterms separated by commas (``Acme Plus,Zorblax``), within Ink's limits."""
+EVERY_LANGUAGE = "*"
+"""The key of keyterms for every language a per-language ``INK_KEYTERMS`` does not name."""
+
+
+def _keyterms(value: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Ink keyterms separated by commas (``Acme Plus,Zorblax``) for every language, or a JSON object of them by
+    language tag (``{"en": "Acme Plus", "es": "Acme Plus,Cuenta Nómina", "*": "Acme"}``), each within Ink's limits."""
     if isinstance(value, tuple):
-        value = ",".join(value)
-    return parse_keyterms(_text(value))
+        if all(isinstance(term, str) for term in value):
+            return ((EVERY_LANGUAGE, parse_keyterms(",".join(value))),) if value else ()
+        return value
+    text = _text(value).strip()
+    if not text.startswith("{"):
+        terms = parse_keyterms(text)
+        return ((EVERY_LANGUAGE, terms),) if terms else ()
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"is not JSON ({exc.msg})") from None
+    # Text that opens with "{" and parses is a JSON object.
+    by_language: dict[str, tuple[str, ...]] = {}
+    for language, given in document.items():
+        try:
+            tag = language if language == EVERY_LANGUAGE else language_tag(language)
+        except InvalidInput:
+            raise ValueError(f"{language!r} is not a language tag") from None
+        if isinstance(given, list) and all(isinstance(term, str) for term in given):
+            given = ",".join(given)
+        if not isinstance(given, str):
+            raise ValueError(f"the keyterms for {tag} must be text or a list of texts")
+        try:
+            by_language[tag] = parse_keyterms(given)
+        except ValueError as exc:
+            raise ValueError(f"for {tag} {exc}") from None
+    return tuple(by_language.items())
+
+
+def _voice_map(value: Any) -> tuple[tuple[str, str], ...]:
+    """Sonic voices by language: ``es=<voice id>,fr-CA=<voice id>``, or the same as a JSON object."""
+    if isinstance(value, tuple):
+        return value
+    text = _text(value).strip()
+    if text.startswith("{"):
+        try:
+            document = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"is not JSON ({exc.msg})") from None
+        if not isinstance(document, dict) or not all(isinstance(v, str) for v in document.values()):
+            raise ValueError('must be a JSON object of language tags to voice ids ({"es": "<voice id>"})')
+        pairs = list(document.items())
+    else:
+        pairs = []
+        for item in filter(None, (part.strip() for part in text.split(","))):
+            language, equals, voice = (part.strip() for part in item.partition("="))
+            if not equals:
+                raise ValueError(f"{item!r} is not language=voice-id")
+            pairs.append((language, voice))
+    voices: dict[str, str] = {}
+    for language, voice in pairs:
+        try:
+            tag = language_tag(language)
+        except InvalidInput:
+            raise ValueError(f"{language!r} is not a language tag") from None
+        if tag in voices:
+            raise ValueError(f"names {tag} twice")
+        if not VOICE_ID.fullmatch(voice):
+            raise ValueError(f"the voice for {tag} is not a Cartesia voice id (a UUID)")
+        voices[tag] = voice
+    return tuple(voices.items())
 
 
 def _intent_actions(value: Any) -> tuple[tuple[str, Action], ...]:
@@ -253,6 +325,9 @@ class Settings:
     sonic_endpoint_name: str = ""
     sonic_default_voice: str = "a0e99841-438c-4a64-b679-ae501e7d6091"
     sonic_default_language: str = "en"
+    sonic_voices: tuple[tuple[str, str], ...] = field(default=(), metadata=_checked_by(_voice_map))
+    """The voice each language is spoken with (``es=<voice id>``); a language it does not name gets
+    ``SONIC_DEFAULT_VOICE``."""
     sonic_model_id: str = "sonic-3"
     sonic_encoding: SonicEncoding = field(default="pcm_s16le", metadata=_one_of(SonicEncoding))
     sonic_sample_rate: int = field(default=24000, metadata=_whole(8000, 48000, among=_SONIC_RATES))
@@ -281,8 +356,9 @@ class Settings:
     ink_model: str = "ink-2"
     ink_mode: InkMode = field(default="turns", metadata=_one_of(InkMode))
     ink_language: str = "en"
-    ink_keyterms: tuple[str, ...] = field(default=(), metadata=_checked_by(_keyterms))
-    """Words Ink is biased towards (``keyterm``) on every call; a flow's ``Keyterms`` replaces them."""
+    ink_keyterms: tuple[tuple[str, tuple[str, ...]], ...] = field(default=(), metadata=_checked_by(_keyterms))
+    """Words Ink is biased towards (``keyterm``) on every call, by language (``*``: every language it does not
+    name); a flow's ``Keyterms`` replaces them (:meth:`keyterms_for`)."""
     ink_turn_end_timeout_ms: int | None = field(default=None, metadata=_whole(640, 11200, optional=True))
     ink_frame_ms: int = field(default=100, metadata=_whole(20, 500))
     voice_detector: VoiceDetectorName = field(default="silero", metadata=_one_of(VoiceDetectorName))
@@ -385,7 +461,7 @@ class Settings:
         problems.extend(_key_problems(self))
         problems.extend(_sonic_model_problems(self))
         problems.extend(_ink_language_problems(self))
-        if self.redact_transcripts == "comprehend" and self.ink_language.split("-")[0] not in COMPREHEND_PII_LANGUAGES:
+        if self.redact_transcripts == "comprehend" and primary(self.ink_language) not in COMPREHEND_PII_LANGUAGES:
             problems.append(
                 f"REDACT_TRANSCRIPTS: comprehend finds PII in English and Spanish only, not INK_LANGUAGE "
                 f"{self.ink_language!r}; use builtin"
@@ -402,6 +478,33 @@ class Settings:
                 "Speed and Volume are ignored, and prompts that differ only in them are one prompt",
             )
         return ()
+
+    def keyterms_for(self, language: str) -> tuple[str, ...]:
+        """``INK_KEYTERMS`` for a contact in ``language``: its own (by tag, then primary language), else every
+        language's."""
+        by_language = dict(self.ink_keyterms)
+        found = for_language(by_language, language)
+        return found if found is not None else by_language.get(EVERY_LANGUAGE, ())
+
+    @property
+    def languages(self) -> Languages:
+        """How each contact's language is listened to."""
+        return Languages(self.ink_language, self.ink_mode, self.ink_model, self.end_of_turn_model)
+
+    @property
+    def redaction_by_language(self) -> str:
+        """What is redacted in a contact's words, by its language (the settings check logs it)."""
+        spoken = "/".join(sorted(SPOKEN_NUMBER_LANGUAGES))
+        builtin = (
+            f"the built-in redactor reads digits in every language and spoken numbers in {spoken} only (other "
+            "languages' number words are kept)"
+        )
+        if self.redact_transcripts == "off":
+            return "nothing is redacted, in any language"
+        if self.redact_transcripts == "comprehend":
+            found = "/".join(sorted(COMPREHEND_PII_LANGUAGES))
+            return f"Comprehend finds {','.join(self.redact_entity_types)} in {found}; in other languages {builtin}"
+        return builtin
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -466,13 +569,11 @@ def _sonic_model_problems(settings: Settings) -> list[str]:
 
 
 def _ink_language_problems(settings: Settings) -> list[str]:
-    """Ink's turn-detecting endpoint is English only (docs/protocols.md, *Ink*): another language would be
-    transcribed as English without a word said."""
-    if settings.ink_mode == "turns" and settings.ink_language.split("-")[0].lower() != "en":
-        return [
-            f"INK_LANGUAGE: {settings.ink_language!r} needs INK_MODE=manual with a model that speaks it (ink-whisper): "
-            "the turns endpoint transcribes English only"
-        ]
+    """The default language must be one an Ink model transcribes (:mod:`voicebridge.language`)."""
+    try:
+        settings.languages.listening(None)
+    except (InvalidInput, LanguageNotServed) as exc:
+        return [f"INK_LANGUAGE: {exc.safe_message}"]
     return []
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, Unpack, cast, overload
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from voicebridge.ink.session import InkSession, TurnListener
     from voicebridge.ink.transcriber import MetricSink
     from voicebridge.kvs.media import MediaSource
+    from voicebridge.language import Listening
     from voicebridge.redaction import Redactor
     from voicebridge.sonic.backends import SonicBackend
     from voicebridge.sonic.request import RequestSettings
@@ -110,6 +112,7 @@ def settings() -> Settings:
         read = Settings.from_env()
         for notice in read.notices:
             logger.warning("settings check", notice=notice)
+        logger.info("settings check", redaction=read.redaction_by_language)
         return read
 
     return _once(("settings",), build)
@@ -188,17 +191,22 @@ def turn_store() -> TurnStore:
     )
 
 
-def redactor() -> Redactor:
-    """The redactor ``REDACT_TRANSCRIPTS`` names; Comprehend's with its client, counting ``RedactionFallbacks``
-    when a request fails and the built-in redactor stands in."""
+def redactor(language: str | None = None) -> Redactor:
+    """The redactor ``REDACT_TRANSCRIPTS`` names for a contact in ``language`` (None: ``INK_LANGUAGE``); Comprehend's
+    with its client, counting ``RedactionFallbacks`` when a request fails and the built-in redactor stands in, for the
+    languages Comprehend finds PII in, the built-in redactor for the others."""
+    from voicebridge.language import primary
+
+    config = settings()
+    spoken = primary(language or config.ink_language)
 
     def build() -> Redactor:
+        from voicebridge.config import COMPREHEND_PII_LANGUAGES
         from voicebridge.redaction import BuiltinRedactor, NoRedaction
 
-        config = settings()
         if config.redact_transcripts == "off":
             return NoRedaction()
-        if config.redact_transcripts == "builtin":
+        if config.redact_transcripts == "builtin" or spoken not in COMPREHEND_PII_LANGUAGES:
             return BuiltinRedactor()
         from aws_lambda_powertools.metrics import MetricUnit
 
@@ -211,12 +219,12 @@ def redactor() -> Redactor:
 
         return ComprehendRedactor(
             client("comprehend", read_timeout=2.0, retries=1),
-            language=config.ink_language.split("-")[0],
+            language=spoken,
             entity_types=config.redact_entity_types,
             on_fallback=fell_back,
         )
 
-    return _once(("redactor",), build)
+    return _once(("redactor", spoken), build)
 
 
 def call_recorder() -> CallRecorder:
@@ -237,6 +245,7 @@ def call_recorder() -> CallRecorder:
             client("s3"),
             client("events"),
             redactor(),
+            redactor_for=redactor,
         ),
     )
 
@@ -351,7 +360,27 @@ def request_settings() -> RequestSettings:
             sonic_model_id=config.sonic_model_id,
             sonic_pronunciation_map=config.sonic_pronunciation_map,
             sonic_pronunciation_dict_id=config.sonic_pronunciation_dict_id,
+            sonic_voices=config.sonic_voices,
         ),
+    )
+
+
+def spoken_in(language: str) -> RequestSettings:
+    """:func:`request_settings` for a contact in ``language``: ``SONIC_VOICES``' voice for it, else the default voice
+    (logged for another language than the default's); ``SONIC_DEFAULT_LANGUAGE`` as written for the default's
+    language, else the primary language alone (Sonic 3 takes two-letter codes only, docs/protocols.md)."""
+    from voicebridge.language import for_language, primary
+    from voicebridge.telemetry import logger
+
+    config = settings()
+    own = primary(language) == primary(config.sonic_default_language)
+    voice = for_language(dict(config.sonic_voices), language)
+    if voice is None and not own:
+        logger.info("no voice mapped for the contact's language: SONIC_DEFAULT_VOICE speaks it", language=language)
+    return replace(
+        request_settings(),
+        sonic_default_language=config.sonic_default_language if own else primary(language),
+        sonic_default_voice=voice or config.sonic_default_voice,
     )
 
 
@@ -439,21 +468,28 @@ def responder() -> Responder:
     return _once(("responder",), build)
 
 
-def ink_session(listener: TurnListener, name: str, keyterms: tuple[str, ...] | None = None) -> InkSession:
+def ink_session(
+    listener: TurnListener,
+    name: str,
+    keyterms: tuple[str, ...] | None = None,
+    listening: Listening | None = None,
+) -> InkSession:
     """A new Ink session for one of a call's tracks (not kept: the consumer opens one per track, and again after a
-    drop), on the container's Ink client and settings; ``keyterms`` are the flow's, else ``INK_KEYTERMS``."""
+    drop), on the container's Ink client and settings. ``listening`` is how the contact's language is listened to
+    (None: ``INK_LANGUAGE``'s way); ``keyterms`` are the flow's, else ``INK_KEYTERMS``' for that language."""
     from voicebridge.ink.session import InkSession
 
     config = settings()
+    chosen = listening or config.languages.listening(None)
     return InkSession(
         ink_client(),
         listener,
-        mode=config.ink_mode,
-        model=config.ink_model,
-        language=config.ink_language,
+        mode=chosen.mode,
+        model=chosen.model,
+        language=chosen.base,
         end_timeout_ms=config.ink_turn_end_timeout_ms,
         eager_end_threshold=config.ink_eager_end_threshold,
-        keyterms=config.ink_keyterms if keyterms is None else keyterms,
+        keyterms=config.keyterms_for(chosen.language) if keyterms is None else keyterms,
         name=name,
     )
 
@@ -470,7 +506,8 @@ def reply_worker(checkpoint: Checkpoint, sink: MetricSink) -> ReplyWorker:
 
     config = settings()
     speaker = synthesizer()
-    defaults = request_settings()
+    language = checkpoint.language or config.sonic_default_language
+    defaults = spoken_in(language)
 
     def speak(text: str, deadline: float, cancel: threading.Event | None = None, *, reply: object = None) -> Spoken:
         request = SpeechRequest.from_parameters({"Text": text}, defaults)
@@ -485,7 +522,7 @@ def reply_worker(checkpoint: Checkpoint, sink: MetricSink) -> ReplyWorker:
         responder=responder(),
         speak=speak,
         replies=reply_store(),
-        settings=ReplySettings.of(config),
+        settings=replace(ReplySettings.of(config), language=language),
         attributes=checkpoint.attributes,
         report=sink.add,
     )
@@ -493,14 +530,27 @@ def reply_worker(checkpoint: Checkpoint, sink: MetricSink) -> ReplyWorker:
 
 def a2a_engine() -> Engine:
     """The conversation engine's parts for the streaming transport's sessions (the flows path's own, shared)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
     from voicebridge.a2a.session import Engine
     from voicebridge.a2a.voice import StreamingVoice
     from voicebridge.call.consumer import write_record
+    from voicebridge.telemetry import logger
 
     config = settings()
 
-    def voice(sample_rate: int) -> StreamingVoice:
-        return StreamingVoice(sonic_backend(), request_settings(), sample_rate, max_attempts=config.sonic_max_attempts)
+    def voice(sample_rate: int, language: str) -> StreamingVoice:
+        return StreamingVoice(sonic_backend(), spoken_in(language), sample_rate, max_attempts=config.sonic_max_attempts)
+
+    def contact_language(instance_arn: str, contact_id: str) -> str | None:
+        try:
+            answer = client("connect", retries=2).get_contact_attributes(
+                InstanceId=instance_arn.rsplit("/", 1)[-1], InitialContactId=contact_id
+            )
+        except (BotoCoreError, ClientError) as exc:
+            logger.warning("the contact's attributes could not be read: INK_LANGUAGE", reason=type(exc).__name__)
+            return None
+        return str(answer.get("Attributes", {}).get("Language") or "") or None
 
     def update_attributes(instance_arn: str, contact_id: str, attributes: Mapping[str, str]) -> None:
         client("connect", retries=2).update_contact_attributes(
@@ -513,6 +563,7 @@ def a2a_engine() -> Engine:
         open_ink=ink_session,
         responder=responder,
         voice=voice,
+        contact_language=contact_language,
         write_record=lambda contact_id, generation, sink: write_record(call_recorder, contact_id, generation, sink),
         update_attributes=update_attributes,
     )

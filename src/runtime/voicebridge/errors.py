@@ -74,6 +74,10 @@ class HandOffFailed(VoiceBridgeError):
     """The consumer could not be started."""
 
 
+class LanguageNotServed(VoiceBridgeError):
+    """The contact's language is one no Ink model transcribes: nothing was started for it."""
+
+
 # -- internal: handled by the consumer, reported only in its logs and its own invocation result
 
 

@@ -526,13 +526,22 @@ def voice_agent() -> Flow:
 
 def test_the_voice_agent_streams_both_directions_and_starts_a_conversing_consumer(voice_agent: Flow) -> None:
     (start_listening,) = invokes(voice_agent, "StartListeningFunction")
-    assert voice_agent[start_listening].parameters["LambdaInvocationAttributes"] == {"Converse": "true"}
+    assert voice_agent[start_listening].parameters["LambdaInvocationAttributes"] == {
+        "Converse": "true",
+        "Language": "$.Attributes.Language",
+    }
     (start,) = [
         a
         for a in voice_agent.of_type("UpdateContactMediaStreamingBehavior")
         if a.parameters["MediaStreamingState"] == "Enabled"
     ]
     assert start.parameters["Participants"] == [{"ParticipantType": "Customer", "MediaDirections": ["From", "To"]}]
+
+
+def test_the_voice_agent_listens_and_speaks_in_the_language_a_flow_before_it_set(voice_agent: Flow) -> None:
+    for function in ("StartListeningFunction", "SynthesizeFunction"):
+        for action in invokes(voice_agent, function):
+            assert voice_agent[action].parameters["LambdaInvocationAttributes"]["Language"] == "$.Attributes.Language"
 
 
 def test_the_voice_agent_never_awaits_turns_itself_and_takes_keys_only_for_a_card_encrypted(

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from voicebridge_dev.simulator.records import StoredSpeculation
-from voicebridge_dev.simulator.report import ReplySegment, TurnFigures
+import numpy as np
+
+from voicebridge_dev.simulator.engine import CallResult
+from voicebridge_dev.simulator.events import CALLER, Segment
+from voicebridge_dev.simulator.records import CallRecords, StoredSpeculation, StoredTurn
+from voicebridge_dev.simulator.report import ReplySegment, TurnFigures, _Turn, _with_utterances
 
 
 def figures(*, speculation: StoredSpeculation | None, moments: dict[str, float]) -> TurnFigures:
@@ -89,3 +93,16 @@ def test_the_waterfall_lists_the_turns_moments_in_order() -> None:
         "connect_playing",
     ]
     assert list(waterfall.values()) == [10000, 10340, 10600, 10660, 10740, 10800, 10900, 10950, 10960]
+
+
+def test_a_turn_ended_inside_the_clips_quiet_tail_is_paired_with_the_utterance_it_heard() -> None:
+    t = np.arange(8000) / 8000
+    voiced = (8000 * np.sin(2 * np.pi * 300 * t)).astype(np.int16)
+    # One second of voice from 1.0 s, then 0.6 s of quiet: the product ended the turn at 2.3 s, inside the quiet.
+    said = Segment(CALLER, 1.0, np.concatenate([voiced, np.zeros(4800, dtype=np.int16)]), "speech", "Quiero mi saldo")
+    result = CallResult(
+        "c1", "ended", None, 5.0, [], [said], np.zeros((1, 2), dtype=np.int16), False, 0.0,
+        records=CallRecords(turns=(StoredTurn("customer", 0, "Quiero mi saldo", ended_at=2.3),)),
+    )  # fmt: skip
+    (turn,) = _with_utterances(result, [_Turn(0, heard="Quiero mi saldo")])
+    assert (turn.said, turn.speech_end) == ("Quiero mi saldo", 2.0)

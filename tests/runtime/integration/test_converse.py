@@ -13,6 +13,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -292,7 +293,9 @@ def test_a_call_is_heard_and_each_turn_answered_by_the_consumer(converse: LocalC
     )
     client = Cartesia(api_key=LOCAL_API_KEY, base_url=converse.ink.url)
 
-    def open_session(listener: TurnListener, name: str, keyterms: tuple[str, ...] | None = None) -> InkSession:
+    def open_session(
+        listener: TurnListener, name: str, keyterms: tuple[str, ...] | None = None, listening: Any = None
+    ) -> InkSession:
         return InkSession(client, listener, keyterms=keyterms or (), name=name)
 
     outcome = StreamConsumer(

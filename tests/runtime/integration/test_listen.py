@@ -109,7 +109,9 @@ class Call:
 
         client = Cartesia(api_key=LOCAL_API_KEY, base_url=self.cloud.ink.url)
 
-        def open_session(listener: TurnListener, name: str, keyterms: tuple[str, ...] | None = None) -> InkSession:
+        def open_session(
+            listener: TurnListener, name: str, keyterms: tuple[str, ...] | None = None, listening: Any = None
+        ) -> InkSession:
             return InkSession(client, listener, model=ink_model, keyterms=keyterms or (), name=name)
 
         return StreamConsumer(
@@ -237,7 +239,13 @@ def test_a_flow_hears_each_turn_through_the_functions(env: LocalCloud, caller: t
     audio = {"StreamARN": arn, "StartFragmentNumber": start.fragment_number, "StartTimestamp": start.start_timestamp}
 
     started = _invoke(env, "StartListeningFunction", _connect_event(contact_id, audio))
-    assert started == {"Result": "OK", "StreamARN": arn, "AlreadyListening": "false"}
+    assert started == {
+        "Result": "OK",
+        "StreamARN": arn,
+        "AlreadyListening": "false",
+        "Language": "en",
+        "TurnEndBy": "ink",
+    }
     again = _invoke(env, "StartListeningFunction", _connect_event(contact_id, audio))
     assert again["AlreadyListening"] == "true"
 
@@ -409,7 +417,9 @@ def test_manual_finalize_mode_finds_the_turns_itself(env: LocalCloud, caller: tu
     call = Call(env, caller[0])
     client = Cartesia(api_key=LOCAL_API_KEY, base_url=env.ink.url)
 
-    def open_session(listener: TurnListener, name: str, keyterms: tuple[str, ...] | None = None) -> InkSession:
+    def open_session(
+        listener: TurnListener, name: str, keyterms: tuple[str, ...] | None = None, listening: Any = None
+    ) -> InkSession:
         return InkSession(client, listener, mode="manual", model="ink-whisper", name=name)
 
     consumer = StreamConsumer(

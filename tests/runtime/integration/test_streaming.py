@@ -231,3 +231,26 @@ def test_sonic_and_ink_failing_mid_call_lose_no_turn_and_answer_each_once(cloud:
     kept = record(cloud, contact)
     assert [turn["heard"] for turn in kept["turns"]] == [CLIPS["pay-bill"].transcript, CLIPS["thanks"].transcript]
     assert agent_audio_after(result, starts["thanks"])
+
+
+def test_a_spanish_contact_is_heard_on_inks_manual_endpoint_and_answered_in_spanish(
+    cloud: LocalCloud, agent: LocalAgent
+) -> None:
+    said = "Quiero hablar con una persona"
+    clip = StandInSpeechEngine().synthesize("I want to talk to a person in Spanish", RATE, 1.0).tobytes()
+    cloud.ink.register(clip, said)
+    contact_id = str(uuid.uuid4())
+    instance = f"arn:aws:connect:us-east-1:111122223333:instance/{EMULATED_INSTANCE_ID}"
+    contact = f"{instance}/contact/{contact_id}"
+    cloud.set_contact_attributes(contact_id, {"Language": "es-US"})
+
+    audio = bytes(int(4.0 * RATE) * 2) + clip + bytes(int(6.0 * RATE) * 2)
+    result = session(agent, audio, instance_arn=instance, contact_arn=contact)
+
+    assert result.finish is not None and result.finish.type == "ESCALATE"
+    kept = record(cloud, contact)
+    assert kept["listening"]["language"] == "es-US"
+    (turn,) = kept["turns"]
+    assert (turn["heard"].strip(), turn["endedBy"]) == (said, "voicebridge")
+    assert turn["reply"]["said"][0] == "Por supuesto."
+    assert cloud.ink.sessions[-1].endpoint == "manual"

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 
 from voicebridge.config import Settings
@@ -131,10 +134,32 @@ def test_a_pronunciation_setting_the_model_cannot_take_is_refused(environment: d
 
 
 def test_keyterms_are_read_trimmed_and_each_once() -> None:
-    assert Settings.from_env({"INK_KEYTERMS": " Acme Plus , Zorblax,,Acme  Plus"}).ink_keyterms == (
+    assert Settings.from_env({"INK_KEYTERMS": " Acme Plus , Zorblax,,Acme  Plus"}).keyterms_for("es") == (
         "Acme Plus",
         "Zorblax",
     )
+
+
+def test_keyterms_by_language_are_each_languages_and_the_rest_take_every_languages() -> None:
+    keyterms = {"es-US": "Cuenta Nómina", "en": ["Acme Plus", "Zorblax"], "*": "Acme"}
+    settings = Settings.from_env({"INK_KEYTERMS": json.dumps(keyterms)})
+    assert settings.keyterms_for("es-US") == ("Cuenta Nómina",)
+    assert settings.keyterms_for("en-GB") == ("Acme Plus", "Zorblax")
+    assert settings.keyterms_for("fr") == ("Acme",)
+
+
+@pytest.mark.parametrize(
+    ("keyterms", "reason"),
+    [
+        ('{"es": 1}', "the keyterms for es must be text or a list of texts"),
+        ('{"1": "x"}', "'1' is not a language tag"),
+        ("{1}", "is not JSON"),
+        (json.dumps({"es": [f"t{n}" for n in range(101)]}), "for es has 101 terms; Ink takes at most 100"),
+    ],
+)
+def test_malformed_keyterms_by_language_are_refused(keyterms: str, reason: str) -> None:
+    with pytest.raises(ConfigurationError, match=f"INK_KEYTERMS: {re.escape(reason)}"):
+        Settings.from_env({"INK_KEYTERMS": keyterms})
 
 
 @pytest.mark.parametrize(
@@ -149,9 +174,15 @@ def test_keyterms_beyond_inks_limits_are_refused(keyterms: str, reason: str) -> 
         Settings.from_env({"INK_KEYTERMS": keyterms})
 
 
-def test_a_language_other_than_english_is_refused_on_the_english_only_turns_endpoint() -> None:
-    with pytest.raises(ConfigurationError, match=r"INK_LANGUAGE: 'de' needs INK_MODE=manual.*English only"):
-        Settings.from_env({"INK_LANGUAGE": "de"})
+def test_a_default_language_no_ink_model_transcribes_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match=r"INK_LANGUAGE: no Ink model transcribes 'xx'"):
+        Settings.from_env({"INK_LANGUAGE": "xx"})
+
+
+def test_a_default_language_other_than_english_is_taken_with_the_turns_endpoint_for_english() -> None:
+    settings = Settings.from_env({"INK_LANGUAGE": "es-US"})
+    assert settings.ink_mode == "turns"
+    assert settings.languages.listening(None).mode == "manual"
 
 
 @pytest.mark.parametrize("language", ["en", "en-GB", "EN-us"])
@@ -163,6 +194,41 @@ def test_another_language_is_taken_on_the_manual_endpoint() -> None:
     assert (
         Settings.from_env({"INK_LANGUAGE": "de", "INK_MODE": "manual", "INK_MODEL": "ink-whisper"}).ink_language == "de"
     )
+
+
+def test_a_voice_map_is_read_from_pairs_or_json_by_language_tag() -> None:
+    spanish, french = "5c5ad5e7-1020-476b-8b91-fdcbe9cc313c", "a8a1eb38-5f15-4c1d-8722-7ac0f329727d"
+    pairs = Settings.from_env({"SONIC_VOICES": f"es-us={spanish}, fr={french}"}).sonic_voices
+    assert pairs == (("es-US", spanish), ("fr", french))
+    assert Settings.from_env({"SONIC_VOICES": json.dumps({"es-US": spanish, "fr": french})}).sonic_voices == pairs
+
+
+@pytest.mark.parametrize(
+    ("voices", "reason"),
+    [
+        ("es", "'es' is not language=voice-id"),
+        ("es=not-a-voice", "the voice for es is not a Cartesia voice id"),
+        ("1=5c5ad5e7-1020-476b-8b91-fdcbe9cc313c", "'1' is not a language tag"),
+        ("es=5c5ad5e7-1020-476b-8b91-fdcbe9cc313c,ES=5c5ad5e7-1020-476b-8b91-fdcbe9cc313c", "names es twice"),
+        ('{"es": 1}', "must be a JSON object of language tags to voice ids"),
+        ("{es", "is not JSON"),
+    ],
+)
+def test_a_malformed_voice_map_is_refused(voices: str, reason: str) -> None:
+    with pytest.raises(ConfigurationError, match=f"SONIC_VOICES: {re.escape(reason)}"):
+        Settings.from_env({"SONIC_VOICES": voices})
+
+
+@pytest.mark.parametrize(
+    ("mode", "said"),
+    [
+        ("builtin", "spoken numbers in en/es only"),
+        ("comprehend", "Comprehend finds CREDIT_DEBIT_NUMBER"),
+        ("off", "nothing is redacted"),
+    ],
+)
+def test_the_settings_check_says_what_is_redacted_in_each_language(mode: str, said: str) -> None:
+    assert said in Settings.from_env({"REDACT_TRANSCRIPTS": mode}).redaction_by_language
 
 
 # --- Bedrock ----------------------------------------------------------------------------------------------------

@@ -184,6 +184,42 @@ def test_start_listening_hands_a_well_formed_event_to_the_turn_table() -> None:
     assert aws.calls == ["dynamodb.PutItem", "lambda.Invoke"]
 
 
+def test_start_listening_refuses_a_language_no_ink_model_transcribes_and_starts_nothing() -> None:
+    with stubbed_aws() as aws:
+        answer = start_listening.handler(changed(("Details", "Parameters", "Language"), "tlh"), None)
+    assert (answer["Result"], answer["ErrorCode"]) == ("Error", "LanguageNotServed")
+    assert aws.calls == []
+
+
+def test_start_listening_keeps_the_contacts_language_with_its_claim_and_says_who_ends_its_turns() -> None:
+    with stubbed_aws() as aws:
+        aws.stub("dynamodb").add_response("put_item", {})
+        aws.stub("lambda").add_response("invoke", {"StatusCode": 202})
+        spanish = start_listening.handler(changed(("Details", "Parameters", "Language"), "es-us"), None)
+    assert (spanish["Result"], spanish["Language"], spanish["TurnEndBy"]) == ("OK", "es-US", "voicebridge")
+    (claim,) = [params for name, params in aws.requests if name == "dynamodb.PutItem"]
+    assert claim["Item"]["Language"] == {"S": "es-US"}
+
+
+def test_start_listening_without_a_language_listens_in_the_default_one_on_inks_turns() -> None:
+    with stubbed_aws() as aws:
+        aws.stub("dynamodb").add_response("put_item", {})
+        aws.stub("lambda").add_response("invoke", {"StatusCode": 202})
+        answer = start_listening.handler(copy.deepcopy(START), None)
+    assert (answer["Language"], answer["TurnEndBy"]) == ("en", "ink")
+
+
+def test_start_listening_without_a_language_takes_the_deployments_and_listens_to_it_as_the_consumer_will(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("INK_LANGUAGE", "es-MX")
+    with stubbed_aws() as aws:
+        aws.stub("dynamodb").add_response("put_item", {})
+        aws.stub("lambda").add_response("invoke", {"StatusCode": 202})
+        answer = start_listening.handler(copy.deepcopy(START), None)
+    assert (answer["Language"], answer["TurnEndBy"]) == ("es-MX", "voicebridge")
+
+
 CONSUMER = json.loads((ROOT / "events" / "transcribe-stream.json").read_text())
 
 

@@ -19,6 +19,7 @@ from voicebridge.errors import MediaInterrupted, Superseded
 from voicebridge.ink.session import TurnListener
 from voicebridge.kvs.fragments import CONTACT_ID, CONTINUATION_TOKEN, FRAGMENT_NUMBER, PRODUCER_TIMESTAMP
 from voicebridge.kvs.media import StartSelector
+from voicebridge.language import Languages, Listening
 from voicebridge.store import turns
 from voicebridge.store.turns import RETRYING, STOPPED, Checkpoint, TrackProgress, Turn
 
@@ -153,11 +154,19 @@ class Ink:
     def __init__(self) -> None:
         self.sessions: list[Session] = []
         self.keyterms: list[tuple[str, ...] | None] = []
+        self.listening: list[Listening | None] = []
 
-    def __call__(self, listener: TurnListener, name: str, keyterms: tuple[str, ...] | None = None) -> Session:
+    def __call__(
+        self,
+        listener: TurnListener,
+        name: str,
+        keyterms: tuple[str, ...] | None = None,
+        listening: Listening | None = None,
+    ) -> Session:
         session = Session()
         self.sessions.append(session)
         self.keyterms.append(keyterms)
+        self.listening.append(listening)
         return session
 
     @property
@@ -196,7 +205,7 @@ class Call:
 
     def consumer(self, generation: int = 0, **settings: Any) -> StreamConsumer:
         options: dict[str, Any] = {
-            "ink_mode": "turns",
+            "languages": Languages("en", "turns", "ink-2", "off"),
             "ink_frame_ms": 100,
             "ink_catch_up": "off",
             "kvs_read_timeout_ms": 1000,
@@ -237,6 +246,7 @@ def call(
     generation: int = 0,
     tracks: tuple[str, ...] = (turns.CUSTOMER,),
     keyterms: tuple[str, ...] | None = None,
+    language: str | None = None,
     **media: Any,
 ) -> Call:
     checkpoint = Checkpoint(
@@ -248,6 +258,7 @@ def call(
         generation=generation,
         state=turns.STARTING,
         keyterms=keyterms,
+        language=language,
     )
     return Call(Checkpoints(checkpoint), Media(pieces, **media), Ink(), [], [600_000])
 
@@ -262,6 +273,19 @@ def test_without_the_flows_keyterms_the_sessions_take_the_deployments() -> None:
     c = call([fragment(i) for i in range(4)])
     c.consumer().run()
     assert c.ink.keyterms and set(c.ink.keyterms) == {None}
+
+
+def test_a_spanish_contacts_sessions_are_inks_manual_endpoint_with_ink_whisper() -> None:
+    c = call([fragment(i) for i in range(4)], language="es-US")
+    c.consumer().run()
+    assert c.ink.listening and {(li.mode, li.model) for li in c.ink.listening if li} == {("manual", "ink-whisper")}
+    assert None not in c.ink.listening
+
+
+def test_a_contact_without_a_language_is_listened_to_on_inks_turns_endpoint() -> None:
+    c = call([fragment(i) for i in range(4)])
+    c.consumer().run()
+    assert c.ink.listening and {(li.mode, li.language) for li in c.ink.listening if li} == {("turns", "en")}
 
 
 def test_the_first_read_starts_before_the_callers_audio_and_the_contact_reaches_ink_from_its_start_fragment() -> None:

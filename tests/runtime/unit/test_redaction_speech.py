@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from voicebridge.redaction import BuiltinRedactor
+from voicebridge.redaction.spoken import digit_runs
 
 REDACTOR = BuiltinRedactor()
 
@@ -178,3 +179,26 @@ def test_a_number_said_to_be_something_else_is_left_as_said(said: str) -> None:
 )
 def test_everyday_words_between_numbers_join_no_digits(said: str) -> None:
     assert redact(said) == said
+
+
+@pytest.mark.parametrize(
+    ("said", "digits"),
+    [
+        ("cuatro cinco uno dos", ["4512"]),
+        ("cero ocho, quince, veintidós", ["081522"]),
+        ("treinta y cinco dieciséis", ["3516"]),
+        ("dos mil veintinueve", ["2029"]),
+        ("cuatro uno, eh, perdón, cuatro dos", ["4142"]),
+    ],
+)
+def test_spanish_spoken_numbers_are_read_as_digits(said: str, digits: list[str]) -> None:
+    assert [run.digits for run in digit_runs(said)] == digits
+
+
+def test_spanish_articles_are_no_digits() -> None:
+    assert digit_runs("un cargo de una persona") == []
+
+
+def test_a_card_number_said_in_spanish_is_redacted() -> None:
+    said = "mi tarjeta es cuatro uno uno uno, uno uno uno uno, uno uno uno uno, uno uno uno uno"
+    assert BuiltinRedactor().redact(said).text == "mi tarjeta es [CARD]"

@@ -414,3 +414,13 @@ def test_any_chunking_of_the_text_and_the_tool_input_reads_the_same(reply: str, 
     said = "".join(reader.feed(event) for event in events)
     action, call = reader.finish()
     assert (said, action, call.reason if call else None) == (reply, Action.HANGUP, reason.strip())
+
+
+def test_a_spanish_contact_tells_the_model_to_answer_in_its_language() -> None:
+    (system,) = responder(Bedrock(Stream([]))).request(turn("quiero mi saldo", language="es-US"))["system"]
+    assert system["text"].startswith("Be brief.\n\n")
+    assert "BCP-47 tag es-US: always answer in that language" in system["text"]
+
+
+def test_an_english_contact_is_sent_the_system_prompt_alone() -> None:
+    assert responder(Bedrock(Stream([]))).request(turn(language="en-US"))["system"] == [{"text": "Be brief."}]

@@ -73,6 +73,7 @@ class Call:
     sink: Counted
     eager_ends: list[tuple[int, str]]
     resumes: list[int]
+    ended: list[Turn]
 
     @property
     def session(self) -> FakeSession:
@@ -93,6 +94,7 @@ def call(mode: str, probability: float, *, ends_turns: bool = True) -> Call:
     clock, sink = ManualClock(), Counted(threading.Lock())
     eager_ends: list[tuple[int, str]] = []
     resumes: list[int] = []
+    ended: list[Turn] = []
     transcriber = TrackTranscriber(
         contact_id="c1",
         track="customer",
@@ -106,8 +108,9 @@ def call(mode: str, probability: float, *, ends_turns: bool = True) -> Call:
         clock=clock,
         on_eager_end=lambda seq, words: eager_ends.append((seq, words)),
         on_resume=resumes.append,
+        on_turn_ended=ended.append,
     )
-    return Call(transcriber, clock, sink, eager_ends, resumes)
+    return Call(transcriber, clock, sink, eager_ends, resumes, ended)
 
 
 def voice(ms: int) -> bytes:
@@ -225,3 +228,19 @@ def test_inks_turn_end_after_an_incomplete_verdict_counts_as_disagreement() -> N
     c.hear(voice(300) + quiet(400))
     c.transcriber.on_turn_end("what is my balance")
     assert (c.sink.counts.get("EndOfTurnAgreed"), c.sink.counts.get("EndOfTurnDisagreed")) == (None, 1)
+
+
+def test_a_manual_mode_turn_is_recorded_as_ended_by_the_product() -> None:
+    c = call("manual", probability=0.9)
+    c.hear(quiet(200) + voice(800) + quiet(200))
+    c.transcriber.on_turn_end("quiero saber mi saldo")
+    assert [(t.transcript, t.ended_by) for t in c.ended] == [("quiero saber mi saldo", "voicebridge")]
+
+
+def test_a_turn_of_inks_turns_endpoint_is_recorded_as_ended_by_ink() -> None:
+    c = call("turns", probability=0.9)
+    c.hear(quiet(200) + voice(300))
+    c.transcriber.on_turn_start()
+    c.hear(voice(300) + quiet(400))
+    c.transcriber.on_turn_end("what is my balance")
+    assert [(t.transcript, t.ended_by) for t in c.ended] == [("what is my balance", "ink")]

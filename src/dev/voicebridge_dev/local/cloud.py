@@ -148,15 +148,24 @@ class CloudBase(LocalService):
     def contact_attributes(self, contact_id: str) -> dict[str, str]:
         """The user-defined attributes set on ``contact_id`` so far, read as a client reads them: Connect's
         ``GetContactAttributes`` on the Connect emulator."""
-        connect = boto3.client(
+        answer = self._connect().get_contact_attributes(InstanceId=EMULATED_INSTANCE_ID, InitialContactId=contact_id)
+        return dict(answer["Attributes"])
+
+    def set_contact_attributes(self, contact_id: str, attributes: Mapping[str, str]) -> None:
+        """Set attributes on ``contact_id`` as a flow's *Set contact attributes* block before the agent would:
+        Connect's ``UpdateContactAttributes`` on the Connect emulator."""
+        self._connect().update_contact_attributes(
+            InstanceId=EMULATED_INSTANCE_ID, InitialContactId=contact_id, Attributes=dict(attributes)
+        )
+
+    def _connect(self) -> Any:
+        return boto3.client(
             "connect",
             endpoint_url=self.service_env()["AWS_ENDPOINT_URL_CONNECT"],
             region_name=self.region,
             aws_access_key_id="testing",
             aws_secret_access_key="testing",
         )
-        answer = connect.get_contact_attributes(InstanceId=EMULATED_INSTANCE_ID, InitialContactId=contact_id)
-        return dict(answer["Attributes"])
 
     @abstractmethod
     def table_requests(self) -> dict[str, int]:

@@ -454,8 +454,12 @@ def simulate_call(
     flow_type: str | None = None,
     lex_standin: LexBotRef | None = None,
     agent: AgentHandoff | None = None,
+    attributes: Mapping[str, str] | None = None,
 ) -> CallResult:
     """One inbound call through ``flow_path`` on the local cloud whose endpoints ``env`` holds.
+
+    ``attributes`` are the contact's attributes as the call arrives (set by a flow before this one, such as a language
+    menu's ``Language``).
 
     ``centre`` is the contact centre's state the flow may ask about (hours, queue metrics); with ``local_answers``,
     a Lambda function that is not the template's answers from it, by ARN or name, or with ``{}``. ``flows`` are
@@ -511,7 +515,7 @@ def simulate_call(
         voice=voice,
         caller=caller,
         clock=chosen_clock,
-        contact=Contact(region=region),
+        contact=Contact(region=region, attributes=dict(attributes or {})),
         log=log,
         centre=centre,
         local_answers=local_answers,

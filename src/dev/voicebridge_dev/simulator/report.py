@@ -373,7 +373,8 @@ def turn_figures(result: CallResult) -> list[TurnFigures]:
 
 
 def _with_utterances(result: CallResult, turns: list[_Turn]) -> list[TurnFigures]:
-    """Each turn with the caller's utterance it heard: the last one not yet matched that ended before the turn did."""
+    """Each turn with the caller's utterance it heard: the last one not yet matched whose sound ended before the turn
+    did (its sound, not the clip: a turn the product ends itself may end inside a clip's quiet tail)."""
     utterances = [s for s in result.segments if s.track == CALLER]
     matched: set[int] = set()
     figures = []
@@ -383,7 +384,7 @@ def _with_utterances(result: CallResult, turns: list[_Turn]) -> list[TurnFigures
         if ended is None and not turn.conversation:
             ended = turn.delivered
         horizon = ended if ended is not None else turn.delivered
-        spoken = [s for s in utterances if horizon is not None and s.end <= horizon and id(s) not in matched]
+        spoken = [s for s in utterances if horizon is not None and s.sound_end <= horizon and id(s) not in matched]
         utterance = spoken[-1] if spoken else None
         if utterance is not None:
             matched.add(id(utterance))

@@ -35,7 +35,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -54,7 +54,9 @@ from voicebridge.converse.responder import Responder
 from voicebridge.converse.worker import ReplyWorker
 from voicebridge.errors import ModelUnavailable, VoiceBridgeError
 from voicebridge.ink.pacer import CATCH_UP_AFTER_MS, Pacer
-from voicebridge.ink.transcriber import MetricSink, SessionFactory, TrackTranscriber
+from voicebridge.ink.session import InkSession, TurnListener
+from voicebridge.ink.transcriber import MetricSink, TrackTranscriber
+from voicebridge.language import Languages, Listening
 from voicebridge.sonic.synthesizer import SynthesisCancelled
 from voicebridge.store.replies import ReplyStore
 from voicebridge.store.turns import CUSTOMER, STOPPED, Checkpoint, TrackProgress, Turn, TurnStore
@@ -82,7 +84,7 @@ class StreamSettings:
     pause_ms: int
     barge_in_ms: int
     output_rate: int | None
-    ink_mode: str
+    languages: Languages
     ink_frame_ms: int
     voice_detector: VoiceDetectorName
     end_of_turn_model: EndOfTurnUse
@@ -99,7 +101,7 @@ class StreamSettings:
             pause_ms=settings.a2a_barge_in_pause_ms,
             barge_in_ms=settings.a2a_barge_in_ms,
             output_rate=settings.a2a_output_sample_rate,
-            ink_mode=settings.ink_mode,
+            languages=settings.languages,
             ink_frame_ms=settings.ink_frame_ms,
             voice_detector=settings.voice_detector,
             end_of_turn_model=settings.end_of_turn_model,
@@ -114,10 +116,14 @@ class Engine:
 
     store: TurnStore
     replies: ReplyStore
-    open_ink: SessionFactory
+    open_ink: Callable[[TurnListener, str, tuple[str, ...] | None, Listening | None], InkSession]
+    """An Ink session (listener, name, keyterms, how the contact's language is listened to)."""
     responder: Callable[[], Responder]
-    voice: Callable[[int], StreamingVoice]
-    """Sonic at a sample rate."""
+    voice: Callable[[int, str], StreamingVoice]
+    """Sonic at a sample rate, in a contact's language."""
+    contact_language: Callable[[str, str], str | None]
+    """The contact attribute ``Language`` a flow set (instance ARN, contact id), None when there is none: Connect's
+    INIT_SESSION names no language (docs/protocols.md, "Amazon Connect UpdateContactAttributes")."""
     write_record: Callable[[str, int, MetricSink], None]
     """The contact's call record, once the session is over (contact id, generation)."""
     update_attributes: Callable[[str, str, Mapping[str, str]], None]
@@ -258,6 +264,10 @@ class AgentSession:
     def _start_engine(self, init: protocol.InitSession, output_rate: int) -> None:
         """Claim the contact in the turn table, open the transcriber and the reply worker (blocking calls)."""
         store = self._engine.store
+        # Before the claim: a language no Ink model transcribes starts nothing.
+        listening = self._settings.languages.listening(
+            self._engine.contact_language(init.instance_arn, init.contact_id)
+        )
         _, generation = store.claim(
             init.contact_id,
             f"a2a:{init.context_id}",
@@ -265,10 +275,11 @@ class AgentSession:
             [CUSTOMER],
             start_timestamp_ms=int(time.time() * 1000),
             converse=True,
+            language=listening.language,
         )
         self._generation = generation
         self._checkpoint = store.load(init.contact_id)
-        self._voice = self._engine.voice(output_rate)
+        self._voice = self._engine.voice(output_rate, listening.language)
         self._player = Player(
             init.context_id,
             output_rate,
@@ -283,7 +294,7 @@ class AgentSession:
             responder=responder,
             speak=self._speak,
             replies=self._engine.replies,
-            settings=self._settings.replies,
+            settings=replace(self._settings.replies, language=listening.language),
             report=self._sink.add,
             on_finished=self._reply_finished,
         )
@@ -292,13 +303,13 @@ class AgentSession:
             track=CUSTOMER,
             progress=progress,
             store=store,
-            open_session=self._engine.open_ink,
+            open_session=lambda listener, name: self._engine.open_ink(listener, name, None, listening),
             sink=self._sink,
-            mode=self._settings.ink_mode,
+            mode=listening.mode,
             frame_ms=self._settings.ink_frame_ms,
             voice_detector=self._settings.voice_detector,
             end_of_turn=TurnEndWatch() if self._settings.end_of_turn_model != "off" else None,
-            model_ends_turns=self._settings.end_of_turn_model == "ends",
+            model_ends_turns=listening.ends_turns,
             pacer=Pacer(catch_up_after_ms=CATCH_UP_AFTER_MS),
             on_turn=self._turn_stored,
             on_eager_end=self._worker.eager_end,

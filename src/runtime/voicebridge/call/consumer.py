@@ -37,7 +37,7 @@ from voicebridge.call.heartbeat import Heartbeat
 from voicebridge.call.record import CallRecorder
 from voicebridge.call.speaking import SpeakingMarks
 from voicebridge.clock import SYSTEM_CLOCK, Clock
-from voicebridge.config import EndOfTurnUse, InkCatchUp, InkMode, Settings, VoiceDetectorName
+from voicebridge.config import EndOfTurnUse, InkCatchUp, Settings, VoiceDetectorName
 from voicebridge.converse.worker import ReplyWorker
 from voicebridge.errors import ConfigurationError, MediaInterrupted, MediaStalled, Superseded, VoiceBridgeError
 from voicebridge.ink.pacer import CATCH_UP_AFTER_MS, Pacer
@@ -54,6 +54,7 @@ from voicebridge.kvs.fragments import (
 )
 from voicebridge.kvs.media import MediaSource, StartSelector
 from voicebridge.kvs.mkv import MatroskaReader
+from voicebridge.language import Languages, Listening
 from voicebridge.store.replies import ReplyStore
 from voicebridge.store.turns import (
     AGENT,
@@ -82,7 +83,8 @@ HANDOFF_FLOOR_MS = 5000
 class ConsumerSettings:
     """What the consumer reads of the settings (:meth:`of`, which the container calls)."""
 
-    ink_mode: InkMode
+    languages: Languages
+    """How each contact's language is listened to (Ink's endpoint and model, and who ends its turns)."""
     ink_frame_ms: int
     ink_catch_up: InkCatchUp
     kvs_read_timeout_ms: int
@@ -94,7 +96,7 @@ class ConsumerSettings:
     @classmethod
     def of(cls, settings: Settings) -> ConsumerSettings:
         return cls(
-            ink_mode=settings.ink_mode,
+            languages=settings.languages,
             ink_frame_ms=settings.ink_frame_ms,
             ink_catch_up=settings.ink_catch_up,
             kvs_read_timeout_ms=settings.kvs_read_timeout_ms,
@@ -125,9 +127,16 @@ class _Stop(Exception):
 
 
 class KeytermSessionFactory(Protocol):
-    """Opens an Ink session for a track (``container.ink_session``): with the flow's keyterms when given."""
+    """Opens an Ink session for a track (``container.ink_session``): with the flow's keyterms when given, on the
+    endpoint and model the contact's language is listened with."""
 
-    def __call__(self, listener: TurnListener, name: str, keyterms: tuple[str, ...] | None = None) -> InkSession: ...
+    def __call__(
+        self,
+        listener: TurnListener,
+        name: str,
+        keyterms: tuple[str, ...] | None = None,
+        listening: Listening | None = None,
+    ) -> InkSession: ...
 
 
 class StreamConsumer:
@@ -203,8 +212,16 @@ class StreamConsumer:
             # the reason, which the flow then hears from ConverseFunction.
             self._end(checkpoint, f"{exc.code}: {exc.safe_message}", ticker)
             raise
-        sessions = self._sessions(checkpoint.keyterms)
-        self._transcribers = {track: self._transcriber(track, p, sessions) for track, p in checkpoint.tracks.items()}
+        try:
+            listening = self._settings.languages.listening(checkpoint.language)
+        except VoiceBridgeError as exc:
+            # StartListening checked the language: only a deployment changed since then can refuse it here.
+            self._end(checkpoint, f"{exc.code}: {exc.safe_message}", ticker)
+            raise
+        sessions = self._sessions(checkpoint.keyterms, listening)
+        self._transcribers = {
+            track: self._transcriber(track, p, sessions, listening) for track, p in checkpoint.tracks.items()
+        }
         self._add("ActiveStreams", MetricUnit.Count, 1)
         try:
             self._store.heartbeat(checkpoint, LISTENING)
@@ -230,18 +247,19 @@ class StreamConsumer:
         self._flush_metrics()
         return outcome
 
-    def _sessions(self, keyterms: tuple[str, ...] | None) -> SessionFactory:
-        """Ink sessions with the flow's keyterms, when it passed some (else the factory's, the deployment's)."""
-        if keyterms is None:
-            return self._open_session
+    def _sessions(self, keyterms: tuple[str, ...] | None, listening: Listening) -> SessionFactory:
+        """Ink sessions for the contact's language, with the flow's keyterms when it passed some (else the
+        factory's, the deployment's)."""
         factory = self._open_session
 
         def open_session(listener: TurnListener, name: str) -> InkSession:
-            return factory(listener, name, keyterms)
+            return factory(listener, name, keyterms, listening)
 
         return open_session
 
-    def _transcriber(self, track: str, progress: TrackProgress, sessions: SessionFactory) -> TrackTranscriber:
+    def _transcriber(
+        self, track: str, progress: TrackProgress, sessions: SessionFactory, listening: Listening
+    ) -> TrackTranscriber:
         # The caller's turns are answered, and whether the caller is mid-turn is what the long polls are told.
         replier = self._replier if track == CUSTOMER else None
         return TrackTranscriber(
@@ -251,12 +269,12 @@ class StreamConsumer:
             store=self._store,
             open_session=sessions,
             sink=self._sink,
-            mode=self._settings.ink_mode,
+            mode=listening.mode,
             frame_ms=self._settings.ink_frame_ms,
             voice_detector=self._settings.voice_detector,
             # Only the caller's turns are answered: the agent's track needs no end-of-turn model.
             end_of_turn=TurnEndWatch() if track == CUSTOMER and self._settings.end_of_turn_model != "off" else None,
-            model_ends_turns=self._settings.end_of_turn_model == "ends",
+            model_ends_turns=listening.ends_turns,
             clock=self._clock,
             pacer=Pacer(catch_up_after_ms=CATCH_UP_AFTER_MS if self._settings.ink_catch_up != "off" else math.inf),
             on_turn=replier.submit if replier else None,

@@ -87,24 +87,34 @@ class CallRecorder:
     """Writes a contact's record once listening has ended, and redacts what the turn table keeps of it."""
 
     def __init__(
-        self, settings: RecordSettings, store: TurnStore, s3: S3Client, events: EventBridgeClient, redactor: Redactor
+        self,
+        settings: RecordSettings,
+        store: TurnStore,
+        s3: S3Client,
+        events: EventBridgeClient,
+        redactor: Redactor,
+        *,
+        redactor_for: Callable[[str], Redactor] | None = None,
     ) -> None:
         self._settings = settings
         self._store = store
         self._s3 = s3
         self._events = events
         self._redactor = redactor
+        self._redactor_for = redactor_for
+        """The redactor for a contact's own language (StartListening's ``Language``), when it has one."""
 
     def write(self, contact_id: str, *, generation: int) -> Written:
         """Record the contact as listening ended under ``generation``; StorageError when S3 or EventBridge fail
         (the record item is left for the next writer once its lease runs out)."""
-        redactor = Remembering(self._redactor)
+        items = self._store.contact_items(contact_id)
+        language = next((item.get("Language") for item in items if item.get("TurnKey") == CHECKPOINT), None)
+        chosen = self._redactor_for(str(language)) if language and self._redactor_for else self._redactor
+        redactor = Remembering(chosen)
         if not self._settings.bucket:
-            items = self._store.contact_items(contact_id)
             build_record(contact_id, items, redactor, generation=generation)
             self.redact_items(items, redactor)
             return Written("off")
-        items = self._store.contact_items(contact_id)
         marker = next((item for item in items if item.get("TurnKey") == RECORD), None)
         key = self._key(contact_id, items, marker, generation)
         if key is None or not self._claim(contact_id, marker, generation, key):
@@ -317,6 +327,7 @@ def build_record(
             "audioStartMs": int(item.get("AudioStartMs", 0)),
             "audioEndMs": int(item.get("AudioEndMs", 0)),
             "endedAt": _iso(item.get("EndedAt")),
+            "endedBy": str(item.get("EndedBy") or "ink"),
         }
         latency: dict[str, int] = {}
         if item.get("LatencyMs") is not None:
@@ -340,6 +351,7 @@ def build_record(
             "invocations": int(checkpoint.get("Invocations", 0)),
             "tracks": sorted(checkpoint.get("Tracks", {})),
             "converse": bool(checkpoint.get("Converse", False)),
+            "language": str(checkpoint["Language"]) if checkpoint.get("Language") else None,
         },
         "lastAction": str(status.get("Action") or "") or None,
         "redaction": {"mode": redactor.name, "found": _labels(out_turns)},

@@ -17,6 +17,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from voicebridge.connect.events import ContactFlowEvent
 from voicebridge.errors import HandOffFailed, InvalidInput, NoMediaStream
 from voicebridge.ink.keyterms import parse_keyterms
+from voicebridge.language import Languages, Listening
 from voicebridge.store.turns import AGENT, CUSTOMER, Claim, TurnStore
 
 
@@ -26,10 +27,17 @@ class Started:
     start_fragment: str
     tracks: list[str]
     already_listening: bool
+    listening: Listening
 
 
 def start_listening(
-    event: ContactFlowEvent, *, store: TurnStore, lambda_client: Any, consumer: str, default_tracks: str
+    event: ContactFlowEvent,
+    *,
+    store: TurnStore,
+    lambda_client: Any,
+    consumer: str,
+    default_tracks: str,
+    languages: Languages,
 ) -> Started:
     streams = event.details.contact_data.media_streams
     audio = streams.customer.audio if streams and streams.customer else None
@@ -48,6 +56,7 @@ def start_listening(
         raise InvalidInput("Converse must be 'true' or 'false'")
     attributes = {k: v for k, v in event.details.contact_data.attributes.items() if v is not None}
     keyterms = _keyterms(event.parameters.get("Keyterms"))
+    listening = languages.listening(_text(event.parameters.get("Language"), "Language"))
     claim, generation = store.claim(
         event.contact_id,
         audio.stream_arn,
@@ -57,6 +66,7 @@ def start_listening(
         converse=converse == "true",
         attributes=attributes,
         keyterms=keyterms,
+        language=listening.language,
     )
     if claim is not Claim.ALIVE:
         try:
@@ -69,7 +79,22 @@ def start_listening(
             reason = f"could not start the transcriber ({type(exc).__name__})"
             store.release(event.contact_id, generation, reason)
             raise HandOffFailed(reason) from None
-    return Started(audio.stream_arn, audio.start_fragment_number, tracks, already_listening=claim is Claim.ALIVE)
+    return Started(
+        audio.stream_arn,
+        audio.start_fragment_number,
+        tracks,
+        already_listening=claim is Claim.ALIVE,
+        listening=listening,
+    )
+
+
+def _text(value: Any, name: str) -> str | None:
+    """A text parameter, None when the flow passes none (or an empty one: an attribute it never set)."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be a string")
+    return value
 
 
 def _keyterms(value: Any) -> tuple[str, ...] | None:

@@ -70,7 +70,7 @@ class ReplySettings:
     responder_timeout_ms: int
     history_turns: int
     language: str
-    """The language a responder answers in (``SONIC_DEFAULT_LANGUAGE``)."""
+    """The language a responder answers in: the contact's, else ``SONIC_DEFAULT_LANGUAGE``."""
     sonic_deadline_ms: int
     apology_text: str
     polled: bool = True

@@ -54,6 +54,7 @@ from voicebridge.errors import InkUnavailable
 from voicebridge.ink.ledger import PositionLedger
 from voicebridge.ink.pacer import FINALIZE, Pacer
 from voicebridge.ink.session import InkSession, TurnListener
+from voicebridge.language import TurnEndBy
 from voicebridge.store.turns import TrackProgress, Turn, TurnStore
 from voicebridge.store.writer import TurnWriter, Written
 from voicebridge.telemetry import logger, metrics
@@ -128,9 +129,11 @@ class TurnRecorder:
         on_turn: Callable[[Turn], None] | None = None,
         on_turn_ended: Callable[[Turn], None] | None = None,
         on_speaking: Callable[[int, bool], None] | None = None,
+        ended_by: TurnEndBy = "ink",
     ) -> None:
         self.contact_id = contact_id
         self.track = track
+        self._ended_by: TurnEndBy = ended_by
         self._sink = sink
         self._on_turn = on_turn
         self._on_turn_ended = on_turn_ended
@@ -151,6 +154,7 @@ class TurnRecorder:
             audio_end_ms=int(audio_ms[1]),
             ended_at_ms=int(ended_at_ms),
             latency_ms=None if latency_ms is None else int(latency_ms),
+            ended_by=self._ended_by,
         )
         if self._on_turn_ended is not None:
             # Before the turn is stored: a reply already made for these words can be named while the write goes on.
@@ -221,7 +225,16 @@ class TrackTranscriber(TurnListener):
         self._ledger = PositionLedger(progress, max_unsettled_bytes=MAX_REPLAY_BYTES)
         self._clock = clock
         self._turns = TurnRecorder(
-            store, contact_id, track, sink, clock, on_turn=on_turn, on_turn_ended=on_turn_ended, on_speaking=on_speaking
+            store,
+            contact_id,
+            track,
+            sink,
+            clock,
+            on_turn=on_turn,
+            on_turn_ended=on_turn_ended,
+            on_speaking=on_speaking,
+            # Manual mode's turns end when the product sends the finalize (its model's "complete", or silence).
+            ended_by="voicebridge" if mode == "manual" else "ink",
         )
         self._on_speaking = on_speaking
         self._opener = SessionOpener(open_session, track, clock)

@@ -14,8 +14,10 @@ A run is a sequence of *groups* (a written number such as ``4111``, or the digit
 other word ends it. Spoken forms understood: the digit words and "oh"/"o" for zero (only next to other digits),
 "double"/"triple" before a digit, the teens, the tens alone or with a unit ("twenty nine", "twenty-nine"), and
 "hundred"/"thousand" after a number ("nineteen hundred", "two thousand and twenty nine"); a number before "digits"
-counts them ("the three digit code") and is none. Each group keeps its span in the original text, so what is found
-can be cut out exactly.
+counts them ("the three digit code") and is none. Spanish numbers are read too: the digit words, the one-word numbers
+to twenty-nine, the tens with "y" and their unit, and "mil" ("cuatro cinco uno dos", "treinta y cinco");
+"cien"/"ciento" and the hundreds ("cuatrocientos") are not, nor "un"/"una". Each group keeps its span in the original
+text, so what is found can be cut out exactly.
 
 An identifier is never a number: a chunk whose letters and digits are glued together or joined by ``-_:/.=#%~@`` (a
 contact id, an ARN, an S3 key, a hash, an ISO-8601 time), or that holds more digits than any entity, is one token
@@ -53,10 +55,28 @@ _TEENS = {
     "nineteen": 19,
 }
 _TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
+# Spanish: the digits, the numbers written as one word up to twenty-nine (with and without their accents, as
+# recognisers write either), the tens (joined to a unit by "y": "treinta y cinco") and "mil". "Un" and "una" are
+# left out: they are articles far more often than digits ("un cargo", "una persona").
+_UNITS.update(
+    {"cero": 0, "uno": 1, "dos": 2, "tres": 3, "cuatro": 4, "cinco": 5, "seis": 6, "siete": 7, "ocho": 8, "nueve": 9}
+)
+_TEENS.update(
+    {"diez": 10, "once": 11, "doce": 12, "trece": 13, "catorce": 14, "quince": 15, "dieciséis": 16, "dieciseis": 16,
+     "diecisiete": 17, "dieciocho": 18, "diecinueve": 19, "veintiuno": 21, "veintidós": 22, "veintidos": 22,
+     "veintitrés": 23, "veintitres": 23, "veinticuatro": 24, "veinticinco": 25, "veintiséis": 26, "veintiseis": 26,
+     "veintisiete": 27, "veintiocho": 28, "veintinueve": 29}
+)  # fmt: skip
+_TENS.update(
+    {"veinte": 20, "treinta": 30, "cuarenta": 40, "cincuenta": 50, "sesenta": 60, "setenta": 70, "ochenta": 80,
+     "noventa": 90}
+)  # fmt: skip
+_TEN_AND_UNIT = frozenset({"-", "y"})
+"""What may join a ten to its unit: English's hyphen ("twenty-nine") and Spanish's "y" ("treinta y cinco")."""
 _ZEROS = frozenset({"oh", "o"})
 """Zero as people say it inside a number; alone, "oh" and "o" are words, never digits."""
 _REPEATS = {"double": 2, "triple": 3}
-_SCALES = {"hundred": 100, "thousand": 1000}
+_SCALES = {"hundred": 100, "thousand": 1000, "mil": 1000}
 _DETERMINERS = frozenset(
     {"the", "that", "this", "which", "other", "another", "any", "each", "every", "a", "my", "your", "no", "new", "old",
      "right", "wrong", "same", "last", "first", "next", "only", "personal", "work", "little", "big"}
@@ -66,10 +86,12 @@ _NUMBER_WORDS = frozenset([*_UNITS, *_TEENS, *_TENS, *_ZEROS, *_REPEATS])
 _COUNTED = frozenset({"digit", "digits", "numbers", "letters", "of", "more", "time", "times"})
 """A number said before one of these counts something ("the three digit code", "nine digits"): it is no digit."""
 
-_TOKEN = re.compile(r"\d+|[A-Za-z]+|[^\sA-Za-z\d]")
-_CHUNK = re.compile(r"[A-Za-z0-9]+(?:[-_:/.=#%~@]+[A-Za-z0-9]+)*|[^\sA-Za-z\d]")
+_L = r"[^\W\d_]"
+"""A letter of any alphabet: Spanish's accented letters belong to its number words ("dieciséis")."""
+_TOKEN = re.compile(rf"\d+|{_L}+|[^\s\d]")
+_CHUNK = re.compile(rf"(?:{_L}|[0-9])+(?:[-_:/.=#%~@]+(?:{_L}|[0-9])+)*|[^\s\d]")
 """Letters and digits joined by nothing or by the characters identifiers are built with."""
-_LETTER = re.compile(r"[A-Za-z]")
+_LETTER = re.compile(_L)
 _DIGIT = re.compile(r"\d")
 _LONGEST = 19
 """More digits than any entity holds (a card number's longest): a chunk with more is an identifier, not words."""
@@ -195,6 +217,7 @@ HESITATIONS = frozenset(
         "start", "again", "from", "the", "top", "actually", "okay", "ok", "so", "and", "then", "rest", "is", "it", "s",
         "yeah", "yes", "right", "sure", "go", "ahead", "got", "far", "more", "last", "part", "with", "well", "forward",
         "over", "slash", "dash", "hyphen", "space", "m", "oh",
+        "eh", "este", "pues", "perdón", "perdon", "digo", "espere", "y", "luego", "sí", "si", "vale", "guion", "barra",
     }
 )  # fmt: skip
 """Words a caller says between the digits of one number: fillers and pauses ("uh", "let me see", "hang on"),
@@ -203,7 +226,8 @@ pause ("and then", "the rest is"), a listener's "mhm" between two turns, and sep
 "forward slash", "over", "dash")."""
 _CONNECTIVES = frozenset(
     {"and", "then", "the", "rest", "is", "it", "s", "that", "so", "with", "more", "last", "part", "go", "got", "far",
-     "yes", "yeah", "right", "sure", "okay", "ok", "well", "ahead", "i", "m", "you"}
+     "yes", "yeah", "right", "sure", "okay", "ok", "well", "ahead", "i", "m", "you", "y", "luego", "sí", "si", "vale",
+     "pues"}
 )  # fmt: skip
 """Hesitations that are also everyday words: a number goes on across them only once it has two digits ("the other
 one is 4111…" is no number 14111…)."""
@@ -273,7 +297,7 @@ def _spoken_number(toks: list[Token], i: int) -> tuple[str | None, int]:
         value, j = _TEENS[word], i + 1
     elif word in _TENS:
         value, j = _TENS[word], i + 1
-        k = j + 1 if j < len(toks) and toks[j].text == "-" else j
+        k = j + 1 if j < len(toks) and toks[j].word in _TEN_AND_UNIT else j
         if k < len(toks) and toks[k].word in _UNITS and toks[k].word != "zero":
             value, j = value + _UNITS[toks[k].word], k + 1
     else:

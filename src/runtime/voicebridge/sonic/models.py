@@ -41,6 +41,8 @@ SONIC_PACKAGES: Final = {
 """The model packages ``cartesia-ai/cartesia-aws`` documents for SageMaker, by the name ``SONIC_MODEL_ID`` gives."""
 
 PRONUNCIATION_DICT_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,128}")
+VOICE_ID: Final = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+"""A Cartesia voice id: a UUID."""
 """What a pronunciation dictionary id may hold here: the SDK types it only as a string (docs/protocols.md)."""
 PRONUNCIATION_MAP_MAX_BYTES: Final = 16_000
 """The READMEs' "16KB" of keys and values in UTF-8; whether a KB is 1,000 or 1,024 bytes is not said, so the

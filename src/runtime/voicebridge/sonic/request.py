@@ -31,12 +31,12 @@ from typing import Any
 
 from voicebridge.connect.events import is_unicode
 from voicebridge.errors import InvalidInput
-from voicebridge.sonic.models import PRONUNCIATION_DICT_ID, parse_pronunciation_map, sonic_model
+from voicebridge.language import for_language
+from voicebridge.sonic.models import PRONUNCIATION_DICT_ID, VOICE_ID, parse_pronunciation_map, sonic_model
 
 CACHE_FORMAT_VERSION = 1
 """Bump when the conversion changes the bytes of a prompt, so stale prompts are never served."""
 
-_VOICE_ID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _LANGUAGE = re.compile(r"(?P<language>[a-z]{2})(?:-(?P<region>[a-z]{2}))?", re.IGNORECASE | re.ASCII)
 _EMOTION = re.compile(r"[a-z][a-z_:]{0,31}")
 SPEED_RANGE = (0.6, 1.5)
@@ -57,6 +57,8 @@ class RequestSettings:
     """The deployment's pronunciation map (SageMaker or a container); a flow's ``PronunciationMap`` replaces it."""
     sonic_pronunciation_dict_id: str = ""
     """The deployment's pronunciation dictionary (the Cartesia API); a flow's ``PronunciationDictId`` replaces it."""
+    sonic_voices: tuple[tuple[str, str], ...] = ()
+    """The voice each language is spoken with when the request names none (``SONIC_VOICES``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,10 +91,14 @@ class SpeechRequest:
         full = " ".join((prefix + text).split())
         if len(full) > settings.sonic_max_text_chars:
             raise InvalidInput(f"Text is {len(full)} characters; the limit is {settings.sonic_max_text_chars}")
-        voice = _string(parameters, "Voice") or settings.sonic_default_voice
-        if not _VOICE_ID.fullmatch(voice):
-            raise InvalidInput("Voice must be a Cartesia voice id (a UUID)")
         language = _language(_string(parameters, "Language") or settings.sonic_default_language)
+        voice = (
+            _string(parameters, "Voice")
+            or for_language(dict(settings.sonic_voices), language)
+            or settings.sonic_default_voice
+        )
+        if not VOICE_ID.fullmatch(voice):
+            raise InvalidInput("Voice must be a Cartesia voice id (a UUID)")
         emotion = _string(parameters, "Emotion")
         if emotion is not None and not _EMOTION.fullmatch(emotion):
             raise InvalidInput("Emotion must be a Sonic emotion name such as 'calm' or 'excited'")

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 from botocore.exceptions import BotoCoreError, ClientError
 
 from voicebridge.errors import ConfigurationError, StorageError, Superseded
+from voicebridge.language import TurnEndBy
 
 if TYPE_CHECKING:
     from types_boto3_dynamodb.client import DynamoDBClient
@@ -125,6 +126,8 @@ class Checkpoint:
     keyterms: tuple[str, ...] | None = None
     """The flow's Ink keyterms (StartListening's ``Keyterms``), for every session of the call; None: the
     deployment's ``INK_KEYTERMS``."""
+    language: str | None = None
+    """The contact's language (StartListening's ``Language``); None: the deployment's ``INK_LANGUAGE``."""
     speaking_since_ms: int = 0
     """When the caller's turn in progress began (epoch ms; Ink's ``turn.start``), 0 when no turn is open: a long poll
     that runs out meanwhile answers ``Listening``, not ``Timeout``."""
@@ -158,6 +161,8 @@ class Turn:
     audio_end_ms: int
     ended_at_ms: int
     latency_ms: int | None = None
+    ended_by: TurnEndBy = "ink"
+    """Who ended the turn: Ink's turns endpoint, or the product's own turn ending on the manual endpoint."""
 
     @property
     def key(self) -> str:
@@ -192,6 +197,7 @@ class TurnStore:
         converse: bool = False,
         attributes: dict[str, str] | None = None,
         keyterms: tuple[str, ...] | None = None,
+        language: str | None = None,
     ) -> tuple[Claim, int]:
         """Record that a consumer must listen to this contact; what was done, and the generation to start.
 
@@ -208,6 +214,7 @@ class TurnStore:
             converse=converse,
             attributes=dict(attributes or {}),
             keyterms=keyterms,
+            language=language,
         )
         try:
             self._call(
@@ -321,6 +328,7 @@ class TurnStore:
             converse=bool(plain.get("Converse", False)),
             attributes={str(k): str(v) for k, v in plain.get("Attributes", {}).items()},
             keyterms=tuple(str(term) for term in plain["Keyterms"]) if "Keyterms" in plain else None,
+            language=str(plain["Language"]) if "Language" in plain else None,
             speaking_since_ms=int(plain.get("SpeakingSince", 0)),
         )
 
@@ -378,6 +386,8 @@ class TurnStore:
             item["StartTimestampMs"] = c.start_timestamp_ms
         if c.keyterms is not None:
             item["Keyterms"] = list(c.keyterms)
+        if c.language is not None:
+            item["Language"] = c.language
         return typed_item(item)
 
     # -- turns
@@ -393,6 +403,7 @@ class TurnStore:
             "AudioStartMs": turn.audio_start_ms,
             "AudioEndMs": turn.audio_end_ms,
             "EndedAt": turn.ended_at_ms,
+            "EndedBy": turn.ended_by,
             "WrittenAt": int(time.time() * 1000),
             "ExpiresAt": int(time.time()) + self._ttl_s,
         }
@@ -439,6 +450,7 @@ class TurnStore:
                     audio_end_ms=int(item.get("AudioEndMs", 0)),
                     ended_at_ms=int(item.get("EndedAt", 0)),
                     latency_ms=int(item["LatencyMs"]) if "LatencyMs" in item else None,
+                    ended_by="voicebridge" if item.get("EndedBy") == "voicebridge" else "ink",
                 )
             )
         return turns

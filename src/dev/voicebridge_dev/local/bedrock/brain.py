@@ -16,12 +16,15 @@ A brain is a JSON document (``BedrockEmulator(brain=…)``, or ``POST /_emulator
   "yes" to its own question.
 - ``tool`` (optional) follows the reply with a ``toolUse`` block — only when the request's ``toolConfig`` declares a
   tool of that name, as a model can call no other; otherwise the reply is the text alone.
+- ``languages`` (optional) holds a brain per language, by its primary code (``{"es": {"rules": …}}``): a request
+  whose prompt names the caller's language (``ConverseRequest.language``) is answered by that language's brain.
 - The first rule that applies answers; ``fallback`` answers when none does, and ``after_tool_result`` when the last
   user message carries tool results and no text. Both are rules without ``match``, and may carry a ``tool``.
 
 :data:`BANK_AGENT` is the default brain: a small bank's agent (a balance, paying a bill, how to dispute a card charge
 in five sentences, a person on request through ``transfer_to_agent``, goodbye through ``end_call``, a payment by
-card through ``collect_card_by_keypad``).
+card through ``collect_card_by_keypad``), with the same agent in Spanish (:data:`BANK_AGENT_ES`) for a prompt that
+asks for Spanish.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Self
 
 from voicebridge_dev.local.bedrock.errors import BrainError
@@ -37,7 +40,8 @@ from voicebridge_dev.local.service import Definition, unknown_names
 
 _TOOL_NAME: Final = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 _RULE_FIELDS: Final = frozenset({"match", "after", "reply", "tool"})
-_BRAIN_FIELDS: Final = frozenset({"rules", "fallback", "after_tool_result"})
+_BRAIN_FIELDS: Final = frozenset({"rules", "fallback", "after_tool_result", "languages"})
+_LANGUAGE: Final = re.compile(r"[a-z]{2,3}")
 # Speech-to-text and keyboards write apostrophes either way; the rules are written with the straight one.
 _APOSTROPHES: Final = str.maketrans({"\u2019": "'", "\u2018": "'"})
 
@@ -73,6 +77,8 @@ class Brain(Definition):
     rules: tuple[Rule, ...]
     fallback: Rule
     after_tool_result: Rule
+    languages: Mapping[str, Brain] = field(default_factory=dict)
+    """The brain answering a prompt that asks for another language (``es``), by its primary language."""
 
     @classmethod
     def from_json(cls, document: Any) -> Self:
@@ -84,12 +90,21 @@ class Brain(Definition):
         rules = document.get("rules", [])
         if not isinstance(rules, list):
             raise BrainError("'rules' is a list of rules")
+        languages = document.get("languages", {})
+        if not isinstance(languages, dict) or not all(_LANGUAGE.fullmatch(str(code)) for code in languages):
+            raise BrainError("'languages' is an object of brains by language code ('es')")
         return cls(
             rules=tuple(_rule(raw, f"rules[{index}]", matched=True) for index, raw in enumerate(rules)),
             fallback=_rule(document.get("fallback", _FALLBACK), "fallback", matched=False),
             after_tool_result=_rule(document.get("after_tool_result", _AFTER_TOOL_RESULT), "after_tool_result"),
+            languages={code: cls.from_json(brain) for code, brain in languages.items()},
             document=copy.deepcopy(document),
         )
+
+    def speaking(self, language: str | None) -> Brain:
+        """The brain that answers in ``language`` (a primary language code; None: the prompt asked for none): its
+        own brain when the document has one, else this one, as a model that knows no better answers in English."""
+        return self.languages.get(language or "", self)
 
     def answer(self, said: str | None, previous: str | None) -> Rule:
         """The rule answering the last user message's text (None: it carried only tool results), after ``previous``,
@@ -147,6 +162,84 @@ _FALLBACK: Final = {"reply": "Sorry, I didn't catch that. Could you say it anoth
 _AFTER_TOOL_RESULT: Final = {"reply": "Is there anything else I can help you with?"}
 _ANYTHING_ELSE: Final = "Is there anything else I can help you with?"
 _BILL_QUESTION: Final = "pay it"
+
+_ANYTHING_ELSE_ES: Final = "¿Hay algo más en lo que pueda ayudarle?"
+_BILL_QUESTION_ES: Final = "la pague"
+
+BANK_AGENT_ES: Final[Mapping[str, Any]] = {
+    "rules": [
+        {
+            "match": ["adiós", "adios", "hasta luego", "eso es todo", "nada más", "nada mas"],
+            "reply": "Gracias por llamar. Que tenga un buen día, adiós.",
+            "tool": {"name": "end_call", "input": {"reason": "the caller said goodbye"}},
+        },
+        {
+            "match": ["persona", "humano", "agente", "representante", "operador", "compañero"],
+            "reply": "Por supuesto. Le paso con uno de mis compañeros.",
+            "tool": {"name": "transfer_to_agent", "input": {"reason": "the caller asked for a person"}},
+        },
+        {
+            "match": ["con tarjeta", "con mi tarjeta", "con la tarjeta", "tarjeta de crédito", "tarjeta de débito"],
+            "reply": (
+                "Tomaré el número de su tarjeta por el teclado, para que nunca tenga que decirlo. Escríbalo ahora y "
+                "pulse la tecla almohadilla."
+            ),
+            "tool": {"name": "collect_card_by_keypad", "input": {"reason": "the caller wants to pay by card"}},
+        },
+        {
+            "match": ["disputa", "reclamar", "no reconozco", "no hice", "fraude", "cargo indebido"],
+            "reply": (
+                "Siento oír eso. Para reclamar un cargo, busque la operación en la aplicación o en la banca en línea "
+                "y anote su fecha y su importe. Después elija la operación y pulse Reclamar, o dígamelo y la "
+                "reclamo por usted. Puede que le demos un abono provisional mientras lo revisamos, lo que suele "
+                "tardar hasta diez días hábiles. Si cree que alguien usó su tarjeta sin permiso, también la "
+                "bloquearemos y le enviaremos una nueva."
+            ),
+        },
+        {
+            "match": ["sí", "si", "claro", "por supuesto", "adelante", "de acuerdo", "vale"],
+            "after": [_BILL_QUESTION_ES],
+            "reply": (
+                "Hecho. He pagado su factura de la luz de ochenta y cuatro dólares con veinte desde su cuenta "
+                f"corriente. {_ANYTHING_ELSE_ES}"
+            ),
+        },
+        {
+            "match": ["no", "ahora no"],
+            "after": [_BILL_QUESTION_ES],
+            "reply": f"De acuerdo, no la he pagado. {_ANYTHING_ELSE_ES}",
+        },
+        {
+            "match": ["pagar", "factura", "facturas", "pago"],
+            "reply": (
+                "Su factura de la luz de ochenta y cuatro dólares con veinte vence el día quince. "
+                f"¿Quiere que {_BILL_QUESTION_ES} desde su cuenta corriente?"
+            ),
+        },
+        {
+            "match": ["saldo", "cuánto dinero", "cuanto dinero", "cuánto tengo", "cuanto tengo"],
+            "reply": (
+                "El saldo de su cuenta corriente es de dos mil cuatrocientos doce dólares con cincuenta. "
+                f"{_ANYTHING_ELSE_ES}"
+            ),
+        },
+        {
+            "match": ["hola", "buenos días", "buenas tardes", "buenas noches"],
+            "reply": (
+                "Hola, gracias por llamar. Puedo decirle su saldo, pagar una factura o responder preguntas sobre su "
+                "tarjeta. ¿Qué puedo hacer por usted?"
+            ),
+        },
+    ],
+    "fallback": {
+        "reply": (
+            "Lo siento, puedo ayudarle con su saldo, el pago de una factura o preguntas sobre su tarjeta. "
+            "¿Podría decirlo de otra manera?"
+        )
+    },
+    "after_tool_result": {"reply": _ANYTHING_ELSE_ES},
+}
+"""The bank's agent in Spanish: what :data:`BANK_AGENT` answers a prompt that asks for Spanish."""
 
 BANK_AGENT: Final[Mapping[str, Any]] = {
     "rules": [
@@ -242,5 +335,6 @@ BANK_AGENT: Final[Mapping[str, Any]] = {
         )
     },
     "after_tool_result": {"reply": _ANYTHING_ELSE},
+    "languages": {"es": BANK_AGENT_ES},
 }
 """The default brain: a small bank's agent."""

@@ -83,6 +83,10 @@ class Message:
         return " ".join(self.texts)
 
 
+_LANGUAGE_TAG = re.compile(r"\bBCP-47 tag ([A-Za-z]{2,3})(?:-[A-Za-z0-9]+)*")
+"""How the responder names the caller's language in its prompt; only the tag's primary language is read."""
+
+
 @dataclass(frozen=True)
 class ConverseRequest:
     """A valid ConverseStream request: the conversation and what bounds the reply."""
@@ -115,6 +119,15 @@ class ConverseRequest:
         """The text of the assistant message before the one answered, if any."""
         index = self._answered - 1
         return self.messages[index].text if index >= 0 else None
+
+    @property
+    def language(self) -> str | None:
+        """The primary language the prompt asks the answer in (``es`` of "the BCP-47 tag es-US"), None when it names
+        none: the emulator's stand-in for a model reading the responder's language instruction (docs/responders.md,
+        "Language")."""
+        first_user = next((m.text for m in self.messages if m.role == "user"), "")
+        found = _LANGUAGE_TAG.search("\n".join((*self.system, first_user)))
+        return found.group(1).lower() if found else None
 
     @property
     def input_tokens(self) -> int:

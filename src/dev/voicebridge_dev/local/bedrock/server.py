@@ -106,7 +106,7 @@ class Handler(CallHandler[Backend]):
             self.complete(state)
             self._send_error(error)
             return
-        brain = emulator.brain
+        brain = emulator.brain.speaking(request.language)
         plan = plan_reply(request, brain.answer(request.said, request.previous_reply))
         if fault is not None and fault.kind is FaultKind.STOP:
             plan, fault = forced_stop(plan, fault.stop_reason, fault.after_tokens, fault.message), None

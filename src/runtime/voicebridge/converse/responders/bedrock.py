@@ -36,6 +36,9 @@ when the table doubts the model takes one). ``performanceConfig`` asks for laten
 that offers it in the function's Region (``BEDROCK_LATENCY=optimized``, the default;
 :func:`~voicebridge.converse.responders.bedrock_models.offers_latency_optimized`), and of no other.
 
+**Language.** A contact in another language than English (:attr:`TurnRequest.language`) adds
+:func:`language_instruction` to the system prompt, so the model answers in the caller's language.
+
 **Stop reasons.** Every ``stopReason`` of botocore's ``StopReason`` has an outcome (:data:`STOP_REASONS`):
 :data:`COMPLETE_STOPS` leave the reply as written, with the action of the tool called; :data:`GUARDRAIL_STOP` keeps
 the guardrail's text and continues; :data:`UNFINISHED_STOPS` keep what was said and continue, and fail the turn when
@@ -77,6 +80,7 @@ from voicebridge.conversation import Action
 from voicebridge.converse.responder import ResponderError, TurnRequest
 from voicebridge.converse.responders.bedrock_models import ModelFamily, model_family, offers_latency_optimized
 from voicebridge.converse.responders.refusals import error_code, refusal
+from voicebridge.language import primary
 from voicebridge.telemetry import logger
 
 TOOL_ACTIONS: Mapping[str, Action] = {
@@ -223,6 +227,12 @@ class ConverseStreamReader:
         if action is Action.CONTINUE and not self.text_chars and not continuing and not keypad:
             raise ResponderError(f"the model's reply was empty ({self.stop_reason})")
         return action, call
+
+
+def language_instruction(language: str) -> str:
+    """What the system prompt gains for a contact in another language than English: the tag, which models read as
+    well as a language's name, and no table of names to keep."""
+    return f"The caller speaks the language with the BCP-47 tag {language}: always answer in that language."
 
 
 def conversation(request: TurnRequest) -> list[dict[str, Any]]:
@@ -484,6 +494,10 @@ class BedrockResponder:
         and what the caller said. A configured guardrail always goes as ``guardrailConfig``: a model that refuses it
         fails the turn loudly, which is better than answering callers without the guardrail asked for."""
         messages = conversation(turn)
+        system_prompt = self.system_prompt
+        if primary(turn.language) != "en":
+            # The prompt is the deployment's, most likely English: the model is told the contact's language.
+            system_prompt = f"{system_prompt}\n\n{language_instruction(turn.language)}".strip()
         parameters: dict[str, Any] = {
             "modelId": self.model_id,
             "messages": messages,
@@ -491,11 +505,11 @@ class BedrockResponder:
         }
         if self.family.streaming_tools:
             parameters["toolConfig"] = {"tools": TOOLS}
-        if self.system_prompt and self.family.system:
-            parameters["system"] = [{"text": self.system_prompt}]
-        elif self.system_prompt and messages:
+        if system_prompt and self.family.system:
+            parameters["system"] = [{"text": system_prompt}]
+        elif system_prompt and messages:
             first = messages[0]["content"][0]
-            first["text"] = f"{self.system_prompt}\n\n{first['text']}"
+            first["text"] = f"{system_prompt}\n\n{first['text']}"
         if self._guardrail is not None:
             identifier, version = self._guardrail
             parameters["guardrailConfig"] = {"guardrailIdentifier": identifier, "guardrailVersion": version}
