@@ -373,6 +373,16 @@ def test_load_wavs_resamples_and_downmixes_to_8khz_mono(kvs: KvsEmulator, tmp_pa
     assert fragments.pcm(AGENT_TRACK) == bytes(8000)
 
 
+def test_a_contacts_first_audio_carries_the_producer_time_connect_stamped_it_with(kvs: KvsEmulator) -> None:
+    stamped = int(time.time() * 1000) - 450
+    arn, start = _contact(kvs, "connect-stamped", _pcm(0.5, 1), _pcm(0.5, 2), start_ms=stamped)
+
+    fragments = _read_all(_media(kvs, arn).get_media(StreamARN=arn, StartSelector=_from(start))["Payload"])
+
+    assert start.timestamp_ms == stamped
+    assert fragments.fragments[0].timecode == stamped
+
+
 def test_a_track_with_nothing_appended_carries_silence(kvs: KvsEmulator) -> None:
     arn = kvs.create_stream("connect-one-sided")
     stream = kvs.stream(arn)

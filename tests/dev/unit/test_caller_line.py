@@ -73,3 +73,28 @@ def test_listening_while_the_caller_speaks_or_just_after_is_their_turns_and_any_
 def test_a_quiet_line_sets_nothing_off() -> None:
     result = a_call([])
     assert line_effects(result, turn_figures(result))["listening_without_speech"] == 0
+
+
+class Captured:
+    """A contact stream that keeps what it is sent."""
+
+    def __init__(self) -> None:
+        self.customer = b""
+
+    def append_tracks(self, customer: bytes = b"", agent: bytes = b"") -> None:
+        self.customer += customer
+
+
+def test_streaming_sends_the_call_from_the_moment_it_started_however_late_the_stream_was_ready() -> None:
+    clock = VirtualClock()
+    media = MediaPlane(clock, CallLog())
+    clip = CLIPS["balance"]
+    media.play(CALLER, clip.samples, "speech", at=0.0)
+    started = clock.now()
+    clock.sleep_until(started + 0.3)  # the stream took 300 ms to begin the contact
+    stream = Captured()
+    media.start_streaming(stream, customer=True, agent=True, at=started)  # type: ignore[arg-type]
+    media.pump()
+    first = round(started * 8000)
+    sent = np.frombuffer(stream.customer, dtype="<i2")
+    assert sent.size >= 2400 and np.array_equal(sent, clip.samples[first : first + sent.size])

@@ -483,7 +483,8 @@ def test_a_reply_that_takes_twelve_seconds_is_waited_for_with_one_holding_line(c
     held = [answer["TurnIndex"] for answer in thinking if answer["Hold"] == "true"]
     assert held and len(held) == len(set(held)) and said.count("One moment.") == len(held), (held, said)
     assert STILL_THERE not in said and SILENCE_GOODBYE not in said
-    assert "balance is" in build_report(result)["turns"][0]["reply"]
+    report = build_report(result)
+    assert "balance is" in report["turns"][0]["reply"], [(t["index"], t["heard"], t["reply"]) for t in report["turns"]]
     assert result.ended_by == "transferred"
 
 

@@ -374,8 +374,12 @@ class RemoteStream:
         self._lock = threading.Lock()
         self._pending = {CUSTOMER_TRACK: bytearray(), AGENT_TRACK: bytearray()}
 
-    def begin_contact(self, contact_id: str, instance_id: str = EMULATED_INSTANCE_ID) -> ContactStart:
-        body = {"StreamARN": self.arn, "ContactId": contact_id, "InstanceId": instance_id}
+    def begin_contact(
+        self, contact_id: str, instance_id: str = EMULATED_INSTANCE_ID, *, start_ms: int | None = None
+    ) -> ContactStart:
+        body: dict[str, Any] = {"StreamARN": self.arn, "ContactId": contact_id, "InstanceId": instance_id}
+        if start_ms is not None:
+            body["StartTimestamp"] = start_ms
         started = self._control.request("POST", "contacts", body)
         return ContactStart(str(started["StartFragmentNumber"]), int(started["StartTimestamp"]))
 

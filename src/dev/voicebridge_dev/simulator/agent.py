@@ -170,3 +170,6 @@ class SessionClock:
 
     def call_time(self, epoch_s: float) -> float:
         return epoch_s - self.started_at
+
+    def epoch_ms(self, moment: float) -> int | None:
+        return round((self.started_at + moment) * 1000)

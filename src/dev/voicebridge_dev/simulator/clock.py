@@ -39,6 +39,11 @@ class Clock(Protocol):
         """The moment of the call (seconds since it began) when the wall clock read ``epoch_s``."""
         ...
 
+    def epoch_ms(self, moment: float) -> int | None:
+        """The wall clock's epoch milliseconds at ``moment`` of the call; None where the call runs ahead of the wall
+        clock (skipped waits), so no wall time is the call's."""
+        ...
+
 
 class RealClock:
     """Wall-clock time since construction."""
@@ -59,6 +64,9 @@ class RealClock:
 
     def call_time(self, epoch_s: float) -> float:
         return epoch_s - self._origin_epoch
+
+    def epoch_ms(self, moment: float) -> int | None:
+        return round((self._origin_epoch + moment) * 1000)
 
 
 class VirtualClock:
@@ -92,3 +100,6 @@ class VirtualClock:
             position = bisect.bisect_right(self._skips, (real, float("inf")))
             skipped = self._skips[position - 1][1] if position else 0.0
         return real + skipped
+
+    def epoch_ms(self, moment: float) -> int | None:
+        return None

@@ -154,11 +154,16 @@ class MediaPlane:
 
     # -- streaming
 
-    def start_streaming(self, stream: ContactStream, *, customer: bool, agent: bool) -> None:
-        """Stream from now on (the contact is live on ``stream``); a track not streamed carries silence."""
+    def start_streaming(self, stream: ContactStream, *, customer: bool, agent: bool, at: float | None = None) -> None:
+        """Stream from ``at`` (default: now) on — the moment of the call the stream's first audio is stamped with —
+        (the contact is live on ``stream``); a track not streamed carries silence."""
         with self._lock:
             self._stream = None
-            self.pump()
+            if at is None:
+                self.pump()
+            else:
+                # Nothing was streamed while no stream was live: what the feeder passed since ``at`` goes out now.
+                self._played = self._sample(at)
             self._stream = stream
             self._send_customer = customer
             self._send_agent = agent

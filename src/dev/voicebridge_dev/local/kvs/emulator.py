@@ -254,7 +254,10 @@ def _add_contact_routes(control: ControlPlane, emulator: KvsEmulator) -> None:
         contact_id, instance_id = body.get("ContactId"), body.get("InstanceId", EMULATED_INSTANCE_ID)
         if not isinstance(contact_id, str) or not contact_id or not isinstance(instance_id, str):
             raise ValueError("ContactId (and InstanceId, when given) must be non-empty text")
-        start = stream.begin_contact(contact_id, instance_id)
+        start_ms = body.get("StartTimestamp")
+        if start_ms is not None and (not isinstance(start_ms, int) or isinstance(start_ms, bool) or start_ms < 0):
+            raise ValueError("StartTimestamp, when given, is the first audio's producer time in epoch milliseconds")
+        start = stream.begin_contact(contact_id, instance_id, start_ms=start_ms)
         answer = {
             "StreamARN": stream.arn,
             "ContactId": contact_id,

@@ -160,7 +160,7 @@ class ContactStream(Protocol):
 
     arn: str
 
-    def begin_contact(self, contact_id: str, instance_id: str) -> ContactStart: ...
+    def begin_contact(self, contact_id: str, instance_id: str, *, start_ms: int | None = None) -> ContactStart: ...
 
     def append_tracks(self, customer: bytes = b"", agent: bytes = b"") -> None: ...
 
@@ -204,11 +204,19 @@ class EmulatedStream:
 
     # -- contact lifecycle --
 
-    def begin_contact(self, contact_id: str, instance_id: str, track_numbers: tuple[int, int] = (1, 2)) -> ContactStart:
+    def begin_contact(
+        self,
+        contact_id: str,
+        instance_id: str,
+        track_numbers: tuple[int, int] = (1, 2),
+        *,
+        start_ms: int | None = None,
+    ) -> ContactStart:
         """Start media streaming for a contact; returns its start as Connect reports it to the flow.
 
         ``track_numbers`` are the TrackNumbers of AUDIO_FROM_CUSTOMER and AUDIO_TO_CUSTOMER in this contact's
-        fragments.
+        fragments. ``start_ms`` is the producer time (epoch ms) of the contact's first audio, as the producer (Connect,
+        here the simulator) stamps it: the moment of the call its first sample was heard; now when not given.
         """
         with self._cond:
             if self._closed:
@@ -219,7 +227,7 @@ class EmulatedStream:
                 )
             # A stream's producer clock never goes back, even after a contact produced faster than real time,
             # and the next call's audio begins a while after the last one's ended.
-            start_ms = epoch_ms()
+            start_ms = epoch_ms() if start_ms is None else start_ms
             if self._fragments:
                 start_ms = max(start_ms, self._fragments[-1].end_ms + self._settings().contact_gap_ms)
             session = _Session(contact_id, instance_id, *track_numbers, start_ms=start_ms, started=time.monotonic())

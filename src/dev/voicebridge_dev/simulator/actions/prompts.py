@@ -218,11 +218,14 @@ def _start_streaming(call: Call, *, customer: bool, agent: bool) -> None:
         if call.stream is None:
             arn = call.kvs.create_stream(f"connect-local-contact-{call.contact.contact_id}")
             call.stream = call.kvs.stream(arn)
-        start = call.stream.begin_contact(call.contact.contact_id, EMULATED_INSTANCE_ID)
+        # Connect stamps the stream's first audio with when it was heard: the moment streaming starts, however long
+        # the stream takes to begin the contact (on a busy machine, long enough to shift every time in the record).
+        now = call.clock.now()
+        first_ms = call.clock.epoch_ms(now)
+        start = call.stream.begin_contact(call.contact.contact_id, EMULATED_INSTANCE_ID, start_ms=first_ms)
     except (KvsEmulatorError, ValueError) as exc:
         raise ActionFailed(f"media streaming could not start: {exc}") from exc
-    now = call.clock.now()
-    call.media.start_streaming(call.stream, customer=customer, agent=agent)
+    call.media.start_streaming(call.stream, customer=customer, agent=agent, at=now)
     call.start_fragment = start.fragment_number
     # Connect's StartTimestamp is when the stream's audio began, on the stream's own (producer) clock,
     # not the simulator's: a PRODUCER_TIMESTAMP selector from it must find the first fragment.
