@@ -12,7 +12,7 @@ import numpy.typing as npt
 from aws_lambda_powertools.metrics import MetricUnit
 
 from tests.fixtures.clock import ManualClock
-from voicebridge.audio.end_of_turn import ASK_AT_MS, EndOfTurnModel, TurnEndWatch
+from voicebridge.audio.end_of_turn import EndOfTurnModel, TurnEndWatch
 from voicebridge.ink.session import TurnListener
 from voicebridge.ink.transcriber import MetricSink, TrackTranscriber
 from voicebridge.store.turns import TrackProgress, Turn
@@ -122,9 +122,8 @@ def quiet(ms: int) -> bytes:
 def test_manual_mode_ends_the_turn_as_soon_as_the_model_calls_it_complete() -> None:
     c = call("manual", probability=0.9)
     c.hear(quiet(200) + voice(800) + quiet(200))
-    # Sent when the finalize went out: the voice ended 1,000 ms in, and the watch asked once the silence reached
-    # its setting.
-    assert c.session.finalized_at == [int(1000 + ASK_AT_MS) * 16]
+    # Sent when the finalize went out: the voice ended 1,000 ms in, and one unvoiced frame followed it.
+    assert c.session.finalized_at == [1020 * 16]
 
 
 def test_manual_mode_leaves_the_turn_to_the_silence_unless_the_model_may_end_turns() -> None:
@@ -152,7 +151,7 @@ def test_on_the_turns_endpoint_a_complete_verdict_is_an_eager_end_with_inks_word
     c.hear(quiet(200) + voice(300))
     c.transcriber.on_turn_start()
     c.transcriber.on_turn_update("what is my balance")
-    c.hear(voice(300) + quiet(300))
+    c.hear(voice(300) + quiet(100))
     assert c.eager_ends == [(0, "what is my balance")]
 
 
@@ -161,7 +160,7 @@ def test_the_caller_speaking_again_after_our_eager_end_is_a_resume() -> None:
     c.hear(quiet(200) + voice(300))
     c.transcriber.on_turn_start()
     c.transcriber.on_turn_update("I want to")
-    c.hear(voice(300) + quiet(300))
+    c.hear(voice(300) + quiet(100))
     assert c.resumes == []
     c.hear(voice(300))
     assert c.resumes == [0]
@@ -171,7 +170,7 @@ def test_no_eager_end_of_ours_before_ink_has_words() -> None:
     c = call("turns", probability=0.9)
     c.hear(quiet(200) + voice(300))
     c.transcriber.on_turn_start()
-    c.hear(voice(300) + quiet(300))
+    c.hear(voice(300) + quiet(100))
     assert c.eager_ends == []
 
 
