@@ -34,7 +34,7 @@ A sweep gives the same figures for a watch asking once at another silence or wit
 answers are kept under ``out/end_of_turn/`` (by the audio's and the models' hashes), so a rerun only replays them.
 
 ``--causes`` separates what moves the figures: the model asked directly (no voice detector) about each case's pause
-and end, 100–500 ms into the silence after it, with one change at a time — the telephone band or 16 kHz straight
+and end, 100–300 ms into the silence after it, with one change at a time — the telephone band or 16 kHz straight
 from the engine, a comma at the pause or the sentence unbroken, piper or espeak-ng for English.
 
 Run ``voicebridge bench --only end-of-turn`` or ``python bench/bench_end_of_turn.py [--json] [--limit N]
@@ -465,8 +465,9 @@ def report(figures: dict[str, Any]) -> str:
 # The causes: the model asked directly (no voice detector) about each case's pause and end under one change at a
 # time, so a figure moves with that change alone.
 
-CAUSE_SILENCES_MS = (100.0, 200.0, 300.0, 500.0)
-"""Silence after the last voiced 10 ms of the clean synthesis, at the pause or the end, when the model is asked."""
+CAUSE_SILENCES_MS = (100.0, 200.0, 300.0)
+"""Silence after the last voiced 10 ms of the clean synthesis, at the pause or the end, when the model is asked; no
+more than the shortest pause, so a pause's answer never hears the words after it."""
 
 
 class Variant(NamedTuple):
