@@ -31,7 +31,9 @@ The figures per set and language:
 - ``silence_alone``: the peer, manual mode without the model (a turn ends after 700 ms of silence).
 
 A sweep gives the same figures for a watch asking once at another silence or with another threshold; the model's
-answers are kept under ``out/end_of_turn/`` (by the audio's and the models' hashes), so a rerun only replays them.
+answers are kept under ``out/end_of_turn/`` (by the audio's and the models' hashes), so a rerun only replays them —
+for Spanish: piper draws its voice's variation at random on every synthesis, so English utterances differ from run to
+run, are asked again, and the English figures move by a few points between runs.
 
 ``--causes`` separates what moves the figures: the model asked directly (no voice detector) about each case's pause
 and end, 100–300 ms into the silence after it, with one change at a time — the telephone band or 16 kHz straight
