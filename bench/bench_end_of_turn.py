@@ -37,10 +37,11 @@ run, are asked again, and the English figures move by a few points between runs.
 
 ``--causes`` separates what moves the figures: the model asked directly (no voice detector) about each case's pause
 and end, 100–300 ms into the silence after it, with one change at a time — the telephone band or 16 kHz straight
-from the engine, a comma at the pause or the sentence unbroken, piper or espeak-ng for English.
+from the engine, a comma at the pause or the sentence unbroken, piper or espeak-ng for English. ``--features`` checks
+our features against the reference's own extractor (from the wheel the model ships in) on the bench's audio.
 
 Run ``voicebridge bench --only end-of-turn`` or ``python bench/bench_end_of_turn.py [--json] [--limit N]
-[--set dev|held-out] [--causes]``.
+[--set dev|held-out] [--causes] [--features]``.
 """
 
 from __future__ import annotations
@@ -48,9 +49,14 @@ from __future__ import annotations
 import argparse
 import functools
 import hashlib
+import itertools
 import json
 import statistics
+import subprocess
+import sys
 import time
+import types
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -60,7 +66,7 @@ import numpy.typing as npt
 import soxr
 
 from voicebridge.audio import onnx
-from voicebridge.audio.end_of_turn import EndOfTurnModel, TurnEndWatch, telephone_to_model
+from voicebridge.audio.end_of_turn import EndOfTurnModel, TurnEndWatch, last_window, log_mel, telephone_to_model
 from voicebridge.audio.mulaw import mulaw_decode, mulaw_encode
 from voicebridge.audio.vad import VoiceActivity, detector
 from voicebridge.config import Settings
@@ -555,6 +561,43 @@ def causes_report(table: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+REFERENCE_WHEEL = "pipecat-ai==1.14.0"
+"""The wheel the model comes from (src/runtime/fetch_models.py); its numpy feature extractor is the reference."""
+REFERENCE_MODULE = "pipecat/audio/turn/smart_turn/_whisper_features.py"
+
+
+def features(limit: int | None = 8, which: str = "dev") -> dict[str, Any]:
+    """Our features against the reference's own extractor on the bench's inputs (each case's pause and end, 200 ms
+    into the silence, both bands): the largest difference anywhere. The reference module is read from the wheel the
+    model ships in, downloaded once under out/, and run here only: nothing of it is part of the product."""
+    folder = CACHE / "reference"
+    if not list(folder.glob("*.whl")):
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--no-deps",
+             "--only-binary=:all:", "--dest", str(folder), REFERENCE_WHEEL],
+            check=True,
+        )  # fmt: skip
+    (wheel,) = folder.glob("*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        source = archive.read(REFERENCE_MODULE).decode()
+    reference = types.ModuleType("reference_features")
+    # The reference, run to compare with: read from the wheel, not copied into the repository.
+    exec(compile(source, REFERENCE_MODULE, "exec"), reference.__dict__)
+    largest, inputs = 0.0, 0
+    for language, make in ENGINES.items():
+        engine = make()
+        for index, case in enumerate(cases(language, which)[:limit]):
+            rendered = render(case, engine, seed=index)
+            if rendered is None:
+                continue
+            for band, at_ms in itertools.product(("wide", "telephone"), (rendered.pause[0], rendered.end_ms)):
+                audio = _heard_up_to(rendered, band, at_ms, 200.0)
+                theirs = reference.compute_whisper_log_mel_features(last_window(audio), do_normalize=True)
+                largest = max(largest, float(np.abs(log_mel(audio) - theirs).max()))
+                inputs += 1
+    return {"reference": f"{REFERENCE_WHEEL}: {REFERENCE_MODULE}", "inputs": inputs, "largest_difference": largest}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--json", action="store_true")
@@ -563,7 +606,13 @@ def main() -> None:
     parser.add_argument(
         "--causes", action="store_true", help="the model asked directly under one change at a time (40 a language)"
     )
+    parser.add_argument(
+        "--features", action="store_true", help="our features against the reference extractor (8 a language)"
+    )
     args = parser.parse_args()
+    if args.features:
+        print(json.dumps(features(args.limit or 8, (args.set or ["dev"])[0]), indent=2))
+        return
     if args.causes:
         table = causes(args.limit or 40, (args.set or ["dev"])[0])
         print(json.dumps(table, indent=2) if args.json else causes_report(table))
