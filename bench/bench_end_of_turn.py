@@ -1,16 +1,20 @@
 """End of turn: how soon our model calls a caller's turn complete, and how often it cuts a mid-sentence pause.
 
-Each line of ``bench/end_of_turn/<language>.txt`` is a caller's sentence with one or more ``|``, places the caller
-pauses mid-sentence; each ``|`` makes one utterance, paused there only. The sentence is spoken by the local engine
-(English: piper's en_US voice; Spanish: espeak-ng's ``es``) with a comma at the pause, so the voice keeps the
-rising, unfinished tone of a clause; the gap the comma leaves (the silence nearest where the comma falls) is
-stretched to a pause of 300–900 ms (seeded, uniform). The audio is what a telephone line carries: 8 kHz, through
-G.711 µ-law and back, with noise at -60 dBFS under it, 0.4 s of it before the caller starts and 2.5 s after.
+Each line of ``bench/end_of_turn/<language>.txt`` (the development set, written with this code) and of
+``bench/end_of_turn/held_out/<language>.txt`` (the held-out set, written apart from it without reading it, and not
+used to choose any setting) is a caller's sentence with one or more ``|``, places the caller pauses mid-sentence; each
+``|`` makes one utterance, paused there only. The local engine (English: piper's en_US voice; Spanish: espeak-ng's
+``es``) speaks the sentence unbroken, at 16 kHz, and the pause (300–900 ms, seeded, uniform) is cut in where the words
+before it end. The engines give no word timings: the words before the pause and those after it are spoken alone and
+aligned to the whole by dynamic time warping, and the cut is the quietest 10 ms between the two estimates. So the
+voice runs on through the pause as a sentence does, with none of the clause-final tone a comma gives it (``--causes``
+measures both). The audio is what a telephone line carries: 8 kHz, through G.711 µ-law and back, with noise at
+-60 dBFS under it, 0.4 s of it before the caller starts and 2.5 s after.
 
 The product's pipeline then runs on it as on a call, in 20 ms frames: the voice detector
 (:class:`~voicebridge.audio.vad.VoiceActivity` with ``VOICE_DETECTOR``'s default) and the
 :class:`~voicebridge.audio.end_of_turn.TurnEndWatch` that asks Smart Turn about each stop (upsampled to 16 kHz).
-The figures per language:
+The figures per set and language:
 
 - ``median_ms``, ``p90_ms``: from the caller's last voiced frame (the last 10 ms within 40 dB of the utterance's
   peak, in the clean synthesis) to "complete": the stream position of the verdict plus the CPU time the verdict took
@@ -21,15 +25,23 @@ The figures per language:
 - ``inner_stops_called_complete``: the share of utterances with another stop before the end (a gap between words the
   detector took for a stop) called complete;
 - ``score_cpu_ms``: the median CPU time of one verdict, and ``model_cpu_ms_per_audio_min`` what the product's watch
-  spends on the model per minute of this audio (every stop asked about until it is called complete);
+  spends on the model per minute of this audio;
+- ``asked_again_as_silence_grows``: the watch as it was (asked at 0, 150, 300 and 500 ms of silence until an answer
+  was complete), on the same answers;
 - ``silence_alone``: the peer, manual mode without the model (a turn ends after 700 ms of silence).
 
-A sweep gives the same figures for a watch that starts asking later or needs a higher probability; the model's
-answers are kept under ``out/end_of_turn/`` (by the audio's and the models' hashes), so a rerun only replays them.
+A sweep gives the same figures for a watch asking once at another silence or with another threshold; the model's
+answers are kept under ``out/end_of_turn/`` (by the audio's and the models' hashes), so a rerun only replays them —
+for Spanish: piper draws its voice's variation at random on every synthesis, so English utterances differ from run to
+run, are asked again, and the English figures move by a few points between runs.
 
-The sentences were written for this benchmark alongside the code that judges them, so the figures are an upper
-bound on what an independent set would show. Run ``voicebridge bench --only end-of-turn`` or
-``python bench/bench_end_of_turn.py [--json] [--limit N]``.
+``--causes`` separates what moves the figures: the model asked directly (no voice detector) about each case's pause
+and end, 100–300 ms into the silence after it, with one change at a time — the telephone band or 16 kHz straight
+from the engine, a comma at the pause or the sentence unbroken, piper or espeak-ng for English. ``--features`` checks
+our features against the reference's own extractor (from the wheel the model ships in) on the bench's audio.
+
+Run ``voicebridge bench --only end-of-turn`` or ``python bench/bench_end_of_turn.py [--json] [--limit N]
+[--set dev|held-out] [--causes] [--features]``.
 """
 
 from __future__ import annotations
@@ -37,25 +49,34 @@ from __future__ import annotations
 import argparse
 import functools
 import hashlib
+import itertools
 import json
 import statistics
+import subprocess
+import sys
 import time
+import types
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
+import soxr
 
 from voicebridge.audio import onnx
-from voicebridge.audio.end_of_turn import TurnEndWatch
+from voicebridge.audio.end_of_turn import EndOfTurnModel, TurnEndWatch, last_window, log_mel, telephone_to_model
 from voicebridge.audio.mulaw import mulaw_decode, mulaw_encode
 from voicebridge.audio.vad import VoiceActivity, detector
 from voicebridge.config import Settings
 from voicebridge_dev.local.speech_engine import EspeakSpeechEngine, PiperSpeechEngine, SpeechEngine
 
 SETS = Path(__file__).resolve().parent / "end_of_turn"
+SET_FILES = {"dev": "{language}.txt", "held-out": "held_out/{language}.txt"}
+"""The development set (written with the code) and the held-out set (written apart from it, without reading it)."""
 RATE = 8000
+WIDE_RATE = 16000
 FRAME_BYTES = 320
 PAUSE_MS = (300.0, 900.0)
 LEAD_MS = 400
@@ -63,54 +84,112 @@ TAIL_MS = 2500
 MANUAL_END_SILENCE_MS = 700.0
 """How long a silence ends a turn in manual mode without the model (the transcriber's ``manual_end_silence_ms``)."""
 
-ASKED_AT_MS = (0.0, 150.0, 300.0, 500.0, 700.0)
+ASKED_AT_MS = (0.0, 150.0, 200.0, 300.0, 500.0)
 """The silences the benchmark asks the model at; a watch asking at any of them is judged from these answers."""
+BEFORE = (0.0, 150.0, 300.0, 500.0)
+"""Where the watch asked before it asked once: again and again as the silence grew, until an answer was complete."""
 DEFAULT = TurnEndWatch()
-"""The watch as the product makes it: where it starts asking, and its threshold."""
+"""The watch as the product makes it: where it asks, and its threshold."""
 
 Pcm = npt.NDArray[np.int16]
 
 
 class Case(NamedTuple):
-    spoken: str
-    """The sentence as the engine reads it: a comma at the pause."""
-    pause_at: float
-    """Where the pause falls, as a share of the sentence's characters."""
+    before: str
+    """The words before the pause."""
+    after: str
     pause_ms: float
 
 
 class Rendered(NamedTuple):
     pcm: bytes
+    """The line: 8 kHz s16le, through µ-law, with the noise floor."""
+    wide: npt.NDArray[np.float32]
+    """The same utterance at 16 kHz straight from the engine (no band limit, no noise), scaled to ±1."""
     pause: tuple[float, float]
     """The mid-sentence pause, ms from the stream's start."""
     end_ms: float
 
 
-def cases(language: str, seed: int = 5) -> list[Case]:
+def cases(language: str, which: str = "dev", seed: int = 5) -> list[Case]:
     rng = np.random.default_rng(seed)
     found = []
-    for line in (SETS / f"{language}.txt").read_text(encoding="utf-8").splitlines():
+    text = (SETS / SET_FILES[which].format(language=language)).read_text(encoding="utf-8")
+    for line in text.splitlines():
         if not line.strip() or line.startswith("#"):
             continue
         parts = [part.strip() for part in line.split("|")]
         for mark in range(1, len(parts)):
             before, after = " ".join(parts[:mark]), " ".join(parts[mark:])
-            spoken = f"{before}, {after}"
-            found.append(Case(spoken, len(before) / len(spoken), float(rng.uniform(*PAUSE_MS))))
+            found.append(Case(before, after, float(rng.uniform(*PAUSE_MS))))
     return found
 
 
+HOP = WIDE_RATE // 100
+"""10 ms at 16 kHz: the step of the alignment and of the voicing marks."""
+
+
+def _energy_10ms(samples: Pcm) -> npt.NDArray[np.float64]:
+    whole = len(samples) - len(samples) % HOP
+    energy: npt.NDArray[np.float64] = np.mean(np.square(samples[:whole].astype(np.float64).reshape(-1, HOP)), axis=1)
+    return energy
+
+
 def _voiced_10ms(samples: Pcm) -> npt.NDArray[np.bool_]:
-    whole = len(samples) - len(samples) % 80
-    power = np.mean(np.square(samples[:whole].astype(np.float64).reshape(-1, 80)), axis=1)
+    power = _energy_10ms(samples)
     voiced: npt.NDArray[np.bool_] = power > power.max() * 1e-4
     return voiced
 
 
-def render(case: Case, engine: SpeechEngine, seed: int) -> Rendered | None:
-    """The case as a telephone line carries it, or None when the engine left no gap where the comma is."""
-    speech = engine.synthesize(case.spoken, sample_rate=RATE, speed=1.0)
-    voiced = _voiced_10ms(speech)
+def _spectra(samples: Pcm) -> npt.NDArray[np.float64]:
+    """Per 10 ms, a unit vector of log band energies (30 bands, mean removed): what the alignment compares."""
+    padded = np.pad(samples.astype(np.float64), (0, 400))
+    frames = np.lib.stride_tricks.sliding_window_view(padded, 400)[: len(samples) // HOP * HOP : HOP]
+    power = np.abs(np.fft.rfft(frames * np.hanning(400), axis=1)) ** 2
+    bands = np.log(np.add.reduceat(power, np.unique(np.geomspace(1, 200, 30).astype(int)), axis=1) + 1e-2)
+    bands -= bands.mean(axis=1, keepdims=True)
+    unit: npt.NDArray[np.float64] = bands / (np.linalg.norm(bands, axis=1, keepdims=True) + 1e-9)
+    return unit
+
+
+def _where_it_ends(part: Pcm, whole: Pcm) -> int:
+    """The 10 ms step of ``whole`` where ``part``, spoken alone, ends when ``whole`` begins with it: dynamic time
+    warping from both starts, free at the end (the path's mean cost decides where)."""
+    voiced = np.flatnonzero(_voiced_10ms(part))
+    query = _spectra(part)[voiced[0] : voiced[-1] + 1]
+    first = int(np.argmax(_voiced_10ms(whole)))
+    target = _spectra(whole)[first:]
+    cost = 1.0 - query @ target.T
+    rows, columns = cost.shape
+    total = np.full((rows + 1, columns + 1), np.inf)
+    total[0, 0] = 0.0
+    for i in range(1, rows + 1):
+        # Diagonal and vertical steps at once; the horizontal step runs along the row.
+        from_above = np.minimum(total[i - 1, :-1], total[i - 1, 1:]) + cost[i - 1]
+        row = total[i]
+        for j in range(1, columns + 1):
+            row[j] = min(from_above[j - 1], row[j - 1] + cost[i - 1, j - 1])
+    mean_cost = total[rows, 1:] / (rows + np.arange(1, columns + 1))
+    return first + int(np.argmin(mean_cost)) + 1
+
+
+def word_boundary(engine: SpeechEngine, case: Case, whole: Pcm) -> int:
+    """Where the words before the pause end in the sentence spoken unbroken, in samples at 16 kHz.
+
+    The engines give no word timings, so the two halves are spoken alone and aligned to the whole: the first from
+    its start, the second from its end (backwards); the cut is the quietest 10 ms between the two estimates (30 ms
+    either side), a word's edge rather than a vowel's middle."""
+    before = engine.synthesize(case.before, sample_rate=WIDE_RATE, speed=1.0)
+    after = engine.synthesize(case.after, sample_rate=WIDE_RATE, speed=1.0)
+    from_front = _where_it_ends(before, whole)
+    from_back = len(whole) // HOP - _where_it_ends(after[::-1].copy(), whole[::-1].copy())
+    low, high = max(0, min(from_front, from_back) - 3), max(from_front, from_back) + 3
+    return (low + int(np.argmin(_energy_10ms(whole)[low : high + 1]))) * HOP
+
+
+def comma_gap(case: Case, whole: Pcm) -> tuple[int, int] | None:
+    """The silence the engine left at the comma (the gap nearest where the comma falls), in samples at 16 kHz."""
+    voiced = _voiced_10ms(whole)
     first, last = int(np.argmax(voiced)), len(voiced) - int(np.argmax(voiced[::-1]))
     gaps, start = [], None
     for index in range(first, last):
@@ -122,18 +201,42 @@ def render(case: Case, engine: SpeechEngine, seed: int) -> Rendered | None:
             start = None
     if not gaps:
         return None
-    expected = first + case.pause_at * (last - first)
+    expected = first + len(case.before) / (len(case.before) + len(case.after) + 2) * (last - first)
     gap_start, gap_end = min(gaps, key=lambda gap: abs((gap[0] + gap[1]) / 2 - expected))
-    pause = np.zeros(int(case.pause_ms * RATE / 1000), dtype=np.int16)
-    line = np.concatenate(
-        (np.zeros(LEAD_MS * 8, np.int16), speech[: gap_start * 80], pause, speech[gap_end * 80 : last * 80])
+    return gap_start * HOP, gap_end * HOP
+
+
+PAUSE_STYLES = ("word", "comma")
+"""``word``: the sentence spoken unbroken, the pause cut in where the word before it ends (the bench's figures);
+``comma``: spoken with a comma at the pause, the gap the comma leaves stretched (the voice's clause-final tone)."""
+
+
+def render(case: Case, engine: SpeechEngine, seed: int, style: str = "word") -> Rendered | None:
+    """The case as a telephone line carries it (and as the engine made it), or None when a comma left no gap."""
+    if style == "comma":
+        speech = engine.synthesize(f"{case.before}, {case.after}", sample_rate=WIDE_RATE, speed=1.0)
+        gap = comma_gap(case, speech)
+        if gap is None:
+            return None
+        cut, resume = gap
+    else:
+        speech = engine.synthesize(f"{case.before} {case.after}", sample_rate=WIDE_RATE, speed=1.0)
+        cut = resume = word_boundary(engine, case, speech)
+    voiced = _voiced_10ms(speech)
+    first, last = int(np.argmax(voiced)) * HOP, (len(voiced) - int(np.argmax(voiced[::-1]))) * HOP
+    lead, pause = np.zeros(LEAD_MS * 16, np.int16), np.zeros(int(case.pause_ms * 16), np.int16)
+    wide = np.concatenate((lead, speech[first:cut], pause, speech[resume:last], np.zeros(TAIL_MS * 16, np.int16)))
+    end_ms = LEAD_MS + (cut - first + len(pause) + last - resume) / 16
+    narrow = soxr.resample(wide.astype(np.float32) / 32768.0, WIDE_RATE, RATE, quality="HQ") * 32768.0
+    noise = np.random.default_rng(seed).normal(0, 32768 * 10 ** (-60 / 20), len(narrow))
+    noisy = np.clip(np.rint(narrow + noise), -32768, 32767).astype(np.int16)
+    pause_start = LEAD_MS + (cut - first) / 16
+    return Rendered(
+        mulaw_decode(mulaw_encode(noisy)).tobytes(),
+        wide.astype(np.float32) / 32768.0,
+        (pause_start, pause_start + case.pause_ms),
+        end_ms,
     )
-    end_ms = len(line) / 8
-    line = np.concatenate((line, np.zeros(TAIL_MS * 8, np.int16)))
-    noise = np.random.default_rng(seed).normal(0, 32768 * 10 ** (-60 / 20), len(line))
-    noisy = np.clip(np.rint(line + noise), -32768, 32767).astype(np.int16)
-    pause_start = LEAD_MS + (gap_start - first) * 10 + first * 10
-    return Rendered(mulaw_decode(mulaw_encode(noisy)).tobytes(), (pause_start, pause_start + case.pause_ms), end_ms)
 
 
 class Stop(NamedTuple):
@@ -144,6 +247,8 @@ class Stop(NamedTuple):
     """No voice followed (kept for reference: the figures place a stop by where it falls in the sentence)."""
     asked: list[tuple[float, float, float, float]]
     """Per silence asked at: that silence, the stream position, the probability, the CPU ms the verdict took."""
+    silence_ms: float
+    """The longest the silence after it grew before the voice came back (or the stream ended)."""
 
 
 def listen(rendered: Rendered) -> list[Stop]:
@@ -151,9 +256,12 @@ def listen(rendered: Rendered) -> list[Stop]:
     vad = VoiceActivity(detector=detector(Settings().voice_detector), close_ms=300)
     watch = TurnEndWatch(ask_at_ms=ASKED_AT_MS, threshold=1.0)
     stops: dict[float, list[tuple[float, float, float, float]]] = {}
+    silences: dict[float, float] = {}
     for offset in range(0, len(rendered.pcm), FRAME_BYTES):
         chunk = rendered.pcm[offset : offset + FRAME_BYTES]
         vad.feed(chunk)
+        if vad.last_voiced_end_ms is not None:
+            silences[vad.last_voiced_end_ms] = vad.silent_for_ms
         started = time.process_time()
         verdict = watch.feed(chunk, vad)
         if verdict is not None:
@@ -161,7 +269,7 @@ def listen(rendered: Rendered) -> list[Stop]:
             asked = stops.setdefault(verdict.voice_end_ms, [])
             asked.append((ASKED_AT_MS[len(asked)], verdict.at_ms, verdict.probability, cpu_ms))
     ends = sorted(stops)
-    return [Stop(end, end == ends[-1], stops[end]) for end in ends]
+    return [Stop(end, end == ends[-1], stops[end], silences[end]) for end in ends]
 
 
 class Outcome(NamedTuple):
@@ -215,11 +323,7 @@ def decide(rendered: Rendered, stops: list[Stop], ask_at_ms: tuple[float, ...], 
 
 def by_silence(rendered: Rendered, stops: list[Stop]) -> Outcome:
     """The peer: manual mode without the model, a turn ending after ``MANUAL_END_SILENCE_MS`` of silence."""
-    reached = {
-        _where(rendered, stop)
-        for stop in stops
-        if any(silence_ms >= MANUAL_END_SILENCE_MS for silence_ms, *_ in stop.asked)
-    }
+    reached = {_where(rendered, stop) for stop in stops if stop.silence_ms >= MANUAL_END_SILENCE_MS}
     ends = [stop.voice_end_ms for stop in stops if _where(rendered, stop) == "end"]
     voice_end = ends[0] if ends else rendered.end_ms
     return Outcome("pause" in reached, "inner" in reached, voice_end + MANUAL_END_SILENCE_MS - rendered.end_ms, False)
@@ -252,6 +356,10 @@ def _spanish() -> SpeechEngine:
     return EspeakSpeechEngine("es")
 
 
+def _espeak_english() -> SpeechEngine:
+    return EspeakSpeechEngine("en-us")
+
+
 ENGINES: dict[str, Callable[[], SpeechEngine]] = {"en": PiperSpeechEngine, "es": _spanish}
 
 
@@ -266,14 +374,15 @@ def _models_digest() -> bytes:
     return digest.digest()
 
 
-def _listened(language: str, index: int, rendered: Rendered) -> list[Stop]:
+def _listened(folder: str, index: int, rendered: Rendered) -> list[Stop]:
     """The model's answers for one utterance, kept under out/ by the audio's and the models' hashes: a sweep of the
     watch's settings, or a rerun, asks the model nothing it has been asked before."""
-    key = hashlib.sha256(rendered.pcm + _models_digest()).hexdigest()[:16]
-    path = CACHE / language / f"{index:03d}-{key}.json"
+    key = hashlib.sha256(rendered.pcm + _models_digest() + repr(ASKED_AT_MS).encode()).hexdigest()[:16]
+    path = CACHE / folder / f"{index:03d}-{key}.json"
     if path.is_file():
         return [
-            Stop(s["voice_end_ms"], s["final"], [tuple(a) for a in s["asked"]]) for s in json.loads(path.read_text())
+            Stop(s["voice_end_ms"], s["final"], [tuple(a) for a in s["asked"]], s["silence_ms"])
+            for s in json.loads(path.read_text())
         ]
     stops = listen(rendered)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -281,78 +390,234 @@ def _listened(language: str, index: int, rendered: Rendered) -> list[Stop]:
     return stops
 
 
-THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.97)
+THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 
 
-def run(limit: int | None = None) -> dict[str, Any]:
-    heard: dict[str, list[tuple[Rendered, list[Stop]]]] = {}
-    figures: dict[str, Any] = {"detector": Settings().voice_detector}
-    for language, make in ENGINES.items():
-        engine = make()
-        heard[language], skipped = [], 0
-        for index, case in enumerate(cases(language)[:limit]):
-            rendered = render(case, engine, seed=index)
-            if rendered is None:
-                skipped += 1
-                continue
-            heard[language].append((rendered, _listened(language, index, rendered)))
-        cpu = [ms for _, stops in heard[language] for stop in stops for *_, ms in stop.asked]
-        default = [decide(r, stops, DEFAULT.ask_at_ms, DEFAULT.threshold) for r, stops in heard[language]]
-        figures[language] = {
-            "utterances": len(heard[language]),
-            "skipped": skipped,
-            **figures_of(default),
-            "score_cpu_ms": round(statistics.median(cpu), 1),
-            "model_cpu_ms_per_audio_min": round(
-                sum(model_cpu_ms(stops, DEFAULT.ask_at_ms, DEFAULT.threshold) for _, stops in heard[language])
-                / (sum(len(r.pcm) for r, _ in heard[language]) / 2 / RATE / 60)
-            ),
-            "silence_alone": figures_of([by_silence(r, stops) for r, stops in heard[language]]),
-        }
-    figures["sweep"] = [
-        {
-            "first_ask_ms": ASKED_AT_MS[first],
-            "threshold": threshold,
-            **{
-                language: figures_of([decide(r, stops, ASKED_AT_MS[first:], threshold) for r, stops in heard[language]])
-                for language in ENGINES
-            },
-        }
-        for first in range(len(ASKED_AT_MS))
-        for threshold in THRESHOLDS
-    ]
+def _figures(heard: list[tuple[Rendered, list[Stop]]], skipped: int) -> dict[str, Any]:
+    cpu = [ms for _, stops in heard for stop in stops for *_, ms in stop.asked]
+    audio_min = sum(len(r.pcm) for r, _ in heard) / 2 / RATE / 60
+    return {
+        "utterances": len(heard),
+        "skipped": skipped,
+        **figures_of([decide(r, stops, DEFAULT.ask_at_ms, DEFAULT.threshold) for r, stops in heard]),
+        "score_cpu_ms": round(statistics.median(cpu), 1),
+        "model_cpu_ms_per_audio_min": round(
+            sum(model_cpu_ms(stops, DEFAULT.ask_at_ms, DEFAULT.threshold) for _, stops in heard) / audio_min
+        ),
+        "asked_again_as_silence_grows": figures_of([decide(r, stops, BEFORE, 0.5) for r, stops in heard]),
+        "silence_alone": figures_of([by_silence(r, stops) for r, stops in heard]),
+    }
+
+
+def run(limit: int | None = None, sets: tuple[str, ...] = tuple(SET_FILES)) -> dict[str, Any]:
+    """The product's watch on every utterance of ``sets`` (``limit`` per language and set), with the sweep."""
+    figures: dict[str, Any] = {"detector": Settings().voice_detector, "pauses": "word"}
+    for which in sets:
+        heard: dict[str, list[tuple[Rendered, list[Stop]]]] = {}
+        figures[which] = {}
+        for language, make in ENGINES.items():
+            engine = make()
+            heard[language], skipped = [], 0
+            for index, case in enumerate(cases(language, which)[:limit]):
+                rendered = render(case, engine, seed=index)
+                if rendered is None:
+                    skipped += 1
+                    continue
+                heard[language].append((rendered, _listened(f"{which}/{language}", index, rendered)))
+            figures[which][language] = _figures(heard[language], skipped)
+        figures[which]["sweep"] = [
+            {
+                "ask_at_ms": at_ms,
+                "threshold": threshold,
+                **{
+                    language: figures_of([decide(r, stops, (at_ms,), threshold) for r, stops in heard[language]])
+                    for language in ENGINES
+                },
+            }
+            for at_ms in ASKED_AT_MS
+            for threshold in THRESHOLDS
+        ]
     return figures
 
 
 def report(figures: dict[str, Any]) -> str:
     lines = [
-        f"voice detector: {figures['detector']}; the product's watch: asked from {DEFAULT.ask_at_ms[0]:.0f} ms of "
-        f"silence, complete above {DEFAULT.threshold}; targets: median <= 400 ms, cut-offs <= 5 %"
+        f"voice detector: {figures['detector']}; the product's watch: asks once, at "
+        f"{DEFAULT.ask_at_ms[0]:.0f} ms of silence, complete above {DEFAULT.threshold}; "
+        "targets: median <= 400 ms, cut-offs <= 5 %"
     ]
-    for language in ENGINES:
-        row = figures[language]
-        lines.append(
-            f"{language}: {row['utterances']} utterances ({row['skipped']} skipped): median {row['median_ms']} ms, "
-            f"p90 {row['p90_ms']} ms, ends called incomplete {row['incomplete_ends']:.1%}, "
-            f"pauses cut off {row['cut_off_rate']:.1%}, {row['score_cpu_ms']} ms CPU per verdict; the peer, "
-            f"{MANUAL_END_SILENCE_MS:.0f} ms of silence alone: median {row['silence_alone']['median_ms']} ms, "
-            f"cut-offs {row['silence_alone']['cut_off_rate']:.1%}"
-        )
-    lines.append("sweep (first ask, threshold): per language median ms / cut-offs")
-    for point in figures["sweep"]:
-        cells = "  ".join(
-            f"{lang} {point[lang]['median_ms']:>4} / {point[lang]['cut_off_rate']:.1%}" for lang in ENGINES
-        )
-        lines.append(f"  {point['first_ask_ms']:>4.0f} ms  {point['threshold']:<5}  {cells}")
+    for which in SET_FILES:
+        if which not in figures:
+            continue
+        lines.append(f"{which} set:")
+        for language in ENGINES:
+            row = figures[which][language]
+            before, alone = row["asked_again_as_silence_grows"], row["silence_alone"]
+            lines.append(
+                f"  {language}: {row['utterances']} utterances ({row['skipped']} skipped): median "
+                f"{row['median_ms']} ms, p90 {row['p90_ms']} ms, ends called incomplete {row['incomplete_ends']:.1%}, "
+                f"pauses cut off {row['cut_off_rate']:.1%}, {row['score_cpu_ms']} ms CPU per verdict; asked again "
+                f"as the silence grows (before): median {before['median_ms']} ms, cut-offs "
+                f"{before['cut_off_rate']:.1%}; {MANUAL_END_SILENCE_MS:.0f} ms of silence alone: median "
+                f"{alone['median_ms']} ms, cut-offs {alone['cut_off_rate']:.1%}"
+            )
+        lines.append("  sweep (asked once at, threshold): per language median ms / cut-offs")
+        for point in figures[which]["sweep"]:
+            cells = "  ".join(
+                f"{lang} {point[lang]['median_ms']:>4} / {point[lang]['cut_off_rate']:.1%}" for lang in ENGINES
+            )
+            lines.append(f"    {point['ask_at_ms']:>4.0f} ms  {point['threshold']:<5}  {cells}")
     return "\n".join(lines)
+
+
+# The causes: the model asked directly (no voice detector) about each case's pause and end under one change at a
+# time, so a figure moves with that change alone.
+
+CAUSE_SILENCES_MS = (100.0, 200.0, 300.0)
+"""Silence after the last voiced 10 ms of the clean synthesis, at the pause or the end, when the model is asked; no
+more than the shortest pause, so a pause's answer never hears the words after it."""
+
+
+class Variant(NamedTuple):
+    name: str
+    language: str
+    engine: Callable[[], SpeechEngine]
+    style: str
+    band: str
+    """``telephone`` (8 kHz, µ-law, noise floor; upsampled for the model) or ``wide`` (16 kHz from the engine)."""
+
+
+VARIANTS = (
+    Variant("piper, comma, telephone (the bench before)", "en", PiperSpeechEngine, "comma", "telephone"),
+    Variant("piper, comma, wideband", "en", PiperSpeechEngine, "comma", "wide"),
+    Variant("piper, word boundary, telephone (the bench now)", "en", PiperSpeechEngine, "word", "telephone"),
+    Variant("piper, word boundary, wideband", "en", PiperSpeechEngine, "word", "wide"),
+    Variant("espeak-ng en-us, comma, telephone", "en", _espeak_english, "comma", "telephone"),
+    Variant("espeak-ng en-us, word boundary, telephone", "en", _espeak_english, "word", "telephone"),
+    Variant("espeak-ng es, comma, telephone (the bench before)", "es", _spanish, "comma", "telephone"),
+    Variant("espeak-ng es, comma, wideband", "es", _spanish, "comma", "wide"),
+    Variant("espeak-ng es, word boundary, telephone (the bench now)", "es", _spanish, "word", "telephone"),
+    Variant("espeak-ng es, word boundary, wideband", "es", _spanish, "word", "wide"),
+)
+
+
+def _heard_up_to(rendered: Rendered, band: str, voice_end_ms: float, silence_ms: float) -> npt.NDArray[np.float32]:
+    """What the model hears when asked ``silence_ms`` after a voice end: the utterance so far, at 16 kHz."""
+    until_ms = voice_end_ms + silence_ms
+    if band == "wide":
+        return rendered.wide[: int(until_ms * WIDE_RATE / 1000)]
+    return telephone_to_model(rendered.pcm[: int(until_ms * RATE / 1000) * 2])
+
+
+def _scored(scores: dict[str, float], audio: npt.NDArray[np.float32]) -> float:
+    key = hashlib.sha256(audio.tobytes() + _models_digest()).hexdigest()[:20]
+    if key not in scores:
+        scores[key] = EndOfTurnModel().score(audio)
+    return scores[key]
+
+
+def causes(limit: int | None = 40, which: str = "dev") -> dict[str, Any]:
+    """Per variant and silence: the share of pauses and of ends the model calls complete (above 0.5)."""
+    path = CACHE / "scores.json"
+    scores: dict[str, float] = json.loads(path.read_text()) if path.is_file() else {}
+    table: dict[str, Any] = {}
+    for variant in VARIANTS:
+        engine = variant.engine()
+        pauses: dict[float, list[float]] = {ms: [] for ms in CAUSE_SILENCES_MS}
+        ends: dict[float, list[float]] = {ms: [] for ms in CAUSE_SILENCES_MS}
+        for index, case in enumerate(cases(variant.language, which)[:limit]):
+            rendered = render(case, engine, seed=index, style=variant.style)
+            if rendered is None:
+                continue
+            for silence_ms in CAUSE_SILENCES_MS:
+                heard = _heard_up_to(rendered, variant.band, rendered.pause[0], silence_ms)
+                pauses[silence_ms].append(_scored(scores, heard))
+                heard = _heard_up_to(rendered, variant.band, rendered.end_ms, silence_ms)
+                ends[silence_ms].append(_scored(scores, heard))
+        table[variant.name] = {
+            "cases": len(pauses[CAUSE_SILENCES_MS[0]]),
+            **{
+                f"{silence_ms:.0f}_ms": {
+                    "pauses_complete": round(float(np.mean(np.array(pauses[silence_ms]) > 0.5)), 3),
+                    "ends_complete": round(float(np.mean(np.array(ends[silence_ms]) > 0.5)), 3),
+                }
+                for silence_ms in CAUSE_SILENCES_MS
+            },
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(scores))
+    return table
+
+
+def causes_report(table: dict[str, Any]) -> str:
+    header = " | ".join(f"{ms:.0f} ms" for ms in CAUSE_SILENCES_MS)
+    lines = [f"pauses / ends called complete, asked after {header} of silence"]
+    for name, row in table.items():
+        cells = "  ".join(
+            f"{row[f'{ms:.0f}_ms']['pauses_complete']:>5.0%} / {row[f'{ms:.0f}_ms']['ends_complete']:>4.0%}"
+            for ms in CAUSE_SILENCES_MS
+        )
+        lines.append(f"  {name:<55} n={row['cases']:<4} {cells}")
+    return "\n".join(lines)
+
+
+REFERENCE_WHEEL = "pipecat-ai==1.14.0"
+"""The wheel the model comes from (src/runtime/fetch_models.py); its numpy feature extractor is the reference."""
+REFERENCE_MODULE = "pipecat/audio/turn/smart_turn/_whisper_features.py"
+
+
+def features(limit: int | None = 8, which: str = "dev") -> dict[str, Any]:
+    """Our features against the reference's own extractor on the bench's inputs (each case's pause and end, 200 ms
+    into the silence, both bands): the largest difference anywhere. The reference module is read from the wheel the
+    model ships in, downloaded once under out/, and run here only: nothing of it is part of the product."""
+    folder = CACHE / "reference"
+    if not list(folder.glob("*.whl")):
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--no-deps",
+             "--only-binary=:all:", "--dest", str(folder), REFERENCE_WHEEL],
+            check=True,
+        )  # fmt: skip
+    (wheel,) = folder.glob("*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        source = archive.read(REFERENCE_MODULE).decode()
+    reference = types.ModuleType("reference_features")
+    # The reference, run to compare with: read from the wheel, not copied into the repository.
+    exec(compile(source, REFERENCE_MODULE, "exec"), reference.__dict__)
+    largest, inputs = 0.0, 0
+    for language, make in ENGINES.items():
+        engine = make()
+        for index, case in enumerate(cases(language, which)[:limit]):
+            rendered = render(case, engine, seed=index)
+            if rendered is None:
+                continue
+            for band, at_ms in itertools.product(("wide", "telephone"), (rendered.pause[0], rendered.end_ms)):
+                audio = _heard_up_to(rendered, band, at_ms, 200.0)
+                theirs = reference.compute_whisper_log_mel_features(last_window(audio), do_normalize=True)
+                largest = max(largest, float(np.abs(log_mel(audio) - theirs).max()))
+                inputs += 1
+    return {"reference": f"{REFERENCE_WHEEL}: {REFERENCE_MODULE}", "inputs": inputs, "largest_difference": largest}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--limit", type=int, default=None, help="utterances per language")
+    parser.add_argument("--limit", type=int, default=None, help="utterances per language and set")
+    parser.add_argument("--set", choices=tuple(SET_FILES), action="append", help="the sentence sets (default: both)")
+    parser.add_argument(
+        "--causes", action="store_true", help="the model asked directly under one change at a time (40 a language)"
+    )
+    parser.add_argument(
+        "--features", action="store_true", help="our features against the reference extractor (8 a language)"
+    )
     args = parser.parse_args()
-    figures = run(args.limit)
+    if args.features:
+        print(json.dumps(features(args.limit or 8, (args.set or ["dev"])[0]), indent=2))
+        return
+    if args.causes:
+        table = causes(args.limit or 40, (args.set or ["dev"])[0])
+        print(json.dumps(table, indent=2) if args.json else causes_report(table))
+        return
+    figures = run(args.limit, tuple(args.set or SET_FILES))
     print(json.dumps(figures, indent=2) if args.json else report(figures))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import wave
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,8 @@ import pytest
 
 from voicebridge.audio import onnx
 from voicebridge.audio.end_of_turn import (
+    ASK_AT_MS,
+    PRE_SPEECH_MS,
     EndOfTurnModel,
     TurnEndWatch,
     Verdict,
@@ -74,10 +77,22 @@ def test_a_sentence_broken_off_after_a_connective_is_not_complete() -> None:
     assert not EndOfTurnModel().complete(telephone_to_model(cut + silence(200)))
 
 
-def verdicts(stream: bytes) -> list[Verdict]:
+@dataclass(frozen=True)
+class Heard(EndOfTurnModel):
+    """Gives ``probability`` of every stop, and keeps how much audio (ms) it was asked about each time."""
+
+    probability: float = 0.9
+    asked_ms: list[float] = field(default_factory=list)
+
+    def score(self, audio: npt.NDArray[np.float32]) -> float:
+        self.asked_ms.append(len(audio) / 16)
+        return self.probability
+
+
+def verdicts(stream: bytes, model: EndOfTurnModel | None = None) -> list[Verdict]:
     """What the watch says of ``stream``, fed in 20 ms chunks after a Silero-judged voice detector."""
     vad = VoiceActivity(detector=detector("silero"), close_ms=300)
-    watch = TurnEndWatch()
+    watch = TurnEndWatch() if model is None else TurnEndWatch(model=model)
     found = []
     for offset in range(0, len(stream), 320):
         vad.feed(stream[offset : offset + 320])
@@ -99,6 +114,38 @@ def test_the_watch_asks_no_more_about_a_stop_once_it_is_complete() -> None:
 def test_a_sentence_followed_by_silence_ends_with_a_complete_verdict() -> None:
     said = verdicts(silence(300) + clip("thanks") + silence(800))
     assert said[-1].complete
+
+
+def test_a_stop_is_asked_about_once_however_long_the_silence_after_it() -> None:
+    said = verdicts(silence(300) + clip("dispute") + silence(1500), Heard(probability=0.1))
+    assert len(said) == 1
+
+
+def test_a_stop_is_asked_about_when_its_silence_reaches_the_watchs_setting() -> None:
+    stream = silence(300) + clip("thanks") + silence(1000)
+    (said,) = verdicts(stream, Heard(probability=0.1))
+    vad = VoiceActivity(detector=detector("silero"), close_ms=300)
+    for offset in range(0, len(stream), 320):
+        vad.feed(stream[offset : offset + 320])
+        if vad.last_voiced_end_ms == said.voice_end_ms and vad.silent_for_ms > 0 and vad.silent_for_ms >= ASK_AT_MS:
+            break
+    assert said.at_ms == vad.position_ms
+
+
+def test_the_first_turn_is_heard_from_half_a_second_before_its_voice() -> None:
+    model = Heard()
+    (said,) = verdicts(silence(3000) + clip("thanks") + silence(600), model)
+    heard_from_ms = said.at_ms - model.asked_ms[0]
+    # The detector finds the voice within a tenth of a second of the clip's start.
+    assert 3000 - PRE_SPEECH_MS <= heard_from_ms <= 3000 - PRE_SPEECH_MS + 100
+
+
+def test_after_a_complete_answer_the_next_turn_is_heard_without_the_one_before() -> None:
+    model = Heard()
+    said = verdicts(silence(300) + clip("person") + silence(1500) + clip("thanks") + silence(600), model)
+    heard_from_ms = said[-1].at_ms - model.asked_ms[-1]
+    starts_ms = 300 + len(clip("person")) / 16 + 1500
+    assert starts_ms - PRE_SPEECH_MS <= heard_from_ms <= starts_ms - PRE_SPEECH_MS + 100
 
 
 def test_the_watch_never_asks_about_silence_or_line_noise() -> None:

@@ -37,8 +37,10 @@ FFT_SIZE = 400
 HOP = 160
 MEL_BANDS = 80
 
-_KEPT_BYTES = 8 * 8000 * 2
-"""8 s of the stream's 8 kHz s16le audio."""
+_BYTES_PER_MS = 16
+"""The stream's 8 kHz s16le audio."""
+_KEPT_BYTES = 8 * 1000 * _BYTES_PER_MS
+"""8 s of it."""
 
 Samples = npt.NDArray[np.float32]
 
@@ -125,24 +127,32 @@ class Verdict:
     complete: bool
 
 
-ASK_AT_MS = (0.0, 150.0, 300.0, 500.0)
-"""Silences after the caller's last voiced frame at which the model is asked (0: the first unvoiced frame)."""
+ASK_AT_MS = 0.0
+"""The silence after the caller's last voiced frame at which the model is asked about a stop, once: 0 is the first
+frame the detector hears unvoiced (the detector dates the voice's end back to where the audio changed). Sooner than
+the reference's 200 ms, because on the development set it cut off fewer pauses at a lower latency
+(docs/benchmarks.md, "End of turn")."""
+PRE_SPEECH_MS = 500.0
+"""How much audio before a turn's first voiced frame the model hears with it."""
 
 
 @dataclass
 class TurnEndWatch:
     """Asks the end-of-turn model whether the caller is done, each time the voice detector sees them stop.
 
-    Fed the same 8 kHz audio as the :class:`~voicebridge.audio.vad.VoiceActivity` it watches (after it), it keeps
-    the last 8 s and asks about the audio so far as the silence since the caller's last voiced frame reaches each of
-    ``ask_at_ms`` in turn, until the model calls the turn complete or the caller speaks again: a longer silence
-    makes a finished sentence surer, and a pause that stays incomplete is asked about again a little later.
-    ``threshold`` is the probability above which a turn is complete (docs/benchmarks.md, "End of turn", for how
-    these two were chosen).
+    Fed the same 8 kHz audio as the :class:`~voicebridge.audio.vad.VoiceActivity` it watches (after it), it asks
+    about a stop once the silence since the caller's last voiced frame reaches ``ask_at_ms`` (each of them in turn,
+    until an answer is complete, when there are several), and never again about that stop: the model takes a long
+    silence itself for an end, so asking again as the silence grows turns most mid-sentence pauses into ends
+    (docs/benchmarks.md, "End of turn", measures both, and how ``ask_at_ms`` and ``threshold`` were chosen).
+
+    The model hears what Smart Turn's own inference hears: the current turn from :data:`PRE_SPEECH_MS` before its
+    first voiced frame (a turn starts with the first voice after a complete answer, or the stream's first voice), up
+    to its last 8 s — not the turn before it.
     """
 
     model: EndOfTurnModel = field(default_factory=EndOfTurnModel)
-    ask_at_ms: tuple[float, ...] = ASK_AT_MS
+    ask_at_ms: tuple[float, ...] = (ASK_AT_MS,)
     threshold: float = 0.5
     _audio: bytearray = field(default_factory=bytearray)
     _stop_ms: float | None = None
@@ -150,6 +160,8 @@ class TurnEndWatch:
     _asked: int = 0
     """How many of ``ask_at_ms`` have been asked about for it."""
     _done: bool = False
+    _new_turn: bool = True
+    """The last answer was complete (or none was given): the next voice starts a turn."""
 
     def feed(self, pcm: bytes, vad: VoiceActivity) -> Verdict | None:
         """Keep ``pcm`` (already fed to ``vad``); a verdict when this audio reached a silence worth asking about."""
@@ -160,10 +172,14 @@ class TurnEndWatch:
             return None
         if voice_end != self._stop_ms:
             self._stop_ms, self._asked, self._done = voice_end, 0, False
+            if self._new_turn and vad.open_start_ms is not None:
+                self._new_turn = False
+                kept_ms = vad.position_ms - max(0.0, vad.open_start_ms - PRE_SPEECH_MS)
+                del self._audio[: max(0, len(self._audio) - int(kept_ms) * _BYTES_PER_MS)]
         if self._done or self._asked == len(self.ask_at_ms) or silent_ms < self.ask_at_ms[self._asked]:
             return None
         while self._asked < len(self.ask_at_ms) and silent_ms >= self.ask_at_ms[self._asked]:
             self._asked += 1
         probability = self.model.score(telephone_to_model(bytes(self._audio)))
-        self._done = probability > self.threshold
+        self._done = self._new_turn = probability > self.threshold
         return Verdict(voice_end, vad.position_ms, probability, self._done)
