@@ -14,7 +14,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from tests.fixtures.clock import ManualClock
 from voicebridge.audio.end_of_turn import EndOfTurnModel, TurnEndWatch
 from voicebridge.ink.session import TurnListener
-from voicebridge.ink.transcriber import MetricSink, TrackTranscriber
+from voicebridge.ink.transcriber import MODEL_END_QUIET_MS, MetricSink, TrackTranscriber
 from voicebridge.store.turns import TrackProgress, Turn
 
 
@@ -122,11 +122,19 @@ def quiet(ms: int) -> bytes:
     return bytes(ms * 16)
 
 
-def test_manual_mode_ends_the_turn_as_soon_as_the_model_calls_it_complete() -> None:
+def test_manual_mode_ends_the_turn_once_the_model_calls_it_complete_and_the_caller_stays_quiet() -> None:
     c = call("manual", probability=0.9)
-    c.hear(quiet(200) + voice(800) + quiet(200))
-    # Sent when the finalize went out: the voice ended 1,000 ms in, and one unvoiced frame followed it.
-    assert c.session.finalized_at == [1020 * 16]
+    c.hear(quiet(200) + voice(800) + quiet(300))
+    # Sent when the finalize went out: the voice ended 1,000 ms in, and the caller stayed quiet 200 ms after it.
+    assert c.session.finalized_at == [(1000 + MODEL_END_QUIET_MS) * 16]
+
+
+def test_manual_mode_does_not_end_the_turn_at_a_gap_between_words_the_model_called_complete() -> None:
+    c = call("manual", probability=0.9)
+    c.hear(quiet(200) + voice(800) + quiet(120) + voice(600) + quiet(100))
+    assert c.session.finalized_at == []
+    c.hear(quiet(200))
+    assert c.session.finalized_at == [(1000 + 120 + 600 + MODEL_END_QUIET_MS) * 16]
 
 
 def test_manual_mode_leaves_the_turn_to_the_silence_unless_the_model_may_end_turns() -> None:

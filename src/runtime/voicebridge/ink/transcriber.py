@@ -31,8 +31,9 @@ The transcriber sits between the KVS reader and an :class:`~voicebridge.ink.sess
   ``turn.end`` stays the authority, the caller speaking again after it is a resume, as Ink's ``turn.resume`` is, and
   whether the two agreed is counted (``EndOfTurnAgreed``,
   ``EndOfTurnDisagreed``). In manual mode, which has no turn events, with ``model_ends_turns`` "complete" ends the
-  turn: the finalize goes out then, instead of after ``manual_end_silence_ms`` of silence, which still ends a turn the
-  model judged unfinished.
+  turn once the caller has stayed quiet :data:`MODEL_END_QUIET_MS` after the stop it judged (a gap between words is
+  shorter: ending a turn cannot be taken back, unlike an eager end), instead of after ``manual_end_silence_ms`` of
+  silence, which still ends a turn the model judged unfinished.
 - **Keep-alive.** When the source stalls, silence keeps the session alive and lets a turn in progress end (Ink ends
   a turn only while audio flows); that silence is not part of the positions.
 """
@@ -60,6 +61,11 @@ from voicebridge.store.writer import TurnWriter, Written
 from voicebridge.telemetry import logger, metrics
 
 SessionFactory = Callable[[TurnListener, str], InkSession]
+
+MODEL_END_QUIET_MS = 200
+"""Manual mode: how long the caller must stay quiet after a stop the model judged complete before it ends the turn.
+The verdict is asked at the stop itself, where a pause between two words looks like an end to the model; 200 ms is a
+short voice-detector stop of the kind Smart Turn's reference pipeline asks after."""
 
 MAX_REPLAY_BYTES = 120_000 * BYTES_PER_MS
 """Unsettled audio kept for a replay: two minutes of one uninterrupted utterance."""
@@ -453,7 +459,7 @@ class TrackTranscriber(TurnListener):
             and verdict.complete
             and verdict.voice_end_ms == self._vad.last_voiced_end_ms
             and self._ended_by_model_at != verdict.voice_end_ms
-            and self._vad.silent_for_ms > 0
+            and self._vad.silent_for_ms >= MODEL_END_QUIET_MS
         )
 
     def _judged(self, verdict: Verdict) -> None:
