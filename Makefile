@@ -65,10 +65,13 @@ unit: $(DEV_STAMP) models
 	$(VENV)/bin/pytest -q -m unit
 
 # They mostly wait on the local cloud's timers, so they run in worker processes, each with a local cloud of its own;
-# a test file stays on one worker, so its module fixtures are built once. INTEGRATION_WORKERS=0 runs them in one.
-INTEGRATION_WORKERS ?= 2
+# a test file stays on one worker, so its module fixtures are built once. Three workers on two cores: the waits
+# overlap, and the real-time tests still keep their pace (four made whole calls late on a loaded machine).
+# INTEGRATION_WORKERS=0 runs them in one. The slowest ten are named at the end of every run.
+INTEGRATION_WORKERS ?= 3
 integration: $(DEV_STAMP) system-deps models
-	$(VENV)/bin/pytest -q -m integration $(if $(filter 0,$(INTEGRATION_WORKERS)),,-n $(INTEGRATION_WORKERS) --dist loadfile)
+	$(VENV)/bin/pytest -q -m integration --durations=10 \
+	  $(if $(filter 0,$(INTEGRATION_WORKERS)),,-n $(INTEGRATION_WORKERS) --dist loadfile)
 
 # What `sam build` put in each function's folder: the runtime alone (tests/artifact, skipped without a build).
 artifact: sam-build
