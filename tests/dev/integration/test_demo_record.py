@@ -1,0 +1,51 @@
+"""``voicebridge demo``'s whole call against what the product kept of it: the call record, the metrics and the
+demo's waterfall agree turn by turn (a file of its own: the longest real-time test, so it runs beside the others)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from voicebridge_dev.demo import run_demo
+
+pytestmark = pytest.mark.timeout(180)
+
+PAUSED = "I'd like to check my balance, | please."
+
+
+def _metric_values(logs: str, name: str) -> list[float]:
+    """Every value of metric ``name`` in the functions' Embedded Metric Format lines, in the order logged."""
+    values: list[float] = []
+    for line in logs.splitlines():
+        if not line.startswith("{") or f'"{name}"' not in line:
+            continue
+        value = json.loads(line)[name]
+        values += [float(v) for v in value] if isinstance(value, list) else [float(value)]
+    return values
+
+
+def test_the_record_the_metrics_and_the_waterfall_agree_turn_by_turn(tmp_path: Path) -> None:
+    out, report = tmp_path / "out", tmp_path / "report.json"
+
+    # The first turn has a pause of half a second in it: one turn to Ink, two utterances to the voice detector.
+    status = run_demo(
+        out=out, report=str(report), engine="standin", scenario="normal", text=PAUSED, recognition="registered"
+    )
+
+    assert status == 0
+    turns = json.loads(report.read_text(encoding="utf-8"))["turns"]
+    record = json.loads((out / "call-record.json").read_text(encoding="utf-8"))
+    kept = [turn for turn in record["turns"] if turn["track"] == "customer"]
+    # Every turn stored once, in order.
+    assert [turn["heard"] for turn in kept] == [turn["heard"] for turn in turns]
+    assert [turn["turn"] for turn in kept] == list(range(len(turns)))
+    latencies = [turn["latencyMs"]["turnEnd"] for turn in kept]
+    assert _metric_values((out / "function-logs.txt").read_text(encoding="utf-8"), "InkTurnLatency") == latencies
+    for turn, stored in zip(turns, kept, strict=True):
+        # The stand-in voice fades out below the voice detector's threshold for up to a quarter of a second after
+        # its last loud syllable: the simulator's truth is the clip's last sample.
+        assert -250 <= stored["audioEndMs"] - turn["speech_end_ms"] <= 100, turn["heard"]
+        assert abs(stored["audioStartMs"] - turn["speech_start_ms"]) <= 100, turn["heard"]
+        assert abs(stored["latencyMs"]["turnEnd"] - turn["latency_ms"]["stop_to_turn_end"]) <= 250, turn["heard"]
