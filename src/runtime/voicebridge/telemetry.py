@@ -5,10 +5,13 @@ Metric names are part of the product's interface: the template's dashboard and a
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import json
 import logging
 import os
+from collections.abc import Callable
+from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
 
@@ -29,3 +32,10 @@ if REDACT_LOGS:
 # botocore logs whole responses at DEBUG, GetSecretValue's included: the Cartesia key must never reach a log.
 logging.getLogger("botocore.parsers").setLevel(logging.INFO)
 metrics = Metrics(namespace=NAMESPACE, service="voicebridge")
+
+
+def in_context(target: Callable[..., Any]) -> Callable[..., Any]:
+    """``target``, to run on another thread in the context it was made in: the log keys a session set for itself
+    (``logger.thread_safe_append_keys``, a context variable) follow its work onto the threads it starts. Every thread
+    the runtime starts takes its target through this; a thread started bare would log without them."""
+    return functools.partial(contextvars.copy_context().run, target)

@@ -60,7 +60,7 @@ from voicebridge.language import Languages, Listening
 from voicebridge.sonic.synthesizer import SynthesisCancelled
 from voicebridge.store.replies import ReplyStore
 from voicebridge.store.turns import CUSTOMER, STOPPED, Checkpoint, TrackProgress, Turn, TurnStore
-from voicebridge.telemetry import logger
+from voicebridge.telemetry import in_context, logger
 
 INPUT_RATE = 8000
 TICK_S = 0.01
@@ -250,6 +250,9 @@ class AgentSession:
             )
             return
         output_rate = self._settings.output_rate or init.audio_out.sample_rate
+        # This session's own: a context variable, so the other sessions on the server keep theirs; the engine's threads
+        # take it with them (telemetry.in_context; asyncio.to_thread copies the context too).
+        logger.thread_safe_append_keys(correlation_id=init.contact_id)
         try:
             await asyncio.to_thread(self._start_engine, init, output_rate)
         except VoiceBridgeError as exc:
@@ -258,7 +261,6 @@ class AgentSession:
             await self._send(protocol.error_frame(init.request_id, -32603, "Internal error", exc.code))
             return
         self.init = init
-        logger.append_keys(correlation_id=init.contact_id)
         await self._send(protocol.init_response_frame(init, AudioConfig(INPUT_RATE), AudioConfig(output_rate)))
 
     def _start_engine(self, init: protocol.InitSession, output_rate: int) -> None:
@@ -316,7 +318,7 @@ class AgentSession:
             on_resume=self._worker.turn_resumed,
             on_turn_ended=self._turn_ended,
         )
-        self._listener = threading.Thread(target=self._listen, name="caller-audio", daemon=True)
+        self._listener = threading.Thread(target=in_context(self._listen), name="caller-audio", daemon=True)
         self._listener.start()
 
     # -- the caller
@@ -374,7 +376,7 @@ class AgentSession:
         transcriber = self._transcriber
         if transcriber is not None:
             # Stored and answered as a spoken turn is; the record redacts it as it redacts what callers say.
-            threading.Thread(target=transcriber.typed, args=(digits,), name="keys", daemon=True).start()
+            threading.Thread(target=in_context(transcriber.typed), args=(digits,), name="keys", daemon=True).start()
 
     async def _text(self, event: protocol.TextIn) -> None:
         if not event.silence:
@@ -524,7 +526,7 @@ class AgentSession:
             self._player.end(task.response)
             task.ended = True
 
-        threading.Thread(target=speak, name="prompt", daemon=True).start()
+        threading.Thread(target=in_context(speak), name="prompt", daemon=True).start()
 
     def _reply_finished(self, reply: ReplyInProgress) -> None:
         """The reply worker's word that ``reply`` is made whole (or cut short): its task can end."""

@@ -20,7 +20,7 @@ from voicebridge.clock import Clock
 from voicebridge.errors import ConfigurationError, Superseded, VoiceBridgeError
 from voicebridge.ink.transcriber import MetricSink, TrackTranscriber
 from voicebridge.store.turns import Checkpoint, TurnStore
-from voicebridge.telemetry import logger, metrics
+from voicebridge.telemetry import in_context, logger, metrics
 
 KEEPALIVE_AFTER_MS = 1000
 HEARTBEAT_S = 5.0
@@ -56,7 +56,7 @@ class Heartbeat:
         self._sink = sink
         self._clock = clock
         self._refused = refused
-        self._thread = threading.Thread(target=self._run, name="consumer-tick", daemon=True)
+        self._thread = threading.Thread(target=in_context(self._run), name="consumer-tick", daemon=True)
 
     def start(self) -> None:
         self._thread.start()

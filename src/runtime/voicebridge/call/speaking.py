@@ -25,7 +25,7 @@ from voicebridge.clock import SYSTEM_CLOCK, Clock
 from voicebridge.errors import Superseded, VoiceBridgeError
 from voicebridge.store.replies import ReplyStore
 from voicebridge.store.turns import TurnStore
-from voicebridge.telemetry import logger
+from voicebridge.telemetry import in_context, logger
 
 RETRY_S = 1.0
 """How long a refused write waits before it is tried again (the newest state then)."""
@@ -57,7 +57,7 @@ class SpeakingMarks:
         self._written_ms = 0
         self._closing = False
         self._started = False
-        self._thread = threading.Thread(target=self._run, name="speaking-marks", daemon=True)
+        self._thread = threading.Thread(target=in_context(self._run), name="speaking-marks", daemon=True)
 
     def update(self, seq: int, speaking: bool) -> None:
         """Turn ``seq`` began (``speaking``) or is over; the end of an earlier turn leaves a later one open."""

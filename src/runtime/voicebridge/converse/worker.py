@@ -60,7 +60,7 @@ from voicebridge.converse.speculation import SpeculationLedger
 from voicebridge.errors import VoiceBridgeError
 from voicebridge.store.replies import REPLY_KEYS, ReplyStore, speculative_keys
 from voicebridge.store.turns import Turn, TurnStore
-from voicebridge.telemetry import logger
+from voicebridge.telemetry import in_context, logger
 
 
 def same_words(first: str, second: str) -> bool:
@@ -167,7 +167,7 @@ class ReplyWorker:
         self._answered_early: set[int] = set()
         """Turns whose speculative reply :meth:`turn_ended` committed: their :meth:`submit` has nothing to do."""
         self._closing = False
-        self._thread = threading.Thread(target=self._run, name="replies", daemon=True)
+        self._thread = threading.Thread(target=in_context(self._run), name="replies", daemon=True)
         self._thread.start()
 
     @property
@@ -202,7 +202,9 @@ class ReplyWorker:
                 eager_at_ms=self._clock.time() * 1000,
             )
             self._speculation = reply
-            thread = threading.Thread(target=self._speculate, args=(reply,), name="speculative-reply", daemon=True)
+            thread = threading.Thread(
+                target=in_context(self._speculate), args=(reply,), name="speculative-reply", daemon=True
+            )
             self._running.add(thread)
         thread.start()
 

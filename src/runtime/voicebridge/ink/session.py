@@ -36,7 +36,7 @@ import threading
 from typing import Any, Final, Protocol
 
 from voicebridge.errors import ConfigurationError, InkUnavailable
-from voicebridge.telemetry import logger
+from voicebridge.telemetry import in_context, logger
 
 CONFIGURATION_ERROR_CODES: Final = frozenset({"model_not_found"})
 """Ink's ``error_code`` values no new session can cure."""
@@ -120,7 +120,7 @@ class InkSession:
             raise InkUnavailable(f"Ink refused the session ({status})") from None
         except (OSError, WebSocketException) as exc:
             raise InkUnavailable(f"Ink unreachable ({type(exc).__name__})") from None
-        self._receiver = threading.Thread(target=self._receive, name=f"{self._name}-receiver", daemon=True)
+        self._receiver = threading.Thread(target=in_context(self._receive), name=f"{self._name}-receiver", daemon=True)
         self._receiver.start()
 
     def send_audio(self, pcm: bytes) -> None:

@@ -36,6 +36,7 @@ from typing import Any, Generic, TypeVar
 
 from voicebridge.clock import SYSTEM_CLOCK, Clock
 from voicebridge.connect.events import whole_number
+from voicebridge.telemetry import in_context
 
 __all__ = ["LateLook", "LongPoll", "Meanwhile"]
 
@@ -127,7 +128,7 @@ class _Looker:
 
     def __init__(self) -> None:
         self._jobs: queue.SimpleQueue[_Look[Any] | None] = queue.SimpleQueue()
-        threading.Thread(target=self._serve, name="poll-look", daemon=True).start()
+        threading.Thread(target=in_context(self._serve), name="poll-look", daemon=True).start()
 
     def run(self, read: Callable[[], T], clock: Clock, answer_by: float) -> T:
         """``read``'s outcome, run on this thread; LateLook when it has not ended by ``answer_by``."""
@@ -183,7 +184,7 @@ class Meanwhile:
 
     def begin(self) -> None:
         if self._job is not None and self._thread is None:
-            self._thread = threading.Thread(target=self._job, name="poll-meanwhile", daemon=True)
+            self._thread = threading.Thread(target=in_context(self._job), name="poll-meanwhile", daemon=True)
             self._thread.start()
 
     def end(self) -> None:

@@ -20,7 +20,7 @@ from voicebridge.backoff import Backoff
 from voicebridge.clock import SYSTEM_CLOCK, Clock
 from voicebridge.errors import StorageError
 from voicebridge.store.turns import Turn, TurnStore
-from voicebridge.telemetry import logger
+from voicebridge.telemetry import in_context, logger
 
 
 class Written(StrEnum):
@@ -54,7 +54,7 @@ class TurnWriter:
         self._wake = threading.Condition()
         self._closing = threading.Event()
         self._give_up_at: float | None = None
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread = threading.Thread(target=in_context(self._run), name=name, daemon=True)
         self._thread.start()
 
     def put(self, turn: Turn) -> None:
