@@ -69,7 +69,7 @@ class ClipRegistry:
 
     def register(self, pcm_s16le: bytes, transcript: str, sample_rate: int) -> None:
         pcm = pcm_s16le[: len(pcm_s16le) // 2 * 2]
-        span = voiced_span(decode("pcm_s16le", pcm), self._settings, sample_rate, on_a_line=False)
+        span = voiced_span(decode("pcm_s16le", pcm), self._settings, sample_rate)
         if span is None:
             raise InvalidClipError("the clip has no voiced audio to recognise it by")
         first, end = span

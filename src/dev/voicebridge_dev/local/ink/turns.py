@@ -43,7 +43,6 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
-import numpy.typing as npt
 
 from voicebridge_dev.local.ink.audio import Samples, level_dbfs
 from voicebridge_dev.local.ink.errors import InvalidTurnSettingsError
@@ -163,12 +162,13 @@ class TurnDetector:
     def __init__(self, settings: TurnSettings, sample_rate: int) -> None:
         self.settings = settings
         self._rate = sample_rate
-        self._frame_len = max(1, round(sample_rate * settings.frame_ms / 1000.0))
+        self.frame_len = max(1, round(sample_rate * settings.frame_ms / 1000.0))
         self._pending: Samples = np.zeros(0, np.float32)
         self.samples_seen = 0
         self.in_turn = False
         self.speech_start_sample = 0
         self.speech_end_sample = 0
+        self.last_voiced_sample = 0
         self._run_frames = 0
         self._run_start = 0
         self._silent_frames = 0
@@ -177,11 +177,11 @@ class TurnDetector:
 
     def feed(self, samples: Samples) -> list[TurnSignal]:
         buffered = np.concatenate((self._pending, samples)) if self._pending.size else samples
-        whole = buffered.size // self._frame_len * self._frame_len
+        whole = buffered.size // self.frame_len * self.frame_len
         self._pending = buffered[whole:].copy()
         signals: list[TurnSignal] = []
-        for begin in range(0, whole, self._frame_len):
-            signal = self._frame(buffered[begin : begin + self._frame_len])
+        for begin in range(0, whole, self.frame_len):
+            signal = self._frame(buffered[begin : begin + self.frame_len])
             if signal is not None:
                 signals.append(signal)
         return signals
@@ -211,13 +211,15 @@ class TurnDetector:
                 return None
             self.in_turn = True
             self.speech_start_sample = self._run_start
-            self.speech_end_sample = self.samples_seen
+            self.speech_end_sample = self.last_voiced_sample = self.samples_seen
             self._silent_frames = 0
             self._eager = False
             return TurnSignal("start", self.samples_seen)
         if level < voiced_at:
             # Quieter than the caller's voice: the line's noise may have changed under the turn.
             self._line.hear(level)
+        else:
+            self.last_voiced_sample = self.samples_seen
         if level >= silent_below:
             self.speech_end_sample = self.samples_seen
             self._silent_frames = 0
@@ -238,15 +240,9 @@ class TurnDetector:
         return None
 
 
-def voiced_span(
-    samples: Samples, settings: TurnSettings, sample_rate: int, *, on_a_line: bool = True
-) -> tuple[int, int] | None:
-    """First and one-past-last sample of the voiced frames, or None when nothing is voiced.
-
-    ``on_a_line``: the audio came over the caller's line, and a frame is voiced only above the noise heard before it
-    (:class:`LineLevels`, learning from the first frame and from every frame not voiced); otherwise (a clip as
-    recorded) at the fixed level.
-    """
+def voiced_span(samples: Samples, settings: TurnSettings, sample_rate: int) -> tuple[int, int] | None:
+    """First and one-past-last sample of the frames at the fixed voiced level, or None when none is (for a clip as
+    recorded; audio from the caller's line is judged by :func:`voiced_turns`)."""
     frame_len = max(1, round(sample_rate * settings.frame_ms / 1000.0))
     usable = samples.size // frame_len * frame_len
     if usable == 0:
@@ -254,21 +250,21 @@ def voiced_span(
     frames = samples[:usable].astype(np.float64).reshape(-1, frame_len)
     rms = np.sqrt(np.mean(np.square(frames), axis=1))
     levels = 20.0 * np.log10(np.maximum(rms, 1e-6))
-    if on_a_line:
-        voiced = np.flatnonzero(_voiced_on_a_line(levels, settings))
-    else:
-        voiced = np.flatnonzero(levels >= settings.voiced_dbfs)
+    voiced = np.flatnonzero(levels >= settings.voiced_dbfs)
     if voiced.size == 0:
         return None
     return int(voiced[0]) * frame_len, (int(voiced[-1]) + 1) * frame_len
 
 
-def _voiced_on_a_line(levels: npt.NDArray[np.float64], settings: TurnSettings) -> list[bool]:
-    line = LineLevels(settings)
-    voiced: list[bool] = []
-    for level in levels.tolist():
-        is_voiced = line.heard and level >= line.thresholds()[0]
-        if not is_voiced:
-            line.hear(level)
-        voiced.append(is_voiced)
-    return voiced
+def voiced_turns(samples: Samples, settings: TurnSettings, sample_rate: int) -> list[tuple[int, int]]:
+    """The turns a :class:`TurnDetector` hears in audio from the caller's line, each from its first voiced sample
+    to one past its last, the last one possibly still open."""
+    detector = TurnDetector(settings, sample_rate)
+    spans: list[tuple[int, int]] = []
+    frame_len = detector.frame_len
+    for begin in range(0, samples.size - frame_len + 1, frame_len):
+        if any(signal.kind == "start" for signal in detector.feed(samples[begin : begin + frame_len])):
+            spans.append((detector.speech_start_sample, detector.samples_seen))
+        if detector.in_turn:
+            spans[-1] = (spans[-1][0], detector.last_voiced_sample)
+    return spans
