@@ -77,6 +77,20 @@ def test_a_noisy_lines_turns_are_the_clean_lines_within_a_tolerance(condition: s
     assert worst <= TOLERANCE_MS[condition]
 
 
+def with_keep_alive(pcm: Pcm) -> Pcm:
+    """``pcm`` with 200 ms of zeros after every 400 ms, as a client sends while its source stalls."""
+    chunks = pcm[: pcm.size // 3200 * 3200].reshape(-1, 3200)
+    return np.concatenate([chunks, np.zeros((chunks.shape[0], 1600), np.int16)], axis=1).reshape(-1)
+
+
+def test_a_clients_keep_alive_zeros_do_not_hide_the_lines_noise() -> None:
+    call = a_call()
+    clean, noisy = turns(with_keep_alive(call)), turns(with_keep_alive(on_the_line("white-20db", call)))
+    assert len(noisy) == len(clean)
+    worst = max(max(abs(a - b), abs(c - d)) for (a, c), (b, d) in zip(noisy, clean, strict=True))
+    assert worst <= 2 * TOLERANCE_MS["white-20db"]
+
+
 @pytest.mark.parametrize("condition", LINE_NOISES)
 def test_the_lines_noise_alone_starts_no_turn(condition: str) -> None:
     assert turns(LineNoise.of(condition, SAMPLES).samples(0, 60 * RATE)) == []

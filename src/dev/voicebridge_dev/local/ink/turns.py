@@ -44,7 +44,7 @@ from typing import Literal
 
 import numpy as np
 
-from voicebridge_dev.local.ink.audio import Samples, level_dbfs
+from voicebridge_dev.local.ink.audio import DIGITAL_SILENCE_DBFS, Samples, level_dbfs
 from voicebridge_dev.local.ink.errors import InvalidTurnSettingsError
 
 CLIENT_RANGES: dict[str, tuple[float, float]] = {
@@ -55,6 +55,9 @@ CLIENT_RANGES: dict[str, tuple[float, float]] = {
 }
 END_TIMEOUT_MS = 5600.0
 END_DELAY_MS = 700.0
+NOISY_SHARE = 0.25
+"""The share of the frames between turns that must carry signal for the line's digital silence to be taken as gaps
+in its noise (between turns a clean line carries nothing but the first frames of the caller's voice)."""
 
 
 def _check_range(name: str, value: float, limits: str | None = None) -> None:
@@ -136,11 +139,14 @@ class LineLevels:
 
     def __init__(self, settings: TurnSettings) -> None:
         self._settings = settings
-        self._levels: deque[float] = deque(maxlen=max(1, round(settings.noise_window_ms / settings.frame_ms)))
+        frames = max(1, round(settings.noise_window_ms / settings.frame_ms))
+        self._levels: deque[float] = deque(maxlen=frames)
+        self._between_turns: deque[bool] = deque(maxlen=frames)
 
-    def hear(self, level: float) -> None:
+    def hear(self, level: float, *, in_turn: bool = False) -> None:
         """Count a frame's level (dBFS) as the line's."""
         self._levels.append(level)
+        self._between_turns.append(not in_turn)
 
     @property
     def heard(self) -> bool:
@@ -151,7 +157,14 @@ class LineLevels:
         s = self._settings
         if not self._levels:
             return s.voiced_dbfs, s.silence_dbfs
-        low, quarter = np.percentile(np.fromiter(self._levels, np.float64, len(self._levels)), [5.0, 25.0])
+        levels = np.fromiter(self._levels, np.float64, len(self._levels))
+        signal = levels > DIGITAL_SILENCE_DBFS
+        between = np.fromiter(self._between_turns, np.bool_, len(self._between_turns))
+        if np.count_nonzero(signal & between) >= NOISY_SHARE * np.count_nonzero(between):
+            # Between turns a noisy line carries its noise throughout: digital silence there is a client's
+            # keep-alive while its source stalls (the product sends one), a gap that says nothing of the noise.
+            levels = levels[signal]
+        low, quarter = np.percentile(levels, [5.0, 25.0])
         top = float(quarter + s.noise_spread * (quarter - low))
         return max(s.voiced_dbfs, top + s.voiced_above_noise_db), max(s.silence_dbfs, top + s.silence_above_noise_db)
 
@@ -217,7 +230,7 @@ class TurnDetector:
             return TurnSignal("start", self.samples_seen)
         if level < voiced_at:
             # Quieter than the caller's voice: the line's noise may have changed under the turn.
-            self._line.hear(level)
+            self._line.hear(level, in_turn=True)
         else:
             self.last_voiced_sample = self.samples_seen
         if level >= silent_below:
