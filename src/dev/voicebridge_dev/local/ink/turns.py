@@ -20,19 +20,22 @@ stop sending audio after a `turn.start`, the server never emits `turn.end` unles
 Cartesia's troubleshooting page for turn detection (https://docs.cartesia.ai/ja-jp/use-the-api/stt/troubleshooting/
 auto: the API expects a continuous stream, and a muted client should send silence) describe.
 
-A noisy line. Cartesia says ink-whisper "Reliably transcribes speech with background noise" and "Accurately
-transcribes audio with telephony artifacts" (https://docs.cartesia.ai/build-with-cartesia/stt-models/older-models),
-and that Ink-2 is "Built for real-world audio settings — telephony, background noise" (https://cartesia.ai/ink): the
-service hears the caller, not the line. How it does so is not published; the emulator's rule is its own choice, sized
-on the simulated caller's clips under the demo's line noises (``voicebridge demo --line-noise``; docs/benchmarks.md,
-"A noisy line"). The detector keeps the levels of the last ``noise_window_ms`` (6 s) of the line: every frame
-outside a turn, and the frames inside one quieter than the voiced level (so a line whose noise changes under a turn
-is still learnt, while the caller's voice is not). From them it estimates the loudest the noise reaches, ``top``:
-the 25th percentile of those levels plus ``noise_spread`` (1.5) times its distance above the 5th (steady white noise
-spreads ±1 dB, babble ±6 dB; the low percentiles stay on the noise while the caller speaks less than three quarters
-of the window). A frame is voiced at ``voiced_above_noise_db`` (4 dB) over ``top`` and silent under
-``silence_above_noise_db`` (3 dB) over it, and never below the fixed levels: on a clean line (noise under -50 dBFS)
-the detector decides exactly as the fixed levels alone do.
+A noisy line. Cartesia says ink-whisper "Reliably transcribes speech with background noise" and "Accurately transcribes
+audio with telephony artifacts" (https://docs.cartesia.ai/build-with-cartesia/stt-models/older-models), and that Ink-2
+is "Built for real-world audio settings — telephony, background noise" (https://cartesia.ai/ink): the service hears the
+caller, not the line. How it does so is not published; the emulator's rule is its own choice, sized on the simulated
+caller's clips under the demo's line noises (``voicebridge demo --line-noise``; docs/benchmarks.md, "A noisy line"). The
+detector keeps the levels of the last ``noise_window_ms`` (6 s) of the line: every frame outside a turn, and the frames
+inside one quieter than the voiced level (so a line whose noise changes under a turn is still learnt, while the caller's
+voice is not). From them it estimates the loudest the noise reaches, ``top``: the 25th percentile of those levels plus
+``noise_spread`` (1.5) times its distance above the 5th (steady white noise spreads ±1 dB, babble ±6 dB; the low
+percentiles stay on the noise while the caller speaks less than three quarters of the window). A frame is voiced at
+``voiced_above_noise_db`` (4 dB) over ``top`` and silent under ``silence_above_noise_db`` (3 dB) over it, and never
+below the fixed levels: on a clean line (digital silence, or steady noise under about -55 dBFS) the detector decides
+exactly as the fixed levels alone do. Digital silence (a client's keep-alive while its source stalls) is left out of the
+estimate where at least :data:`NOISY_SHARE` of the frames between turns carry signal. The estimate needs a second or two
+of the line before the caller speaks: a session that opens on the caller's voice takes it for the line. The manual
+endpoint's utterances are the turns this detector hears (:func:`voiced_turns`).
 """
 
 from __future__ import annotations
