@@ -4,15 +4,15 @@ normalized cross-correlation.
 On a clean line the audio reaches the emulator byte-exact through the pipeline, so a ~200 ms slice (the anchor) of
 a clip's voiced middle identifies it inside a turn; a raw byte search finds it at either byte alignment of the
 stream. On a noisy line (``voicebridge demo --line-noise``) the caller's clip arrives with the line's noise added,
-and no byte of it is the clip's; where the byte search finds no clip, longer anchors (up to 800 ms of the voiced
-middle for a final, the first 400 ms voiced for a partial) are looked for by normalized cross-correlation: at each
-lag, the anchor's dot product with the stream's samples there over the product of their norms (1 for the anchor
-itself, whatever the gain). On the simulated caller's clips, a clip under white noise or babble 10 dB below the
-speech correlates with its own anchors at 0.83 or more, while a different clip stays under 0.45, and noise or babble
-alone under 0.35 (tests/dev/unit/test_ink_noisy_line.py checks every pair); a match needs
-:data:`MATCH_CORRELATION`, between the two. This is the emulator's stand-in for a recogniser that hears words
-through noise, as Cartesia says Ink does (see :mod:`~voicebridge_dev.local.ink.turns`); the threshold and the
-anchors' lengths are the emulator's choice.
+and no byte of it is the clip's; where the byte search finds no clip, longer anchors (the clip's voiced span in 400
+ms pieces for a final, so that a turn that heard only part of the clip still finds it, and the first piece for a
+partial) are looked for by normalized cross-correlation: at each lag, the anchor's dot product with the stream's
+samples there over the product of their norms (1 for the anchor itself, whatever the gain). On the simulated
+caller's clips under white noise or babble 10 dB below the speech, a clip's best piece correlates at 0.95 or more
+with it (its quietest down to 0.62), a different clip's pieces stay under 0.52 and noise or babble alone under 0.42
+(tests/dev/unit/test_ink_noisy_line.py checks every pair); a match needs :data:`MATCH_CORRELATION`, between the two.
+This is the emulator's stand-in for a recogniser that hears words through noise, as Cartesia says Ink does (see
+:mod:`~voicebridge_dev.local.ink.turns`); the threshold and the anchors' lengths are the emulator's choice.
 """
 
 from __future__ import annotations
@@ -30,9 +30,8 @@ from voicebridge_dev.local.ink.turns import TurnSettings, voiced_span
 
 # A clip is known by a slice this long of its voiced middle (and of its head, for partial transcripts).
 _ANCHOR_MS = 200.0
-# Under noise, by longer slices: the longer the slice, the less a different clip correlates with it by chance.
-_CORRELATED_MIDDLE_MS = 800.0
-_CORRELATED_HEAD_MS = 400.0
+# Under noise, by longer pieces: the longer the piece, the less a different clip correlates with it by chance.
+_PIECE_MS = 400.0
 MATCH_CORRELATION = 0.7
 """The normalized cross-correlation at which a clip's anchor is taken to be in a noisy stream."""
 
@@ -47,8 +46,9 @@ class _Clip:
     head_offset: int
     voiced_end: int
     length: int
-    wide_middle: Floats = field(repr=False, compare=False)
-    wide_head: Floats = field(repr=False, compare=False)
+    pieces: tuple[tuple[int, Floats], ...] = field(repr=False, compare=False)
+    """The voiced span in pieces of up to :data:`_PIECE_MS`, each with its byte offset from the first voiced sample;
+    the first is the head."""
 
 
 class ClipRegistry:
@@ -74,8 +74,8 @@ class ClipRegistry:
             raise InvalidClipError("the clip has no voiced audio to recognise it by")
         first, end = span
         middle_start, anchor = _middle(first, end, sample_rate, _ANCHOR_MS)
-        wide_start, wide = _middle(first, end, sample_rate, _CORRELATED_MIDDLE_MS)
-        head = min(end - first, _samples_in(sample_rate, _CORRELATED_HEAD_MS))
+        piece = min(end - first, _samples_in(sample_rate, _PIECE_MS))
+        starts = sorted({*range(first, end - piece + 1, piece), end - piece})
         clip = _Clip(
             transcript=transcript,
             middle=pcm[middle_start * 2 : (middle_start + anchor) * 2],
@@ -83,8 +83,7 @@ class ClipRegistry:
             head_offset=first * 2,
             voiced_end=end * 2,
             length=len(pcm),
-            wide_middle=_samples(pcm[wide_start * 2 : (wide_start + wide) * 2]),
-            wide_head=_samples(pcm[first * 2 : (first + head) * 2]),
+            pieces=tuple(((at - first) * 2, _samples(pcm[at * 2 : (at + piece) * 2])) for at in starts),
         )
         with self._lock:
             self._clips.append(clip)
@@ -95,7 +94,11 @@ class ClipRegistry:
         found = [(at, clip.transcript) for clip in clips for at in _occurrences(region, clip.middle, clip.length)]
         if not found:
             stream = _Stream(region)
-            found = [(at, clip.transcript) for clip in clips for at in stream.matches(clip.wide_middle, clip.length)]
+            for clip in clips:
+                heads = sorted(
+                    at - offset for offset, piece in clip.pieces for at in stream.matches(piece, clip.length)
+                )
+                found.extend((at, clip.transcript) for at in _one_per_playback(heads, clip.length))
         return " ".join(text for _, text in sorted(found)) if found else None
 
     def partial_transcript(self, region: bytes) -> str | None:
@@ -104,7 +107,7 @@ class ClipRegistry:
         heads = [(clip, at) for clip in clips for at in _occurrences(region, clip.head, clip.length)]
         if not heads:
             stream = _Stream(region)
-            heads = [(clip, at) for clip in clips for at in stream.matches(clip.wide_head, clip.length)]
+            heads = [(clip, at) for clip in clips for at in stream.matches(clip.pieces[0][1], clip.length)]
         found: list[tuple[int, str]] = []
         for clip, at in heads:
             words = clip.transcript.split()
@@ -116,6 +119,15 @@ class ClipRegistry:
 
 def _samples_in(sample_rate: int, ms: float) -> int:
     return max(1, round(sample_rate * ms / 1000.0))
+
+
+def _one_per_playback(positions: list[int], stride: int) -> list[int]:
+    """The first of each run of ``positions`` (sorted) closer than ``stride`` bytes: one playback of a clip."""
+    kept: list[int] = []
+    for at in positions:
+        if not kept or at - kept[-1] >= stride:
+            kept.append(at)
+    return kept
 
 
 def _middle(first: int, end: int, sample_rate: int, ms: float) -> tuple[int, int]:
