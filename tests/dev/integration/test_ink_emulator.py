@@ -977,7 +977,7 @@ def test_pocketsphinx_transcribes_a_synthesised_clip(spoken_clip: bytes, start_e
     assert "balance" in transcript.split(), transcript
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(60)
 def test_a_demo_call_on_a_noisy_line_is_heard_as_said_and_the_noise_sets_nothing_off(tmp_path: Path) -> None:
     report = tmp_path / "report.json"
 
