@@ -20,22 +20,24 @@ stop sending audio after a `turn.start`, the server never emits `turn.end` unles
 Cartesia's troubleshooting page for turn detection (https://docs.cartesia.ai/ja-jp/use-the-api/stt/troubleshooting/
 auto: the API expects a continuous stream, and a muted client should send silence) describe.
 
-A noisy line. Cartesia says ink-whisper "Reliably transcribes speech with background noise" and "Accurately transcribes
-audio with telephony artifacts" (https://docs.cartesia.ai/build-with-cartesia/stt-models/older-models), and that Ink-2
-is "Built for real-world audio settings — telephony, background noise" (https://cartesia.ai/ink): the service hears the
-caller, not the line. How it does so is not published; the emulator's rule is its own choice, sized on the simulated
-caller's clips under the demo's line noises (``voicebridge demo --line-noise``; docs/benchmarks.md, "A noisy line"). The
-detector keeps the levels of the last ``noise_window_ms`` (6 s) of the line: every frame outside a turn, and the frames
-inside one quieter than the voiced level (so a line whose noise changes under a turn is still learnt, while the caller's
-voice is not). From them it estimates the loudest the noise reaches, ``top``: the 25th percentile of those levels plus
-``noise_spread`` (1.5) times its distance above the 5th (steady white noise spreads ±1 dB, babble ±6 dB; the low
-percentiles stay on the noise while the caller speaks less than three quarters of the window). A frame is voiced at
-``voiced_above_noise_db`` (4 dB) over ``top`` and silent under ``silence_above_noise_db`` (3 dB) over it, and never
-below the fixed levels: on a clean line (digital silence, or steady noise under about -55 dBFS) the detector decides
-exactly as the fixed levels alone do. Digital silence (a client's keep-alive while its source stalls) is left out of the
-estimate where at least :data:`NOISY_SHARE` of the frames between turns carry signal. The estimate needs a second or two
-of the line before the caller speaks: a session that opens on the caller's voice takes it for the line. The manual
-endpoint's utterances are the turns this detector hears (:func:`voiced_turns`).
+A noisy line. Cartesia says ink-whisper "Reliably transcribes speech with background noise" and "Accurately
+transcribes audio with telephony artifacts" (https://docs.cartesia.ai/build-with-cartesia/stt-models/older-models),
+and that Ink-2 is "Built for real-world audio settings — telephony, background noise" (https://cartesia.ai/ink): the
+service hears the caller, not the line. How it does so is not published; the emulator's rule is its own choice, sized
+on the simulated caller's clips under the demo's line noises (``voicebridge demo --line-noise``; docs/benchmarks.md,
+"A noisy line"). The detector keeps the levels of the last ``noise_window_ms`` (6 s) of the line: every frame outside
+a turn, and the frames inside one quieter than the voiced level (so a line whose noise changes under a turn is still
+learnt, while the caller's voice is not). From them it estimates the loudest the noise reaches, ``top``: the 25th
+percentile of those levels plus ``noise_spread`` (1.5) times its distance above the 5th (steady white noise spreads ±1
+dB, babble ±6 dB; the low percentiles stay on the noise while the caller speaks less than three quarters of the
+window). A frame is voiced at ``voiced_above_noise_db`` (4 dB) over ``top`` and silent under
+``silence_above_noise_db`` (3 dB) over it, and never below the fixed levels: on a clean line (digital silence, or
+steady noise under about -55 dBFS) the detector decides exactly as the fixed levels alone do. Digital silence (a
+client's keep-alive while its source stalls) is left out of the estimate where at least :data:`NOISY_SHARE` of the
+frames between turns carry signal. For its first :data:`YOUNG_FRAMES` frames (2 s) a session may have heard only the
+caller's voice (it opened on it): ``top`` is then at most :data:`NOISE_RANGE_DB` (16 dB) above the quietest frame
+heard, as noise spans no more. The manual endpoint's utterances are the turns this detector hears
+(:func:`voiced_turns`).
 """
 
 from __future__ import annotations
@@ -58,6 +60,8 @@ CLIENT_RANGES: dict[str, tuple[float, float]] = {
 }
 END_TIMEOUT_MS = 5600.0
 END_DELAY_MS = 700.0
+NOISE_RANGE_DB = 16.0
+YOUNG_FRAMES = 100
 NOISY_SHARE = 0.25
 """The share of the frames between turns that must carry signal for the line's digital silence to be taken as gaps
 in its noise (between turns a clean line carries nothing but the first frames of the caller's voice)."""
@@ -169,6 +173,10 @@ class LineLevels:
             levels = levels[signal]
         low, quarter = np.percentile(levels, [5.0, 25.0])
         top = float(quarter + s.noise_spread * (quarter - low))
+        if levels.size < YOUNG_FRAMES:
+            # Little heard yet, and maybe only the caller's voice (a session that opens on it): noise spans at most
+            # NOISE_RANGE_DB above its quietest frame, a wider spread is a voice.
+            top = min(top, float(np.min(levels)) + NOISE_RANGE_DB)
         return max(s.voiced_dbfs, top + s.voiced_above_noise_db), max(s.silence_dbfs, top + s.silence_above_noise_db)
 
 
