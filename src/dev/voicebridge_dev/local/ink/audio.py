@@ -60,8 +60,12 @@ def as_s16le(encoding: str, data: bytes) -> bytes:
     return (np.clip(decode(encoding, data), -1.0, 1.0) * 32767.0).astype("<i2").tobytes()
 
 
+DIGITAL_SILENCE_DBFS = -120.0
+"""The level of a frame with no signal in it (under 1e-6 RMS: zeros, at 16 bits)."""
+
+
 def level_dbfs(frame: Samples) -> float:
     if frame.size == 0:
-        return -120.0
+        return DIGITAL_SILENCE_DBFS
     rms = math.sqrt(float(np.mean(np.square(frame, dtype=np.float64))))
-    return 20.0 * math.log10(rms) if rms > 1e-6 else -120.0
+    return 20.0 * math.log10(rms) if rms > 1e-6 else DIGITAL_SILENCE_DBFS

@@ -57,7 +57,7 @@ from voicebridge_dev.local.ink.faults import DropFault, ErrorFault, StallFault
 from voicebridge_dev.local.ink.pacing import RealtimeBudget, RealtimeMode
 from voicebridge_dev.local.ink.recognisers import Recogniser
 from voicebridge_dev.local.ink.records import InkSession, SentEvent, TurnRecord
-from voicebridge_dev.local.ink.turns import CLIENT_RANGES, TurnDetector, TurnSettings, TurnSignal, voiced_span
+from voicebridge_dev.local.ink.turns import CLIENT_RANGES, TurnDetector, TurnSettings, TurnSignal, voiced_turns
 from voicebridge_dev.local.ink.websocket import WebSocket
 from voicebridge_dev.local.service import ClientGone
 
@@ -455,18 +455,25 @@ class ManualRunner(SessionRunner):
         end = len(self.session.received_audio) // self._width
         self._segment_start = end
         rate = self.session.sample_rate
-        samples = decode(self.session.encoding, bytes(self.session.received_audio[start * self._width :]))
-        span = voiced_span(samples, self.emulator.turn_settings, rate)
-        if span is None:
+        # The detector learns the line's noise from what came before the segment too (up to its window).
+        context = max(0, start - round(rate * self.emulator.turn_settings.noise_window_ms / 1000.0))
+        samples = decode(self.session.encoding, bytes(self.session.received_audio[context * self._width :]))
+        spans = [
+            (max(start, context + first), context + last)
+            for first, last in voiced_turns(samples, self.emulator.turn_settings, rate)
+            if context + last > start
+        ]
+        if not spans:
             return
-        text = await self.transcribe(start, end, span[1] - span[0])
+        first, last = spans[0][0], spans[-1][1]
+        text = await self.transcribe(start, end, last - first)
         if not text:
             return
         # Finals are deltas joined verbatim by clients, so every final after the first carries its own space.
         delta = f" {text}" if self._spoken else text
         self._spoken = True
         words = text.split()
-        first_s, last_s = (start + span[0]) / rate, (start + span[1]) / rate
+        first_s, last_s = first / rate, last / rate
         step = (last_s - first_s) / len(words)
         await self.emit(
             {

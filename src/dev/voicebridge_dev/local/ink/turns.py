@@ -19,17 +19,37 @@ is fed, so a turn ends only while audio keeps arriving, as pipecat (``services/c
 stop sending audio after a `turn.start`, the server never emits `turn.end` unless we resume sending audio") and
 Cartesia's troubleshooting page for turn detection (https://docs.cartesia.ai/ja-jp/use-the-api/stt/troubleshooting/
 auto: the API expects a continuous stream, and a muted client should send silence) describe.
+
+A noisy line. Cartesia says ink-whisper "Reliably transcribes speech with background noise" and "Accurately
+transcribes audio with telephony artifacts" (https://docs.cartesia.ai/build-with-cartesia/stt-models/older-models),
+and that Ink-2 is "Built for real-world audio settings — telephony, background noise" (https://cartesia.ai/ink): the
+service hears the caller, not the line. How it does so is not published; the emulator's rule is its own choice, sized
+on the simulated caller's clips under the demo's line noises (``voicebridge demo --line-noise``; docs/benchmarks.md,
+"A noisy line"). The detector keeps the levels of the last ``noise_window_ms`` (6 s) of the line: every frame outside
+a turn, and the frames inside one quieter than the voiced level (so a line whose noise changes under a turn is still
+learnt, while the caller's voice is not). From them it estimates the loudest the noise reaches, ``top``: the 25th
+percentile of those levels plus ``noise_spread`` (1.5) times its distance above the 5th (steady white noise spreads ±1
+dB, babble ±6 dB; the low percentiles stay on the noise while the caller speaks less than three quarters of the
+window). A frame is voiced at ``voiced_above_noise_db`` (4 dB) over ``top`` and silent under
+``silence_above_noise_db`` (3 dB) over it, and never below the fixed levels: on a clean line (digital silence, or
+steady noise under about -55 dBFS) the detector decides exactly as the fixed levels alone do. Digital silence (a
+client's keep-alive while its source stalls) is left out of the estimate where at least :data:`NOISY_SHARE` of the
+frames between turns carry signal. For its first :data:`YOUNG_FRAMES` frames (2 s) a session may have heard only the
+caller's voice (it opened on it): ``top`` is then at most :data:`NOISE_RANGE_DB` (16 dB) above the quietest frame
+heard, as noise spans no more. The manual endpoint's utterances are the turns this detector hears
+(:func:`voiced_turns`).
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
 
-from voicebridge_dev.local.ink.audio import Samples, level_dbfs
+from voicebridge_dev.local.ink.audio import DIGITAL_SILENCE_DBFS, Samples, level_dbfs
 from voicebridge_dev.local.ink.errors import InvalidTurnSettingsError
 
 CLIENT_RANGES: dict[str, tuple[float, float]] = {
@@ -40,6 +60,11 @@ CLIENT_RANGES: dict[str, tuple[float, float]] = {
 }
 END_TIMEOUT_MS = 5600.0
 END_DELAY_MS = 700.0
+NOISE_RANGE_DB = 16.0
+YOUNG_FRAMES = 100
+NOISY_SHARE = 0.25
+"""The share of the frames between turns that must carry signal for the line's digital silence to be taken as gaps
+in its noise (between turns a clean line carries nothing but the first frames of the caller's voice)."""
 
 
 def _check_range(name: str, value: float, limits: str | None = None) -> None:
@@ -53,8 +78,9 @@ def _check_range(name: str, value: float, limits: str | None = None) -> None:
 class TurnSettings:
     """How the emulator finds turns in the signal.
 
-    A frame is voiced at or above ``voiced_dbfs`` and silent below ``silence_dbfs``; frames in between
-    continue whatever is happening (hysteresis). The service's thresholds act on an emulated speaking
+    A frame is voiced at or above ``voiced_dbfs`` and silent below ``silence_dbfs``, each raised above the line's
+    noise as :class:`LineLevels` hears it (see the module); frames in between continue whatever is happening
+    (hysteresis). The service's thresholds act on an emulated speaking
     probability: it rises by one per ``start_ramp_ms`` of consecutive voiced audio (turn.start once it reaches
     ``start_threshold``: 100 ms with the defaults) and, after the last voiced frame, falls linearly so that it
     crosses ``end_threshold`` exactly :attr:`end_after_ms` later (turn.end); turn.eager_end fires when it
@@ -71,18 +97,26 @@ class TurnSettings:
     silence_dbfs: float = -50.0
     start_ramp_ms: float = 125.0
     frame_ms: float = 20.0
+    noise_window_ms: float = 6000.0
+    noise_spread: float = 1.5
+    voiced_above_noise_db: float = 4.0
+    silence_above_noise_db: float = 3.0
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.end_threshold < self.start_threshold <= 1.0:
             raise InvalidTurnSettingsError("end_threshold must lie below start_threshold, both within [0, 1]")
         if not 0.0 < self.eager_end_threshold < 1.0:
             raise InvalidTurnSettingsError("eager_end_threshold must lie within (0, 1)")
-        if self.start_ramp_ms <= 0 or self.frame_ms <= 0:
+        if self.start_ramp_ms <= 0 or self.frame_ms <= 0 or self.noise_window_ms < self.frame_ms:
             raise InvalidTurnSettingsError("durations must be positive")
         for name in ("end_timeout_ms", "end_delay_ms"):
             _check_range(name, getattr(self, name), "end_timeout_ms")
         if self.silence_dbfs > self.voiced_dbfs:
             raise InvalidTurnSettingsError("silence_dbfs must not exceed voiced_dbfs")
+        if self.noise_spread < 0 or self.silence_above_noise_db > self.voiced_above_noise_db:
+            raise InvalidTurnSettingsError(
+                "noise_spread must not be negative, nor silence_above_noise_db exceed voiced_above_noise_db"
+            )
 
     @property
     def end_after_ms(self) -> float:
@@ -107,30 +141,71 @@ class TurnSignal:
     at_sample: int
 
 
+class LineLevels:
+    """The line's noise as the detector has heard it, and the voiced and silent levels it sets (see the module)."""
+
+    def __init__(self, settings: TurnSettings) -> None:
+        self._settings = settings
+        frames = max(1, round(settings.noise_window_ms / settings.frame_ms))
+        self._levels: deque[float] = deque(maxlen=frames)
+        self._between_turns: deque[bool] = deque(maxlen=frames)
+
+    def hear(self, level: float, *, in_turn: bool = False) -> None:
+        """Count a frame's level (dBFS) as the line's."""
+        self._levels.append(level)
+        self._between_turns.append(not in_turn)
+
+    @property
+    def heard(self) -> bool:
+        return bool(self._levels)
+
+    def thresholds(self) -> tuple[float, float]:
+        """The voiced level and the silent level, in dBFS: the fixed ones, raised above the noise heard."""
+        s = self._settings
+        if not self._levels:
+            return s.voiced_dbfs, s.silence_dbfs
+        levels = np.fromiter(self._levels, np.float64, len(self._levels))
+        signal = levels > DIGITAL_SILENCE_DBFS
+        between = np.fromiter(self._between_turns, np.bool_, len(self._between_turns))
+        if np.count_nonzero(signal & between) >= NOISY_SHARE * np.count_nonzero(between):
+            # Between turns a noisy line carries its noise throughout: digital silence there is a client's
+            # keep-alive while its source stalls (the product sends one), a gap that says nothing of the noise.
+            levels = levels[signal]
+        low, quarter = np.percentile(levels, [5.0, 25.0])
+        top = float(quarter + s.noise_spread * (quarter - low))
+        if levels.size < YOUNG_FRAMES:
+            # Little heard yet, and maybe only the caller's voice (a session that opens on it): noise spans at most
+            # NOISE_RANGE_DB above its quietest frame, a wider spread is a voice.
+            top = min(top, float(np.min(levels)) + NOISE_RANGE_DB)
+        return max(s.voiced_dbfs, top + s.voiced_above_noise_db), max(s.silence_dbfs, top + s.silence_above_noise_db)
+
+
 class TurnDetector:
     """Sans-I/O energy turn detector: ``feed(samples)`` returns the turn signals those samples complete."""
 
     def __init__(self, settings: TurnSettings, sample_rate: int) -> None:
         self.settings = settings
         self._rate = sample_rate
-        self._frame_len = max(1, round(sample_rate * settings.frame_ms / 1000.0))
+        self.frame_len = max(1, round(sample_rate * settings.frame_ms / 1000.0))
         self._pending: Samples = np.zeros(0, np.float32)
         self.samples_seen = 0
         self.in_turn = False
         self.speech_start_sample = 0
         self.speech_end_sample = 0
+        self.last_voiced_sample = 0
         self._run_frames = 0
         self._run_start = 0
         self._silent_frames = 0
         self._eager = False
+        self._line = LineLevels(settings)
 
     def feed(self, samples: Samples) -> list[TurnSignal]:
         buffered = np.concatenate((self._pending, samples)) if self._pending.size else samples
-        whole = buffered.size // self._frame_len * self._frame_len
+        whole = buffered.size // self.frame_len * self.frame_len
         self._pending = buffered[whole:].copy()
         signals: list[TurnSignal] = []
-        for begin in range(0, whole, self._frame_len):
-            signal = self._frame(buffered[begin : begin + self._frame_len])
+        for begin in range(0, whole, self.frame_len):
+            signal = self._frame(buffered[begin : begin + self.frame_len])
             if signal is not None:
                 signals.append(signal)
         return signals
@@ -147,7 +222,10 @@ class TurnDetector:
         frame_ms = frame.size * 1000.0 / self._rate
         level = level_dbfs(frame)
         if not self.in_turn:
-            if level < s.voiced_dbfs:
+            self._line.hear(level)
+        voiced_at, silent_below = self._line.thresholds()
+        if not self.in_turn:
+            if level < voiced_at:
                 self._run_frames = 0
                 return None
             if self._run_frames == 0:
@@ -157,11 +235,16 @@ class TurnDetector:
                 return None
             self.in_turn = True
             self.speech_start_sample = self._run_start
-            self.speech_end_sample = self.samples_seen
+            self.speech_end_sample = self.last_voiced_sample = self.samples_seen
             self._silent_frames = 0
             self._eager = False
             return TurnSignal("start", self.samples_seen)
-        if level >= s.silence_dbfs:
+        if level < voiced_at:
+            # Quieter than the caller's voice: the line's noise may have changed under the turn.
+            self._line.hear(level, in_turn=True)
+        else:
+            self.last_voiced_sample = self.samples_seen
+        if level >= silent_below:
             self.speech_end_sample = self.samples_seen
             self._silent_frames = 0
             if self._eager:
@@ -182,7 +265,8 @@ class TurnDetector:
 
 
 def voiced_span(samples: Samples, settings: TurnSettings, sample_rate: int) -> tuple[int, int] | None:
-    """First and one-past-last sample of the voiced frames, or None when nothing is voiced."""
+    """First and one-past-last sample of the frames at the fixed voiced level, or None when none is (for a clip as
+    recorded; audio from the caller's line is judged by :func:`voiced_turns`)."""
     frame_len = max(1, round(sample_rate * settings.frame_ms / 1000.0))
     usable = samples.size // frame_len * frame_len
     if usable == 0:
@@ -194,3 +278,17 @@ def voiced_span(samples: Samples, settings: TurnSettings, sample_rate: int) -> t
     if voiced.size == 0:
         return None
     return int(voiced[0]) * frame_len, (int(voiced[-1]) + 1) * frame_len
+
+
+def voiced_turns(samples: Samples, settings: TurnSettings, sample_rate: int) -> list[tuple[int, int]]:
+    """The turns a :class:`TurnDetector` hears in audio from the caller's line, each from its first voiced sample
+    to one past its last, the last one possibly still open."""
+    detector = TurnDetector(settings, sample_rate)
+    spans: list[tuple[int, int]] = []
+    frame_len = detector.frame_len
+    for begin in range(0, samples.size - frame_len + 1, frame_len):
+        if any(signal.kind == "start" for signal in detector.feed(samples[begin : begin + frame_len])):
+            spans.append((detector.speech_start_sample, detector.samples_seen))
+        if detector.in_turn:
+            spans[-1] = (spans[-1][0], detector.last_voiced_sample)
+    return spans
