@@ -26,16 +26,16 @@ and that Ink-2 is "Built for real-world audio settings — telephony, background
 service hears the caller, not the line. How it does so is not published; the emulator's rule is its own choice, sized
 on the simulated caller's clips under the demo's line noises (``voicebridge demo --line-noise``; docs/benchmarks.md,
 "A noisy line"). The detector keeps the levels of the last ``noise_window_ms`` (6 s) of the line: every frame outside
-a turn, and the frames inside one quieter than the voiced level (so a line whose noise changes under a turn is still
-learnt, while the caller's voice is not). From them it estimates the loudest the noise reaches, ``top``: the 25th
-percentile of those levels plus ``noise_spread`` (1.5) times its distance above the 5th (steady white noise spreads ±1
-dB, babble ±6 dB; the low percentiles stay on the noise while the caller speaks less than three quarters of the
-window). A frame is voiced at ``voiced_above_noise_db`` (4 dB) over ``top`` and silent under
-``silence_above_noise_db`` (3 dB) over it, and never below the fixed levels: on a clean line (digital silence, or
-steady noise under about -55 dBFS) the detector decides exactly as the fixed levels alone do. Digital silence (a
-client's keep-alive while its source stalls) is left out of the estimate where at least :data:`NOISY_SHARE` of the
-frames between turns carry signal. For its first :data:`YOUNG_FRAMES` frames (2 s) a session may have heard only the
-caller's voice (it opened on it): ``top`` is then at most :data:`NOISE_RANGE_DB` (16 dB) above the quietest frame
+a turn, and the frames inside one below the silent level (so a line whose noise changes under a turn is still
+learnt, while the caller's voice, and its quiet between syllables, is not). From them it estimates the loudest the
+noise reaches, ``top``: the 25th percentile of those levels plus ``noise_spread`` (1.5) times its distance above
+the 5th (steady white noise spreads ±1 dB, babble ±6 dB; the low percentiles stay on the noise while the caller
+speaks less than three quarters of the window). A frame is voiced at ``voiced_above_noise_db`` (4 dB) over ``top`` and
+silent under ``silence_above_noise_db`` (3 dB) over it, and never below the fixed levels: on a clean line (digital
+silence, or steady noise under about -55 dBFS) the detector decides exactly as the fixed levels alone do. Digital
+silence (a client's keep-alive while its source stalls) is left out of the estimate where at least :data:`NOISY_SHARE`
+of the frames between turns carry signal. For its first :data:`YOUNG_FRAMES` frames (2 s) a session may have heard only
+the caller's voice (it opened on it): ``top`` is then at most :data:`NOISE_RANGE_DB` (16 dB) above the quietest frame
 heard, as noise spans no more. The manual endpoint's utterances are the turns this detector hears
 (:func:`voiced_turns`).
 """
@@ -239,10 +239,12 @@ class TurnDetector:
             self._silent_frames = 0
             self._eager = False
             return TurnSignal("start", self.samples_seen)
-        if level < voiced_at:
-            # Quieter than the caller's voice: the line's noise may have changed under the turn.
+        if level < silent_below:
+            # Silent by the line's present noise: what the noise may have become under the turn. A frame between the
+            # two levels is not counted: inside a long turn it is the voice's own quiet (between syllables), and
+            # counting it raised the noise estimate into the voice until a caller who kept talking was cut off.
             self._line.hear(level, in_turn=True)
-        else:
+        if level >= voiced_at:
             self.last_voiced_sample = self.samples_seen
         if level >= silent_below:
             self.speech_end_sample = self.samples_seen
