@@ -272,19 +272,20 @@ class LambdaEmulator(ServedEmulator[Fault]):
                 return
             try:
                 outcome, _ = self._run(function, call, container)
+                if outcome.status is not InvocationStatus.OK:
+                    function.log.warning(
+                        "%s: Event invocation %s of %s ended %s: %s",
+                        LABEL,
+                        call.request_id,
+                        function.logical_id,
+                        outcome.status.value,
+                        outcome.payload.decode("utf-8", "replace"),
+                    )
+                    if outcome.status is not InvocationStatus.CANCELLED:
+                        # Queued before this invocation stops counting, so the emulator is never idle in between.
+                        self._send_failure_record(function, call, outcome)
             finally:
                 self.in_flight.end()
-            if outcome.status is not InvocationStatus.OK:
-                function.log.warning(
-                    "%s: Event invocation %s of %s ended %s: %s",
-                    LABEL,
-                    call.request_id,
-                    function.logical_id,
-                    outcome.status.value,
-                    outcome.payload.decode("utf-8", "replace"),
-                )
-                if outcome.status is not InvocationStatus.CANCELLED:
-                    self._send_failure_record(function, call, outcome)
 
     def _send_failure_record(self, function: Function, call: Call, outcome: Outcome) -> None:
         """Invoke the function's on-failure destination with the invocation record, as Lambda does once an Event
