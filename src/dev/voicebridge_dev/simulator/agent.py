@@ -19,7 +19,6 @@ import numpy as np
 from voicebridge_dev.local.a2a import ConnectEmulatorError, ConnectSettings, run_session
 from voicebridge_dev.simulator.call import AgentHandback, Call
 from voicebridge_dev.simulator.caller import Clip, HangUp, Over, Say, Step
-from voicebridge_dev.simulator.events import sound_span
 from voicebridge_dev.simulator.line import LineNoise
 
 RATE = 8000
@@ -42,12 +41,12 @@ class Utterance:
     @property
     def sound_start(self) -> float:
         """When its sound begins (the clip's quiet lead-in left out)."""
-        return self.start + sound_span(self.clip.samples, RATE)[0]
+        return self.start + self.clip.sound[0]
 
     @property
     def sound_end(self) -> float:
         """When its sound ends (the clip's quiet tail left out)."""
-        return self.start + sound_span(self.clip.samples, RATE)[1]
+        return self.start + self.clip.sound[1]
 
 
 @dataclass

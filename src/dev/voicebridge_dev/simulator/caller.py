@@ -29,6 +29,7 @@ is left unanswered until its time limit.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import threading
@@ -42,7 +43,7 @@ import numpy.typing as npt
 
 from voicebridge.errors import AudioFormatError
 from voicebridge_dev.local.speech_engine import SpeechEngine, SpeechEngineError, engine_for, load_engine
-from voicebridge_dev.simulator.events import CALLER, Segment
+from voicebridge_dev.simulator.events import CALLER, Segment, sound_span
 from voicebridge_dev.simulator.line import LineNoise
 from voicebridge_dev.simulator.media import SAMPLE_RATE, MediaPlane, read_call_audio
 
@@ -88,6 +89,11 @@ class Clip:
     @property
     def pcm(self) -> bytes:
         return self.samples.tobytes()
+
+    @functools.cached_property
+    def sound(self) -> tuple[float, float]:
+        """Where the clip's sound begins and ends, in seconds from its start (:func:`~.events.sound_span`)."""
+        return sound_span(self.samples, SAMPLE_RATE)
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ the terminal) see each event as it is recorded, from whichever thread records it
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -88,15 +89,20 @@ class Segment:
     def duration(self) -> float:
         return self.end - self.start
 
+    @functools.cached_property
+    def _sound(self) -> tuple[float, float]:
+        """Where its samples' sound is (:func:`sound_span`), found once: the samples never change, the end may."""
+        return sound_span(self.samples, self.rate)
+
     @property
     def sound_start(self) -> float:
         """When the sound in it begins (:func:`sound_span`)."""
-        return min(self.end, self.start + sound_span(self.samples, self.rate)[0])
+        return min(self.end, self.start + self._sound[0])
 
     @property
     def sound_end(self) -> float:
         """When the sound in it ends, or where it was cut short (:func:`sound_span`)."""
-        return min(self.end, self.start + sound_span(self.samples, self.rate)[1])
+        return min(self.end, self.start + self._sound[1])
 
 
 @dataclass(frozen=True)
