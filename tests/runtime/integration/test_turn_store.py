@@ -13,7 +13,7 @@ from tests.fixtures.cloud import Invoker
 from voicebridge import container
 from voicebridge.errors import NotListening, Superseded
 from voicebridge.polls.next_turn import await_turn
-from voicebridge.store.replies import ReplyStore, speculative_keys
+from voicebridge.store.replies import ReplyStore, Segment, speculative_keys
 from voicebridge.store.turns import CUSTOMER, LISTENING, STARTING, STOPPED, Claim, Turn, TurnStore
 from voicebridge_dev.local.cloud import LocalCloud
 from voicebridge_dev.template import local_physical_id
@@ -164,6 +164,31 @@ def test_an_attempts_eager_end_is_taken_back_by_that_attempt_only(store: TurnSto
     replies.unexpect(contact, 0, speculative_keys(0, 1))
     status = replies.status(contact)
     assert status is not None and status.expecting is None and status.turn == -1
+
+
+def test_the_due_time_of_a_reply_is_said_by_each_mark_of_its_making_and_dropped_once_its_first_segment_is_stored(
+    store: TurnStore,
+) -> None:
+    replies, contact = ReplyStore(store), str(uuid.uuid4())
+
+    def due() -> int:
+        status = replies.status(contact)
+        assert status is not None
+        return status.due_at_ms
+
+    replies.expect(contact, 0, speculative_keys(0, 0), due_at_ms=1_000)
+    assert due() == 1_000
+    replies.unexpect(contact, 0, speculative_keys(0, 0))
+    assert due() == 0
+    replies.begin(contact, 0, due_at_ms=2_000)
+    assert due() == 2_000
+    replies.synthesizing_soon(contact, 0, due_at_ms=2_500).result()
+    assert due() == 2_500
+    replies.synthesizing_soon(contact, 0).result()
+    assert due() == 0
+    replies.begin(contact, 1, due_at_ms=3_000)
+    replies.put_segment(Segment(contact, 1, 0, "Hello.", "s3://bucket/hello.wav"))
+    assert due() == 0
 
 
 def test_await_turn_function_answers_connect(invoke_function: Invoker, cloud_env: LocalCloud, store: TurnStore) -> None:

@@ -412,6 +412,40 @@ def test_sonic_making_an_older_turns_sentence_does_not_hurry_the_wait_for_a_newe
     assert looks_waiting_for(ReplyStatus(4, 0, done=False, updated_at_ms=NOW_MS, synthesizing=3)) <= 12
 
 
+STARTED_MS = NOW_MS - 500
+"""When :func:`looks_waiting_for`'s wait begins (epoch ms)."""
+
+
+@pytest.mark.parametrize(
+    "status",
+    [
+        ReplyStatus(4, 0, done=False, updated_at_ms=NOW_MS, synthesizing=4, due_at_ms=STARTED_MS + 400),
+        ReplyStatus(4, 0, done=False, updated_at_ms=NOW_MS, due_at_ms=STARTED_MS + 400),
+        ReplyStatus(3, 2, done=True, expecting=4, synthesizing=4, due_at_ms=STARTED_MS + 400),
+    ],
+    ids=["Sonic making it", "a reply begun", "an eager end heard"],
+)
+def test_a_first_sentence_is_not_looked_for_before_it_is_due(status: ReplyStatus) -> None:
+    # One look, none for the 400 ms it cannot be stored in, then the 100 ms left at its pace (20 or 50 ms).
+    assert looks_waiting_for(status) <= 7
+
+
+def test_a_first_sentence_whose_due_time_has_passed_is_looked_for_fast() -> None:
+    status = ReplyStatus(4, 0, done=False, updated_at_ms=NOW_MS, synthesizing=4, due_at_ms=STARTED_MS - 100)
+    assert looks_waiting_for(status) >= 20
+
+
+def test_a_due_time_further_ahead_than_a_clock_can_be_trusted_is_not_waited_for() -> None:
+    status = ReplyStatus(4, 0, done=False, updated_at_ms=NOW_MS, synthesizing=4, due_at_ms=STARTED_MS + 60_000)
+    assert looks_waiting_for(status) >= 20
+
+
+def test_a_later_sentence_of_the_reply_being_played_is_looked_for_fast_whatever_a_due_time_says() -> None:
+    replies = Counted(ReplyStatus(4, 1, done=False, updated_at_ms=NOW_MS, due_at_ms=STARTED_MS + 400))
+    poll(replies, quiet(), turn=4, segment=0)
+    assert replies.looks >= 20
+
+
 # -- a reply that asks for something of the caller's (the card on the keypad)
 
 KEYPAD = {"Collect": "card"}

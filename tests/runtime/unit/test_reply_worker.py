@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.fixtures.clock import ManualClock
 from voicebridge.config import Settings
 from voicebridge.conversation import Action, Exchange
 from voicebridge.converse.making import ReplySettings, Spoken
@@ -40,9 +41,13 @@ class MemoryReplies(ReplyStore):
         self.expecting_keys: str | None = None
         self.synthesizing: list[tuple[int, int]] = []
         """Each mark that Sonic began a reply's first sentence: its turn, and how many segments were stored then."""
+        self.dues: list[tuple[str, int, int]] = []
+        """Each mark of a reply's making (``begin``, ``expect``, ``synthesizing``): its turn, the due time said."""
 
-    def begin(self, contact_id: str, turn: int, keys: str = REPLY_KEYS) -> None:
-        self._put(ReplyStatus(turn, 0, done=False, keys=keys))
+    def begin(self, contact_id: str, turn: int, keys: str = REPLY_KEYS, *, due_at_ms: int = 0) -> None:
+        with self.lock:
+            self.dues.append(("begin", turn, due_at_ms))
+        self._put(ReplyStatus(turn, 0, done=False, keys=keys, due_at_ms=due_at_ms))
 
     def put_segment(self, segment: Segment, *, advance: bool = True) -> bool:
         with self.lock:
@@ -72,15 +77,17 @@ class MemoryReplies(ReplyStore):
             self.current = status
             return True
 
-    def expect(self, contact_id: str, turn: int, keys: str) -> None:
+    def expect(self, contact_id: str, turn: int, keys: str, *, due_at_ms: int = 0) -> None:
         with self.lock:
+            self.dues.append(("expect", turn, due_at_ms))
             if self.current is None or self.current.turn < turn:
                 base = self.current or ReplyStatus(-1, 0, done=True)
                 self.current = replace(base, expecting=turn)
                 self.expecting_keys = keys
 
-    def synthesizing_soon(self, contact_id: str, turn: int) -> Future[None]:
+    def synthesizing_soon(self, contact_id: str, turn: int, *, due_at_ms: int = 0) -> Future[None]:
         with self.lock:
+            self.dues.append(("synthesizing", turn, due_at_ms))
             # Said before the sentence's segment is stored, as Sonic begins it.
             self.synthesizing.append((turn, len(self.segments_by_key)))
         done: Future[None] = Future()
@@ -272,6 +279,75 @@ def test_sonic_beginning_each_replys_first_sentence_is_marked_before_it_is_store
         made.submit(turn(1, "a person please"))
         assert made.drain(2)
     assert replies.synthesizing == [(0, 0), (1, 3)]
+
+
+@dataclass
+class Timed:
+    """A responder and a Sonic that take their time on a clock the test holds: 300 ms to the answer, 100 ms a
+    sentence; ``asked_ms`` is when each request came (epoch ms)."""
+
+    clock: ManualClock
+    asked_ms: list[float] = field(default_factory=list)
+    speculative_safe: bool = True
+    name: str = "timed"
+
+    def respond(self, request: TurnRequest, *, deadline: float) -> FixedReply:
+        self.asked_ms.append(self.clock.time() * 1000)
+        self.clock.advance(0.3)
+        return FixedReply("Your balance is two hundred dollars.")
+
+    def speak(
+        self, text: str, deadline: float, cancel: threading.Event | None = None, *, reply: object = None
+    ) -> Spoken:
+        self.clock.advance(0.1)
+        return Spoken(f"https://bucket/{abs(hash(text))}.wav", 100.0, self.clock.time())
+
+
+@contextlib.contextmanager
+def timed(replies: MemoryReplies) -> Iterator[tuple[ReplyWorker, Timed]]:
+    steps = Timed(ManualClock())
+    made = ReplyWorker(
+        CONTACT,
+        responder=steps,
+        speak=steps.speak,
+        replies=replies,
+        settings=ReplySettings.of(Settings()),
+        clock=steps.clock,
+    )
+    try:
+        yield made, steps
+    finally:
+        made.close(1.0)
+
+
+def test_the_calls_first_reply_says_no_due_time_for_its_first_segment(replies: MemoryReplies) -> None:
+    with timed(replies) as (made, _):
+        made.submit(turn(0, "what is my balance"))
+        assert made.drain(2)
+    assert replies.dues == [("begin", 0, 0), ("synthesizing", 0, 0)]
+
+
+def test_a_later_reply_says_its_first_segment_is_due_after_three_quarters_of_the_calls_quickest(
+    replies: MemoryReplies,
+) -> None:
+    with timed(replies) as (made, steps):
+        made.submit(turn(0, "what is my balance"))
+        assert made.drain(2)
+        made.submit(turn(1, "what is my balance"))
+        assert made.drain(2)
+    asked = int(steps.asked_ms[1])
+    # Not before 3/4 of the responder's 300 ms and Sonic's 100 ms once asked; 3/4 of Sonic's once it begins.
+    assert replies.dues[2:] == [("begin", 1, asked + 300), ("synthesizing", 1, asked + 300 + 75)]
+
+
+def test_an_eager_end_after_the_calls_first_reply_says_when_its_reply_is_due(replies: MemoryReplies) -> None:
+    with timed(replies) as (made, steps):
+        made.submit(turn(0, "what is my balance"))
+        assert made.drain(2)
+        made.eager_end(1, "what is my balance")
+        until(lambda: len(replies.dues) > 3)
+        made.turn_resumed(1)
+    assert replies.dues[2] == ("expect", 1, int(steps.asked_ms[1]) + 300)
 
 
 def test_a_reply_nobody_polls_for_marks_nothing_for_a_poller(replies: MemoryReplies) -> None:

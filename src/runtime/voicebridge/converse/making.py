@@ -13,6 +13,7 @@ that fails is left for the turn's end instead); a sentence Sonic cannot speak is
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -58,6 +59,41 @@ class Speak(Protocol):
 
 
 Report = Callable[[str, MetricUnit, float], None]
+
+DUE_SHARE = 0.75
+"""The share of the call's quickest time to a reply's first segment that a poller sleeps through before it looks: a
+reply a quarter quicker than every earlier one on the call is handed out late by at most the difference."""
+
+
+class Quickest:
+    """The call's quickest first sentence so far, in its two steps: the responder asked to the sentence in hand, and
+    Sonic begun to the segment stored. From them the maker says, with each mark of a reply's making, when its first
+    segment is due (:attr:`~voicebridge.store.replies.ReplyStatus.due_at_ms`); nothing before the call's first reply
+    (and a successor's), which the poller waits for at its pace."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.responder_ms: float | None = None
+        self.synthesis_ms: float | None = None
+
+    def note(self, *, responder_ms: float | None = None, synthesis_ms: float | None = None) -> None:
+        with self._lock:
+            if responder_ms is not None:
+                self.responder_ms = min(responder_ms, self.responder_ms if self.responder_ms is not None else math.inf)
+            if synthesis_ms is not None:
+                self.synthesis_ms = min(synthesis_ms, self.synthesis_ms if self.synthesis_ms is not None else math.inf)
+
+    def due_once_asked(self, asked_ms: float) -> int:
+        """When the first segment of a reply whose responder was asked at ``asked_ms`` (epoch ms) is due; 0: unknown."""
+        with self._lock:
+            if self.responder_ms is None or self.synthesis_ms is None:
+                return 0
+            return int(asked_ms + DUE_SHARE * (self.responder_ms + self.synthesis_ms))
+
+    def due_once_synthesizing(self, began_ms: float) -> int:
+        """When a first segment Sonic began at ``began_ms`` (epoch ms) is due; 0: unknown."""
+        with self._lock:
+            return 0 if self.synthesis_ms is None else int(began_ms + DUE_SHARE * self.synthesis_ms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +157,8 @@ class ReplyInProgress:
     input_tokens: int | None = None
     output_tokens: int | None = None
     sonic_ms: float = 0.0
+    due_at_ms: int = 0
+    """When its first segment is due, as last said to pollers (0: unknown); a commit names it with the reply."""
     last: Segment | None = None
     """The segment stored last: the status carries a copy of it."""
     committed_at_ms: float | None = None
@@ -167,6 +205,7 @@ class ReplyMaker:
         self._history_lock = threading.Lock()
         self._history: list[Exchange] | None = None
         """The conversation so far, read once: this consumer is its only writer while it lives."""
+        self._quickest = Quickest()
         self.replies_made = 0
 
     def make(self, reply: ReplyInProgress) -> None:
@@ -196,13 +235,14 @@ class ReplyMaker:
         # An eager end is said at once, beside the request: ConverseFunction, polling slowly while the caller speaks,
         # is then looking fast by the time the turn ends and the reply is named.
         expecting = None
+        reply.due_at_ms = self._quickest.due_once_asked(waterfall["ResponderStartedAt"])
         if reply.speculative and not reply.committed and self._settings.polled:
-            expecting = self._replies.expect_soon(self.contact_id, reply.seq, reply.keys)
+            expecting = self._replies.expect_soon(self.contact_id, reply.seq, reply.keys, due_at_ms=reply.due_at_ms)
         try:
             answer = self._responder.respond(request, deadline=deadline)
             # Said once the responder has been asked, so the status write is not on the way to its first token.
             if not reply.speculative:
-                self._replies.begin(self.contact_id, reply.seq, reply.keys)
+                self._replies.begin(self.contact_id, reply.seq, reply.keys, due_at_ms=reply.due_at_ms)
             elif expecting is not None:
                 expecting.result()
             text = answer.text()
@@ -258,6 +298,7 @@ class ReplyMaker:
             timings: dict[str, float] = {}
             if reply.next_index == reply.first_segment:
                 responder_ms = self._since(started)
+                self._quickest.note(responder_ms=responder_ms)
                 waterfall["FirstClauseAt"] = self._clock.time() * 1000
                 self._report("ResponderFirstSentence", MetricUnit.Milliseconds, responder_ms)
                 timings = {**waterfall, "ResponderMs": round(responder_ms, 1)}
@@ -283,6 +324,7 @@ class ReplyMaker:
                 attributes=bounded(attributes),
                 keys=reply.keys,
                 latest=reply.last,
+                due_at_ms=reply.due_at_ms if reply.next_index == 0 else 0,
             )
             if not self._replies.commit(status, self.contact_id):
                 return None
@@ -338,9 +380,12 @@ class ReplyMaker:
             timings["TurnEndedAt"] = float(turn.ended_at_ms)
             if turn.latency_ms is not None:
                 timings["CallerStoppedAt"] = float(turn.ended_at_ms - turn.latency_ms)
+        began_ms = self._clock.time() * 1000
         if index == 0 and self._settings.polled:
-            # A poller waiting for this segment looks fast from now on (it is stored within one synthesis).
-            self._replies.synthesizing_soon(self.contact_id, reply.seq)
+            # A poller waiting for this segment looks fast from now on (it is stored within one synthesis), once
+            # the share of the call's quickest synthesis that cannot bring it has passed.
+            reply.due_at_ms = self._quickest.due_once_synthesizing(began_ms)
+            self._replies.synthesizing_soon(self.contact_id, reply.seq, due_at_ms=reply.due_at_ms)
         try:
             spoken = self._speak(sentence, self._clock.monotonic() + budget_s, reply.cancel, reply=reply)
             uri = spoken.uri
@@ -357,6 +402,8 @@ class ReplyMaker:
         if reply.cancel.is_set() or self._abandoned.is_set():
             return False
         ready_ms = int(self._clock.time() * 1000)
+        if index == 0:
+            self._quickest.note(synthesis_ms=ready_ms - began_ms)
         segment = Segment(
             self.contact_id,
             reply.seq,

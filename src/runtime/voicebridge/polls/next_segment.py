@@ -146,10 +146,12 @@ def _poll(
                 if status is None:
                     known = Thinking(turn, 0, started=False)
                 return Next(waited_ms=poll.waited_ms, thinking=known, speaking_ms=_speaking_ms(status, clock.time()))
-            pace = _pace(status, turn, played)
+            pace, first = _pace(status, turn, played)
+            interval_ms: float = {"fast": fast_poll_ms, "making": making_poll_ms, "slow": slow_poll_ms}[pace]
+            if first:
+                interval_ms = max(interval_ms, _until_due_ms(status, clock.time()))
             if pace == "slow":
                 meanwhile.begin()
-            interval_ms = {"fast": fast_poll_ms, "making": making_poll_ms, "slow": slow_poll_ms}[pace]
             if not poll.pause(interval_ms / 1000):
                 thinking = _thinking(status, turn, played, clock.time())
                 if thinking is None and poll.spare_look():
@@ -175,22 +177,37 @@ def _look(
     return status, found
 
 
-def _pace(status: ReplyStatus | None, turn: int, played: int) -> Pace:
-    """How soon to look again. ``fast`` while a segment for the flow may be stored at any moment: a later sentence of
-    the reply being made (the flow has played all of it there is), or a reply's first sentence Sonic is making;
-    ``making`` while a first sentence is still with the responder — a reply begun, or a speculative one on Ink's
-    eager end, which may be named as the turn ends — as it takes a synthesis after the mark that Sonic began, the
-    poll is fast by then; ``slow`` while nothing is being made, or the next sentence is held back over a speaking
+def _pace(status: ReplyStatus | None, turn: int, played: int) -> tuple[Pace, bool]:
+    """How soon to look again, and whether what is looked for is a reply's first segment (not looked for before its
+    due time, :func:`_until_due_ms`). ``fast`` while a segment for the flow may be stored at any moment: a later
+    sentence of the reply being made (the flow has played all of it there is), or a reply's first sentence Sonic is
+    making; ``making`` while a first sentence is still with the responder — a reply begun, or a speculative one on
+    Ink's eager end, which may be named as the turn ends — as it takes a synthesis after the mark that Sonic began,
+    the poll is fast by then; ``slow`` while nothing is being made, or the next sentence is held back over a speaking
     caller."""
     if status is None:
-        return "slow"
+        return "slow", False
     if status.expecting is not None and status.expecting > status.turn:
-        return "fast" if status.synthesizing_first(status.expecting) else "making"
+        return ("fast" if status.synthesizing_first(status.expecting) else "making"), True
     if status.done:
-        return "slow"
+        return "slow", False
     if status.turn > turn:
-        return "fast" if status.synthesizing_first(status.turn) else "making"
-    return "fast" if status.segments <= played + 1 else "slow"
+        return ("fast" if status.synthesizing_first(status.turn) else "making"), True
+    return ("fast" if status.segments <= played + 1 else "slow"), False
+
+
+DUE_HORIZON_MS = 1500
+"""The furthest ahead a due time is believed: the consumer's clock, not this function's, wrote it, and a clock set
+wrong must not keep a poll from looking for longer than this."""
+
+
+def _until_due_ms(status: ReplyStatus | None, now_s: float) -> float:
+    """How long the first segment of the reply being made cannot be stored yet, as its last mark said (0: it may be
+    at any moment, or the mark said nothing): the poll sleeps through it rather than look."""
+    if status is None or not status.due_at_ms:
+        return 0.0
+    ahead_ms = status.due_at_ms - now_s * 1000
+    return ahead_ms if 0 < ahead_ms <= DUE_HORIZON_MS else 0.0
 
 
 def _speaking_ms(status: ReplyStatus | None, now_s: float) -> int | None:

@@ -24,12 +24,15 @@ Items, next to the turns and the checkpoint (partition key ``ContactId``, sort k
 The status's ``Keys`` says where its reply's segments live (``reply``, or ``spec#<turn>#<attempt>``), and its
 ``Expecting`` the turn whose reply may appear at any moment (Ink said the caller may be done): pollers then look fast.
 ``ExpectingKeys`` names the speculative attempt that said so; when the caller goes on, that attempt takes its mark back
-(a newer attempt's mark stays), and pollers look slowly again until the next eager end.
+(a newer attempt's mark stays), and pollers look slowly again until the next eager end. ``DueAt`` is the soonest the
+first segment of the reply being made may be stored, by the call's quickest reply so far: pollers do not look for it
+sooner (:attr:`ReplyStatus.due_at_ms`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -103,6 +106,11 @@ class ReplyStatus:
     is stored within a synthesis, so pollers waiting for it look fast (:meth:`ReplyStore.synthesizing_soon`)."""
     latest: Segment | None = None
     """The segment stored last, copied into the status: the flow gets it with the status, in one read."""
+    due_at_ms: int = 0
+    """The soonest the first segment of the reply being made may be stored (epoch ms, the consumer's clock), 0 when
+    the consumer cannot tell yet: written with each mark of a reply's making (its eager end, its beginning, Sonic
+    beginning its first sentence) from the quickest that step has been on the call so far, so a poller sleeps through
+    what cannot bring the segment. Every status a segment or an end writes drops it."""
     speaking_since_ms: int = 0
     """When the caller's turn in progress began (epoch ms), 0 when they are not speaking: the consumer marks it here
     beside the checkpoint (:meth:`ReplyStore.mark_speaking`), so the poll that holds a sentence back over a speaking
@@ -127,9 +135,9 @@ class ReplyStore:
 
     # -- the consumer's side
 
-    def begin(self, contact_id: str, turn: int, keys: str = REPLY_KEYS) -> None:
-        """A reply to ``turn`` is being made: pollers speed up."""
-        self._put_status(contact_id, ReplyStatus(turn, 0, done=False, keys=keys))
+    def begin(self, contact_id: str, turn: int, keys: str = REPLY_KEYS, *, due_at_ms: int = 0) -> None:
+        """A reply to ``turn`` is being made, its first segment not stored before ``due_at_ms`` (0: unknown)."""
+        self._put_status(contact_id, ReplyStatus(turn, 0, done=False, keys=keys, due_at_ms=due_at_ms))
 
     def put_segment(self, segment: Segment, *, advance: bool = True) -> bool:
         """Store a segment and (``advance``) name it in the status; False when that segment was stored before (a
@@ -232,20 +240,26 @@ class ReplyStore:
         False when a reply to that turn or a later one is already named (the speculation lost the race)."""
         return self._put_status(contact_id, status, same_turn=False)
 
-    def expect(self, contact_id: str, turn: int, keys: str) -> None:
-        """Say that ``turn``'s reply may be named at any moment (pollers look fast); the status keeps the rest.
-        ``keys`` names the speculative attempt that expects it: only that attempt's :meth:`unexpect` takes it back."""
+    def expect(self, contact_id: str, turn: int, keys: str, *, due_at_ms: int = 0) -> None:
+        """Say that ``turn``'s reply may be named at any moment (pollers look fast), its first segment not stored
+        before ``due_at_ms`` (0: unknown); the status keeps the rest. ``keys`` names the speculative attempt that
+        expects it: only that attempt's :meth:`unexpect` takes it back."""
         with contextlib.suppress(ConditionFailed):
-            self._set_on_status(contact_id, {"Expecting": turn, "ExpectingKeys": keys}, before_turn=turn)
+            self._set_on_status(
+                contact_id, {"Expecting": turn, "ExpectingKeys": keys}, due_at_ms=due_at_ms, before_turn=turn
+            )
 
-    def expect_soon(self, contact_id: str, turn: int, keys: str) -> Future[None]:
+    def expect_soon(self, contact_id: str, turn: int, keys: str, *, due_at_ms: int = 0) -> Future[None]:
         """:meth:`expect`, on a thread of the store's own: the caller goes on with its work meanwhile."""
-        return self._writers().submit(self.expect, contact_id, turn, keys)
+        return self._writers().submit(functools.partial(self.expect, due_at_ms=due_at_ms), contact_id, turn, keys)
 
-    def synthesizing_soon(self, contact_id: str, turn: int) -> Future[None]:
-        """Say, on a thread of the store's own, that Sonic is making the first sentence of ``turn``'s reply: a poller
-        waiting for it looks fast from now on, and at the making pace before (one write a reply saves tens of reads)."""
-        return self._writers().submit(self._set_on_status, contact_id, {"Synthesizing": turn})
+    def synthesizing_soon(self, contact_id: str, turn: int, *, due_at_ms: int = 0) -> Future[None]:
+        """Say, on a thread of the store's own, that Sonic is making the first sentence of ``turn``'s reply, stored
+        not before ``due_at_ms`` (0: unknown): a poller waiting for it looks fast from then on, and at the making pace
+        before (one write a reply saves tens of reads)."""
+        return self._writers().submit(
+            functools.partial(self._set_on_status, due_at_ms=due_at_ms), contact_id, {"Synthesizing": turn}
+        )
 
     def unexpect(self, contact_id: str, turn: int, keys: str) -> None:
         """Take back attempt ``keys``'s :meth:`expect` (the caller went on): pollers look slowly again until the next
@@ -255,9 +269,9 @@ class ReplyStore:
                 "update_item",
                 TableName=self._turns.table,
                 Key={"ContactId": {"S": contact_id}, "TurnKey": {"S": STATUS}},
-                UpdateExpression="REMOVE #x, #k",
+                UpdateExpression="REMOVE #x, #k, #d",
                 ConditionExpression="#x = :turn AND #k = :keys",
-                ExpressionAttributeNames={"#x": "Expecting", "#k": "ExpectingKeys"},
+                ExpressionAttributeNames={"#x": "Expecting", "#k": "ExpectingKeys", "#d": "DueAt"},
                 ExpressionAttributeValues={":turn": {"N": str(turn)}, ":keys": {"S": keys}},
             )
 
@@ -363,6 +377,7 @@ class ReplyStore:
             expecting=int(item["Expecting"]) if item.get("Expecting") is not None else None,
             synthesizing=int(item["Synthesizing"]) if item.get("Synthesizing") is not None else None,
             latest=_latest(contact_id, item),
+            due_at_ms=int(item.get("DueAt", 0)),
             speaking_since_ms=int(item.get("SpeakingSince", 0)),
         )
 
@@ -406,15 +421,16 @@ class ReplyStore:
             "UpdatedAt": _now_ms(),
             "ExpiresAt": self._turns.expires_at(),
             **({"Latest": _segment_copy(status.latest)} if status.latest is not None else {}),
+            **({"DueAt": status.due_at_ms} if status.due_at_ms else {}),
         }
 
     def _put_status(self, contact_id: str, status: ReplyStatus, *, same_turn: bool = True) -> bool:
         """Write ``status`` over an older turn's (and, with ``same_turn``, over its own turn's); whether it was.
 
         An update, not a put: the caller's speaking mark on the same item stays as the consumer last wrote it. The
-        rest is replaced, as a put would (``Expecting`` and an older ``Latest`` are removed)."""
+        rest is replaced, as a put would (``Expecting``, an older ``Latest`` and ``DueAt`` are removed)."""
         values = typed_item(self._status_values(status))
-        removed = ["Expecting", "ExpectingKeys"] + ([] if "Latest" in values else ["Latest"])
+        removed = ["Expecting", "ExpectingKeys"] + [name for name in ("Latest", "DueAt") if name not in values]
         # Every attribute by a name placeholder: Segments, among others, is one of DynamoDB's reserved words.
         update = "SET " + ", ".join(f"#{name} = :{name}" for name in values)
         update += " REMOVE " + ", ".join(f"#{name}" for name in removed)
@@ -439,20 +455,27 @@ class ReplyStore:
         self._set_on_status(contact_id, {"SpeakingSince": since_ms})
 
     def _set_on_status(
-        self, contact_id: str, values: Mapping[str, int | str], *, before_turn: int | None = None
+        self,
+        contact_id: str,
+        values: Mapping[str, int | str],
+        *,
+        due_at_ms: int | None = None,
+        before_turn: int | None = None,
     ) -> None:
         """Set ``values`` on the status, leaving the rest as it is, or making a status of no reply yet (turn -1, done)
-        when there is none; with ``before_turn``, only while the status names an older turn (else ConditionFailed)."""
+        when there is none; with ``before_turn``, only while the status names an older turn (else ConditionFailed).
+        A mark of a reply's making says ``due_at_ms``, replacing the last mark's (0: removing it, unknown)."""
         condition = {} if before_turn is None else {"ConditionExpression": "attribute_not_exists(#t) OR #t < :before"}
-        typed = typed_item(dict(values))
+        typed = typed_item({**values, **({"DueAt": due_at_ms} if due_at_ms else {})})
         sets = ", ".join(f"#v{index} = :v{index}" for index in range(len(typed)))
+        dropped = due_at_ms == 0
         self._turns.call(
             "update_item",
             TableName=self._turns.table,
             Key={"ContactId": {"S": contact_id}, "TurnKey": {"S": STATUS}},
             UpdateExpression=(
                 f"SET {sets}, #t = if_not_exists(#t, :none), #s = if_not_exists(#s, :zero), "
-                "#d = if_not_exists(#d, :done), #e = :e"
+                "#d = if_not_exists(#d, :done), #e = :e" + (" REMOVE #due" if dropped else "")
             ),
             # Names for every attribute: Segments, among others, is one of DynamoDB's reserved words.
             ExpressionAttributeNames={
@@ -461,6 +484,7 @@ class ReplyStore:
                 "#s": "Segments",
                 "#d": "Done",
                 "#e": "ExpiresAt",
+                **({"#due": "DueAt"} if dropped else {}),
             },
             ExpressionAttributeValues={
                 **{f":v{index}": value for index, value in enumerate(typed.values())},
