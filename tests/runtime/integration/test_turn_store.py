@@ -11,6 +11,7 @@ import pytest
 
 from tests.fixtures.cloud import Invoker
 from voicebridge import container
+from voicebridge.conversation import Action
 from voicebridge.errors import NotListening, Superseded
 from voicebridge.polls.next_turn import await_turn
 from voicebridge.store.replies import ReplyStore, Segment, speculative_keys
@@ -189,6 +190,20 @@ def test_the_due_time_of_a_reply_is_said_by_each_mark_of_its_making_and_dropped_
     replies.begin(contact, 1, due_at_ms=3_000)
     replies.put_segment(Segment(contact, 1, 0, "Hello.", "s3://bucket/hello.wav"))
     assert due() == 0
+
+
+def test_the_calls_least_lead_is_kept_by_every_later_write_of_the_reply_status(store: TurnStore) -> None:
+    replies, contact = ReplyStore(store), str(uuid.uuid4())
+    replies.begin(contact, 0, due_at_ms=2_000, lead_ms=400)
+    replies.put_segment(Segment(contact, 0, 0, "Hello.", "s3://bucket/hello.wav"))
+    replies.finish(contact, 0, 1, Action.CONTINUE, {})
+    replies.synthesizing_soon(contact, 1).result()
+    replies.mark_speaking(contact, 1_000)
+    status = replies.status(contact)
+    assert status is not None and status.done and status.lead_ms == 400
+    replies.expect(contact, 1, speculative_keys(1, 0), due_at_ms=3_000, lead_ms=300)
+    status = replies.status(contact)
+    assert status is not None and status.lead_ms == 300
 
 
 def test_await_turn_function_answers_connect(invoke_function: Invoker, cloud_env: LocalCloud, store: TurnStore) -> None:

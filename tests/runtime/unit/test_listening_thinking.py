@@ -427,7 +427,7 @@ STARTED_MS = NOW_MS - 500
 )
 def test_a_first_sentence_is_not_looked_for_before_it_is_due(status: ReplyStatus) -> None:
     # One look, none for the 400 ms it cannot be stored in, then the 100 ms left at its pace (20 or 50 ms).
-    assert looks_waiting_for(status) <= 7
+    assert looks_waiting_for(status) <= 8
 
 
 def test_a_first_sentence_whose_due_time_has_passed_is_looked_for_fast() -> None:
@@ -438,6 +438,36 @@ def test_a_first_sentence_whose_due_time_has_passed_is_looked_for_fast() -> None
 def test_a_due_time_further_ahead_than_a_clock_can_be_trusted_is_not_waited_for() -> None:
     status = ReplyStatus(4, 0, done=False, updated_at_ms=NOW_MS, synthesizing=4, due_at_ms=STARTED_MS + 60_000)
     assert looks_waiting_for(status) >= 20
+
+
+def looks_idle(status: ReplyStatus) -> int:
+    """How many looks a 500 ms wait makes after the flow played the whole of turn 3's reply (100 ms the slow pace)."""
+    replies = Counted(status)
+    poll(replies, quiet(), turn=3, segment=1)
+    return replies.looks
+
+
+def test_while_nothing_is_being_made_the_poll_looks_as_often_as_the_calls_least_lead() -> None:
+    assert looks_idle(ReplyStatus(3, 2, done=True, updated_at_ms=NOW_MS, lead_ms=250)) <= 3
+
+
+def test_a_lead_shorter_than_the_slow_pace_does_not_hurry_an_idle_poll() -> None:
+    assert looks_idle(ReplyStatus(3, 2, done=True, updated_at_ms=NOW_MS, lead_ms=20)) <= 6
+
+
+class HeldBack(Counted):
+    """Turn 3's reply, whole in three segments, while the caller speaks: its later sentences are held back."""
+
+    def segment(self, contact_id: str, turn: int, index: int, keys: str) -> Segment:
+        return Segment(CONTACT, turn, index, "and your savings are fine.", "s3://b/k.wav", "balance?")
+
+
+def test_the_last_sentences_held_back_over_a_speaking_caller_are_looked_for_at_the_slow_pace_whatever_the_lead() -> (
+    None
+):
+    replies = HeldBack(ReplyStatus(3, 3, done=True, updated_at_ms=NOW_MS, lead_ms=400, speaking_since_ms=NOW_MS))
+    found = poll(replies, quiet(), turn=3, segment=0)
+    assert found.segment is None and replies.looks >= 5
 
 
 def test_a_later_sentence_of_the_reply_being_played_is_looked_for_fast_whatever_a_due_time_says() -> None:

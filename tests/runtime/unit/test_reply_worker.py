@@ -43,10 +43,15 @@ class MemoryReplies(ReplyStore):
         """Each mark that Sonic began a reply's first sentence: its turn, and how many segments were stored then."""
         self.dues: list[tuple[str, int, int]] = []
         """Each mark of a reply's making (``begin``, ``expect``, ``synthesizing``): its turn, the due time said."""
+        self.leads: list[int] = []
+        """The call's least lead said with each first mark of a reply (``begin``, ``expect``)."""
 
-    def begin(self, contact_id: str, turn: int, keys: str = REPLY_KEYS, *, due_at_ms: int = 0) -> None:
+    def begin(
+        self, contact_id: str, turn: int, keys: str = REPLY_KEYS, *, due_at_ms: int = 0, lead_ms: int = 0
+    ) -> None:
         with self.lock:
             self.dues.append(("begin", turn, due_at_ms))
+            self.leads.append(lead_ms)
         self._put(ReplyStatus(turn, 0, done=False, keys=keys, due_at_ms=due_at_ms))
 
     def put_segment(self, segment: Segment, *, advance: bool = True) -> bool:
@@ -77,9 +82,10 @@ class MemoryReplies(ReplyStore):
             self.current = status
             return True
 
-    def expect(self, contact_id: str, turn: int, keys: str, *, due_at_ms: int = 0) -> None:
+    def expect(self, contact_id: str, turn: int, keys: str, *, due_at_ms: int = 0, lead_ms: int = 0) -> None:
         with self.lock:
             self.dues.append(("expect", turn, due_at_ms))
+            self.leads.append(lead_ms)
             if self.current is None or self.current.turn < turn:
                 base = self.current or ReplyStatus(-1, 0, done=True)
                 self.current = replace(base, expecting=turn)
@@ -335,9 +341,19 @@ def test_a_later_reply_says_its_first_segment_is_due_after_three_quarters_of_the
         assert made.drain(2)
         made.submit(turn(1, "what is my balance"))
         assert made.drain(2)
-    asked = int(steps.asked_ms[1])
+    asked = round(steps.asked_ms[1])
     # Not before 3/4 of the responder's 300 ms and Sonic's 100 ms once asked; 3/4 of Sonic's once it begins.
     assert replies.dues[2:] == [("begin", 1, asked + 300), ("synthesizing", 1, asked + 300 + 75)]
+
+
+def test_each_reply_says_how_long_its_first_segment_comes_after_it_begins_at_the_least_on_the_call(
+    replies: MemoryReplies,
+) -> None:
+    with timed(replies) as (made, _):
+        for seq in range(2):
+            made.submit(turn(seq, "what is my balance"))
+            assert made.drain(2)
+    assert replies.leads == [0, 300]
 
 
 def test_an_eager_end_after_the_calls_first_reply_says_when_its_reply_is_due(replies: MemoryReplies) -> None:
@@ -347,7 +363,7 @@ def test_an_eager_end_after_the_calls_first_reply_says_when_its_reply_is_due(rep
         made.eager_end(1, "what is my balance")
         until(lambda: len(replies.dues) > 3)
         made.turn_resumed(1)
-    assert replies.dues[2] == ("expect", 1, int(steps.asked_ms[1]) + 300)
+    assert replies.dues[2] == ("expect", 1, round(steps.asked_ms[1]) + 300)
 
 
 def test_a_reply_nobody_polls_for_marks_nothing_for_a_poller(replies: MemoryReplies) -> None:

@@ -83,17 +83,17 @@ class Quickest:
             if synthesis_ms is not None:
                 self.synthesis_ms = min(synthesis_ms, self.synthesis_ms if self.synthesis_ms is not None else math.inf)
 
-    def due_once_asked(self, asked_ms: float) -> int:
-        """When the first segment of a reply whose responder was asked at ``asked_ms`` (epoch ms) is due; 0: unknown."""
+    def lead_ms(self) -> int:
+        """How long after its responder is asked a reply's first segment is due (0: unknown)."""
         with self._lock:
             if self.responder_ms is None or self.synthesis_ms is None:
                 return 0
-            return int(asked_ms + DUE_SHARE * (self.responder_ms + self.synthesis_ms))
+            return round(DUE_SHARE * (self.responder_ms + self.synthesis_ms))
 
     def due_once_synthesizing(self, began_ms: float) -> int:
         """When a first segment Sonic began at ``began_ms`` (epoch ms) is due; 0: unknown."""
         with self._lock:
-            return 0 if self.synthesis_ms is None else int(began_ms + DUE_SHARE * self.synthesis_ms)
+            return 0 if self.synthesis_ms is None else round(began_ms + DUE_SHARE * self.synthesis_ms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,14 +235,16 @@ class ReplyMaker:
         # An eager end is said at once, beside the request: ConverseFunction, polling slowly while the caller speaks,
         # is then looking fast by the time the turn ends and the reply is named.
         expecting = None
-        reply.due_at_ms = self._quickest.due_once_asked(waterfall["ResponderStartedAt"])
+        lead_ms = self._quickest.lead_ms()
+        reply.due_at_ms = round(waterfall["ResponderStartedAt"]) + lead_ms if lead_ms else 0
+        due = {"due_at_ms": reply.due_at_ms, "lead_ms": lead_ms}
         if reply.speculative and not reply.committed and self._settings.polled:
-            expecting = self._replies.expect_soon(self.contact_id, reply.seq, reply.keys, due_at_ms=reply.due_at_ms)
+            expecting = self._replies.expect_soon(self.contact_id, reply.seq, reply.keys, **due)
         try:
             answer = self._responder.respond(request, deadline=deadline)
             # Said once the responder has been asked, so the status write is not on the way to its first token.
             if not reply.speculative:
-                self._replies.begin(self.contact_id, reply.seq, reply.keys, due_at_ms=reply.due_at_ms)
+                self._replies.begin(self.contact_id, reply.seq, reply.keys, **due)
             elif expecting is not None:
                 expecting.result()
             text = answer.text()

@@ -23,10 +23,12 @@ from its own voice detection and Ink's turns): every ``fast_poll_ms`` while a se
 later sentence of the reply being made once the flow has played all of it there is, or a first sentence Sonic is
 making (the consumer marks it) —, every ``making_poll_ms`` while a reply's first sentence is still with the responder
 (a reply begun, or Ink's eager end heard: a speculative reply may be named as the turn ends), and every
-``slow_poll_ms`` otherwise: while the caller speaks or thinks, and while a later sentence is held back. A later
-sentence of the reply being played is held back while the caller is speaking
-(they began over it, or in the gap before it): nothing is said over a caller, and their turn's own reply takes its
-place. Segments are read where the status says they are (a committed speculative reply keeps its speculative keys).
+``slow_poll_ms`` otherwise: while the caller speaks or thinks, and while a later sentence is held back. Each mark of
+a reply's making says when its first segment is due, from the call's quickest reply so far, and the poll does not
+look for it sooner; while nothing is being made it looks no more often than the least that segment has come after
+the reply's first mark on the call (a look sooner could not hand it out any sooner). A later sentence of the reply
+being played is held back while the caller is speaking (they began over it, or in the gap before it): nothing is
+said over a caller, and their turn's own reply takes its place. Segments are read where the status says they are (a committed speculative reply keeps its speculative keys).
 It answers within the wait, counted from the invocation's start, and a look the table has not answered when the
 answer is due is left behind: the answer is what the last look saw (:mod:`voicebridge.polls.longpoll`).
 """
@@ -47,7 +49,7 @@ from voicebridge.polls.next_turn import require_listening
 from voicebridge.store.replies import ReplyStatus, ReplyStore, Segment
 from voicebridge.store.turns import MAX_SEQ, TurnStore
 
-Pace = Literal["fast", "making", "slow"]
+Pace = Literal["fast", "making", "slow", "idle"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,10 +149,14 @@ def _poll(
                     known = Thinking(turn, 0, started=False)
                 return Next(waited_ms=poll.waited_ms, thinking=known, speaking_ms=_speaking_ms(status, clock.time()))
             pace, first = _pace(status, turn, played)
-            interval_ms: float = {"fast": fast_poll_ms, "making": making_poll_ms, "slow": slow_poll_ms}[pace]
+            interval_ms: float = {"fast": fast_poll_ms, "making": making_poll_ms}.get(pace, slow_poll_ms)
             if first:
                 interval_ms = max(interval_ms, _until_due_ms(status, clock.time()))
-            if pace == "slow":
+            if pace == "idle" and status is not None:
+                # A look buys seeing the next reply's first mark in time, and its segment comes no sooner than the
+                # call's least lead after it.
+                interval_ms = max(interval_ms, min(status.lead_ms, DUE_HORIZON_MS))
+            if pace in ("slow", "idle"):
                 meanwhile.begin()
             if not poll.pause(interval_ms / 1000):
                 thinking = _thinking(status, turn, played, clock.time())
@@ -183,22 +189,24 @@ def _pace(status: ReplyStatus | None, turn: int, played: int) -> tuple[Pace, boo
     sentence of the reply being made (the flow has played all of it there is), or a reply's first sentence Sonic is
     making; ``making`` while a first sentence is still with the responder — a reply begun, or a speculative one on
     Ink's eager end, which may be named as the turn ends — as it takes a synthesis after the mark that Sonic began,
-    the poll is fast by then; ``slow`` while nothing is being made, or the next sentence is held back over a speaking
-    caller."""
+    the poll is fast by then; ``slow`` while the next sentence is held back over a speaking caller; ``idle`` while
+    nothing is being made (no slower than ``slow``, and no faster than the call's least lead, when it has one)."""
     if status is None:
-        return "slow", False
+        return "idle", False
     if status.expecting is not None and status.expecting > status.turn:
         return ("fast" if status.synthesizing_first(status.expecting) else "making"), True
     if status.done:
-        return "slow", False
+        held_back = status.turn == turn and status.segments > played + 1
+        return ("slow" if held_back else "idle"), False
     if status.turn > turn:
         return ("fast" if status.synthesizing_first(status.turn) else "making"), True
     return ("fast" if status.segments <= played + 1 else "slow"), False
 
 
 DUE_HORIZON_MS = 1500
-"""The furthest ahead a due time is believed: the consumer's clock, not this function's, wrote it, and a clock set
-wrong must not keep a poll from looking for longer than this."""
+"""The furthest ahead a due time is believed (the consumer's clock, not this function's, wrote it, and a clock set
+wrong must not keep a poll from looking for longer than this), and the longest an idle poll sleeps on the call's
+least lead."""
 
 
 def _until_due_ms(status: ReplyStatus | None, now_s: float) -> float:

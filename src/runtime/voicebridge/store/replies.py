@@ -26,7 +26,8 @@ The status's ``Keys`` says where its reply's segments live (``reply``, or ``spec
 ``ExpectingKeys`` names the speculative attempt that said so; when the caller goes on, that attempt takes its mark back
 (a newer attempt's mark stays), and pollers look slowly again until the next eager end. ``DueAt`` is the soonest the
 first segment of the reply being made may be stored, by the call's quickest reply so far: pollers do not look for it
-sooner (:attr:`ReplyStatus.due_at_ms`).
+sooner (:attr:`ReplyStatus.due_at_ms`). ``LeadMs``, kept for the call, is how long at the least a reply's first segment
+has come after the first mark of its making: while nothing is being made, pollers look that often.
 """
 
 from __future__ import annotations
@@ -111,6 +112,11 @@ class ReplyStatus:
     the consumer cannot tell yet: written with each mark of a reply's making (its eager end, its beginning, Sonic
     beginning its first sentence) from the quickest that step has been on the call so far, so a poller sleeps through
     what cannot bring the segment. Every status a segment or an end writes drops it."""
+    lead_ms: int = 0
+    """How long at the least the first segment of a reply comes after the first mark of its making (its eager end or
+    its beginning), on this call so far (0: no reply yet): while nothing is being made, a poller looking this often
+    still sees the next reply's first mark by the time its segment is due. Said with each first mark, kept by every
+    later write."""
     speaking_since_ms: int = 0
     """When the caller's turn in progress began (epoch ms), 0 when they are not speaking: the consumer marks it here
     beside the checkpoint (:meth:`ReplyStore.mark_speaking`), so the poll that holds a sentence back over a speaking
@@ -135,9 +141,12 @@ class ReplyStore:
 
     # -- the consumer's side
 
-    def begin(self, contact_id: str, turn: int, keys: str = REPLY_KEYS, *, due_at_ms: int = 0) -> None:
-        """A reply to ``turn`` is being made, its first segment not stored before ``due_at_ms`` (0: unknown)."""
-        self._put_status(contact_id, ReplyStatus(turn, 0, done=False, keys=keys, due_at_ms=due_at_ms))
+    def begin(
+        self, contact_id: str, turn: int, keys: str = REPLY_KEYS, *, due_at_ms: int = 0, lead_ms: int = 0
+    ) -> None:
+        """A reply to ``turn`` is being made, its first segment not stored before ``due_at_ms`` (0: unknown), and
+        ``lead_ms`` after this mark at the least on this call (0: unknown)."""
+        self._put_status(contact_id, ReplyStatus(turn, 0, done=False, keys=keys, due_at_ms=due_at_ms, lead_ms=lead_ms))
 
     def put_segment(self, segment: Segment, *, advance: bool = True) -> bool:
         """Store a segment and (``advance``) name it in the status; False when that segment was stored before (a
@@ -240,18 +249,24 @@ class ReplyStore:
         False when a reply to that turn or a later one is already named (the speculation lost the race)."""
         return self._put_status(contact_id, status, same_turn=False)
 
-    def expect(self, contact_id: str, turn: int, keys: str, *, due_at_ms: int = 0) -> None:
+    def expect(self, contact_id: str, turn: int, keys: str, *, due_at_ms: int = 0, lead_ms: int = 0) -> None:
         """Say that ``turn``'s reply may be named at any moment (pollers look fast), its first segment not stored
-        before ``due_at_ms`` (0: unknown); the status keeps the rest. ``keys`` names the speculative attempt that
-        expects it: only that attempt's :meth:`unexpect` takes it back."""
+        before ``due_at_ms`` (0: unknown), ``lead_ms`` the call's least (:meth:`begin`); the status keeps the rest.
+        ``keys`` names the speculative attempt that expects it: only that attempt's :meth:`unexpect` takes it back."""
+        marks: dict[str, int | str] = {
+            "Expecting": turn,
+            "ExpectingKeys": keys,
+            **({"LeadMs": lead_ms} if lead_ms else {}),
+        }
         with contextlib.suppress(ConditionFailed):
-            self._set_on_status(
-                contact_id, {"Expecting": turn, "ExpectingKeys": keys}, due_at_ms=due_at_ms, before_turn=turn
-            )
+            self._set_on_status(contact_id, marks, due_at_ms=due_at_ms, before_turn=turn)
 
-    def expect_soon(self, contact_id: str, turn: int, keys: str, *, due_at_ms: int = 0) -> Future[None]:
+    def expect_soon(
+        self, contact_id: str, turn: int, keys: str, *, due_at_ms: int = 0, lead_ms: int = 0
+    ) -> Future[None]:
         """:meth:`expect`, on a thread of the store's own: the caller goes on with its work meanwhile."""
-        return self._writers().submit(functools.partial(self.expect, due_at_ms=due_at_ms), contact_id, turn, keys)
+        expect = functools.partial(self.expect, due_at_ms=due_at_ms, lead_ms=lead_ms)
+        return self._writers().submit(expect, contact_id, turn, keys)
 
     def synthesizing_soon(self, contact_id: str, turn: int, *, due_at_ms: int = 0) -> Future[None]:
         """Say, on a thread of the store's own, that Sonic is making the first sentence of ``turn``'s reply, stored
@@ -378,6 +393,7 @@ class ReplyStore:
             synthesizing=int(item["Synthesizing"]) if item.get("Synthesizing") is not None else None,
             latest=_latest(contact_id, item),
             due_at_ms=int(item.get("DueAt", 0)),
+            lead_ms=int(item.get("LeadMs", 0)),
             speaking_since_ms=int(item.get("SpeakingSince", 0)),
         )
 
@@ -410,7 +426,8 @@ class ReplyStore:
     # -- items
 
     def _status_values(self, status: ReplyStatus) -> dict[str, Any]:
-        """What a reply's status write sets: everything but the caller's speaking mark, which is not the reply's."""
+        """What a reply's status write sets: everything but the caller's speaking mark, which is not the reply's, and
+        the call's ``LeadMs`` when the status does not say it."""
         return {
             "Turn": status.turn,
             "Segments": status.segments,
@@ -422,6 +439,7 @@ class ReplyStore:
             "ExpiresAt": self._turns.expires_at(),
             **({"Latest": _segment_copy(status.latest)} if status.latest is not None else {}),
             **({"DueAt": status.due_at_ms} if status.due_at_ms else {}),
+            **({"LeadMs": status.lead_ms} if status.lead_ms else {}),
         }
 
     def _put_status(self, contact_id: str, status: ReplyStatus, *, same_turn: bool = True) -> bool:
