@@ -44,7 +44,7 @@ class MemoryReplies(ReplyStore):
         self.dues: list[tuple[str, int, int]] = []
         """Each mark of a reply's making (``begin``, ``expect``, ``synthesizing``): its turn, the due time said."""
         self.leads: list[int] = []
-        """The call's least lead said with each first mark of a reply (``begin``, ``expect``)."""
+        """The call's least lead said with each first mark of a reply (``begin``, ``expect``) and each end."""
 
     def begin(
         self, contact_id: str, turn: int, keys: str = REPLY_KEYS, *, due_at_ms: int = 0, lead_ms: int = 0
@@ -72,7 +72,10 @@ class MemoryReplies(ReplyStore):
         attributes: Mapping[str, str],
         keys: str = REPLY_KEYS,
         latest: Segment | None = None,
+        lead_ms: int = 0,
     ) -> None:
+        with self.lock:
+            self.leads.append(lead_ms)
         self._put(ReplyStatus(turn, segments, done=True, action=action, attributes=attributes, keys=keys))
 
     def commit(self, status: ReplyStatus, contact_id: str) -> bool:
@@ -346,14 +349,15 @@ def test_a_later_reply_says_its_first_segment_is_due_after_three_quarters_of_the
     assert replies.dues[2:] == [("begin", 1, asked + 300), ("synthesizing", 1, asked + 300 + 75)]
 
 
-def test_each_reply_says_how_long_its_first_segment_comes_after_it_begins_at_the_least_on_the_call(
+def test_each_reply_says_how_long_a_first_segment_comes_after_its_reply_begins_at_the_least_on_the_call(
     replies: MemoryReplies,
 ) -> None:
     with timed(replies) as (made, _):
         for seq in range(2):
             made.submit(turn(seq, "what is my balance"))
             assert made.drain(2)
-    assert replies.leads == [0, 300]
+    # Begun, ended (the call's first reply measured it: said at once), begun, ended.
+    assert replies.leads == [0, 300, 300, 300]
 
 
 def test_an_eager_end_after_the_calls_first_reply_says_when_its_reply_is_due(replies: MemoryReplies) -> None:

@@ -347,8 +347,17 @@ class ReplyMaker:
         if self._abandoned.is_set():
             return
         self._attributes.update(attributes)
+        # The call's least lead, said as soon as the reply that measured it ends: the wait for the caller's next
+        # turn is paced by it.
         self._replies.finish(
-            self.contact_id, reply.seq, reply.next_index, action, attributes, reply.keys, latest=reply.last
+            self.contact_id,
+            reply.seq,
+            reply.next_index,
+            action,
+            attributes,
+            reply.keys,
+            latest=reply.last,
+            lead_ms=self._quickest.lead_ms(),
         )
         with self._history_lock:
             said = reply.heard if reply.heard is not None else " ".join(reply.spoken)

@@ -28,9 +28,10 @@ a reply's making says when its first segment is due, from the call's quickest re
 look for it sooner; while nothing is being made it looks no more often than the least that segment has come after
 the reply's first mark on the call (a look sooner could not hand it out any sooner). A later sentence of the reply
 being played is held back while the caller is speaking (they began over it, or in the gap before it): nothing is
-said over a caller, and their turn's own reply takes its place. Segments are read where the status says they are (a committed speculative reply keeps its speculative keys).
-It answers within the wait, counted from the invocation's start, and a look the table has not answered when the
-answer is due is left behind: the answer is what the last look saw (:mod:`voicebridge.polls.longpoll`).
+said over a caller, and their turn's own reply takes its place. Segments are read where the status says they are (a
+committed speculative reply keeps its speculative keys). It answers within the wait, counted from the invocation's
+start, and a look the table has not answered when the answer is due is left behind: the answer is what the last look
+saw (:mod:`voicebridge.polls.longpoll`).
 """
 
 from __future__ import annotations

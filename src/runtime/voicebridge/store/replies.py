@@ -202,10 +202,13 @@ class ReplyStore:
         attributes: Mapping[str, str],
         keys: str = REPLY_KEYS,
         latest: Segment | None = None,
+        lead_ms: int = 0,
     ) -> None:
         """The reply ended after ``segments`` segments (``latest`` the last of them), with what the flow must do next
-        and the responder's attributes."""
-        status = ReplyStatus(turn, segments, done=True, action=action, attributes=attributes, keys=keys, latest=latest)
+        and the responder's attributes; ``lead_ms`` the call's least lead as it now is (:meth:`begin`)."""
+        status = ReplyStatus(
+            turn, segments, done=True, action=action, attributes=attributes, keys=keys, latest=latest, lead_ms=lead_ms
+        )
         # The caller's turn keeps what its reply asked for, for the call record: the status keeps only the latest.
         noting = self._writers().submit(self._note_outcome, contact_id, status)
         try:
