@@ -13,7 +13,6 @@ that fails is left for the turn's end instead); a sentence Sonic cannot speak is
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -77,11 +76,10 @@ class Quickest:
         self.synthesis_ms: float | None = None
 
     def note(self, *, responder_ms: float | None = None, synthesis_ms: float | None = None) -> None:
+        """Keep a first sentence's step times where they are the quickest yet."""
         with self._lock:
-            if responder_ms is not None:
-                self.responder_ms = min(responder_ms, self.responder_ms if self.responder_ms is not None else math.inf)
-            if synthesis_ms is not None:
-                self.synthesis_ms = min(synthesis_ms, self.synthesis_ms if self.synthesis_ms is not None else math.inf)
+            self.responder_ms = _least(self.responder_ms, responder_ms)
+            self.synthesis_ms = _least(self.synthesis_ms, synthesis_ms)
 
     def lead_ms(self) -> int:
         """How long after its responder is asked a reply's first segment is due (0: unknown)."""
@@ -94,6 +92,10 @@ class Quickest:
         """When a first segment Sonic began at ``began_ms`` (epoch ms) is due; 0: unknown."""
         with self._lock:
             return 0 if self.synthesis_ms is None else round(began_ms + DUE_SHARE * self.synthesis_ms)
+
+
+def _least(kept: float | None, new: float | None) -> float | None:
+    return new if kept is None else kept if new is None else min(kept, new)
 
 
 @dataclass(frozen=True, slots=True)
