@@ -336,7 +336,7 @@ def test_the_calls_first_reply_says_no_due_time_for_its_first_segment(replies: M
     assert replies.dues == [("begin", 0, 0), ("synthesizing", 0, 0)]
 
 
-def test_a_later_reply_says_its_first_segment_is_due_after_three_quarters_of_the_calls_quickest(
+def test_a_later_reply_says_its_first_segment_is_due_after_nine_tenths_of_the_calls_quickest(
     replies: MemoryReplies,
 ) -> None:
     with timed(replies) as (made, steps):
@@ -345,8 +345,8 @@ def test_a_later_reply_says_its_first_segment_is_due_after_three_quarters_of_the
         made.submit(turn(1, "what is my balance"))
         assert made.drain(2)
     asked = round(steps.asked_ms[1])
-    # Not before 3/4 of the responder's 300 ms and Sonic's 100 ms once asked; 3/4 of Sonic's once it begins.
-    assert replies.dues[2:] == [("begin", 1, asked + 300), ("synthesizing", 1, asked + 300 + 75)]
+    # Not before 9/10 of the responder's 300 ms and Sonic's 100 ms once asked; 9/10 of Sonic's once it begins.
+    assert replies.dues[2:] == [("begin", 1, asked + 360), ("synthesizing", 1, asked + 300 + 90)]
 
 
 def test_each_reply_says_how_long_a_first_segment_comes_after_its_reply_begins_at_the_least_on_the_call(
@@ -357,7 +357,7 @@ def test_each_reply_says_how_long_a_first_segment_comes_after_its_reply_begins_a
             made.submit(turn(seq, "what is my balance"))
             assert made.drain(2)
     # Begun, ended (the call's first reply measured it: said at once), begun, ended.
-    assert replies.leads == [0, 300, 300, 300]
+    assert replies.leads == [0, 360, 360, 360]
 
 
 def test_an_eager_end_after_the_calls_first_reply_says_when_its_reply_is_due(replies: MemoryReplies) -> None:
@@ -367,7 +367,7 @@ def test_an_eager_end_after_the_calls_first_reply_says_when_its_reply_is_due(rep
         made.eager_end(1, "what is my balance")
         until(lambda: len(replies.dues) > 3)
         made.turn_resumed(1)
-    assert replies.dues[2] == ("expect", 1, round(steps.asked_ms[1]) + 300)
+    assert replies.dues[2] == ("expect", 1, round(steps.asked_ms[1]) + 360)
 
 
 def test_a_reply_nobody_polls_for_marks_nothing_for_a_poller(replies: MemoryReplies) -> None:

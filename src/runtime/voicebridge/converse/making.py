@@ -59,9 +59,9 @@ class Speak(Protocol):
 
 Report = Callable[[str, MetricUnit, float], None]
 
-DUE_SHARE = 0.75
+DUE_SHARE = 0.9
 """The share of the call's quickest time to a reply's first segment that a poller sleeps through before it looks: a
-reply a quarter quicker than every earlier one on the call is handed out late by at most the difference."""
+reply a tenth quicker than every earlier one on the call is handed out late by at most the difference."""
 
 
 class Quickest:
