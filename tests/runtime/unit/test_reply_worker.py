@@ -356,8 +356,19 @@ def test_each_reply_says_how_long_a_first_segment_comes_after_its_reply_begins_a
         for seq in range(2):
             made.submit(turn(seq, "what is my balance"))
             assert made.drain(2)
-    # Begun, ended (the call's first reply measured it: said at once), begun, ended.
-    assert replies.leads == [0, 360, 360, 360]
+    # Begun, ended (the call's first reply measured it: said at once), begun, ended. A reply's beginning is said once
+    # the responder has answered: its segment is stored Sonic's 100 ms after that.
+    assert replies.leads == [0, 100, 100, 100]
+
+
+def test_a_speculative_replys_lead_counts_from_the_eager_end_that_said_it_is_being_made(replies: MemoryReplies) -> None:
+    with timed(replies) as (made, _):
+        made.eager_end(0, "what is my balance")
+        until(lambda: spec_segments(replies, 0))
+        made.submit(turn(0, "what is my balance"))
+        assert made.drain(2)
+    # Said at the eager end, as the responder was asked: its 300 ms and Sonic's 100 ms later, the segment was stored.
+    assert replies.leads == [0, 400]
 
 
 def test_an_eager_end_after_the_calls_first_reply_says_when_its_reply_is_due(replies: MemoryReplies) -> None:

@@ -66,27 +66,39 @@ reply a tenth quicker than every earlier one on the call is handed out late by a
 
 class Quickest:
     """The call's quickest first sentence so far, in its two steps: the responder asked to the sentence in hand, and
-    Sonic begun to the segment stored. From them the maker says, with each mark of a reply's making, when its first
-    segment is due (:attr:`~voicebridge.store.replies.ReplyStatus.due_at_ms`); nothing before the call's first reply
-    (and a successor's), which the poller waits for at its pace."""
+    Sonic begun to the segment stored; and the least time from a reply's first mark to its first segment stored. From
+    them the maker says, with each mark of a reply's making, when its first segment is due
+    (:attr:`~voicebridge.store.replies.ReplyStatus.due_at_ms`) and how often a poller need look while nothing is
+    being made (:attr:`~voicebridge.store.replies.ReplyStatus.lead_ms`); nothing before the call's first reply (and a
+    successor's), which the poller waits for at its pace."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.responder_ms: float | None = None
         self.synthesis_ms: float | None = None
+        self.marked_ms: float | None = None
 
-    def note(self, *, responder_ms: float | None = None, synthesis_ms: float | None = None) -> None:
-        """Keep a first sentence's step times where they are the quickest yet."""
+    def note(
+        self, *, responder_ms: float | None = None, synthesis_ms: float | None = None, marked_ms: float | None = None
+    ) -> None:
+        """Keep a first sentence's times where they are the quickest yet (``marked_ms``: from its reply's first mark
+        to it stored)."""
         with self._lock:
             self.responder_ms = _least(self.responder_ms, responder_ms)
             self.synthesis_ms = _least(self.synthesis_ms, synthesis_ms)
+            self.marked_ms = _least(self.marked_ms, marked_ms)
 
-    def lead_ms(self) -> int:
-        """How long after its responder is asked a reply's first segment is due (0: unknown)."""
+    def due_once_asked(self, asked_ms: float) -> int:
+        """When the first segment of a reply whose responder was asked at ``asked_ms`` (epoch ms) is due; 0: unknown."""
         with self._lock:
             if self.responder_ms is None or self.synthesis_ms is None:
                 return 0
-            return round(DUE_SHARE * (self.responder_ms + self.synthesis_ms))
+            return round(asked_ms + DUE_SHARE * (self.responder_ms + self.synthesis_ms))
+
+    def lead_ms(self) -> int:
+        """The least a first segment has been stored after its reply's first mark (0: unknown)."""
+        with self._lock:
+            return 0 if self.marked_ms is None else round(self.marked_ms)
 
     def due_once_synthesizing(self, began_ms: float) -> int:
         """When a first segment Sonic began at ``began_ms`` (epoch ms) is due; 0: unknown."""
@@ -161,6 +173,8 @@ class ReplyInProgress:
     sonic_ms: float = 0.0
     due_at_ms: int = 0
     """When its first segment is due, as last said to pollers (0: unknown); a commit names it with the reply."""
+    marked_at_ms: float | None = None
+    """When pollers were told it is being made (its eager end or its beginning, epoch ms)."""
     last: Segment | None = None
     """The segment stored last: the status carries a copy of it."""
     committed_at_ms: float | None = None
@@ -237,15 +251,16 @@ class ReplyMaker:
         # An eager end is said at once, beside the request: ConverseFunction, polling slowly while the caller speaks,
         # is then looking fast by the time the turn ends and the reply is named.
         expecting = None
-        lead_ms = self._quickest.lead_ms()
-        reply.due_at_ms = round(waterfall["ResponderStartedAt"]) + lead_ms if lead_ms else 0
-        due = {"due_at_ms": reply.due_at_ms, "lead_ms": lead_ms}
+        reply.due_at_ms = self._quickest.due_once_asked(waterfall["ResponderStartedAt"])
+        due = {"due_at_ms": reply.due_at_ms, "lead_ms": self._quickest.lead_ms()}
         if reply.speculative and not reply.committed and self._settings.polled:
+            reply.marked_at_ms = waterfall["ResponderStartedAt"]
             expecting = self._replies.expect_soon(self.contact_id, reply.seq, reply.keys, **due)
         try:
             answer = self._responder.respond(request, deadline=deadline)
             # Said once the responder has been asked, so the status write is not on the way to its first token.
             if not reply.speculative:
+                reply.marked_at_ms = self._clock.time() * 1000
                 self._replies.begin(self.contact_id, reply.seq, reply.keys, **due)
             elif expecting is not None:
                 expecting.result()
@@ -416,7 +431,8 @@ class ReplyMaker:
             return False
         ready_ms = int(self._clock.time() * 1000)
         if index == 0:
-            self._quickest.note(synthesis_ms=ready_ms - began_ms)
+            marked = None if reply.marked_at_ms is None else ready_ms - reply.marked_at_ms
+            self._quickest.note(synthesis_ms=ready_ms - began_ms, marked_ms=marked)
         segment = Segment(
             self.contact_id,
             reply.seq,

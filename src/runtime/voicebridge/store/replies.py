@@ -115,8 +115,8 @@ class ReplyStatus:
     lead_ms: int = 0
     """How long at the least the first segment of a reply comes after the first mark of its making (its eager end or
     its beginning), on this call so far (0: no reply yet): while nothing is being made, a poller looking this often
-    still sees the next reply's first mark by the time its segment is due. Said with each first mark, kept by every
-    later write."""
+    still sees the next reply's first mark before its segment is stored. Said with each first mark and each end, kept
+    by every later write."""
     speaking_since_ms: int = 0
     """When the caller's turn in progress began (epoch ms), 0 when they are not speaking: the consumer marks it here
     beside the checkpoint (:meth:`ReplyStore.mark_speaking`), so the poll that holds a sentence back over a speaking
