@@ -206,6 +206,21 @@ def test_the_calls_least_lead_is_kept_by_every_later_write_of_the_reply_status(s
     assert status is not None and status.lead_ms == 300
 
 
+def test_the_reply_status_carries_the_segment_stored_before_the_last_until_a_newer_reply_begins(
+    store: TurnStore,
+) -> None:
+    replies, contact = ReplyStore(store), str(uuid.uuid4())
+    first, second = (Segment(contact, 0, index, f"Sentence {index}.", f"s3://bucket/{index}.wav") for index in (0, 1))
+    replies.put_segment(first)
+    replies.put_segment(second, earlier=first)
+    status = replies.status(contact)
+    assert status is not None and status.latest is not None and status.earlier is not None
+    assert (status.earlier.index, status.earlier.text, status.latest.index) == (0, "Sentence 0.", 1)
+    replies.begin(contact, 1)
+    status = replies.status(contact)
+    assert status is not None and status.latest is None and status.earlier is None
+
+
 def test_await_turn_function_answers_connect(invoke_function: Invoker, cloud_env: LocalCloud, store: TurnStore) -> None:
     import copy
 

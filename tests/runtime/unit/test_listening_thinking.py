@@ -440,6 +440,15 @@ def test_a_due_time_further_ahead_than_a_clock_can_be_trusted_is_not_waited_for(
     assert looks_waiting_for(status) >= 20
 
 
+def test_the_segment_stored_before_the_last_is_handed_out_from_the_status_too() -> None:
+    second, third = (
+        Segment(CONTACT, 3, index, f"Sentence {index}.", f"s3://b/{index}.wav", "balance?") for index in (1, 2)
+    )
+    # The status alone (no segment item to read): Sonic stored the third sentence while the first was playing.
+    found = waited(ReplyStatus(3, 3, done=False, updated_at_ms=NOW_MS, latest=third, earlier=second), turn=3, segment=0)
+    assert found.segment == second and found.more
+
+
 def looks_idle(status: ReplyStatus) -> int:
     """How many looks a 500 ms wait makes after the flow played the whole of turn 3's reply (100 ms the slow pace)."""
     replies = Counted(status)

@@ -54,7 +54,7 @@ class MemoryReplies(ReplyStore):
             self.leads.append(lead_ms)
         self._put(ReplyStatus(turn, 0, done=False, keys=keys, due_at_ms=due_at_ms))
 
-    def put_segment(self, segment: Segment, *, advance: bool = True) -> bool:
+    def put_segment(self, segment: Segment, *, advance: bool = True, earlier: Segment | None = None) -> bool:
         with self.lock:
             key = (segment.turn, segment.keys, segment.index)
             fresh = key not in self.segments_by_key
@@ -73,6 +73,7 @@ class MemoryReplies(ReplyStore):
         keys: str = REPLY_KEYS,
         latest: Segment | None = None,
         lead_ms: int = 0,
+        earlier: Segment | None = None,
     ) -> None:
         with self.lock:
             self.leads.append(lead_ms)

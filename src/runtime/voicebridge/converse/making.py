@@ -177,6 +177,8 @@ class ReplyInProgress:
     """When pollers were told it is being made (its eager end or its beginning, epoch ms)."""
     last: Segment | None = None
     """The segment stored last: the status carries a copy of it."""
+    earlier: Segment | None = None
+    """The segment stored before it: the status carries a copy of it too."""
     committed_at_ms: float | None = None
     responder_started_ms: float | None = None
     """When the responder was asked (epoch ms)."""
@@ -343,6 +345,7 @@ class ReplyMaker:
                 attributes=bounded(attributes),
                 keys=reply.keys,
                 latest=reply.last,
+                earlier=reply.earlier,
                 due_at_ms=reply.due_at_ms if reply.next_index == 0 else 0,
             )
             if not self._replies.commit(status, self.contact_id):
@@ -375,6 +378,7 @@ class ReplyMaker:
             reply.keys,
             latest=reply.last,
             lead_ms=self._quickest.lead_ms(),
+            earlier=reply.earlier,
         )
         with self._history_lock:
             said = reply.heard if reply.heard is not None else " ".join(reply.spoken)
@@ -447,9 +451,9 @@ class ReplyMaker:
         with reply.lock:
             if reply.cancel.is_set():
                 return False
-            stored = self._replies.put_segment(segment, advance=reply.committed)
+            stored = self._replies.put_segment(segment, advance=reply.committed, earlier=reply.last)
             reply.next_index = index + 1
-            reply.last = segment
+            reply.earlier, reply.last = reply.last, segment
         if stored and index == 0 and turn is not None and turn.latency_ms is not None:
             # From the end of the caller's voice (Connect's clock) to the first prompt in S3.
             caller_stopped_ms = turn.ended_at_ms - turn.latency_ms

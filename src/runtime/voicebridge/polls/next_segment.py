@@ -309,11 +309,11 @@ def _played_to_its_end(
 def _segment(contact_id: str, status: ReplyStatus, turn: int, index: int, replies: ReplyStore) -> Next | None:
     if status.segments <= index and status.turn == turn:
         return None
-    latest = status.latest
-    if latest is not None and latest.turn == turn and latest.index == index:
-        # The status carries the segment stored last: what the flow almost always asks for next, in the same read.
-        segment: Segment | None = latest
-    else:
+    copies = [copy for copy in (status.latest, status.earlier) if copy is not None]
+    # The status carries the segment stored last and the one before: what the flow almost always asks for next, in
+    # the same read.
+    segment = next((copy for copy in copies if copy.turn == turn and copy.index == index), None)
+    if segment is None:
         segment = replies.segment(contact_id, turn, index, status.keys)
     if segment is None:
         return None

@@ -8,7 +8,8 @@ Items, next to the turns and the checkpoint (partition key ``ContactId``, sort k
   have played.
 - ``TurnKey = "reply"`` — one per contact: the latest turn being answered, how many of its segments are stored,
   and whether its reply is complete (with its action and the responder's attributes), and a copy of the segment
-  stored last (``Latest``: what the flow almost always asks for next). ConverseFunction polls this one small item
+  stored last (``Latest``: what the flow almost always asks for next) and of the one before it (``Earlier``: what it
+  asks for next when Sonic has run a sentence ahead of its playing). ConverseFunction polls this one small item
   (a strongly consistent read), fast while a reply is being made and slowly while the caller speaks, and reads a
   segment item only when the one it needs is not the copy.
 - ``TurnKey = "history"`` — the conversation so far (caller's words, agent's reply), bounded: what a responder
@@ -107,6 +108,8 @@ class ReplyStatus:
     is stored within a synthesis, so pollers waiting for it look fast (:meth:`ReplyStore.synthesizing_soon`)."""
     latest: Segment | None = None
     """The segment stored last, copied into the status: the flow gets it with the status, in one read."""
+    earlier: Segment | None = None
+    """The segment stored before it, copied too: Sonic often runs a sentence ahead of what the flow has played."""
     due_at_ms: int = 0
     """The soonest the first segment of the reply being made may be stored (epoch ms, the consumer's clock), 0 when
     the consumer cannot tell yet: written with each mark of a reply's making (its eager end, its beginning, Sonic
@@ -148,9 +151,10 @@ class ReplyStore:
         ``lead_ms`` after this mark at the least on this call (0: unknown)."""
         self._put_status(contact_id, ReplyStatus(turn, 0, done=False, keys=keys, due_at_ms=due_at_ms, lead_ms=lead_ms))
 
-    def put_segment(self, segment: Segment, *, advance: bool = True) -> bool:
-        """Store a segment and (``advance``) name it in the status; False when that segment was stored before (a
-        replay). A speculative reply not yet committed stores its segments without naming them."""
+    def put_segment(self, segment: Segment, *, advance: bool = True, earlier: Segment | None = None) -> bool:
+        """Store a segment and (``advance``) name it in the status, beside ``earlier``, the reply's segment before it;
+        False when that segment was stored before (a replay). A speculative reply not yet committed stores its segments
+        without naming them."""
         item: dict[str, Any] = {
             "ContactId": segment.contact_id,
             "TurnKey": segment_key(segment.turn, segment.index, segment.keys),
@@ -170,7 +174,9 @@ class ReplyStore:
             # flow can play the segment one round trip sooner. A replay that loses the item's condition has named
             # its own copy of the same segment, which is as good a reply; nothing is said twice, since the flow
             # always asks for the segment after the one it played.
-            status = ReplyStatus(segment.turn, segment.index + 1, done=False, keys=segment.keys, latest=segment)
+            status = ReplyStatus(
+                segment.turn, segment.index + 1, done=False, keys=segment.keys, latest=segment, earlier=earlier
+            )
             naming = self._writers().submit(self._put_status, segment.contact_id, status)
         try:
             self._turns.call(
@@ -203,11 +209,21 @@ class ReplyStore:
         keys: str = REPLY_KEYS,
         latest: Segment | None = None,
         lead_ms: int = 0,
+        earlier: Segment | None = None,
     ) -> None:
-        """The reply ended after ``segments`` segments (``latest`` the last of them), with what the flow must do next
-        and the responder's attributes; ``lead_ms`` the call's least lead as it now is (:meth:`begin`)."""
+        """The reply ended after ``segments`` segments (``latest`` the last of them, ``earlier`` the one before), with
+        what the flow must do next and the responder's attributes; ``lead_ms`` the call's least lead as it now is
+        (:meth:`begin`)."""
         status = ReplyStatus(
-            turn, segments, done=True, action=action, attributes=attributes, keys=keys, latest=latest, lead_ms=lead_ms
+            turn,
+            segments,
+            done=True,
+            action=action,
+            attributes=attributes,
+            keys=keys,
+            latest=latest,
+            earlier=earlier,
+            lead_ms=lead_ms,
         )
         # The caller's turn keeps what its reply asked for, for the call record: the status keeps only the latest.
         noting = self._writers().submit(self._note_outcome, contact_id, status)
@@ -394,7 +410,8 @@ class ReplyStore:
             keys=str(item.get("Keys") or REPLY_KEYS),
             expecting=int(item["Expecting"]) if item.get("Expecting") is not None else None,
             synthesizing=int(item["Synthesizing"]) if item.get("Synthesizing") is not None else None,
-            latest=_latest(contact_id, item),
+            latest=_copied(contact_id, item, "Latest"),
+            earlier=_copied(contact_id, item, "Earlier"),
             due_at_ms=int(item.get("DueAt", 0)),
             lead_ms=int(item.get("LeadMs", 0)),
             speaking_since_ms=int(item.get("SpeakingSince", 0)),
@@ -441,6 +458,7 @@ class ReplyStore:
             "UpdatedAt": _now_ms(),
             "ExpiresAt": self._turns.expires_at(),
             **({"Latest": _segment_copy(status.latest)} if status.latest is not None else {}),
+            **({"Earlier": _segment_copy(status.earlier)} if status.earlier is not None else {}),
             **({"DueAt": status.due_at_ms} if status.due_at_ms else {}),
             **({"LeadMs": status.lead_ms} if status.lead_ms else {}),
         }
@@ -449,9 +467,11 @@ class ReplyStore:
         """Write ``status`` over an older turn's (and, with ``same_turn``, over its own turn's); whether it was.
 
         An update, not a put: the caller's speaking mark on the same item stays as the consumer last wrote it. The
-        rest is replaced, as a put would (``Expecting``, an older ``Latest`` and ``DueAt`` are removed)."""
+        rest is replaced, as a put would (``Expecting``, an older ``Latest``, ``Earlier`` and ``DueAt`` are removed)."""
         values = typed_item(self._status_values(status))
-        removed = ["Expecting", "ExpectingKeys"] + [name for name in ("Latest", "DueAt") if name not in values]
+        removed = ["Expecting", "ExpectingKeys"] + [
+            name for name in ("Latest", "Earlier", "DueAt") if name not in values
+        ]
         # Every attribute by a name placeholder: Segments, among others, is one of DynamoDB's reserved words.
         update = "SET " + ", ".join(f"#{name} = :{name}" for name in values)
         update += " REMOVE " + ", ".join(f"#{name}" for name in removed)
@@ -541,9 +561,9 @@ def _segment_copy(segment: Segment) -> dict[str, Any]:
     return copy
 
 
-def _latest(contact_id: str, item: Mapping[str, Any]) -> Segment | None:
-    """The status's copy of the segment stored last, as a segment of the status's turn."""
-    copy = item.get("Latest")
+def _copied(contact_id: str, item: Mapping[str, Any], name: str) -> Segment | None:
+    """The status's copy of a segment (``Latest``, ``Earlier``), as a segment of the status's turn."""
+    copy = item.get(name)
     if not isinstance(copy, Mapping) or "Segment" not in copy:
         return None
     return Segment(
