@@ -191,7 +191,7 @@ def _pace(status: ReplyStatus | None, turn: int, played: int) -> tuple[Pace, boo
     making; ``making`` while a first sentence is still with the responder — a reply begun, or a speculative one on
     Ink's eager end, which may be named as the turn ends — as it takes a synthesis after the mark that Sonic began,
     the poll is fast by then; ``slow`` while the next sentence is held back over a speaking caller; ``idle`` while
-    nothing is being made (no slower than ``slow``, and no faster than the call's least lead, when it has one)."""
+    nothing is being made (the slow pace, or the call's least lead when that is longer)."""
     if status is None:
         return "idle", False
     if status.expecting is not None and status.expecting > status.turn:
