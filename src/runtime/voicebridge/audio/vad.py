@@ -212,6 +212,11 @@ class VoiceActivity:
         """An utterance is open, or a voiced run is building up."""
         return self.open_start_ms is not None or self._run_ms > 0
 
+    def unvoiced_since(self, position_ms: float) -> bool:
+        """No voice from ``position_ms`` to now, none building up, and no utterance open."""
+        voiced_end = self.last_voiced_end_ms
+        return not self.speaking and (voiced_end is None or voiced_end <= position_ms)
+
     @property
     def silent_for_ms(self) -> float:
         """How long the stream has been unvoiced (the whole stream if it never was)."""

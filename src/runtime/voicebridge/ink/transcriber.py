@@ -296,10 +296,14 @@ class TrackTranscriber(TurnListener):
             if not fresh:
                 return False
             was_voiced = self._vad.speaking
-            self._vad.feed(fresh)
+            for start in range(0, len(fresh), self._frame_bytes):
+                piece = fresh[start : start + self._frame_bytes]
+                piece_start_ms = self._vad.position_ms
+                self._vad.feed(piece)
+                # Catching up drops what the detector heard no voice in, noise and all, never the caller.
+                self._pacer.push(piece, silent=self._vad.unvoiced_since(piece_start_ms))
             verdict = self._watch.feed(fresh, self._vad) if self._watch is not None else None
             heard = self._voice_change(was_voiced)
-            self._pacer.push(fresh)
             self._pump()
             if verdict is not None:
                 self._judged(verdict)
