@@ -74,15 +74,20 @@ class NoiseFloor:
     babble speech, so "the unvoiced frames" would never be babble's). It follows a line that gets noisier or quieter
     within ``window_frames``.
 
-    The floor is never put above ``ceiling_db``: a stream that begins in the middle of a voice (a consumer taking
-    over a call) has no quiet frames yet to learn from, and the voice must not be taken for the line's noise. The
-    simulated caller speaks at -21 dBFS (active level): noise above -30 dBFS is within 10 dB of such a voice, past
-    where the gate can tell them apart by level (the `vad` bench's loudest noises sit at -32 dBFS)."""
+    A few frames say little of a line, and babble dips between its syllables: over the first ``learn_frames`` the
+    percentile taken falls from the median to ``percentile``, so one dip early on is not taken for the floor (a
+    line that starts quiet, the usual case, still has its floor from its first frames). The floor is never above
+    ``ceiling_db``, so a stream that begins in the middle of a voice (a consumer taking over a call), with no quiet
+    frames yet to learn from, does not take the voice for the line's noise. The simulated caller speaks at -21 dBFS
+    (active level): noise above -30 dBFS is within 10 dB of such a voice, past where the gate can tell them apart by
+    level (the `vad` bench's loudest noises sit at -32 dBFS)."""
 
     window_frames: int = 250
     """Five seconds of 20 ms frames: longer than a caller speaks without a gap."""
     percentile: float = 10.0
     ceiling_db: float = -30.0
+    learn_frames: int = 50
+    """One second."""
     _levels: deque[float] = field(default_factory=deque)
     _sorted: list[float] = field(default_factory=list)
 
@@ -95,10 +100,13 @@ class NoiseFloor:
 
     @property
     def level_db(self) -> float:
-        """The floor now (-100 before any frame)."""
-        if not self._sorted:
-            return -100.0
-        return min(self._sorted[int(len(self._sorted) * self.percentile / 100)], self.ceiling_db)
+        """The floor now (``ceiling_db`` before any frame)."""
+        heard = len(self._sorted)
+        if not heard:
+            return self.ceiling_db
+        learnt = min(1.0, heard / self.learn_frames)
+        percentile = 50.0 - (50.0 - self.percentile) * learnt
+        return min(self._sorted[int(heard * percentile / 100)], self.ceiling_db)
 
 
 @dataclass
