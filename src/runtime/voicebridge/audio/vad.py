@@ -88,6 +88,7 @@ class NoiseFloor:
     ceiling_db: float = -30.0
     learn_frames: int = 50
     """One second."""
+    spread_percentiles: float = 20.0
     _levels: deque[float] = field(default_factory=deque)
     _sorted: list[float] = field(default_factory=list)
 
@@ -101,12 +102,23 @@ class NoiseFloor:
     @property
     def level_db(self) -> float:
         """The floor now (``ceiling_db`` before any frame)."""
-        heard = len(self._sorted)
-        if not heard:
+        if not self._sorted:
             return self.ceiling_db
+        return min(self._at(0.0), self.ceiling_db)
+
+    @property
+    def spread_db(self) -> float:
+        """How far the line's quieter frames spread above the floor: the level ``spread_percentiles`` above the
+        floor's, less the floor's (0 before any frame). A steady hiss spreads under a decibel, babble several."""
+        if not self._sorted:
+            return 0.0
+        return self._at(self.spread_percentiles) - self._at(0.0)
+
+    def _at(self, above: float) -> float:
+        heard = len(self._sorted)
         learnt = min(1.0, heard / self.learn_frames)
-        percentile = 50.0 - (50.0 - self.percentile) * learnt
-        return min(self._sorted[int(heard * percentile / 100)], self.ceiling_db)
+        percentile = 50.0 - (50.0 - self.percentile) * learnt + above
+        return self._sorted[min(heard - 1, int(heard * percentile / 100))]
 
 
 @dataclass
@@ -121,8 +133,10 @@ class AboveNoiseFloor:
     no false start in any of its line noises, babble 10 dB below the speech included."""
 
     inner: FrameDetector
-    margin_db: float = 12.0
-    hold_db: float = 6.0
+    margin_db: float = 4.0
+    spread_factor: float = 2.0
+    max_margin_db: float = 12.0
+    hold: float = 0.5
     smooth_frames: int = 5
     floor: NoiseFloor = field(default_factory=NoiseFloor)
     _voiced: bool = False
@@ -137,7 +151,8 @@ class AboveNoiseFloor:
             if len(self._recent) > self.smooth_frames:
                 self._recent.popleft()
             recent_db = 10 * math.log10(sum(self._recent) / len(self._recent))
-            needed_db = self.margin_db - (self.hold_db if self._voiced else 0.0)
+            margin_db = min(self.margin_db + self.spread_factor * self.floor.spread_db, self.max_margin_db)
+            needed_db = margin_db * (self.hold if self._voiced else 1.0)
             self._voiced = judged and recent_db - self.floor.level_db > needed_db
             decisions.append(self._voiced)
         return decisions
