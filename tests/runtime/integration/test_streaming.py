@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
 import pytest
 
 from tests.fixtures import ROOT
@@ -38,6 +39,7 @@ from voicebridge_dev.local.kvs import EMULATED_INSTANCE_ID
 from voicebridge_dev.local.sonic import Fault, FaultKind
 from voicebridge_dev.local.speech_engine import StandInSpeechEngine
 from voicebridge_dev.simulator import SCENARIOS, load_clips
+from voicebridge_dev.simulator.line import LineNoise
 from voicebridge_dev.template import LOCAL_ACCOUNT
 
 pytestmark = pytest.mark.timeout(120)
@@ -135,6 +137,18 @@ def test_talking_over_a_reply_stops_it_and_is_answered_and_a_backchannel_does_no
     # The "uh huh" during the greeting stopped nothing; the caller's words over the reply did, while they spoke.
     assert len(interruptions) == 1
     assert person < interruptions[0] < person + CLIPS["person"].pcm.__len__() / (2 * RATE)
+    assert result.finish is not None and result.finish.type == "ESCALATE"
+
+
+def test_babble_on_the_callers_line_never_interrupts_the_agent(agent: LocalAgent) -> None:
+    audio, _ = caller(4.0, "balance", 9.0, "person", 6.0)
+    line = LineNoise.of("babble-10db", [clip.samples for clip in CLIPS.values()])
+    noisy = line.added(np.frombuffer(audio, dtype="<i2"), 0).tobytes()
+
+    result = session(agent, noisy)
+
+    # Six voices talking 10 dB under the caller, all through the greeting and the answer: none of them is the caller.
+    assert [e.at for e in result.timeline.of("interruption") if e.detail["by"] == "agent"] == []
     assert result.finish is not None and result.finish.type == "ESCALATE"
 
 

@@ -113,7 +113,7 @@ class Track:
             track="customer",
             progress=TrackProgress(next_seq=1),
             store=None,  # type: ignore[arg-type]  # no turn is stored here
-            open_session=self._open,
+            open_session=self._open,  # type: ignore[arg-type]  # records what Ink is sent
             sink=MetricSink(threading.Lock()),
             voice_detector="silero",
             clock=self.clock,

@@ -123,14 +123,18 @@ class NoiseFloor:
 
 @dataclass
 class AboveNoiseFloor:
-    """A detector's voiced frames, kept only where the line is ``margin_db`` above its noise floor.
+    """A detector's voiced frames, kept only where the line is clearly above its noise floor.
 
     The level judged is the mean power of the last ``smooth_frames`` frames (100 ms): babble's level swings from
-    frame to frame with its voices' syllables, a caller's voice over it stays up for longer. Once voiced, the voice
-    holds down to ``margin_db - hold_db`` (the weak end of a syllable stays the caller's). On a clean line the floor is
-    near digital silence and the gate passes whatever the detector passes; under noise it asks what a listener asks:
-    is this louder than the line is anyway. The settings are the `vad` bench's (docs/benchmarks.md, Voice detection):
-    no false start in any of its line noises, babble 10 dB below the speech included."""
+    frame to frame with its voices' syllables, a caller's voice over it stays up for longer. How far above the floor
+    is clear depends on the noise: a steady hiss hardly moves (100 ms of white noise stays within 1.5 dB of its
+    floor), babble rises 11 dB above its floor by itself. So the margin is ``margin_db`` plus ``spread_factor`` times
+    the line's spread (:attr:`NoiseFloor.spread_db`), at most ``max_margin_db``: about 5 dB under white noise, 12 under
+    babble. Once voiced, the voice holds down to ``hold`` of the margin (the weak end of a syllable stays the
+    caller's). On a clean line the floor is near digital silence and the gate passes whatever the detector passes;
+    under noise it asks what a listener asks: is this louder than the line is anyway. The settings are the `vad`
+    bench's (docs/benchmarks.md, Voice detection): no false start in any of its line noises, babble 10 dB below the
+    speech included."""
 
     inner: FrameDetector
     margin_db: float = 4.0
