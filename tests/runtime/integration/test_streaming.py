@@ -141,14 +141,17 @@ def test_talking_over_a_reply_stops_it_and_is_answered_and_a_backchannel_does_no
 
 
 def test_babble_on_the_callers_line_never_interrupts_the_agent(agent: LocalAgent) -> None:
-    audio, _ = caller(4.0, "balance", 9.0, "person", 6.0)
+    audio, starts = caller(4.0, "balance", 9.0, "person", 6.0)
     line = LineNoise.of("babble-10db", [clip.samples for clip in CLIPS.values()])
     noisy = line.added(np.frombuffer(audio, dtype="<i2"), 0).tobytes()
+    spoken = [(at, at + len(CLIPS[name].pcm) / (2 * RATE)) for name, at in starts.items()]
 
     result = session(agent, noisy)
 
-    # Six voices talking 10 dB under the caller, all through the greeting and the answer: none of them is the caller.
-    assert [e.at for e in result.timeline.of("interruption") if e.detail["by"] == "agent"] == []
+    # Six voices talking 10 dB under the caller, all through the greeting and the answers: none of them is the caller,
+    # so the agent stops only while the caller speaks (over the end of a reply, as they may).
+    interruptions = [e.at for e in result.timeline.of("interruption") if e.detail["by"] == "agent"]
+    assert all(any(start < at < end for start, end in spoken) for at in interruptions), (interruptions, spoken)
     assert result.finish is not None and result.finish.type == "ESCALATE"
 
 

@@ -148,11 +148,14 @@ def test_babble_alone_never_marks_the_caller_speaking(condition: str) -> None:
     assert track.marks == []
 
 
-def test_a_caller_over_babble_is_marked_speaking() -> None:
+def test_a_caller_over_babble_is_marked_speaking_when_they_start() -> None:
     track = Track()
-    pcm, _ = noisy("babble-10db", 6.0, "balance", 1.0)
-    track.arrives(pcm)
-    assert track.marks[:1] == [(1, True)]
+    pcm, spans = noisy("babble-10db", 6.0, "balance", 1.0)
+    start, _ = spans["balance"]
+    track.arrives(pcm[: int(start) * 16])
+    assert track.marks == []
+    track.arrives(pcm[int(start) * 16 : int(start + 500) * 16])
+    assert track.marks == [(1, True)]
 
 
 @pytest.mark.parametrize("condition", ["white-20db", "babble-20db"])
