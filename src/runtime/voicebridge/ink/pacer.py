@@ -21,8 +21,8 @@ So the pacer does two things, sans I/O (the owner passes ``now`` and sends what 
   open nothing is dropped: Ink ends a turn only on the silence it hears, and a shortened pause could join two turns.
   So Ink hears every word and every pause that ends a turn, and the session returns to live at the caller's next
   long pause (at once at the start of a call, when the caller is listening to the greeting). Dropped silence is
-  reported (:attr:`Pacer.skipped_ms`), never counted as sent. ``INK_CATCH_UP=off`` turns this off (every byte is sent, and
-  a backlog's delay stays for the rest of the call).
+  reported (:attr:`Pacer.skipped_ms`), never counted as sent. ``INK_CATCH_UP=off`` turns this off (every byte is
+  sent, and a backlog's delay stays for the rest of the call).
 
 ::
 
