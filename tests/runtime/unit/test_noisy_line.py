@@ -158,7 +158,7 @@ def test_a_caller_over_babble_is_marked_speaking_when_they_start() -> None:
     assert track.marks == [(1, True)]
 
 
-@pytest.mark.parametrize("condition", ["white-20db", "babble-20db"])
+@pytest.mark.parametrize("condition", ["white-20db", "white-10db", "babble-20db", "babble-10db"])
 def test_a_backlog_of_line_noise_is_caught_up_and_the_voice_after_it_sent_whole(condition: str) -> None:
     track = Track()
     pcm, spans = noisy(condition, 4.0, "balance", 3.0)
