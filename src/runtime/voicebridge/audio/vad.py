@@ -80,7 +80,7 @@ class NoiseFloor:
     ``ceiling_db``, so a stream that begins in the middle of a voice (a consumer taking over a call), with no quiet
     frames yet to learn from, does not take the voice for the line's noise. The simulated caller speaks at -21 dBFS
     (active level): noise above -30 dBFS is within 10 dB of such a voice, past where the gate can tell them apart by
-    level (the `vad` bench's loudest noises sit at -32 dBFS)."""
+    level (the `vad` bench's loudest noise, white noise 10 dB below that voice, sits at -31 dBFS)."""
 
     window_frames: int = 250
     """Five seconds of 20 ms frames: longer than a caller speaks without a gap."""
