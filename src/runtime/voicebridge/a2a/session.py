@@ -12,7 +12,14 @@ EventBridge). What is this transport's own:
 - **negotiation**: the caller's audio is asked for at 8 kHz (what Ink and the voice detector read; Connect resamples
   the caller's leg), the agent's at the rate Connect proposes unless a rate is configured (Sonic makes 8, 16 and
   24 kHz itself, so nothing is resampled either way);
-- **the output gate**: nothing is sent before ``CHANNEL_STATE READY``; then the greeting;
+- **the output gate**: nothing is sent before ``CHANNEL_STATE READY``; then the greeting, unless the session
+  continues a conversation;
+- **a conversation it did not start** (docs/protocols.md, *history in INIT_SESSION*): a handoff whose ``history``
+  holds earlier turns seeds the responder's history with them and does not greet; a caller's message the history ends
+  with unanswered is the session's first turn, answered after READY. A redial of a dropped socket (the contact was
+  this product's already) continues from the turn table instead, where every turn of the first socket is stored once:
+  it waits for the dropped socket's session to stop, takes the contact over under the next generation, finishes a
+  reply the drop cut short, and does not greet;
 - **the voice**: each sentence's Sonic audio goes to the :class:`~voicebridge.a2a.output.Player` as it arrives; a
   speculative reply's audio waits in it until the reply is committed;
 - **barge-in**: the session's own voice detector hears the caller over the agent: after ``a2a_barge_in_pause_ms`` of
@@ -34,7 +41,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -46,20 +53,20 @@ from voicebridge.a2a.protocol import AudioConfig
 from voicebridge.a2a.tracing import TurnTrace
 from voicebridge.a2a.voice import StreamingVoice
 from voicebridge.audio.end_of_turn import TurnEndWatch
-from voicebridge.audio.vad import VoiceActivity, detector
+from voicebridge.audio.vad import BYTES_PER_MS, VoiceActivity, detector
 from voicebridge.config import EndOfTurnUse, Settings, VoiceDetectorName
-from voicebridge.conversation import Action
+from voicebridge.conversation import Action, Exchange
 from voicebridge.converse.making import ReplyInProgress, ReplySettings, Spoken
 from voicebridge.converse.responder import Responder
 from voicebridge.converse.worker import ReplyWorker
-from voicebridge.errors import ModelUnavailable, VoiceBridgeError
+from voicebridge.errors import ModelUnavailable, Superseded, VoiceBridgeError
 from voicebridge.ink.pacer import CATCH_UP_AFTER_MS, Pacer
 from voicebridge.ink.session import InkSession, TurnListener
 from voicebridge.ink.transcriber import MetricSink, TrackTranscriber
 from voicebridge.language import Languages, Listening
 from voicebridge.sonic.synthesizer import SynthesisCancelled
 from voicebridge.store.replies import ReplyStore
-from voicebridge.store.turns import CUSTOMER, STOPPED, Checkpoint, TrackProgress, Turn, TurnStore
+from voicebridge.store.turns import CUSTOMER, STOPPED, Checkpoint, Claim, TrackProgress, Turn, TurnStore
 from voicebridge.telemetry import in_context, logger
 
 INPUT_RATE = 8000
@@ -71,6 +78,35 @@ FINISH = {
     Action.TRANSFER: ("ESCALATE", "the caller asked for a person"),
     Action.HANGUP: ("COMPLETE", "the caller is done"),
 }
+REDIAL_WAIT_S = 5.0
+"""How long a redial waits for the dropped socket's session to stop: it saves where the caller's turns stand (the next
+turn's number) as it stops, and the new session numbers its turns from there."""
+REDIAL_POLL_S = 0.1
+
+
+def continuation(history: Sequence[tuple[str, str]]) -> tuple[list[Exchange], str]:
+    """Connect's ``history`` (role, text; oldest first) as the responder's exchanges, and the caller's words it ends
+    with unanswered ("" when the agent spoke last). Consecutive messages of one side are one turn of it; an agent's
+    message before any of the caller's is an exchange with no caller's words; a message of another role, or with no
+    text, is left out."""
+    exchanges: list[Exchange] = []
+    caller: list[str] = []
+    agent: list[str] = []
+    for role, text in history:
+        words = text.strip()
+        if not words:
+            continue
+        if role in protocol.CALLER_ROLES:
+            if agent:
+                exchanges.append(Exchange(" ".join(caller), " ".join(agent)))
+                caller, agent = [], []
+            caller.append(words)
+        elif role in protocol.AGENT_ROLES:
+            agent.append(words)
+    if agent:
+        exchanges.append(Exchange(" ".join(caller), " ".join(agent)))
+        caller = []
+    return exchanges, " ".join(caller)
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +230,10 @@ class AgentSession:
         self.barge_ins = 0
         self._traced = 0
         self._responder_name = ""
+        self.continuing = False
+        """The session continues a conversation (history from Connect, or a redial): the agent does not greet."""
+        self._stream_base_ms = 0.0
+        """Where this socket's caller audio begins in the contact's stream (after a redial, past the first socket's)."""
 
     # -- frames in
 
@@ -270,17 +310,17 @@ class AgentSession:
         listening = self._settings.languages.listening(
             self._engine.contact_language(init.instance_arn, init.contact_id)
         )
-        _, generation = store.claim(
-            init.contact_id,
-            f"a2a:{init.context_id}",
-            "0",
-            [CUSTOMER],
-            start_timestamp_ms=int(time.time() * 1000),
-            converse=True,
-            language=listening.language,
-        )
+        claim, generation, previous = self._claim(init, listening.language)
         self._generation = generation
         self._checkpoint = store.load(init.contact_id)
+        redial = claim is Claim.TAKEN_OVER
+        exchanges, unanswered = ([], "") if redial else continuation(init.history)
+        self.continuing = redial or bool(exchanges or unanswered)
+        if exchanges:
+            # The responder's history, as the reply worker reads it; redacted at rest with the contact's record.
+            self._engine.replies.record_exchange(
+                init.contact_id, exchanges[-1], keep=self._settings.replies.history_turns, before=exchanges[:-1]
+            )
         self._voice = self._engine.voice(output_rate, listening.language)
         self._player = Player(
             init.context_id,
@@ -289,6 +329,12 @@ class AgentSession:
             chunk_bytes=min(protocol.audio_chunk_bytes(output_rate), output_rate * 2 // 10),
         )
         progress = self._checkpoint.tracks.get(CUSTOMER, TrackProgress()) if self._checkpoint else TrackProgress()
+        stopped = previous.tracks.get(CUSTOMER) if redial and previous is not None else None
+        if stopped is not None:
+            # The new socket's audio goes on where the dropped one's stopped in the contact's stream, so the turns of
+            # both keep their order in the record (the claim keeps only the turns' numbering).
+            progress = replace(progress, stream_bytes=stopped.stream_bytes)
+        self._stream_base_ms = progress.stream_bytes / BYTES_PER_MS
         responder = self._engine.responder()
         self._responder_name = responder.name
         self._worker = ReplyWorker(
@@ -320,6 +366,36 @@ class AgentSession:
         )
         self._listener = threading.Thread(target=in_context(self._listen), name="caller-audio", daemon=True)
         self._listener.start()
+        if unanswered:
+            # The caller's last words before the handoff: this session's first turn, stored and answered as typed
+            # words are (the record redacts them as it does every turn).
+            self._transcriber.typed(unanswered)
+        if redial:
+            self._worker.resume_unfinished(store)
+
+    def _claim(self, init: protocol.InitSession, language: str | None) -> tuple[Claim, int, Checkpoint | None]:
+        """The contact claimed in the turn table, and its checkpoint before (None for a new contact). A redial may
+        arrive while the dropped socket's session is still stopping: it is waited for (``REDIAL_WAIT_S``) whatever its
+        lease says, since it saves where the caller's turns stand only as it stops; a session still alive after that
+        keeps the contact."""
+        store = self._engine.store
+        deadline = time.monotonic() + REDIAL_WAIT_S
+        previous = store.load(init.contact_id)
+        while previous is not None and previous.state != STOPPED and time.monotonic() < deadline:
+            time.sleep(REDIAL_POLL_S)
+            previous = store.load(init.contact_id)
+        claim, generation = store.claim(
+            init.contact_id,
+            f"a2a:{init.context_id}",
+            "0",
+            [CUSTOMER],
+            start_timestamp_ms=int(time.time() * 1000),
+            converse=True,
+            language=language,
+        )
+        if claim is Claim.ALIVE:
+            raise Superseded(f"contact {init.contact_id} is still served by another session")
+        return claim, generation, previous
 
     # -- the caller
 
@@ -369,7 +445,8 @@ class AgentSession:
         began = self._stream_started
         if began is None or turn.latency_ms is None:
             return False
-        start, end = began + turn.audio_start_ms / 1000, began + turn.audio_end_ms / 1000
+        start = began + (turn.audio_start_ms - self._stream_base_ms) / 1000
+        end = began + (turn.audio_end_ms - self._stream_base_ms) / 1000
         return any(low - 0.3 <= start and end <= high + 0.3 for low, high in self._backchannels)
 
     def _typed(self, digits: str) -> None:
@@ -461,7 +538,8 @@ class AgentSession:
 
     def _start_output(self) -> None:
         self._ticker = self._loop.create_task(self._tick())
-        self._say(self._settings.greeting)
+        if not self.continuing:
+            self._say(self._settings.greeting)
 
     def _task_for(self, reply: ReplyInProgress | None, name: str) -> _Task:
         player = self._player

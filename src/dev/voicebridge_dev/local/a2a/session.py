@@ -89,6 +89,8 @@ class ConnectSettings:
     subscribe_traces: bool = True
     instance_arn: str = "arn:aws:connect:us-east-1:111122223333:instance/00000000-0000-4000-8000-000000000000"
     contact_arn: str = ""
+    context_id: str = ""
+    """The session's ``contextId``; a fresh one when empty (a redial keeps the first socket's, :mod:`~.redial`)."""
     history: tuple[dict[str, Any], ...] = ()
     """Earlier turns as A2A messages; empty for an immediate handoff's first turn."""
     ready_delay_s: float = 0.0
@@ -200,7 +202,7 @@ class _Session:
             FixedCaller(caller_audio[: len(caller_audio) // 2 * 2]) if isinstance(caller_audio, bytes) else caller_audio
         )
         self.script = script
-        self.frames = ConnectFrames()
+        self.frames = ConnectFrames(context_id=settings.context_id) if settings.context_id else ConnectFrames()
         contact_arn = settings.contact_arn or f"{settings.instance_arn}/contact/{uuid.uuid4()}"
         self.proposed_input = AudioConfig(settings.input_rate)
         self.proposed_output = AudioConfig(settings.output_rate)
