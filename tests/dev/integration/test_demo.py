@@ -76,6 +76,8 @@ def test_the_streaming_transport_runs_the_demos_scenario_with_the_same_report_ke
     assert status == 0
     written = json.loads(report.read_text(encoding="utf-8"))
     assert written["transport"] == "a2a" and written["ended_by"] == "ESCALATE" and written["contract_violations"] == []
+    # The agent's hand-over note reached the contact (on the Connect emulator's instance) before the hand-back.
+    assert written["handover_outcome"] == "Escalate"
     (turn,) = written["turns"]
     assert turn["said"] == turn["heard"] == "Let me talk to a person, please."
     assert set(turn["latency_ms"]) == {
