@@ -14,7 +14,7 @@ EventBridge). What is this transport's own:
   24 kHz itself, so nothing is resampled either way);
 - **the output gate**: nothing is sent before ``CHANNEL_STATE READY``; then the greeting, unless the session
   continues a conversation;
-- **a conversation it did not start** (docs/protocols.md, *history in INIT_SESSION*): a handoff whose ``history``
+- **a conversation it did not start** (docs/protocols.md, *History and redials*): a handoff whose ``history``
   holds earlier turns seeds the responder's history with them and does not greet; a caller's message the history ends
   with unanswered is the session's first turn, answered after READY. A redial of a dropped socket (the contact was
   this product's already) continues from the turn table instead, where every turn of the first socket is stored once:
@@ -80,8 +80,9 @@ FINISH = {
 }
 REDIAL_WAIT_S = 5.0
 """How long a redial waits for the dropped socket's session to stop: it saves where the caller's turns stand (the next
-turn's number) as it stops, and the new session numbers its turns from there."""
+turn's number, the length of the caller's stream) as it stops, and the new session goes on from there."""
 REDIAL_POLL_S = 0.1
+"""How often the redial looks whether that session has stopped (one consistent read of the checkpoint)."""
 
 
 def continuation(history: Sequence[tuple[str, str]]) -> tuple[list[Exchange], str]:
