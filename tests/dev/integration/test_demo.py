@@ -1,5 +1,6 @@
 """``voicebridge demo`` as a newcomer runs it: one call, a sentence of their own heard exactly as said and its card
-number kept nowhere, the services each in a process of their own; the streaming transport; a Spanish call."""
+number kept nowhere, the services each in a process of their own; the streaming transport on a noisy line; a Spanish
+call."""
 
 from __future__ import annotations
 
@@ -76,15 +77,26 @@ def test_a_card_number_said_on_a_call_is_kept_nowhere(card_call: Demo) -> None:
     assert "turn stored" in (out / "function-logs.txt").read_text(encoding="utf-8")
 
 
-def test_the_streaming_transport_runs_the_demos_scenario_with_the_same_report_keys(tmp_path: Path) -> None:
-    out, report = tmp_path / "out", tmp_path / "report.json"
-
+@pytest.fixture(scope="module")
+def streaming_call(tmp_path_factory: pytest.TempPathFactory) -> Demo:
+    """One call of the demo's scenario on the streaming transport, on a line with white noise 20 dB below speech."""
+    folder = tmp_path_factory.mktemp("streaming-call")
+    out, report = folder / "out", folder / "report.json"
     status = run_demo(
-        out=out, report=str(report), engine="standin", scenario="transfer", recognition="registered", transport="a2a"
+        out=out,
+        report=str(report),
+        engine="standin",
+        scenario="transfer",
+        recognition="registered",
+        transport="a2a",
+        line_noise="white-20db",
     )
+    return Demo(out, report, status)
 
-    assert status == 0
-    written = json.loads(report.read_text(encoding="utf-8"))
+
+def test_the_streaming_transport_runs_the_demos_scenario_with_the_same_report_keys(streaming_call: Demo) -> None:
+    assert streaming_call.status == 0
+    written = json.loads(streaming_call.report.read_text(encoding="utf-8"))
     assert written["transport"] == "a2a" and written["ended_by"] == "ESCALATE" and written["contract_violations"] == []
     (turn,) = written["turns"]
     assert turn["said"] == turn["heard"] == "Let me talk to a person, please."
@@ -96,7 +108,14 @@ def test_the_streaming_transport_runs_the_demos_scenario_with_the_same_report_ke
         "bridge",
     }
     assert turn["latency_ms"]["stop_to_turn_end"] < turn["latency_ms"]["stop_to_playing"]
-    assert {path.name for path in out.iterdir()} >= {"call.wav", "transcript.txt"}
+    assert {path.name for path in streaming_call.out.iterdir()} >= {"call.wav", "transcript.txt"}
+
+
+def test_a_call_on_a_noisy_line_is_heard_as_said_and_the_noise_sets_nothing_off(streaming_call: Demo) -> None:
+    written = json.loads(streaming_call.report.read_text(encoding="utf-8"))
+    assert written["line_noise"] == "white-20db"
+    assert written["line"] == {"interruptions_without_speech": 0, "turns_without_speech": 0}
+    assert written["turns"] and all(turn["heard"] == turn["said"] for turn in written["turns"])
 
 
 SPANISH = "Mi tarjeta es cuatro uno uno uno uno uno uno uno uno uno uno uno uno uno uno uno quiero una persona"
