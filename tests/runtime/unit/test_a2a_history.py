@@ -1,20 +1,11 @@
 """A streaming session that continues a conversation it did not start: Connect's ``history`` as the responder's
-exchanges, and a redial that waits for the dropped socket's session to stop before it takes the contact over."""
+exchanges (a redial's claim on the contact: test_a2a_claim.py)."""
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any, cast
-
-import pytest
-
-from voicebridge.a2a import session as a2a_session
 from voicebridge.a2a.protocol import InitSession, Reader
-from voicebridge.a2a.session import AgentSession, Engine, StreamSettings, continuation
-from voicebridge.config import Settings
+from voicebridge.a2a.session import continuation
 from voicebridge.conversation import Exchange
-from voicebridge.errors import Superseded
-from voicebridge.store.turns import LISTENING, STOPPED, Checkpoint, Claim, TrackProgress
 
 
 def test_a_history_becomes_exchanges_and_the_callers_last_words_unanswered() -> None:
@@ -64,56 +55,3 @@ def test_an_init_session_carries_its_history_as_roles_and_texts_oldest_first() -
 
     assert isinstance(init, InitSession)
     assert continuation(init.history) == ([Exchange("I need help with my bill", "I can help with that.")], "")
-
-
-class StoppingStore:
-    """A turn table in which the contact's first session is still stopping for ``stopping`` looks, then stopped."""
-
-    def __init__(self, stopping: int) -> None:
-        self.stopping = stopping
-        self.looks = 0
-        self.claimed_after: int | None = None
-
-    def load(self, contact_id: str) -> Checkpoint:
-        self.looks += 1
-        state = LISTENING if self.looks <= self.stopping else STOPPED
-        return Checkpoint(contact_id, "a2a:ctx", "0", 0, {"customer": TrackProgress(stream_bytes=16_000)}, state=state)
-
-    def claim(self, contact_id: str, *args: Any, **kwargs: Any) -> tuple[Claim, int]:
-        self.claimed_after = self.looks
-        return (Claim.ALIVE, 0) if self.looks <= self.stopping else (Claim.TAKEN_OVER, 1)
-
-
-def claim_with(store: StoppingStore) -> tuple[Claim, int, Checkpoint | None]:
-    init = InitSession("1", "ctx", "arn:i", "arn:i/contact/c", ("COMPLETE",), False, None, None)
-    engine = cast(Engine, type("FakeEngine", (), {"store": store})())
-
-    async def claim() -> tuple[Claim, int, Checkpoint | None]:
-        async def send(frame: str) -> None:
-            raise AssertionError("nothing is sent")
-
-        session = AgentSession(engine, StreamSettings.of(Settings.from_env({})), send, sink=cast(Any, None))
-        return session._claim(init, None)
-
-    return asyncio.run(claim())
-
-
-def test_a_redial_waits_for_the_dropped_sockets_session_to_stop_then_takes_the_contact_over(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(a2a_session, "REDIAL_POLL_S", 0.001)
-    store = StoppingStore(stopping=3)
-
-    claim, generation, previous = claim_with(store)
-
-    assert (claim, generation) == (Claim.TAKEN_OVER, 1)
-    assert store.claimed_after == 4, "claimed once the first session had stopped"
-    assert previous is not None and previous.tracks["customer"].stream_bytes == 16_000
-
-
-def test_a_redial_whose_first_session_never_stops_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(a2a_session, "REDIAL_POLL_S", 0.001)
-    monkeypatch.setattr(a2a_session, "REDIAL_WAIT_S", 0.02)
-
-    with pytest.raises(Superseded):
-        claim_with(StoppingStore(stopping=10**9))
