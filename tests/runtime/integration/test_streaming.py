@@ -309,3 +309,8 @@ def test_a_handoff_with_history_is_not_greeted_and_its_unanswered_message_is_ans
     assert result.finish is not None and result.finish.type == "ESCALATE"
     kept = record(cloud, contact)
     assert [turn["heard"] for turn in kept["turns"]] == [asked, CLIPS["person"].transcript]
+    # What Connect handed over is listed apart from the turns.
+    assert kept["handedOver"] == [
+        {"role": "agent", "said": "Welcome to the bank."},
+        {"role": "customer", "said": asked},
+    ]

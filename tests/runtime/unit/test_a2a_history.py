@@ -4,7 +4,7 @@ exchanges (a redial's claim on the contact: test_a2a_claim.py)."""
 from __future__ import annotations
 
 from voicebridge.a2a.protocol import InitSession, Reader
-from voicebridge.a2a.session import continuation
+from voicebridge.a2a.session import continuation, speaker
 from voicebridge.conversation import Exchange
 
 
@@ -55,3 +55,13 @@ def test_an_init_session_carries_its_history_as_roles_and_texts_oldest_first() -
 
     assert isinstance(init, InitSession)
     assert continuation(init.history) == ([Exchange("I need help with my bill", "I can help with that.")], "")
+
+
+def test_the_history_names_the_caller_and_the_agent_as_the_record_does_and_another_role_as_given() -> None:
+    assert [speaker(role) for role in ("ROLE_USER", "user", "ROLE_AGENT", "agent", "ROLE_SYSTEM")] == [
+        "customer",
+        "customer",
+        "agent",
+        "agent",
+        "ROLE_SYSTEM",
+    ]

@@ -59,6 +59,7 @@ from voicebridge.a2a.tracing import TurnTrace
 from voicebridge.a2a.voice import StreamingVoice
 from voicebridge.audio.end_of_turn import TurnEndWatch
 from voicebridge.audio.vad import BYTES_PER_MS, VoiceActivity, detector
+from voicebridge.call.record import record_handoff
 from voicebridge.config import EndOfTurnUse, Settings, VoiceDetectorName
 from voicebridge.conversation import Action, Exchange
 from voicebridge.converse.making import ReplyInProgress, ReplySettings, Spoken
@@ -72,6 +73,7 @@ from voicebridge.language import Languages, Listening
 from voicebridge.sonic.synthesizer import SynthesisCancelled
 from voicebridge.store.replies import ReplyStore
 from voicebridge.store.turns import (
+    AGENT,
     CUSTOMER,
     LEASE_MS,
     LISTENING,
@@ -132,6 +134,13 @@ def continuation(history: Sequence[tuple[str, str]]) -> tuple[list[Exchange], st
         exchanges.append(Exchange(" ".join(caller), " ".join(agent)))
         caller = []
     return exchanges, " ".join(caller)
+
+
+def speaker(role: str) -> str:
+    """Who spoke a message of Connect's ``history``, as the call record names the sides (another role as given)."""
+    if role in protocol.CALLER_ROLES:
+        return CUSTOMER
+    return AGENT if role in protocol.AGENT_ROLES else role
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,6 +356,9 @@ class AgentSession:
         redial = claim is Claim.TAKEN_OVER
         exchanges, unanswered = ([], "") if redial else continuation(init.history)
         self.continuing = redial or bool(exchanges or unanswered)
+        if not redial and init.history:
+            # What Connect handed over, listed in the contact's record (a redial's history repeats the first socket's).
+            record_handoff(store, init.contact_id, [(speaker(role), text) for role, text in init.history])
         if exchanges:
             # The responder's history, as the reply worker reads it; redacted at rest with the contact's record.
             self._engine.replies.record_exchange(
