@@ -98,7 +98,7 @@ FINISH = {
     Action.HANGUP: ("COMPLETE", "the caller is done"),
 }
 QUIET_S = 1.0
-"""Connect streams the caller's audio without pause from READY on (docs/protocols.md, *History and redials*): a socket
+"""Connect streams the caller's audio without pause from READY on (docs/protocols.md, *Caller audio*): a socket
 that brought no frame for this long is not heard from, and its session does not renew its claim."""
 REDIAL_POLL_S = 0.1
 """How often a redial looks whether the contact's claim was given up or has lapsed (one consistent read)."""
