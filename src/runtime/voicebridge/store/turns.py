@@ -449,37 +449,29 @@ class TurnStore:
         if after >= MAX_SEQ:
             # No turn lies above the last key; a ten-digit lower bound would sort among the nine-digit keys.
             return []
+        return self._turns(contact_id, track, max(after + 1, 0), limit=limit)
+
+    def last_turn(self, contact_id: str, track: str = CUSTOMER) -> Turn | None:
+        """The finished turn of ``track`` with the highest sequence number; None before the first."""
+        last = self._turns(contact_id, track, 0, limit=1, newest_first=True)
+        return last[0] if last else None
+
+    def _turns(self, contact_id: str, track: str, first: int, *, limit: int, newest_first: bool = False) -> list[Turn]:
+        """Up to ``limit`` finished turns of ``track`` numbered ``first`` or above, oldest (or newest) first."""
         answer = self._call(
             self._db.query,
             TableName=self.table,
             KeyConditionExpression="ContactId = :c AND TurnKey BETWEEN :lo AND :hi",
             ExpressionAttributeValues={
                 ":c": {"S": contact_id},
-                ":lo": {"S": turn_key(track, max(after + 1, 0))},
+                ":lo": {"S": turn_key(track, first)},
                 ":hi": {"S": turn_key(track, MAX_SEQ)},
             },
+            ScanIndexForward=not newest_first,
             ConsistentRead=True,
             Limit=limit,
         )
         return [_turn(contact_id, plain_item(raw)) for raw in answer.get("Items", [])]
-
-    def last_turn(self, contact_id: str, track: str = CUSTOMER) -> Turn | None:
-        """The finished turn of ``track`` with the highest sequence number; None before the first."""
-        answer = self._call(
-            self._db.query,
-            TableName=self.table,
-            KeyConditionExpression="ContactId = :c AND TurnKey BETWEEN :lo AND :hi",
-            ExpressionAttributeValues={
-                ":c": {"S": contact_id},
-                ":lo": {"S": turn_key(track, 0)},
-                ":hi": {"S": turn_key(track, MAX_SEQ)},
-            },
-            ScanIndexForward=False,
-            ConsistentRead=True,
-            Limit=1,
-        )
-        items = answer.get("Items", [])
-        return _turn(contact_id, plain_item(items[0])) if items else None
 
     def redact_read_turns(
         self, contact_id: str, through: int, redact: Callable[[str], str], *, track: str = CUSTOMER
