@@ -241,7 +241,7 @@ class TurnStore:
         fresh.generation = previous.generation + 1
         for track, progress in fresh.tracks.items():
             old = previous.tracks.get(track)
-            # A consumer that died saved its numbering at its last renewal: a turn it stored after that counts too.
+            # A consumer that died saved its numbering when it last saved its place: a turn it stored since counts too.
             last = self.last_turn(contact_id, track)
             progress.next_seq = max(old.next_seq if old else 0, last.seq + 1 if last else 0)
         try:
