@@ -30,6 +30,7 @@ import numpy.typing as npt
 
 from voicebridge.audio import onnx
 from voicebridge.audio.vad import VoiceActivity
+from voicebridge.language import TurnEndPolicy
 
 MODEL_RATE = 16000
 WINDOW_SAMPLES = 8 * MODEL_RATE
@@ -162,6 +163,14 @@ class TurnEndWatch:
     _done: bool = False
     _new_turn: bool = True
     """The last answer was complete (or none was given): the next voice starts a turn."""
+
+    @classmethod
+    def for_policy(cls, policy: TurnEndPolicy) -> TurnEndWatch | None:
+        """The watch a language's policy asks for: asking where it says, complete above its threshold; None when
+        the model has no part in it (silence alone ends the turns)."""
+        if policy.threshold is None:
+            return None
+        return cls(ask_at_ms=(float(policy.ask_at_ms),), threshold=policy.threshold)
 
     def feed(self, pcm: bytes, vad: VoiceActivity) -> Verdict | None:
         """Keep ``pcm`` (already fed to ``vad``); a verdict when this audio reached a silence worth asking about."""
