@@ -30,10 +30,23 @@ The figures per set and language:
   was complete), on the same answers;
 - ``silence_alone``: the peer, manual mode without the model (a turn ends after 700 ms of silence).
 
+The turn-end policy (:class:`~voicebridge.language.TurnEndPolicy`): the model asked once per stop at a silence,
+"complete" above a threshold ending the turn once the caller has been quiet a while, and a silence ending it whatever
+the model says. The bench sweeps it on the development set — silence alone at 700–1,200 ms, and every threshold,
+silence asked at, quiet (0–800 ms) and silence — and chooses per language the fastest median with at most 5 % of
+pauses cut off there, the model only where it gains at least 50 ms over silence alone (``policy``: the choice, the
+best of each kind and the front of the sweep). Each set then gives, per language, the figures of that point, of the
+product's policy (``TURN_END_POLICY``'s default) and of manual mode before (complete above 0.5 at the stop, after
+200 ms of quiet, or 700 ms of silence). English on Ink's turns endpoint has an eager point instead: the fastest whose
+speculative replies later cancelled (pauses and other stops called complete) stay within a quarter of the
+utterances, an end it does not call complete waiting for Ink's (``MANUAL_END_SILENCE_MS``, the emulator's);
+``cancelled_speculations`` is that rate. Rendered lines are kept under ``out/end_of_turn/lines/``, so English
+utterances are the same from run to run.
+
 A sweep gives the same figures for a watch asking once at another silence or with another threshold; the model's
-answers are kept under ``out/end_of_turn/`` (by the audio's and the models' hashes), so a rerun only replays them —
-for Spanish: piper draws its voice's variation at random on every synthesis, so English utterances differ from run to
-run, are asked again, and the English figures move by a few points between runs.
+answers are kept under ``out/end_of_turn/`` (by the audio's and the models' hashes), so a rerun only replays them.
+Piper draws its voice's variation at random on every synthesis: before the lines were kept, English figures moved by a
+few points between runs.
 
 ``--causes`` separates what moves the figures: the model asked directly (no voice detector) about each case's pause
 and end, 100–300 ms into the silence after it, with one change at a time — the telephone band or 16 kHz straight
@@ -634,12 +647,26 @@ def run(limit: int | None = None, sets: tuple[str, ...] = tuple(SET_FILES)) -> d
     return figures
 
 
+def _point(found: dict[str, Any]) -> str:
+    return (
+        f"median {found['median_ms']} ms, p90 {found['p90_ms']} ms, pauses cut off {found['cut_off_rate']:.1%}, "
+        f"other stops {found['inner_stops_called_complete']:.1%}, ended by the model {found['ended_by_model']:.1%}"
+    )
+
+
 def report(figures: dict[str, Any]) -> str:
     lines = [
-        f"voice detector: {figures['detector']}; the product's watch: asks once, at "
+        f"voice detector: {figures['detector']}; the watch figures: asked once, at "
         f"{DEFAULT.ask_at_ms[0]:.0f} ms of silence, complete above {DEFAULT.threshold}; "
         "targets: median <= 400 ms, cut-offs <= 5 %"
     ]
+    for language in ENGINES:
+        chosen = figures["policy"]["chosen"][language]
+        lines.append(
+            f"{language}: chosen on the development set ({chosen['points']} points): {chosen['chosen']}"
+            + ("; the model adds nothing over silence alone" if chosen["model_adds_nothing"] else "")
+        )
+    lines.append(f"en eager end chosen on the development set: {figures['policy']['eager_en']['chosen']}")
     for which in SET_FILES:
         if which not in figures:
             continue
@@ -655,6 +682,19 @@ def report(figures: dict[str, Any]) -> str:
                 f"{before['cut_off_rate']:.1%}; {MANUAL_END_SILENCE_MS:.0f} ms of silence alone: median "
                 f"{alone['median_ms']} ms, cut-offs {alone['cut_off_rate']:.1%}"
             )
+        for language in ENGINES:
+            policy = figures[which][language]["policy"]
+            lines.append(
+                f"  {language} turn ends: before (complete above 0.5 at the stop, after 200 ms; or 700 ms) "
+                f"{_point(policy['before'])}; the product's {_point(policy['product'])}; chosen on dev "
+                f"{_point(policy['chosen'])}"
+            )
+        eager = figures[which]["en"]["eager"]
+        lines.append(
+            f"  en eager end: before (above 0.5 at the stop) median {eager['before']['median_ms']} ms, cancelled "
+            f"speculations {eager['before']['cancelled_speculations']:.1%}; the product's median "
+            f"{eager['product']['median_ms']} ms, cancelled {eager['product']['cancelled_speculations']:.1%}"
+        )
         lines.append("  sweep (asked once at, threshold): per language median ms / cut-offs")
         for point in figures[which]["sweep"]:
             cells = "  ".join(

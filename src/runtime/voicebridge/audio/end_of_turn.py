@@ -145,7 +145,8 @@ class TurnEndWatch:
     about a stop once the silence since the caller's last voiced frame reaches ``ask_at_ms`` (each of them in turn,
     until an answer is complete, when there are several), and never again about that stop: the model takes a long
     silence itself for an end, so asking again as the silence grows turns most mid-sentence pauses into ends
-    (docs/benchmarks.md, "End of turn", measures both, and how ``ask_at_ms`` and ``threshold`` were chosen).
+    (docs/benchmarks.md, "End of turn", measures both). A contact language's
+    :class:`~voicebridge.language.TurnEndPolicy` sets ``ask_at_ms`` and ``threshold`` (:meth:`for_policy`).
 
     The model hears what Smart Turn's own inference hears: the current turn from :data:`PRE_SPEECH_MS` before its
     first voiced frame (a turn starts with the first voice after a complete answer, or the stream's first voice), up
