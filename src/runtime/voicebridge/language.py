@@ -5,7 +5,8 @@ contact attribute ``Language``), else the deployment's ``INK_LANGUAGE``: a BCP-4
 ``es``. What serves it (docs/protocols.md, *Ink*, "Languages"):
 
 - **English**: Ink's endpoint and model as ``INK_MODE`` and ``INK_MODEL`` say — by default the turns endpoint
-  (``ink-2``), which ends turns, with the end-of-turn model as the early signal;
+  (``ink-2``), which ends turns, with the end-of-turn model as an early signal where ``END_OF_TURN_EAGER_THRESHOLD``
+  sets one;
 - **another language ``ink-whisper`` transcribes**: the manual endpoint with ``ink-whisper`` (or the ``ink-whisper``
   model ``INK_MODEL`` names), whatever ``INK_MODE`` says, and the product ends the caller's turns (the finalize) as
   the language's :class:`TurnEndPolicy` says: silence, and the end-of-turn model where it was measured to help;
@@ -113,17 +114,19 @@ class TurnEndPolicy:
     def describe(self, *, eager: bool = False) -> str:
         """The policy in words (the settings check logs it)."""
         if self.threshold is None:
-            return "Ink's turn end alone" if eager else f"{self.silence_ms} ms of silence alone"
+            return f"{self.silence_ms} ms of silence alone"
         model = f"the model's complete above {self.threshold:g} (asked {self.ask_at_ms} ms into the silence" + (
             f", after {self.quiet_ms} ms of quiet)" if self.quiet_ms > self.ask_at_ms else ")"
         )
         return f"{model} starts a speculative reply" if eager else f"{model}, or {self.silence_ms} ms of silence"
 
 
+EVERY_LANGUAGE: Final = "*"
+"""The key of a per-language setting (keyterms, turn-end policies) for every language it does not name."""
 TURN_END_POLICIES: Final[tuple[tuple[str, TurnEndPolicy], ...]] = (
     ("en", TurnEndPolicy(silence_ms=900)),
     ("es", TurnEndPolicy(silence_ms=900)),
-    ("*", TurnEndPolicy(silence_ms=900)),
+    (EVERY_LANGUAGE, TurnEndPolicy(silence_ms=900)),
 )
 """Per language (``*``: any other), when the product ends a turn. On the benchmark's development set the fastest point
 within 5 % of pauses cut off is 900 ms of silence alone in English and in Spanish: no point with the model is
@@ -134,8 +137,6 @@ EAGER_END_POLICY: Final = TurnEndPolicy(silence_ms=0)
 asked at started a speculative reply that was then cancelled in more than a quarter of the utterances (the bound the
 benchmark allows; 26 % at the best point, above 0.95 at the first unvoiced frame, where the model called 38 % of the
 ends complete)."""
-EVERY_LANGUAGE: Final = "*"
-"""The key of a per-language setting (keyterms, turn-end policies) for every language it does not name."""
 
 
 @dataclass(frozen=True, slots=True)
