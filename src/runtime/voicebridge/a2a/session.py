@@ -57,10 +57,9 @@ from voicebridge.a2a.output import Player, Response
 from voicebridge.a2a.protocol import AudioConfig
 from voicebridge.a2a.tracing import TurnTrace
 from voicebridge.a2a.voice import StreamingVoice
-from voicebridge.audio.end_of_turn import TurnEndWatch
 from voicebridge.audio.vad import BYTES_PER_MS, VoiceActivity, detector
 from voicebridge.call.record import record_handoff
-from voicebridge.config import EndOfTurnUse, Settings, VoiceDetectorName
+from voicebridge.config import Settings, VoiceDetectorName
 from voicebridge.conversation import Action, Exchange
 from voicebridge.converse.making import ReplyInProgress, ReplySettings, Spoken
 from voicebridge.converse.responder import Responder
@@ -68,7 +67,7 @@ from voicebridge.converse.worker import ReplyWorker
 from voicebridge.errors import ModelUnavailable, Superseded, VoiceBridgeError
 from voicebridge.ink.pacer import CATCH_UP_AFTER_MS, Pacer
 from voicebridge.ink.session import InkSession, TurnListener
-from voicebridge.ink.transcriber import MetricSink, TrackTranscriber
+from voicebridge.ink.transcriber import MetricSink, TrackTranscriber, turn_ending
 from voicebridge.language import Languages, Listening
 from voicebridge.sonic.synthesizer import SynthesisCancelled
 from voicebridge.store.replies import ReplyStore
@@ -157,7 +156,6 @@ class StreamSettings:
     languages: Languages
     ink_frame_ms: int
     voice_detector: VoiceDetectorName
-    end_of_turn_model: EndOfTurnUse
     sonic_deadline_ms: int
     replies: ReplySettings
 
@@ -174,7 +172,6 @@ class StreamSettings:
             languages=settings.languages,
             ink_frame_ms=settings.ink_frame_ms,
             voice_detector=settings.voice_detector,
-            end_of_turn_model=settings.end_of_turn_model,
             sonic_deadline_ms=settings.sonic_deadline_ms,
             replies=ReplySettings.of(settings, polled=False),
         )
@@ -398,8 +395,7 @@ class AgentSession:
             mode=listening.mode,
             frame_ms=self._settings.ink_frame_ms,
             voice_detector=self._settings.voice_detector,
-            end_of_turn=TurnEndWatch() if self._settings.end_of_turn_model != "off" else None,
-            model_ends_turns=listening.ends_turns,
+            **turn_ending(listening, answered=True),
             pacer=Pacer(catch_up_after_ms=CATCH_UP_AFTER_MS),
             on_turn=self._turn_stored,
             on_eager_end=self._worker.eager_end,
