@@ -32,13 +32,14 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from voicebridge.conversation import Action, Exchange
 from voicebridge.store.turns import CUSTOMER, ConditionFailed, TurnStore, plain_item, turn_key, typed_item
+from voicebridge.telemetry import in_context
 
 STATUS = "reply"
 HISTORY = "history"
@@ -154,7 +155,7 @@ class ReplyStore:
             # its own copy of the same segment, which is as good a reply; nothing is said twice, since the flow
             # always asks for the segment after the one it played.
             status = ReplyStatus(segment.turn, segment.index + 1, done=False, keys=segment.keys, latest=segment)
-            naming = self._writers().submit(self._put_status, segment.contact_id, status)
+            naming = self._submit(self._put_status, segment.contact_id, status)
         try:
             self._turns.call(
                 "put_item",
@@ -169,6 +170,10 @@ class ReplyStore:
             if naming is not None:
                 naming.result()
         return stored
+
+    def _submit(self, work: Callable[..., Any], *args: Any) -> Future[Any]:
+        """``work`` on the store's writers, with the log keys of the session that asked (``in_context``)."""
+        return self._writers().submit(in_context(work), *args)
 
     def _writers(self) -> ThreadPoolExecutor:
         with self._lock:
@@ -190,7 +195,7 @@ class ReplyStore:
         and the responder's attributes."""
         status = ReplyStatus(turn, segments, done=True, action=action, attributes=attributes, keys=keys, latest=latest)
         # The caller's turn keeps what its reply asked for, for the call record: the status keeps only the latest.
-        noting = self._writers().submit(self._note_outcome, contact_id, status)
+        noting = self._submit(self._note_outcome, contact_id, status)
         try:
             self._put_status(contact_id, status)
         finally:
@@ -240,12 +245,12 @@ class ReplyStore:
 
     def expect_soon(self, contact_id: str, turn: int, keys: str) -> Future[None]:
         """:meth:`expect`, on a thread of the store's own: the caller goes on with its work meanwhile."""
-        return self._writers().submit(self.expect, contact_id, turn, keys)
+        return self._submit(self.expect, contact_id, turn, keys)
 
     def synthesizing_soon(self, contact_id: str, turn: int) -> Future[None]:
         """Say, on a thread of the store's own, that Sonic is making the first sentence of ``turn``'s reply: a poller
         waiting for it looks fast from now on, and at the making pace before (one write a reply saves tens of reads)."""
-        return self._writers().submit(self._set_on_status, contact_id, {"Synthesizing": turn})
+        return self._submit(self._set_on_status, contact_id, {"Synthesizing": turn})
 
     def unexpect(self, contact_id: str, turn: int, keys: str) -> None:
         """Take back attempt ``keys``'s :meth:`expect` (the caller went on): pollers look slowly again until the next
