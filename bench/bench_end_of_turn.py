@@ -30,10 +30,23 @@ The figures per set and language:
   was complete), on the same answers;
 - ``silence_alone``: the peer, manual mode without the model (a turn ends after 700 ms of silence).
 
+The turn-end policy (:class:`~voicebridge.language.TurnEndPolicy`): the model asked once per stop at a silence,
+"complete" above a threshold ending the turn once the caller has been quiet a while, and a silence ending it whatever
+the model says. The bench sweeps it on the development set — silence alone at 700–1,200 ms, and every threshold,
+silence asked at, quiet (0–800 ms) and silence — and chooses per language the fastest median with at most 5 % of
+pauses cut off there, the model only where it gains at least 50 ms over silence alone (``policy``: the choice, the
+best of each kind and the front of the sweep). Each set then gives, per language, the figures of that point, of the
+product's policy (``TURN_END_POLICY``'s default) and of manual mode before (complete above 0.5 at the stop, after
+200 ms of quiet, or 700 ms of silence). English on Ink's turns endpoint has an eager point instead: the fastest whose
+speculative replies later cancelled (pauses and other stops called complete) stay within a quarter of the
+utterances, an end it does not call complete waiting for Ink's (``MANUAL_END_SILENCE_MS``, the emulator's);
+``cancelled_speculations`` is that rate. Rendered lines are kept under ``out/end_of_turn/lines/``, so English
+utterances are the same from run to run.
+
 A sweep gives the same figures for a watch asking once at another silence or with another threshold; the model's
-answers are kept under ``out/end_of_turn/`` (by the audio's and the models' hashes), so a rerun only replays them —
-for Spanish: piper draws its voice's variation at random on every synthesis, so English utterances differ from run to
-run, are asked again, and the English figures move by a few points between runs.
+answers are kept under ``out/end_of_turn/`` (by the audio's and the models' hashes), so a rerun only replays them.
+Piper draws its voice's variation at random on every synthesis: before the lines were kept, English figures moved by a
+few points between runs.
 
 ``--causes`` separates what moves the figures: the model asked directly (no voice detector) about each case's pause
 and end, 100–300 ms into the silence after it, with one change at a time — the telephone band or 16 kHz straight
@@ -51,6 +64,7 @@ import functools
 import hashlib
 import itertools
 import json
+import math
 import statistics
 import subprocess
 import sys
@@ -70,6 +84,7 @@ from voicebridge.audio.end_of_turn import EndOfTurnModel, TurnEndWatch, last_win
 from voicebridge.audio.mulaw import mulaw_decode, mulaw_encode
 from voicebridge.audio.vad import VoiceActivity, detector
 from voicebridge.config import Settings
+from voicebridge.language import TurnEndPolicy, turn_end_policy
 from voicebridge_dev.local.speech_engine import EspeakSpeechEngine, PiperSpeechEngine, SpeechEngine
 
 SETS = Path(__file__).resolve().parent / "end_of_turn"
@@ -393,6 +408,141 @@ def _listened(folder: str, index: int, rendered: Rendered) -> list[Stop]:
 THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 
 
+# The turn-end policy: the model's "complete" above a threshold, asked at one silence, ends the turn after a quiet;
+# a silence ends it whatever the model says. Swept on the development set; the point chosen per language is reported
+# on both sets.
+
+QUIETS_MS = (0, 150, 200, 300, 400, 500, 600, 700, 800)
+"""The quiet after a stop before the model's "complete" ends the turn (never before the model was asked)."""
+SILENCES_MS = (700, 750, 800, 850, 900, 950, 1000, 1100, 1200)
+"""The silence that ends a turn whatever the model says."""
+CUT_OFF_BOUND = 0.05
+"""The most mid-sentence pauses a chosen point may cut off on the development set (other stops, gaps between words
+the detector took for a stop, are reported beside it: silence alone ends about as many of them as the model)."""
+MODEL_GAIN_MS = 50
+"""The median a point with the model must gain over the best point of silence alone to be chosen: less, and the
+model adds nothing worth its CPU (about 100 ms a verdict) and its risk on voices it was not measured on."""
+EAGER_CANCEL_BOUND = 0.25
+"""English on Ink's turns endpoint: the most utterances whose pause (or another stop) the eager point may call
+complete. Each is a speculative reply started and cancelled when the caller goes on: a responder request spent and
+one of the turn's attempts (``SPECULATIVE_MAX_PER_TURN``, 2 by default), so at one in four the real end keeps its
+attempt unless two false ends fall in one turn. No point within it: no eager end of ours."""
+EAGER_END_POLICY_BEFORE = TurnEndPolicy(silence_ms=0, threshold=0.5)
+"""The eager end as it was: "complete" above 0.5 at the first unvoiced frame."""
+BEFORE_MANUAL = TurnEndPolicy(silence_ms=700, threshold=0.5, ask_at_ms=0, quiet_ms=200)
+"""Manual mode as it was: "complete" above 0.5, asked at the first unvoiced frame, ended the turn after 200 ms of
+quiet; 700 ms of silence ended the rest."""
+
+
+def under_policy(rendered: Rendered, stops: list[Stop], policy: TurnEndPolicy, *, eager: bool = False) -> Outcome:
+    """What ``policy`` makes of the utterance. ``eager``: the policy places an eager end on Ink's turns endpoint, so
+    only the model's "complete" cuts (a speculative reply is cancelled) and an end it does not call complete waits
+    for Ink's end (the emulator's ``MANUAL_END_SILENCE_MS``)."""
+    called: dict[str, bool] = {"pause": False, "inner": False}
+    latency, by_model = None, False
+    silence_ms = MANUAL_END_SILENCE_MS if eager else policy.silence_ms
+    for stop in stops:
+        ends_at, model = None, False
+        if policy.threshold is not None and stop.silence_ms >= policy.quiet_ms:
+            for silence, at_ms, probability, cpu_ms in stop.asked:
+                if silence == policy.ask_at_ms and probability > policy.threshold:
+                    ends_at, model = max(at_ms + cpu_ms, stop.voice_end_ms + policy.quiet_ms), True
+        if stop.silence_ms >= silence_ms and (ends_at is None or stop.voice_end_ms + silence_ms < ends_at):
+            ends_at, model = stop.voice_end_ms + silence_ms, False
+        if ends_at is None:
+            continue
+        where = _where(rendered, stop)
+        if where == "end":
+            if latency is None:
+                latency, by_model = ends_at - rendered.end_ms, model
+        elif model or not eager:
+            called[where] = True
+    if latency is None:
+        return Outcome(called["pause"], called["inner"], TAIL_MS, True)
+    return Outcome(called["pause"], called["inner"], latency, not by_model)
+
+
+def policy_points(eager: bool = False) -> list[TurnEndPolicy]:
+    """The sweep: silence alone at each bound, and the model at each threshold, silence asked at, quiet and bound;
+    an eager point has no quiet of its own and no bound (Ink ends the turn)."""
+    if eager:
+        return [
+            TurnEndPolicy(silence_ms=0, threshold=threshold, ask_at_ms=int(at_ms), quiet_ms=int(at_ms))
+            for at_ms in ASKED_AT_MS
+            for threshold in THRESHOLDS
+        ]
+    alone = [TurnEndPolicy(silence_ms=silence) for silence in SILENCES_MS]
+    return alone + [
+        TurnEndPolicy(silence_ms=silence, threshold=threshold, ask_at_ms=int(at_ms), quiet_ms=quiet)
+        for at_ms in ASKED_AT_MS
+        for threshold in THRESHOLDS
+        for quiet in QUIETS_MS
+        if quiet >= at_ms
+        for silence in SILENCES_MS
+        if silence > quiet
+    ]
+
+
+def policy_figures(
+    heard: list[tuple[Rendered, list[Stop]]], policy: TurnEndPolicy, *, eager: bool = False
+) -> dict[str, Any]:
+    outcomes = [under_policy(r, stops, policy, eager=eager) for r, stops in heard]
+    found = figures_of(outcomes)
+    found["ended_by_model"] = round(sum(not o.incomplete_end for o in outcomes) / len(outcomes), 3)
+    if eager:
+        found["cancelled_speculations"] = round(sum(o.cut_off or o.inner for o in outcomes) / len(outcomes), 3)
+    return found
+
+
+def _policy_json(policy: TurnEndPolicy) -> dict[str, Any]:
+    return {"threshold": policy.threshold, "ask_at_ms": policy.ask_at_ms, "quiet_ms": policy.quiet_ms,
+            "silence_ms": policy.silence_ms}  # fmt: skip
+
+
+def choose(heard: list[tuple[Rendered, list[Stop]]]) -> dict[str, Any]:
+    """On the development set: the fastest point cutting off at most ``CUT_OFF_BOUND`` of pauses, the fastest of
+    silence alone, and the front of the sweep (the fastest point at each cut-off rate)."""
+    scored = [(policy, policy_figures(heard, policy)) for policy in policy_points()]
+    allowed = [(policy, found) for policy, found in scored if found["cut_off_rate"] <= CUT_OFF_BOUND]
+
+    def speed(point: tuple[TurnEndPolicy, dict[str, Any]]) -> tuple[float, float, float]:
+        return (point[1]["median_ms"], point[1]["p90_ms"], point[1]["cut_off_rate"])
+
+    alone = min((point for point in allowed if not point[0].uses_model), key=speed)
+    with_model = min((point for point in allowed if point[0].uses_model), key=speed, default=None)
+    gains = with_model is not None and with_model[1]["median_ms"] <= alone[1]["median_ms"] - MODEL_GAIN_MS
+    chosen = with_model if gains and with_model is not None else alone
+    front: dict[float, tuple[TurnEndPolicy, dict[str, Any]]] = {}
+    for point in scored:
+        rate = point[1]["cut_off_rate"]
+        if rate not in front or speed(point) < speed(front[rate]):
+            front[rate] = point
+    frontier, fastest = [], math.inf
+    for rate in sorted(front):
+        if front[rate][1]["median_ms"] < fastest:
+            fastest = front[rate][1]["median_ms"]
+            frontier.append({**_policy_json(front[rate][0]), **front[rate][1]})
+    return {
+        "points": len(scored),
+        "chosen": _policy_json(chosen[0]),
+        "model_adds_nothing": not gains,
+        "silence_alone_best": {**_policy_json(alone[0]), **alone[1]},
+        "model_best": None if with_model is None else {**_policy_json(with_model[0]), **with_model[1]},
+        "front": frontier,
+    }
+
+
+def choose_eager(heard: list[tuple[Rendered, list[Stop]]]) -> dict[str, Any]:
+    """On the development set: the fastest eager point whose cancelled speculations stay within the bound."""
+    scored = [(policy, policy_figures(heard, policy, eager=True)) for policy in policy_points(eager=True)]
+    allowed = [point for point in scored if point[1]["cancelled_speculations"] <= EAGER_CANCEL_BOUND]
+    chosen = min(allowed, key=lambda point: (point[1]["median_ms"], point[1]["cancelled_speculations"]), default=None)
+    return {
+        "chosen": None if chosen is None else _policy_json(chosen[0]),
+        "points": [{**_policy_json(policy), **found} for policy, found in scored],
+    }
+
+
 def _figures(heard: list[tuple[Rendered, list[Stop]]], skipped: int) -> dict[str, Any]:
     cpu = [ms for _, stops in heard for stop in stops for *_, ms in stop.asked]
     audio_min = sum(len(r.pcm) for r, _ in heard) / 2 / RATE / 60
@@ -409,22 +559,79 @@ def _figures(heard: list[tuple[Rendered, list[Stop]]], skipped: int) -> dict[str
     }
 
 
+def _rendered(folder: str, index: int, case: Case, engine: Callable[[], SpeechEngine]) -> Rendered | None:
+    """The case rendered, kept under out/ by its words, pause and engine: piper's voice varies at random from one
+    synthesis to the next, so a rerun (or a sweep of new settings) hears the utterances, and replays the model's
+    answers to them, that the first run made."""
+    key = hashlib.sha256(repr((case, engine.__name__, WIDE_RATE)).encode()).hexdigest()[:16]
+    path = CACHE / "lines" / folder / f"{index:03d}-{key}.npz"
+    if path.is_file():
+        kept = np.load(path)
+        if not kept["pcm"].size:
+            return None
+        return Rendered(kept["pcm"].tobytes(), kept["wide"], tuple(kept["pause"]), float(kept["end_ms"]))
+    rendered = render(case, _engine(engine), seed=index)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if rendered is None:
+        np.savez(path, pcm=np.zeros(0, np.int16))
+        return None
+    np.savez(path, pcm=np.frombuffer(rendered.pcm, np.int16), wide=rendered.wide, pause=rendered.pause,
+             end_ms=rendered.end_ms)  # fmt: skip
+    return rendered
+
+
+@functools.cache
+def _engine(make: Callable[[], SpeechEngine]) -> SpeechEngine:
+    return make()
+
+
+def _heard(which: str, language: str, limit: int | None) -> tuple[list[tuple[Rendered, list[Stop]]], int]:
+    heard, skipped = [], 0
+    for index, case in enumerate(cases(language, which)[:limit]):
+        rendered = _rendered(f"{which}/{language}", index, case, ENGINES[language])
+        if rendered is None:
+            skipped += 1
+            continue
+        heard.append((rendered, _listened(f"{which}/{language}", index, rendered)))
+    return heard, skipped
+
+
 def run(limit: int | None = None, sets: tuple[str, ...] = tuple(SET_FILES)) -> dict[str, Any]:
-    """The product's watch on every utterance of ``sets`` (``limit`` per language and set), with the sweep."""
+    """The product's watch on every utterance of ``sets`` (``limit`` per language and set), with the sweep; the
+    turn-end policy chosen per language on the development set (whatever ``sets`` are), and the figures of that
+    point, of the product's policy, and of the policy before, on each set."""
     figures: dict[str, Any] = {"detector": Settings().voice_detector, "pauses": "word"}
+    dev = {language: _heard("dev", language, limit)[0] for language in ENGINES}
+    chosen = {language: choose(dev[language]) for language in ENGINES}
+    eager = choose_eager(dev["en"])
+    figures["policy"] = {
+        "rule": f"the fastest median with at most {CUT_OFF_BOUND:.0%} of pauses and of other stops cut off on the "
+        f"development set; the model only where it gains at least {MODEL_GAIN_MS} ms over silence alone",
+        "chosen": chosen,
+        "eager_en": {
+            "rule": f"the fastest median with at most {EAGER_CANCEL_BOUND:.0%} of utterances cancelling a speculative "
+            "reply on the development set",
+            **eager,
+        },
+    }
     for which in sets:
         heard: dict[str, list[tuple[Rendered, list[Stop]]]] = {}
         figures[which] = {}
-        for language, make in ENGINES.items():
-            engine = make()
-            heard[language], skipped = [], 0
-            for index, case in enumerate(cases(language, which)[:limit]):
-                rendered = render(case, engine, seed=index)
-                if rendered is None:
-                    skipped += 1
-                    continue
-                heard[language].append((rendered, _listened(f"{which}/{language}", index, rendered)))
+        for language in ENGINES:
+            heard[language], skipped = _heard(which, language, limit)
             figures[which][language] = _figures(heard[language], skipped)
+            pick = TurnEndPolicy(**chosen[language]["chosen"])
+            product = turn_end_policy(Settings().turn_end_policy, language)
+            figures[which][language]["policy"] = {
+                "chosen": policy_figures(heard[language], pick),
+                "product": {**_policy_json(product), **policy_figures(heard[language], product)},
+                "before": {**_policy_json(BEFORE_MANUAL), **policy_figures(heard[language], BEFORE_MANUAL)},
+            }
+        product_eager = Settings().languages.listening("en").policy
+        figures[which]["en"]["eager"] = {
+            "product": {**_policy_json(product_eager), **policy_figures(heard["en"], product_eager, eager=True)},
+            "before": policy_figures(heard["en"], EAGER_END_POLICY_BEFORE, eager=True),
+        }
         figures[which]["sweep"] = [
             {
                 "ask_at_ms": at_ms,
@@ -440,12 +647,26 @@ def run(limit: int | None = None, sets: tuple[str, ...] = tuple(SET_FILES)) -> d
     return figures
 
 
+def _point(found: dict[str, Any]) -> str:
+    return (
+        f"median {found['median_ms']} ms, p90 {found['p90_ms']} ms, pauses cut off {found['cut_off_rate']:.1%}, "
+        f"other stops {found['inner_stops_called_complete']:.1%}, ended by the model {found['ended_by_model']:.1%}"
+    )
+
+
 def report(figures: dict[str, Any]) -> str:
     lines = [
-        f"voice detector: {figures['detector']}; the product's watch: asks once, at "
+        f"voice detector: {figures['detector']}; the watch figures: asked once, at "
         f"{DEFAULT.ask_at_ms[0]:.0f} ms of silence, complete above {DEFAULT.threshold}; "
         "targets: median <= 400 ms, cut-offs <= 5 %"
     ]
+    for language in ENGINES:
+        chosen = figures["policy"]["chosen"][language]
+        lines.append(
+            f"{language}: chosen on the development set ({chosen['points']} points): {chosen['chosen']}"
+            + ("; the model adds nothing over silence alone" if chosen["model_adds_nothing"] else "")
+        )
+    lines.append(f"en eager end chosen on the development set: {figures['policy']['eager_en']['chosen']}")
     for which in SET_FILES:
         if which not in figures:
             continue
@@ -461,6 +682,19 @@ def report(figures: dict[str, Any]) -> str:
                 f"{before['cut_off_rate']:.1%}; {MANUAL_END_SILENCE_MS:.0f} ms of silence alone: median "
                 f"{alone['median_ms']} ms, cut-offs {alone['cut_off_rate']:.1%}"
             )
+        for language in ENGINES:
+            policy = figures[which][language]["policy"]
+            lines.append(
+                f"  {language} turn ends: before (complete above 0.5 at the stop, after 200 ms; or 700 ms) "
+                f"{_point(policy['before'])}; the product's {_point(policy['product'])}; chosen on dev "
+                f"{_point(policy['chosen'])}"
+            )
+        eager = figures[which]["en"]["eager"]
+        lines.append(
+            f"  en eager end: before (above 0.5 at the stop) median {eager['before']['median_ms']} ms, cancelled "
+            f"speculations {eager['before']['cancelled_speculations']:.1%}; the product's median "
+            f"{eager['product']['median_ms']} ms, cancelled {eager['product']['cancelled_speculations']:.1%}"
+        )
         lines.append("  sweep (asked once at, threshold): per language median ms / cut-offs")
         for point in figures[which]["sweep"]:
             cells = "  ".join(

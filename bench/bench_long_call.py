@@ -15,6 +15,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from voicebridge_dev.a2a_demo import INSTANCE_ARN
 from voicebridge_dev.demo import scenario_settings
 from voicebridge_dev.local.a2a import ConnectSettings, run_session
 from voicebridge_dev.local.agent import LocalAgent
@@ -30,7 +31,6 @@ TEMPLATE = Path("template.yaml")
 MINUTES = 20.0
 LINES = ("balance", "pay-bill", "order-help", "amount", "thanks")
 """Lines that never end the call (no request for a person)."""
-INSTANCE = "arn:aws:connect:us-east-1:111122223333:instance/00000000-0000-4000-8000-000000000000"
 
 
 def run(minutes: float = MINUTES) -> dict[str, Any]:
@@ -46,7 +46,8 @@ def run(minutes: float = MINUTES) -> dict[str, Any]:
                 api_key=agent.api_key,
                 strict=False,
                 max_duration_s=minutes * 60,
-                contact_arn=f"{INSTANCE}/contact/{contact}",
+                instance_arn=INSTANCE_ARN,
+                contact_arn=f"{INSTANCE_ARN}/contact/{contact}",
             )
             session = asyncio.run(run_session(agent.url, settings, caller_audio=caller))
         records = read_records(

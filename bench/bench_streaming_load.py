@@ -32,6 +32,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from voicebridge_dev.a2a_demo import INSTANCE_ARN
 from voicebridge_dev.demo import scenario_settings
 from voicebridge_dev.local.a2a import ConnectSettings, SessionResult, run_session
 from voicebridge_dev.local.agent import LocalAgent
@@ -48,7 +49,6 @@ FARGATE_VCPU_HOUR, FARGATE_GB_HOUR = 0.03238, 0.00356
 TASK_VCPU, TASK_GB, TARGET_CPU = 1.0, 2.0, 0.6
 LAMBDA_GB_SECOND = 0.0000133334
 CONSUMER_GB, POLL_GB = 1769 / 1024, 256 / 1024
-INSTANCE = "arn:aws:connect:us-east-1:111122223333:instance/00000000-0000-4000-8000-000000000000"
 
 
 async def _one(agent: LocalAgent, delay_s: float) -> tuple[str, SessionResult, list[Utterance]]:
@@ -57,7 +57,11 @@ async def _one(agent: LocalAgent, delay_s: float) -> tuple[str, SessionResult, l
     caller = ScriptedCaller(steps)
     contact = str(uuid.uuid4())
     settings = ConnectSettings(
-        api_key=agent.api_key, strict=False, max_duration_s=240, contact_arn=f"{INSTANCE}/contact/{contact}"
+        api_key=agent.api_key,
+        strict=False,
+        max_duration_s=240,
+        instance_arn=INSTANCE_ARN,
+        contact_arn=f"{INSTANCE_ARN}/contact/{contact}",
     )
     session = await run_session(agent.url, settings, caller_audio=caller)
     return contact, session, caller.said

@@ -1,12 +1,15 @@
-"""Voice detection on telephone lines: Silero VAD next to the energy detector, on the caller's clips in noise.
+"""Voice detection on telephone lines: Silero VAD next to the energy detector, each alone and held to the line's
+noise floor as the product runs them, on the caller's clips in noise.
 
 The simulated caller's clips (``src/dev/voicebridge_dev/simulator/clips/``: speech from the local engines, 8 kHz) are
 laid end to end, three rounds in a seeded order with 0.8–2.0 s between them, after 20 s with no speech, and the whole
 stream is mixed with one noise per condition: ``clean`` (none) and the simulated caller's line noises
 (:mod:`voicebridge_dev.simulator.line`: white noise and babble at 20 and 10 dB below the speech's active level,
 comfort noise at -50 dBov). Each clip's true span runs from its first to its last frame above -50 dBFS in the clean
-clip. Each detector feeds :class:`~voicebridge.audio.vad.VoiceActivity` (20 ms frames, 60 ms to start, ``close_ms``
-300) the whole stream, in 20 ms chunks as a call delivers it, and the figures per condition are:
+clip. The detectors: ``energy`` and ``silero`` alone, and ``energy+floor`` and ``silero+floor``, each held to the
+line's noise floor (:class:`~voicebridge.audio.vad.AboveNoiseFloor`, what ``VOICE_DETECTOR`` gives). Each feeds
+:class:`~voicebridge.audio.vad.VoiceActivity` (20 ms frames, 60 ms to start, ``close_ms`` 300) the whole stream,
+in 20 ms chunks as a call delivers it, and the figures per condition are:
 
 - ``false_starts_per_min``: detected utterances that overlap no clip, per minute of the stream's non-speech;
 - ``noise_judged_speech``: the share of non-speech time inside a detected utterance;
@@ -26,13 +29,15 @@ import json
 import statistics
 import time
 import wave
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
-from voicebridge.audio.vad import DetectorName, Utterance, VoiceActivity, detector
+from voicebridge.audio.silero import SileroDetector
+from voicebridge.audio.vad import EnergyDetector, FrameDetector, Utterance, VoiceActivity, detector
 from voicebridge_dev.simulator.line import LINE_NOISES, active_power, noise
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,7 +47,12 @@ FRAME = 160
 ROUNDS = 3
 LEAD_S = 20.0
 CLOSE_MS = 300
-DETECTORS: tuple[DetectorName, ...] = ("energy", "silero")
+DETECTORS: dict[str, Callable[[], FrameDetector]] = {
+    "energy": EnergyDetector,
+    "silero": SileroDetector,
+    "energy+floor": lambda: detector("energy"),
+    "silero+floor": lambda: detector("silero"),
+}
 CONDITIONS = ("clean", *LINE_NOISES)
 
 Signal = npt.NDArray[np.float64]
@@ -95,10 +105,10 @@ def speech_stream(clips: list[Signal], seed: int = 7) -> Stream:
     return Stream(np.concatenate(parts), spans, active_power(clips))
 
 
-def detect(name: DetectorName, audio: Signal) -> tuple[list[Utterance], float]:
+def detect(name: str, audio: Signal) -> tuple[list[Utterance], float]:
     """The utterances the detector finds in the stream fed in 20 ms chunks, and the CPU seconds it took."""
     pcm = np.clip(np.rint(audio * 32768), -32768, 32767).astype("<i2").tobytes()
-    vad = VoiceActivity(detector=detector(name), close_ms=CLOSE_MS)
+    vad = VoiceActivity(detector=DETECTORS[name](), close_ms=CLOSE_MS)
     started = time.process_time()
     for offset in range(0, len(pcm), FRAME * 2):
         vad.feed(pcm[offset : offset + FRAME * 2])
@@ -152,11 +162,11 @@ def report(figures: dict[str, Any]) -> str:
     keys = ("false_starts_per_min", "noise_judged_speech", "missed_clips", "missed_speech", "end_late_ms",
             "cpu_ms_per_min")  # fmt: skip
     lines = [f"{figures['clips']} clips in {figures['stream_s']} s of audio per condition"]
-    lines.append(f"{'condition':<15}{'detector':<9}" + "".join(f"{key:>22}" for key in keys))
+    lines.append(f"{'condition':<15}{'detector':<14}" + "".join(f"{key:>22}" for key in keys))
     for condition in CONDITIONS:
         for name in DETECTORS:
             row = figures[condition][name]
-            lines.append(f"{condition:<15}{name:<9}" + "".join(f"{row[key]:>22}" for key in keys))
+            lines.append(f"{condition:<15}{name:<14}" + "".join(f"{row[key]:>22}" for key in keys))
     return "\n".join(lines)
 
 

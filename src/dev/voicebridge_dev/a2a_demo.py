@@ -37,9 +37,13 @@ from voicebridge_dev.simulator.caller import Step
 from voicebridge_dev.simulator.line import LineNoise
 from voicebridge_dev.simulator.records import CallRecords, read_records
 from voicebridge_dev.simulator.report import ReplySegment, TurnFigures, figures_table, summary, turn_entry
-from voicebridge_dev.template import local_physical_id
+from voicebridge_dev.template import LOCAL_ACCOUNT, local_physical_id
 
 RATE = 8000
+INSTANCE_ARN = f"arn:aws:connect:us-east-1:{LOCAL_ACCOUNT}:instance/{EMULATED_INSTANCE_ID}"
+"""Every demo contact is one of the Connect emulator's instance, as a contact Connect hands over is one of its
+instance's: the agent reads the contact's attributes and writes its hand-over note there (UpdateContactAttributes
+on any other instance is ResourceNotFoundException)."""
 SILENCE_MARKER_AFTER_S = 7.0
 """When the emulated Connect sends its silence marker: its threshold is unpublished; the flows path's voice agent asks
 whether anyone is there after as long (one ConverseFunction wait)."""
@@ -56,6 +60,8 @@ class StreamingCall:
     violations: Sequence[str]
     record: bytes | None = None
     """The call record the product stored (None if none came)."""
+    attributes: Mapping[str, str] | None = None
+    """The contact's attributes once the agent handed back: its hand-over note for the flow and the person next."""
 
 
 def place_streaming_call(
@@ -73,9 +79,7 @@ def place_streaming_call(
     the agent would set them."""
     caller = ScriptedCaller(list(steps), line=line)
     contact_id = str(uuid.uuid4())
-    instance_arn = ConnectSettings(api_key="").instance_arn
     if attributes:
-        instance_arn = f"{instance_arn.rsplit('/', 1)[0]}/{EMULATED_INSTANCE_ID}"
         cloud.set_contact_attributes(contact_id, attributes)
     with LocalAgent(cloud, template, env=agent_env) as agent:
         settings = ConnectSettings(
@@ -83,16 +87,17 @@ def place_streaming_call(
             output_rate=output_rate,
             max_duration_s=SESSION_LIMIT_S,
             strict=False,
-            instance_arn=instance_arn,
-            contact_arn=f"{instance_arn}/contact/{contact_id}",
+            instance_arn=INSTANCE_ARN,
+            contact_arn=f"{INSTANCE_ARN}/contact/{contact_id}",
             silence_marker_after_s=SILENCE_MARKER_AFTER_S,
         )
         session = asyncio.run(run_session(agent.url, settings, caller_audio=caller))
         record = cloud.call_record(contact_id)
+        handed_over = cloud.contact_attributes(contact_id)
     started = session.timeline.started_at
     records = read_records(cloud.client("dynamodb"), local_physical_id("TurnTable"), contact_id, SessionClock(started))
     broken = [f"{v.rule}: {v.detail}" for v in session.errors]
-    return StreamingCall(contact_id, session, caller.said, records, broken, record)
+    return StreamingCall(contact_id, session, caller.said, records, broken, record, handed_over)
 
 
 def turn_figures(call: StreamingCall) -> list[TurnFigures]:
@@ -181,6 +186,8 @@ def build_report(call: StreamingCall, **context: Any) -> dict[str, Any]:
         "contact_id": call.contact_id,
         "ended_by": call.session.finish.type if call.session.finish else call.session.outcome,
         "flow_tool": call.session.flow_tool,
+        # Only the outcome: the hand-over note holds the caller's words, and the report keeps none unredacted.
+        "handover_outcome": (call.attributes or {}).get("VoicebridgeOutcome"),
         "contract_violations": list(call.violations),
         "summary": summary(figures),
         "turns": [_with_barge_in(turn_entry(turn), over) for turn in figures],

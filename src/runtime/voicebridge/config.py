@@ -26,7 +26,17 @@ from typing import Any, Literal, get_args
 from voicebridge.conversation import Action
 from voicebridge.errors import ConfigurationError, InvalidInput, LanguageNotServed
 from voicebridge.ink.keyterms import parse_keyterms
-from voicebridge.language import SPOKEN_NUMBER_LANGUAGES, Languages, for_language, language_tag, primary
+from voicebridge.language import (
+    EAGER_END_POLICY,
+    EVERY_LANGUAGE,
+    SPOKEN_NUMBER_LANGUAGES,
+    TURN_END_POLICIES,
+    Languages,
+    TurnEndPolicy,
+    for_language,
+    language_tag,
+    primary,
+)
 from voicebridge.sonic.models import (
     PRONUNCIATION_DICT_ID,
     SONIC_PACKAGES,
@@ -230,10 +240,6 @@ def _pronunciation_map(value: Any) -> tuple[tuple[str, str], ...]:
     return parse_pronunciation_map(_text(value))
 
 
-EVERY_LANGUAGE = "*"
-"""The key of keyterms for every language a per-language ``INK_KEYTERMS`` does not name."""
-
-
 def _keyterms(value: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """Ink keyterms separated by commas (``Acme Plus,Zorblax``) for every language, or a JSON object of them by
     language tag (``{"en": "Acme Plus", "es": "Acme Plus,Cuenta Nómina", "*": "Acme"}``), each within Ink's limits."""
@@ -265,6 +271,74 @@ def _keyterms(value: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
         except ValueError as exc:
             raise ValueError(f"for {tag} {exc}") from None
     return tuple(by_language.items())
+
+
+_POLICY_BOUNDS = {"silence_ms": (200, 10000), "ask_at_ms": (0, 2000), "quiet_ms": (0, 10000)}
+"""The whole-number parts of a turn-end policy and their bounds, in ms."""
+
+
+def _turn_end_policy(tag: str, given: Any) -> TurnEndPolicy:
+    if not isinstance(given, dict) or "silence_ms" not in given:
+        raise ValueError(f"the policy for {tag} must be an object with silence_ms")
+    unknown = sorted(set(given) - {*_POLICY_BOUNDS, "threshold"})
+    if unknown:
+        raise ValueError(f"the policy for {tag} has no {', '.join(unknown)}")
+    parts: dict[str, Any] = {}
+    for name, (low, high) in _POLICY_BOUNDS.items():
+        if name in given:
+            number = given[name]
+            if isinstance(number, bool) or not isinstance(number, int) or not low <= number <= high:
+                raise ValueError(f"{name} for {tag} must be a whole number from {low} to {high}")
+            parts[name] = number
+    threshold = given.get("threshold")
+    if threshold is not None:
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold < 1:
+            raise ValueError(f"threshold for {tag} must be a number from 0 to below 1, or null")
+        parts["threshold"] = float(threshold)
+    policy = TurnEndPolicy(**parts)
+    if policy.uses_model and not policy.ask_at_ms <= policy.quiet_ms < policy.silence_ms:
+        raise ValueError(f"for {tag} ask_at_ms <= quiet_ms < silence_ms must hold")
+    return policy
+
+
+def _turn_end_policies(value: Any) -> tuple[tuple[str, TurnEndPolicy], ...]:
+    """A JSON object of language tags (``*``: any other language) to turn-end policies:
+    ``{"es": {"silence_ms": 900}, "fr": {"threshold": 0.9, "quiet_ms": 600, "silence_ms": 900}}``. A ``*`` not
+    given is the built-in one."""
+    if isinstance(value, tuple):
+        return value
+    try:
+        document = json.loads(_text(value))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"is not JSON ({exc.msg})") from None
+    if not isinstance(document, dict):
+        raise ValueError('must be a JSON object of language tags to policies ({"es": {"silence_ms": 900}})')
+    policies: dict[str, TurnEndPolicy] = {}
+    for language, given in document.items():
+        try:
+            tag = language if language == EVERY_LANGUAGE else language_tag(language)
+        except InvalidInput:
+            raise ValueError(f"{language!r} is not a language tag") from None
+        if tag in policies:
+            raise ValueError(f"names {tag} twice")
+        policies[tag] = _turn_end_policy(tag, given)
+    policies.setdefault(EVERY_LANGUAGE, dict(TURN_END_POLICIES)[EVERY_LANGUAGE])
+    return tuple(policies.items())
+
+
+LEX_LOCALE = r"[a-z]{2}_(?:[A-Z]{2}|419)"
+"""A Lex V2 locale id: language, underscore, region (``en_US``, ``es_419``; docs/protocols.md, *Lex*)."""
+
+
+def _lex_locales(value: Any) -> tuple[str, ...]:
+    """Lex locale ids separated by commas (``es_US,fr_CA``)."""
+    if isinstance(value, tuple):
+        value = ",".join(value)
+    locales = tuple(dict.fromkeys(part.strip() for part in _text(value).split(",") if part.strip()))
+    wrong = [locale for locale in locales if not re.fullmatch(LEX_LOCALE, locale)]
+    if wrong:
+        raise ValueError(f"{wrong[0]!r} is not a Lex locale id (es_US)")
+    return locales
 
 
 def _voice_map(value: Any) -> tuple[tuple[str, str], ...]:
@@ -363,8 +437,20 @@ class Settings:
     ink_frame_ms: int = field(default=100, metadata=_whole(20, 500))
     voice_detector: VoiceDetectorName = field(default="silero", metadata=_one_of(VoiceDetectorName))
     end_of_turn_model: EndOfTurnUse = field(default="eager", metadata=_one_of(EndOfTurnUse))
-    """Smart Turn judges each stop of the caller. It ends manual-mode turns only when asked (``ends``): on the
-    benchmark's sentences it calls most mid-sentence pauses complete (docs/benchmarks.md, "End of turn")."""
+    """Smart Turn judges each stop of the caller where a language's policy gives it a part. It ends English
+    manual-mode turns only when asked (``ends``)."""
+    turn_end_policy: tuple[tuple[str, TurnEndPolicy], ...] = field(
+        default=TURN_END_POLICIES, metadata=_checked_by(_turn_end_policies)
+    )
+    """Per language, when the product ends a manual-mode turn: the model's threshold, where it is asked, the quiet
+    before its "complete" ends the turn, and the silence that ends it whatever the model says (defaults: the
+    benchmark's choice, docs/benchmarks.md, "End of turn")."""
+    end_of_turn_eager_threshold: float | None = field(
+        default=EAGER_END_POLICY.threshold, metadata=_fraction(optional=True, high=0.99)
+    )
+    """English on Ink's turns endpoint: the model's "complete" above this starts a speculative reply; unset (the
+    default, docs/benchmarks.md, "End of turn"): none of ours, Ink's ``turn.eager_end`` alone."""
+    end_of_turn_eager_ask_at_ms: int = field(default=EAGER_END_POLICY.ask_at_ms, metadata=_whole(0, 2000))
     ink_eager_end_threshold: float | None = field(default=0.5, metadata=_fraction(optional=True, low=0.3, high=0.6))
     """Ink's ``turn_eager_end_threshold``: the higher, the sooner ``turn.eager_end`` fires (and the more often the
     caller goes on after it). The SDK documents 0.3–0.6, default 0.4."""
@@ -423,7 +509,9 @@ class Settings:
         default="", metadata=_matching(r"[0-9A-Za-z]{10}", "must be a bot id (10 letters or digits)")
     )
     lex_bot_alias_id: str = ""
-    lex_locale_id: str = "en_US"
+    lex_locale_id: str = field(default="en_US", metadata=_matching(LEX_LOCALE, "must be a Lex locale id (en_US)"))
+    lex_locale_ids: tuple[str, ...] = field(default=(), metadata=_checked_by(_lex_locales))
+    """The bot's other locales (``es_US,fr_CA``): a contact speaking one of their languages is answered in it."""
     lex_intent_actions: tuple[tuple[str, Action], ...] = field(default=(), metadata=_checked_by(_intent_actions))
     responder_function_arn: str = ""
     responder_function_side_effect_free: TrueFalse = field(default="false", metadata=_one_of(TrueFalse))
@@ -456,6 +544,8 @@ class Settings:
                 object.__setattr__(self, setting.name, check(getattr(self, setting.name)))
             except ValueError as exc:
                 problems.append(f"{setting.name.upper()}: {exc}")
+                # The checks below read settings together: they see a refused one's default, not its raw text.
+                object.__setattr__(self, setting.name, setting.default)
         problems.extend(_responder_problems(self))
         problems.extend(_sonic_problems(self))
         problems.extend(_key_problems(self))
@@ -489,7 +579,15 @@ class Settings:
     @property
     def languages(self) -> Languages:
         """How each contact's language is listened to."""
-        return Languages(self.ink_language, self.ink_mode, self.ink_model, self.end_of_turn_model)
+        eager = TurnEndPolicy(
+            silence_ms=0,
+            threshold=self.end_of_turn_eager_threshold,
+            ask_at_ms=self.end_of_turn_eager_ask_at_ms,
+            quiet_ms=self.end_of_turn_eager_ask_at_ms,
+        )
+        return Languages(
+            self.ink_language, self.ink_mode, self.ink_model, self.end_of_turn_model, self.turn_end_policy, eager
+        )
 
     @property
     def redaction_by_language(self) -> str:

@@ -113,6 +113,7 @@ def settings() -> Settings:
         for notice in read.notices:
             logger.warning("settings check", notice=notice)
         logger.info("settings check", redaction=read.redaction_by_language)
+        logger.info("settings check", turn_ends=read.languages.ends_by_language())
         return read
 
     return _once(("settings",), build)
@@ -446,6 +447,7 @@ def responder() -> Responder:
                 bot_id=config.lex_bot_id,
                 bot_alias_id=config.lex_bot_alias_id,
                 locale_id=config.lex_locale_id,
+                locale_ids=config.lex_locale_ids,
                 intent_actions=dict(config.lex_intent_actions),
             )
         if config.responder == "lambda":

@@ -21,7 +21,6 @@ import urllib.request
 import wave
 from collections.abc import Callable, Iterator
 from itertools import pairwise
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -29,7 +28,6 @@ import pytest
 from cartesia import Cartesia
 from websockets.exceptions import ConnectionClosed, ConnectionClosedError, InvalidStatus
 
-from voicebridge_dev.demo import run_demo
 from voicebridge_dev.local.ink import (
     END_DELAY_MS,
     IDLE_TIMEOUT_S,
@@ -985,24 +983,3 @@ def test_pocketsphinx_transcribes_a_synthesised_clip(spoken_clip: bytes, start_e
         send(connection, silence(0.5) + spoken_clip + silence(1.0))
         transcript = events.until("turn.end", timeout=10)[-1].transcript
     assert "balance" in transcript.split(), transcript
-
-
-@pytest.mark.timeout(60)
-def test_a_demo_call_on_a_noisy_line_is_heard_as_said_and_the_noise_sets_nothing_off(tmp_path: Path) -> None:
-    report = tmp_path / "report.json"
-
-    status = run_demo(
-        out=tmp_path / "out",
-        report=str(report),
-        engine="standin",
-        scenario="transfer",
-        recognition="registered",
-        transport="a2a",
-        line_noise="white-20db",
-    )
-
-    assert status == 0
-    written = json.loads(report.read_text(encoding="utf-8"))
-    assert written["line_noise"] == "white-20db"
-    assert written["line"] == {"interruptions_without_speech": 0, "turns_without_speech": 0}
-    assert written["turns"] and all(turn["heard"] == turn["said"] for turn in written["turns"])

@@ -15,9 +15,11 @@ import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
 import pytest
 
 from tests.fixtures import ROOT
+from voicebridge.config import Settings
 from voicebridge_dev.demo import scenario_settings
 from voicebridge_dev.local.a2a import (
     Action,
@@ -29,6 +31,8 @@ from voicebridge_dev.local.a2a import (
     SessionResult,
     SilenceMarker,
     UpgradeRejected,
+    history_from_traces,
+    run_redialled,
     run_session,
 )
 from voicebridge_dev.local.agent import LocalAgent
@@ -38,6 +42,7 @@ from voicebridge_dev.local.kvs import EMULATED_INSTANCE_ID
 from voicebridge_dev.local.sonic import Fault, FaultKind
 from voicebridge_dev.local.speech_engine import StandInSpeechEngine
 from voicebridge_dev.simulator import SCENARIOS, load_clips
+from voicebridge_dev.simulator.line import LineNoise
 from voicebridge_dev.template import LOCAL_ACCOUNT
 
 pytestmark = pytest.mark.timeout(120)
@@ -82,10 +87,10 @@ def session(agent: LocalAgent, audio: bytes, script: Sequence[Action] = (), **se
     return asyncio.run(run_session(agent.url, connect, caller_audio=audio, script=list(script)))
 
 
-def record(cloud: LocalCloud, contact_arn: str) -> Any:
-    """The contact's call record, once the server has written it."""
+def record(cloud: LocalCloud, contact_arn: str, *, generation: int = 0) -> Any:
+    """The contact's call record as its ``generation`` wrote it, once the server has."""
     contact = contact_arn.rsplit("/", 1)[-1]
-    stored = cloud.call_record(contact, wait_s=10.0)
+    stored = cloud.call_record(contact if generation == 0 else f"{contact}-{generation}", wait_s=10.0)
     assert stored is not None, f"no record for {contact}"
     return json.loads(stored)
 
@@ -135,6 +140,21 @@ def test_talking_over_a_reply_stops_it_and_is_answered_and_a_backchannel_does_no
     # The "uh huh" during the greeting stopped nothing; the caller's words over the reply did, while they spoke.
     assert len(interruptions) == 1
     assert person < interruptions[0] < person + CLIPS["person"].pcm.__len__() / (2 * RATE)
+    assert result.finish is not None and result.finish.type == "ESCALATE"
+
+
+def test_babble_on_the_callers_line_never_interrupts_the_agent(agent: LocalAgent) -> None:
+    audio, starts = caller(4.0, "balance", 9.0, "person", 6.0)
+    line = LineNoise.of("babble-10db", [clip.samples for clip in CLIPS.values()])
+    noisy = line.added(np.frombuffer(audio, dtype="<i2"), 0).tobytes()
+    spoken = [(at, at + len(CLIPS[name].pcm) / (2 * RATE)) for name, at in starts.items()]
+
+    result = session(agent, noisy)
+
+    # Six voices talking 10 dB under the caller, all through the greeting and the answers: none of them is the caller,
+    # so the agent stops only while the caller speaks (over the end of a reply, as they may).
+    interruptions = [e.at for e in result.timeline.of("interruption") if e.detail["by"] == "agent"]
+    assert all(any(start < at < end for start, end in spoken) for at in interruptions), (interruptions, spoken)
     assert result.finish is not None and result.finish.type == "ESCALATE"
 
 
@@ -254,3 +274,60 @@ def test_a_spanish_contact_is_heard_on_inks_manual_endpoint_and_answered_in_span
     assert (turn["heard"].strip(), turn["endedBy"]) == (said, "voicebridge")
     assert turn["reply"]["said"][0] == "Por supuesto."
     assert cloud.ink.sessions[-1].endpoint == "manual"
+
+
+def test_a_dropped_socket_dialled_again_is_continued_without_a_greeting_and_each_turn_recorded_once(
+    cloud: LocalCloud, agent: LocalAgent
+) -> None:
+    audio, starts = caller(3.0, "balance", 14.0, 3.0, "person", 6.0)
+    drop_at = starts["person"] - 3.0
+    contact = "arn:aws:connect:us-east-1:111122223333:instance/00000000-0000-4000-8000-000000000000/contact/c-redial"
+    connect = ConnectSettings(api_key=agent.api_key, max_duration_s=60, contact_arn=contact, context_id="ctx-redial")
+
+    call = asyncio.run(run_redialled(agent.url, connect, caller_audio=audio, drop_at_s=drop_at))
+
+    assert call.first.outcome == "hung_up" and agent_audio_after(call.first, starts["balance"])
+    # The redial carried the conversation so far; the agent said nothing until the caller spoke again.
+    assert [m["role"] for m in call.history] == ["ROLE_AGENT", "ROLE_USER", "ROLE_AGENT"]
+    person = starts["person"] - drop_at
+    assert agent_audio_after(call.second, 0.0) and not [
+        e for e in call.second.timeline.of("chunk_received") if e.at < person and e.detail["bytes"]
+    ]
+    assert call.second.finish is not None and call.second.finish.type == "ESCALATE"
+    assert len(call.second.turns) == 1
+    # The redial's record (the contact's next generation) holds the whole call: each of the caller's turns once.
+    kept = record(cloud, contact, generation=1)
+    assert kept["listening"]["generation"] == 1
+    assert [turn["heard"] for turn in kept["turns"]] == [CLIPS["balance"].transcript, CLIPS["person"].transcript]
+
+
+def test_a_handoff_with_history_is_not_greeted_and_its_unanswered_message_is_answered(
+    cloud: LocalCloud, agent: LocalAgent
+) -> None:
+    asked = CLIPS["balance"].transcript
+    history = (
+        {
+            "messageId": "h-1",
+            "role": "ROLE_AGENT",
+            "parts": [{"text": "Welcome to the bank.", "mediaType": "text/plain"}],
+        },
+        {"messageId": "h-2", "role": "ROLE_USER", "parts": [{"text": asked, "mediaType": "text/plain"}]},
+    )
+    audio, _ = caller(9.0, "person", 6.0)
+    contact = "arn:aws:connect:us-east-1:111122223333:instance/00000000-0000-4000-8000-000000000000/contact/c-history"
+
+    result = session(agent, audio, contact_arn=contact, history=history)
+
+    # The first thing the caller hears answers the question they asked before the handoff; no greeting.
+    first = history_from_traces(result.traces[:1])
+    greeting = Settings.from_env({}).a2a_greeting_text
+    assert [m["role"] for m in first] == ["ROLE_USER", "ROLE_AGENT"] and first[0]["parts"][0]["text"] == asked
+    assert greeting not in first[1]["parts"][0]["text"]
+    assert result.finish is not None and result.finish.type == "ESCALATE"
+    kept = record(cloud, contact)
+    assert [turn["heard"] for turn in kept["turns"]] == [asked, CLIPS["person"].transcript]
+    # What Connect handed over is listed apart from the turns.
+    assert kept["handedOver"] == [
+        {"role": "agent", "said": "Welcome to the bank."},
+        {"role": "customer", "said": asked},
+    ]

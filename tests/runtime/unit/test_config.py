@@ -9,6 +9,7 @@ import pytest
 
 from voicebridge.config import Settings
 from voicebridge.errors import ConfigurationError
+from voicebridge.language import TURN_END_POLICIES, TurnEndPolicy
 
 
 def test_environment_variables_map_to_settings() -> None:
@@ -239,3 +240,46 @@ def test_latency_optimized_inference_is_asked_for_by_default_and_may_be_turned_o
     assert Settings.from_env({"BEDROCK_LATENCY": "standard"}).bedrock_latency == "standard"
     with pytest.raises(ConfigurationError, match="BEDROCK_LATENCY: must be 'optimized' or 'standard'"):
         Settings.from_env({"BEDROCK_LATENCY": "fast"})
+
+
+def test_turn_end_policies_are_read_by_language_tag_and_any_other_language_keeps_the_built_in_one() -> None:
+    document = {"fr-CA": {"threshold": 0.9, "ask_at_ms": 0, "quiet_ms": 600, "silence_ms": 1000}}
+    settings = Settings.from_env({"TURN_END_POLICY": json.dumps(document)})
+    policies = dict(settings.turn_end_policy)
+    assert policies["fr-CA"] == TurnEndPolicy(silence_ms=1000, threshold=0.9, ask_at_ms=0, quiet_ms=600)
+    assert policies["*"] == dict(TURN_END_POLICIES)["*"]
+    assert settings.languages.listening("fr-CA").policy == policies["fr-CA"]
+    assert settings.languages.listening("de").policy == policies["*"]
+
+
+@pytest.mark.parametrize(
+    ("policy", "reason"),
+    [
+        ('{"es": {"threshold": 0.9}}', "the policy for es must be an object with silence_ms"),
+        ('{"es": {"silence_ms": 900, "quiet": 1}}', "the policy for es has no quiet"),
+        ('{"es": {"silence_ms": 90}}', "silence_ms for es must be a whole number from 200 to 10000"),
+        ('{"es": {"silence_ms": 900, "threshold": 1.5}}', "threshold for es must be a number from 0 to below 1"),
+        (
+            '{"es": {"silence_ms": 900, "threshold": 0.9, "quiet_ms": 1000}}',
+            "for es ask_at_ms <= quiet_ms < silence_ms must hold",
+        ),
+        ('{"spanish": {"silence_ms": 900}}', "'spanish' is not a language tag"),
+        ('["es"]', "must be a JSON object of language tags to policies"),
+        ("{es", "is not JSON"),
+    ],
+)
+def test_malformed_turn_end_policies_are_refused(policy: str, reason: str) -> None:
+    with pytest.raises(ConfigurationError, match=f"TURN_END_POLICY: {re.escape(reason)}"):
+        Settings.from_env({"TURN_END_POLICY": policy})
+
+
+def test_the_eager_end_settings_place_the_english_eager_end() -> None:
+    settings = Settings.from_env({"END_OF_TURN_EAGER_THRESHOLD": "0.8", "END_OF_TURN_EAGER_ASK_AT_MS": "150"})
+    policy = settings.languages.listening("en").policy
+    assert (policy.threshold, policy.ask_at_ms) == (0.8, 150)
+
+
+def test_the_lex_bots_other_locales_are_read_and_a_malformed_one_is_refused() -> None:
+    assert Settings.from_env({"LEX_LOCALE_IDS": "es_US, es_419"}).lex_locale_ids == ("es_US", "es_419")
+    with pytest.raises(ConfigurationError, match="LEX_LOCALE_IDS: 'es-US' is not a Lex locale id"):
+        Settings.from_env({"LEX_LOCALE_IDS": "es-US"})

@@ -115,12 +115,12 @@ HANDLERS: dict[str, tuple[Handler, frozenset[str], dict[str, str]]] = {
     ),
     "AwaitTurnFunction": (
         await_turn.handler,
-        frozenset({"Turn", "Timeout", "Error"}),
+        frozenset({"Turn", "Listening", "Timeout", "Error"}),
         {"AfterTurn": "-1", "MaxWaitMs": "0"},
     ),
     "ConverseFunction": (
         converse.handler,
-        frozenset({"Speak", "Fallback", "OK", "Timeout", "Error"}),
+        frozenset({"Speak", "Fallback", "OK", "Listening", "Thinking", "Timeout", "Error"}),
         {"TurnIndex": "0", "Segment": "0", "MaxWaitMs": "0"},
     ),
 }

@@ -191,6 +191,13 @@ def test_start_listening_refuses_a_language_no_ink_model_transcribes_and_starts_
     assert aws.calls == []
 
 
+def test_start_listening_refuses_a_language_ink_transcribes_and_sonic_does_not_speak_and_starts_nothing() -> None:
+    with stubbed_aws() as aws:
+        answer = start_listening.handler(changed(("Details", "Parameters", "Language"), "cy"), None)
+    assert (answer["Result"], answer["ErrorCode"]) == ("Error", "LanguageNotServed")
+    assert aws.calls == []
+
+
 def test_start_listening_keeps_the_contacts_language_with_its_claim_and_says_who_ends_its_turns() -> None:
     with stubbed_aws() as aws:
         aws.stub("dynamodb").add_response("put_item", {})

@@ -211,9 +211,8 @@ class Call:
             "kvs_read_timeout_ms": 1000,
             "listen_retry_limit_ms": 10_000,
             "consumer_handoff_ms": 30_000,
-            # The fakes' audio is tones and silence: the energy detector's figures, and no end-of-turn model.
+            # The fakes' audio is tones and silence: the energy detector's figures (no end-of-turn model: "off").
             "voice_detector": "energy",
-            "end_of_turn_model": "off",
         }
         options.update(settings)
         return StreamConsumer(

@@ -22,6 +22,7 @@ from voicebridge.audio.end_of_turn import (
 )
 from voicebridge.audio.vad import VoiceActivity, detector
 from voicebridge.errors import ConfigurationError
+from voicebridge.language import TurnEndPolicy
 
 ROOT = Path(__file__).resolve().parents[3]
 REFERENCE = np.load(ROOT / "tests" / "data" / "log_mel" / "chirp.npz")
@@ -161,3 +162,13 @@ def test_a_missing_model_file_is_a_configuration_error(monkeypatch: pytest.Monke
             onnx.session(onnx.SMART_TURN)
     finally:
         onnx.session.cache_clear()
+
+
+def test_a_policy_without_a_threshold_asks_for_no_watch() -> None:
+    assert TurnEndWatch.for_policy(TurnEndPolicy(silence_ms=900)) is None
+
+
+def test_a_policys_watch_asks_where_the_policy_says_with_its_threshold() -> None:
+    watch = TurnEndWatch.for_policy(TurnEndPolicy(silence_ms=950, threshold=0.95, ask_at_ms=150, quiet_ms=800))
+    assert watch is not None
+    assert (watch.ask_at_ms, watch.threshold) == ((150.0,), 0.95)

@@ -7,9 +7,10 @@ import threading
 from typing import Any
 
 from tests.fixtures.clock import ManualClock
-from voicebridge.call.heartbeat import HEARTBEAT_S, Heartbeat
+from voicebridge.call.heartbeat import Heartbeat
 from voicebridge.errors import Superseded
 from voicebridge.ink.transcriber import MetricSink
+from voicebridge.store.turns import RENEW_S
 
 
 class Track:
@@ -29,7 +30,7 @@ class Store:
         self._limit = beats
         self._superseded = superseded
 
-    def heartbeat(self, checkpoint: Any, state: str, reason: str = "") -> None:
+    def heartbeat(self, checkpoint: Any, state: str, reason: str = "", *, tracks: Any = None) -> None:
         self.beats.append((state, reason))
         if len(self.beats) >= self._limit:
             self.stop.set()
@@ -61,7 +62,7 @@ def beat(*, beats: int, superseded: bool = False) -> tuple[Store, list[Track], t
 def test_every_track_is_kept_alive_each_frame_and_the_heart_beats_every_few_seconds() -> None:
     store, tracks, newer = beat(beats=2)
     assert store.beats == [("listening", "")] * 2
-    frames = round(2 * HEARTBEAT_S / 0.1)
+    frames = round(2 * RENEW_S / 0.1)
     assert all(abs(len(track.keepalives) - frames) <= 1 for track in tracks)
     # Only a real stall earns silence: at least a second, whatever the frame.
     assert all(idle == 1000 for track in tracks for idle in track.keepalives)

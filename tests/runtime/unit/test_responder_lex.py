@@ -208,3 +208,24 @@ def test_a_failed_call_fails_with_a_short_safe_reason(error: Exception, reason: 
     with pytest.raises(ResponderError) as failure:
         responder(Lex(error=error)).respond(TurnRequest("c1", 0, "hello"), deadline=LATER)
     assert failure.value.safe_message == reason
+
+
+@pytest.mark.parametrize(
+    ("language", "locale"),
+    [
+        ("es-US", "es_US"),
+        ("es-419", "es_419"),
+        ("es-MX", "es_US"),
+        ("es", "es_US"),
+        ("en-US", "en_GB"),
+        ("fr", "en_GB"),
+    ],
+)
+def test_a_contact_is_answered_in_the_bot_locale_of_its_language_where_the_bot_has_one(
+    language: str, locale: str
+) -> None:
+    client = Lex()
+    bot = LexResponder(client, bot_id="ABCDEFGHIJ", bot_alias_id="TSTALIASID", locale_id="en_GB",
+                       locale_ids=("es_US", "es_419"))  # fmt: skip
+    bot.respond(TurnRequest("c1", 0, "hola", language=language), deadline=LATER)
+    assert client.requests[0]["localeId"] == locale

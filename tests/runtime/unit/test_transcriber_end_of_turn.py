@@ -1,10 +1,11 @@
 """Our own end of turn in the transcriber: the model's verdict on each stop of the caller's voice ends a manual-mode
-turn at once, is an eager end on Ink's turns endpoint, and is held against Ink's turn end."""
+turn after the policy's quiet, is an eager end on Ink's turns endpoint, and is held against Ink's turn end; a
+language's policy decides what ends its turns."""
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 import numpy as np
@@ -13,8 +14,9 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from tests.fixtures.clock import ManualClock
 from voicebridge.audio.end_of_turn import EndOfTurnModel, TurnEndWatch
+from voicebridge.config import Settings
 from voicebridge.ink.session import TurnListener
-from voicebridge.ink.transcriber import MODEL_END_QUIET_MS, MetricSink, TrackTranscriber
+from voicebridge.ink.transcriber import MetricSink, TrackTranscriber, TurnEnding, turn_ending
 from voicebridge.store.turns import TrackProgress, Turn
 
 
@@ -89,7 +91,22 @@ class Call:
     offset: int = 0
 
 
-def call(mode: str, probability: float, *, ends_turns: bool = True) -> Call:
+MODEL_END_QUIET_MS = 200
+"""The quiet after a complete verdict these tests' manual mode waits before ending the turn."""
+
+
+def call(mode: str, probability: float, *, ends_turns: bool = True, ending: TurnEnding | None = None) -> Call:
+    """A track in ``mode`` whose model says ``probability`` of every stop; ``ending``: a language's way of ending
+    turns instead (its watch given the fixed model)."""
+    if ending is None:
+        ending = TurnEnding(
+            end_of_turn=TurnEndWatch(model=FixedModel(probability=probability)),
+            model_ends_turns=ends_turns,
+            manual_end_silence_ms=700,
+            model_end_quiet_ms=MODEL_END_QUIET_MS,
+        )
+    elif ending["end_of_turn"] is not None:
+        ending["end_of_turn"] = replace(ending["end_of_turn"], model=FixedModel(probability=probability))
     FakeSession.made = []
     clock, sink = ManualClock(), Counted(threading.Lock())
     eager_ends: list[tuple[int, str]] = []
@@ -103,8 +120,7 @@ def call(mode: str, probability: float, *, ends_turns: bool = True) -> Call:
         open_session=FakeSession,  # type: ignore[arg-type]
         sink=sink,
         mode=mode,
-        end_of_turn=TurnEndWatch(model=FixedModel(probability=probability)),
-        model_ends_turns=ends_turns,
+        **ending,
         clock=clock,
         on_eager_end=lambda seq, words: eager_ends.append((seq, words)),
         on_resume=resumes.append,
@@ -252,3 +268,42 @@ def test_a_turn_of_inks_turns_endpoint_is_recorded_as_ended_by_ink() -> None:
     c.hear(voice(300) + quiet(400))
     c.transcriber.on_turn_end("what is my balance")
     assert [(t.transcript, t.ended_by) for t in c.ended] == [("what is my balance", "ink")]
+
+
+def spanish(probability: float) -> Call:
+    """A Spanish caller's track with the product's default settings."""
+    return call("manual", probability, ending=turn_ending(Settings().languages.listening("es"), answered=True))
+
+
+def test_a_spanish_callers_600_ms_pause_after_a_stop_the_model_calls_complete_does_not_end_the_turn() -> None:
+    c = spanish(probability=0.99)
+    c.hear(quiet(200) + voice(800) + quiet(600) + voice(600) + quiet(100))
+    assert c.session.finalized_at == []
+
+
+def test_a_spanish_callers_turn_ends_after_900_ms_of_silence_by_default_whatever_the_model_would_say() -> None:
+    c = spanish(probability=0.99)
+    c.hear(quiet(200) + voice(800) + quiet(1000))
+    assert c.session.finalized_at == [(1000 + 900) * 16]
+
+
+def test_manual_mode_ends_the_turn_at_the_policys_silence_when_the_model_says_the_caller_is_not_done() -> None:
+    ending = TurnEnding(
+        end_of_turn=TurnEndWatch(), model_ends_turns=True, manual_end_silence_ms=900, model_end_quiet_ms=500
+    )
+    c = call("manual", probability=0.2, ending=ending)
+    c.hear(quiet(200) + voice(800) + quiet(880))
+    assert c.session.finalized_at == []
+    c.hear(quiet(100))
+    assert c.session.finalized_at == [(1000 + 900) * 16]
+
+
+def test_manual_mode_ends_the_turn_on_a_complete_verdict_only_after_the_policys_quiet() -> None:
+    ending = TurnEnding(
+        end_of_turn=TurnEndWatch(), model_ends_turns=True, manual_end_silence_ms=900, model_end_quiet_ms=500
+    )
+    c = call("manual", probability=0.99, ending=ending)
+    c.hear(quiet(200) + voice(800) + quiet(400) + voice(600) + quiet(480))
+    assert c.session.finalized_at == []
+    c.hear(quiet(40))
+    assert c.session.finalized_at == [(1000 + 400 + 600 + 500) * 16]

@@ -94,10 +94,11 @@ def test_silero_takes_loud_white_noise_for_no_one_speaking() -> None:
     assert silero_utterances(white_noise(3000, -25)) == []
 
 
-def test_the_energy_detector_takes_the_same_noise_for_speech() -> None:
+def test_the_energy_detector_held_to_the_lines_floor_takes_white_noise_for_no_one_speaking() -> None:
+    # Above the energy detector's own threshold (-40 dBFS), but no louder than the line is anyway.
     vad = VoiceActivity(detector=detector("energy"), close_ms=300)
-    vad.feed(white_noise(3000, -25))
-    assert vad.speaking
+    vad.feed(white_noise(3000, -35))
+    assert (vad.speaking, list(vad.closed)) == (False, [])
 
 
 def test_silero_finds_speech_ten_db_above_white_noise() -> None:

@@ -45,6 +45,9 @@ refused."""
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
 METHODS = ("SendMessage", "message/send", "message/stream")
 """``SendMessage`` is A2A v1.0's name; the v0 names are taken too, as the same request."""
+CALLER_ROLES = ("ROLE_USER", "user")
+AGENT_ROLES = ("ROLE_AGENT", "agent")
+"""A history message's ``role``: A2A v1.0's names (the contract's samples), and v0's as the same."""
 
 
 @dataclass(frozen=True, slots=True)

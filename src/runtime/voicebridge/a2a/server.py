@@ -170,6 +170,10 @@ class AgentServer:
                 reason = f"finished: {session.finished[0]}"
                 # After FINISH nothing more is sent; Connect closes, or the agent does.
                 await connection.close()
+            elif session.superseded:
+                reason = "taken over by another session"
+                # A socket that went quiet: closed normally, whether or not anyone is still at its other end.
+                await connection.close()
         except ConnectionClosed:
             pass
         finally:

@@ -12,11 +12,24 @@ EventBridge). What is this transport's own:
 - **negotiation**: the caller's audio is asked for at 8 kHz (what Ink and the voice detector read; Connect resamples
   the caller's leg), the agent's at the rate Connect proposes unless a rate is configured (Sonic makes 8, 16 and
   24 kHz itself, so nothing is resampled either way);
-- **the output gate**: nothing is sent before ``CHANNEL_STATE READY``; then the greeting;
+- **the output gate**: nothing is sent before ``CHANNEL_STATE READY``; then the greeting, unless the session
+  continues a conversation;
+- **a conversation it did not start** (docs/protocols.md, *History and redials*): a handoff whose ``history``
+  holds earlier turns seeds the responder's history with them and does not greet; a caller's message the history ends
+  with unanswered is the session's first turn, answered after READY. A redial of a dropped socket (the contact was
+  this product's already) continues from the turn table instead, where every turn of the first socket is stored once:
+  it waits for the dropped socket's session to give its claim up (or for the claim to lapse), takes the contact over
+  under the next generation, finishes a reply the drop cut short, and does not greet;
+- **the claim**: a session holds its contact by the turn table's :class:`~voicebridge.store.turns.Lease`, as the flows
+  path's consumer does: renewed every ``RENEW_S`` (with where the caller's turns stand) while Connect is heard on the
+  socket, given up when the session ends. A session whose socket went quiet (half-open: Connect gone, no close seen)
+  stops renewing, so a redial elsewhere takes the contact over once the lease lapses; the old session learns it at
+  its next look, stops speaking and closes its socket;
 - **the voice**: each sentence's Sonic audio goes to the :class:`~voicebridge.a2a.output.Player` as it arrives; a
   speculative reply's audio waits in it until the reply is committed;
-- **barge-in**: the session's own voice detector hears the caller over the agent: after ``a2a_barge_in_pause_ms`` of
-  voice the agent pauses, after ``a2a_barge_in_ms`` it is interrupted (``INTERRUPTION``, the reply and its synthesis
+- **barge-in**: the session's own voice detector (held to the line's noise floor, so babble and hiss on the
+  caller's line are nobody) hears the caller over the agent: after ``a2a_barge_in_pause_ms`` of voice the agent
+  pauses, after ``a2a_barge_in_ms`` it is interrupted (``INTERRUPTION``, the reply and its synthesis
   stopped, the history told what was not said); shorter voice (a cough, "uh-huh") and the agent goes on where it
   paused. Connect's own ``INTERRUPTION`` (a key pressed, or voice) stops the agent the same way;
 - **a turn's end on the wire**: each response's audio, then its ``TRACING_SPAN``, then the task's terminal status; a
@@ -34,7 +47,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -45,21 +58,34 @@ from voicebridge.a2a.output import Player, Response
 from voicebridge.a2a.protocol import AudioConfig
 from voicebridge.a2a.tracing import TurnTrace
 from voicebridge.a2a.voice import StreamingVoice
-from voicebridge.audio.end_of_turn import TurnEndWatch
-from voicebridge.audio.vad import VoiceActivity, detector
-from voicebridge.config import EndOfTurnUse, Settings, VoiceDetectorName
-from voicebridge.conversation import Action
+from voicebridge.audio.vad import BYTES_PER_MS, VoiceActivity, detector
+from voicebridge.call.record import record_handoff
+from voicebridge.config import Settings, VoiceDetectorName
+from voicebridge.conversation import Action, Exchange
 from voicebridge.converse.making import ReplyInProgress, ReplySettings, Spoken
 from voicebridge.converse.responder import Responder
 from voicebridge.converse.worker import ReplyWorker
-from voicebridge.errors import ModelUnavailable, VoiceBridgeError
+from voicebridge.errors import ModelUnavailable, Superseded, VoiceBridgeError
 from voicebridge.ink.pacer import CATCH_UP_AFTER_MS, Pacer
 from voicebridge.ink.session import InkSession, TurnListener
-from voicebridge.ink.transcriber import MetricSink, TrackTranscriber
+from voicebridge.ink.transcriber import MetricSink, TrackTranscriber, turn_ending
 from voicebridge.language import Languages, Listening
 from voicebridge.sonic.synthesizer import SynthesisCancelled
 from voicebridge.store.replies import ReplyStore
-from voicebridge.store.turns import CUSTOMER, STOPPED, Checkpoint, TrackProgress, Turn, TurnStore
+from voicebridge.store.turns import (
+    AGENT,
+    CUSTOMER,
+    LEASE_MS,
+    LISTENING,
+    RENEW_S,
+    STOPPED,
+    Checkpoint,
+    Claim,
+    Lease,
+    TrackProgress,
+    Turn,
+    TurnStore,
+)
 from voicebridge.telemetry import in_context, logger
 
 INPUT_RATE = 8000
@@ -71,6 +97,50 @@ FINISH = {
     Action.TRANSFER: ("ESCALATE", "the caller asked for a person"),
     Action.HANGUP: ("COMPLETE", "the caller is done"),
 }
+QUIET_S = 1.0
+"""Connect streams the caller's audio without pause from READY on (docs/protocols.md, *Caller audio*): a socket
+that brought no frame for this long is not heard from, and its session does not renew its claim."""
+REDIAL_POLL_S = 0.1
+"""How often a redial looks whether the contact's claim was given up or has lapsed (one consistent read)."""
+
+
+def redial_wait_s() -> float:
+    """The longest a redial waits for the contact's claim: a session renews only while its socket is heard, so its
+    last renewal came at most ``QUIET_S`` after Connect left it, and its lease lapses ``LEASE_MS`` after that; one
+    renewal period more covers the clocks of two server tasks and a renewal's write in flight."""
+    return LEASE_MS / 1000 + QUIET_S + RENEW_S
+
+
+def continuation(history: Sequence[tuple[str, str]]) -> tuple[list[Exchange], str]:
+    """Connect's ``history`` (role, text; oldest first) as the responder's exchanges, and the caller's words it ends
+    with unanswered ("" when the agent spoke last). Consecutive messages of one side are one turn of it; an agent's
+    message before any of the caller's is an exchange with no caller's words; a message of another role, or with no
+    text, is left out."""
+    exchanges: list[Exchange] = []
+    caller: list[str] = []
+    agent: list[str] = []
+    for role, text in history:
+        words = text.strip()
+        if not words:
+            continue
+        if role in protocol.CALLER_ROLES:
+            if agent:
+                exchanges.append(Exchange(" ".join(caller), " ".join(agent)))
+                caller, agent = [], []
+            caller.append(words)
+        elif role in protocol.AGENT_ROLES:
+            agent.append(words)
+    if agent:
+        exchanges.append(Exchange(" ".join(caller), " ".join(agent)))
+        caller = []
+    return exchanges, " ".join(caller)
+
+
+def speaker(role: str) -> str:
+    """Who spoke a message of Connect's ``history``, as the call record names the sides (another role as given)."""
+    if role in protocol.CALLER_ROLES:
+        return CUSTOMER
+    return AGENT if role in protocol.AGENT_ROLES else role
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +157,6 @@ class StreamSettings:
     languages: Languages
     ink_frame_ms: int
     voice_detector: VoiceDetectorName
-    end_of_turn_model: EndOfTurnUse
     sonic_deadline_ms: int
     replies: ReplySettings
 
@@ -104,7 +173,6 @@ class StreamSettings:
             languages=settings.languages,
             ink_frame_ms=settings.ink_frame_ms,
             voice_detector=settings.voice_detector,
-            end_of_turn_model=settings.end_of_turn_model,
             sonic_deadline_ms=settings.sonic_deadline_ms,
             replies=ReplySettings.of(settings, polled=False),
         )
@@ -194,11 +262,22 @@ class AgentSession:
         self.barge_ins = 0
         self._traced = 0
         self._responder_name = ""
+        self.continuing = False
+        """The session continues a conversation (history from Connect, or a redial): the agent does not greet."""
+        self._stream_base_ms = 0.0
+        """Where this socket's caller audio begins in the contact's stream (after a redial, past the first socket's)."""
+        self._lease: Lease | None = None
+        self._keeper: asyncio.Task[None] | None = None
+        self._heard_at = time.monotonic()
+        """When Connect last sent a frame (monotonic seconds): the claim is renewed only while it is heard."""
+        self.superseded = False
+        """Another session took the contact over: this one has stopped speaking and ends."""
 
     # -- frames in
 
     async def feed(self, frame: str | bytes) -> None:
         """One frame from Connect; never raises for what the frame holds."""
+        self._heard_at = time.monotonic()
         event = self._reader.feed(frame)
         if isinstance(event, protocol.Malformed):
             logger.warning("frame refused", reason=event.reason, code=event.code)
@@ -213,7 +292,7 @@ class AgentSession:
     async def _dispatch(self, event: protocol.Event) -> None:
         if isinstance(event, protocol.InitSession):
             await self._init(event)
-        elif self.init is None or self.finished is not None:
+        elif self.init is None or self.finished is not None or self.superseded:
             logger.info("frame before INIT_SESSION or after FINISH ignored", event=type(event).__name__)
         elif isinstance(event, protocol.ChannelState):
             if event.state == "READY" and not self.ready:
@@ -261,6 +340,7 @@ class AgentSession:
             await self._send(protocol.error_frame(init.request_id, -32603, "Internal error", exc.code))
             return
         self.init = init
+        self._keeper = self._loop.create_task(self._keep_claim())
         await self._send(protocol.init_response_frame(init, AudioConfig(INPUT_RATE), AudioConfig(output_rate)))
 
     def _start_engine(self, init: protocol.InitSession, output_rate: int) -> None:
@@ -270,17 +350,18 @@ class AgentSession:
         listening = self._settings.languages.listening(
             self._engine.contact_language(init.instance_arn, init.contact_id)
         )
-        _, generation = store.claim(
-            init.contact_id,
-            f"a2a:{init.context_id}",
-            "0",
-            [CUSTOMER],
-            start_timestamp_ms=int(time.time() * 1000),
-            converse=True,
-            language=listening.language,
-        )
-        self._generation = generation
-        self._checkpoint = store.load(init.contact_id)
+        claim, _, previous = self._claim(init, listening.language)
+        redial = claim is Claim.TAKEN_OVER
+        exchanges, unanswered = ([], "") if redial else continuation(init.history)
+        self.continuing = redial or bool(exchanges or unanswered)
+        if not redial and init.history:
+            # What Connect handed over, listed in the contact's record (a redial's history repeats the first socket's).
+            record_handoff(store, init.contact_id, [(speaker(role), text) for role, text in init.history])
+        if exchanges:
+            # The responder's history, as the reply worker reads it; redacted at rest with the contact's record.
+            self._engine.replies.record_exchange(
+                init.contact_id, exchanges[-1], keep=self._settings.replies.history_turns, before=exchanges[:-1]
+            )
         self._voice = self._engine.voice(output_rate, listening.language)
         self._player = Player(
             init.context_id,
@@ -289,6 +370,11 @@ class AgentSession:
             chunk_bytes=min(protocol.audio_chunk_bytes(output_rate), output_rate * 2 // 10),
         )
         progress = self._checkpoint.tracks.get(CUSTOMER, TrackProgress()) if self._checkpoint else TrackProgress()
+        if redial and previous is not None:
+            # The new socket's audio goes on where the dropped one's stopped in the contact's stream, so the turns of
+            # both keep their order in the record (the claim keeps only the turns' numbering).
+            progress = replace(progress, stream_bytes=resumed_stream_bytes(store, init.contact_id, previous))
+        self._stream_base_ms = progress.stream_bytes / BYTES_PER_MS
         responder = self._engine.responder()
         self._responder_name = responder.name
         self._worker = ReplyWorker(
@@ -310,8 +396,7 @@ class AgentSession:
             mode=listening.mode,
             frame_ms=self._settings.ink_frame_ms,
             voice_detector=self._settings.voice_detector,
-            end_of_turn=TurnEndWatch() if self._settings.end_of_turn_model != "off" else None,
-            model_ends_turns=listening.ends_turns,
+            **turn_ending(listening, answered=True),
             pacer=Pacer(catch_up_after_ms=CATCH_UP_AFTER_MS),
             on_turn=self._turn_stored,
             on_eager_end=self._worker.eager_end,
@@ -320,6 +405,70 @@ class AgentSession:
         )
         self._listener = threading.Thread(target=in_context(self._listen), name="caller-audio", daemon=True)
         self._listener.start()
+        if unanswered:
+            # The caller's last words before the handoff: this session's first turn, stored and answered as typed
+            # words are (the record redacts them as it does every turn).
+            self._transcriber.typed(unanswered)
+        if redial:
+            self._worker.resume_unfinished(store)
+
+    def _claim(self, init: protocol.InitSession, language: str | None) -> tuple[Claim, int, Checkpoint | None]:
+        """The contact claimed in the turn table and held by this session's lease, and its checkpoint before (None for
+        a new contact). A claim another session holds is waited for until it is given up (that session ended and
+        saved where the caller's turns stand) or has lapsed (its socket went quiet: it saved them at its last
+        renewal), at most :func:`redial_wait_s`; a claim still renewed after that keeps the contact."""
+        store = self._engine.store
+        deadline = time.monotonic() + redial_wait_s()
+        previous = store.load(init.contact_id)
+        while previous is not None and previous.alive(store.now_ms(), LEASE_MS) and time.monotonic() < deadline:
+            time.sleep(REDIAL_POLL_S)
+            previous = store.load(init.contact_id)
+        claim, generation = store.claim(
+            init.contact_id,
+            f"a2a:{init.context_id}",
+            "0",
+            [CUSTOMER],
+            start_timestamp_ms=int(time.time() * 1000),
+            lease_ms=LEASE_MS,
+            converse=True,
+            language=language,
+        )
+        if claim is Claim.ALIVE:
+            raise Superseded(f"contact {init.contact_id} is still served by another session")
+        self._generation = generation
+        self._checkpoint = store.load(init.contact_id)
+        if self._checkpoint is None or self._checkpoint.generation != generation:
+            raise Superseded(f"contact {init.contact_id} was taken over while this session claimed it")
+        self._lease = Lease(store, self._checkpoint)
+        return claim, generation, previous
+
+    async def _keep_claim(self) -> None:
+        """Renew the claim while Connect is heard; only look at it while the socket is quiet; once another session
+        owns the contact, give way."""
+        lease = self._lease
+        assert lease is not None
+        while not lease.lost.is_set():
+            await asyncio.sleep(RENEW_S)
+            heard = time.monotonic() - self._heard_at < QUIET_S
+            await asyncio.to_thread(self._renew_claim if heard else lease.check)
+        await self._give_way()
+
+    def _renew_claim(self) -> None:
+        lease, transcriber = self._lease, self._transcriber
+        assert lease is not None
+        lease.renew(LISTENING, tracks={CUSTOMER: transcriber.settled} if transcriber is not None else None)
+
+    async def _give_way(self) -> None:
+        """Another session took the contact over (a redial, while this socket was quiet): stop speaking — what this
+        session still had to say is dropped, and nothing more is sent — and end, leaving the record to that session."""
+        logger.warning("another session took this contact over; this one stops")
+        self.superseded = True
+        player, worker = self._player, self._worker
+        if player is not None:
+            player.interrupt(time.monotonic())
+        if worker is not None:
+            worker.stop_speaking()
+        self._closed.set()
 
     # -- the caller
 
@@ -369,7 +518,8 @@ class AgentSession:
         began = self._stream_started
         if began is None or turn.latency_ms is None:
             return False
-        start, end = began + turn.audio_start_ms / 1000, began + turn.audio_end_ms / 1000
+        start = began + (turn.audio_start_ms - self._stream_base_ms) / 1000
+        end = began + (turn.audio_end_ms - self._stream_base_ms) / 1000
         return any(low - 0.3 <= start and end <= high + 0.3 for low, high in self._backchannels)
 
     def _typed(self, digits: str) -> None:
@@ -461,7 +611,8 @@ class AgentSession:
 
     def _start_output(self) -> None:
         self._ticker = self._loop.create_task(self._tick())
-        self._say(self._settings.greeting)
+        if not self.continuing:
+            self._say(self._settings.greeting)
 
     def _task_for(self, reply: ReplyInProgress | None, name: str) -> _Task:
         player = self._player
@@ -545,7 +696,7 @@ class AgentSession:
     async def _tick(self) -> None:
         player = self._player
         assert player is not None
-        while self.finished is None:
+        while self.finished is None and not self.superseded:
             now = time.monotonic()
             for frame in player.due(now):
                 await self._send(frame)
@@ -636,8 +787,9 @@ class AgentSession:
 
     async def close(self, reason: str) -> None:
         """The socket is gone (or the session finished): stop listening and replying, and write the record."""
-        if self._ticker is not None:
-            self._ticker.cancel()
+        for task in (self._ticker, self._keeper):
+            if task is not None:
+                task.cancel()
         self._audio.put(None)
         await asyncio.to_thread(self._close_engine, reason)
 
@@ -648,13 +800,36 @@ class AgentSession:
             self._transcriber.close(flush_ms=0, timeout_s=1.0)
         if self._worker is not None:
             self._worker.close(timeout_s=1.0)
-        checkpoint, init = self._checkpoint, self.init
-        if checkpoint is None or init is None or self._transcriber is None:
+        checkpoint, init, lease = self._checkpoint, self.init, self._lease
+        if checkpoint is None or lease is None:
+            return
+        lease.end()
+        if self.superseded or lease.lost.is_set():
+            # The session that took the contact over goes on from its stored place and writes the whole call's record.
+            return
+        if init is None or self._transcriber is None:
+            # Claimed, but the session could not start: the claim is given up, with nothing to record.
+            try:
+                self._engine.store.release(checkpoint.contact_id, self._generation, reason[:240])
+            except VoiceBridgeError as exc:
+                logger.warning("could not give the claim up", reason=exc.safe_message)
             return
         checkpoint.tracks[CUSTOMER] = self._transcriber.settled
         checkpoint.state, checkpoint.stop_reason = STOPPED, reason[:240]
         try:
+            # Gives the claim up: a redial waiting for it takes the contact over at once.
             self._engine.store.save(checkpoint)
+        except Superseded:
+            logger.info("the contact was taken over meanwhile; its record is the new session's")
+            return
         except VoiceBridgeError as exc:
             logger.warning("could not record the end of the session", reason=exc.safe_message)
         self._engine.write_record(init.contact_id, self._generation, self._sink)
+
+
+def resumed_stream_bytes(store: TurnStore, contact_id: str, previous: Checkpoint) -> int:
+    """Where a redial's caller audio goes on in the contact's stream: where the previous session last saved it, or past
+    the last turn it stored after that (a session whose claim lapsed saved it at its last renewal)."""
+    saved = previous.tracks.get(CUSTOMER, TrackProgress()).stream_bytes
+    last = store.last_turn(contact_id, CUSTOMER)
+    return max(saved, round(last.audio_end_ms * BYTES_PER_MS) if last is not None else 0)

@@ -30,6 +30,7 @@ import numpy.typing as npt
 
 from voicebridge.audio import onnx
 from voicebridge.audio.vad import VoiceActivity
+from voicebridge.language import TurnEndPolicy
 
 MODEL_RATE = 16000
 WINDOW_SAMPLES = 8 * MODEL_RATE
@@ -144,7 +145,8 @@ class TurnEndWatch:
     about a stop once the silence since the caller's last voiced frame reaches ``ask_at_ms`` (each of them in turn,
     until an answer is complete, when there are several), and never again about that stop: the model takes a long
     silence itself for an end, so asking again as the silence grows turns most mid-sentence pauses into ends
-    (docs/benchmarks.md, "End of turn", measures both, and how ``ask_at_ms`` and ``threshold`` were chosen).
+    (docs/benchmarks.md, "End of turn", measures both). A contact language's
+    :class:`~voicebridge.language.TurnEndPolicy` sets ``ask_at_ms`` and ``threshold`` (:meth:`for_policy`).
 
     The model hears what Smart Turn's own inference hears: the current turn from :data:`PRE_SPEECH_MS` before its
     first voiced frame (a turn starts with the first voice after a complete answer, or the stream's first voice), up
@@ -162,6 +164,14 @@ class TurnEndWatch:
     _done: bool = False
     _new_turn: bool = True
     """The last answer was complete (or none was given): the next voice starts a turn."""
+
+    @classmethod
+    def for_policy(cls, policy: TurnEndPolicy) -> TurnEndWatch | None:
+        """The watch a language's policy asks for: asking where it says, complete above its threshold; None when
+        the model has no part in it (silence alone ends the turns)."""
+        if policy.threshold is None:
+            return None
+        return cls(ask_at_ms=(float(policy.ask_at_ms),), threshold=policy.threshold)
 
     def feed(self, pcm: bytes, vad: VoiceActivity) -> Verdict | None:
         """Keep ``pcm`` (already fed to ``vad``); a verdict when this audio reached a silence worth asking about."""

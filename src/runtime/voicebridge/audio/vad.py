@@ -6,12 +6,17 @@ settled (belongs to a finished turn or to silence) so a consumer never replays a
 
 Each 20 ms frame is judged voiced or not by a :class:`FrameDetector`: :class:`EnergyDetector` (the frame's RMS level
 above a threshold) or :class:`~voicebridge.audio.silero.SileroDetector` (Silero VAD's speech probability, which tells
-speech from line noise that is as loud); ``VOICE_DETECTOR`` chooses. An utterance starts after ``min_voiced_ms`` of
-voiced frames (a click does not start one) and closes after ``close_ms`` without voice, whichever detector judged.
+speech from line noise that is as loud); ``VOICE_DETECTOR`` chooses. Either one's decision is then held to the line's
+own noise (:class:`AboveNoiseFloor`): a frame is voiced only if it is also well above the level the line sits at when
+nobody speaks, so stationary noise and babble (other voices, which Silero rightly calls speech) do not pass for the
+caller. An utterance starts after ``min_voiced_ms`` of voiced frames (a click does not start one) and closes after
+``close_ms`` without voice, whichever detector judged.
 """
 
 from __future__ import annotations
 
+import bisect
+import math
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
@@ -53,13 +58,122 @@ class EnergyDetector:
         return [bool(loud) for loud in (rms > 10 ** (self.threshold_dbfs / 20.0)).tolist()]
 
 
+def frame_levels_db(frames: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
+    """Each row's RMS level in dBFS (digital silence at -100)."""
+    power = np.mean(np.square(frames.astype(np.float64)), axis=1)
+    levels: npt.NDArray[np.float64] = 10.0 * np.log10(np.maximum(power, 1e-10))
+    return levels
+
+
+@dataclass
+class NoiseFloor:
+    """The level a line sits at when nobody speaks: a low percentile of its latest frames' levels.
+
+    Speech comes in syllables with gaps between them, so even while a caller talks a tenth of the frames of the last
+    few seconds are the line's own noise; a percentile needs no decision about which frames are speech (Silero calls
+    babble speech, so "the unvoiced frames" would never be babble's). It follows a line that gets noisier or quieter
+    within ``window_frames``.
+
+    A few frames say little of a line, and babble dips between its syllables: over the first ``learn_frames`` the
+    percentile taken falls from the median to ``percentile``, so one dip early on is not taken for the floor (a
+    line that starts quiet, the usual case, still has its floor from its first frames). The floor is never above
+    ``ceiling_db``, so a stream that begins in the middle of a voice (a consumer taking over a call), with no quiet
+    frames yet to learn from, does not take the voice for the line's noise. The simulated caller speaks at -21 dBFS
+    (active level): noise above -30 dBFS is within 10 dB of such a voice, past where the gate can tell them apart by
+    level (the `vad` bench's loudest noise, white noise 10 dB below that voice, sits at -31 dBFS)."""
+
+    window_frames: int = 250
+    """Five seconds of 20 ms frames: longer than a caller speaks without a gap."""
+    percentile: float = 10.0
+    ceiling_db: float = -30.0
+    learn_frames: int = 50
+    """One second."""
+    spread_percentiles: float = 20.0
+    _levels: deque[float] = field(default_factory=deque)
+    _sorted: list[float] = field(default_factory=list)
+
+    def add(self, level_db: float) -> None:
+        """The next frame's level."""
+        self._levels.append(level_db)
+        bisect.insort(self._sorted, level_db)
+        if len(self._levels) > self.window_frames:
+            del self._sorted[bisect.bisect_left(self._sorted, self._levels.popleft())]
+
+    @property
+    def level_db(self) -> float:
+        """The floor now (``ceiling_db`` before any frame)."""
+        if not self._sorted:
+            return self.ceiling_db
+        return min(self._at(0.0), self.ceiling_db)
+
+    @property
+    def spread_db(self) -> float:
+        """How far the line's quieter frames spread above the floor: the level ``spread_percentiles`` above the
+        floor's, less the floor's (0 before any frame). A steady hiss spreads under a decibel, babble several."""
+        if not self._sorted:
+            return 0.0
+        return self._at(self.spread_percentiles) - self._at(0.0)
+
+    def _at(self, above: float) -> float:
+        heard = len(self._sorted)
+        learnt = min(1.0, heard / self.learn_frames)
+        percentile = 50.0 - (50.0 - self.percentile) * learnt + above
+        return self._sorted[min(heard - 1, int(heard * percentile / 100))]
+
+
+@dataclass
+class AboveNoiseFloor:
+    """A detector's voiced frames, kept only where the line is clearly above its noise floor.
+
+    The level judged is the mean power of the last ``smooth_frames`` frames (100 ms): babble's level swings from
+    frame to frame with its voices' syllables, a caller's voice over it stays up for longer. How far above the floor
+    is clear depends on the noise: a steady hiss hardly moves (100 ms of white noise stays within 1.5 dB of its
+    floor), babble rises 11 dB above its floor by itself. So the margin is ``margin_db`` plus ``spread_factor`` times
+    the line's spread (:attr:`NoiseFloor.spread_db`), at most ``max_margin_db``: about 5 dB under white noise, 12 under
+    babble. Once voiced, the voice holds down to ``hold`` of the margin (the weak end of a syllable stays the
+    caller's). On a clean line the floor is near digital silence and the gate passes whatever the detector passes;
+    under noise it asks what a listener asks: is this louder than the line is anyway. The settings are the `vad`
+    bench's (docs/benchmarks.md, Voice detection): no false start in any of its line noises, babble 10 dB below the
+    speech included."""
+
+    inner: FrameDetector
+    margin_db: float = 4.0
+    spread_factor: float = 2.0
+    max_margin_db: float = 12.0
+    hold: float = 0.5
+    smooth_frames: int = 5
+    floor: NoiseFloor = field(default_factory=NoiseFloor)
+    _voiced: bool = False
+    _recent: deque[float] = field(default_factory=deque)
+    """The latest frames' powers, newest last."""
+
+    def voiced(self, frames: npt.NDArray[np.float32]) -> list[bool]:
+        decisions = []
+        for level, judged in zip(frame_levels_db(frames).tolist(), self.inner.voiced(frames), strict=True):
+            self.floor.add(level)
+            self._recent.append(10 ** (level / 10))
+            if len(self._recent) > self.smooth_frames:
+                self._recent.popleft()
+            recent_db = 10 * math.log10(sum(self._recent) / len(self._recent))
+            margin_db = min(self.margin_db + self.spread_factor * self.floor.spread_db, self.max_margin_db)
+            needed_db = margin_db * (self.hold if self._voiced else 1.0)
+            self._voiced = judged and recent_db - self.floor.level_db > needed_db
+            decisions.append(self._voiced)
+        return decisions
+
+    @property
+    def change_lead_ms(self) -> float:
+        return self.inner.change_lead_ms
+
+
 def detector(name: DetectorName) -> FrameDetector:
-    """A fresh detector of the kind named (Silero's model is loaded on its first frame)."""
+    """A fresh detector of the kind named, held to the line's noise floor (Silero's model is loaded on its first
+    frame)."""
     if name == "energy":
-        return EnergyDetector()
+        return AboveNoiseFloor(EnergyDetector())
     from voicebridge.audio.silero import SileroDetector
 
-    return SileroDetector()
+    return AboveNoiseFloor(SileroDetector())
 
 
 @dataclass(frozen=True)
@@ -124,6 +238,11 @@ class VoiceActivity:
     def speaking(self) -> bool:
         """An utterance is open, or a voiced run is building up."""
         return self.open_start_ms is not None or self._run_ms > 0
+
+    def unvoiced_since(self, position_ms: float) -> bool:
+        """No voice from ``position_ms`` to now, none building up, and no utterance open."""
+        voiced_end = self.last_voiced_end_ms
+        return not self.speaking and (voiced_end is None or voiced_end <= position_ms)
 
     @property
     def silent_for_ms(self) -> float:

@@ -31,18 +31,17 @@ from typing import Any, Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from voicebridge.audio.end_of_turn import TurnEndWatch
 from voicebridge.backoff import Backoff
 from voicebridge.call.heartbeat import Heartbeat
 from voicebridge.call.record import CallRecorder
 from voicebridge.call.speaking import SpeakingMarks
 from voicebridge.clock import SYSTEM_CLOCK, Clock
-from voicebridge.config import EndOfTurnUse, InkCatchUp, Settings, VoiceDetectorName
+from voicebridge.config import InkCatchUp, Settings, VoiceDetectorName
 from voicebridge.converse.worker import ReplyWorker
 from voicebridge.errors import ConfigurationError, MediaInterrupted, MediaStalled, Superseded, VoiceBridgeError
 from voicebridge.ink.pacer import CATCH_UP_AFTER_MS, Pacer
 from voicebridge.ink.session import InkSession, TurnListener
-from voicebridge.ink.transcriber import MetricSink, SessionFactory, TrackTranscriber
+from voicebridge.ink.transcriber import MetricSink, SessionFactory, TrackTranscriber, turn_ending
 from voicebridge.kvs.fragments import (
     Audio,
     ContactChanged,
@@ -91,7 +90,6 @@ class ConsumerSettings:
     listen_retry_limit_ms: int
     consumer_handoff_ms: int
     voice_detector: VoiceDetectorName
-    end_of_turn_model: EndOfTurnUse
 
     @classmethod
     def of(cls, settings: Settings) -> ConsumerSettings:
@@ -103,7 +101,6 @@ class ConsumerSettings:
             listen_retry_limit_ms=settings.listen_retry_limit_ms,
             consumer_handoff_ms=settings.consumer_handoff_ms,
             voice_detector=settings.voice_detector,
-            end_of_turn_model=settings.end_of_turn_model,
         )
 
 
@@ -273,8 +270,7 @@ class StreamConsumer:
             frame_ms=self._settings.ink_frame_ms,
             voice_detector=self._settings.voice_detector,
             # Only the caller's turns are answered: the agent's track needs no end-of-turn model.
-            end_of_turn=TurnEndWatch() if track == CUSTOMER and self._settings.end_of_turn_model != "off" else None,
-            model_ends_turns=listening.ends_turns,
+            **turn_ending(listening, answered=track == CUSTOMER),
             clock=self._clock,
             pacer=Pacer(catch_up_after_ms=CATCH_UP_AFTER_MS if self._settings.ink_catch_up != "off" else math.inf),
             on_turn=replier.submit if replier else None,

@@ -17,14 +17,12 @@ from collections.abc import Callable, Iterable
 from aws_lambda_powertools.metrics import MetricUnit
 
 from voicebridge.clock import Clock
-from voicebridge.errors import ConfigurationError, Superseded, VoiceBridgeError
+from voicebridge.errors import ConfigurationError, VoiceBridgeError
 from voicebridge.ink.transcriber import MetricSink, TrackTranscriber
-from voicebridge.store.turns import Checkpoint, TurnStore
+from voicebridge.store.turns import RENEW_S, Checkpoint, Lease, TurnStore
 from voicebridge.telemetry import in_context, logger, metrics
 
 KEEPALIVE_AFTER_MS = 1000
-HEARTBEAT_S = 5.0
-"""How often a running consumer shows it is alive (well inside the claim's lease)."""
 METRICS_EVERY_S = 60.0
 
 
@@ -46,12 +44,10 @@ class Heartbeat:
         clock: Clock,
         refused: Callable[[ConfigurationError], None] = lambda error: None,
     ) -> None:
-        self._checkpoint = checkpoint
-        self._store = store
+        self._lease = Lease(store, checkpoint, superseded)
         self._transcribers = transcribers
         self._frame_ms = frame_ms
         self._stop = stop
-        self._superseded = superseded
         self._state = state
         self._sink = sink
         self._clock = clock
@@ -68,7 +64,7 @@ class Heartbeat:
     def _run(self) -> None:
         # GetMedia delivers with jitter; only a real stall (not a late block mid-utterance) earns silence.
         idle_ms = max(KEEPALIVE_AFTER_MS, self._frame_ms * 2)
-        next_beat = self._clock.monotonic() + HEARTBEAT_S
+        next_beat = self._clock.monotonic() + RENEW_S
         next_metrics = self._clock.monotonic() + METRICS_EVERY_S
         while not self._clock.wait(self._stop, self._frame_ms / 1000):
             for transcriber in self._transcribers():
@@ -79,21 +75,11 @@ class Heartbeat:
                 except VoiceBridgeError as exc:
                     logger.warning("keep-alive failed", reason=exc.safe_message)
             if self._clock.monotonic() >= next_beat and not self._stop.is_set():
-                next_beat = self._clock.monotonic() + HEARTBEAT_S
-                self._beat()
+                next_beat = self._clock.monotonic() + RENEW_S
+                self._lease.renew(*self._state())
             if self._clock.monotonic() >= next_metrics:
                 # Long calls publish as they go: a stream counts as active in every minute it is read.
                 next_metrics = self._clock.monotonic() + METRICS_EVERY_S
                 self._sink.add("ActiveStreams", MetricUnit.Count, 1)
                 with self._sink.lock:
                     metrics.flush_metrics()
-
-    def _beat(self) -> None:
-        state, reason = self._state()
-        try:
-            self._store.heartbeat(self._checkpoint, state, reason)
-        except Superseded:
-            logger.warning("another consumer took over this contact; stopping")
-            self._superseded.set()
-        except VoiceBridgeError as exc:
-            logger.warning("heartbeat not recorded", reason=exc.safe_message)

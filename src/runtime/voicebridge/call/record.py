@@ -15,6 +15,9 @@ recorded whichever way it ends. One writer at a time, and once per contact:
 4. every item of the contact in the turn table is rewritten redacted: what stays until the table's TTL holds no more
    than the record does.
 
+A contact another agent handed over with its conversation so far (Connect's ``history`` on the streaming path) keeps
+that conversation in its ``handoff`` item (:func:`record_handoff`); the record lists it, redacted as the turns are.
+
 Listening started again on a contact whose record was written (a flow that stops and restarts streaming) gets a
 record of its own when it ends, ``<contact-id>-<generation>.json``, holding the whole contact so far.
 """
@@ -52,6 +55,8 @@ if TYPE_CHECKING:
 
 RECORD = "record"
 """The turn-table item that says where the contact's record stands."""
+HANDOFF = "handoff"
+"""The turn-table item that keeps the conversation handed over with the contact, for its record."""
 WRITING, WRITTEN, ANNOUNCED = "writing", "written", "announced"
 WRITER_LEASE_MS = 60_000
 """A writer that has held the record this long without finishing is taken to have died."""
@@ -291,6 +296,13 @@ def redacted_item(item: Mapping[str, Any], redactor: Redactor) -> dict[str, Any]
             for k, v in latest.items()
         }
         touched = True
+    messages = copy.get("Messages")
+    if isinstance(messages, list):
+        copy["Messages"] = [
+            {**m, "Text": redactor.redact(str(m.get("Text", ""))).text} if isinstance(m, Mapping) else m
+            for m in messages
+        ]
+        touched = True
     exchanges = copy.get("Exchanges")
     if isinstance(exchanges, Mapping):
         copy["Exchanges"] = {
@@ -340,6 +352,7 @@ def build_record(
         entry["latencyMs"] = latency
         out_turns.append(entry)
     status = by_key.get("reply", {})
+    handed_over = _handed_over(by_key.get(HANDOFF, {}), redactor)
     return {
         "version": VERSION,
         "contactId": contact_id,
@@ -354,22 +367,50 @@ def build_record(
             "language": str(checkpoint["Language"]) if checkpoint.get("Language") else None,
         },
         "lastAction": str(status.get("Action") or "") or None,
-        "redaction": {"mode": redactor.name, "found": _labels(out_turns)},
+        "redaction": {"mode": redactor.name, "found": _labels(out_turns, handed_over)},
+        "handedOver": handed_over,
         "turns": out_turns,
     }
+
+
+def record_handoff(store: TurnStore, contact_id: str, messages: Sequence[tuple[str, str]]) -> None:
+    """Keep the conversation handed over with the contact (who spoke — ``customer``, ``agent`` or the role another
+    agent gave — and the words, oldest first) for its record; redacted at rest with the contact's other items."""
+    kept = [{"Role": role, "Text": text} for role, text in messages if text.strip()]
+    if kept:
+        store.put_items(
+            [{"ContactId": contact_id, "TurnKey": HANDOFF, "Messages": kept, "ExpiresAt": store.expires_at()}]
+        )
+
+
+def _handed_over(item: Mapping[str, Any], redactor: Redactor) -> list[dict[str, str]]:
+    """The conversation handed over with the contact, each message redacted with its neighbours (a number the
+    caller gave across two messages is whole only read together)."""
+    messages = [m for m in item.get("Messages", []) if isinstance(m, Mapping)]
+    said = [str(m.get("Text", "")) for m in messages]
+    return [
+        {
+            "role": str(m.get("Role", "")),
+            "said": redactor.redact(
+                said[i], before=said[i - 1] if i else "", after=said[i + 1] if i + 1 < len(said) else ""
+            ).text,
+        }
+        for i, m in enumerate(messages)
+    ]
 
 
 _LABEL = re.compile(r"\[([A-Z][A-Z_]*)\]")
 
 
-def _labels(turns: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+def _labels(turns: Sequence[Mapping[str, Any]], handed_over: Sequence[Mapping[str, str]]) -> dict[str, int]:
     """How many of each type were redacted in the record's words (some were redacted before, once read)."""
     counts: dict[str, int] = {}
+    texts = [m["said"] for m in handed_over]
     for turn in turns:
-        texts = [str(turn.get("heard", "")), *turn.get("reply", {}).get("said", [])]
-        for text in texts:
-            for kind in _LABEL.findall(text):
-                counts[kind] = counts.get(kind, 0) + 1
+        texts += [str(turn.get("heard", "")), *turn.get("reply", {}).get("said", [])]
+    for text in texts:
+        for kind in _LABEL.findall(text):
+            counts[kind] = counts.get(kind, 0) + 1
     return dict(sorted(counts.items()))
 
 

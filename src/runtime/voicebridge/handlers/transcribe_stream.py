@@ -49,14 +49,10 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
         ).run()
     except VoiceBridgeError as exc:
         logger.error("transcription stopped", error_code=exc.code, reason=exc.safe_message)
-        metrics.add_metric(name="ListenErrors", unit=MetricUnit.Count, value=1)
-        metrics.flush_metrics()
-        return {"Result": "Error", "ErrorCode": exc.code}
+        return _stopped(exc.code)
     except Exception:
         logger.exception("transcription failed")
-        metrics.add_metric(name="ListenErrors", unit=MetricUnit.Count, value=1)
-        metrics.flush_metrics()
-        return {"Result": "Error", "ErrorCode": "InternalError"}
+        return _stopped("InternalError")
     logger.info(
         "transcription invocation ended",
         reason=outcome.reason,
@@ -66,3 +62,10 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
         media_reconnects=outcome.reconnects,
     )
     return {"Result": "OK", "Reason": outcome.reason, "Turns": outcome.turns}
+
+
+def _stopped(error_code: str) -> dict[str, Any]:
+    """A failure ends the invocation counted, never raised (an asynchronous invocation that raises is retried)."""
+    metrics.add_metric(name="ListenErrors", unit=MetricUnit.Count, value=1)
+    metrics.flush_metrics()
+    return {"Result": "Error", "ErrorCode": error_code}

@@ -13,13 +13,16 @@ So the pacer does two things, sans I/O (the owner passes ``now`` and sends what 
   that arrives late and bunched (network jitter) goes out at once, because the budget accrues while nothing is
   sent; only audio beyond it waits.
 - **Catching up.** While more than ``catch_up_after_ms`` (about one block) is waiting and no turn is open in Ink,
-  silent chunks (RMS below ``silence_dbfs``, well under the level at which speech is detected) beyond the first
-  ``keep_silence_ms`` of each silent run are dropped from the queue instead of sent. While a turn is open nothing
-  is dropped: Ink ends a turn only on the silence it hears, and a shortened pause could join two turns. So Ink hears
-  every word and every pause that ends a turn, and the session returns to live at the caller's next long pause
-  (at once at the start of a call, when the caller is listening to the greeting). Dropped silence is reported
-  (:attr:`Pacer.skipped_ms`), never counted as sent. ``INK_CATCH_UP=off`` turns this off (every byte is sent, and
-  a backlog's delay stays for the rest of the call).
+  silent chunks beyond the first ``keep_silence_ms`` of each silent run are dropped from the queue instead of sent.
+  Silent is what the owner's voice detector judged unvoiced (:meth:`Pacer.push`'s ``silent``), so a line's noise is
+  caught up like a clean line's silence; audio pushed without a judgment (a replay, the keep-alive's zeros) is silent
+  when its RMS is below ``silence_dbfs``, well under any voice. A silent chunk is dropped only once the chunk after
+  it is queued and silent too: a detector finds a voice's first tens of milliseconds a chunk late. While a turn is
+  open nothing is dropped: Ink ends a turn only on the silence it hears, and a shortened pause could join two turns.
+  So Ink hears every word and every pause that ends a turn, and the session returns to live at the caller's next
+  long pause (at once at the start of a call, when the caller is listening to the greeting). Dropped silence is
+  reported (:attr:`Pacer.skipped_ms`), never counted as sent. ``INK_CATCH_UP=off`` turns this off (every byte is
+  sent, and a backlog's delay stays for the rest of the call).
 
 ::
 
@@ -88,11 +91,12 @@ class Pacer:
         self._queued_bytes = 0
         self.passed_bytes = 0
 
-    def push(self, pcm: bytes) -> None:
-        """Queue audio for the session (in order)."""
+    def push(self, pcm: bytes, *, silent: bool | None = None) -> None:
+        """Queue audio for the session (in order), ``silent`` as the voice detector judged it (None: not judged,
+        silent if its level is below ``silence_dbfs``)."""
         if not pcm:
             return
-        self._queue.append(_Queued(pcm, self._is_silent(pcm)))
+        self._queue.append(_Queued(pcm, self._is_silent(pcm) if silent is None else silent))
         self._queued_bytes += len(pcm)
 
     def push_marker(self, marker: str) -> None:
@@ -114,7 +118,12 @@ class Pacer:
                 continue
             ms = len(head.pcm) / BYTES_PER_MS
             if head.silent:
-                if may_skip and self._catching_up() and self._silent_run_ms + ms > self.keep_silence_ms:
+                if (
+                    may_skip
+                    and self._catching_up()
+                    and self._silent_run_ms + ms > self.keep_silence_ms
+                    and self._silence_follows()
+                ):
                     self._silent_run_ms += ms
                     self._pop()
                     self.skipped_ms += ms
@@ -145,6 +154,9 @@ class Pacer:
         size = len(self._queue.popleft().pcm)
         self._queued_bytes -= size
         self.passed_bytes += size
+
+    def _silence_follows(self) -> bool:
+        return len(self._queue) > 1 and self._queue[1].silent
 
     def _catching_up(self) -> bool:
         return self.waiting_ms > self.catch_up_after_ms

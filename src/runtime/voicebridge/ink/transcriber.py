@@ -31,9 +31,10 @@ The transcriber sits between the KVS reader and an :class:`~voicebridge.ink.sess
   ``turn.end`` stays the authority, the caller speaking again after it is a resume, as Ink's ``turn.resume`` is, and
   whether the two agreed is counted (``EndOfTurnAgreed``,
   ``EndOfTurnDisagreed``). In manual mode, which has no turn events, with ``model_ends_turns`` "complete" ends the
-  turn once the caller has stayed quiet :data:`MODEL_END_QUIET_MS` after the stop it judged (a gap between words is
-  shorter: ending a turn cannot be taken back, unlike an eager end), instead of after ``manual_end_silence_ms`` of
-  silence, which still ends a turn the model judged unfinished.
+  turn once the caller has stayed quiet ``model_end_quiet_ms`` after the stop it judged (a pause mid-sentence
+  shorter than that is not cut off: ending a turn cannot be taken back, unlike an eager end), and
+  ``manual_end_silence_ms`` of silence ends a turn whatever the model said: both are the language's
+  :class:`~voicebridge.language.TurnEndPolicy`.
 - **Keep-alive.** When the source stalls, silence keeps the session alive and lets a turn in progress end (Ink ends
   a turn only while audio flows); that silence is not part of the positions.
 """
@@ -44,6 +45,7 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypedDict
 
 from aws_lambda_powertools.metrics import MetricUnit
 
@@ -55,20 +57,36 @@ from voicebridge.errors import InkUnavailable
 from voicebridge.ink.ledger import PositionLedger
 from voicebridge.ink.pacer import FINALIZE, Pacer
 from voicebridge.ink.session import InkSession, TurnListener
-from voicebridge.language import TurnEndBy
+from voicebridge.language import Listening, TurnEndBy
 from voicebridge.store.turns import TrackProgress, Turn, TurnStore
 from voicebridge.store.writer import TurnWriter, Written
 from voicebridge.telemetry import logger, metrics
 
 SessionFactory = Callable[[TurnListener, str], InkSession]
 
-MODEL_END_QUIET_MS = 200
-"""Manual mode: how long the caller must stay quiet after a stop the model judged complete before it ends the turn.
-The verdict is asked at the stop itself, where a pause between two words looks like an end to the model; 200 ms is a
-short voice-detector stop of the kind Smart Turn's reference pipeline asks after."""
-
 MAX_REPLAY_BYTES = 120_000 * BYTES_PER_MS
 """Unsettled audio kept for a replay: two minutes of one uninterrupted utterance."""
+
+
+class TurnEnding(TypedDict):
+    """What a :class:`TrackTranscriber` is given to end (or eagerly end) a track's turns."""
+
+    end_of_turn: TurnEndWatch | None
+    model_ends_turns: bool
+    manual_end_silence_ms: int
+    model_end_quiet_ms: int
+
+
+def turn_ending(listening: Listening, *, answered: bool) -> TurnEnding:
+    """How a track of a contact in ``listening``'s language ends its turns, by the language's policy: the model runs
+    on a track that is answered (the caller's), where the policy gives it a part."""
+    policy = listening.policy
+    return TurnEnding(
+        end_of_turn=TurnEndWatch.for_policy(policy) if answered and listening.runs_model else None,
+        model_ends_turns=listening.ends_turns,
+        manual_end_silence_ms=policy.silence_ms,
+        model_end_quiet_ms=policy.quiet_ms,
+    )
 
 
 @dataclass
@@ -215,6 +233,7 @@ class TrackTranscriber(TurnListener):
         settle_ms: int = 300,
         ack_ms: int = 400,
         manual_end_silence_ms: int = 700,
+        model_end_quiet_ms: int = 0,
         voice_detector: DetectorName = "energy",
         end_of_turn: TurnEndWatch | None = None,
         model_ends_turns: bool = False,
@@ -249,6 +268,7 @@ class TrackTranscriber(TurnListener):
         self._frame_bytes = frame_ms * BYTES_PER_MS
         self._ack_s = ack_ms / 1000
         self._manual_end_silence_ms = manual_end_silence_ms
+        self._model_end_quiet_ms = model_end_quiet_ms
         self._lock = threading.RLock()
         self._vad = VoiceActivity(
             detector=detector(voice_detector), close_ms=settle_ms, position_ms=progress.stream_bytes / BYTES_PER_MS
@@ -296,10 +316,14 @@ class TrackTranscriber(TurnListener):
             if not fresh:
                 return False
             was_voiced = self._vad.speaking
-            self._vad.feed(fresh)
+            for start in range(0, len(fresh), self._frame_bytes):
+                piece = fresh[start : start + self._frame_bytes]
+                piece_start_ms = self._vad.position_ms
+                self._vad.feed(piece)
+                # Catching up drops what the detector heard no voice in, noise and all, never the caller.
+                self._pacer.push(piece, silent=self._vad.unvoiced_since(piece_start_ms))
             verdict = self._watch.feed(fresh, self._vad) if self._watch is not None else None
             heard = self._voice_change(was_voiced)
-            self._pacer.push(fresh)
             self._pump()
             if verdict is not None:
                 self._judged(verdict)
@@ -459,7 +483,7 @@ class TrackTranscriber(TurnListener):
             and verdict.complete
             and verdict.voice_end_ms == self._vad.last_voiced_end_ms
             and self._ended_by_model_at != verdict.voice_end_ms
-            and self._vad.silent_for_ms >= MODEL_END_QUIET_MS
+            and self._vad.silent_for_ms >= self._model_end_quiet_ms
         )
 
     def _judged(self, verdict: Verdict) -> None:

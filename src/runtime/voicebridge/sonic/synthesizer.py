@@ -42,7 +42,7 @@ from voicebridge.errors import AudioFormatError, InvalidInput, ModelUnavailable,
 from voicebridge.sonic.backends import OutputFormat, SonicBackend
 from voicebridge.sonic.request import SpeechRequest
 from voicebridge.store.prompts import PromptStore, StoredPrompt
-from voicebridge.telemetry import NAMESPACE, logger
+from voicebridge.telemetry import NAMESPACE, in_context, logger
 
 if TYPE_CHECKING:
     from voicebridge.audio.convert import MulawConverter
@@ -123,7 +123,7 @@ class Synthesizer:
             return Prompt(known.uri, known.duration_ms, cache_hit=True)
         # The S3 lookup runs while the model starts: new text (the common miss) no longer waits for a HeadObject
         # before Sonic is asked, and a prompt found meanwhile stops the generation at its next chunk.
-        lookup = self._lookups().submit(self._store.lookup, digest)
+        lookup = self._lookups().submit(in_context(self._store.lookup), digest)
         try:
             generation, attempts = self._generate_with_retries(request, deadline, GenerationWatch(lookup, cancel))
         except _StoredMeanwhile as found:

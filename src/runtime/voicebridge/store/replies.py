@@ -37,13 +37,14 @@ import contextlib
 import functools
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from voicebridge.conversation import Action, Exchange
 from voicebridge.store.turns import CUSTOMER, ConditionFailed, TurnStore, plain_item, turn_key, typed_item
+from voicebridge.telemetry import in_context
 
 STATUS = "reply"
 HISTORY = "history"
@@ -177,7 +178,7 @@ class ReplyStore:
             status = ReplyStatus(
                 segment.turn, segment.index + 1, done=False, keys=segment.keys, latest=segment, earlier=earlier
             )
-            naming = self._writers().submit(self._put_status, segment.contact_id, status)
+            naming = self._submit(self._put_status, segment.contact_id, status)
         try:
             self._turns.call(
                 "put_item",
@@ -192,6 +193,10 @@ class ReplyStore:
             if naming is not None:
                 naming.result()
         return stored
+
+    def _submit(self, work: Callable[..., Any], *args: Any) -> Future[Any]:
+        """``work`` on the store's writers, with the log keys of the session that asked (``in_context``)."""
+        return self._writers().submit(in_context(work), *args)
 
     def _writers(self) -> ThreadPoolExecutor:
         with self._lock:
@@ -226,7 +231,7 @@ class ReplyStore:
             lead_ms=lead_ms,
         )
         # The caller's turn keeps what its reply asked for, for the call record: the status keeps only the latest.
-        noting = self._writers().submit(self._note_outcome, contact_id, status)
+        noting = self._submit(self._note_outcome, contact_id, status)
         try:
             self._put_status(contact_id, status)
         finally:
@@ -285,13 +290,13 @@ class ReplyStore:
     ) -> Future[None]:
         """:meth:`expect`, on a thread of the store's own: the caller goes on with its work meanwhile."""
         expect = functools.partial(self.expect, due_at_ms=due_at_ms, lead_ms=lead_ms)
-        return self._writers().submit(expect, contact_id, turn, keys)
+        return self._submit(expect, contact_id, turn, keys)
 
     def synthesizing_soon(self, contact_id: str, turn: int, *, due_at_ms: int = 0) -> Future[None]:
         """Say, on a thread of the store's own, that Sonic is making the first sentence of ``turn``'s reply, stored
         not before ``due_at_ms`` (0: unknown): a poller waiting for it looks fast from then on, and at the making pace
         before (one write a reply saves tens of reads)."""
-        return self._writers().submit(
+        return self._submit(
             functools.partial(self._set_on_status, due_at_ms=due_at_ms), contact_id, {"Synthesizing": turn}
         )
 

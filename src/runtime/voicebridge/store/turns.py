@@ -15,24 +15,28 @@ Every write is conditional: a turn is put only if its key is new (a replay after
 continuation can never store it twice), and a checkpoint is saved only by the generation that owns it (a stale
 consumer that lost the hand-off cannot overwrite its successor's progress).
 
-**Liveness.** A consumer refreshes ``HeartbeatAt`` while it runs. A claim whose consumer has stopped, or whose
-heartbeat is older than the lease, is dead: :meth:`TurnStore.claim` takes it over under the next generation (so a
-zombie consumer can no longer write), keeping the turn numbering, and AwaitTurn answers ``NotListening``.
+**Liveness.** A consumer — the flows path's Lambda consumer or a streaming session — holds its contact by a
+:class:`Lease`: it refreshes ``HeartbeatAt`` every :data:`RENEW_S` while it runs, and marks the claim stopped when it
+ends. A claim whose consumer has stopped, or whose heartbeat is older than the lease, is dead: :meth:`TurnStore.claim`
+takes it over under the next generation (so a zombie consumer can no longer write, and learns at its next renewal that
+it must stop), keeping the turn numbering past the last turn stored, and AwaitTurn answers ``NotListening``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from voicebridge.errors import ConfigurationError, StorageError, Superseded
+from voicebridge.errors import ConfigurationError, StorageError, Superseded, VoiceBridgeError
 from voicebridge.language import TurnEndBy
+from voicebridge.telemetry import logger
 
 if TYPE_CHECKING:
     from types_boto3_dynamodb.client import DynamoDBClient
@@ -52,7 +56,10 @@ names no turn."""
 READ_TURNS_LOOKBACK = 4
 """How many turns before the one a flow has read are looked at again for text still to redact."""
 LEASE_MS = 20_000
-"""A claim whose consumer has not beaten its heart for this long is dead (the consumer beats every few seconds)."""
+"""A claim whose consumer has not beaten its heart for this long is dead."""
+RENEW_S = 5.0
+"""How often a running consumer renews its claim: four renewals fit in a lease, so a write or two lost to a slow
+table never lets a live claim lapse."""
 
 
 class Claim(StrEnum):
@@ -234,7 +241,9 @@ class TurnStore:
         fresh.generation = previous.generation + 1
         for track, progress in fresh.tracks.items():
             old = previous.tracks.get(track)
-            progress.next_seq = old.next_seq if old else 0
+            # A consumer that died saved its numbering when it last saved its place: a turn it stored since counts too.
+            last = self.last_turn(contact_id, track)
+            progress.next_seq = max(old.next_seq if old else 0, last.seq + 1 if last else 0)
         try:
             self._call(
                 self._db.put_item,
@@ -284,27 +293,42 @@ class TurnStore:
                 },
             )
 
-    def heartbeat(self, checkpoint: Checkpoint, state: str, reason: str = "") -> None:
-        """Show the consumer is alive, and in which state; Superseded when another generation owns the contact."""
+    def heartbeat(
+        self,
+        checkpoint: Checkpoint,
+        state: str,
+        reason: str = "",
+        *,
+        tracks: Mapping[str, TrackProgress] | None = None,
+    ) -> None:
+        """Show the consumer is alive, and in which state (with ``tracks``, where its audio is settled, for a successor
+        to go on from); Superseded when another generation owns the contact."""
         now_ms = _now_ms()
+        update = "SET HeartbeatAt = :now, #s = :state, StopReason = :r, UpdatedAt = :now"
+        values: dict[str, Any] = {
+            ":now": {"N": str(now_ms)},
+            ":state": {"S": state},
+            ":r": {"S": reason},
+            ":g": {"N": str(checkpoint.generation)},
+        }
+        if tracks is not None:
+            update += ", Tracks = :tracks"
+            values[":tracks"] = _attr({name: p.to_item() for name, p in tracks.items()})
         try:
             self._call(
                 self._db.update_item,
                 TableName=self.table,
                 Key=_checkpoint_key(checkpoint.contact_id),
-                UpdateExpression="SET HeartbeatAt = :now, #s = :state, StopReason = :r, UpdatedAt = :now",
+                UpdateExpression=update,
                 ConditionExpression="Generation = :g",
                 ExpressionAttributeNames={"#s": "State"},
-                ExpressionAttributeValues={
-                    ":now": {"N": str(now_ms)},
-                    ":state": {"S": state},
-                    ":r": {"S": reason},
-                    ":g": {"N": str(checkpoint.generation)},
-                },
+                ExpressionAttributeValues=values,
             )
         except ConditionFailed:
             raise Superseded(f"contact {checkpoint.contact_id} is owned by a newer consumer") from None
         checkpoint.state, checkpoint.stop_reason, checkpoint.heartbeat_at_ms = state, reason, now_ms
+        if tracks is not None:
+            checkpoint.tracks.update(tracks)
 
     def load(self, contact_id: str) -> Checkpoint | None:
         answer = self._call(
@@ -425,35 +449,29 @@ class TurnStore:
         if after >= MAX_SEQ:
             # No turn lies above the last key; a ten-digit lower bound would sort among the nine-digit keys.
             return []
+        return self._turns(contact_id, track, max(after + 1, 0), limit=limit)
+
+    def last_turn(self, contact_id: str, track: str = CUSTOMER) -> Turn | None:
+        """The finished turn of ``track`` with the highest sequence number; None before the first."""
+        last = self._turns(contact_id, track, 0, limit=1, newest_first=True)
+        return last[0] if last else None
+
+    def _turns(self, contact_id: str, track: str, first: int, *, limit: int, newest_first: bool = False) -> list[Turn]:
+        """Up to ``limit`` finished turns of ``track`` numbered ``first`` or above, oldest (or newest) first."""
         answer = self._call(
             self._db.query,
             TableName=self.table,
             KeyConditionExpression="ContactId = :c AND TurnKey BETWEEN :lo AND :hi",
             ExpressionAttributeValues={
                 ":c": {"S": contact_id},
-                ":lo": {"S": turn_key(track, max(after + 1, 0))},
+                ":lo": {"S": turn_key(track, first)},
                 ":hi": {"S": turn_key(track, MAX_SEQ)},
             },
+            ScanIndexForward=not newest_first,
             ConsistentRead=True,
             Limit=limit,
         )
-        turns = []
-        for raw in answer.get("Items", []):
-            item = plain_item(raw)
-            turns.append(
-                Turn(
-                    contact_id=contact_id,
-                    track=item["Track"],
-                    seq=int(item["Seq"]),
-                    transcript=item.get("Transcript", ""),
-                    audio_start_ms=int(item.get("AudioStartMs", 0)),
-                    audio_end_ms=int(item.get("AudioEndMs", 0)),
-                    ended_at_ms=int(item.get("EndedAt", 0)),
-                    latency_ms=int(item["LatencyMs"]) if "LatencyMs" in item else None,
-                    ended_by="voicebridge" if item.get("EndedBy") == "voicebridge" else "ink",
-                )
-            )
-        return turns
+        return [_turn(contact_id, plain_item(raw)) for raw in answer.get("Items", [])]
 
     def redact_read_turns(
         self, contact_id: str, through: int, redact: Callable[[str], str], *, track: str = CUSTOMER
@@ -540,8 +558,76 @@ class TurnStore:
             raise StorageError(f"turn table unreachable ({type(exc).__name__})") from None
 
 
+class Lease:
+    """A running consumer's hold on its contact, whichever transport it serves.
+
+    :meth:`renew` beats the checkpoint's heart (and saves where the audio stands, when given); once another generation
+    owns the contact, ``lost`` is set and the holder must stop without writing. :meth:`check` only looks whether the
+    contact is still the holder's. :meth:`end` stops renewing for good before the holder marks the claim stopped, so a
+    renewal still in flight cannot make a stopped claim look alive again::
+
+        lease = Lease(store, checkpoint)
+        lease.renew(LISTENING)  # every RENEW_S while running
+        lease.end()
+    """
+
+    def __init__(self, store: TurnStore, checkpoint: Checkpoint, lost: threading.Event | None = None) -> None:
+        self._store = store
+        self.checkpoint = checkpoint
+        self.lost = lost if lost is not None else threading.Event()
+        self._lock = threading.Lock()
+        self._ended = False
+
+    def renew(self, state: str, reason: str = "", *, tracks: Mapping[str, TrackProgress] | None = None) -> None:
+        """Renew the claim; a renewal the table refuses for a newer generation sets ``lost``, a failed one is logged
+        (the lease outlasts a few)."""
+        with self._lock:
+            if self._ended or self.lost.is_set():
+                return
+            try:
+                self._store.heartbeat(self.checkpoint, state, reason, tracks=tracks)
+            except Superseded:
+                logger.warning("another consumer took over this contact; stopping")
+                self.lost.set()
+            except VoiceBridgeError as exc:
+                logger.warning("heartbeat not recorded", reason=exc.safe_message)
+
+    def check(self) -> None:
+        """Look, without renewing, whether the contact is still this holder's; set ``lost`` when it is not."""
+        with self._lock:
+            if self._ended or self.lost.is_set():
+                return
+            try:
+                current = self._store.load(self.checkpoint.contact_id)
+            except VoiceBridgeError as exc:
+                logger.warning("claim not looked at", reason=exc.safe_message)
+                return
+            if current is None or current.generation != self.checkpoint.generation:
+                logger.warning("another consumer took over this contact; stopping")
+                self.lost.set()
+
+    def end(self) -> None:
+        """Renew no more: the holder is stopping."""
+        with self._lock:
+            self._ended = True
+
+
 class ConditionFailed(Exception):
     """A conditional write found the item not as required (already there, or owned by another generation)."""
+
+
+def _turn(contact_id: str, item: dict[str, Any]) -> Turn:
+    return Turn(
+        contact_id=contact_id,
+        track=item["Track"],
+        seq=int(item["Seq"]),
+        transcript=item.get("Transcript", ""),
+        audio_start_ms=int(item.get("AudioStartMs", 0)),
+        audio_end_ms=int(item.get("AudioEndMs", 0)),
+        ended_at_ms=int(item.get("EndedAt", 0)),
+        latency_ms=int(item["LatencyMs"]) if "LatencyMs" in item else None,
+        ended_by="voicebridge" if item.get("EndedBy") == "voicebridge" else "ink",
+    )
 
 
 def _checkpoint_key(contact_id: str) -> dict[str, Any]:

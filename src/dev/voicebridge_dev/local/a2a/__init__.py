@@ -18,6 +18,12 @@ Usage::
     stop = result.recording.audio_stopped_after(2.0)   # agent audio stopped at the caller (session seconds)
     result.timeline.of("interruption")
 
+A dropped socket dialled again with the history so far (:mod:`~.redial`, its choices in its docstring)::
+
+    redial = asyncio.run(run_redialled(url, replace(settings, contact_arn=arn, context_id=ctx),
+                                       caller_audio=pcm_8khz, drop_at_s=12.0))
+    redial.first.outcome, redial.second.finish, redial.history
+
 In strict mode (the default) a fatal violation ends the session as Connect would (an informational ERROR, then
 close) and :func:`run_session` raises :class:`ContractViolation` (its ``result`` holds the rest); a wrong key raises
 :class:`UpgradeRejected` with the HTTP status.
@@ -39,6 +45,7 @@ from voicebridge_dev.local.a2a.events import (
     TraceReceived,
     TurnEnded,
 )
+from voicebridge_dev.local.a2a.redial import RedialResult, history_from_traces, run_redialled
 from voicebridge_dev.local.a2a.rules import (
     ConnectEmulatorError,
     ContractViolation,
@@ -108,6 +115,7 @@ __all__ = [
     "ProbeAnswered",
     "ProbeKind",
     "Recording",
+    "RedialResult",
     "RequestFailed",
     "Rule",
     "SessionResult",
@@ -119,5 +127,7 @@ __all__ = [
     "TurnEnded",
     "UpgradeRejected",
     "Violation",
+    "history_from_traces",
+    "run_redialled",
     "run_session",
 ]

@@ -24,20 +24,7 @@ from dataclasses import dataclass, field
 from enum import Enum, auto
 from typing import Any
 
-from voicebridge_dev.local.a2a.events import (
-    AgentEvent,
-    AgentInterrupted,
-    AudioChunk,
-    Finished,
-    InitAccepted,
-    InitFailed,
-    InitRefused,
-    ProbeAnswered,
-    RequestFailed,
-    TextChunk,
-    TraceReceived,
-    TurnEnded,
-)
+from voicebridge_dev.local.a2a import events
 from voicebridge_dev.local.a2a.otlp import trace_problems
 from voicebridge_dev.local.a2a.rules import Rule, Violation
 from voicebridge_dev.local.a2a.wire import (
@@ -162,9 +149,9 @@ class AgentFrameChecker:
     def output_in_flight(self) -> bool:
         return bool(self._open)
 
-    def close(self, now: float) -> list[AgentEvent]:
+    def close(self, now: float) -> list[events.AgentEvent]:
         """The checks that can only be made once the session is over."""
-        out: list[AgentEvent] = []
+        out: list[events.AgentEvent] = []
         for fragment_id, buffer in self._fragments.items():
             detail = f"fragment {fragment_id!r} ended with {len(buffer.parts)} of {buffer.total} parts"
             out.append(Violation(Rule.FRAGMENT_INVALID, detail, now))
@@ -180,12 +167,12 @@ class AgentFrameChecker:
 
     # The agent's frames.
 
-    def feed(self, frame: str | bytes, now: float) -> list[AgentEvent]:
-        out: list[AgentEvent] = []
+    def feed(self, frame: str | bytes, now: float) -> list[events.AgentEvent]:
+        out: list[events.AgentEvent] = []
         self._feed(frame, now, out, reassembled=False)
         return out
 
-    def _feed(self, frame: str | bytes, now: float, out: list[AgentEvent], *, reassembled: bool) -> None:
+    def _feed(self, frame: str | bytes, now: float, out: list[events.AgentEvent], *, reassembled: bool) -> None:
         def violate(rule: Rule, detail: str) -> None:
             out.append(Violation(rule, detail, now))
 
@@ -241,7 +228,7 @@ class AgentFrameChecker:
         else:
             violate(Rule.UNEXPECTED_RESULT_KIND, "a task result; the contract's events never use one")
 
-    def _error(self, obj: dict[str, Any], violate: _Violate, out: list[AgentEvent]) -> None:
+    def _error(self, obj: dict[str, Any], violate: _Violate, out: list[events.AgentEvent]) -> None:
         error, request_id = obj["error"], obj.get("id")
         if (
             not isinstance(error, dict)
@@ -253,19 +240,19 @@ class AgentFrameChecker:
         code, message = error["code"], error["message"]
         if self.phase is Phase.AWAITING_INIT and request_id == self.init_request_id:
             self.phase = Phase.FAILED
-            out.append(InitFailed(code, message))
+            out.append(events.InitFailed(code, message))
         elif isinstance(request_id, str) and request_id in self._probes:
             self._answered_probes.add(request_id)
-            out.append(ProbeAnswered(self._probes[request_id][0], request_id, code))
+            out.append(events.ProbeAnswered(self._probes[request_id][0], request_id, code))
         elif request_id is None and self._unparsed_probes:
-            out.append(ProbeAnswered(self._unparsed_probes.popleft()[0], None, code))
+            out.append(events.ProbeAnswered(self._unparsed_probes.popleft()[0], None, code))
         elif isinstance(request_id, str) and request_id in self._requests:
             violate(Rule.JSONRPC_ERROR, f"JSON-RPC error {code} ({message}) for request {request_id!r}")
-            out.append(RequestFailed(request_id, code, message))
+            out.append(events.RequestFailed(request_id, code, message))
         else:
             violate(Rule.REPLY_ID_MISMATCH, f"a JSON-RPC error for id {request_id!r}, which Connect never sent")
 
-    def _init_response(self, obj: dict[str, Any], violate: _Violate, out: list[AgentEvent]) -> None:
+    def _init_response(self, obj: dict[str, Any], violate: _Violate, out: list[events.AgentEvent]) -> None:
         if obj.get("id") != self.init_request_id:
             violate(
                 Rule.REPLY_ID_MISMATCH,
@@ -287,7 +274,7 @@ class AgentFrameChecker:
             return
         if response["statusCode"] != "200":
             self.phase = Phase.FAILED
-            out.append(InitRefused(response["statusCode"]))
+            out.append(events.InitRefused(response["statusCode"]))
             return
         configs = []
         for key, proposed in (
@@ -306,7 +293,7 @@ class AgentFrameChecker:
                 return
             configs.append(config)
         self.phase = Phase.AWAITING_READY
-        out.append(InitAccepted(configs[0], configs[1]))
+        out.append(events.InitAccepted(configs[0], configs[1]))
 
     def _check_message_header(self, message: dict[str, Any], violate: _Violate) -> None:
         if message.get("role") != "ROLE_AGENT":
@@ -315,7 +302,7 @@ class AgentFrameChecker:
             violate(Rule.CONTEXT_MISMATCH, f"contextId {message['contextId']!r}, not the session's {self.context_id!r}")
 
     def _message(
-        self, message: dict[str, Any], now: float, violate: _Violate, out: list[AgentEvent], *, reassembled: bool
+        self, message: dict[str, Any], now: float, violate: _Violate, out: list[events.AgentEvent], *, reassembled: bool
     ) -> None:
         self._check_message_header(message, violate)
         event_type = _event_type(message)
@@ -330,7 +317,7 @@ class AgentFrameChecker:
             for artifact_id in self._open.values():
                 self._artifacts[artifact_id].state = ArtifactState.INTERRUPTED_BY_AGENT
             self._open.clear()
-            out.append(AgentInterrupted(body["type"], body.get("reason", "")))
+            out.append(events.AgentInterrupted(body["type"], body.get("reason", "")))
         elif event_type == "FINISH" and data and "finish" in data:
             self._finish(data["finish"], None, violate, out)
         else:
@@ -343,7 +330,7 @@ class AgentFrameChecker:
         message: dict[str, Any],
         now: float,
         violate: _Violate,
-        out: list[AgentEvent],
+        out: list[events.AgentEvent],
         *,
         reassembled: bool,
     ) -> None:
@@ -396,7 +383,7 @@ class AgentFrameChecker:
         return task_id
 
     def _artifact_update(
-        self, update: dict[str, Any], violate: _Violate, out: list[AgentEvent], *, reassembled: bool
+        self, update: dict[str, Any], violate: _Violate, out: list[events.AgentEvent], *, reassembled: bool
     ) -> None:
         task_id, artifact = self._task_id("artifactUpdate", update, violate), update.get("artifact")
         if task_id is None:
@@ -427,7 +414,7 @@ class AgentFrameChecker:
         else:
             self._text(chunk, violate, out)
 
-    def _audio(self, chunk: _Update, violate: _Violate, out: list[AgentEvent], *, reassembled: bool) -> None:
+    def _audio(self, chunk: _Update, violate: _Violate, out: list[events.AgentEvent], *, reassembled: bool) -> None:
         task_id, task, artifact_id, parts = chunk.task_id, chunk.task, chunk.artifact_id, chunk.parts
         if reassembled:
             violate(
@@ -448,9 +435,11 @@ class AgentFrameChecker:
             return
         playable = self._advance("audio", chunk, violate)
         task.chunks += 1
-        out.append(AudioChunk(task_id, artifact_id, pcm, first=not chunk.append, last=chunk.last, playable=playable))
+        out.append(
+            events.AudioChunk(task_id, artifact_id, pcm, first=not chunk.append, last=chunk.last, playable=playable)
+        )
 
-    def _text(self, chunk: _Update, violate: _Violate, out: list[AgentEvent]) -> None:
+    def _text(self, chunk: _Update, violate: _Violate, out: list[events.AgentEvent]) -> None:
         task_id, task, artifact_id, parts = chunk.task_id, chunk.task, chunk.artifact_id, chunk.parts
         if not self._warned_text:
             self._warned_text = True
@@ -463,7 +452,7 @@ class AgentFrameChecker:
             return
         self._advance("text", chunk, violate)
         task.chunks += 1
-        out.append(TextChunk(task_id, artifact_id, part["text"], chunk.last))
+        out.append(events.TextChunk(task_id, artifact_id, part["text"], chunk.last))
 
     def _advance(self, kind: str, chunk: _Update, violate: _Violate) -> bool:
         """Moves the chunk's artifact on by one chunk and says whether its content is still to be played."""
@@ -504,7 +493,7 @@ class AgentFrameChecker:
             self._open.pop(kind, None)
         return True
 
-    def _trace(self, chunk: _Update, violate: _Violate, out: list[AgentEvent]) -> None:
+    def _trace(self, chunk: _Update, violate: _Violate, out: list[events.AgentEvent]) -> None:
         task_id, task, parts = chunk.task_id, chunk.task, chunk.parts
         if not self.subscribe_traces:
             violate(
@@ -529,9 +518,9 @@ class AgentFrameChecker:
             problems += trace_problems(otlp)
         if problems:
             violate(Rule.TRACE_INCOMPLETE, f"task {task_id!r}: " + "; ".join(problems[:4]))
-        out.append(TraceReceived(task_id, otlp, tuple(problems)))
+        out.append(events.TraceReceived(task_id, otlp, tuple(problems)))
 
-    def _status_update(self, update: dict[str, Any], violate: _Violate, out: list[AgentEvent]) -> None:
+    def _status_update(self, update: dict[str, Any], violate: _Violate, out: list[events.AgentEvent]) -> None:
         task_id, status = self._task_id("statusUpdate", update, violate), update.get("status")
         if task_id is None:
             return
@@ -600,11 +589,11 @@ class AgentFrameChecker:
         if self.subscribe_traces and task.traces == 0:
             violate(Rule.TRACE_MISSING, f"task {task_id!r} ended without a TRACING_SPAN")
         task.terminal = True
-        out.append(TurnEnded(task_id, state, error))
+        out.append(events.TurnEnded(task_id, state, error))
         if finish is not None:
             self._finish(finish, task_id, violate, out)
 
-    def _finish(self, body: object, task_id: str | None, violate: _Violate, out: list[AgentEvent]) -> None:
+    def _finish(self, body: object, task_id: str | None, violate: _Violate, out: list[events.AgentEvent]) -> None:
         if (
             not isinstance(body, dict)
             or not isinstance(body.get("type"), str)
@@ -617,7 +606,7 @@ class AgentFrameChecker:
                 Rule.FINISH_TYPE_NOT_OFFERED, f"FINISH {body['type']!r}; INIT_SESSION offered {list(self.finish_types)}"
             )
         self.phase = Phase.FINISHED
-        out.append(Finished(body["type"], body.get("reason", ""), task_id))
+        out.append(events.Finished(body["type"], body.get("reason", ""), task_id))
 
 
 def _event_type(obj: dict[str, Any]) -> object:

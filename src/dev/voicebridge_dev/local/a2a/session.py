@@ -24,22 +24,9 @@ from typing import Any, Literal, Protocol
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from voicebridge_dev.local.a2a import events
 from voicebridge_dev.local.a2a.audio import CALL_RATE, Playout, Recording, StreamResampler
 from voicebridge_dev.local.a2a.checker import AgentFrameChecker
-from voicebridge_dev.local.a2a.events import (
-    AgentEvent,
-    AgentInterrupted,
-    AudioChunk,
-    Finished,
-    InitAccepted,
-    InitFailed,
-    InitRefused,
-    ProbeAnswered,
-    RequestFailed,
-    TextChunk,
-    TraceReceived,
-    TurnEnded,
-)
 from voicebridge_dev.local.a2a.rules import ContractViolation, Rule, UpgradeRejected, Violation
 from voicebridge_dev.local.a2a.script import (
     PROBES_ANSWER_REQUIRED,
@@ -89,6 +76,8 @@ class ConnectSettings:
     subscribe_traces: bool = True
     instance_arn: str = "arn:aws:connect:us-east-1:111122223333:instance/00000000-0000-4000-8000-000000000000"
     contact_arn: str = ""
+    context_id: str = ""
+    """The session's ``contextId``; a fresh one when empty (a redial keeps the first socket's, :mod:`~.redial`)."""
     history: tuple[dict[str, Any], ...] = ()
     """Earlier turns as A2A messages; empty for an immediate handoff's first turn."""
     ready_delay_s: float = 0.0
@@ -123,15 +112,15 @@ class SessionResult:
 
     outcome: Outcome
     context_id: str
-    finish: Finished | None = None
+    finish: events.Finished | None = None
     audio_input: AudioConfig | None = None
     audio_output: AudioConfig | None = None
     violations: list[Violation] = field(default_factory=list)
     timeline: Timeline = field(default_factory=Timeline)
     recording: Recording = field(default_factory=Recording)
-    turns: list[TurnEnded] = field(default_factory=list)
-    traces: list[TraceReceived] = field(default_factory=list)
-    probes: list[ProbeAnswered] = field(default_factory=list)
+    turns: list[events.TurnEnded] = field(default_factory=list)
+    traces: list[events.TraceReceived] = field(default_factory=list)
+    probes: list[events.ProbeAnswered] = field(default_factory=list)
     close_code: int | None = None
     init_status: str | None = None
 
@@ -200,7 +189,7 @@ class _Session:
             FixedCaller(caller_audio[: len(caller_audio) // 2 * 2]) if isinstance(caller_audio, bytes) else caller_audio
         )
         self.script = script
-        self.frames = ConnectFrames()
+        self.frames = ConnectFrames(context_id=settings.context_id) if settings.context_id else ConnectFrames()
         contact_arn = settings.contact_arn or f"{settings.instance_arn}/contact/{uuid.uuid4()}"
         self.proposed_input = AudioConfig(settings.input_rate)
         self.proposed_output = AudioConfig(settings.output_rate)
@@ -378,7 +367,7 @@ class _Session:
             self.result.close_code = ws.close_code
             self._end("agent_closed")
 
-    def _handle(self, event: AgentEvent) -> None:
+    def _handle(self, event: events.AgentEvent) -> None:
         at = self.now()
         if isinstance(event, Violation):
             self.result.violations.append(event)
@@ -388,7 +377,7 @@ class _Session:
             if self.settings.strict and event.is_fatal and not self.done.is_set():
                 self.rejection = event
                 self._end("violation")
-        elif isinstance(event, InitAccepted):
+        elif isinstance(event, events.InitAccepted):
             self.result.audio_input, self.result.audio_output = event.audio_input, event.audio_output
             self.result.init_status = "200"
             self.playout = Playout(
@@ -403,14 +392,14 @@ class _Session:
             )
             if self.init_done is not None and not self.init_done.done():
                 self.init_done.set_result(None)
-        elif isinstance(event, InitRefused):
+        elif isinstance(event, events.InitRefused):
             self.result.init_status = event.status_code
             self.timeline.add(at, "init_response", status=event.status_code)
             self._end("init_refused")
-        elif isinstance(event, InitFailed):
+        elif isinstance(event, events.InitFailed):
             self.timeline.add(at, "init_response", error=event.code, message=event.message)
             self._end("init_failed")
-        elif isinstance(event, AudioChunk):
+        elif isinstance(event, events.AudioChunk):
             self.timeline.add(
                 at,
                 "chunk_received",
@@ -422,28 +411,28 @@ class _Session:
             )
             if event.playable and self.playout is not None:
                 self.playout.add(event.artifact_id, event.pcm, last=event.last)
-        elif isinstance(event, TextChunk):
+        elif isinstance(event, events.TextChunk):
             self.timeline.add(at, "text", artifact=event.artifact_id, task=event.task_id, text=event.text)
-        elif isinstance(event, AgentInterrupted):
+        elif isinstance(event, events.AgentInterrupted):
             self.timeline.add(at, "interruption", by="agent", type=event.kind, reason=event.reason)
             if self.playout is not None:
                 self.playout.flush(at, "agent_interruption")
-        elif isinstance(event, TraceReceived):
+        elif isinstance(event, events.TraceReceived):
             self.result.traces.append(event)
             self.timeline.add(at, "trace", task=event.task_id, valid=not event.problems)
-        elif isinstance(event, TurnEnded):
+        elif isinstance(event, events.TurnEnded):
             self.result.turns.append(event)
             self.timeline.add(at, "status", task=event.task_id, state=event.state, error=event.error)
-        elif isinstance(event, Finished):
+        elif isinstance(event, events.Finished):
             self.result.finish = event
             self.timeline.add(at, "finish", type=event.type, reason=event.reason, task=event.task_id)
             task = self._spawn(self._hand_back())
             self.background.add(task)
             task.add_done_callback(self.background.discard)
-        elif isinstance(event, ProbeAnswered):
+        elif isinstance(event, events.ProbeAnswered):
             self.result.probes.append(event)
             self.timeline.add(at, "probe_answered", probe=event.probe, code=event.code)
-        elif isinstance(event, RequestFailed):
+        elif isinstance(event, events.RequestFailed):
             self._end("failed")
 
     async def _hand_back(self) -> None:

@@ -163,6 +163,11 @@ _AFTER_TOOL_RESULT: Final = {"reply": "Is there anything else I can help you wit
 _ANYTHING_ELSE: Final = "Is there anything else I can help you with?"
 _BILL_QUESTION: Final = "pay it"
 
+# The tools the bank's agent calls, whichever language it speaks.
+_GOODBYE_TOOL: Final = {"name": "end_call", "input": {"reason": "the caller said goodbye"}}
+_PERSON_TOOL: Final = {"name": "transfer_to_agent", "input": {"reason": "the caller asked for a person"}}
+_CARD_TOOL: Final = {"name": "collect_card_by_keypad", "input": {"reason": "the caller wants to pay by card"}}
+
 _ANYTHING_ELSE_ES: Final = "¿Hay algo más en lo que pueda ayudarle?"
 _BILL_QUESTION_ES: Final = "la pague"
 
@@ -171,12 +176,12 @@ BANK_AGENT_ES: Final[Mapping[str, Any]] = {
         {
             "match": ["adiós", "adios", "hasta luego", "eso es todo", "nada más", "nada mas"],
             "reply": "Gracias por llamar. Que tenga un buen día, adiós.",
-            "tool": {"name": "end_call", "input": {"reason": "the caller said goodbye"}},
+            "tool": _GOODBYE_TOOL,
         },
         {
             "match": ["persona", "humano", "agente", "representante", "operador", "compañero"],
             "reply": "Por supuesto. Le paso con uno de mis compañeros.",
-            "tool": {"name": "transfer_to_agent", "input": {"reason": "the caller asked for a person"}},
+            "tool": _PERSON_TOOL,
         },
         {
             "match": ["con tarjeta", "con mi tarjeta", "con la tarjeta", "tarjeta de crédito", "tarjeta de débito"],
@@ -184,7 +189,7 @@ BANK_AGENT_ES: Final[Mapping[str, Any]] = {
                 "Tomaré el número de su tarjeta por el teclado, para que nunca tenga que decirlo. Escríbalo ahora y "
                 "pulse la tecla almohadilla."
             ),
-            "tool": {"name": "collect_card_by_keypad", "input": {"reason": "the caller wants to pay by card"}},
+            "tool": _CARD_TOOL,
         },
         {
             "match": ["disputa", "reclamar", "no reconozco", "no hice", "fraude", "cargo indebido"],
@@ -246,12 +251,12 @@ BANK_AGENT: Final[Mapping[str, Any]] = {
         {
             "match": ["goodbye", "good bye", "bye", "that's all", "that is all", "nothing else"],
             "reply": "Thank you for calling. Have a good day, goodbye.",
-            "tool": {"name": "end_call", "input": {"reason": "the caller said goodbye"}},
+            "tool": _GOODBYE_TOOL,
         },
         {
             "match": ["person", "human", "agent", "representative", "operator", "colleague"],
             "reply": "Of course. Let me connect you with one of my colleagues.",
-            "tool": {"name": "transfer_to_agent", "input": {"reason": "the caller asked for a person"}},
+            "tool": _PERSON_TOOL,
         },
         {
             # A card number is never said aloud: the flow takes it on the keypad, encrypted.
@@ -271,7 +276,7 @@ BANK_AGENT: Final[Mapping[str, Any]] = {
                 "I'll take your card number on the keypad, so you never have to say it. Please type it now, then "
                 "press the pound key."
             ),
-            "tool": {"name": "collect_card_by_keypad", "input": {"reason": "the caller wants to pay by card"}},
+            "tool": _CARD_TOOL,
         },
         {
             "match": [

@@ -22,7 +22,11 @@ its title, subtitle and buttons; CustomPayload is for screens, not voices, and i
 attributes reach the flow as attributes, with ``LexIntent`` and ``LexIntentState``. The action: a session attribute
 ``voicebridge_action`` the bot sets (``Transfer``, ``Hangup``, ``Continue``) wins; otherwise a Close dialog action
 whose intent is Fulfilled or Failed takes the action ``LEX_INTENT_ACTIONS`` maps that intent to; anything else
-continues the conversation::
+continues the conversation.
+
+A contact is answered in the bot locale of its language (``TurnRequest.language``) where the bot has one: among
+``locale_id`` and ``locale_ids`` (``LEX_LOCALE_ID``, ``LEX_LOCALE_IDS``), the locale of the contact's own tag
+(``es-US`` → ``es_US``), else the first of its language (``es-MX`` → ``es_US``), else ``locale_id``::
 
     responder = LexResponder(container.client("lexv2-runtime"), bot_id="ABCDEFGHIJ", bot_alias_id="TSTALIASID",
                              locale_id="en_US", intent_actions={"TransferToAgent": Action.TRANSFER})
@@ -36,7 +40,7 @@ from __future__ import annotations
 import html
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -122,6 +126,7 @@ class LexResponder:
         bot_id: str,
         bot_alias_id: str,
         locale_id: str = "en_US",
+        locale_ids: Sequence[str] = (),
         intent_actions: Mapping[str, Action] | None = None,
     ) -> None:
         """``client`` is a ``lexv2-runtime`` client whose read timeout bounds the call."""
@@ -129,7 +134,16 @@ class LexResponder:
         self.bot_id = bot_id
         self.bot_alias_id = bot_alias_id
         self.locale_id = locale_id
+        self.locale_ids = (locale_id, *(locale for locale in locale_ids if locale != locale_id))
         self.intent_actions = dict(intent_actions or {})
+
+    def locale_for(self, language: str) -> str:
+        """The bot locale a contact speaking ``language`` (a BCP-47 tag) is answered in."""
+        wanted = language.replace("-", "_")
+        if wanted in self.locale_ids:
+            return wanted
+        base = wanted.split("_", 1)[0].lower()
+        return next((locale for locale in self.locale_ids if locale.split("_", 1)[0] == base), self.locale_id)
 
     def respond(self, request: TurnRequest, *, deadline: float) -> FixedReply:
         text = request.transcript.strip()
@@ -143,7 +157,7 @@ class LexResponder:
         parameters: dict[str, Any] = {
             "botId": self.bot_id,
             "botAliasId": self.bot_alias_id,
-            "localeId": self.locale_id,
+            "localeId": self.locale_for(request.language),
             "sessionId": session_id(request.contact_id),
             "text": text,
         }
