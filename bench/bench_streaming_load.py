@@ -12,6 +12,9 @@ hears each line as said). Calls start a quarter of a second apart.
 - **CPU**: the server process's CPU seconds per call-minute (the sessions' length added up), and from it what 1,000
   call-minutes cost on Fargate (ARM, 1 vCPU / 2 GB tasks run at 60 % CPU: docs/deploying.md's prices) beside the
   flows path's Lambda consumer and long poll for the same minutes.
+- **CPU by process**: the same per call-minute for each process of the run — the agent server, this one (Connect's
+  side: the A2A client emulator's sessions and their simulated callers) and each service's (moto, Ink, Sonic, …) —,
+  so a run on two shared cores says whose time the calls' tail waited behind.
 - **where a turn waits**: each turn's stop → first audio split, from the turn table's moments, into what it waited on
   one after the other: Ink (the caller's stop → Ink's turn end, the agent's pacing of the audio to Ink included),
   the responder (turn end → its first clause, when the clause was not ready before), Sonic (→ its first audio), and
@@ -28,6 +31,7 @@ import asyncio
 import json
 import statistics
 import tempfile
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -140,6 +144,8 @@ def _percentile(values: list[float], q: float) -> float:
 
 def _round(cloud: ProcessCloud, agent: LocalAgent, calls: int, log: Path) -> dict[str, Any]:
     cpu_before = agent.cpu_seconds()
+    services_before = cloud.cpu_seconds()
+    here_before = time.process_time()
     log_from = len(log.read_text(encoding="utf-8").splitlines())
 
     async def all_calls() -> list[tuple[str, SessionResult, list[Utterance]]]:
@@ -147,6 +153,8 @@ def _round(cloud: ProcessCloud, agent: LocalAgent, calls: int, log: Path) -> dic
 
     done = asyncio.run(all_calls())
     cpu = agent.cpu_seconds() - cpu_before
+    here = time.process_time() - here_before
+    services = {name: seconds - services_before[name] for name, seconds in cloud.cpu_seconds().items()}
     waits: list[float] = []
     turns: list[dict[str, float]] = []
     once = 0
@@ -175,7 +183,17 @@ def _round(cloud: ProcessCloud, agent: LocalAgent, calls: int, log: Path) -> dic
         "call_minutes": round(minutes, 2),
         "where_turns_waited": _where_waited(turns),
         "server_loop_lag_ms": {"max": round(max(lag)), "p50": round(statistics.median(lag))} if lag else None,
+        "cpu_s_per_call_minute_by_process": _cpu_by_process(cpu, here, services, minutes),
     }
+
+
+def _cpu_by_process(server: float, here: float, services: dict[str, float], minutes: float) -> dict[str, float]:
+    """CPU seconds per call-minute of each process, the heaviest first: the agent server, this one (the Connect
+    emulator's sessions and their callers) and each service's."""
+    if not minutes:
+        return {}
+    used = {"agent server": server, "this process: Connect's A2A client, the callers": here, **services}
+    return {name: round(seconds / minutes, 3) for name, seconds in sorted(used.items(), key=lambda kv: -kv[1])}
 
 
 def _costs(cpu_per_minute: float) -> dict[str, float]:
