@@ -19,8 +19,12 @@ hears each line as said). Calls start a quarter of a second apart.
   one after the other: Ink (the caller's stop → Ink's turn end, the agent's pacing of the audio to Ink included),
   the responder (turn end → its first clause, when the clause was not ready before), Sonic (→ its first audio), and
   delivery (→ the audio playing at the caller: the agent's forwarding and the emulated Connect's playout); medians
-  over every turn and over the slowest tenth. Beside it the server's ``StreamingLoopLag`` (the longest its event
-  loop woke late in each 15 s), read from its log.
+  over every turn and over the slowest tenth. Then, of Ink's wait, how late the audio reached the emulator's
+  decision: at each ``turn.end`` the Ink emulator notes how far the audio it had processed ran behind the session's
+  clock (``behind_ms`` in its sessions' summaries; near zero for a client streaming in real time), whether the
+  agent sent it late or the emulator read it late, and the worst its event loop (every session's) woke late in the
+  round: a loop never far behind read the audio as it came. Beside it the server's ``StreamingLoopLag`` (the
+  longest its event loop woke late in each 15 s), read from its log.
 
 Run ``voicebridge bench --only streaming-load`` (a few minutes: the calls are real time).
 """
@@ -40,7 +44,7 @@ from voicebridge_dev.a2a_demo import INSTANCE_ARN
 from voicebridge_dev.demo import scenario_settings
 from voicebridge_dev.local.a2a import ConnectSettings, SessionResult, run_session
 from voicebridge_dev.local.agent import LocalAgent
-from voicebridge_dev.local.processes import ProcessCloud
+from voicebridge_dev.local.processes import ControlClient, ProcessCloud
 from voicebridge_dev.simulator import SCENARIOS, load_clips
 from voicebridge_dev.simulator.agent import ScriptedCaller, SessionClock, Utterance
 from voicebridge_dev.simulator.records import CallRecords, read_records
@@ -146,6 +150,9 @@ def _round(cloud: ProcessCloud, agent: LocalAgent, calls: int, log: Path) -> dic
     cpu_before = agent.cpu_seconds()
     services_before = cloud.cpu_seconds()
     here_before = time.process_time()
+    ink = ControlClient(cloud.processes["ink"].url)
+    sessions_before = len(ink.request("GET", "sessions"))
+    ink.request("DELETE", "loop-lag")
     log_from = len(log.read_text(encoding="utf-8").splitlines())
 
     async def all_calls() -> list[tuple[str, SessionResult, list[Utterance]]]:
@@ -155,6 +162,13 @@ def _round(cloud: ProcessCloud, agent: LocalAgent, calls: int, log: Path) -> dic
     cpu = agent.cpu_seconds() - cpu_before
     here = time.process_time() - here_before
     services = {name: seconds - services_before[name] for name, seconds in cloud.cpu_seconds().items()}
+    ink_loop_lag = float(ink.request("GET", "loop-lag")["worst_ms"])
+    behind = [
+        float(event["behind_ms"])
+        for session in ink.request("GET", "sessions")[sessions_before:]
+        for event in session["events"]
+        if event["type"] == "turn.end"
+    ]
     waits: list[float] = []
     turns: list[dict[str, float]] = []
     once = 0
@@ -183,6 +197,14 @@ def _round(cloud: ProcessCloud, agent: LocalAgent, calls: int, log: Path) -> dic
         "call_minutes": round(minutes, 2),
         "where_turns_waited": _where_waited(turns),
         "server_loop_lag_ms": {"max": round(max(lag)), "p50": round(statistics.median(lag))} if lag else None,
+        "ink_turn_end_audio_behind_ms": {
+            "p50": round(statistics.median(behind)),
+            "p99": round(_percentile(behind, 0.99)),
+            "max": round(max(behind)),
+        }
+        if behind
+        else None,
+        "ink_loop_lag_worst_ms": round(ink_loop_lag),
         "cpu_s_per_call_minute_by_process": _cpu_by_process(cpu, here, services, minutes),
     }
 
