@@ -21,10 +21,11 @@ hears each line as said). Calls start a quarter of a second apart.
   delivery (→ the audio playing at the caller: the agent's forwarding and the emulated Connect's playout); medians
   over every turn and over the slowest tenth. Then, of Ink's wait, how late the audio reached the emulator's
   decision: at each ``turn.end`` the Ink emulator notes how far the audio it had processed ran behind the session's
-  clock (``behind_ms`` in its sessions' summaries; near zero for a client streaming in real time), whether the
-  agent sent it late or the emulator read it late, and the worst its event loop (every session's) woke late in the
-  round: a loop never far behind read the audio as it came. Beside it the server's ``StreamingLoopLag`` (the
-  longest its event loop woke late in each 15 s), read from its log.
+  clock (``behind_ms`` in its sessions' summaries; near zero for a client streaming in real time), wherever on the
+  way it was held up. Where: the worst the Ink emulator's event loop (every session's) woke late in the round (a
+  loop never far behind read the audio as it came), the same for this process's loop, which streams the callers'
+  audio (Connect's side sends each slice as late as it is), and the server's ``StreamingLoopLag`` (the longest its
+  event loop woke late in each 15 s), read from its log; what none of them holds is the agent's own forwarding.
 
 Run ``voicebridge bench --only streaming-load`` (a few minutes: the calls are real time).
 """
@@ -44,6 +45,7 @@ from voicebridge_dev.a2a_demo import INSTANCE_ARN
 from voicebridge_dev.demo import scenario_settings
 from voicebridge_dev.local.a2a import ConnectSettings, SessionResult, run_session
 from voicebridge_dev.local.agent import LocalAgent
+from voicebridge_dev.local.ink.server import LoopLag
 from voicebridge_dev.local.processes import ControlClient, ProcessCloud
 from voicebridge_dev.simulator import SCENARIOS, load_clips
 from voicebridge_dev.simulator.agent import ScriptedCaller, SessionClock, Utterance
@@ -155,8 +157,15 @@ def _round(cloud: ProcessCloud, agent: LocalAgent, calls: int, log: Path) -> dic
     ink.request("DELETE", "loop-lag")
     log_from = len(log.read_text(encoding="utf-8").splitlines())
 
+    # Connect's side runs on this process's loop: a late loop sends the callers' audio late.
+    here_lag = LoopLag()
+
     async def all_calls() -> list[tuple[str, SessionResult, list[Utterance]]]:
-        return await asyncio.gather(*(_one(agent, i * STAGGER_S) for i in range(calls)))
+        watch = asyncio.create_task(here_lag.watch())
+        try:
+            return await asyncio.gather(*(_one(agent, i * STAGGER_S) for i in range(calls)))
+        finally:
+            watch.cancel()
 
     done = asyncio.run(all_calls())
     cpu = agent.cpu_seconds() - cpu_before
@@ -205,6 +214,7 @@ def _round(cloud: ProcessCloud, agent: LocalAgent, calls: int, log: Path) -> dic
         if behind
         else None,
         "ink_loop_lag_worst_ms": round(ink_loop_lag),
+        "connect_side_loop_lag_worst_ms": round(here_lag.worst_ms),
         "cpu_s_per_call_minute_by_process": _cpu_by_process(cpu, here, services, minutes),
     }
 
