@@ -12,12 +12,20 @@ hears each line as said). Calls start a quarter of a second apart.
 - **CPU**: the server process's CPU seconds per call-minute (the sessions' length added up), and from it what 1,000
   call-minutes cost on Fargate (ARM, 1 vCPU / 2 GB tasks run at 60 % CPU: docs/deploying.md's prices) beside the
   flows path's Lambda consumer and long poll for the same minutes.
+- **CPU by process**: the same per call-minute for each process of the run — the agent server, this one (Connect's
+  side: the A2A client emulator's sessions and their simulated callers) and each service's (moto, Ink, Sonic, …) —,
+  so a run on two shared cores says whose time the calls' tail waited behind.
 - **where a turn waits**: each turn's stop → first audio split, from the turn table's moments, into what it waited on
   one after the other: Ink (the caller's stop → Ink's turn end, the agent's pacing of the audio to Ink included),
   the responder (turn end → its first clause, when the clause was not ready before), Sonic (→ its first audio), and
   delivery (→ the audio playing at the caller: the agent's forwarding and the emulated Connect's playout); medians
-  over every turn and over the slowest tenth. Beside it the server's ``StreamingLoopLag`` (the longest its event
-  loop woke late in each 15 s), read from its log.
+  over every turn and over the slowest tenth. Then, of Ink's wait, how late the audio reached the emulator's
+  decision: at each ``turn.end`` the Ink emulator notes how far the audio it had processed ran behind the session's
+  clock (``behind_ms`` in its sessions' summaries; near zero for a client streaming in real time), wherever on the
+  way it was held up. Where: the worst the Ink emulator's event loop (every session's) woke late in the round (a
+  loop never far behind read the audio as it came), the same for this process's loop, which streams the callers'
+  audio (Connect's side sends each slice as late as it is), and the server's ``StreamingLoopLag`` (the longest its
+  event loop woke late in each 15 s), read from its log; what none of them holds is the agent's own forwarding.
 
 Run ``voicebridge bench --only streaming-load`` (a few minutes: the calls are real time).
 """
@@ -28,6 +36,7 @@ import asyncio
 import json
 import statistics
 import tempfile
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -36,7 +45,8 @@ from voicebridge_dev.a2a_demo import INSTANCE_ARN
 from voicebridge_dev.demo import scenario_settings
 from voicebridge_dev.local.a2a import ConnectSettings, SessionResult, run_session
 from voicebridge_dev.local.agent import LocalAgent
-from voicebridge_dev.local.processes import ProcessCloud
+from voicebridge_dev.local.ink.server import LoopLag
+from voicebridge_dev.local.processes import ControlClient, ProcessCloud
 from voicebridge_dev.simulator import SCENARIOS, load_clips
 from voicebridge_dev.simulator.agent import ScriptedCaller, SessionClock, Utterance
 from voicebridge_dev.simulator.records import CallRecords, read_records
@@ -140,13 +150,34 @@ def _percentile(values: list[float], q: float) -> float:
 
 def _round(cloud: ProcessCloud, agent: LocalAgent, calls: int, log: Path) -> dict[str, Any]:
     cpu_before = agent.cpu_seconds()
+    services_before = cloud.cpu_seconds()
+    here_before = time.process_time()
+    ink = ControlClient(cloud.processes["ink"].url)
+    sessions_before = len(ink.request("GET", "sessions"))
+    ink.request("DELETE", "loop-lag")
     log_from = len(log.read_text(encoding="utf-8").splitlines())
 
+    # Connect's side runs on this process's loop: a late loop sends the callers' audio late.
+    here_lag = LoopLag()
+
     async def all_calls() -> list[tuple[str, SessionResult, list[Utterance]]]:
-        return await asyncio.gather(*(_one(agent, i * STAGGER_S) for i in range(calls)))
+        watch = asyncio.create_task(here_lag.watch())
+        try:
+            return await asyncio.gather(*(_one(agent, i * STAGGER_S) for i in range(calls)))
+        finally:
+            watch.cancel()
 
     done = asyncio.run(all_calls())
     cpu = agent.cpu_seconds() - cpu_before
+    here = time.process_time() - here_before
+    services = {name: seconds - services_before[name] for name, seconds in cloud.cpu_seconds().items()}
+    ink_loop_lag = float(ink.request("GET", "loop-lag")["worst_ms"])
+    behind = [
+        float(event["behind_ms"])
+        for session in ink.request("GET", "sessions")[sessions_before:]
+        for event in session["events"]
+        if event["type"] == "turn.end"
+    ]
     waits: list[float] = []
     turns: list[dict[str, float]] = []
     once = 0
@@ -175,7 +206,26 @@ def _round(cloud: ProcessCloud, agent: LocalAgent, calls: int, log: Path) -> dic
         "call_minutes": round(minutes, 2),
         "where_turns_waited": _where_waited(turns),
         "server_loop_lag_ms": {"max": round(max(lag)), "p50": round(statistics.median(lag))} if lag else None,
+        "ink_turn_end_audio_behind_ms": {
+            "p50": round(statistics.median(behind)),
+            "p99": round(_percentile(behind, 0.99)),
+            "max": round(max(behind)),
+        }
+        if behind
+        else None,
+        "ink_loop_lag_worst_ms": round(ink_loop_lag),
+        "connect_side_loop_lag_worst_ms": round(here_lag.worst_ms),
+        "cpu_s_per_call_minute_by_process": _cpu_by_process(cpu, here, services, minutes),
     }
+
+
+def _cpu_by_process(server: float, here: float, services: dict[str, float], minutes: float) -> dict[str, float]:
+    """CPU seconds per call-minute of each process, the heaviest first: the agent server, this one (the Connect
+    emulator's sessions and their callers) and each service's."""
+    if not minutes:
+        return {}
+    used = {"agent server": server, "this process: Connect's A2A client, the callers": here, **services}
+    return {name: round(seconds / minutes, 3) for name, seconds in sorted(used.items(), key=lambda kv: -kv[1])}
 
 
 def _costs(cpu_per_minute: float) -> dict[str, float]:

@@ -935,6 +935,31 @@ def test_faults_can_be_armed_over_http(emulator: InkEmulator, client: Cartesia) 
     assert caught.value.response.status_code == 429
 
 
+def test_events_say_how_far_behind_the_sessions_clock_a_late_clients_audio_was(
+    emulator: InkEmulator, client: Cartesia
+) -> None:
+    """A client that starts streaming 2 s after it connected: the turn its 1.4 s of audio holds ends at least the
+    difference behind the session's clock (the reading a load run uses to tell audio that reached Ink late)."""
+    with turns(client) as connection:
+        events = Events(connection)
+        events.until("connected")
+        time.sleep(2.0)
+        send(connection, silence(0.2) + voiced(0.4) + silence(0.8))
+        events.until("turn.end")
+    with urllib.request.urlopen(emulator.url + "/_emulator/sessions", timeout=5) as response:
+        (summary,) = json.loads(response.read())
+    (turn_end,) = [event for event in summary["events"] if event["type"] == "turn.end"]
+    assert turn_end["behind_ms"] >= 2000 - 1400
+
+
+def test_the_loops_worst_lag_is_read_and_reset_over_http(emulator: InkEmulator) -> None:
+    request = urllib.request.Request(emulator.url + "/_emulator/loop-lag", method="DELETE")
+    with urllib.request.urlopen(request, timeout=5) as response:
+        assert json.loads(response.read())["worst_ms"] >= 0.0
+    with urllib.request.urlopen(emulator.url + "/_emulator/loop-lag", timeout=5) as response:
+        assert json.loads(response.read())["worst_ms"] >= 0.0
+
+
 def test_sessions_are_summarised_over_http(emulator: InkEmulator, client: Cartesia) -> None:
     with turns(client) as connection:
         events = Events(connection)

@@ -169,13 +169,15 @@ class StandInSpeechEngine:
         # Declination over the utterance plus a slow wobble, like a speaker's intonation.
         f0 = base_f0 * (1.12 - 0.22 * control_t / control_t[-1]) * (1 + 0.04 * np.sin(2 * np.pi * 3.1 * control_t))
 
-        # Linear interpolation from the uniform control grid, set up once for every track.
+        # Linear interpolation from the uniform control grid: np.interp is one pass per track (the synthesis runs
+        # once per harmonic), and on a grid of whole numbers it computes the same floats as track[i] + (track[i + 1]
+        # - track[i]) * fraction.
         position = np.arange(total) * (_CONTROL_RATE / sample_rate)
-        below = position.astype(np.int64)
-        fraction = position - below
+        grid = np.arange(len(control_t), dtype=np.float64)
 
         def upsample(track: _Floats) -> _Floats:
-            return track[below] + (track[below + 1] - track[below]) * fraction
+            values: _Floats = np.interp(position, grid, track)
+            return values
 
         step = 2 * np.pi * upsample(f0) / sample_rate
         phase = np.cumsum(step) - step

@@ -64,8 +64,13 @@ DIGITAL_SILENCE_DBFS = -120.0
 """The level of a frame with no signal in it (under 1e-6 RMS: zeros, at 16 bits)."""
 
 
-def level_dbfs(frame: Samples) -> float:
-    if frame.size == 0:
-        return DIGITAL_SILENCE_DBFS
-    rms = math.sqrt(float(np.mean(np.square(frame, dtype=np.float64))))
+def frame_levels(samples: Samples, frame_len: int) -> list[float]:
+    """The level (dBFS) of each whole frame of ``frame_len`` samples: its RMS in decibels, or
+    :data:`DIGITAL_SILENCE_DBFS` for a frame without signal. The mean squares are one numpy pass over every frame."""
+    frames = samples[: samples.size // frame_len * frame_len].reshape(-1, frame_len)
+    mean_squares: list[float] = np.mean(np.square(frames, dtype=np.float64), axis=1).tolist()
+    return [_dbfs(math.sqrt(mean_square)) for mean_square in mean_squares]
+
+
+def _dbfs(rms: float) -> float:
     return 20.0 * math.log10(rms) if rms > 1e-6 else DIGITAL_SILENCE_DBFS

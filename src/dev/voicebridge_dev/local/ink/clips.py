@@ -32,6 +32,8 @@ from voicebridge_dev.local.ink.turns import TurnSettings, voiced_span
 _ANCHOR_MS = 200.0
 # Under noise, by longer pieces: the longer the piece, the less a different clip correlates with it by chance.
 _PIECE_MS = 400.0
+# A clip piece's spectra kept, one per FFT size: a turn's region passes through a few sizes as it grows.
+_SPECTRA_KEPT = 2
 MATCH_CORRELATION = 0.7
 """The normalized cross-correlation at which a clip's anchor is taken to be in a noisy stream."""
 
@@ -46,7 +48,7 @@ class _Clip:
     head_offset: int
     voiced_end: int
     length: int
-    pieces: tuple[tuple[int, Floats], ...] = field(repr=False, compare=False)
+    pieces: tuple[tuple[int, _Anchor], ...] = field(repr=False, compare=False)
     """The voiced span in pieces of up to :data:`_PIECE_MS`, each with its byte offset from the first voiced sample;
     the first is the head."""
 
@@ -85,7 +87,7 @@ class ClipRegistry:
             head_offset=first * 2,
             voiced_end=end * 2,
             length=len(pcm),
-            pieces=tuple(((at - first) * 2, _samples(pcm[at * 2 : (at + piece) * 2])) for at in starts),
+            pieces=tuple(((at - first) * 2, _Anchor(_samples(pcm[at * 2 : (at + piece) * 2]))) for at in starts),
         )
         with self._lock:
             self._clips = [known for known in self._clips if (known.middle, known.length) != (clip.middle, clip.length)]
@@ -154,6 +156,26 @@ def _occurrences(haystack: bytes, needle: bytes, stride: int) -> list[int]:
     return positions
 
 
+class _Anchor:
+    """A piece of a clip looked for under noise, with what every search needs of it computed once: its energy, and
+    its conjugate spectrum at the FFT sizes of the latest streams searched (at most :data:`_SPECTRA_KEPT`, so a
+    clip's memory stays bounded)."""
+
+    def __init__(self, samples: Floats) -> None:
+        self.samples = samples
+        self.energy = float(np.dot(samples, samples))
+        self._spectra: dict[int, npt.NDArray[np.complex128]] = {}
+
+    def spectrum(self, nfft: int) -> npt.NDArray[np.complex128]:
+        spectrum = self._spectra.get(nfft)
+        if spectrum is None:
+            spectrum = np.conj(np.fft.rfft(self.samples, nfft))
+            if len(self._spectra) >= _SPECTRA_KEPT:
+                self._spectra.pop(next(iter(self._spectra)))
+            self._spectra[nfft] = spectrum
+        return spectrum
+
+
 class _Stream:
     """A region of s16le audio, searched for anchors by normalized cross-correlation (its spectrum computed once
     for every anchor of a size)."""
@@ -163,24 +185,23 @@ class _Stream:
         self._energy = np.concatenate(([0.0], np.cumsum(np.square(self._x))))
         self._spectra: dict[int, npt.NDArray[np.complex128]] = {}
 
-    def correlation(self, anchor: Floats) -> Floats:
+    def correlation(self, anchor: _Anchor) -> Floats:
         """The normalized cross-correlation of ``anchor`` at each lag where it lies wholly in the region."""
-        n, size = anchor.size, self._x.size
-        anchor_energy = float(np.dot(anchor, anchor))
-        if n == 0 or size < n or anchor_energy == 0.0:
+        n, size = anchor.samples.size, self._x.size
+        if n == 0 or size < n or anchor.energy == 0.0:
             return np.zeros(0)
         nfft = 1 << (size + n - 2).bit_length()
         if nfft not in self._spectra:
             self._spectra[nfft] = np.fft.rfft(self._x, nfft)
-        dots = np.fft.irfft(self._spectra[nfft] * np.conj(np.fft.rfft(anchor, nfft)), nfft)[: size - n + 1]
+        dots = np.fft.irfft(self._spectra[nfft] * anchor.spectrum(nfft), nfft)[: size - n + 1]
         window_energy = self._energy[n:] - self._energy[:-n]
         # Silence has no direction: a window with (almost) no energy correlates with nothing.
-        audible = window_energy > anchor_energy * 1e-6
+        audible = window_energy > anchor.energy * 1e-6
         scores: Floats = np.zeros(size - n + 1)
-        scores[audible] = dots[audible] / np.sqrt(window_energy[audible] * anchor_energy)
+        scores[audible] = dots[audible] / np.sqrt(window_energy[audible] * anchor.energy)
         return scores
 
-    def matches(self, anchor: Floats, stride: int) -> list[int]:
+    def matches(self, anchor: _Anchor, stride: int) -> list[int]:
         """Byte offsets where ``anchor`` correlates at :data:`MATCH_CORRELATION` or more, the best lag of each
         stretch, at most once per ``stride`` bytes (as :func:`_occurrences`)."""
         scores = self.correlation(anchor)

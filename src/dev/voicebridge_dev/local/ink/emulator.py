@@ -13,6 +13,11 @@ with :meth:`InkEmulator.configure` or over the control plane, and apply to sessi
 
     POST /_emulator/config  {"realtime": "delay", "end_delay_ms": 900}  -> {"config": {...every setting...}}
     GET  /_emulator/config                                               -> {"config": {...}}
+
+How late its event loop has woken, the worst since the last reset (:class:`~.server.LoopLag`; a load run reads it)::
+
+    GET    /_emulator/loop-lag  -> {"worst_ms": 12.5}
+    DELETE /_emulator/loop-lag  -> the same, and starts again
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from voicebridge_dev.local.ink.faults import DropFault, ErrorFault, Fault, Rejec
 from voicebridge_dev.local.ink.pacing import REALTIME_TOLERANCE_MS, RealtimeMode, check_realtime
 from voicebridge_dev.local.ink.recognisers import Recogniser
 from voicebridge_dev.local.ink.records import HandshakeRecord, InkSession
-from voicebridge_dev.local.ink.server import MAX_RATE, MIN_RATE, InkServer
+from voicebridge_dev.local.ink.server import MAX_RATE, MIN_RATE, InkServer, LoopLag
 from voicebridge_dev.local.ink.turns import TurnSettings
 from voicebridge_dev.local.service import Address, ControlAnswer, ControlPlane, ServedEmulator
 
@@ -81,6 +86,7 @@ class InkEmulator(ServedEmulator[DropFault | ErrorFault | RejectFault | StallFau
         self.clips = ClipRegistry(self.turn_settings)
         self._sessions: list[InkSession] = []
         self._handshakes: list[HandshakeRecord] = []
+        self.loop_lag = LoopLag()
 
     # ---- lifecycle
 
@@ -219,7 +225,7 @@ class _ConfigRequest(BaseModel):
 
 
 def _control_routes(emulator: InkEmulator) -> ControlPlane:
-    """The ``/_emulator/...`` routes: clips, faults and the sessions' summaries."""
+    """The ``/_emulator/...`` routes: clips, faults, the sessions' summaries, the settings and the loop's lag."""
 
     def register(body: bytes) -> ControlAnswer:
         registration = _RegisterRequest.model_validate_json(body)
@@ -250,4 +256,6 @@ def _control_routes(emulator: InkEmulator) -> ControlPlane:
     control.route("GET", "sessions", sessions)
     control.route("POST", "config", configure)
     control.route("GET", "config", lambda _: ControlAnswer(HTTPStatus.OK, {"config": emulator.settings()}))
+    control.route("GET", "loop-lag", lambda _: ControlAnswer(HTTPStatus.OK, {"worst_ms": emulator.loop_lag.worst_ms}))
+    control.route("DELETE", "loop-lag", lambda _: ControlAnswer(HTTPStatus.OK, {"worst_ms": emulator.loop_lag.reset()}))
     return control

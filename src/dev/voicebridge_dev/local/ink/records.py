@@ -16,11 +16,15 @@ from voicebridge_dev.local.ink.audio import BYTES_PER_SAMPLE
 
 @dataclass(frozen=True)
 class SentEvent:
-    """An event written to a client; ``audio_ms`` is how much audio had been received when it was decided."""
+    """An event written to a client; ``audio_ms`` is how much audio had been received when it was decided, and
+    ``behind_ms`` how far that audio ran behind the session's clock (the time since it opened) when it was sent: a
+    client that streams in real time keeps it near zero, so under load it says how late the audio reached the
+    emulator's decision, whether the client sent it late or the emulator read it late."""
 
     type: str
     payload: dict[str, Any]
     audio_ms: float
+    behind_ms: float = 0.0
 
 
 @dataclass
@@ -96,7 +100,7 @@ class InkSession:
             "cartesia_version": self.cartesia_version,
             "keyterms": list(self.keyterms),
             "received_audio_bytes": len(self.received_audio),
-            "events": [{"type": e.type, "audio_ms": e.audio_ms} for e in self.events],
+            "events": [{"type": e.type, "audio_ms": e.audio_ms, "behind_ms": e.behind_ms} for e in self.events],
             "turns": [vars(turn) for turn in self.turns],
             "ended_by": self.ended_by,
         }

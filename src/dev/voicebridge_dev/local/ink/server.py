@@ -92,11 +92,37 @@ _MAX_HTTP_BODY = 64 * 1024 * 1024
 _MAX_WS_MESSAGE = 4 * 1024 * 1024
 
 
+# The loop-lag probe's sleep: short enough to catch a late wake of a few tens of ms, at twenty wakes a second.
+_LAG_PROBE_S = 0.05
+
+
+class LoopLag:
+    """How late the emulator's event loop has woken, the worst since the last :meth:`reset`: a probe sleeps
+    :data:`_LAG_PROBE_S` at a time. Under load it says whether the emulator was itself behind its sessions' audio
+    (every session is served by this one loop), or the audio came late."""
+
+    def __init__(self) -> None:
+        self.worst_ms = 0.0
+
+    def reset(self) -> float:
+        """The worst so far, then start again."""
+        worst, self.worst_ms = self.worst_ms, 0.0
+        return worst
+
+    async def watch(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            due = loop.time() + _LAG_PROBE_S
+            await asyncio.sleep(_LAG_PROBE_S)
+            self.worst_ms = max(self.worst_ms, (loop.time() - due) * 1000.0)
+
+
 class Backend(SessionHost, Protocol):
     """What the server needs of the emulator it serves (:class:`~.emulator.InkEmulator`)."""
 
     in_flight: InFlight
     api_key: str | None
+    loop_lag: LoopLag
 
     def note_handshake(self, record: HandshakeRecord) -> None: ...
     def note_session(self, session: InkSession) -> None: ...
@@ -165,8 +191,10 @@ class InkServer:
         self._loop.call_soon_threadsafe(self._stop.set)
 
     async def _run(self) -> None:
+        watch = asyncio.create_task(self.emulator.loop_lag.watch())
         async with self._server:
             await self._stop.wait()
+            watch.cancel()
             self._server.close()
             # End every open session and connection: the emulator is stopping.
             for socket in list(self._sockets):

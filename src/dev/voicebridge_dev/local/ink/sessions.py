@@ -105,14 +105,16 @@ class SessionRunner:
         self._pending: collections.deque[bytes | str] = collections.deque()
         self._arrived = 0
         self._active_at = 0.0
+        self._opened_at = 0.0
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
+        self._opened_at = loop.time()
         budget = RealtimeBudget(
             self.emulator.realtime,
             self.emulator.realtime_tolerance_ms,
             bytes_per_second=self.session.sample_rate * self._width,
-            opened_at=loop.time(),
+            opened_at=self._opened_at,
         )
         self._active_at = loop.time()
         try:
@@ -194,8 +196,11 @@ class SessionRunner:
 
     async def emit(self, payload: dict[str, Any]) -> None:
         payload = {**payload, "request_id": self.session.request_id}
-        self.session.events.append(SentEvent(payload["type"], payload, self.session.audio_ms))
-        if asyncio.get_running_loop().time() < self._stall_until:
+        now = asyncio.get_running_loop().time()
+        audio_ms = self.session.audio_ms
+        behind_ms = (now - self._opened_at) * 1000.0 - audio_ms
+        self.session.events.append(SentEvent(payload["type"], payload, audio_ms, behind_ms))
+        if now < self._stall_until:
             self._held.append(payload)
             return
         await self.socket.send_json(payload)
