@@ -82,10 +82,21 @@ def test_the_caller_is_marked_speaking_as_soon_as_the_voice_detector_hears_them(
     assert heard.marks == [(4, True)]
 
 
-def test_a_sound_ink_takes_for_no_turn_clears_the_mark_once_the_voice_is_gone() -> None:
+def test_a_sound_ink_takes_for_no_turn_clears_the_mark_once_its_silence_settles() -> None:
     heard = Heard()
-    heard.feed(voice(200) + quiet(600))
+    heard.feed(voice(200) + quiet(1000))
     assert heard.marks == [(4, True), (4, False)]
+
+
+def test_a_voice_that_ends_before_ink_begins_its_turn_stays_marked_until_ink_does() -> None:
+    heard = Heard()
+    # A short word, or a backlog read faster than Ink is sent it: the detector hears the voice end before Ink has
+    # begun a turn of it. The caller is mid-turn until Ink's turn ends: a wait running out now is Listening.
+    heard.feed(voice(200) + quiet(500))
+    assert heard.marks == [(4, True)]
+    heard.transcriber.on_turn_start()
+    heard.feed(quiet(1000))
+    assert heard.marks == [(4, True), (4, True)]
 
 
 def test_once_ink_has_begun_the_turn_the_mark_is_its_to_clear() -> None:

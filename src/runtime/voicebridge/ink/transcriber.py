@@ -270,6 +270,10 @@ class TrackTranscriber(TurnListener):
         self._manual_end_silence_ms = manual_end_silence_ms
         self._model_end_quiet_ms = model_end_quiet_ms
         self._lock = threading.RLock()
+        # Speaking marks made under the lock, told in order under their own lock once it is released.
+        self._marks_due: list[tuple[int, bool]] = []
+        self._marks_lock = threading.Lock()
+        self._marked_by_voice = False
         self._vad = VoiceActivity(
             detector=detector(voice_detector), close_ms=settle_ms, position_ms=progress.stream_bytes / BYTES_PER_MS
         )
@@ -323,7 +327,7 @@ class TrackTranscriber(TurnListener):
                 # Catching up drops what the detector heard no voice in, noise and all, never the caller.
                 self._pacer.push(piece, silent=self._vad.unvoiced_since(piece_start_ms))
             verdict = self._watch.feed(fresh, self._vad) if self._watch is not None else None
-            heard = self._voice_change(was_voiced)
+            self._voice_change(was_voiced)
             self._pump()
             if verdict is not None:
                 self._judged(verdict)
@@ -333,20 +337,31 @@ class TrackTranscriber(TurnListener):
             if not self._turn_open and not self._vad.speaking and self._caught_up:
                 self._ledger.mark_silent_point(self._clock.monotonic())
             self._settle_silence()
-        if heard is not None and self._on_speaking is not None:
-            self._on_speaking(*heard)
+        self._tell_marks()
         self._recover()
         return True
 
-    def _voice_change(self, was_voiced: bool) -> tuple[int, bool] | None:
-        """The caller began (or stopped) speaking as the voice detector hears it, while Ink has no turn open: the
-        mark Ink's ``turn.start`` would make a few hundred milliseconds later, made now, so nothing is handed out
-        over a caller who starts between two sentences. Once Ink has a turn open, its end clears the mark (caller
-        holds the lock)."""
-        voiced = self._vad.speaking
-        if voiced == was_voiced or self._turn_open:
-            return None
-        return self.settled.next_seq, voiced
+    def _voice_change(self, was_voiced: bool) -> None:
+        """The caller began speaking as the voice detector hears it, while Ink has no turn open: the mark Ink's
+        ``turn.start`` would make a few hundred milliseconds later, made now, so nothing is handed out over a caller
+        who starts between two sentences (caller holds the lock).
+
+        The voice's end does not clear it: Ink may not have heard that voice yet (a backlog read faster than it is
+        sent, or a word shorter than Ink's wait to begin a turn), and the caller is not done until the turn Ink makes
+        of it ends. If Ink makes none (a cough), the silence settling clears it."""
+        if self._turn_open or was_voiced or not self._vad.speaking:
+            return
+        self._marked_by_voice = True
+        self._marks_due.append((self.settled.next_seq, True))
+
+    def _tell_marks(self) -> None:
+        """Tell the speaking marks made under the lock, in the order they were made (called without the lock)."""
+        with self._marks_lock:
+            with self._lock:
+                due, self._marks_due = self._marks_due, []
+            if self._on_speaking is not None:
+                for seq, speaking in due:
+                    self._on_speaking(seq, speaking)
 
     def keepalive(self, idle_ms: float) -> None:
         """Send what the pace now allows; send silence when nothing has been sent for ``idle_ms`` (the source
@@ -358,6 +373,7 @@ class TrackTranscriber(TurnListener):
             if idle and self._caught_up:
                 self._pacer.push(bytes(self._frame_bytes))
                 self._pump()
+        self._tell_marks()
         self._recover()
 
     def _pump(self) -> None:
@@ -451,6 +467,10 @@ class TrackTranscriber(TurnListener):
             self._ledger.mark_silent_point(now)
         if self._ledger.settle_acknowledged(now, self._ack_s):
             self._vad.discard_before(self._ledger.settled.stream_bytes / BYTES_PER_MS)
+            if self._marked_by_voice and not self._vad.speaking:
+                # Voice Ink made no turn of: the caller is not speaking after all.
+                self._marked_by_voice = False
+                self._marks_due.append((self.settled.next_seq, False))
 
     def _manual_turn_boundary(self) -> None:
         """Manual mode: ask for each utterance's transcript once it has been followed by enough silence.
@@ -546,9 +566,10 @@ class TrackTranscriber(TurnListener):
             self._turn_open = True
             self._words, self._eager_waiting, self._ink_eager_for = "", None, None
             self._ledger.forget_silent_points()
-            seq = self.settled.next_seq
-        if self._on_speaking is not None:
-            self._on_speaking(seq, True)
+            # The turn's end clears the mark now, whoever made it.
+            self._marked_by_voice = False
+            self._marks_due.append((self.settled.next_seq, True))
+        self._tell_marks()
 
     def on_turn_update(self, transcript: str) -> None:
         with self._lock:
