@@ -335,6 +335,8 @@ class TurnsRunner(SessionRunner):
         """The embedded recogniser's words for this turn so far: final, only ever added to."""
         self._heard_through = 0
         """The sample up to which this turn's audio is decoded."""
+        self._hears_stretches = emulator.recogniser is not None
+        """The recogniser decodes this turn (no registered clip was heard in it)."""
         rate = session.sample_rate
         self._preroll = round(rate * _PREROLL_MS / 1000.0)
         self._tail = round(rate * _TAIL_MS / 1000.0)
@@ -352,24 +354,32 @@ class TurnsRunner(SessionRunner):
         if self.detector.in_turn and self.detector.samples_seen >= self._next_update:
             self._next_update = self.detector.samples_seen + self._update_every
             await self._update()
+        if self.detector.in_turn and self._hears_stretches and self._stretch_closed():
+            self._decode_stretch()
 
     async def _update(self) -> None:
         d = self.detector
         pcm = self.region(max(0, d.speech_start_sample - self._preroll), d.samples_seen)
         text = self.emulator.clips.partial_transcript(pcm)
         if text is not None:
+            self._hears_stretches = False
             await self._emit_update(text)
         elif self.emulator.recogniser is None:
             await self._emit_update(self.stand_in(d.speech_end_sample - d.speech_start_sample))
-        elif self._stretch_closed() and (self._recognising is None or self._recognising.done()):
-            # Decoding a stretch costs a good fraction of its duration: done inline it would delay the audio
-            # behind it and turn.end, so it runs beside the session.
-            self._recognising = asyncio.create_task(self._recognise_update(d.speech_end_sample + self._tail))
 
     def _stretch_closed(self) -> bool:
         """Speech not yet decoded is followed by a pause: its words can be final."""
         d = self.detector
         return d.speech_end_sample > self._heard_through and d.samples_seen >= d.speech_end_sample + self._tail
+
+    def _decode_stretch(self) -> None:
+        """Start decoding the stretch a pause just closed, unless one is being decoded: checked on every piece of
+        audio, not only at updates, so the words are ready as soon as they can be."""
+        if self._recognising is None or self._recognising.done():
+            # Decoding a stretch costs a good fraction of its duration: done inline it would delay the audio
+            # behind it and turn.end, so it runs beside the session.
+            end = self.detector.speech_end_sample + self._tail
+            self._recognising = asyncio.create_task(self._recognise_update(end))
 
     async def _recognise_update(self, end_sample: int) -> None:
         turn = self._turn
@@ -419,6 +429,7 @@ class TurnsRunner(SessionRunner):
             self._next_update = signal.at_sample + self._update_every
             self._last_update = ""
             self._heard, self._heard_through = "", max(0, self.detector.speech_start_sample - self._preroll)
+            self._hears_stretches = self.emulator.recogniser is not None
             await self.emit({"type": "turn.start"})
         elif signal.kind == "eager_end":
             await self.emit({"type": "turn.eager_end", "transcript": await self._final_transcript(signal.at_sample)})
