@@ -52,8 +52,8 @@ same audio and held the eager end back by the decoding time, neither of which th
 silent on how soon words follow speech and on how the service cuts a turn into pieces to decode; the pause is the
 emulator's choice, so a word is never cut in two. A stretch's words arrive only once it is closed: the emulator
 sends no words it might revise. The embedded recogniser decodes a stretch only after the pause, in a fraction of its
-duration (PocketSphinx on two busy cores: a quarter to a third of it), so the eager end after a long stretch may still wait for
-its words, which a recogniser decoding while the caller speaks would have ready.
+duration (PocketSphinx on two busy cores: a quarter to a third of it), so the eager end after a long stretch may still
+wait for its words, which a recogniser decoding while the caller speaks would have ready.
 """
 
 from __future__ import annotations
