@@ -492,6 +492,40 @@ def test_the_recogniser_transcribes_unregistered_speech(start_emulator: StartEmu
     assert recogniser.calls >= 1
 
 
+class CountingRecogniser:
+    """Hears a new word each time it is asked, as a recogniser may when the same speech is cut differently."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def transcribe(self, pcm_s16le: bytes, sample_rate: int) -> str:
+        self.calls += 1
+        return f"word{self.calls}"
+
+
+def test_a_turns_transcripts_only_grow_word_by_word(start_emulator: StartEmulator) -> None:
+    _, cartesia = start_emulator(recogniser=CountingRecogniser())
+    with turns(cartesia) as connection:
+        events = Events(connection)
+        send(connection, silence(0.5) + voiced(0.6, seed=3) + silence(0.6) + voiced(0.6, seed=4) + silence(1.0))
+        received = events.until("turn.end", timeout=10)
+    transcripts = [e.transcript for e in received if e.type in ("turn.update", "turn.eager_end", "turn.end")]
+    assert "turn.eager_end" in types(received)
+    assert all(later.startswith(earlier) for earlier, later in pairwise(transcripts)), transcripts
+    assert transcripts[-1] == "word1 word2"
+
+
+def test_a_stretch_of_speech_is_decoded_once(start_emulator: StartEmulator) -> None:
+    recogniser = CountingRecogniser()
+    _, cartesia = start_emulator(recogniser=recogniser)
+    with turns(cartesia) as connection:
+        events = Events(connection)
+        send(connection, silence(0.5) + UTTERANCE + silence(1.0))
+        received = events.until("turn.end", timeout=10)
+    eager = [e.transcript for e in received if e.type == "turn.eager_end"]
+    assert (recogniser.calls, eager, received[-1].transcript) == (1, ["word1"], "word1")
+
+
 def test_registered_clips_win_over_the_recogniser(start_emulator: StartEmulator) -> None:
     emu, cartesia = start_emulator(recogniser=FixedRecogniser("wrong"))
     emu.register(UTTERANCE, "check my balance")

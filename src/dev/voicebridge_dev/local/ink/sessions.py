@@ -38,6 +38,22 @@ else each session does, and where it comes from:
 
 Transcripts come from clips registered alongside their audio, then the embedded recogniser, then a
 deterministic stand-in such as ``[speech 1.23 s]``.
+
+On the turns endpoint the embedded recogniser hears a turn as a streaming recogniser does: each stretch of speech
+is decoded once, when a pause closes it (:data:`_TAIL_MS` of silence), beside the session, and its words are added
+to the turn's; ``turn.update``, ``turn.eager_end`` and ``turn.end`` carry the words heard so far, and an eager end
+or a turn end decodes only audio not yet decoded. Cartesia's turns page
+(https://docs.cartesia.ai/use-the-api/stt/turns/turns): "All emitted text is final. Later events only append to the
+transcript; the model never revises text it has already sent", and ``turn.update`` fires "Repeatedly, as the model
+transcribes the user's speech"; its API reference: "only high-accuracy transcripts are sent by this API". So a
+turn's transcripts only grow, and an eager end's words are ready when it fires: a caller who says nothing more
+ends the turn with the eager end's words. Decoding the whole turn again at each event gave other words for the
+same audio and held the eager end back by the decoding time, neither of which the service does. The sources are
+silent on how soon words follow speech and on how the service cuts a turn into pieces to decode; the pause is the
+emulator's choice, so a word is never cut in two. A stretch's words arrive only once it is closed: the emulator
+sends no words it might revise. The embedded recogniser decodes a stretch only after the pause, in a fraction of its
+duration (PocketSphinx on two busy cores: a quarter to a third of it), so the eager end after a long stretch may still
+wait for its words, which a recogniser decoding while the caller speaks would have ready.
 """
 
 from __future__ import annotations
@@ -322,6 +338,12 @@ class TurnsRunner(SessionRunner):
         self._next_update = 0
         self._last_update = ""
         self._recognising: asyncio.Task[None] | None = None
+        self._heard = ""
+        """The embedded recogniser's words for this turn so far: final, only ever added to."""
+        self._heard_through = 0
+        """The sample up to which this turn's audio is decoded."""
+        self._hears_stretches = emulator.recogniser is not None
+        """The recogniser decodes this turn (no registered clip was heard in it)."""
         rate = session.sample_rate
         self._preroll = round(rate * _PREROLL_MS / 1000.0)
         self._tail = round(rate * _TAIL_MS / 1000.0)
@@ -339,29 +361,60 @@ class TurnsRunner(SessionRunner):
         if self.detector.in_turn and self.detector.samples_seen >= self._next_update:
             self._next_update = self.detector.samples_seen + self._update_every
             await self._update()
+        if self.detector.in_turn and self._hears_stretches and self._stretch_closed():
+            self._decode_stretch()
 
     async def _update(self) -> None:
         d = self.detector
         pcm = self.region(max(0, d.speech_start_sample - self._preroll), d.samples_seen)
         text = self.emulator.clips.partial_transcript(pcm)
         if text is not None:
+            self._hears_stretches = False
             await self._emit_update(text)
         elif self.emulator.recogniser is None:
             await self._emit_update(self.stand_in(d.speech_end_sample - d.speech_start_sample))
-        elif self._recognising is None or self._recognising.done():
-            # Recognising the turn so far costs a good fraction of its duration: done inline it would delay
-            # the audio behind it and turn.end, so one runs at a time beside the session.
-            self._recognising = asyncio.create_task(self._recognise_update(pcm))
 
-    async def _recognise_update(self, pcm: bytes) -> None:
+    def _stretch_closed(self) -> bool:
+        """Speech not yet decoded is followed by a pause: its words can be final."""
+        d = self.detector
+        return d.speech_end_sample > self._heard_through and d.samples_seen >= d.speech_end_sample + self._tail
+
+    def _decode_stretch(self) -> None:
+        """Start decoding the stretch a pause just closed, unless one is being decoded: checked on every piece of
+        audio, not only at updates, so the words are ready as soon as they can be."""
+        if self._recognising is None or self._recognising.done():
+            # Decoding a stretch costs a good fraction of its duration: done inline it would delay the audio
+            # behind it and turn.end, so it runs beside the session.
+            end = self.detector.speech_end_sample + self._tail
+            self._recognising = asyncio.create_task(self._recognise_update(end))
+
+    async def _recognise_update(self, end_sample: int) -> None:
         turn = self._turn
         try:
-            text = await self.recognise(pcm)
+            await self._decode_through(end_sample)
         except Exception:
-            logger.exception("Ink emulator: recogniser failed on a partial turn")
+            logger.exception("Ink emulator: recogniser failed on a stretch of a turn")
             return
-        if text is not None and turn is not None and turn is self._turn:
-            await self._emit_update(text)
+        if turn is not None and turn is self._turn:
+            await self._emit_update(self._heard)
+
+    async def _decode_through(self, end_sample: int) -> None:
+        """Add the words of the turn's audio from where decoding stopped up to ``end_sample``, if any was voiced."""
+        if self.detector.speech_end_sample <= self._heard_through or end_sample <= self._heard_through:
+            return
+        turn, start = self._turn, self._heard_through
+        words = await self.recognise(self.region(start, end_sample)) or ""
+        if turn is self._turn and self._heard_through == start:
+            self._heard = " ".join(part for part in (self._heard, words) if part)
+            self._heard_through = end_sample
+
+    async def _heard_through_sample(self, end_sample: int) -> str:
+        """The turn's words through ``end_sample``: a stretch being decoded is waited for, the words heard are kept
+        and only audio after them is decoded."""
+        if self._recognising is not None and not self._recognising.done():
+            await asyncio.wait({self._recognising})
+        await self._decode_through(end_sample)
+        return self._heard
 
     async def _emit_update(self, text: str) -> None:
         if text and text != self._last_update:
@@ -382,6 +435,8 @@ class TurnsRunner(SessionRunner):
             # The first update waits until a clip's head anchor can have arrived.
             self._next_update = signal.at_sample + self._update_every
             self._last_update = ""
+            self._heard, self._heard_through = "", max(0, self.detector.speech_start_sample - self._preroll)
+            self._hears_stretches = self.emulator.recogniser is not None
             await self.emit({"type": "turn.start"})
         elif signal.kind == "eager_end":
             await self.emit({"type": "turn.eager_end", "transcript": await self._final_transcript(signal.at_sample)})
@@ -394,7 +449,10 @@ class TurnsRunner(SessionRunner):
         d = self.detector
         start = max(0, d.speech_start_sample - self._preroll)
         end = min(at_sample, d.speech_end_sample + self._tail)
-        return await self.transcribe(start, end, d.speech_end_sample - d.speech_start_sample)
+        if self.emulator.recogniser is None:
+            return await self.transcribe(start, end, d.speech_end_sample - d.speech_start_sample)
+        clip = self.emulator.clips.final_transcript(self.region(start, end))
+        return clip if clip is not None else await self._heard_through_sample(end)
 
     async def _end_turn(self, at_sample: int) -> None:
         turn = self._turn
