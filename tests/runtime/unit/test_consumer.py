@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -124,7 +124,9 @@ class Checkpoints:
     def load(self, contact_id: str) -> Checkpoint:
         return dataclasses.replace(self._item, tracks={k: dataclasses.replace(v) for k, v in self._item.tracks.items()})
 
-    def heartbeat(self, checkpoint: Checkpoint, state: str, reason: str = "") -> None:
+    def heartbeat(
+        self, checkpoint: Checkpoint, state: str, reason: str = "", *, tracks: Mapping[str, TrackProgress] | None = None
+    ) -> None:
         if checkpoint.generation != self._item.generation:
             raise Superseded("owned by a newer consumer")
         self.states.append((state, reason))

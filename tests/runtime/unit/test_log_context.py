@@ -83,10 +83,14 @@ class LoggingTable:
 class LoggingBucket:
     """The prompt bucket, saying in the log each lookup it gets; nothing is stored."""
 
+    def __init__(self) -> None:
+        self.looked_up = threading.Event()
+
     def head_object(self, **request: Any) -> dict[str, Any]:
         from botocore.exceptions import ClientError
 
         logger.info("prompt lookup")
+        self.looked_up.set()
         raise ClientError({"Error": {"Code": "404", "Message": "Not Found"}}, "HeadObject")
 
     def put_object(self, **request: Any) -> dict[str, Any]:
@@ -125,7 +129,8 @@ def test_reply_status_writes_on_the_stores_own_threads_carry_the_sessions_contac
 
 
 def test_a_prompt_lookup_beside_the_model_carries_the_sessions_contact_id(written: io.StringIO) -> None:
-    store = PromptStore("prompts", cast("S3Client", LoggingBucket()), region="us-east-1")
+    bucket = LoggingBucket()
+    store = PromptStore("prompts", cast("S3Client", bucket), region="us-east-1")
     synthesizer = Synthesizer(
         SynthesisSettings(
             sonic_encoding="pcm_s16le", sonic_sample_rate=8000, sonic_resampler="soxr", sonic_max_attempts=1
@@ -144,4 +149,6 @@ def test_a_prompt_lookup_beside_the_model_carries_the_sessions_contact_id(writte
 
     as_session("contact-a", lambda: synthesizer.synthesize(request, deadline=time.monotonic() + 10))
 
+    # The lookup runs beside the model, and a synthesis may be done before it has.
+    assert bucket.looked_up.wait(5)
     assert carried(written, "prompt lookup") == ["contact-a"]
