@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from voicebridge_dev.local.cloud import LocalCall
 
 _ENGINES = ("auto", "standin", "piper")
+STOP_CHECK_S = 0.25
+"""How often ``local up`` looks whether Ctrl-C or SIGTERM has asked it to stop: the longest a stop can go unseen."""
 
 
 def _choice(parser: argparse.ArgumentParser, flag: str, choices: tuple[str, ...], help: str | None = None) -> None:
@@ -469,7 +471,12 @@ def _local_up(args: argparse.Namespace) -> int:
             "# The streaming agent (python -m voicebridge.a2a) answers Connect's A2A sessions at VOICEBRIDGE_A2A_URL."
         )
         print("# Ctrl-C stops it.", flush=True)
-        stop.wait()
+        # Polled, not one unbounded wait: Python runs a signal's handler on the main thread only, when it next runs
+        # Python code, and an unbounded lock wait is woken only by a signal the kernel hands the main thread while it
+        # sleeps. A SIGTERM that lands on one of the emulators' threads, or just before the wait blocks, would leave
+        # the handler pending and the wait asleep for good; a bounded wait returns and lets the handler run.
+        while not stop.wait(timeout=STOP_CHECK_S):
+            pass
     finally:
         agent.stop()
         cloud.stop()

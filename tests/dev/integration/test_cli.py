@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import base64
+import ctypes
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -24,7 +26,7 @@ import pytest
 
 from tests.fixtures.cloud import ROOT
 from voicebridge.audio.wav import pcm16_wav_bytes
-from voicebridge_dev.local.cloud import local_cloud_process
+from voicebridge_dev.local.cloud import ChildLines, local_cloud_process
 from voicebridge_dev.local.speech_engine import StandInSpeechEngine
 
 CLI = [sys.executable, "-m", "voicebridge_dev.cli"]
@@ -237,6 +239,25 @@ def test_local_up_stops_cleanly_and_frees_its_ports() -> None:
     with local_cloud_process(template=ROOT / "template.yaml", options=["--engine", "standin"]) as variables:
         assert not _port_free(variables["AWS_ENDPOINT_URL_S3"])
     assert _port_free(variables["AWS_ENDPOINT_URL_S3"]) and _port_free(variables["AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME"])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a signal is aimed at one thread with Linux's tgkill")
+def test_local_up_stops_by_itself_when_sigterm_lands_on_one_of_its_threads() -> None:
+    # The kernel may hand a process's SIGTERM to any of its threads; Python runs the handler on the main thread only.
+    command = [*CLI, "local", "up", "--port-base", "0", "--engine", "standin"]
+    child = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert child.stdout is not None
+        lines = ChildLines(child.stdout, "local-up")
+        line = lines.next(timeout_s=60)
+        while line is not None and not line.startswith("# Ctrl-C"):
+            line = lines.next(timeout_s=60)
+        assert line is not None, "local up exited before it was ready"
+        other_thread = max(int(task) for task in os.listdir(f"/proc/{child.pid}/task") if int(task) != child.pid)
+        assert ctypes.CDLL(None, use_errno=True).tgkill(child.pid, other_thread, signal.SIGTERM) == 0
+        assert child.wait(timeout=30) == 0
+    finally:
+        _stop(child)
 
 
 def test_invoke_names_the_problem_with_an_unknown_function() -> None:
