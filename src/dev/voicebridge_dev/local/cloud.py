@@ -425,6 +425,7 @@ def local_cloud_process(
         try:
             child.wait(timeout=stop_timeout_s)
         except subprocess.TimeoutExpired:
+            log.warning("voicebridge local up did not stop within %g s of SIGTERM; killed", stop_timeout_s)
             child.kill()
             child.wait()
 
