@@ -245,7 +245,9 @@ def test_local_up_stops_cleanly_and_frees_its_ports() -> None:
 def test_local_up_stops_by_itself_when_sigterm_lands_on_one_of_its_threads() -> None:
     # The kernel may hand a process's SIGTERM to any of its threads; Python runs the handler on the main thread only.
     command = [*CLI, "local", "up", "--port-base", "0", "--engine", "standin"]
-    child = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    child = subprocess.Popen(
+        command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True
+    )
     try:
         assert child.stdout is not None
         lines = ChildLines(child.stdout, "local-up")
@@ -257,7 +259,10 @@ def test_local_up_stops_by_itself_when_sigterm_lands_on_one_of_its_threads() -> 
         assert ctypes.CDLL(None, use_errno=True).tgkill(child.pid, other_thread, signal.SIGTERM) == 0
         assert child.wait(timeout=30) == 0
     finally:
-        _stop(child)
+        if child.poll() is None:
+            # Its whole process group, so the agent server it started goes too.
+            os.killpg(child.pid, signal.SIGKILL)
+        child.wait(timeout=10)
 
 
 def test_invoke_names_the_problem_with_an_unknown_function() -> None:

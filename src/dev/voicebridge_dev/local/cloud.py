@@ -29,6 +29,7 @@ import json
 import logging
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -38,7 +39,7 @@ import urllib.request
 from abc import abstractmethod
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any, Self
 
@@ -415,8 +416,14 @@ def local_cloud_process(
     instead of competing with the code under test for this process's GIL. ``stderr`` takes the child's logs.
     """
     command = [sys.executable, "-m", "voicebridge_dev.cli", "local", "up", "--port-base", "0"]
+    # A process group of its own: a local up that must be killed takes the agent server it started with it, where
+    # killing local up alone would leave that server running with no parent.
     child = subprocess.Popen(
-        [*command, "--template", str(template), *options], stdout=subprocess.PIPE, stderr=stderr, text=True
+        [*command, "--template", str(template), *options],
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+        start_new_session=True,
     )
     try:
         yield _exports_of(child, start_timeout_s)
@@ -426,7 +433,8 @@ def local_cloud_process(
             child.wait(timeout=stop_timeout_s)
         except subprocess.TimeoutExpired:
             log.warning("voicebridge local up did not stop within %g s of SIGTERM; killed", stop_timeout_s)
-            child.kill()
+            with suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGKILL)
             child.wait()
 
 
