@@ -476,8 +476,8 @@ class AgentSession:
         if self._stream_started is None:
             self._stream_started = time.time()
         # Barge-in is judged on the listener thread, not here: this loop reads every session's frames, and the voice
-        # detector's work on each (about 0.2 ms alone, more on a busy core), done here for twenty sessions, left the
-        # loop reading their caller audio at ~75 % of real time, seconds late (docs/benchmarks.md, streaming-load).
+        # detector's work on each (about 0.2 ms alone, more on a busy core), done here for twenty sessions on a busy
+        # machine, left the loop reading their caller audio at ~75 % of real time (docs/benchmarks.md, streaming-load).
         self._audio.put(pcm)
 
     def _listen(self) -> None:
