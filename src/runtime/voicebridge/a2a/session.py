@@ -475,8 +475,10 @@ class AgentSession:
     def _caller_audio(self, pcm: bytes) -> None:
         if self._stream_started is None:
             self._stream_started = time.time()
+        # Barge-in is judged on the listener thread, not here: this loop reads every session's frames, and the voice
+        # detector's work on each (about 0.2 ms alone, more on a busy core), done here for twenty sessions on a busy
+        # machine, left the loop reading their caller audio at ~75 % of real time (docs/benchmarks.md, streaming-load).
         self._audio.put(pcm)
-        self._hear_barge_in(pcm)
 
     def _listen(self) -> None:
         """The caller's audio to Ink, on a thread of its own (the SDK's socket is blocking); silence when Connect's
@@ -492,6 +494,7 @@ class AgentSession:
                 continue
             if pcm is None:
                 return
+            self._hear_barge_in(pcm)
             transcriber.audio("0", offset, pcm, time.time() * 1000)
             offset += len(pcm)
 
@@ -544,7 +547,8 @@ class AgentSession:
     # -- barge-in
 
     def _hear_barge_in(self, pcm: bytes) -> None:
-        """The caller's voice over the agent's: pause it, then interrupt it or let it go on."""
+        """The caller's voice over the agent's: pause it, then interrupt it or let it go on (on the listener thread;
+        the player is thread-safe, and the interruption is handed to the event loop)."""
         player = self._player
         vad = self._barge
         vad.feed(pcm)
@@ -567,7 +571,7 @@ class AgentSession:
         elif player.paused and vad.speaking and voiced_ms >= self._settings.barge_in_ms:
             self.barge_ins += 1
             self._sink.add("BargeIns", MetricUnit.Count, 1)
-            self._loop.create_task(self._stop_output(inform_connect=True))
+            asyncio.run_coroutine_threadsafe(self._stop_output(inform_connect=True), self._loop)
         elif player.paused and not vad.speaking:
             # A cough or a backchannel: the agent goes on where it paused.
             player.resume()
