@@ -463,6 +463,7 @@ class AgentSession:
         session still had to say is dropped, and nothing more is sent — and end, leaving the record to that session."""
         logger.warning("another session took this contact over; this one stops")
         self.superseded = True
+        self._sink.add("StreamingSuperseded", MetricUnit.Count, 1)
         player, worker = self._player, self._worker
         if player is not None:
             player.interrupt(time.monotonic())
