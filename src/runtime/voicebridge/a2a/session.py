@@ -69,7 +69,7 @@ from voicebridge.errors import ModelUnavailable, Superseded, VoiceBridgeError
 from voicebridge.ink.listening import ListeningSettings
 from voicebridge.ink.pacer import CATCH_UP_AFTER_MS, Pacer
 from voicebridge.ink.session import InkSession, TurnListener
-from voicebridge.ink.transcriber import MetricSink, TrackTranscriber, turn_ending
+from voicebridge.ink.transcriber import MetricSink, TrackTranscriber
 from voicebridge.language import Listening
 from voicebridge.sonic.synthesizer import SynthesisCancelled
 from voicebridge.store.replies import ReplyStore
@@ -391,10 +391,7 @@ class AgentSession:
             store=store,
             open_session=lambda listener, name: self._engine.open_ink(listener, name, None, listening),
             sink=self._sink,
-            mode=listening.mode,
-            frame_ms=self._settings.ink_frame_ms,
-            voice_detector=self._settings.voice_detector,
-            **turn_ending(listening, answered=True),
+            **self._settings.transcribing(listening, answered=True),
             pacer=Pacer(catch_up_after_ms=CATCH_UP_AFTER_MS),
             on_turn=self._turn_stored,
             on_eager_end=self._worker.eager_end,

@@ -42,7 +42,7 @@ from voicebridge.errors import ConfigurationError, MediaInterrupted, MediaStalle
 from voicebridge.ink.listening import ListeningSettings
 from voicebridge.ink.pacer import CATCH_UP_AFTER_MS, Pacer
 from voicebridge.ink.session import InkSession, TurnListener
-from voicebridge.ink.transcriber import MetricSink, SessionFactory, TrackTranscriber, turn_ending
+from voicebridge.ink.transcriber import MetricSink, SessionFactory, TrackTranscriber
 from voicebridge.kvs.fragments import (
     Audio,
     ContactChanged,
@@ -252,11 +252,8 @@ class StreamConsumer:
             store=self._store,
             open_session=sessions,
             sink=self._sink,
-            mode=listening.mode,
-            frame_ms=self._settings.ink_frame_ms,
-            voice_detector=self._settings.voice_detector,
             # Only the caller's turns are answered: the agent's track needs no end-of-turn model.
-            **turn_ending(listening, answered=track == CUSTOMER),
+            **self._settings.transcribing(listening, answered=track == CUSTOMER),
             clock=self._clock,
             pacer=Pacer(catch_up_after_ms=CATCH_UP_AFTER_MS if self._settings.ink_catch_up != "off" else math.inf),
             on_turn=replier.submit if replier else None,

@@ -13,7 +13,16 @@ from dataclasses import dataclass, fields
 from typing import Self
 
 from voicebridge.config import Settings, VoiceDetectorName
-from voicebridge.language import Languages
+from voicebridge.ink.transcriber import TurnEnding, turn_ending
+from voicebridge.language import Languages, Listening
+
+
+class Transcribing(TurnEnding):
+    """How a :class:`~voicebridge.ink.transcriber.TrackTranscriber` listens to a track, on either transport."""
+
+    mode: str
+    frame_ms: int
+    voice_detector: VoiceDetectorName
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,3 +39,13 @@ class ListeningSettings:
         """Each field from the setting of the same name (a transport's settings that name theirs as the deployment
         does)."""
         return cls(**{field.name: getattr(settings, field.name) for field in fields(cls)})
+
+    def transcribing(self, listening: Listening, *, answered: bool) -> Transcribing:
+        """How a track of a contact in ``listening``'s language is transcribed (``answered``: the caller's track,
+        whose turns are answered, as :func:`~voicebridge.ink.transcriber.turn_ending` tells)."""
+        return {
+            **turn_ending(listening, answered=answered),
+            "mode": listening.mode,
+            "frame_ms": self.ink_frame_ms,
+            "voice_detector": self.voice_detector,
+        }
