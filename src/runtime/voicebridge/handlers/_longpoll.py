@@ -32,6 +32,7 @@ class PollStart:
 
 
 def poll_start(event: ContactFlowEvent, context: Any) -> PollStart:
+    """Read first thing in the handler: the clock and the time left, before the clients are made."""
     started, remaining = time.monotonic(), remaining_ms(context)
     turns = container.turn_store()
     return PollStart(started, remaining, turns, redacting_read_turns(turns, container.redactor(), event.contact_id))
