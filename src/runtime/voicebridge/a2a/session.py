@@ -60,16 +60,17 @@ from voicebridge.a2a.tracing import TurnTrace
 from voicebridge.a2a.voice import StreamingVoice
 from voicebridge.audio.vad import BYTES_PER_MS, VoiceActivity, detector
 from voicebridge.call.record import record_handoff
-from voicebridge.config import Settings, VoiceDetectorName
+from voicebridge.config import Settings
 from voicebridge.conversation import Action, Exchange
 from voicebridge.converse.making import ReplyInProgress, ReplySettings, Spoken
 from voicebridge.converse.responder import Responder
 from voicebridge.converse.worker import ReplyWorker
 from voicebridge.errors import ModelUnavailable, Superseded, VoiceBridgeError
+from voicebridge.ink.listening import ListeningSettings
 from voicebridge.ink.pacer import CATCH_UP_AFTER_MS, Pacer
 from voicebridge.ink.session import InkSession, TurnListener
-from voicebridge.ink.transcriber import MetricSink, TrackTranscriber, turn_ending
-from voicebridge.language import Languages, Listening
+from voicebridge.ink.transcriber import MetricSink, TrackTranscriber
+from voicebridge.language import Listening
 from voicebridge.sonic.synthesizer import SynthesisCancelled
 from voicebridge.store.replies import ReplyStore
 from voicebridge.store.turns import (
@@ -144,8 +145,8 @@ def speaker(role: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class StreamSettings:
-    """What a session reads of the settings."""
+class StreamSettings(ListeningSettings):
+    """What a session reads of the settings: how it listens, as the flows path does, and how it speaks."""
 
     greeting: str
     reprompt: str
@@ -154,9 +155,6 @@ class StreamSettings:
     pause_ms: int
     barge_in_ms: int
     output_rate: int | None
-    languages: Languages
-    ink_frame_ms: int
-    voice_detector: VoiceDetectorName
     sonic_deadline_ms: int
     replies: ReplySettings
 
@@ -393,10 +391,7 @@ class AgentSession:
             store=store,
             open_session=lambda listener, name: self._engine.open_ink(listener, name, None, listening),
             sink=self._sink,
-            mode=listening.mode,
-            frame_ms=self._settings.ink_frame_ms,
-            voice_detector=self._settings.voice_detector,
-            **turn_ending(listening, answered=True),
+            **self._settings.transcribing(listening, answered=True),
             pacer=Pacer(catch_up_after_ms=CATCH_UP_AFTER_MS),
             on_turn=self._turn_stored,
             on_eager_end=self._worker.eager_end,
