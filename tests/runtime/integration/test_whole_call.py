@@ -425,9 +425,15 @@ def test_when_the_agent_and_sonic_fail_the_caller_hears_an_apology_in_connects_v
     # due a holding line, plays the silent prompt (text-less, from S3) and asks again: on a loaded machine it happens.
     assert {p["source"] for p in prompts(failure_call) if p["text"]} == {"connect-voice"}
     assert {p["text"] for p in prompts(failure_call) if p["source"] != "connect-voice"} <= {""}
-    assert [turn["heard"] for turn in report["turns"]] == [CLIPS["balance"].transcript] * 2
-    assert "Could you say that again?" in report["turns"][0]["reply"]
-    assert "balance is" in report["turns"][1]["reply"]
+    heard = [turn["heard"] for turn in report["turns"]]
+    if any((call.response or {}).get("TurnIndex") == "0" for call in holds):
+        # The apology was late enough for a holding line, which the caller took for the agent's turn: they asked
+        # again, and their new turn took the apology's place.
+        assert heard in ([CLIPS["balance"].transcript], [CLIPS["balance"].transcript] * 2), heard
+    else:
+        assert heard == [CLIPS["balance"].transcript] * 2
+        assert "Could you say that again?" in report["turns"][0]["reply"]
+    assert "balance is" in report["turns"][-1]["reply"]
     assert failure_call.ended_by == "caller hung up"
 
 
