@@ -25,7 +25,7 @@ from voicebridge.call.record import (
     record_after_failure,
 )
 from voicebridge.redaction import BuiltinRedactor
-from voicebridge.store.replies import ReplyStore, Segment
+from voicebridge.store.replies import ReplyStore, Segment, speculative_keys
 from voicebridge.store.turns import CUSTOMER, STOPPED, Turn, TurnStore, typed_item
 from voicebridge_dev.local.cloud import LocalCloud
 from voicebridge_dev.template import local_physical_id
@@ -307,3 +307,24 @@ def test_the_agents_question_says_what_the_digits_of_the_answer_are(store: TurnS
 
     assert written.record is not None
     assert [turn["heard"] for turn in written.record["turns"]][1:] == ["yes that's the one", "[CVV]"]
+
+
+def test_a_speculative_reply_committed_but_not_yet_noted_when_the_call_ends_is_recorded_as_the_turns(
+    store: TurnStore,
+) -> None:
+    # The caller hung up while the reply committed at their turn's end was still being made: its thread had not yet
+    # noted it as the turn's (spec#n) when the session wrote the record.
+    contact = a_call(store)
+    now = store.now_ms()
+    store.put_turn(Turn(contact, CUSTOMER, 1, "let me talk to a person", 5000, 6000, now))
+    keys = speculative_keys(1, 0)
+    replies = ReplyStore(store)
+    replies.put_segment(Segment(contact, 1, 0, "Of course.", "s3://p/1", "let me talk to a person", now, keys=keys))
+    replies.finish(contact, 1, 1, container_action("Transfer"), {}, keys=keys)
+
+    written = recorder(store).write(contact, generation=0)
+
+    assert written.record is not None
+    answered = next(turn for turn in written.record["turns"] if turn.get("turn") == 1 and turn["track"] == CUSTOMER)
+    assert answered["reply"]["said"] == ["Of course."]
+    assert answered["reply"]["speculative"] == "hit"

@@ -427,10 +427,23 @@ def _redact_in_sequence(
     return out
 
 
+def _committed_keys(by_key: Mapping[str, Mapping[str, Any]], turn: int) -> str:
+    """Where the speculative reply committed as turn ``turn``'s keeps its segments ('' when none was).
+
+    The speculation's own item says so once that reply's thread has noted it, after the reply is made; a caller who
+    hangs up while it is still being made can end the session first, so the reply status, which named those keys the
+    moment the reply was committed, answers for the latest reply."""
+    speculation = by_key.get(f"spec#{turn:09d}", {})
+    if speculation.get("Outcome") == "hit" and speculation.get("Keys"):
+        return str(speculation["Keys"])
+    status = by_key.get("reply", {})
+    keys = str(status.get("Keys") or "")
+    return keys if int(status.get("Turn", -1)) == turn and keys.startswith("spec#") else ""
+
+
 def _segments(by_key: Mapping[str, Mapping[str, Any]], turn: int) -> list[Mapping[str, Any]]:
     """The reply's segments that answered the caller's turn ``turn`` (the speculative reply's, when it was used)."""
-    speculation = by_key.get(f"spec#{turn:09d}", {})
-    keys = str(speculation.get("Keys") or "") if speculation.get("Outcome") == "hit" else ""
+    keys = _committed_keys(by_key, turn)
     prefix = f"{keys}#" if keys else f"reply#{turn:09d}#"
     return sorted(
         (item for key, item in by_key.items() if key.startswith(prefix) and key[len(prefix) :].isdigit()),
@@ -467,7 +480,7 @@ def _reply(by_key: Mapping[str, Mapping[str, Any]], turn: int, redactor: Redacto
         "said": sentences,
         "prompts": sum(1 for s in segments if s.get("PromptUri")),
         "spokenByConnect": sum(1 for s in segments if not s.get("PromptUri")),
-        "speculative": str(speculation.get("Outcome")) if speculation.get("Outcome") else "off",
+        "speculative": str(speculation.get("Outcome") or ("hit" if _committed_keys(by_key, turn) else "off")),
         **({"action": str(action)} if action else {}),
         "latencyMs": latency,
     }
