@@ -58,7 +58,7 @@ from voicebridge.a2a.output import Player, Response
 from voicebridge.a2a.protocol import AudioConfig
 from voicebridge.a2a.tracing import TurnTrace
 from voicebridge.a2a.voice import StreamingVoice
-from voicebridge.audio.vad import BYTES_PER_MS, VoiceActivity, detector
+from voicebridge.audio.vad import BYTES_PER_MS, SharedDetector, VoiceActivity, detector
 from voicebridge.call.record import record_handoff
 from voicebridge.config import Settings, VoiceDetectorName
 from voicebridge.conversation import Action, Exchange
@@ -249,7 +249,10 @@ class AgentSession:
         self._audio: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self._listener: threading.Thread | None = None
         self._ticker: asyncio.Task[None] | None = None
-        self._barge = VoiceActivity(detector=detector(settings.voice_detector), close_ms=200)
+        # One detector judges each caller frame for both barge-in and the transcriber's turns (the same audio, on the
+        # listener thread): scoring every frame twice doubled the server's costliest per-frame work.
+        self._caller_voice = SharedDetector(detector(settings.voice_detector))
+        self._barge = VoiceActivity(detector=self._caller_voice.reader(), close_ms=200)
         self._barge_started: float | None = None
         """When the caller's voice over the agent began (epoch seconds), while it is paused for it."""
         self._backchannels: deque[tuple[float, float]] = deque(maxlen=32)
@@ -395,7 +398,7 @@ class AgentSession:
             sink=self._sink,
             mode=listening.mode,
             frame_ms=self._settings.ink_frame_ms,
-            voice_detector=self._settings.voice_detector,
+            voice_detector=self._caller_voice.reader(),
             **turn_ending(listening, answered=True),
             pacer=Pacer(catch_up_after_ms=CATCH_UP_AFTER_MS),
             on_turn=self._turn_stored,
