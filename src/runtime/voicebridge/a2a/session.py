@@ -28,7 +28,8 @@ EventBridge). What is this transport's own:
 - **the voice**: each sentence's Sonic audio goes to the :class:`~voicebridge.a2a.output.Player` as it arrives; a
   speculative reply's audio waits in it until the reply is committed;
 - **barge-in**: the session's own voice detector (held to the line's noise floor, so babble and hiss on the
-  caller's line are nobody) hears the caller over the agent: after ``a2a_barge_in_pause_ms`` of voice the agent
+  caller's line are nobody; each frame judged once, for barge-in and the transcriber's turns) hears the caller over
+  the agent: after ``a2a_barge_in_pause_ms`` of voice the agent
   pauses, after ``a2a_barge_in_ms`` it is interrupted (``INTERRUPTION``, the reply and its synthesis
   stopped, the history told what was not said); shorter voice (a cough, "uh-huh") and the agent goes on where it
   paused. Connect's own ``INTERRUPTION`` (a key pressed, or voice) stops the agent the same way;
