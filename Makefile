@@ -29,12 +29,12 @@ SAM_ENV := SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east
 .PHONY: test check tools demo lint typecheck unit integration artifact template sam-validate sam-build checkov flows-sync \
 	system-deps models bench clean eks-manifests eks-render a2a-image
 
-# Everything, in the order a failure is cheapest to find: lint and types, unit tests (seconds), the template, the
-# integration tests (the local cloud, a few minutes), then the Lambda artifacts as `sam build` makes them. The
-# deployment tools' virtualenvs are made beside the quick checks, which wait on nothing the installs use.
+# Everything, the integration tests (the local cloud, several minutes) last. Lint, types and the unit tests run beside
+# the deployment tools' virtualenvs and what needs them — the template and manifests checked, the Lambda artifacts as
+# `sam build` makes them, checkov — which wait on nothing the quick checks use: each alone is mostly one core's work.
 test: $(DEV_STAMP) system-deps
-	$(MAKE) --no-print-directory -j2 check tools
-	$(MAKE) --no-print-directory template eks-manifests integration sam-validate sam-build artifact checkov
+	$(MAKE) --no-print-directory -j2 check tools template eks-manifests sam-validate artifact checkov
+	$(MAKE) --no-print-directory integration
 
 tools: $(SAM_STAMP) $(CHECKOV_STAMP) $(K8S_MODELS_STAMP)
 
@@ -67,11 +67,13 @@ unit: $(DEV_STAMP) models
 # They mostly wait on the local cloud's timers, so they run in worker processes, each with a local cloud of its own;
 # a test file stays on one worker, so its module fixtures are built once. Three workers on two cores: the waits
 # overlap, and the real-time tests still keep their pace (four made whole calls late on a loaded machine).
-# INTEGRATION_WORKERS=0 runs them in one. The slowest ten are named at the end of every run.
+# INTEGRATION_WORKERS=0 runs them in one. The slowest ten are named at the end of every run. Files are handed out in
+# collection order, where tests/conftest.py puts the longest first (xdist's own order, by number of tests, left the
+# longest single tests to run alone at the end).
 INTEGRATION_WORKERS ?= 3
 integration: $(DEV_STAMP) system-deps models
 	$(VENV)/bin/pytest -q -m integration --durations=10 \
-	  $(if $(filter 0,$(INTEGRATION_WORKERS)),,-n $(INTEGRATION_WORKERS) --dist loadfile)
+	  $(if $(filter 0,$(INTEGRATION_WORKERS)),,-n $(INTEGRATION_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 # What `sam build` put in each function's folder: the runtime alone (tests/artifact, skipped without a build).
 artifact: sam-build
@@ -92,7 +94,8 @@ sam-validate: $(SAM_STAMP)
 	$(SAM_ENV) $(SAM_VENV)/bin/sam validate --lint --template-file $(SONIC_STACK)
 	$(SAM_ENV) $(SAM_VENV)/bin/sam validate --lint --template-file $(A2A_STACK)
 
-sam-build: $(SAM_STAMP)
+# After the models are fetched: sam build copies src/runtime, models folder and all, for TranscribeStreamFunction.
+sam-build: $(SAM_STAMP) models
 	@$(SAM_ENV) $(LAMBDA_PYTHON) --version >/dev/null 2>&1 || { \
 	  echo "sam build needs $(LAMBDA_PYTHON) on PATH (the Lambda runtime's Python): install it, or on a pyenv" \
 	       "machine set SAM_PYENV_VERSION to installed versions that include it" >&2; exit 1; }

@@ -107,6 +107,7 @@ ENVIRONMENT: dict[str, dict[str, Any]] = {
         "INK_KEYTERMS": {"Ref": "InkKeyterms"},
         "INK_EAGER_END_THRESHOLD": {"Ref": "InkEagerEndThreshold"},
         "VOICE_DETECTOR": {"Ref": "VoiceDetector"},
+        "TURN_END_POLICY": {"Ref": "TurnEndPolicy"},
         "TURN_TTL_DAYS": {"Ref": "TurnRetentionDays"},
         # It writes the call record when listening ends...
         **{"RECORD_BUCKET": {"Ref": "CallRecordBucket"}, "RECORD_KMS_KEY_ID": {"Ref": "DataKmsKeyArn"}},

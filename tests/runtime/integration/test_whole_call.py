@@ -421,7 +421,10 @@ def test_when_the_agent_and_sonic_fail_the_caller_hears_an_apology_in_connects_v
     ]
 
     assert results_of(failure_call, "SynthesizeFunction") == ["Fallback"] * (1 + len(holds))
-    assert {p["source"] for p in prompts(failure_call)} == {"connect-voice"}
+    # Every line said is in Connect's voice. A wait that runs out while the reply is still being made, before it is
+    # due a holding line, plays the silent prompt (text-less, from S3) and asks again: on a loaded machine it happens.
+    assert {p["source"] for p in prompts(failure_call) if p["text"]} == {"connect-voice"}
+    assert {p["text"] for p in prompts(failure_call) if p["source"] != "connect-voice"} <= {""}
     assert [turn["heard"] for turn in report["turns"]] == [CLIPS["balance"].transcript] * 2
     assert "Could you say that again?" in report["turns"][0]["reply"]
     assert "balance is" in report["turns"][1]["reply"]
@@ -483,8 +486,14 @@ def test_a_reply_that_takes_twelve_seconds_is_waited_for_with_one_holding_line(c
     held = [answer["TurnIndex"] for answer in thinking if answer["Hold"] == "true"]
     assert held and len(held) == len(set(held)) and said.count("One moment.") == len(held), (held, said)
     assert STILL_THERE not in said and SILENCE_GOODBYE not in said
+    # The late reply is played when it comes. The caller, taking the holding line for the agent's turn, asks for a
+    # person meanwhile: their turn ends the reply being made, so how much of the balance was made before it depends
+    # on the machine's pace; its first sentence is played either way.
     report = build_report(result)
-    assert "balance is" in report["turns"][0]["reply"], [(t["index"], t["heard"], t["reply"]) for t in report["turns"]]
+    balance = report["turns"][0]
+    assert balance["heard"] == CLIPS["balance"].transcript, [(t["index"], t["heard"]) for t in report["turns"]]
+    assert balance["reply"].startswith("Your checking account") and balance["segments"], balance
+    assert balance["segments"][0]["played_ms"] is not None
     assert result.ended_by == "transferred"
 
 
@@ -657,7 +666,7 @@ def test_the_listen_only_flow_transfers_the_caller_to_the_working_queue(
     assert (result.ended_by, result.detail) == ("transferred", queue)
 
 
-def _synthesize_then_say(tmp_path: Path) -> Path:
+def _synthesize_then_say(tmp_path: Path, limit_s: int = 3) -> Path:
     return write_flow(
         tmp_path,
         [
@@ -666,7 +675,7 @@ def _synthesize_then_say(tmp_path: Path) -> Path:
                 "Type": "InvokeLambdaFunction",
                 "Parameters": {
                     "LambdaFunctionARN": "${SynthesizeFunction.Arn}",
-                    "InvocationTimeLimitSeconds": "3",
+                    "InvocationTimeLimitSeconds": str(limit_s),
                     "LambdaInvocationAttributes": {"Text": "Thanks for holding."},
                 },
                 "Transitions": {
@@ -686,7 +695,9 @@ def test_a_throttled_function_is_retried_as_connect_retries_it_until_it_answers(
 ) -> None:
     lambdas.inject(LambdaFault(LambdaFaultKind.THROTTLE, count=2, function="SynthesizeFunction"))
     try:
-        result = call(cloud, lambdas, [], _synthesize_then_say(tmp_path))
+        # The shipped flows' limit: the answer is a cold container's first synthesis, after the retries' back-off,
+        # and three seconds ran out on a loaded machine.
+        result = call(cloud, lambdas, [], _synthesize_then_say(tmp_path, limit_s=8))
         # Both throttles were spent: the call was made three times.
         assert lambdas.pending_faults == []
     finally:

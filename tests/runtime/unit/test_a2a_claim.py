@@ -17,6 +17,7 @@ from typing import Any, cast
 
 import boto3
 import pytest
+from aws_lambda_powertools.metrics import MetricUnit
 from moto import mock_aws
 
 from voicebridge.a2a import session as a2a_session
@@ -110,14 +111,25 @@ def contact() -> InitSession:
     return InitSession("init", "ctx", "arn:i", contact_arn, ("COMPLETE",), False, None, None)
 
 
-def on_a_socket(store: TurnStore, recorder: Recorder | None = None) -> AgentSession:
+class Metrics(MetricSink):
+    """The metrics a session reports, by name."""
+
+    def __init__(self) -> None:
+        super().__init__(threading.Lock())
+        self.names: list[str] = []
+
+    def add(self, name: str, unit: MetricUnit, value: float) -> None:
+        self.names.append(name)
+
+
+def on_a_socket(store: TurnStore, recorder: Recorder | None = None, metrics: Metrics | None = None) -> AgentSession:
     """A session on a socket of its own (another server task, for all it shares with the others: the turn table)."""
 
     async def send(frame: str) -> None:
         pass
 
     engine = cast(Engine, type("Engine", (), {"store": store, "write_record": recorder or Recorder()})())
-    return AgentSession(engine, SETTINGS, send, sink=MetricSink(threading.Lock()))
+    return AgentSession(engine, SETTINGS, send, sink=metrics or Metrics())
 
 
 async def holding(session: AgentSession, init: InitSession, progress: TrackProgress | None = None) -> Claim:
@@ -171,10 +183,10 @@ def test_a_half_open_session_is_superseded_only_once_its_lease_lapses_and_then_s
     store: TurnStore, clock: WallClock
 ) -> None:
     init = contact()
-    recorder = Recorder()
+    recorder, metrics = Recorder(), Metrics()
 
     async def call() -> None:
-        first, redial = on_a_socket(store, recorder), on_a_socket(store)
+        first, redial = on_a_socket(store, recorder, metrics), on_a_socket(store)
         await holding(first, init)
         await quiet(first)
         redialled = asyncio.create_task(asyncio.to_thread(redial._claim, init, None))
@@ -191,6 +203,7 @@ def test_a_half_open_session_is_superseded_only_once_its_lease_lapses_and_then_s
         taken = store.load(init.contact_id)
         assert taken is not None and (taken.generation, taken.state) != (0, STOPPED), "the first left the claim alone"
         assert recorder.generations == [], "the record is the new session's to write"
+        assert metrics.names.count("StreamingSuperseded") == 1
 
     asyncio.run(call())
 
@@ -229,10 +242,10 @@ def test_a_session_that_ends_gives_its_claim_up_and_a_redial_takes_over_at_once(
 ) -> None:
     monkeypatch.setattr(a2a_session, "redial_wait_s", lambda: 0.0)
     init = contact()
-    recorder = Recorder()
+    recorder, metrics = Recorder(), Metrics()
 
     async def call() -> None:
-        first, redial = on_a_socket(store, recorder), on_a_socket(store)
+        first, redial = on_a_socket(store, recorder, metrics), on_a_socket(store)
         await holding(first, init, TrackProgress(next_seq=2, stream_bytes=32_000))
         await first.close("the socket closed")
 

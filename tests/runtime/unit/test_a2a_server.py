@@ -58,6 +58,11 @@ class Socket:
         return self.frames.popleft()
 
 
+async def ends(session_end: asyncio.Event) -> None:
+    """A session's end, as the server waits for it."""
+    await session_end.wait()
+
+
 def test_frames_already_received_are_read_one_after_another_without_a_turn_of_the_event_loop() -> None:
     async def turns_while_reading() -> tuple[list[str], int]:
         turns = 0
@@ -69,7 +74,7 @@ def test_frames_already_received_are_read_one_after_another_without_a_turn_of_th
                 turns += 1
 
         counter = asyncio.create_task(count_turns())
-        never = asyncio.create_task(asyncio.Event().wait())
+        never = asyncio.create_task(ends(asyncio.Event()))
         await asyncio.sleep(0)
         got: list[str] = []
         before = turns
@@ -91,7 +96,7 @@ def test_frames_already_received_are_read_one_after_another_without_a_turn_of_th
 def test_a_session_that_finishes_ends_a_read_waiting_for_the_next_frame_and_leaves_its_task_uncancelled() -> None:
     async def read_until_finished() -> tuple[list[str], int]:
         ended = asyncio.Event()
-        finished = asyncio.create_task(ended.wait())
+        finished = asyncio.create_task(ends(ended))
         got: list[str] = []
         async for frame in _frames(cast(ServerConnection, Socket(["the last frame"])), finished):
             got.append(frame)
@@ -105,7 +110,7 @@ def test_a_session_that_finishes_ends_a_read_waiting_for_the_next_frame_and_leav
 
 def test_a_read_cancelled_while_the_session_goes_on_is_cancelled() -> None:
     async def cancel_a_read() -> None:
-        never = asyncio.create_task(asyncio.Event().wait())
+        never = asyncio.create_task(ends(asyncio.Event()))
 
         async def read_all() -> None:
             async for _ in _frames(cast(ServerConnection, Socket([])), never):

@@ -76,6 +76,9 @@ class LoggingTable:
         logger.info("table call", operation=operation)
         return {}
 
+    def put(self, item: dict[str, Any], **condition: Any) -> None:
+        self.call("put_item", Item=item, **condition)
+
     def expires_at(self) -> int:
         return 0
 

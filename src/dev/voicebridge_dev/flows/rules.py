@@ -147,7 +147,8 @@ def template_value(value: Any) -> bool:
 FUNCTION_ARN_PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9]+)\.Arn\}")
 _LAMBDA_ARN = re.compile(r"arn:aws[a-z-]*:lambda:[a-z0-9-]+:\d{12}:function:[A-Za-z0-9_-]{1,64}(:[A-Za-z0-9_$-]+)?")
 _QUEUE_ARN = re.compile(r"arn:aws[a-z-]*:connect:[a-z0-9-]+:\d{12}:instance/[0-9a-f-]+/(queue|agent)/[0-9a-f-]+")
-_RESOURCE_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_CONNECT_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+"""A resource's ID in Connect (lower-case hexadecimal, as a UUID)."""
 _JSONPATH = re.compile(r"\$\.[A-Za-z0-9_.\[\]'\"-]+")
 _PLACEHOLDER_ONLY = re.compile(r"\$\{[A-Za-z0-9_:.]+\}")
 _E164 = re.compile(r"\+[1-9]\d{1,14}")
@@ -429,7 +430,6 @@ _ACCOUNT = re.compile(r"\d{12}")
 # An upper-case word of words joined by underscores (FORM_VIEW_ARN, QUEUE_ID): a name left for a person to fill,
 # where Connect's IDs are lower-case hexadecimal and its names (voices, bot aliases) have no underscores.
 _SCREAMING_NAME = re.compile(r"[A-Z][A-Z0-9]*(_[A-Z0-9]+)+")
-_CONNECT_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _VIEW_ID = re.compile(r"[a-z0-9][a-z0-9_-]*")
 
 
@@ -632,7 +632,7 @@ def _check_target_queue(params: Mapping[str, Any], ctx: CheckContext) -> list[st
     if not isinstance(value, str) or not (
         _PLACEHOLDER_ONLY.fullmatch(value)
         or _QUEUE_ARN.fullmatch(value)
-        or _RESOURCE_ID.fullmatch(value)
+        or _CONNECT_ID.fullmatch(value)
         or is_jsonpath(value)
         or ctx.reference_left_open(value)
     ):

@@ -18,6 +18,7 @@ replies*), every epoch-millisecond moment converted to the call's time with :met
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -104,14 +105,52 @@ class CallRecords:
         keys = self.keys(turn)
         return next((s for s in self.segments if s.turn == turn and s.index == index and s.keys == keys), None)
 
+    def unsettled(self) -> list[int]:
+        """Turns answered only by speculative attempts, one of which is noted neither as the turn's (an outcome) nor
+        as cancelled (each cancelled attempt adds one to ``misses``): the product is still writing."""
+        attempts: dict[int, set[str]] = {}
+        for segment in self.segments:
+            attempts.setdefault(segment.turn, set()).add(segment.keys)
+        unsettled = []
+        for turn, keys in sorted(attempts.items()):
+            speculation = self.speculation(turn)
+            if "reply" in keys or (speculation is not None and speculation.outcome is not None):
+                continue
+            if speculation is None or speculation.misses < len(keys):
+                unsettled.append(turn)
+        return unsettled
+
     def reply(self, turn: int) -> list[StoredSegment]:
         """The segments of the reply named as ``turn``'s, in order."""
         keys = self.keys(turn)
         return sorted((s for s in self.segments if s.turn == turn and s.keys == keys), key=lambda s: s.index)
 
 
-def read_records(client: Any, table: str, contact_id: str, clock: Clock) -> CallRecords:
-    """The contact's turns and reply segments in ``table`` (empty, with a warning, when they cannot be read)."""
+SETTLE_S = 10.0
+"""How long the read waits for the product to note a speculative reply it committed (see :func:`read_records`)."""
+_SETTLE_LOOK_S = 0.2
+
+
+def read_records(client: Any, table: str, contact_id: str, clock: Clock, *, settle_s: float = SETTLE_S) -> CallRecords:
+    """The contact's turns and reply segments in ``table`` (empty, with a warning, when they cannot be read).
+
+    The call may end before the product has finished writing: a speculative reply is noted as the turn's (``spec#n``,
+    its ``Outcome`` and ``Keys``) once its making is over, on its own thread, which can be after Connect has played
+    it and the caller has gone. Read then, the turn would seem to have no reply; so while a reply stored under
+    speculative keys is the only one its turn has and its outcome is not noted, the table is read again, for at most
+    ``settle_s`` (the consumer waits at most as long for a reply in progress before it stops)."""
+    deadline = time.monotonic() + settle_s
+    while True:
+        records = _read(client, table, contact_id, clock)
+        unsettled = records.unsettled()
+        if not unsettled or time.monotonic() >= deadline:
+            if unsettled:
+                logger.warning("flow simulator: speculative replies to turns %s not noted in time", unsettled)
+            return records
+        time.sleep(_SETTLE_LOOK_S)
+
+
+def _read(client: Any, table: str, contact_id: str, clock: Clock) -> CallRecords:
     items: list[dict[str, Any]] = []
     query: dict[str, Any] = {
         "TableName": table,

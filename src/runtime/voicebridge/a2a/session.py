@@ -61,16 +61,17 @@ from voicebridge.a2a.tracing import TurnTrace
 from voicebridge.a2a.voice import StreamingVoice
 from voicebridge.audio.vad import BYTES_PER_MS, SharedDetector, VoiceActivity, detector
 from voicebridge.call.record import record_handoff
-from voicebridge.config import Settings, VoiceDetectorName
+from voicebridge.config import Settings
 from voicebridge.conversation import Action, Exchange
 from voicebridge.converse.making import ReplyInProgress, ReplySettings, Spoken
 from voicebridge.converse.responder import Responder
 from voicebridge.converse.worker import ReplyWorker
 from voicebridge.errors import ModelUnavailable, Superseded, VoiceBridgeError
+from voicebridge.ink.listening import ListeningSettings
 from voicebridge.ink.pacer import CATCH_UP_AFTER_MS, Pacer
 from voicebridge.ink.session import InkSession, TurnListener
-from voicebridge.ink.transcriber import MetricSink, TrackTranscriber, turn_ending
-from voicebridge.language import Languages, Listening
+from voicebridge.ink.transcriber import MetricSink, TrackTranscriber
+from voicebridge.language import Listening
 from voicebridge.sonic.synthesizer import SynthesisCancelled
 from voicebridge.store.replies import ReplyStore
 from voicebridge.store.turns import (
@@ -145,8 +146,8 @@ def speaker(role: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class StreamSettings:
-    """What a session reads of the settings."""
+class StreamSettings(ListeningSettings):
+    """What a session reads of the settings: how it listens, as the flows path does, and how it speaks."""
 
     greeting: str
     reprompt: str
@@ -155,9 +156,6 @@ class StreamSettings:
     pause_ms: int
     barge_in_ms: int
     output_rate: int | None
-    languages: Languages
-    ink_frame_ms: int
-    voice_detector: VoiceDetectorName
     sonic_deadline_ms: int
     replies: ReplySettings
 
@@ -390,6 +388,9 @@ class AgentSession:
             report=self._sink.add,
             on_finished=self._reply_finished,
         )
+        transcribing = self._settings.transcribing(listening, answered=True)
+        # The detector barge-in reads: each caller frame is judged once for both.
+        transcribing["voice_detector"] = self._caller_voice.reader()
         self._transcriber = TrackTranscriber(
             contact_id=init.contact_id,
             track=CUSTOMER,
@@ -397,10 +398,7 @@ class AgentSession:
             store=store,
             open_session=lambda listener, name: self._engine.open_ink(listener, name, None, listening),
             sink=self._sink,
-            mode=listening.mode,
-            frame_ms=self._settings.ink_frame_ms,
-            voice_detector=self._caller_voice.reader(),
-            **turn_ending(listening, answered=True),
+            **transcribing,
             pacer=Pacer(catch_up_after_ms=CATCH_UP_AFTER_MS),
             on_turn=self._turn_stored,
             on_eager_end=self._worker.eager_end,
@@ -467,6 +465,7 @@ class AgentSession:
         session still had to say is dropped, and nothing more is sent — and end, leaving the record to that session."""
         logger.warning("another session took this contact over; this one stops")
         self.superseded = True
+        self._sink.add("StreamingSuperseded", MetricUnit.Count, 1)
         player, worker = self._player, self._worker
         if player is not None:
             player.interrupt(time.monotonic())

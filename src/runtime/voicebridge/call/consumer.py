@@ -36,12 +36,13 @@ from voicebridge.call.heartbeat import Heartbeat
 from voicebridge.call.record import CallRecorder
 from voicebridge.call.speaking import SpeakingMarks
 from voicebridge.clock import SYSTEM_CLOCK, Clock
-from voicebridge.config import InkCatchUp, Settings, VoiceDetectorName
+from voicebridge.config import InkCatchUp
 from voicebridge.converse.worker import ReplyWorker
 from voicebridge.errors import ConfigurationError, MediaInterrupted, MediaStalled, Superseded, VoiceBridgeError
+from voicebridge.ink.listening import ListeningSettings
 from voicebridge.ink.pacer import CATCH_UP_AFTER_MS, Pacer
 from voicebridge.ink.session import InkSession, TurnListener
-from voicebridge.ink.transcriber import MetricSink, SessionFactory, TrackTranscriber, turn_ending
+from voicebridge.ink.transcriber import MetricSink, SessionFactory, TrackTranscriber
 from voicebridge.kvs.fragments import (
     Audio,
     ContactChanged,
@@ -53,7 +54,7 @@ from voicebridge.kvs.fragments import (
 )
 from voicebridge.kvs.media import MediaSource, StartSelector
 from voicebridge.kvs.mkv import MatroskaReader
-from voicebridge.language import Languages, Listening
+from voicebridge.language import Listening
 from voicebridge.store.replies import ReplyStore
 from voicebridge.store.turns import (
     AGENT,
@@ -79,29 +80,14 @@ HANDOFF_FLOOR_MS = 5000
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerSettings:
-    """What the consumer reads of the settings (:meth:`of`, which the container calls)."""
+class ConsumerSettings(ListeningSettings):
+    """What the consumer reads of the settings (:meth:`of`, which the container calls): how it listens, as the
+    streaming transport does, and how it reads the stream and hands over."""
 
-    languages: Languages
-    """How each contact's language is listened to (Ink's endpoint and model, and who ends its turns)."""
-    ink_frame_ms: int
     ink_catch_up: InkCatchUp
     kvs_read_timeout_ms: int
     listen_retry_limit_ms: int
     consumer_handoff_ms: int
-    voice_detector: VoiceDetectorName
-
-    @classmethod
-    def of(cls, settings: Settings) -> ConsumerSettings:
-        return cls(
-            languages=settings.languages,
-            ink_frame_ms=settings.ink_frame_ms,
-            ink_catch_up=settings.ink_catch_up,
-            kvs_read_timeout_ms=settings.kvs_read_timeout_ms,
-            listen_retry_limit_ms=settings.listen_retry_limit_ms,
-            consumer_handoff_ms=settings.consumer_handoff_ms,
-            voice_detector=settings.voice_detector,
-        )
 
 
 @dataclass
@@ -266,11 +252,8 @@ class StreamConsumer:
             store=self._store,
             open_session=sessions,
             sink=self._sink,
-            mode=listening.mode,
-            frame_ms=self._settings.ink_frame_ms,
-            voice_detector=self._settings.voice_detector,
             # Only the caller's turns are answered: the agent's track needs no end-of-turn model.
-            **turn_ending(listening, answered=track == CUSTOMER),
+            **self._settings.transcribing(listening, answered=track == CUSTOMER),
             clock=self._clock,
             pacer=Pacer(catch_up_after_ms=CATCH_UP_AFTER_MS if self._settings.ink_catch_up != "off" else math.inf),
             on_turn=replier.submit if replier else None,

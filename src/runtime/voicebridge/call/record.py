@@ -46,7 +46,6 @@ from voicebridge.store.turns import (
     STOPPED,
     ConditionFailed,
     TurnStore,
-    typed_item,
 )
 
 if TYPE_CHECKING:
@@ -155,20 +154,15 @@ class CallRecorder:
     def _claim(self, contact_id: str, marker: Mapping[str, Any] | None, generation: int, key: str) -> bool:
         now = self._store.now_ms()
         try:
-            self._store.call(
-                "put_item",
-                TableName=self._store.table,
-                Item=typed_item(
-                    {
-                        "ContactId": contact_id,
-                        "TurnKey": RECORD,
-                        "State": WRITING,
-                        "Generation": generation,
-                        "Key": key,
-                        "Until": now + WRITER_LEASE_MS,
-                        "ExpiresAt": self._store.expires_at(),
-                    }
-                ),
+            self._store.put(
+                {
+                    "ContactId": contact_id,
+                    "TurnKey": RECORD,
+                    "State": WRITING,
+                    "Generation": generation,
+                    "Key": key,
+                    "Until": now + WRITER_LEASE_MS,
+                },
                 ConditionExpression=(
                     "attribute_not_exists(TurnKey) OR (#s <> :announced AND #u < :now) "
                     "OR (#s = :announced AND Generation < :g)"

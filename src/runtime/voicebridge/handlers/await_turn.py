@@ -11,37 +11,36 @@ flow still gets the turn, and moves past it.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
 from voicebridge import container
 from voicebridge.connect.events import ContactFlowEvent, response
-from voicebridge.handlers._edge import connect_edge, remaining_ms
-from voicebridge.polls.next_turn import await_turn, redacting_read_turns
+from voicebridge.handlers._edge import connect_edge
+from voicebridge.handlers._longpoll import listening, poll_start
+from voicebridge.polls.next_turn import await_turn
 from voicebridge.telemetry import metrics
 
 
 @connect_edge(truncate=("Transcript",))
 def _await(event: ContactFlowEvent, context: Any) -> dict[str, str]:
-    entered = time.monotonic()
-    remaining = remaining_ms(context)
-    store = container.turn_store()
+    poll = poll_start(event, context)
+    config = container.settings()
     found = await_turn(
         event.contact_id,
         event.parameters,
-        store=store,
-        max_wait_ms=container.settings().await_max_wait_ms,
-        poll_interval_ms=container.settings().await_poll_interval_ms,
-        remaining_ms=remaining,
-        started=entered,
-        read=redacting_read_turns(store, container.redactor(), event.contact_id),
+        store=poll.turns,
+        max_wait_ms=config.await_max_wait_ms,
+        poll_interval_ms=config.await_poll_interval_ms,
+        remaining_ms=poll.remaining_ms,
+        started=poll.started,
+        read=poll.read,
     )
     metrics.add_metric(name="AwaitTurnWait", unit=MetricUnit.Milliseconds, value=found.waited_ms)
     if found.turn is None:
         if found.speaking_ms is not None:
-            return response("Listening", SpeakingMs=found.speaking_ms, PromptUri=container.pause_uri())
+            return listening(found.speaking_ms)
         return response("Timeout")
     return response("Turn", Transcript=found.turn.transcript, TurnIndex=found.turn.seq)
 

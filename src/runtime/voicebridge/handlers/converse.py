@@ -17,16 +17,15 @@ An answer too long for Connect's 32 KB has its ``Transcript``, then its ``Text``
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
 from voicebridge import container
 from voicebridge.connect.events import TRUNCATED, ContactFlowEvent, response, whole_number
-from voicebridge.handlers._edge import connect_edge, remaining_ms
+from voicebridge.handlers._edge import connect_edge
+from voicebridge.handlers._longpoll import listening, poll_start
 from voicebridge.polls.next_segment import Next, next_to_play
-from voicebridge.polls.next_turn import redacting_read_turns
 from voicebridge.store.turns import MAX_SEQ
 from voicebridge.telemetry import metrics
 
@@ -35,22 +34,20 @@ RESERVED = frozenset({"Result", "PromptUri", "Text", "TurnIndex", "Segment", "Mo
 
 @connect_edge(truncate=("Transcript", "Text"))
 def _converse(event: ContactFlowEvent, context: Any) -> dict[str, str]:
-    entered = time.monotonic()
+    poll = poll_start(event, context)
     config = container.settings()
-    remaining = remaining_ms(context)
-    turns = container.turn_store()
     found = next_to_play(
         event.contact_id,
         event.parameters,
         replies=container.reply_store(),
-        turns=turns,
+        turns=poll.turns,
         max_wait_ms=config.converse_max_wait_ms,
         fast_poll_ms=config.converse_fast_poll_ms,
         slow_poll_ms=config.converse_slow_poll_ms,
         making_poll_ms=config.converse_making_poll_ms,
-        remaining_ms=remaining,
-        started=entered,
-        read=redacting_read_turns(turns, container.redactor(), event.contact_id),
+        remaining_ms=poll.remaining_ms,
+        started=poll.started,
+        read=poll.read,
     )
     metrics.add_metric(name="ConverseWait", unit=MetricUnit.Milliseconds, value=found.waited_ms)
     # The responder's attributes never take the place of the answer's own keys.
@@ -78,8 +75,8 @@ def _converse(event: ContactFlowEvent, context: Any) -> dict[str, str]:
 def _nothing_yet(event: ContactFlowEvent, found: Next, speaking_ms: int | None, hold_after_ms: int) -> dict[str, str]:
     """The wait ran out: the caller is speaking, the agent is thinking, or there is silence."""
     if speaking_ms is not None:
-        # A long turn is not silence, and no holding line may be played over the caller.
-        return response("Listening", SpeakingMs=speaking_ms, PromptUri=container.pause_uri())
+        # No holding line may be played over the caller.
+        return listening(speaking_ms)
     thinking = found.thinking
     if thinking is None:
         return response("Timeout")

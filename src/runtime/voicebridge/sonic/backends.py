@@ -40,7 +40,7 @@ from __future__ import annotations
 import json
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -122,19 +122,8 @@ class SageMakerBackend:
         except (BotoCoreError, Urllib3Error) as exc:
             raise RetryableModelError(f"endpoint unreachable: {type(exc).__name__}") from None
         events = response["Body"]
-        decoder = SonicStreamDecoder()
         try:
-            for event in events:
-                part = event.get("PayloadPart")
-                if part is None:
-                    failure = event.get("ModelStreamError") or event.get("InternalStreamFailure") or {}
-                    raise RetryableModelError(f"model stream failed: {failure.get('Message', 'unknown')}")
-                for audio in _audio(decoder.feed(part["Bytes"])):
-                    yield audio
-                if time.monotonic() > deadline:
-                    raise RetryableModelError("deadline passed while the model was still generating")
-            for audio in _audio(decoder.close()):
-                yield audio
+            yield from _decoded(_payload_parts(events), deadline)
         except EventStreamError as exc:
             raise RetryableModelError(f"model stream failed: {exc.response['Error'].get('Code')}") from None
         except (BotoCoreError, Urllib3Error) as exc:
@@ -224,14 +213,7 @@ class ContainerBackend:
                 # A refusal read to its end leaves the connection fit for the next request.
                 finished = response.read(1) == b""
                 raise refusal
-            decoder = SonicStreamDecoder()
-            for part in _body_parts(response):
-                for audio in _audio(decoder.feed(part)):
-                    yield audio
-                if time.monotonic() > deadline:
-                    raise RetryableModelError("deadline passed while the model was still generating")
-            for audio in _audio(decoder.close()):
-                yield audio
+            yield from _decoded(_body_parts(response), deadline)
             finished = True
         except Urllib3Error as exc:
             raise RetryableModelError(f"model stream interrupted: {type(exc).__name__}") from None
@@ -241,6 +223,16 @@ class ContainerBackend:
             if not finished:
                 response.close()
             response.release_conn()
+
+
+def _payload_parts(events: Iterable[Any]) -> Iterator[bytes]:
+    """The bytes of each PayloadPart of a SageMaker response stream; the stream's own error event ends it."""
+    for event in events:
+        part = event.get("PayloadPart")
+        if part is None:
+            failure = event.get("ModelStreamError") or event.get("InternalStreamFailure") or {}
+            raise RetryableModelError(f"model stream failed: {failure.get('Message', 'unknown')}")
+        yield part["Bytes"]
 
 
 def _body_parts(response: Any) -> Iterator[bytes]:
@@ -338,6 +330,17 @@ class CartesiaApiBackend:
         except httpx.TransportError as exc:
             # The SDK wraps failures of the request, not of reading its stream.
             raise RetryableModelError(f"model stream interrupted: {type(exc).__name__}") from None
+
+
+def _decoded(parts: Iterable[bytes], deadline: float) -> Iterator[bytes]:
+    """The audio of a Sonic stream whose body arrives in ``parts``, both backends' way: decoded as each part comes,
+    and given up once the model is still generating at ``deadline``."""
+    decoder = SonicStreamDecoder()
+    for part in parts:
+        yield from _audio(decoder.feed(part))
+        if time.monotonic() > deadline:
+            raise RetryableModelError("deadline passed while the model was still generating")
+    yield from _audio(decoder.close())
 
 
 def _audio(events: Iterator[Any]) -> Iterator[bytes]:

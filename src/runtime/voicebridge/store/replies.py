@@ -165,7 +165,6 @@ class ReplyStore:
             "Transcript": segment.transcript,
             "ReadyAt": segment.ready_at_ms or _now_ms(),
             "Timings": {name: float(value) for name, value in segment.timings.items()},
-            "ExpiresAt": self._turns.expires_at(),
         }
         if segment.prompt_uri:
             item["PromptUri"] = segment.prompt_uri
@@ -180,12 +179,7 @@ class ReplyStore:
             )
             naming = self._submit(self._put_status, segment.contact_id, status)
         try:
-            self._turns.call(
-                "put_item",
-                TableName=self._turns.table,
-                Item=typed_item(item),
-                ConditionExpression="attribute_not_exists(TurnKey)",
-            )
+            self._turns.put(item, ConditionExpression="attribute_not_exists(TurnKey)")
             stored = True
         except ConditionFailed:
             stored = False
@@ -369,17 +363,12 @@ class ReplyStore:
         ``before`` is the history as the caller knows it (the consumer is its only writer), saving a read."""
         known = self.history(contact_id) if before is None else list(before)
         history = [*known, exchange][-keep:] if keep > 0 else []
-        self._turns.call(
-            "put_item",
-            TableName=self._turns.table,
-            Item=typed_item(
-                {
-                    "ContactId": contact_id,
-                    "TurnKey": HISTORY,
-                    "Exchanges": {str(i): {"Caller": e.caller, "Agent": e.agent} for i, e in enumerate(history)},
-                    "ExpiresAt": self._turns.expires_at(),
-                }
-            ),
+        self._turns.put(
+            {
+                "ContactId": contact_id,
+                "TurnKey": HISTORY,
+                "Exchanges": {str(i): {"Caller": e.caller, "Agent": e.agent} for i, e in enumerate(history)},
+            }
         )
         return history
 

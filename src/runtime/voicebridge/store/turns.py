@@ -267,6 +267,13 @@ class TurnStore:
         condition): the other stores of this table (replies) use it."""
         return self._call(getattr(self._db, operation), **kwargs)
 
+    def put(self, item: dict[str, Any], **condition: Any) -> None:
+        """Write one item (plain values), expiring as every item of the table does; ``condition`` is put_item's
+        ``ConditionExpression`` with its names and values (:class:`ConditionFailed` when it does not hold)."""
+        self.call(
+            "put_item", TableName=self.table, Item=typed_item({**item, "ExpiresAt": self.expires_at()}), **condition
+        )
+
     def expires_at(self) -> int:
         """The TTL attribute's value for an item written now (epoch seconds)."""
         return int(time.time()) + self._ttl_s
@@ -429,17 +436,11 @@ class TurnStore:
             "EndedAt": turn.ended_at_ms,
             "EndedBy": turn.ended_by,
             "WrittenAt": int(time.time() * 1000),
-            "ExpiresAt": int(time.time()) + self._ttl_s,
         }
         if turn.latency_ms is not None:
             item["LatencyMs"] = turn.latency_ms
         try:
-            self._call(
-                self._db.put_item,
-                TableName=self.table,
-                Item=typed_item(item),
-                ConditionExpression="attribute_not_exists(TurnKey)",
-            )
+            self.put(item, ConditionExpression="attribute_not_exists(TurnKey)")
         except ConditionFailed:
             return False
         return True

@@ -25,20 +25,10 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from voicebridge_dev.local.a2a import events
+from voicebridge_dev.local.a2a import script as actions
 from voicebridge_dev.local.a2a.audio import CALL_RATE, Playout, Recording, StreamResampler
 from voicebridge_dev.local.a2a.checker import AgentFrameChecker
 from voicebridge_dev.local.a2a.rules import ContractViolation, Rule, UpgradeRejected, Violation
-from voicebridge_dev.local.a2a.script import (
-    PROBES_ANSWER_REQUIRED,
-    Action,
-    Dtmf,
-    Fragmented,
-    HangUp,
-    InformationalError,
-    Interrupt,
-    Probe,
-    SilenceMarker,
-)
 from voicebridge_dev.local.a2a.timeline import Timeline
 from voicebridge_dev.local.a2a.wire import (
     EMPTY_USER_INPUT,
@@ -163,7 +153,7 @@ async def run_session(
     settings: ConnectSettings,
     *,
     caller_audio: bytes | CallerSource = b"",
-    script: Sequence[Action] = (),
+    script: Sequence[actions.Action] = (),
 ) -> SessionResult:
     """Runs one contact against the agent at ``url`` (``ws://`` or ``wss://``).
 
@@ -181,7 +171,7 @@ async def run_session(
 
 class _Session:
     def __init__(
-        self, url: str, settings: ConnectSettings, caller_audio: bytes | CallerSource, script: list[Action]
+        self, url: str, settings: ConnectSettings, caller_audio: bytes | CallerSource, script: list[actions.Action]
     ) -> None:
         self.url = url
         self.settings = settings
@@ -462,7 +452,7 @@ class _Session:
             heard = self.playout is not None and self.playout.busy
             chunk = self.caller.next_slice(at, slice_bytes, agent_heard=heard)
             if getattr(self.caller, "hung_up", False):
-                await self._act(HangUp(self.now()))
+                await self._act(actions.HangUp(self.now()))
                 return
             await self._send(self.frames.audio(resample(chunk)))
             index += 1
@@ -472,7 +462,7 @@ class _Session:
                 self.settings.silence_marker_after_s is not None
                 and at - quiet_since >= self.settings.silence_marker_after_s
             ):
-                await self._act(SilenceMarker(self.now()))
+                await self._act(actions.SilenceMarker(self.now()))
                 quiet_since = at
 
     async def _play(self) -> None:
@@ -511,23 +501,23 @@ class _Session:
                 return
             await self._act(action)
 
-    async def _act(self, action: Action) -> None:
-        fragmented = isinstance(action, Fragmented)
-        inner = action.action if isinstance(action, Fragmented) else action
+    async def _act(self, action: actions.Action) -> None:
+        fragmented = isinstance(action, actions.Fragmented)
+        inner = action.action if isinstance(action, actions.Fragmented) else action
         frame: dict[str, Any] | None = None
-        if isinstance(inner, Dtmf):
+        if isinstance(inner, actions.Dtmf):
             if self._output_in_flight():
                 await self._interrupt("DTMF_INPUT", "dtmf")
             frame = self.frames.dtmf_complete(inner.digits, inner.termination)
-        elif isinstance(inner, SilenceMarker):
+        elif isinstance(inner, actions.SilenceMarker):
             frame = self.frames.text(EMPTY_USER_INPUT)
-        elif isinstance(inner, InformationalError):
+        elif isinstance(inner, actions.InformationalError):
             frame = self.frames.error(inner.code, inner.reason, inner.category)
-        elif isinstance(inner, Interrupt):
+        elif isinstance(inner, actions.Interrupt):
             await self._interrupt(inner.kind, inner.reason)
-        elif isinstance(inner, Probe):
+        elif isinstance(inner, actions.Probe):
             await self._probe(inner)
-        elif isinstance(inner, HangUp):
+        elif isinstance(inner, actions.HangUp):
             self.timeline.add(self.now(), "sent", what="hang_up")
             assert self.ws is not None
             self.ws.transport.abort()
@@ -538,13 +528,13 @@ class _Session:
         if not fragmented:
             await self._send(frame)
             return
-        assert isinstance(action, Fragmented)
+        assert isinstance(action, actions.Fragmented)
         self.checker.request_sent(frame["id"])
         for piece in self.frames.fragments(frame, action.piece_chars):
             await self._send(piece)
 
-    async def _probe(self, probe: Probe) -> None:
-        required = probe.kind in PROBES_ANSWER_REQUIRED
+    async def _probe(self, probe: actions.Probe) -> None:
+        required = probe.kind in actions.PROBES_ANSWER_REQUIRED
         self.timeline.add(self.now(), "sent", what="probe", probe=probe.kind)
         if probe.kind == "malformed_json":
             self.checker.probe_sent(probe.kind, None, answer_required=required)

@@ -25,8 +25,8 @@ from voicebridge_dev.local.service import (
     ControlAnswer,
     ControlPlane,
     RecordingEmulator,
+    config_changes,
     finite_number,
-    unknown_names,
     validation_refusal,
 )
 
@@ -101,10 +101,7 @@ class BedrockEmulator(RecordingEmulator[Fault, InvocationRecord]):
 
     def configure(self, changes: Any) -> None:
         """Apply a ``POST /_emulator/config`` body; a bad one raises :class:`EmulatorConfigError`, changing nothing."""
-        if not isinstance(changes, dict):
-            raise EmulatorConfigError("the configuration is a JSON object")
-        if unknown := unknown_names(changes, _SETTINGS):
-            raise EmulatorConfigError(f"unknown configuration fields: {unknown}")
+        changes = config_changes(changes, _SETTINGS)
         settings = {name: changes.get(name, getattr(self, name)) for name in _SETTINGS}
         self.time_to_first_token_ms, self.tokens_per_second = _pacing(**settings)
         logger.info("%s: pacing now %s", LABEL, settings)

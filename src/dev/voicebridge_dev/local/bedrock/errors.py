@@ -3,14 +3,10 @@ instead of a stream is the shared :class:`~voicebridge_dev.local.service.ApiErro
 
 from __future__ import annotations
 
-from voicebridge_dev.local.service import FaultSpecError
+from voicebridge_dev.local.service import EmulatorConfigError, FaultSpecError
 
 __all__ = ["BrainError", "EmulatorConfigError", "FaultSpecError"]
 
 
 class BrainError(ValueError):
     """A brain file (from Python or ``POST /_emulator/brain``) is malformed."""
-
-
-class EmulatorConfigError(ValueError):
-    """An emulator setting (from Python or ``POST /_emulator/config``) is malformed."""

@@ -6,13 +6,12 @@ import logging
 from typing import Any, Unpack
 
 from voicebridge_dev.local.comprehend.detector import detect
-from voicebridge_dev.local.comprehend.errors import EmulatorConfigError
 from voicebridge_dev.local.comprehend.faults import Fault
 from voicebridge_dev.local.comprehend.quota import DEFAULT_REQUESTS_PER_SECOND, RequestQuota
 from voicebridge_dev.local.comprehend.records import LABEL, InvocationRecord
 from voicebridge_dev.local.comprehend.requests import CONTAINS_PII_ENTITIES, PiiRequest
 from voicebridge_dev.local.comprehend.server import Handler
-from voicebridge_dev.local.service import Address, ControlPlane, RecordingEmulator, unknown_names, validation_refusal
+from voicebridge_dev.local.service import Address, ControlPlane, RecordingEmulator, config_changes, validation_refusal
 
 logger = logging.getLogger(__name__)
 
@@ -61,10 +60,7 @@ class ComprehendEmulator(RecordingEmulator[Fault, InvocationRecord]):
 
     def configure(self, changes: Any) -> None:
         """Apply a ``POST /_emulator/config`` body; a bad one raises :class:`EmulatorConfigError`, changing nothing."""
-        if not isinstance(changes, dict):
-            raise EmulatorConfigError("the configuration is a JSON object")
-        if unknown := unknown_names(changes, _SETTINGS):
-            raise EmulatorConfigError(f"unknown configuration fields: {unknown}")
+        changes = config_changes(changes, _SETTINGS)
         if "requests_per_second" in changes:
             self.quota.requests_per_second = changes["requests_per_second"]
         logger.info("%s: settings now %s", LABEL, self.config())

@@ -3,10 +3,6 @@ instead of the operation is the shared :class:`~voicebridge_dev.local.service.Ap
 
 from __future__ import annotations
 
-from voicebridge_dev.local.service import FaultSpecError
+from voicebridge_dev.local.service import EmulatorConfigError, FaultSpecError
 
 __all__ = ["EmulatorConfigError", "FaultSpecError"]
-
-
-class EmulatorConfigError(ValueError):
-    """An emulator setting (from Python or ``POST /_emulator/config``) is malformed."""

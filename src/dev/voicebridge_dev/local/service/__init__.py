@@ -11,7 +11,8 @@
   (:mod:`~voicebridge_dev.local.service.faults`).
 - :class:`Definition` — a brain or bot read from a JSON document, kept with it
   (:mod:`~voicebridge_dev.local.service.documents`).
-- :class:`ControlPlane` — the ``/_emulator/...`` routes (:mod:`~voicebridge_dev.local.service.control`).
+- :class:`ControlPlane` — the ``/_emulator/...`` routes; :func:`config_changes` — a settings change checked for the
+  names it may hold, or :class:`EmulatorConfigError` (:mod:`~voicebridge_dev.local.service.control`).
 - :class:`Record` / :class:`CallLog` — a call's record as JSON, and a bounded log of them; :class:`CallState` /
   :class:`CallRecord` — what every served call keeps while it runs and once done; :class:`AnswerState` /
   :class:`AnswerRecord` — with the answer or the error of a call answered whole
@@ -29,7 +30,14 @@
   (:mod:`~voicebridge_dev.local.service.server`).
 """
 
-from voicebridge_dev.local.service.control import CONTROL_PREFIX, ControlAnswer, ControlPlane, validation_refusal
+from voicebridge_dev.local.service.control import (
+    CONTROL_PREFIX,
+    ControlAnswer,
+    ControlPlane,
+    EmulatorConfigError,
+    config_changes,
+    validation_refusal,
+)
 from voicebridge_dev.local.service.documents import Definition
 from voicebridge_dev.local.service.emulator import Emulator
 from voicebridge_dev.local.service.errors import (
@@ -88,6 +96,7 @@ __all__ = [
     "CountedFault",
     "Definition",
     "Emulator",
+    "EmulatorConfigError",
     "EmulatorHandler",
     "EmulatorServer",
     "FaultKinds",
@@ -104,6 +113,7 @@ __all__ = [
     "Stopping",
     "check_seconds",
     "check_whole",
+    "config_changes",
     "finite_number",
     "unknown_names",
     "validation_error",

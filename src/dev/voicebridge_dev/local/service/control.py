@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from voicebridge_dev.local.service.emulator import Emulator
+from voicebridge_dev.local.service.errors import unknown_names
 from voicebridge_dev.local.service.faults import F
 from voicebridge_dev.local.service.records import Record
 
@@ -40,6 +41,20 @@ class ControlAnswer:
     status: int
     payload: Any
     headers: Mapping[str, str] = field(default_factory=dict)
+
+
+class EmulatorConfigError(ValueError):
+    """An emulator setting (from Python or ``POST /_emulator/config``) is malformed."""
+
+
+def config_changes(changes: Any, settings: Iterable[str]) -> dict[str, Any]:
+    """A ``POST /_emulator/config`` body (or its Python equivalent), refused unless it is an object naming only
+    ``settings``: what an emulator's ``configure`` checks first, before each setting's own value."""
+    if not isinstance(changes, dict):
+        raise EmulatorConfigError("the configuration is a JSON object")
+    if unknown := unknown_names(changes, settings):
+        raise EmulatorConfigError(f"unknown configuration fields: {unknown}")
+    return changes
 
 
 ControlAction = Callable[[bytes], ControlAnswer]

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from http import HTTPStatus
 from typing import Any, Unpack
 
-from voicebridge_dev.local.service import Address, ControlAnswer, ControlPlane, RecordingEmulator, unknown_names
+from voicebridge_dev.local.service import Address, ControlAnswer, ControlPlane, RecordingEmulator, config_changes
 from voicebridge_dev.local.sonic.errors import EmulatorConfigError
 from voicebridge_dev.local.sonic.faults import Fault
 from voicebridge_dev.local.sonic.records import LABEL, InvocationRecord
@@ -100,10 +100,7 @@ class SonicEmulator(RecordingEmulator[Fault, InvocationRecord]):
 
     def configure(self, changes: Any) -> None:
         """Apply a ``POST /_emulator/config`` body; a bad one raises :class:`EmulatorConfigError`, changing nothing."""
-        if not isinstance(changes, dict):
-            raise EmulatorConfigError("the configuration is a JSON object")
-        if unknown := unknown_names(changes, {"accepted_encodings", "model", "ready"}):
-            raise EmulatorConfigError(f"unknown configuration fields: {unknown}")
+        changes = config_changes(changes, {"accepted_encodings", "model", "ready"})
         encodings = self._accepted_encodings
         if "accepted_encodings" in changes:
             if not isinstance(changes["accepted_encodings"], list):

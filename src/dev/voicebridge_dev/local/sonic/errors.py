@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from voicebridge_dev.local.service import FaultSpecError
+from voicebridge_dev.local.service import EmulatorConfigError, FaultSpecError
 
 __all__ = ["EmulatorConfigError", "FaultSpecError", "InvalidSonicRequest"]
 
 
 class InvalidSonicRequest(ValueError):
     """The request body is not one the Sonic model accepts; the model would answer 422."""
-
-
-class EmulatorConfigError(ValueError):
-    """An emulator setting (from Python or ``POST /_emulator/config``) is malformed."""
