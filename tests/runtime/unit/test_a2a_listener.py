@@ -1,5 +1,6 @@
 """The caller's audio on a streaming session: the server's one event loop reads every session's frames, so it only
-hands each to the session's listener thread; the voice detectors (barge-in's and the transcriber's) hear it there."""
+hands each to the session's listener thread; there one voice detector judges each frame for both barge-in and the
+transcriber's turns."""
 
 from __future__ import annotations
 
@@ -7,9 +8,19 @@ import asyncio
 import threading
 from typing import cast
 
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from tests.fixtures.tracks import MemoryStore
+from voicebridge.a2a.protocol import InitSession
 from voicebridge.a2a.session import AgentSession, Engine, StreamSettings
+from voicebridge.audio.silero import SileroDetector
 from voicebridge.config import Settings
+from voicebridge.errors import InkUnavailable
+from voicebridge.ink.session import InkSession
 from voicebridge.ink.transcriber import MetricSink
+from voicebridge.store.turns import Claim
 
 ONE_SECOND = bytes(range(256)) * 62 + bytes(128)
 """A second of 8 kHz s16le audio that is not silence."""
@@ -31,3 +42,58 @@ def test_caller_audio_read_on_the_event_loop_is_queued_for_the_listener_unjudged
 
     assert session._audio.get_nowait() == ONE_SECOND
     assert session._barge.position_ms == 0
+
+
+def test_each_caller_frame_is_scored_once_for_barge_in_and_the_transcribers_turns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    scored: list[int] = []
+    score = SileroDetector._score
+
+    def counted(detector: SileroDetector, window: npt.NDArray[np.float32], start: int) -> None:
+        scored.append(start)
+        score(detector, window, start)
+
+    monkeypatch.setattr(SileroDetector, "_score", counted)
+
+    def no_ink(*args: object) -> InkSession:
+        raise InkUnavailable("not in this test: the caller's audio is judged before it is sent")
+
+    responder = type("Responder", (), {"name": "none"})()
+    engine = cast(
+        Engine,
+        type(
+            "Engine",
+            (),
+            {
+                "store": MemoryStore(),
+                "replies": None,
+                "open_ink": staticmethod(no_ink),
+                "responder": staticmethod(lambda: responder),
+                "voice": staticmethod(lambda rate, language: None),
+                "contact_language": staticmethod(lambda instance, contact: None),
+            },
+        )(),
+    )
+    contact = "arn:aws:connect:us-east-1:111122223333:instance/i/contact/c"
+    init = InitSession("init", "ctx", "arn:i", contact, ("COMPLETE",), False, None, None)
+
+    async def listen() -> None:
+        async def send(frame: str) -> None:
+            pass
+
+        session = AgentSession(
+            engine, StreamSettings.of(Settings.from_env({})), send, sink=MetricSink(threading.Lock())
+        )
+        monkeypatch.setattr(session, "_claim", lambda init, language: (Claim.CLAIMED, 1, None))
+        await asyncio.to_thread(session._start_engine, init, 8000)
+        session._caller_audio(ONE_SECOND)
+        session._audio.put(None)
+        assert session._listener is not None and session._worker is not None
+        await asyncio.to_thread(session._listener.join, 30)
+        session._worker.close(timeout_s=1)
+
+    asyncio.run(listen())
+
+    # Silero scores 256-sample windows: the second's 31 whole ones, each once (not once per detector).
+    assert scored == [window * 256 for window in range(len(ONE_SECOND) // 2 // 256)]

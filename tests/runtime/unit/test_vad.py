@@ -1,18 +1,23 @@
-"""Voice-activity figures: utterance boundaries found in PCM, whatever the chunking, by either detector."""
+"""Voice-activity figures: utterance boundaries found in PCM, whatever the chunking, by either detector; two trackers of
+one stream sharing one detector's decisions."""
 
 from __future__ import annotations
 
 import itertools
 import wave
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from voicebridge.audio.vad import Utterance, VoiceActivity, detector
+from voicebridge.audio.vad import DetectorName, SharedDetector, Utterance, VoiceActivity, detector
+from voicebridge_dev.simulator import load_clips
 from voicebridge_dev.simulator.events import sound_span
+from voicebridge_dev.simulator.line import LineNoise
 
 CLIPS = Path(__file__).resolve().parents[3] / "src" / "dev" / "voicebridge_dev" / "simulator" / "clips"
 
@@ -145,3 +150,97 @@ def test_silero_dates_a_voice_from_where_its_sound_begins_and_ends(name: str) ->
         ends.append(found.end_ms - lead_ms - sound_end)
     assert min(starts) >= -20 and max(starts) <= 75, starts
     assert max(ends) <= 100, ends
+
+
+# -- one detector's decisions, shared by two trackers of the same stream
+
+
+def tracked(chunks: list[bytes], barge_in: VoiceActivity, turns: VoiceActivity) -> list[tuple[object, ...]]:
+    """What the streaming agent's two trackers of the caller's voice show after each chunk of it: barge-in's (its
+    closed utterances taken at once), then the transcriber's (fed 100 ms at a time)."""
+
+    def state(vad: VoiceActivity) -> tuple[object, ...]:
+        return (vad.position_ms, vad.speaking, vad.next_start_ms(), vad.last_voiced_end_ms, tuple(vad.closed))
+
+    states = []
+    for chunk in chunks:
+        barge_in.feed(chunk)
+        states.append(state(barge_in))
+        while barge_in.closed:
+            barge_in.take()
+        for start in range(0, len(chunk), 1600):
+            turns.feed(chunk[start : start + 1600])
+            states.append(state(turns))
+    return states
+
+
+@pytest.mark.parametrize(("name", "condition"), [("silero", None), ("silero", "babble-10db"), ("energy", "white-10db")])
+def test_trackers_sharing_one_detector_go_through_the_states_each_goes_through_with_its_own(
+    name: DetectorName, condition: str | None
+) -> None:
+    said = silence(400) + clip("balance") + silence(300) + clip("uh-huh") + silence(900) + clip("person") + silence(500)
+    if condition is not None:
+        clips = load_clips()
+        noise = LineNoise.of(condition, [c.samples for c in clips.values()])
+        said = noise.added(np.frombuffer(said, "<i2"), 0).astype("<i2").tobytes()
+    cuts = np.random.default_rng(7).integers(1, 2000, size=len(said) // 1000).cumsum() * 2
+    chunks = [said[a:b] for a, b in itertools.pairwise([0, *cuts[cuts < len(said)].tolist(), len(said)])]
+
+    shared = SharedDetector(detector(name))
+    together = tracked(
+        chunks,
+        VoiceActivity(detector=shared.reader(), close_ms=200),
+        VoiceActivity(detector=shared.reader(), close_ms=300, position_ms=2500),
+    )
+    apart = tracked(
+        chunks,
+        VoiceActivity(detector=detector(name), close_ms=200),
+        VoiceActivity(detector=detector(name), close_ms=300, position_ms=2500),
+    )
+
+    assert together == apart
+    assert any(state[4] for state in apart), "no utterance was found"
+
+
+@dataclass
+class Counting:
+    """Judges a frame voiced when it is loud, and counts the frames it judged."""
+
+    judged: int = 0
+    change_lead_ms: float = 0.0
+
+    def voiced(self, frames: npt.NDArray[np.float32]) -> list[bool]:
+        self.judged += len(frames)
+        return [bool(np.abs(frame).max() > 0.1) for frame in frames]
+
+
+def test_a_shared_detector_judges_each_frame_once_whichever_reader_reaches_it_first() -> None:
+    counting = Counting()
+    shared = SharedDetector(counting)
+    ahead, behind = VoiceActivity(detector=shared.reader()), VoiceActivity(detector=shared.reader())
+    stream = silence(200) + tone(600) + silence(600)
+
+    ahead.feed(stream[:8000])
+    behind.feed(stream[:3000])
+    ahead.feed(stream[8000:])
+    behind.feed(stream[3000:])
+
+    assert counting.judged == len(stream) // 320
+    assert list(ahead.closed) == list(behind.closed) == [Utterance(200, 800)]
+
+
+def test_a_reader_fed_other_audio_than_the_frame_judged_at_its_place_is_refused() -> None:
+    shared = SharedDetector(Counting())
+    first, second = VoiceActivity(detector=shared.reader()), VoiceActivity(detector=shared.reader())
+    first.feed(tone(100))
+
+    with pytest.raises(ValueError, match="other audio"):
+        second.feed(silence(100))
+
+
+def test_a_reader_made_after_the_first_frame_was_judged_is_refused() -> None:
+    shared = SharedDetector(Counting())
+    VoiceActivity(detector=shared.reader()).feed(tone(20))
+
+    with pytest.raises(ValueError, match="before its first frame"):
+        shared.reader()

@@ -203,14 +203,37 @@ class AgentServer:
 
 
 async def _frames(connection: ServerConnection, finished: asyncio.Task[None]) -> Any:
-    """The socket's frames until it closes or the session has finished."""
-    while not finished.done():
-        receive = asyncio.ensure_future(connection.recv())
-        done, _ = await asyncio.wait({receive, finished}, return_when=asyncio.FIRST_COMPLETED)
-        if receive not in done:
-            receive.cancel()
-            return
-        yield receive.result()
+    """The socket's frames until it closes or the session has finished.
+
+    Each frame is read straight from the socket, so frames already received come one after another without a turn of
+    the event loop between them; ``finished`` cancels only a read that is waiting for the next frame. Each frame read
+    by a task of its own, raced against ``finished``, cost three turns of the loop, and under load, when each turn
+    took longer, the loop read twenty sessions' caller audio slower than real time (docs/benchmarks.md,
+    streaming-load)."""
+    reader = asyncio.current_task()
+    waiting = False
+
+    def stop(_: asyncio.Task[None]) -> None:
+        if waiting and reader is not None:
+            reader.cancel()
+
+    finished.add_done_callback(stop)
+    try:
+        while not finished.done():
+            waiting = True
+            try:
+                frame = await connection.recv()
+            except asyncio.CancelledError:
+                if not finished.done() or reader is None:
+                    raise
+                # The session's end stopped the read, not a cancellation of the connection.
+                reader.uncancel()
+                return
+            finally:
+                waiting = False
+            yield frame
+    finally:
+        finished.remove_done_callback(stop)
 
 
 def _respond(connection: ServerConnection, status: HTTPStatus, body: str, content_type: str | None) -> Response:

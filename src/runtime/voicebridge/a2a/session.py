@@ -28,7 +28,8 @@ EventBridge). What is this transport's own:
 - **the voice**: each sentence's Sonic audio goes to the :class:`~voicebridge.a2a.output.Player` as it arrives; a
   speculative reply's audio waits in it until the reply is committed;
 - **barge-in**: the session's own voice detector (held to the line's noise floor, so babble and hiss on the
-  caller's line are nobody) hears the caller over the agent: after ``a2a_barge_in_pause_ms`` of voice the agent
+  caller's line are nobody; each frame judged once, for barge-in and the transcriber's turns) hears the caller over
+  the agent: after ``a2a_barge_in_pause_ms`` of voice the agent
   pauses, after ``a2a_barge_in_ms`` it is interrupted (``INTERRUPTION``, the reply and its synthesis
   stopped, the history told what was not said); shorter voice (a cough, "uh-huh") and the agent goes on where it
   paused. Connect's own ``INTERRUPTION`` (a key pressed, or voice) stops the agent the same way;
@@ -58,7 +59,7 @@ from voicebridge.a2a.output import Player, Response
 from voicebridge.a2a.protocol import AudioConfig
 from voicebridge.a2a.tracing import TurnTrace
 from voicebridge.a2a.voice import StreamingVoice
-from voicebridge.audio.vad import BYTES_PER_MS, VoiceActivity, detector
+from voicebridge.audio.vad import BYTES_PER_MS, SharedDetector, VoiceActivity, detector
 from voicebridge.call.record import record_handoff
 from voicebridge.config import Settings
 from voicebridge.conversation import Action, Exchange
@@ -247,7 +248,10 @@ class AgentSession:
         self._audio: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self._listener: threading.Thread | None = None
         self._ticker: asyncio.Task[None] | None = None
-        self._barge = VoiceActivity(detector=detector(settings.voice_detector), close_ms=200)
+        # One detector judges each caller frame for both barge-in and the transcriber's turns (the same audio, on the
+        # listener thread): scoring every frame twice doubled the server's costliest per-frame work.
+        self._caller_voice = SharedDetector(detector(settings.voice_detector))
+        self._barge = VoiceActivity(detector=self._caller_voice.reader(), close_ms=200)
         self._barge_started: float | None = None
         """When the caller's voice over the agent began (epoch seconds), while it is paused for it."""
         self._backchannels: deque[tuple[float, float]] = deque(maxlen=32)
@@ -384,6 +388,9 @@ class AgentSession:
             report=self._sink.add,
             on_finished=self._reply_finished,
         )
+        transcribing = self._settings.transcribing(listening, answered=True)
+        # The detector barge-in reads: each caller frame is judged once for both.
+        transcribing["voice_detector"] = self._caller_voice.reader()
         self._transcriber = TrackTranscriber(
             contact_id=init.contact_id,
             track=CUSTOMER,
@@ -391,7 +398,7 @@ class AgentSession:
             store=store,
             open_session=lambda listener, name: self._engine.open_ink(listener, name, None, listening),
             sink=self._sink,
-            **self._settings.transcribing(listening, answered=True),
+            **transcribing,
             pacer=Pacer(catch_up_after_ms=CATCH_UP_AFTER_MS),
             on_turn=self._turn_stored,
             on_eager_end=self._worker.eager_end,

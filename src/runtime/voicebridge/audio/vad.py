@@ -10,7 +10,8 @@ speech from line noise that is as loud); ``VOICE_DETECTOR`` chooses. Either one'
 own noise (:class:`AboveNoiseFloor`): a frame is voiced only if it is also well above the level the line sits at when
 nobody speaks, so stationary noise and babble (other voices, which Silero rightly calls speech) do not pass for the
 caller. An utterance starts after ``min_voiced_ms`` of voiced frames (a click does not start one) and closes after
-``close_ms`` without voice, whichever detector judged.
+``close_ms`` without voice, whichever detector judged. Trackers of one stream that differ only in how they group its
+frames share one detector's decisions (:class:`SharedDetector`), so each frame is judged once.
 """
 
 from __future__ import annotations
@@ -54,8 +55,12 @@ class EnergyDetector:
     change_lead_ms: float = 0.0
 
     def voiced(self, frames: npt.NDArray[np.float32]) -> list[bool]:
-        rms = np.sqrt(np.mean(np.square(frames), axis=1))
-        return [bool(loud) for loud in (rms > 10 ** (self.threshold_dbfs / 20.0)).tolist()]
+        return self.voiced_at(frame_levels_db(frames))
+
+    def voiced_at(self, levels_db: npt.NDArray[np.float64]) -> list[bool]:
+        """One decision per frame level (dBFS): what :class:`AboveNoiseFloor` has already measured is not measured
+        again."""
+        return [bool(loud) for loud in (levels_db > self.threshold_dbfs).tolist()]
 
 
 def frame_levels_db(frames: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
@@ -149,7 +154,10 @@ class AboveNoiseFloor:
 
     def voiced(self, frames: npt.NDArray[np.float32]) -> list[bool]:
         decisions = []
-        for level, judged in zip(frame_levels_db(frames).tolist(), self.inner.voiced(frames), strict=True):
+        levels = frame_levels_db(frames)
+        inner = self.inner
+        judgements = inner.voiced_at(levels) if isinstance(inner, EnergyDetector) else inner.voiced(frames)
+        for level, judged in zip(levels.tolist(), judgements, strict=True):
             self.floor.add(level)
             self._recent.append(10 ** (level / 10))
             if len(self._recent) > self.smooth_frames:
@@ -164,6 +172,65 @@ class AboveNoiseFloor:
     @property
     def change_lead_ms(self) -> float:
         return self.inner.change_lead_ms
+
+
+class SharedDetector:
+    """One detector's decision on each frame of one stream, read by several :class:`VoiceActivity` fed that stream.
+
+    The streaming agent follows the caller's voice twice over the same audio — for Ink's turns and for barge-in, which
+    differ in how long a pause closes an utterance and where their positions count from — and judging a frame is the
+    costly part (Silero's model, the noise floor): each frame is judged once, by whichever reader reaches it first, and
+    the others take that decision and its change lead. A decision is kept until every reader has read it.
+
+    Readers must be made before the first frame is judged and fed the same frames in the same order (from one
+    thread): a reader fed a frame other than the one judged at its place gets a :class:`ValueError`, not someone
+    else's decision."""
+
+    def __init__(self, inner: FrameDetector) -> None:
+        self._inner = inner
+        self._judged: deque[tuple[int, bool, float]] = deque()
+        """Each frame not yet read by every reader: its samples' fingerprint, its decision, its change lead."""
+        self._first = 0
+        """The stream's frame number of ``_judged[0]``."""
+        self._readers: list[_SharedReader] = []
+
+    def reader(self) -> FrameDetector:
+        """A detector for one :class:`VoiceActivity`, from the stream's first frame."""
+        if self._first or self._judged:
+            raise ValueError("a shared detector's readers are made before its first frame")
+        reader = _SharedReader(self)
+        self._readers.append(reader)
+        return reader
+
+    def judge(self, reader: _SharedReader, frame: npt.NDArray[np.float32]) -> bool:
+        """The decision on ``reader``'s next frame, judged now if no reader has reached it yet."""
+        place = reader.frames_read - self._first
+        fingerprint = hash(frame.tobytes())
+        if place == len(self._judged):
+            voiced = self._inner.voiced(frame[np.newaxis])[0]
+            self._judged.append((fingerprint, voiced, self._inner.change_lead_ms))
+        judged_fingerprint, voiced, change_lead_ms = self._judged[place]
+        if judged_fingerprint != fingerprint:
+            raise ValueError(f"a shared detector's reader was fed other audio than frame {reader.frames_read}'s")
+        reader.frames_read += 1
+        reader.change_lead_ms = change_lead_ms
+        slowest = min(each.frames_read for each in self._readers)
+        while self._first < slowest:
+            self._judged.popleft()
+            self._first += 1
+        return voiced
+
+
+@dataclass
+class _SharedReader:
+    """One reader of a :class:`SharedDetector`: where it is in the stream."""
+
+    shared: SharedDetector
+    frames_read: int = 0
+    change_lead_ms: float = 0.0
+
+    def voiced(self, frames: npt.NDArray[np.float32]) -> list[bool]:
+        return [self.shared.judge(self, frame) for frame in frames]
 
 
 def detector(name: DetectorName) -> FrameDetector:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Self
 
+from voicebridge.audio.vad import FrameDetector
 from voicebridge.config import Settings, VoiceDetectorName
 from voicebridge.ink.transcriber import TurnEnding, turn_ending
 from voicebridge.language import Languages, Listening
@@ -22,7 +23,9 @@ class Transcribing(TurnEnding):
 
     mode: str
     frame_ms: int
-    voice_detector: VoiceDetectorName
+    voice_detector: VoiceDetectorName | FrameDetector
+    """The detector's name, or a detector shared with another tracker of the same audio (the streaming agent's
+    barge-in)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,7 +50,7 @@ from typing import TypedDict
 from aws_lambda_powertools.metrics import MetricUnit
 
 from voicebridge.audio.end_of_turn import TurnEndWatch, Verdict
-from voicebridge.audio.vad import BYTES_PER_MS, DetectorName, VoiceActivity, detector
+from voicebridge.audio.vad import BYTES_PER_MS, DetectorName, FrameDetector, VoiceActivity, detector
 from voicebridge.backoff import Backoff
 from voicebridge.clock import SYSTEM_CLOCK, Clock
 from voicebridge.errors import InkUnavailable
@@ -217,7 +217,11 @@ class TurnRecorder:
 
 
 class TrackTranscriber(TurnListener):
-    """Sends one track's audio to Ink and stores its finished turns."""
+    """Sends one track's audio to Ink and stores its finished turns.
+
+    ``voice_detector`` names the detector its voice tracking makes for itself, or is a reader of one shared with
+    another tracker of the same audio (the streaming agent's barge-in: :class:`~voicebridge.audio.vad.SharedDetector`),
+    fed every byte given to :meth:`audio`."""
 
     def __init__(
         self,
@@ -234,7 +238,7 @@ class TrackTranscriber(TurnListener):
         ack_ms: int = 400,
         manual_end_silence_ms: int = 700,
         model_end_quiet_ms: int = 0,
-        voice_detector: DetectorName = "energy",
+        voice_detector: DetectorName | FrameDetector = "energy",
         end_of_turn: TurnEndWatch | None = None,
         model_ends_turns: bool = False,
         clock: Clock = SYSTEM_CLOCK,
@@ -275,7 +279,9 @@ class TrackTranscriber(TurnListener):
         self._marks_lock = threading.Lock()
         self._marked_by_voice = False
         self._vad = VoiceActivity(
-            detector=detector(voice_detector), close_ms=settle_ms, position_ms=progress.stream_bytes / BYTES_PER_MS
+            detector=detector(voice_detector) if isinstance(voice_detector, str) else voice_detector,
+            close_ms=settle_ms,
+            position_ms=progress.stream_bytes / BYTES_PER_MS,
         )
         self._watch = end_of_turn
         self._model_ends_turns = model_ends_turns
