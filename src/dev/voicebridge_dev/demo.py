@@ -425,11 +425,22 @@ def _write_files(result: CallResult, out: Path, redactor: Redactor) -> dict[str,
         "timeline": out / "timeline.png",
     }
     files["recording"].write_bytes(pcm16_wav_bytes(result.recording, result.sample_rate, channels=2))
-    header, *lines = transcript(result).splitlines(keepends=True)
-    # The header names the contact: an id, no one's words, kept exactly as operators search for it.
-    files["transcript"].write_text(header + "".join(redactor.redact(line).text for line in lines), encoding="utf-8")
+    files["transcript"].write_text(redacted_transcript(transcript(result), redactor), encoding="utf-8")
     files["timeline"].write_bytes(timeline_png(result))
     return files
+
+
+def redacted_transcript(text: str, redactor: Redactor) -> str:
+    """:func:`~voicebridge_dev.simulator.report.transcript` redacted as the stack redacts: the words of each line, not
+    its time. The header names the contact: an id, no one's words, kept exactly as operators search for it; and a
+    line's time read with its words is digits beside a card's mention (``[00:10.683] BOT To dispute a card…``), which
+    the redactor rightly takes for part of a card number."""
+    header, *lines = text.splitlines(keepends=True)
+    redacted = [header]
+    for line in lines:
+        stamp, bracket, said = line.partition("] ")
+        redacted.append(stamp + bracket + redactor.redact(said).text if bracket else redactor.redact(line).text)
+    return "".join(redacted)
 
 
 def _write_kept(kept: Kept, out: Path) -> dict[str, Path]:
