@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from voicebridge_dev.simulator import report as report_module
 from voicebridge_dev.simulator.engine import CallResult
 from voicebridge_dev.simulator.events import CALLER, Segment
 from voicebridge_dev.simulator.records import CallRecords, StoredSpeculation, StoredTurn
@@ -106,3 +109,43 @@ def test_a_turn_ended_inside_the_clips_quiet_tail_is_paired_with_the_utterance_i
     )  # fmt: skip
     (turn,) = _with_utterances(result, [_Turn(0, heard="Quiero mi saldo")])
     assert (turn.said, turn.speech_end) == ("Quiero mi saldo", 2.0)
+
+
+# --- talked over: the flows path ---------------------------------------------------------------------------------
+
+
+def _entry(index: int, said: tuple[int, int] | None, *segments: tuple[int | None, int | None]) -> dict[str, Any]:
+    """A report turn: when the caller spoke it, and its reply's segments as (played, ended) ms, None: never played."""
+    return {
+        "index": index,
+        "speech_start_ms": None if said is None else said[0],
+        "speech_end_ms": None if said is None else said[1],
+        "segments": [{"index": i, "played_ms": p, "ended_ms": e} for i, (p, e) in enumerate(segments)],
+    }
+
+
+def test_talking_over_a_prompt_counts_to_the_end_of_that_reply_not_into_the_answer_that_follows() -> None:
+    dispute = _entry(0, (5_000, 7_000), (9_000, 10_400), (10_500, 16_300), (None, None))
+    balance = _entry(1, (11_200, 13_000), (16_320, 17_400))
+
+    _, over = report_module._talked_over([dispute, balance])
+
+    assert over["barge_in_ms"] == 16_300 - 11_200
+    assert over["backchannel_interrupted"] is False
+
+
+def test_a_backchannel_after_which_the_rest_of_the_reply_is_never_played_interrupted_it() -> None:
+    bill = _entry(2, (24_300, 25_800), (27_250, 28_530), (None, None), (None, None))
+    uh_huh = _entry(3, (28_290, 28_550), (29_780, 31_200))
+
+    _, over = report_module._talked_over([bill, uh_huh])
+
+    assert over["barge_in_ms"] == 28_530 - 28_290
+    assert over["backchannel_interrupted"] is True
+
+
+def test_a_turn_said_in_the_quiet_was_not_talked_over() -> None:
+    reply = _entry(0, (1_000, 2_000), (3_000, 4_000))
+    next_turn = _entry(1, (4_600, 5_500), (6_500, 7_000))
+
+    assert "barge_in_ms" not in report_module._talked_over([reply, next_turn])[1]

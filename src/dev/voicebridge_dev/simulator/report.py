@@ -484,7 +484,7 @@ def build_report(result: CallResult, **context: Any) -> dict[str, Any]:
         },
         "summary": summary(figures),
         "line": line_effects(result, figures),
-        "turns": [_talked_over(turn_entry(turn), result) for turn in figures],
+        "turns": _talked_over([turn_entry(turn) for turn in figures]),
         "prompts": [
             {
                 "action": s.action,
@@ -577,25 +577,31 @@ def turn_entry(turn: TurnFigures) -> dict[str, Any]:
     }
 
 
-def _talked_over(entry: dict[str, Any], result: CallResult) -> dict[str, Any]:
-    """A turn the caller began while the bot was talking carries ``barge_in_ms`` (their first voiced frame to the bot's
-    audio stopping at them, in the recording) and ``backchannel_interrupted`` (a prompt is never cut short: Connect
-    plays it to its end)."""
-    start = entry.get("speech_start_ms")
-    bot = result.recording[:, 1] if result.recording.ndim == 2 else None
-    if start is None or bot is None:
-        return entry
-    rate = result.sample_rate
-    at = int(start * rate / 1000)
-    if at >= len(bot) or not bot[at : at + rate // 50].any():
-        return entry
-    quiet = rate // 10
-    for index in range(at, len(bot) - quiet, rate // 100):
-        if not bot[index : index + quiet].any():
-            entry["barge_in_ms"] = round((index - at) * 1000 / rate)
+BACKCHANNEL_MS = 600
+"""Voice over the agent shorter than this is a backchannel ("uh-huh"), which should stop nothing."""
+
+
+def _talked_over(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A turn the caller began while a reply's prompt was playing carries ``barge_in_ms``: their first voiced frame to
+    the end of the last prompt of that reply Connect played (it plays a prompt to its end, and a later sentence of the
+    reply said after the caller began would count too); and ``backchannel_interrupted``: the caller spoke for less
+    than :data:`BACKCHANNEL_MS` and the reply still had sentences stored that were never played. The agent's next
+    reply, to what the caller said, is not the interrupted one's and does not count."""
+    for entry in entries:
+        start = entry.get("speech_start_ms")
+        if start is None:
+            continue
+        for other in entries:
+            played = [s for s in other["segments"] if s["played_ms"] is not None and s["ended_ms"] is not None]
+            playing = next((s for s in played if s["played_ms"] <= start < s["ended_ms"]), None)
+            if other is entry or playing is None:
+                continue
+            entry["barge_in_ms"] = max(s["ended_ms"] for s in played) - start
+            cut = any(s["played_ms"] is None and s["index"] > playing["index"] for s in other["segments"])
+            spoke_ms = (entry.get("speech_end_ms") or start) - start
+            entry["backchannel_interrupted"] = cut and spoke_ms < BACKCHANNEL_MS
             break
-    entry["backchannel_interrupted"] = False
-    return entry
+    return entries
 
 
 def transcript(result: CallResult) -> str:
