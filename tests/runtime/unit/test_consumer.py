@@ -14,6 +14,7 @@ import pytest
 
 from tests.fixtures.clock import ManualClock
 from tests.fixtures.mkv import AGENT, CUSTOMER, Block, Fragment, Track
+from tests.fixtures.tracks import SilentInk
 from voicebridge.call.consumer import HANDOFF_FLOOR_MS, START_MARGIN_MS, ConsumerSettings, Outcome, StreamConsumer
 from voicebridge.errors import MediaInterrupted, Superseded
 from voicebridge.ink.session import TurnListener
@@ -154,7 +155,7 @@ class Ink:
     """Every session opened, and the audio each was sent."""
 
     def __init__(self) -> None:
-        self.sessions: list[Session] = []
+        self.sessions: list[SilentInk] = []
         self.keyterms: list[tuple[str, ...] | None] = []
         self.listening: list[Listening | None] = []
 
@@ -164,8 +165,8 @@ class Ink:
         name: str,
         keyterms: tuple[str, ...] | None = None,
         listening: Listening | None = None,
-    ) -> Session:
-        session = Session()
+    ) -> SilentInk:
+        session = SilentInk()
         self.sessions.append(session)
         self.keyterms.append(keyterms)
         self.listening.append(listening)
@@ -175,26 +176,6 @@ class Ink:
     def heard(self) -> bytes:
         """What Ink was sent, without the keep-alive silence."""
         return b"".join(bytes(s.sent) for s in self.sessions).replace(b"\x00", b"")
-
-
-class Session:
-    refusal = None
-
-    def __init__(self) -> None:
-        self.sent = bytearray()
-        self.alive = True
-
-    def open(self) -> None:
-        pass
-
-    def send_audio(self, pcm: bytes) -> None:
-        self.sent += pcm
-
-    def finalize(self) -> None:
-        pass
-
-    def close(self, *, timeout_s: float = 0) -> None:
-        self.alive = False
 
 
 @dataclasses.dataclass

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from tests.fixtures.clock import ManualClock
+from tests.fixtures.tracks import SilentInk
 from voicebridge.audio.vad import DetectorName, Utterance, VoiceActivity, detector
 from voicebridge.ink.pacer import Pacer
 from voicebridge.ink.session import TurnListener
@@ -79,33 +80,13 @@ def test_a_voice_over_babble_ten_db_below_it_is_found_where_it_is(name: Detector
     assert all(start - 100 <= u.start_ms and u.end_ms <= end + 400 for u in found), found
 
 
-class Session:
-    """Ink's socket: records what it is sent, says nothing."""
-
-    def __init__(self, listener: TurnListener, name: str) -> None:
-        self.alive = True
-        self.sent = bytearray()
-
-    def open(self) -> None:
-        pass
-
-    def send_audio(self, pcm: bytes) -> None:
-        self.sent += pcm
-
-    def finalize(self) -> None:
-        pass
-
-    def close(self, *, timeout_s: float = 0) -> None:
-        self.alive = False
-
-
 class Track:
     """The caller's track through a transcriber with the product's voice detector (Silero), and what it did."""
 
     def __init__(self) -> None:
         self.clock = ManualClock()
         self.marks: list[tuple[int, bool]] = []
-        self.sessions: list[Session] = []
+        self.sessions: list[SilentInk] = []
         self.pacer = Pacer()
         self.offset = 0
         self.transcriber = TrackTranscriber(
@@ -121,8 +102,8 @@ class Track:
             on_speaking=lambda seq, speaking: self.marks.append((seq, speaking)),
         )
 
-    def _open(self, listener: TurnListener, name: str) -> Session:
-        self.sessions.append(Session(listener, name))
+    def _open(self, listener: TurnListener, name: str) -> SilentInk:
+        self.sessions.append(SilentInk(listener, name))
         return self.sessions[-1]
 
     def arrives(self, pcm: bytes, *, live: bool = True, block: int = 1600) -> None:

@@ -9,33 +9,14 @@ from typing import Any
 import numpy as np
 
 from tests.fixtures.clock import ManualClock
+from tests.fixtures.tracks import SilentInk
 from voicebridge.call.speaking import SpeakingMarks
-from voicebridge.ink.session import TurnListener
 from voicebridge.ink.transcriber import MetricSink, TrackTranscriber
 from voicebridge.polls.next_segment import next_to_play
 from voicebridge.store.replies import ReplyStatus, Segment
 from voicebridge.store.turns import LISTENING, Checkpoint, TrackProgress
 
 CONTACT = "c-voice"
-
-
-class Session:
-    """Ink's socket, saying nothing: no turn is started unless the test says so."""
-
-    def __init__(self, listener: TurnListener, name: str) -> None:
-        self.alive = True
-
-    def open(self) -> None:
-        pass
-
-    def send_audio(self, pcm: bytes) -> None:
-        pass
-
-    def finalize(self) -> None:
-        pass
-
-    def close(self, *, timeout_s: float = 0) -> None:
-        self.alive = False
 
 
 def voice(ms: int) -> bytes:
@@ -59,7 +40,7 @@ class Heard:
             track="customer",
             progress=TrackProgress(next_seq=4),
             store=None,  # type: ignore[arg-type]  # no turn is stored here
-            open_session=Session,  # type: ignore[arg-type]
+            open_session=SilentInk,  # type: ignore[arg-type]
             sink=MetricSink(threading.Lock()),
             clock=self.clock,
             on_speaking=on_speaking or (lambda seq, speaking: self.marks.append((seq, speaking))),
