@@ -141,6 +141,7 @@ def turn_figures(call: StreamingCall) -> list[TurnFigures]:
                 turn_end=stored.ended_at,
                 segments=tuple(segments),
                 speculation=call.records.speculation(stored.index),
+                backchannel=stored.backchannel,
             )
         )
     return figures

@@ -465,6 +465,9 @@ class Settings:
     converse_slow_poll_ms: int = field(default=250, metadata=_whole(10, 2000))
     converse_making_poll_ms: int = field(default=40, metadata=_whole(5, 1000))
     converse_hold_after_ms: int = field(default=4000, metadata=_whole(1000, 60000))
+    converse_backchannel_ms: int = field(default=600, metadata=_whole(0, 3000))
+    """The caller's voice over a reply shorter than this, the reply going on over it ("uh-huh"), is a backchannel:
+    kept in the record, not answered (0: every turn is answered)."""
 
     # What is kept of a call: redaction, and the record written when listening ends
     redact_transcripts: RedactionMode = field(default="builtin", metadata=_one_of(RedactionMode))

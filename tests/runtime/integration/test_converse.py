@@ -7,6 +7,7 @@ hands the flow what to play next.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import threading
@@ -415,6 +416,43 @@ def test_a_resumed_turn_cancels_its_speculation_and_the_turn_is_answered_when_it
     played = whole_reply(contact_id, 0)
     assert all(p.segment is not None and p.segment.keys == "reply" for p in played)
     assert speculation(contact_id, 0)["Outcome"] == "miss"
+
+
+def test_a_sentence_held_back_over_a_speaking_caller_is_marked_until_it_is_handed_out(converse: LocalCloud) -> None:
+    replies, contact_id = worker()
+    replies.submit(turn(contact_id, 0, "what is my balance"))
+    assert replies.drain(20)
+    store = container.reply_store()
+    assert play(contact_id).segment is not None
+    store.mark_speaking(contact_id, int(time.time() * 1000))
+    held = play(contact_id, after_turn=0, after_segment=0, wait_ms=300)
+    status = store.status(contact_id)
+    assert held.segment is None and status is not None and status.held_back == (0, 1)
+    store.mark_speaking(contact_id, 0)
+    resumed = play(contact_id, after_turn=0, after_segment=0)
+    status = store.status(contact_id)
+    assert resumed.segment is not None and resumed.segment.index == 1
+    assert status is not None and status.held_back is None
+
+
+def test_a_backchannel_drops_its_speculation_and_the_reply_goes_on_with_nothing_thought_of_after_it(
+    converse: LocalCloud,
+) -> None:
+    replies, contact_id = worker()
+    replies.submit(turn(contact_id, 0, "what is my balance"))
+    # "Uh-huh" over the reply: Ink ends a turn of it, which the transcriber found said over the agent, who went on.
+    replies.eager_end(1, "uh huh")
+    eventually(lambda: speculative_segments(contact_id, 1))
+    said = dataclasses.replace(turn(contact_id, 1, "uh huh"), backchannel=True)
+    replies.turn_ended(said)
+    assert container.turn_store().put_turn(said)
+    assert replies.drain(20)
+    played = whole_reply(contact_id, 0)
+    assert [p.segment.text for p in played if p.segment][-1] == "Anything else?"
+    assert speculation(contact_id, 1)["Outcome"] == "miss"
+    # Once the reply is over, the wait runs out as silence: nothing is being thought of for the backchannel.
+    after = play(contact_id, after_turn=0, after_segment=len(played) - 1, wait_ms=400)
+    assert after.timed_out and after.thinking is None
 
 
 def test_a_speculative_reply_that_calls_a_tool_waits_for_the_turn_to_end_before_the_flow_learns_the_action(

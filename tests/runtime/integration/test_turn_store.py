@@ -3,6 +3,7 @@ and AwaitTurn sees a turn within a poll interval of its write."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 import uuid
@@ -81,6 +82,13 @@ def test_a_turn_is_stored_once_whatever_replays_it(store: TurnStore) -> None:
     assert store.put_turn(turn(contact, 0, "first"))
     assert not store.put_turn(turn(contact, 0, "first, heard again"))
     assert [t.transcript for t in store.turns_after(contact, after=-1)] == ["first"]
+
+
+def test_a_backchannel_is_read_back_as_one(store: TurnStore) -> None:
+    contact = str(uuid.uuid4())
+    store.put_turn(dataclasses.replace(turn(contact, 0, "uh huh"), backchannel=True))
+    store.put_turn(turn(contact, 1, "what is my balance"))
+    assert [t.backchannel for t in store.turns_after(contact, after=-1)] == [True, False]
 
 
 def test_turns_after_an_index_in_order(store: TurnStore) -> None:

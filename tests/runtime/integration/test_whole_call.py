@@ -386,6 +386,19 @@ def test_the_timeline_picture_is_a_png_of_the_call(normal_call: CallResult) -> N
 # --- the same bank as a Lex bot ----------------------------------------------------------------------------
 
 
+def test_an_uh_huh_over_a_reply_is_kept_but_not_answered_and_the_reply_goes_on(cloud: LocalCloud) -> None:
+    result = scenario_call(cloud, "barge-in")
+    report = build_report(result)
+    backchannels = [turn for turn in report["turns"] if turn["backchannel"]]
+    assert [(turn["said"], turn["reply"], turn["backchannel_interrupted"]) for turn in backchannels] == [
+        ("Uh-huh.", None, False)
+    ]
+    # The bill's reply it was said over is heard to its end, and the caller's next turn is answered.
+    bill = next(turn for turn in report["turns"] if turn["said"] == "I want to pay my bill today.")
+    assert all(segment["played_ms"] is not None for segment in bill["segments"])
+    assert result.ended_by == "transferred"
+
+
 def test_a_lex_bot_asks_for_what_it_needs_and_its_closed_intent_transfers(lex_call: CallResult) -> None:
     report = build_report(lex_call)
 

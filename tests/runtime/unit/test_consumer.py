@@ -194,6 +194,7 @@ class Call:
             "kvs_read_timeout_ms": 1000,
             "listen_retry_limit_ms": 10_000,
             "consumer_handoff_ms": 30_000,
+            "converse_backchannel_ms": 600,
             # The fakes' audio is tones and silence: the energy detector's figures (no end-of-turn model: "off").
             "voice_detector": "energy",
         }

@@ -165,9 +165,17 @@ class Status:
 
     def __init__(self, status: ReplyStatus | None) -> None:
         self._status = status
+        self.held: tuple[int, int] | None = None
 
     def status(self, contact_id: str) -> ReplyStatus | None:
         return self._status
+
+    def hold_back(self, contact_id: str, turn: int, segment: int) -> None:
+        self.held = (turn, segment)
+
+    def release_hold(self, contact_id: str, turn: int, segment: int) -> None:
+        if self.held == (turn, segment):
+            self.held = None
 
     def outcome(self, contact_id: str, turn: int) -> ReplyStatus | None:
         """How an earlier reply ended: not kept here, as before its end was stored."""
@@ -316,7 +324,7 @@ class Ready(Status):
     def status(self, contact_id: str) -> ReplyStatus | None:
         self.looks += 1
         speaking = NOW_MS - 2_000 if self.looks <= self._speaking_for else 0
-        return ReplyStatus(3, 2, done=False, updated_at_ms=NOW_MS, speaking_since_ms=speaking)
+        return ReplyStatus(3, 2, done=False, updated_at_ms=NOW_MS, speaking_since_ms=speaking, held_back=self.held)
 
     def segment(self, contact_id: str, turn: int, index: int, keys: str) -> Segment:
         return Segment(CONTACT, turn, index, "and your savings are fine.", "s3://b/k.wav", "balance?")
@@ -327,14 +335,19 @@ def played(replies: Ready, *, turn: int = 3, segment: int = 0) -> Next:
 
 
 def test_the_next_sentence_of_a_reply_is_not_said_over_a_caller_who_began_speaking() -> None:
-    found = played(Ready(speaking_for=100))
+    replies = Ready(speaking_for=100)
+    found = played(replies)
     assert found.segment is None and found.thinking == Thinking(3, 0, started=False)
     assert found.speaking_ms == 2_000
+    # Marked for the consumer, which judges the caller's turn by it: the reply has more to say.
+    assert replies.held == (3, 1)
 
 
 def test_the_reply_goes_on_once_the_callers_sound_turns_out_not_to_be_a_turn() -> None:
-    found = played(Ready(speaking_for=3))
+    replies = Ready(speaking_for=3)
+    found = played(replies)
     assert found.segment is not None and (found.segment.turn, found.segment.index) == (3, 1)
+    assert replies.held is None
 
 
 def test_a_newer_turns_first_sentence_is_never_held_back() -> None:

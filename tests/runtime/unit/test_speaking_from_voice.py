@@ -106,6 +106,9 @@ class Table:
     def status(self, contact_id: str) -> ReplyStatus:
         return ReplyStatus(3, 2, done=False, speaking_since_ms=self.speaking_since_ms)
 
+    def hold_back(self, contact_id: str, turn: int, segment: int) -> None:
+        pass
+
     def segment(self, contact_id: str, turn: int, index: int, keys: str) -> Segment:
         return Segment(CONTACT, turn, index, "and your savings are fine.", "s3://b/k.wav", "balance?")
 

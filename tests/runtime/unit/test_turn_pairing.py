@@ -7,7 +7,7 @@ import functools
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from tests.fixtures.clock import ManualClock
 from tests.fixtures.tracks import MemoryStore, quiet, voice
@@ -154,7 +154,7 @@ class Run:
         return sorted(self.store.turns.values(), key=lambda turn: turn.seq)
 
 
-def run(call: Call) -> Run:
+def run(call: Call, **options: Any) -> Run:
     ScriptedInk.script = call.turns
     ScriptedInk.opened = []
     clock = ManualClock()
@@ -169,6 +169,7 @@ def run(call: Call) -> Run:
         ack_ms=400,
         clock=clock,
         pacer=Pacer(catch_up_after_ms=float("inf")),
+        **options,
     )
     return Run(transcriber, store, clock, epoch_ms=clock.time() * 1000)
 
@@ -256,3 +257,28 @@ def test_a_dropped_socket_after_paused_turns_and_coughs_stores_every_turn_once()
     replay_start_ms = ScriptedInk.opened[1].started_at / BYTES_PER_MS
     assert replay_start_ms >= call.turns[-1].end_ms
     assert_true_to(tail, r.stored(), r.epoch_ms)
+
+
+def test_a_turn_the_transport_calls_a_backchannel_is_stored_as_one_and_never_passed_on_to_be_answered() -> None:
+    call = Call().silence(500).turn("uh huh", 400).silence(1500).turn("what is my balance", 900).silence(1500)
+    asked: list[tuple[float, float]] = []
+    ended: list[Turn] = []
+    answered: list[Turn] = []
+
+    def talked_over(start_ms: float, end_ms: float) -> bool:
+        asked.append((start_ms, end_ms))
+        return len(asked) == 1
+
+    r = run(call, talked_over=talked_over, on_turn_ended=ended.append, on_turn=answered.append)
+    r.feed(bytes(call.audio))
+    r.idle(1.0)
+    stored = r.stored()
+    assert [(turn.transcript, turn.backchannel) for turn in stored] == [
+        ("uh huh", True),
+        ("what is my balance", False),
+    ]
+    assert [turn.seq for turn in ended] == [0, 1] and ended[0].backchannel
+    assert [turn.transcript for turn in answered] == ["what is my balance"]
+    # Asked with the voice's first and last frame on Connect's clock, as the stream's producer times say.
+    (start_ms, end_ms), _ = asked
+    assert abs(start_ms - (r.epoch_ms + 500)) <= 100 and abs(end_ms - (r.epoch_ms + 900)) <= 100

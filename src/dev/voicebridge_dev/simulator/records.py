@@ -45,6 +45,8 @@ class StoredTurn:
     index: int
     transcript: str
     ended_at: float | None
+    backchannel: bool = False
+    """Said over the agent, who went on: kept, not answered."""
 
 
 @dataclass(frozen=True)
@@ -213,6 +215,7 @@ def _read(client: Any, table: str, contact_id: str, clock: Clock) -> CallRecords
                     index=int(item["Seq"]),
                     transcript=str(item.get("Transcript", "")),
                     ended_at=moment(item.get("EndedAt")),
+                    backchannel=bool(item.get("Backchannel", False)),
                 )
             )
     return CallRecords(tuple(turns), tuple(segments), tuple(speculations))

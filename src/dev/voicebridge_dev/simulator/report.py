@@ -168,6 +168,8 @@ class TurnFigures:
     conversation: bool = True
     """The reply came from the responder (ConverseFunction), not from the flow's own prompt."""
     speculation: StoredSpeculation | None = None
+    backchannel: bool = False
+    """Said over the agent, who went on: the product kept it and answered nothing (it has no reply)."""
 
     @property
     def speculative(self) -> str:
@@ -352,6 +354,10 @@ def turn_figures(result: CallResult) -> list[TurnFigures]:
                     start=played.start,
                     end=played.end,
                 )
+    for stored_turn in result.records.turns:
+        if stored_turn.backchannel and stored_turn.track == "customer":
+            # Never answered, so the flow never heard of it: the product's records are where it is.
+            turns.setdefault(stored_turn.index, _Turn(stored_turn.index, heard=stored_turn.transcript))
     for index, turn in turns.items():
         for stored in result.records.reply(index) if turn.conversation else ():
             if stored.index in turn.segments:
@@ -400,6 +406,7 @@ def _with_utterances(result: CallResult, turns: list[_Turn]) -> list[TurnFigures
                 action=turn.action,
                 conversation=turn.conversation,
                 speculation=result.records.speculation(turn.index),
+                backchannel=stored is not None and stored.backchannel,
             )
         )
     return figures
@@ -570,6 +577,7 @@ def turn_entry(turn: TurnFigures) -> dict[str, Any]:
             for segment in turn.segments
         ],
         "speculative": turn.speculative,
+        "backchannel": turn.backchannel,
         "latency_ms": turn.latency_ms(),
         "bridge_parts_ms": turn.bridge_parts_ms(),
         "waterfall_ms": turn.waterfall_ms(),

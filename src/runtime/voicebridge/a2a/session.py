@@ -256,9 +256,6 @@ class AgentSession:
         """When the caller's voice over the agent began (epoch seconds), while it is paused for it."""
         self._backchannels: deque[tuple[float, float]] = deque(maxlen=32)
         """Voice over the agent too short to interrupt it (epoch seconds): a turn Ink makes of it is not answered."""
-        self._unanswered: set[int] = set()
-        self._stream_started: float | None = None
-        """When the caller's first audio arrived (epoch seconds): where the turns' audio times count from."""
         self._silences = 0
         self._closed = asyncio.Event()
         self.barge_ins = 0
@@ -266,8 +263,6 @@ class AgentSession:
         self._responder_name = ""
         self.continuing = False
         """The session continues a conversation (history from Connect, or a redial): the agent does not greet."""
-        self._stream_base_ms = 0.0
-        """Where this socket's caller audio begins in the contact's stream (after a redial, past the first socket's)."""
         self._lease: Lease | None = None
         self._keeper: asyncio.Task[None] | None = None
         self._heard_at = time.monotonic()
@@ -376,7 +371,6 @@ class AgentSession:
             # The new socket's audio goes on where the dropped one's stopped in the contact's stream, so the turns of
             # both keep their order in the record (the claim keeps only the turns' numbering).
             progress = replace(progress, stream_bytes=resumed_stream_bytes(store, init.contact_id, previous))
-        self._stream_base_ms = progress.stream_bytes / BYTES_PER_MS
         responder = self._engine.responder()
         self._responder_name = responder.name
         self._worker = ReplyWorker(
@@ -403,7 +397,8 @@ class AgentSession:
             on_turn=self._turn_stored,
             on_eager_end=self._worker.eager_end,
             on_resume=self._worker.turn_resumed,
-            on_turn_ended=self._turn_ended,
+            on_turn_ended=self._worker.turn_ended,
+            talked_over=self._went_on_over,
         )
         self._listener = threading.Thread(target=in_context(self._listen), name="caller-audio", daemon=True)
         self._listener.start()
@@ -476,8 +471,6 @@ class AgentSession:
     # -- the caller
 
     def _caller_audio(self, pcm: bytes) -> None:
-        if self._stream_started is None:
-            self._stream_started = time.time()
         # Barge-in is judged on the listener thread, not here: this loop reads every session's frames, and the voice
         # detector's work on each (about 0.2 ms alone, more on a busy core), done here for twenty sessions on a busy
         # machine, left the loop reading their caller audio at ~75 % of real time (docs/benchmarks.md, streaming-load).
@@ -501,32 +494,18 @@ class AgentSession:
             transcriber.audio("0", offset, pcm, time.time() * 1000)
             offset += len(pcm)
 
-    def _turn_ended(self, turn: Turn) -> None:
-        assert self._worker is not None
-        if self._backchannel(turn):
-            # "Uh-huh" over the agent: kept in the record, not answered; a reply started on its words is dropped.
-            logger.info("a backchannel is not answered", turn=turn.seq)
-            self._unanswered.add(turn.seq)
-            self._worker.turn_resumed(turn.seq)
-            return
-        self._worker.turn_ended(turn)
-
     def _turn_stored(self, turn: Turn) -> None:
-        if turn.seq in self._unanswered:
-            self._unanswered.discard(turn.seq)
-            return
         self._silences = 0
         assert self._worker is not None
         self._worker.submit(turn)
 
-    def _backchannel(self, turn: Turn) -> bool:
-        """Whether ``turn`` is voice the agent went on over (its span inside a backchannel's, give or take)."""
-        began = self._stream_started
-        if began is None or turn.latency_ms is None:
-            return False
-        start = began + (turn.audio_start_ms - self._stream_base_ms) / 1000
-        end = began + (turn.audio_end_ms - self._stream_base_ms) / 1000
-        return any(low - 0.3 <= start and end <= high + 0.3 for low, high in self._backchannels)
+    def _went_on_over(self, start_ms: float, end_ms: float) -> bool:
+        """Whether the caller's voice from ``start_ms`` to ``end_ms`` (epoch ms, as the listener received it) is voice
+        the agent paused for and went on over: inside a backchannel's span, give or take (the transcriber's detector
+        and barge-in's group the same frames a little differently)."""
+        start, end = start_ms / 1000, end_ms / 1000
+        # A copy: the listener thread adds spans while Ink's receiver thread asks.
+        return any(low - 0.3 <= start and end <= high + 0.3 for low, high in list(self._backchannels))
 
     def _typed(self, digits: str) -> None:
         transcriber = self._transcriber

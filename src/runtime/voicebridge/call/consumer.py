@@ -32,6 +32,7 @@ from typing import Any, Protocol
 from aws_lambda_powertools.metrics import MetricUnit
 
 from voicebridge.backoff import Backoff
+from voicebridge.call.backchannel import AgentVoice
 from voicebridge.call.heartbeat import Heartbeat
 from voicebridge.call.record import CallRecorder
 from voicebridge.call.speaking import SpeakingMarks
@@ -88,6 +89,7 @@ class ConsumerSettings(ListeningSettings):
     kvs_read_timeout_ms: int
     listen_retry_limit_ms: int
     consumer_handoff_ms: int
+    converse_backchannel_ms: int
 
 
 @dataclass
@@ -166,6 +168,8 @@ class StreamConsumer:
         self._handoff_backoff = Backoff(base_s=0.5, cap_s=4.0)
         self._next_handoff_at = 0.0
         self._speaking = SpeakingMarks(store, contact_id, generation, clock=clock)
+        self._agent_voice: AgentVoice | None = None
+        """What the caller heard of the agent, when the flow converses: a short turn said over it is a backchannel."""
 
     # -- lifecycle
 
@@ -245,6 +249,7 @@ class StreamConsumer:
     ) -> TrackTranscriber:
         # The caller's turns are answered, and whether the caller is mid-turn is what the long polls are told.
         replier = self._replier if track == CUSTOMER else None
+        agent_voice = self._agent_voice if track == CUSTOMER else None
         return TrackTranscriber(
             contact_id=self.contact_id,
             track=track,
@@ -261,7 +266,25 @@ class StreamConsumer:
             on_resume=replier.turn_resumed if replier else None,
             on_turn_ended=replier.turn_ended if replier else None,
             on_speaking=self._speaking.update if track == CUSTOMER else None,
+            talked_over=self._backchannel if agent_voice else None,
         )
+
+    def _backchannel(self, start_ms: float, end_ms: float) -> bool:
+        """Whether the caller's voice from ``start_ms`` to ``end_ms`` (Connect's clock) was said over the agent, who
+        went on (:mod:`voicebridge.call.backchannel`)."""
+        assert self._agent_voice is not None
+        return self._agent_voice.went_on_over(start_ms, end_ms, more_to_say=self._reply_goes_on)
+
+    def _reply_goes_on(self) -> bool:
+        """The reply being said has more to say: still being made, or a sentence of it held back over the caller."""
+        if self._replier is not None and self._replier.making:
+            return True
+        try:
+            status = ReplyStore(self._store).status(self.contact_id)
+        except VoiceBridgeError as exc:
+            logger.warning("could not read whether the reply goes on; the turn is answered", reason=exc.safe_message)
+            return False
+        return status is not None and status.held_back is not None and status.held_back[0] == status.turn
 
     def _start_replying(self, checkpoint: Checkpoint) -> None:
         """When the flow converses, the worker that answers the caller's turns (finishing a reply left unfinished)."""
@@ -269,6 +292,7 @@ class StreamConsumer:
             # ConverseFunction learns whether the caller speaks from the reply status it reads anyway.
             self._speaking.replies = ReplyStore(self._store)
             self._replier = self._make_replier(checkpoint, self._sink)
+            self._agent_voice = AgentVoice(backchannel_ms=self._settings.converse_backchannel_ms)
             self._replier.resume_unfinished(self._store)
 
     def _end(self, checkpoint: Checkpoint, reason: str, ticker: Heartbeat) -> None:
@@ -369,7 +393,7 @@ class StreamConsumer:
                 delivered = False
                 for event in reader.feed(chunk):
                     for action in router.feed(event):
-                        delivered |= _deliver(action, self._transcribers, self._sink)
+                        delivered |= _deliver(action, self._transcribers, self._sink, self._agent_voice)
                 yield delivered
                 if self._refusal is not None:
                     raise self._refusal
@@ -465,10 +489,14 @@ def write_record(recorder: Callable[[], CallRecorder], contact_id: str, generati
     logger.info("call record", outcome=written.outcome, uri=written.uri)
 
 
-def _deliver(action: Any, transcribers: Mapping[str, TrackTranscriber], sink: MetricSink) -> bool:
+def _deliver(
+    action: Any, transcribers: Mapping[str, TrackTranscriber], sink: MetricSink, agent_voice: AgentVoice | None = None
+) -> bool:
     """Do what one of the router's actions asks; whether it delivered new audio. _Stop or MediaInterrupted end the
     read."""
     if isinstance(action, Audio):
+        if agent_voice is not None and action.track == AGENT:
+            agent_voice.feed(action.pcm, action.produced_end_ms)
         transcriber = transcribers.get(action.track)
         if transcriber is None:
             return False

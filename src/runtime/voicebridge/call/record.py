@@ -335,6 +335,8 @@ def build_record(
             "endedAt": _iso(item.get("EndedAt")),
             "endedBy": str(item.get("EndedBy") or "ink"),
         }
+        if item.get("Backchannel"):
+            entry["backchannel"] = True
         latency: dict[str, int] = {}
         if item.get("LatencyMs") is not None:
             latency["turnEnd"] = int(item["LatencyMs"])

@@ -52,7 +52,8 @@ class SpeculationLedger:
             self._note(reply.seq, outcome="hit", keys=reply.keys, committed_at_ms=reply.committed_at_ms, Hits=1)
 
     def answered_otherwise(self, turn: int) -> None:
-        """``turn`` was answered by a reply made at its end: a miss, if it had attempts."""
+        """``turn`` was answered by a reply made at its end, or is not answered (a backchannel): a miss, if it had
+        attempts."""
         if self._starts[turn]:
             self._note(turn, outcome="miss")
 

@@ -19,7 +19,8 @@ the status records the reply's action and the responder's attributes.
 - **Listening never waits on replying**: turns are handed over with :meth:`ReplyWorker.submit` (and eager ends with
   :meth:`ReplyWorker.eager_end`) and answered here.
 - **Barge-in**: a caller turn that ends while a reply is still being made stops that reply after its current
-  segment; the new turn is answered with what the caller said since.
+  segment; the new turn is answered with what the caller said since. A backchannel ("uh-huh" over the agent, who
+  went on: :attr:`~voicebridge.store.turns.Turn.backchannel`) stops nothing and is not answered.
 - **Failures**: a responder that fails before saying anything yields ``APOLOGY_TEXT`` and ``Continue`` (a
   speculative reply that fails is cancelled instead, and the turn answered normally); Sonic failing yields a
   segment with only its text, for Connect's own voice.
@@ -174,6 +175,12 @@ class ReplyWorker:
     def replies_made(self) -> int:
         return self._maker.replies_made
 
+    @property
+    def making(self) -> bool:
+        """A reply to a finished turn is being made (not a speculation waiting for its turn)."""
+        with self._wake:
+            return not self._idle()
+
     # -- the consumer's side
 
     def eager_end(self, seq: int, transcript: str) -> None:
@@ -210,17 +217,25 @@ class ReplyWorker:
 
     def turn_resumed(self, seq: int) -> None:
         """Ink heard the caller go on after an eager end: the speculative reply to ``seq`` is cancelled."""
+        self._drop_speculation(seq, "the caller went on")
+
+    def _drop_speculation(self, seq: int, why: str) -> None:
         with self._wake:
             reply = self._speculation
             if reply is not None and reply.seq == seq:
-                self._cancel(reply, "the caller went on")
+                self._cancel(reply, why)
 
     def turn_ended(self, turn: Turn) -> None:
         """Ink ended ``turn`` (not yet stored): a speculative reply to the same words is committed now, while the turn
         is being written, so the flow can play it one write sooner. Anything else waits for :meth:`submit`.
 
         Called on Ink's receiver thread. A turn that turns out to be a replay (a predecessor stored it) is harmless
-        here: if the predecessor answered it, the commit finds its reply named and drops the speculation."""
+        here: if the predecessor answered it, the commit finds its reply named and drops the speculation. A
+        backchannel is not answered: a speculative reply started on its words is cancelled."""
+        if turn.backchannel:
+            self._drop_speculation(turn.seq, "a backchannel is not answered")
+            self._ledger.answered_otherwise(turn.seq)
+            return
         with self._wake:
             reply = self._speculation
             if reply is None or not self._confirms(reply, turn):

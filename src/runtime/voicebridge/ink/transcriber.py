@@ -21,6 +21,9 @@ The transcriber sits between the KVS reader and an :class:`~voicebridge.ink.sess
   with the sequence number the turn will take if it ends, so a reply can be started on the words so far; nothing is
   stored or settled for them. A finished turn is passed on once as it ends (``on_turn_ended``, so a reply made for its
   words can be named while it is being stored) and once stored (``on_turn``, never for a replay).
+- **Backchannels.** A turn whose voice was short and said over the agent, who went on ("uh-huh": the transport judges,
+  ``talked_over``), is stored marked as one and passed on as it ends (a reply started on its words is dropped), but
+  never as stored: it is kept in the call's record and not answered.
 - **Our own end of turn.** Given an ``end_of_turn`` watch, each time the voice detector sees the caller stop, Smart Turn
   (:class:`~voicebridge.audio.end_of_turn.TurnEndWatch`) judges whether they are done. "Complete" is, on Ink's turns
   endpoint, an eager end of our own with Ink's words so far (``turn.update``), usually before Ink's. The words must
@@ -166,9 +169,18 @@ class TurnRecorder:
         self.turns_stored = 0
 
     def ended(
-        self, seq: int, transcript: str, audio_ms: tuple[float, float], ended_at_ms: float, latency_ms: float | None
+        self,
+        seq: int,
+        transcript: str,
+        audio_ms: tuple[float, float],
+        ended_at_ms: float,
+        latency_ms: float | None,
+        *,
+        backchannel: bool = False,
     ) -> None:
-        """Ink ended turn ``seq`` (its audio ``audio_ms`` into the stream): pass it on, then queue it to be stored."""
+        """Ink ended turn ``seq`` (its audio ``audio_ms`` into the stream): pass it on, then queue it to be stored. A
+        ``backchannel`` is stored and passed on as ended (a reply started on its words is dropped), never to be
+        answered."""
         turn = Turn(
             contact_id=self.contact_id,
             track=self.track,
@@ -179,6 +191,7 @@ class TurnRecorder:
             ended_at_ms=int(ended_at_ms),
             latency_ms=None if latency_ms is None else int(latency_ms),
             ended_by=self._ended_by,
+            backchannel=backchannel,
         )
         if self._on_turn_ended is not None:
             # Before the turn is stored: a reply already made for these words can be named while the write goes on.
@@ -198,7 +211,10 @@ class TurnRecorder:
             logger.info(
                 "turn stored", track=self.track, seq=turn.seq, chars=len(turn.transcript), latency_ms=turn.latency_ms
             )
-            if self._on_turn is not None:
+            if turn.backchannel:
+                self._sink.add("Backchannels", MetricUnit.Count, 1)
+                logger.info("a backchannel is kept, not answered", track=self.track, seq=turn.seq)
+            elif self._on_turn is not None:
                 self._on_turn(turn)
         elif outcome is Written.REPLAY:
             logger.info("turn already stored (replay)", track=self.track, seq=turn.seq)
@@ -221,7 +237,9 @@ class TrackTranscriber(TurnListener):
 
     ``voice_detector`` names the detector its voice tracking makes for itself, or is a reader of one shared with
     another tracker of the same audio (the streaming agent's barge-in: :class:`~voicebridge.audio.vad.SharedDetector`),
-    fed every byte given to :meth:`audio`."""
+    fed every byte given to :meth:`audio`. ``talked_over(start_ms, end_ms)`` says whether the caller's voice from its
+    first voiced frame to its last (Connect's clock, epoch ms) was a backchannel: short, said over the agent, who went
+    on; such a turn is stored as one and never answered (each transport knows in its own way when the agent spoke)."""
 
     def __init__(
         self,
@@ -248,9 +266,11 @@ class TrackTranscriber(TurnListener):
         on_resume: Callable[[int], None] | None = None,
         on_turn_ended: Callable[[Turn], None] | None = None,
         on_speaking: Callable[[int, bool], None] | None = None,
+        talked_over: Callable[[float, float], bool] | None = None,
     ) -> None:
         self.contact_id = contact_id
         self.track = track
+        self._talked_over = talked_over
         self._ledger = PositionLedger(progress, max_unsettled_bytes=MAX_REPLAY_BYTES)
         self._clock = clock
         self._turns = TurnRecorder(
@@ -612,6 +632,7 @@ class TrackTranscriber(TurnListener):
             self._count_agreement(heard_ms)
             utterance = self._vad.take_until(heard_ms)
             voiced_end_wall = None if utterance is None else self._ledger.produced_at(utterance.end_ms)
+            voiced_start_wall = None if utterance is None else self._ledger.produced_at(utterance.start_ms)
             # Settled through what Ink had heard, short of voice that began before it and goes on (the next turn's).
             following = self._vad.next_start_ms()
             target = heard if following is None else min(heard, int(following * BYTES_PER_MS))
@@ -624,7 +645,14 @@ class TrackTranscriber(TurnListener):
             self.settled.next_seq = seq + 1
             latency = None if voiced_end_wall is None else max(0.0, now_ms - voiced_end_wall)
             audio_ms = (utterance.start_ms, utterance.end_ms) if utterance else (heard_ms, heard_ms)
-        self._turns.ended(seq, transcript, audio_ms, now_ms, latency)
+        # Judged outside the lock: the transport may read the table to tell (audio keeps coming in meanwhile).
+        backchannel = (
+            self._talked_over is not None
+            and voiced_start_wall is not None
+            and voiced_end_wall is not None
+            and self._talked_over(voiced_start_wall, voiced_end_wall)
+        )
+        self._turns.ended(seq, transcript, audio_ms, now_ms, latency, backchannel=backchannel)
 
     def _count_agreement(self, heard_ms: float) -> None:
         """Ink ended a turn: whether the model had judged the caller's last stop before it complete (caller holds the

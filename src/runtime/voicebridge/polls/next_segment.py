@@ -28,7 +28,10 @@ a reply's making says when its first segment is due, from the call's quickest re
 look for it sooner; while nothing is being made it looks no more often than the least that segment has come after
 the reply's first mark on the call (a look sooner could not hand it out any sooner). A later sentence of the reply
 being played is held back while the caller is speaking (they began over it, or in the gap before it): nothing is
-said over a caller, and their turn's own reply takes its place. Segments are read where the status says they are (a
+said over a caller, and their turn's own reply takes its place — unless the consumer keeps their turn as a
+backchannel, which it tells by the mark the poll leaves on the status for the sentence it holds back
+(:meth:`~voicebridge.store.replies.ReplyStore.hold_back`, one write per hold, removed as the sentence is handed out).
+Segments are read where the status says they are (a
 committed speculative reply keeps its speculative keys). It answers within the wait, counted from the invocation's
 start, and a look the table has not answered when the answer is due is left behind: the answer is what the last look
 saw (:mod:`voicebridge.polls.longpoll`).
@@ -136,9 +139,12 @@ def _poll(
     try:
         while True:
             try:
-                status, found = poll.look(lambda: _look(contact_id, replies, turn, played, collected, ended))
+                status, found, held = poll.look(lambda: _look(contact_id, replies, turn, played, collected, ended))
                 if found is not None:
+                    _release(poll, replies, contact_id, status, found)
                     return Next(found.segment, found.more, found.action, found.attributes, waited_ms=poll.waited_ms)
+                if held is not None and (status is None or status.held_back != held):
+                    poll.look(functools.partial(replies.hold_back, contact_id, *held))
                 if not checked_listening:
                     poll.look(lambda: require_listening(turns, contact_id))
                     checked_listening = True
@@ -172,16 +178,28 @@ def _poll(
 
 def _look(
     contact_id: str, replies: ReplyStore, turn: int, played: int, collected: int, ended: dict[int, ReplyStatus]
-) -> tuple[ReplyStatus | None, Next | None]:
-    """One look: the reply status, and what to answer now (None: nothing yet). ``ended`` keeps, across the poll's
-    looks, how earlier replies ended once read (it never changes once written)."""
+) -> tuple[ReplyStatus | None, Next | None, tuple[int, int] | None]:
+    """One look: the reply status, what to answer now (None: nothing yet), and the sentence held back over a speaking
+    caller, if one is. ``ended`` keeps, across the poll's looks, how earlier replies ended once read (it never changes
+    once written)."""
     status = replies.status(contact_id)
     found = _next(contact_id, status, turn, played, replies, collected, ended)
-    if _continues(found, turn) and status is not None and status.speaking_since_ms:
-        # The caller began a turn while this reply was playing: its next sentence is not said over them. Their
-        # turn's own reply takes its place, or, if Ink hears no turn in it after all, it goes on.
-        found = None
-    return status, found
+    segment = found.segment if found is not None and _continues(found, turn) else None
+    if segment is not None and status is not None and status.speaking_since_ms:
+        # The caller began a turn while this reply was playing: its next sentence is not said over them. Their turn's
+        # own reply takes its place, or, if Ink hears no turn in it after all (or a backchannel), it goes on. The mark
+        # says so to the consumer, which judges the caller's turn by it.
+        return status, None, (segment.turn, segment.index)
+    return status, found, None
+
+
+def _release(poll: LongPoll, replies: ReplyStore, contact_id: str, status: ReplyStatus | None, found: Next) -> None:
+    """The sentence held back over the caller is handed out now: its mark goes (a write only after a hold)."""
+    segment = found.segment
+    if status is None or segment is None or status.held_back != (segment.turn, segment.index):
+        return
+    with contextlib.suppress(LateLook):
+        poll.look(functools.partial(replies.release_hold, contact_id, segment.turn, segment.index))
 
 
 def _pace(status: ReplyStatus | None, turn: int, played: int) -> tuple[Pace, bool]:
@@ -247,10 +265,16 @@ def _unanswered(
     when the wait ran out and the table has been quick enough to leave time for it (else the answer is Timeout, on
     time)."""
     answered = max(turn, -1 if status is None else status.turn)
-    newer = turns.turns_after(contact_id, after=answered, limit=1)
+    # A backchannel is kept but never answered: nothing is being thought of for it.
+    newer = [t for t in turns.turns_after(contact_id, after=answered, limit=UNANSWERED_LOOK) if not t.backchannel]
     if not newer:
         return None
     return Thinking(newer[0].seq, max(0, int(now_s * 1000) - newer[0].ended_at_ms), started=True)
+
+
+UNANSWERED_LOOK = 10
+"""How many turns after the one answered last the look for one still being thought of reads (backchannels among them
+are passed over): one read of small items."""
 
 
 def _next(

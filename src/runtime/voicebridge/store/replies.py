@@ -125,6 +125,10 @@ class ReplyStatus:
     """When the caller's turn in progress began (epoch ms), 0 when they are not speaking: the consumer marks it here
     beside the checkpoint (:meth:`ReplyStore.mark_speaking`), so the poll that holds a sentence back over a speaking
     caller learns it in the read it makes anyway. Never written by a reply's own status writes."""
+    held_back: tuple[int, int] | None = None
+    """The sentence (turn, segment) a poll is holding back over the speaking caller: the flow has played the reply to
+    just before it and waits for it (:meth:`ReplyStore.hold_back`); removed when it is handed out. What tells the
+    consumer the reply had more to say when the caller spoke over it (:mod:`voicebridge.call.backchannel`)."""
 
     def synthesizing_first(self, turn: int) -> bool:
         """Sonic is making the first sentence of ``turn``'s reply (or of a later turn's)."""
@@ -409,6 +413,11 @@ class ReplyStore:
             due_at_ms=int(item.get("DueAt", 0)),
             lead_ms=int(item.get("LeadMs", 0)),
             speaking_since_ms=int(item.get("SpeakingSince", 0)),
+            held_back=(
+                (int(item["HeldBackTurn"]), int(item["HeldBackSegment"]))
+                if item.get("HeldBackTurn") is not None and item.get("HeldBackSegment") is not None
+                else None
+            ),
         )
 
     def segment(self, contact_id: str, turn: int, index: int, keys: str = REPLY_KEYS) -> Segment | None:
@@ -488,6 +497,22 @@ class ReplyStore:
         """Record in the status that the caller's turn in progress began at ``since_ms`` (0: no turn open), for the
         poll that reads it anyway."""
         self._set_on_status(contact_id, {"SpeakingSince": since_ms})
+
+    def hold_back(self, contact_id: str, turn: int, segment: int) -> None:
+        """Record that a poll holds segment ``segment`` of ``turn``'s reply back over the speaking caller."""
+        self._set_on_status(contact_id, {"HeldBackTurn": turn, "HeldBackSegment": segment})
+
+    def release_hold(self, contact_id: str, turn: int, segment: int) -> None:
+        """The sentence held back is handed out: the mark goes (unless a newer one replaced it)."""
+        with contextlib.suppress(ConditionFailed):
+            self._turns.call(
+                "update_item",
+                TableName=self._turns.table,
+                Key={"ContactId": {"S": contact_id}, "TurnKey": {"S": STATUS}},
+                UpdateExpression="REMOVE HeldBackTurn, HeldBackSegment",
+                ConditionExpression="HeldBackTurn = :t AND HeldBackSegment = :s",
+                ExpressionAttributeValues={":t": {"N": str(turn)}, ":s": {"N": str(segment)}},
+            )
 
     def _set_on_status(
         self,

@@ -170,6 +170,8 @@ class Turn:
     latency_ms: int | None = None
     ended_by: TurnEndBy = "ink"
     """Who ended the turn: Ink's turns endpoint, or the product's own turn ending on the manual endpoint."""
+    backchannel: bool = False
+    """Said over the agent, who went on (an "uh-huh" shorter than the backchannel limit): kept, not answered."""
 
     @property
     def key(self) -> str:
@@ -439,6 +441,8 @@ class TurnStore:
         }
         if turn.latency_ms is not None:
             item["LatencyMs"] = turn.latency_ms
+        if turn.backchannel:
+            item["Backchannel"] = True
         try:
             self.put(item, ConditionExpression="attribute_not_exists(TurnKey)")
         except ConditionFailed:
@@ -628,6 +632,7 @@ def _turn(contact_id: str, item: dict[str, Any]) -> Turn:
         ended_at_ms=int(item.get("EndedAt", 0)),
         latency_ms=int(item["LatencyMs"]) if "LatencyMs" in item else None,
         ended_by="voicebridge" if item.get("EndedBy") == "voicebridge" else "ink",
+        backchannel=bool(item.get("Backchannel", False)),
     )
 
 

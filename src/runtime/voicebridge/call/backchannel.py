@@ -1,0 +1,103 @@
+"""When the agent's voice reached the caller on the flows path: what tells a backchannel from a turn.
+
+A caller who says "uh-huh" or "right" while a reply plays is not asking for anything, and on the flows path a turn
+Ink makes of it would otherwise be answered in the reply's place: its answer is what the flow plays next, and the
+rest of the reply is never heard. Connect plays a prompt to its end whatever the caller says, so the agent's own
+track shows whether it went on over the caller: media streaming carries what the caller hears on
+``AUDIO_TO_CUSTOMER`` beside what they say (docs/protocols.md, *Kinesis Video Streams*), each frame on Connect's
+clock. :class:`AgentVoice` keeps, for the last minute, the stretches that track was voiced; a caller's turn is a
+backchannel when its voice was shorter than the limit (``CONVERSE_BACKCHANNEL_MS``) and the agent went on over it
+(:meth:`AgentVoice.went_on_over`):
+
+- its voice ran from before the caller's began to past its end (the prompt went on); or
+- it was speaking as the caller began (within a pause between its words), and the reply had more to say: the reply
+  is still being made, or the flow, done with one prompt, is waiting for the next while the caller speaks
+  (ConverseFunction marks the sentence it holds back over a speaking caller in the reply status,
+  :attr:`~voicebridge.store.replies.ReplyStatus.held_back`; the consumer reads it only for such a turn). A reply's
+  first segment is a short clause, so a backchannel often outlasts the prompt it began over.
+
+A caller who answers the reply's last words, or who speaks long enough, takes a turn as before.
+
+The streaming path judges the same thing from its own player (:mod:`voicebridge.a2a.session`); both hand the
+judgement to the transcriber, which stores such a turn marked as a backchannel and never answers it.
+
+::
+
+    voice = AgentVoice(backchannel_ms=600)
+    voice.feed(pcm, produced_end_ms)          # every AUDIO_TO_CUSTOMER frame the consumer reads
+    voice.went_on_over(start_ms, end_ms, more_to_say=reply_goes_on)   # the caller's voice, on the same clock
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable
+
+import numpy as np
+
+from voicebridge.audio.vad import BYTES_PER_MS, EnergyDetector, frame_levels_db
+
+FRAME_MS = 20
+GAP_MS = 400
+"""Quiet shorter than this inside the agent's voice is a pause between its words, not the end of its speech."""
+WENT_ON_MS = 200
+"""How far past the end of the caller's voice the agent's must reach for it to have gone on over them."""
+KEEP_MS = 60_000
+"""How much of the agent's voice is kept: far more than a turn takes to end."""
+
+
+class AgentVoice:
+    """The stretches the agent's track was voiced, on Connect's clock (epoch ms), fed frame by frame."""
+
+    def __init__(self, *, backchannel_ms: int, detector: EnergyDetector | None = None) -> None:
+        self._backchannel_ms = backchannel_ms
+        # The agent's track is the product's own prompts and Connect's: clean audio, so its level is enough.
+        self._detector = detector or EnergyDetector()
+        self._spans: deque[list[float]] = deque()
+        self._through_ms = -math.inf
+        self._pending = b""
+
+    def feed(self, pcm: bytes, produced_end_ms: float | None) -> None:
+        """A frame of the agent's track ending at ``produced_end_ms``; a frame with no time, or one already seen (a
+        GetMedia reconnect reads a fragment again), adds nothing. Frames are judged in whole 20 ms pieces, the rest
+        kept for the next frame when it follows on."""
+        if produced_end_ms is None or produced_end_ms <= self._through_ms:
+            return
+        start_ms = produced_end_ms - len(pcm) / BYTES_PER_MS
+        if start_ms < self._through_ms:
+            seen = int((self._through_ms - start_ms) * BYTES_PER_MS) // 2 * 2
+            pcm, start_ms = pcm[seen:], start_ms + seen / BYTES_PER_MS
+        if self._pending and abs(start_ms - self._through_ms) < 1:
+            pcm, start_ms = self._pending + pcm, start_ms - len(self._pending) / BYTES_PER_MS
+        self._through_ms = produced_end_ms
+        frame_bytes = FRAME_MS * BYTES_PER_MS
+        count = len(pcm) // frame_bytes
+        self._pending = pcm[count * frame_bytes :]
+        if count == 0:
+            return
+        samples = np.frombuffer(pcm, dtype="<i2", count=count * frame_bytes // 2).astype(np.float32) / 32768.0
+        for index, voiced in enumerate(self._detector.voiced_at(frame_levels_db(samples.reshape(count, -1)))):
+            if voiced:
+                self._voiced(start_ms + index * FRAME_MS, start_ms + (index + 1) * FRAME_MS)
+        while self._spans and self._spans[0][1] < produced_end_ms - KEEP_MS:
+            self._spans.popleft()
+
+    def _voiced(self, start_ms: float, end_ms: float) -> None:
+        if self._spans and start_ms - self._spans[-1][1] < GAP_MS:
+            self._spans[-1][1] = end_ms
+        else:
+            self._spans.append([start_ms, end_ms])
+
+    def went_on_over(self, start_ms: float, end_ms: float, more_to_say: Callable[[], bool] = lambda: False) -> bool:
+        """Whether the caller's voice from ``start_ms`` to ``end_ms`` was a backchannel: shorter than the limit, and
+        the agent went on over it: its voice ran from before it began to :data:`WENT_ON_MS` past its end, or it was
+        speaking as the caller began and its reply had more to say (``more_to_say``, asked only then: the flow waits
+        between two prompts while the caller speaks)."""
+        if end_ms - start_ms >= self._backchannel_ms:
+            return False
+        spans = list(self._spans)
+        if any(low <= start_ms and end_ms + WENT_ON_MS <= high for low, high in spans):
+            return True
+        speaking = any(low <= start_ms <= high + GAP_MS for low, high in spans)
+        return speaking and more_to_say()

@@ -1,0 +1,114 @@
+"""The flows path tells a backchannel from a turn by the agent's own track: a short "uh-huh" the agent's voice ran on
+over is one; a caller who spoke long enough, into a gap between prompts, or over the agent's last words, took a turn."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tests.fixtures.tracks import quiet, voice
+from voicebridge.call.backchannel import AgentVoice
+from voicebridge.call.record import build_record
+from voicebridge.redaction import BuiltinRedactor
+from voicebridge.store.turns import CHECKPOINT
+
+EPOCH_MS = 1_764_000_000_000.0
+
+
+def heard(*parts: tuple[str, int], frame_ms: int = 20, backchannel_ms: int = 600) -> AgentVoice:
+    """The agent's track from ``EPOCH_MS``: (``voice`` | ``quiet``, ms) parts, fed in frames of ``frame_ms``."""
+    audio = b"".join(voice(ms) if kind == "voice" else quiet(ms) for kind, ms in parts)
+    agent = AgentVoice(backchannel_ms=backchannel_ms)
+    step = frame_ms * 16
+    for offset in range(0, len(audio), step):
+        piece = audio[offset : offset + step]
+        agent.feed(piece, EPOCH_MS + (offset + len(piece)) / 16)
+    return agent
+
+
+def over(agent: AgentVoice, start_ms: float, end_ms: float, more_to_say: Callable[[], bool] = lambda: False) -> bool:
+    return agent.went_on_over(EPOCH_MS + start_ms, EPOCH_MS + end_ms, more_to_say)
+
+
+def test_a_short_voice_in_the_middle_of_a_prompt_is_a_backchannel() -> None:
+    agent = heard(("quiet", 500), ("voice", 5000), ("quiet", 1000))
+    assert over(agent, 2000, 2450)
+
+
+def test_a_voice_as_long_as_the_limit_is_a_turn_though_the_prompt_went_on() -> None:
+    agent = heard(("voice", 6000))
+    assert not over(agent, 2000, 2600)
+    assert over(agent, 2000, 2590)
+
+
+def test_a_caller_who_speaks_over_the_last_words_of_a_reply_takes_a_turn() -> None:
+    # "Anything else?" "No." — said as the agent finished, with nothing more to say.
+    agent = heard(("voice", 3000), ("quiet", 2000))
+    assert not over(agent, 2700, 2900)
+    assert not over(agent, 3200, 3500)
+    assert over(agent, 2500, 2790)
+
+
+def test_a_short_voice_that_outlasts_a_prompt_of_a_reply_with_more_to_say_is_a_backchannel() -> None:
+    # The reply's short first clause ends under the caller's "uh-huh"; the flow waits to play the next sentence.
+    agent = heard(("voice", 1200), ("quiet", 2000))
+    asked: list[bool] = []
+
+    def more_to_say() -> bool:
+        asked.append(True)
+        return True
+
+    assert over(agent, 1000, 1450, more_to_say)
+    assert over(agent, 1300, 1700, more_to_say)
+    assert len(asked) == 2
+
+
+def test_the_reply_is_not_asked_about_a_voice_that_began_when_the_agent_was_quiet() -> None:
+    agent = heard(("voice", 2000), ("quiet", 700), ("voice", 3000))
+
+    def more_to_say() -> bool:
+        raise AssertionError("asked")
+
+    assert not over(agent, 2450, 2650, more_to_say)
+
+
+def test_the_agents_pauses_between_words_do_not_end_its_voice() -> None:
+    agent = heard(("voice", 1000), ("quiet", 300), ("voice", 1000), ("quiet", 390), ("voice", 1000))
+    assert over(agent, 900, 1400)
+    assert over(agent, 2100, 2600)
+
+
+def test_frames_shorter_than_the_detectors_are_joined() -> None:
+    agent = heard(("voice", 3000), frame_ms=10)
+    assert over(agent, 1000, 1400)
+
+
+def test_audio_read_again_after_a_reconnect_changes_nothing() -> None:
+    agent = heard(("voice", 4000))
+    # GetMedia resumes a fragment early: its first second comes again while the caller's turn is judged.
+    for offset in range(0, 1000 * 16, 320):
+        agent.feed(voice(20), EPOCH_MS + offset / 16 + 20)
+    assert over(agent, 2000, 2300)
+
+
+def test_frames_without_connects_time_tell_nothing() -> None:
+    agent = AgentVoice(backchannel_ms=600)
+    agent.feed(voice(5000), None)
+    assert not over(agent, 1000, 1300)
+
+
+def test_a_limit_of_zero_answers_every_turn() -> None:
+    agent = heard(("voice", 5000), backchannel_ms=0)
+    assert not over(agent, 1000, 1100)
+
+
+def test_the_record_marks_a_backchannel_turn_and_gives_it_no_reply() -> None:
+    turns = [
+        {"TurnKey": "customer#000000000", "Track": "customer", "Seq": 0, "Transcript": "uh huh", "Backchannel": True},
+        {"TurnKey": "customer#000000001", "Track": "customer", "Seq": 1, "Transcript": "what is my balance"},
+    ]
+    record = build_record("c1", [{"TurnKey": CHECKPOINT}, *turns], BuiltinRedactor(), generation=0)
+    assert [(turn["heard"], turn.get("backchannel")) for turn in record["turns"]] == [
+        ("uh huh", True),
+        ("what is my balance", None),
+    ]
+    assert "reply" not in record["turns"][0]
