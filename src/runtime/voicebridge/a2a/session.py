@@ -248,6 +248,8 @@ class AgentSession:
         self._audio: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self._listener: threading.Thread | None = None
         self._ticker: asyncio.Task[None] | None = None
+        self._work = asyncio.Event()
+        """Set (on the loop) when a turn's task begins: the ticker, idle while the agent has nothing to say, wakes."""
         # One detector judges each caller frame for both barge-in and the transcriber's turns (the same audio, on the
         # listener thread): scoring every frame twice doubled the server's costliest per-frame work.
         self._caller_voice = SharedDetector(detector(settings.voice_detector))
@@ -490,9 +492,25 @@ class AgentSession:
                 continue
             if pcm is None:
                 return
+            pcm, ended = self._queued_after(pcm)
             self._hear_barge_in(pcm)
             transcriber.audio("0", offset, pcm, time.time() * 1000)
             offset += len(pcm)
+            if ended:
+                return
+
+    def _queued_after(self, pcm: bytes) -> tuple[bytes, bool]:
+        """``pcm`` with the frames queued behind it, in one piece (a listener that fell behind catches up in one pass
+        instead of a wake-up a frame), and whether the socket's end was among them."""
+        parts = [pcm]
+        while True:
+            try:
+                more = self._audio.get_nowait()
+            except queue.Empty:
+                return (pcm if len(parts) == 1 else b"".join(parts)), False
+            if more is None:
+                return b"".join(parts), True
+            parts.append(more)
 
     def _turn_stored(self, turn: Turn) -> None:
         self._silences = 0
@@ -621,6 +639,7 @@ class AgentSession:
             trace = TurnTrace(name, parent if first else None, link=None if first else parent)
             task = _Task(task_id, response, trace, reply)
             self._tasks.append(task)
+            self._loop.call_soon_threadsafe(self._work.set)
             if reply is not None:
                 self._by_reply[id(reply)] = task
         return task
@@ -687,7 +706,13 @@ class AgentSession:
             for frame in player.due(now):
                 await self._send(frame)
             await self._end_tasks(now)
-            await asyncio.sleep(TICK_S)
+            if self._tasks or player.busy(now):
+                await asyncio.sleep(TICK_S)
+                continue
+            # Nothing to say or play: sleep until a turn's task begins, rather than wake every tick for nothing (every
+            # session's ticks share the one event loop that reads the callers' audio).
+            self._work.clear()
+            await self._work.wait()
 
     async def _end_tasks(self, now: float) -> None:
         player = self._player
