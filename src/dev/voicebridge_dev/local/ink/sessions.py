@@ -40,20 +40,23 @@ Transcripts come from clips registered alongside their audio, then the embedded 
 deterministic stand-in such as ``[speech 1.23 s]``.
 
 On the turns endpoint the embedded recogniser hears a turn as a streaming recogniser does: each stretch of speech
-is decoded once, when a pause closes it (:data:`_TAIL_MS` of silence), beside the session, and its words are added
-to the turn's; ``turn.update``, ``turn.eager_end`` and ``turn.end`` carry the words heard so far, and an eager end
-or a turn end decodes only audio not yet decoded. Cartesia's turns page
-(https://docs.cartesia.ai/use-the-api/stt/turns/turns): "All emitted text is final. Later events only append to the
-transcript; the model never revises text it has already sent", and ``turn.update`` fires "Repeatedly, as the model
-transcribes the user's speech"; its API reference: "only high-accuracy transcripts are sent by this API". So a
-turn's transcripts only grow, and an eager end's words are ready when it fires: a caller who says nothing more
-ends the turn with the eager end's words. Decoding the whole turn again at each event gave other words for the
-same audio and held the eager end back by the decoding time, neither of which the service does. The sources are
-silent on how soon words follow speech and on how the service cuts a turn into pieces to decode; the pause is the
-emulator's choice, so a word is never cut in two. A stretch's words arrive only once it is closed: the emulator
-sends no words it might revise. The embedded recogniser decodes a stretch only after the pause, in a fraction of its
-duration (PocketSphinx on two busy cores: a quarter to a third of it), so the eager end after a long stretch may still
-wait for its words, which a recogniser decoding while the caller speaks would have ready.
+is fed to a decoder of its own as its audio arrives, beside the session, finished when a pause closes it
+(:data:`_TAIL_MS` of silence), and its words are added to the turn's; ``turn.update``, ``turn.eager_end`` and
+``turn.end`` carry the words heard so far, and an eager end or a turn end decodes only audio not yet decoded.
+Cartesia's turns page (https://docs.cartesia.ai/use-the-api/stt/turns/turns): "All emitted text is final. Later events
+only append to the transcript; the model never revises text it has already sent", and ``turn.update`` fires
+"Repeatedly, as the model transcribes the user's speech"; its API reference: "only high-accuracy transcripts are sent
+by this API". Cartesia calls Ink 2 a streaming model (https://docs.cartesia.ai/build-with-cartesia/stt-models/latest),
+and its product page (https://cartesia.ai/ink) has the agent start replying on ``turn.eager_end``. So a turn's
+transcripts only grow, and an eager end's words are ready when it fires: a caller who says nothing more ends the turn
+with the eager end's words. The sources are silent on how the service cuts a turn into pieces to decode; the pause is
+the emulator's choice, so a word is never cut in two. A stretch's words arrive only once it is closed: the emulator
+sends no words it might revise, and feeds a decoder no audio past the stretch's tail. Decoding while the caller speaks
+leaves only the last piece of audio to decode at the pause (PocketSphinx, in the demo's call: its words 60-150 ms
+after the pause closed stretches of 0.6-2.3 s, where decoding a stretch whole after it took a quarter to a third of
+its duration), so the eager end no longer waits for words the service would have ready. A recogniser with no decoder
+free, or one that cannot stream, has the stretch decoded whole after its pause. Decoding never holds up the audio:
+feeding a stretch only queues its audio for the decoder.
 """
 
 from __future__ import annotations
