@@ -14,6 +14,7 @@ import json
 import os
 import queue
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -40,6 +41,7 @@ from voicebridge_dev.local.ink import (
     InvalidClipError,
     InvalidTurnSettingsError,
     PocketsphinxRecogniser,
+    RecogniserFailedError,
     RejectFault,
     StallFault,
     TurnSettings,
@@ -1163,6 +1165,22 @@ def test_an_abandoned_pocketsphinx_stream_frees_its_decoder(pocketsphinx: Pocket
     reopened = pocketsphinx.open_stream(RATE)
     assert reopened is not None
     reopened.abandon()
+
+
+def test_a_pocketsphinx_decoder_that_dies_fails_its_stretch_and_is_replaced(spoken_clip: bytes) -> None:
+    pytest.importorskip("pocketsphinx")
+    recogniser = PocketsphinxRecogniser(decoders=1)
+    try:
+        stream = recogniser.open_stream(RATE)
+        assert stream is not None
+        (pid,) = recogniser.decoder_pids
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        with pytest.raises(RecogniserFailedError):
+            stream.finish()
+        assert "balance" in recogniser.transcribe(spoken_clip, RATE).split()
+    finally:
+        recogniser.close()
 
 
 def test_pocketsphinx_transcribes_a_synthesised_clip(spoken_clip: bytes, start_emulator: StartEmulator) -> None:

@@ -19,6 +19,7 @@ import logging
 import multiprocessing
 import queue
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from multiprocessing.context import SpawnContext, SpawnProcess
@@ -34,7 +35,8 @@ MODEL_RATE = 16000
 """PocketSphinx's en-us acoustic model is trained on 16 kHz audio and refuses narrower input."""
 DECODERS = 2
 """Decoders PocketSphinx keeps, one per stretch being decoded at once: a caller has one stretch open at a time, and
-each decoder's process holds about 110 MB (the model 93 MB of it), so two serve the demo's call with one to spare."""
+each decoder's process holds about 190 MB resident (measured after a sentence; the decoder and its model are 93 MB of
+it, the interpreter, numpy and soxr the rest), so two serve the demo's call with one to spare."""
 CEPSTRAL_MEAN_PRIOR = "47.6,29.7,-29.3,30.6,-22.3,-4.2,10.9,-22.9,15.8,-6.7,3.9,9.6,-15.2"
 """Where each stretch's live cepstral mean starts: the mean PocketSphinx's live estimate settled on over eight
 sentences of the demo's caller voice at 8 kHz brought to 16 kHz. Its own starting point (``cmninit``, 40,3,-1) suits
@@ -43,6 +45,8 @@ for "I would like to check my account balance"). Set again at every stretch, it 
 own audio only, never on what the decoder heard before, whichever session that was."""
 REPLY_TIMEOUT_S = 30.0
 """How long a decoder may take to give a stretch's words (its first answer includes loading the model)."""
+_ALIVE_CHECK_S = 0.5
+"""How often a wait for words checks that the decoder's process still lives."""
 
 
 class Recogniser(Protocol):
@@ -140,10 +144,16 @@ class _DecoderProcess:
 
     def words(self) -> str:
         """The answer to ``end``; RecogniserFailedError when the decoder failed or did not answer in time."""
-        try:
-            kind, text = self._replies.get(timeout=REPLY_TIMEOUT_S)
-        except queue.Empty:
-            raise RecogniserFailedError(f"PocketSphinx gave no words in {REPLY_TIMEOUT_S:g} s") from None
+        deadline = time.monotonic() + REPLY_TIMEOUT_S
+        while True:
+            try:
+                kind, text = self._replies.get(timeout=_ALIVE_CHECK_S)
+                break
+            except queue.Empty:
+                if not self.process.is_alive():
+                    raise RecogniserFailedError("the PocketSphinx decoder's process died") from None
+                if time.monotonic() >= deadline:
+                    raise RecogniserFailedError(f"PocketSphinx gave no words in {REPLY_TIMEOUT_S:g} s") from None
         if kind == "error":
             raise RecogniserFailedError(f"PocketSphinx failed on a stretch: {text}")
         return str(text)
@@ -154,6 +164,8 @@ class _DecoderProcess:
         self.process.join(timeout=2.0)
         if self.process.is_alive():
             self.process.terminate()
+        # Audio still queued for a process that is gone must not hold this one's exit.
+        self._requests.cancel_join_thread()
 
 
 def _close_all(decoders: list[_DecoderProcess]) -> None:
@@ -248,9 +260,10 @@ class PocketsphinxRecogniser:
             # A decoder that failed to answer may still answer late, to the next stretch: a fresh one replaces it.
             decoder.close()
             replacement = _DecoderProcess(self._context)
-            self._decoders[self._decoders.index(decoder)] = replacement
-            decoder = replacement
         with self._returned:
+            if not healthy:
+                self._decoders[self._decoders.index(decoder)] = replacement
+                decoder = replacement
             self._free.append(decoder)
             self._returned.notify()
 
