@@ -519,13 +519,18 @@ def test_a_turns_transcripts_only_grow_word_by_word(start_emulator: StartEmulato
     assert transcripts[-1] == "word1 word2"
 
 
-def test_a_stretch_of_speech_is_decoded_once(start_emulator: StartEmulator) -> None:
-    recogniser = CountingRecogniser()
-    _, cartesia = start_emulator(recogniser=recogniser)
+def hear_one_utterance(cartesia: Cartesia) -> list[Any]:
+    """The events of a session that hears :data:`UTTERANCE` between silences, up to its turn's end."""
     with turns(cartesia) as connection:
         events = Events(connection)
         send(connection, silence(0.5) + UTTERANCE + silence(1.0))
-        received = events.until("turn.end", timeout=10)
+        return events.until("turn.end", timeout=10)
+
+
+def test_a_stretch_of_speech_is_decoded_once(start_emulator: StartEmulator) -> None:
+    recogniser = CountingRecogniser()
+    _, cartesia = start_emulator(recogniser=recogniser)
+    received = hear_one_utterance(cartesia)
     eager = [e.transcript for e in received if e.type == "turn.eager_end"]
     assert (recogniser.calls, eager, received[-1].transcript) == (1, ["word1"], "word1")
 
@@ -574,10 +579,7 @@ def test_a_stretch_is_decoded_as_it_is_spoken_so_its_pause_leaves_one_piece_to_d
 ) -> None:
     recogniser = StreamingFake()
     _, cartesia = start_emulator(recogniser=recogniser)
-    with turns(cartesia) as connection:
-        events = Events(connection)
-        send(connection, silence(0.5) + UTTERANCE + silence(1.0))
-        received = events.until("turn.end", timeout=10)
+    received = hear_one_utterance(cartesia)
     (stretch,) = recogniser.streams
     assert (recogniser.whole, stretch.state, received[-1].transcript) == (0, "finished", "stretch1")
     assert len(stretch.pieces) > 1 and len(stretch.pieces[-1]) <= CHUNK
@@ -586,10 +588,7 @@ def test_a_stretch_is_decoded_as_it_is_spoken_so_its_pause_leaves_one_piece_to_d
 def test_a_streamed_stretch_is_fed_from_its_preroll_to_its_tail_and_no_further(start_emulator: StartEmulator) -> None:
     recogniser = StreamingFake()
     emu, cartesia = start_emulator(recogniser=recogniser)
-    with turns(cartesia) as connection:
-        events = Events(connection)
-        send(connection, silence(0.5) + UTTERANCE + silence(1.0))
-        events.until("turn.end", timeout=10)
+    hear_one_utterance(cartesia)
     (turn,) = only_session(emu).turns
     assert turn.speech_end_ms is not None
     fed_ms = sum(len(piece) for piece in recogniser.streams[0].pieces) / (RATE * 2 / 1000)
@@ -599,10 +598,7 @@ def test_a_streamed_stretch_is_fed_from_its_preroll_to_its_tail_and_no_further(s
 def test_a_stretch_with_no_decoder_free_is_decoded_whole_after_its_pause(start_emulator: StartEmulator) -> None:
     recogniser = StreamingFake(decoders=0)
     _, cartesia = start_emulator(recogniser=recogniser)
-    with turns(cartesia) as connection:
-        events = Events(connection)
-        send(connection, silence(0.5) + UTTERANCE + silence(1.0))
-        assert events.until("turn.end", timeout=10)[-1].transcript == "whole"
+    assert hear_one_utterance(cartesia)[-1].transcript == "whole"
     assert recogniser.whole == 1
 
 
@@ -610,10 +606,7 @@ def test_a_turn_a_registered_clip_ends_gives_its_stream_back_unfinished(start_em
     recogniser = StreamingFake()
     emu, cartesia = start_emulator(recogniser=recogniser)
     emu.register(UTTERANCE, "check my balance")
-    with turns(cartesia) as connection:
-        events = Events(connection)
-        send(connection, silence(0.5) + UTTERANCE + silence(1.0))
-        assert events.until("turn.end", timeout=10)[-1].transcript == "check my balance"
+    assert hear_one_utterance(cartesia)[-1].transcript == "check my balance"
     assert [stream.state for stream in recogniser.streams] == ["abandoned"]
 
 
