@@ -427,30 +427,35 @@ class TurnsRunner(SessionRunner):
             # Decoding a stretch whole costs a good fraction of its duration, and a stream's last audio a little:
             # done inline either would delay the audio behind it and turn.end, so it runs beside the session.
             end = self.detector.speech_end_sample + self._tail
-            self._recognising = asyncio.create_task(self._recognise_update(end, self._take_stream(end)))
+            self._recognising = asyncio.create_task(self._recognise_update(end, self._finish_stream(end)))
 
-    async def _recognise_update(self, end_sample: int, stream: RecognitionStream | None) -> None:
+    def _finish_stream(self, end_sample: int) -> asyncio.Future[str] | None:
+        """The open stream's words, fed through ``end_sample``, being finished beside the loop; started at once, so
+        the decoder is given back even if the session ends before they are read."""
+        stream = self._take_stream(end_sample)
+        return None if stream is None else asyncio.get_running_loop().run_in_executor(None, stream.finish)
+
+    async def _recognise_update(self, end_sample: int, finishing: asyncio.Future[str] | None) -> None:
         turn = self._turn
         try:
-            await self._decode_through(end_sample, stream)
+            await self._decode_through(end_sample, finishing)
         except Exception:
             logger.exception("Ink emulator: recogniser failed on a stretch of a turn")
             return
         if turn is not None and turn is self._turn:
             await self._emit_update(self._heard)
 
-    async def _decode_through(self, end_sample: int, stream: RecognitionStream | None = None) -> None:
+    async def _decode_through(self, end_sample: int, finishing: asyncio.Future[str] | None = None) -> None:
         """Add the words of the turn's audio from where decoding stopped up to ``end_sample``, if any was voiced:
-        the open stream's (fed through ``end_sample``), or else the region's decoded whole."""
-        if stream is None:
-            stream = self._take_stream(end_sample)
-        if self.detector.speech_end_sample <= self._heard_through or end_sample <= self._heard_through:
-            if stream is not None:
-                stream.abandon()
-            return
+        the open stream's (``finishing``, or finished now), or else the region's decoded whole."""
+        if finishing is None:
+            # A stream opens only on voiced audio not yet heard, so none is open when there is none.
+            if self.detector.speech_end_sample <= self._heard_through or end_sample <= self._heard_through:
+                return
+            finishing = self._finish_stream(end_sample)
         turn, start = self._turn, self._heard_through
-        if stream is not None:
-            words = await asyncio.get_running_loop().run_in_executor(None, stream.finish)
+        if finishing is not None:
+            words = await finishing
         else:
             words = await self.recognise(self.region(start, end_sample)) or ""
         if turn is self._turn and self._heard_through == start:
