@@ -24,11 +24,9 @@ from __future__ import annotations
 
 import json
 import logging
-import multiprocessing
 import sys
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
@@ -40,7 +38,7 @@ from voicebridge.redaction import BuiltinRedactor, NoRedaction, Redactor
 from voicebridge_dev.local.bedrock import Fault as BedrockFault
 from voicebridge_dev.local.bedrock import FaultKind as BedrockFaultKind
 from voicebridge_dev.local.cloud import CloudBase, LocalCloud
-from voicebridge_dev.local.ink import Recogniser, RecogniserUnavailableError, load_recogniser
+from voicebridge_dev.local.ink import PocketsphinxRecogniser, Recogniser, RecogniserUnavailableError, load_recogniser
 from voicebridge_dev.local.lambda_ import InvocationRecord, InvocationStatus, KeptInvocation
 from voicebridge_dev.local.lambda_.emulator import DEFAULT_CONCURRENCY
 from voicebridge_dev.local.lex import Fault as LexFault
@@ -83,7 +81,6 @@ once from the 28th second, and the machine is spared every container of every fu
 (in AWS each would start on hardware of its own; here all share a machine's few cores)."""
 # More throttled model calls than a whole call makes: Sonic stays unavailable from start to end.
 _UNAVAILABLE_CALLS = 10_000
-_RECOGNISE_TIMEOUT_S = 30.0
 # What a Lex bot's closed intents ask of the flow (LexIntentActions): the bank bot's hand-over and goodbye.
 _LEX_INTENT_ACTIONS = "TransferToAgent=Transfer,Goodbye=Hangup"
 _LATENCY_HEADER = (
@@ -104,40 +101,6 @@ _SERVICE_NAMES = {
     "comprehend": "Comprehend emulator",
     "connect": "Connect emulator",
 }
-
-_worker_recogniser: Recogniser | None = None
-
-
-def _start_worker() -> None:
-    global _worker_recogniser
-    _worker_recogniser = load_recogniser("pocketsphinx")
-
-
-def _recognise_in_worker(pcm_s16le: bytes, sample_rate: int) -> str:
-    if _worker_recogniser is None:
-        raise RecogniserUnavailableError("the recogniser process did not start its recogniser")
-    return _worker_recogniser.transcribe(pcm_s16le, sample_rate)
-
-
-class _ChildProcessRecogniser:
-    """PocketSphinx in a child process of its own.
-
-    A decode holds the interpreter lock for about half a second per sentence; in this process it would stall
-    the media streamed to KVS in real time, and the consumer would pad the caller's speech with silence.
-    """
-
-    def __init__(self) -> None:
-        self._pool = ProcessPoolExecutor(
-            max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker
-        )
-        # Start the worker and load its model while the local cloud starts, not during the first turn.
-        self._pool.submit(_recognise_in_worker, b"", 16000)
-
-    def transcribe(self, pcm_s16le: bytes, sample_rate: int) -> str:
-        return self._pool.submit(_recognise_in_worker, pcm_s16le, sample_rate).result(_RECOGNISE_TIMEOUT_S)
-
-    def close(self) -> None:
-        self._pool.shutdown(cancel_futures=True)
 
 
 def run_demo(
@@ -240,8 +203,9 @@ def run_demo(
     except RecogniserUnavailableError as exc:
         print(f"voicebridge demo: {exc}", file=sys.stderr)
         return 2
-    # In a cloud of processes the Ink emulator's own process decodes; in this one, a child process of its own.
-    recogniser = _ChildProcessRecogniser() if embedded is not None and not own_processes else None
+    # In a cloud of processes the Ink emulator's own process loads its recogniser; in this one the emulator takes
+    # the one loaded here, whose decoders run in processes of their own.
+    recogniser = None if own_processes else embedded
     cloud = local_cloud(
         speech,
         own_processes=own_processes,
@@ -273,8 +237,8 @@ def run_demo(
             attributes=attributes,
         )
     finally:
-        if recogniser is not None:
-            recogniser.close()
+        if isinstance(embedded, PocketsphinxRecogniser):
+            embedded.close()
     print(f"\n{_LATENCY_HEADER}")
     print(latency_table(result))
     if line is not None:

