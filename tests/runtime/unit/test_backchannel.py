@@ -3,13 +3,18 @@ over is one; a caller who spoke long enough, into a gap between prompts, or over
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 from tests.fixtures.tracks import quiet, voice
-from voicebridge.call.backchannel import AgentVoice
+from voicebridge.call.backchannel import AgentVoice, holding_back
+from voicebridge.call.consumer import _deliver
 from voicebridge.call.record import build_record
+from voicebridge.ink.transcriber import MetricSink
+from voicebridge.kvs.fragments import Audio
 from voicebridge.redaction import BuiltinRedactor
-from voicebridge.store.turns import CHECKPOINT
+from voicebridge.store.replies import ReplyStatus
+from voicebridge.store.turns import AGENT, CHECKPOINT
 
 EPOCH_MS = 1_764_000_000_000.0
 
@@ -112,3 +117,19 @@ def test_the_record_marks_a_backchannel_turn_and_gives_it_no_reply() -> None:
         ("what is my balance", None),
     ]
     assert "reply" not in record["turns"][0]
+
+
+def test_the_consumer_hands_the_agents_track_to_the_agent_voice_and_transcribes_nothing_of_it() -> None:
+    agent = AgentVoice(backchannel_ms=600)
+    for offset in range(0, 3000 * 16, 1024):
+        frame = Audio(AGENT, "91", offset, voice(64), EPOCH_MS + offset / 16 + 64)
+        assert not _deliver(frame, {}, MetricSink(threading.Lock()), agent)
+    assert over(agent, 1000, 1400)
+
+
+def test_a_sentence_held_back_of_the_latest_reply_means_it_has_more_to_say() -> None:
+    assert holding_back(ReplyStatus(3, 4, done=True, held_back=(3, 2)))
+    # A mark left for an earlier reply says nothing of the one a newer turn began.
+    assert not holding_back(ReplyStatus(4, 1, done=False, held_back=(3, 2)))
+    assert not holding_back(ReplyStatus(3, 4, done=True))
+    assert not holding_back(None)

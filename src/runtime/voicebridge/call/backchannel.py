@@ -37,6 +37,7 @@ from collections.abc import Callable
 import numpy as np
 
 from voicebridge.audio.vad import BYTES_PER_MS, EnergyDetector, frame_levels_db
+from voicebridge.store.replies import ReplyStatus
 
 FRAME_MS = 20
 GAP_MS = 400
@@ -101,3 +102,9 @@ class AgentVoice:
             return True
         speaking = any(low <= start_ms <= high + GAP_MS for low, high in spans)
         return speaking and more_to_say()
+
+
+def holding_back(status: ReplyStatus | None) -> bool:
+    """Whether the flow waits to play a further sentence of the latest reply, held back over the speaking caller (a
+    mark left for an earlier reply, which a newer one has replaced, says nothing)."""
+    return status is not None and status.held_back is not None and status.held_back[0] == status.turn

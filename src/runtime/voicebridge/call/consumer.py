@@ -32,7 +32,7 @@ from typing import Any, Protocol
 from aws_lambda_powertools.metrics import MetricUnit
 
 from voicebridge.backoff import Backoff
-from voicebridge.call.backchannel import AgentVoice
+from voicebridge.call.backchannel import AgentVoice, holding_back
 from voicebridge.call.heartbeat import Heartbeat
 from voicebridge.call.record import CallRecorder
 from voicebridge.call.speaking import SpeakingMarks
@@ -284,7 +284,7 @@ class StreamConsumer:
         except VoiceBridgeError as exc:
             logger.warning("could not read whether the reply goes on; the turn is answered", reason=exc.safe_message)
             return False
-        return status is not None and status.held_back is not None and status.held_back[0] == status.turn
+        return holding_back(status)
 
     def _start_replying(self, checkpoint: Checkpoint) -> None:
         """When the flow converses, the worker that answers the caller's turns (finishing a reply left unfinished)."""
