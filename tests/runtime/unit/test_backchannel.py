@@ -6,6 +6,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+import numpy as np
+
 from tests.fixtures.tracks import quiet, voice
 from voicebridge.call.backchannel import AgentVoice, holding_back
 from voicebridge.call.consumer import _deliver
@@ -133,3 +135,14 @@ def test_a_sentence_held_back_of_the_latest_reply_means_it_has_more_to_say() -> 
     assert not holding_back(ReplyStatus(4, 1, done=False, held_back=(3, 2)))
     assert not holding_back(ReplyStatus(3, 4, done=True))
     assert not holding_back(None)
+
+
+def test_a_steady_noise_on_the_agents_track_is_not_its_voice() -> None:
+    # Comfort noise or a hiss between prompts, louder than a level threshold alone would allow.
+    rng = np.random.default_rng(7)
+    hiss = (rng.normal(0, 0.03, 8 * 6000) * 32767).astype("<i2").tobytes()
+    agent = AgentVoice(backchannel_ms=600)
+    for offset in range(0, len(hiss), 320):
+        agent.feed(hiss[offset : offset + 320], EPOCH_MS + (offset + 320) / 16)
+    # "Yes", said after the agent finished: a turn, not a backchannel.
+    assert not over(agent, 4000, 4400, lambda: True)

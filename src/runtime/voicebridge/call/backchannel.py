@@ -36,7 +36,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from voicebridge.audio.vad import BYTES_PER_MS, EnergyDetector, frame_levels_db
+from voicebridge.audio.vad import BYTES_PER_MS, FrameDetector, detector
 from voicebridge.store.replies import ReplyStatus
 
 FRAME_MS = 20
@@ -51,10 +51,11 @@ KEEP_MS = 60_000
 class AgentVoice:
     """The stretches the agent's track was voiced, on Connect's clock (epoch ms), fed frame by frame."""
 
-    def __init__(self, *, backchannel_ms: int, detector: EnergyDetector | None = None) -> None:
+    def __init__(self, *, backchannel_ms: int, voice: FrameDetector | None = None) -> None:
         self._backchannel_ms = backchannel_ms
-        # The agent's track is the product's own prompts and Connect's: clean audio, so its level is enough.
-        self._detector = detector or EnergyDetector()
+        # The agent's track is the product's prompts and Connect's: its level is enough, held to the track's own noise
+        # floor, so a steady hiss or comfort noise between prompts is not the agent speaking.
+        self._detector = voice or detector("energy")
         self._spans: deque[list[float]] = deque()
         self._through_ms = -math.inf
         self._pending = b""
@@ -78,7 +79,7 @@ class AgentVoice:
         if count == 0:
             return
         samples = np.frombuffer(pcm, dtype="<i2", count=count * frame_bytes // 2).astype(np.float32) / 32768.0
-        for index, voiced in enumerate(self._detector.voiced_at(frame_levels_db(samples.reshape(count, -1)))):
+        for index, voiced in enumerate(self._detector.voiced(samples.reshape(count, -1))):
             if voiced:
                 self._voiced(start_ms + index * FRAME_MS, start_ms + (index + 1) * FRAME_MS)
         while self._spans and self._spans[0][1] < produced_end_ms - KEEP_MS:
