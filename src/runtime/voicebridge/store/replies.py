@@ -301,16 +301,7 @@ class ReplyStore:
     def unexpect(self, contact_id: str, turn: int, keys: str) -> None:
         """Take back attempt ``keys``'s :meth:`expect` (the caller went on): pollers look slowly again until the next
         eager end. A later attempt's mark, or the reply named since, is left as it is."""
-        with contextlib.suppress(ConditionFailed):
-            self._turns.call(
-                "update_item",
-                TableName=self._turns.table,
-                Key={"ContactId": {"S": contact_id}, "TurnKey": {"S": STATUS}},
-                UpdateExpression="REMOVE #x, #k, #d",
-                ConditionExpression="#x = :turn AND #k = :keys",
-                ExpressionAttributeNames={"#x": "Expecting", "#k": "ExpectingKeys", "#d": "DueAt"},
-                ExpressionAttributeValues={":turn": {"N": str(turn)}, ":keys": {"S": keys}},
-            )
+        self._take_back(contact_id, {"Expecting": turn, "ExpectingKeys": keys}, "DueAt")
 
     def note_speculation(
         self,
@@ -504,14 +495,23 @@ class ReplyStore:
 
     def release_hold(self, contact_id: str, turn: int, segment: int) -> None:
         """The sentence held back is handed out: the mark goes (unless a newer one replaced it)."""
+        self._take_back(contact_id, {"HeldBackTurn": turn, "HeldBackSegment": segment})
+
+    def _take_back(self, contact_id: str, mark: Mapping[str, int | str], *also: str) -> None:
+        """Remove ``mark`` from the status, with the attributes ``also``, only while the status still holds that mark
+        (a newer one is left as it is)."""
+        typed = typed_item(dict(mark))
+        held = {f"#m{index}": name for index, name in enumerate(typed)}
+        extra = {f"#a{index}": name for index, name in enumerate(also)}
         with contextlib.suppress(ConditionFailed):
             self._turns.call(
                 "update_item",
                 TableName=self._turns.table,
                 Key={"ContactId": {"S": contact_id}, "TurnKey": {"S": STATUS}},
-                UpdateExpression="REMOVE HeldBackTurn, HeldBackSegment",
-                ConditionExpression="HeldBackTurn = :t AND HeldBackSegment = :s",
-                ExpressionAttributeValues={":t": {"N": str(turn)}, ":s": {"N": str(segment)}},
+                UpdateExpression="REMOVE " + ", ".join([*held, *extra]),
+                ConditionExpression=" AND ".join(f"#m{index} = :m{index}" for index in range(len(typed))),
+                ExpressionAttributeNames={**held, **extra},
+                ExpressionAttributeValues={f":m{index}": value for index, value in enumerate(typed.values())},
             )
 
     def _set_on_status(
