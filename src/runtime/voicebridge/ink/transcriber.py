@@ -632,7 +632,12 @@ class TrackTranscriber(TurnListener):
             self._count_agreement(heard_ms)
             utterance = self._vad.take_until(heard_ms)
             voiced_end_wall = None if utterance is None else self._ledger.produced_at(utterance.end_ms)
-            voiced_start_wall = None if utterance is None else self._ledger.produced_at(utterance.start_ms)
+            # Where the voice began: read only for a transport that tells backchannels.
+            voiced_start_wall = (
+                self._ledger.produced_at(utterance.start_ms)
+                if utterance is not None and self._talked_over is not None
+                else None
+            )
             # Settled through what Ink had heard, short of voice that began before it and goes on (the next turn's).
             following = self._vad.next_start_ms()
             target = heard if following is None else min(heard, int(following * BYTES_PER_MS))
