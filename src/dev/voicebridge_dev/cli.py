@@ -292,6 +292,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     register.add_argument("--region", help="the instance's region (default: the AWS CLI's)")
     register.add_argument("--dry-run", action="store_true", help="print each call with its parameters; make none")
 
+    records = commands.add_parser("records", help="the call records a deployment wrote").add_subparsers(
+        dest="records_command", required=True
+    )
+    turn_ends = records.add_parser(
+        "turn-ends",
+        help="per language and per who ended them: how soon caller turns ended after the caller stopped, and how "
+        "often the caller went on at once (docs/redaction.md, the call record)",
+    )
+    turn_ends.add_argument("sources", nargs="+", help="record files, folders of them, or s3://bucket/prefix")
+    turn_ends.add_argument(
+        "--within-ms",
+        type=float,
+        default=None,
+        help="a caller whose voice came back this soon after the turn's end went on (default: the record's 1000)",
+    )
+    turn_ends.add_argument("--json", action="store_true", help="print the figures as JSON")
+    turn_ends.add_argument("--region", help="the bucket's region (default: the AWS CLI's)")
+
     args = parser.parse_args(argv)
     runs: dict[str, Callable[[argparse.Namespace], int]] = {
         "a2a": _a2a_register,
@@ -302,6 +320,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "invoke": _invoke,
         "demo": _demo,
         "bench": _bench,
+        "records": _records_turn_ends,
     }
     return runs[args.command](args)
 
@@ -633,6 +652,25 @@ def _flows(args: argparse.Namespace) -> int:
     except (FlowError, OSError, ValueError) as exc:
         print(f"voicebridge flows render: {exc}", file=sys.stderr)
         return 2
+    return 0
+
+
+def _records_turn_ends(args: argparse.Namespace) -> int:
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from voicebridge.call.record import WENT_ON_MS
+    from voicebridge_dev.turn_ends import NotARecord, as_json, as_table, read_records, summarise
+
+    def skipped(where: str, why: str) -> None:
+        print(f"voicebridge records turn-ends: skipped {where}: {why}", file=sys.stderr)
+
+    within_ms = WENT_ON_MS if args.within_ms is None else args.within_ms
+    try:
+        rows = summarise(read_records(args.sources, lambda: _clients(args.region)("s3"), skipped), within_ms)
+    except (NotARecord, ClientError, BotoCoreError) as exc:
+        print(f"voicebridge records turn-ends: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(as_json(rows, within_ms), indent=1) if args.json else as_table(rows, within_ms))
     return 0
 
 

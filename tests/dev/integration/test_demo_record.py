@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from voicebridge.call.record import WENT_ON_MS
 from voicebridge_dev.demo import run_demo
 
 pytestmark = pytest.mark.timeout(180)
@@ -54,3 +55,12 @@ def test_the_record_the_metrics_and_the_waterfall_agree_turn_by_turn(tmp_path: P
         assert -250 <= streamed_from + stored["audioEndMs"] - turn["speech_end_ms"] <= 150, turn["heard"]
         assert abs(streamed_from + stored["audioStartMs"] - turn["speech_start_ms"]) <= 100, turn["heard"]
         assert abs(stored["latencyMs"]["turnEnd"] - turn["latency_ms"]["stop_to_turn_end"]) <= 250, turn["heard"]
+    # How soon the caller spoke again after each turn ended, as the demo timed it: nobody was cut off in this call.
+    for turn, following, stored in zip(turns, turns[1:], kept, strict=False):
+        ended_at = turn["speech_end_ms"] + turn["latency_ms"]["stop_to_turn_end"]
+        assert abs(stored["nextVoiceAfterMs"] - (following["speech_start_ms"] - ended_at)) <= 250, turn["heard"]
+        assert stored["nextVoiceAfterMs"] > WENT_ON_MS
+    assert "nextVoiceAfterMs" not in kept[-1]
+    assert _metric_values((out / "function-logs.txt").read_text(encoding="utf-8"), "CallerWentOn") == [0] * (
+        len(kept) - 1
+    )

@@ -34,7 +34,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from voicebridge.backoff import Backoff
 from voicebridge.call.backchannel import AgentVoice, holding_back
 from voicebridge.call.heartbeat import Heartbeat
-from voicebridge.call.record import CallRecorder
+from voicebridge.call.record import CallRecorder, caller_went_on
 from voicebridge.call.speaking import SpeakingMarks
 from voicebridge.clock import SYSTEM_CLOCK, Clock
 from voicebridge.config import InkCatchUp
@@ -487,6 +487,9 @@ def write_record(recorder: Callable[[], CallRecorder], contact_id: str, generati
         sink.add("CallRecordErrors", MetricUnit.Count, 1)
         return
     logger.info("call record", outcome=written.outcome, uri=written.uri)
+    if written.record is not None:
+        for went_on in caller_went_on(written.record):
+            sink.add("CallerWentOn", MetricUnit.Count, int(went_on))
 
 
 def _deliver(

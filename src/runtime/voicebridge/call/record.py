@@ -25,6 +25,7 @@ record of its own when it ends, ``<contact-id>-<generation>.json``, holding the 
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import re
 import time
@@ -66,6 +67,11 @@ LEASE_SLACK_MS = 500
 """Waited past a dead consumer's lease before its claim is taken as over."""
 RECORD_TIME_MS = 10_000
 """What writing a record is left of the invocation's time."""
+WENT_ON_MS = 1000
+"""A caller whose voice comes back within this of their turn's end went on: they were not done (a pause mid-sentence
+cut off, or words added at once). An answer to the agent cannot come this soon: its reply's first audio reaches the
+caller a few hundred milliseconds after the turn's end at the soonest (docs/benchmarks.md, "Transports"), and the
+caller then hears some of it before answering."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,9 +122,9 @@ class CallRecorder:
         chosen = self._redactor_for(str(language)) if language and self._redactor_for else self._redactor
         redactor = Remembering(chosen)
         if not self._settings.bucket:
-            build_record(contact_id, items, redactor, generation=generation)
+            record = build_record(contact_id, items, redactor, generation=generation)
             self.redact_items(items, redactor)
-            return Written("off")
+            return Written("off", record=record)
         marker = next((item for item in items if item.get("TurnKey") == RECORD), None)
         key = self._key(contact_id, items, marker, generation)
         if key is None or not self._claim(contact_id, marker, generation, key):
@@ -324,6 +330,7 @@ def build_record(
         key=lambda item: (int(item.get("AudioStartMs", 0)), str(item["TurnKey"])),
     )
     heard = _redact_in_sequence(turns, redactor, by_key)
+    voice_after = _next_voice_after(turns)
     out_turns = []
     for item, redaction in zip(turns, heard, strict=True):
         entry: dict[str, Any] = {
@@ -337,6 +344,8 @@ def build_record(
         }
         if item.get("Backchannel"):
             entry["backchannel"] = True
+        if str(item["TurnKey"]) in voice_after:
+            entry["nextVoiceAfterMs"] = voice_after[str(item["TurnKey"])]
         latency: dict[str, int] = {}
         if item.get("LatencyMs") is not None:
             latency["turnEnd"] = int(item["LatencyMs"])
@@ -367,6 +376,39 @@ def build_record(
         "handedOver": handed_over,
         "turns": out_turns,
     }
+
+
+def _voice_began_ms(item: Mapping[str, Any]) -> float | None:
+    """When a spoken turn's voice began, on Connect's clock (epoch ms): where it ended (when the turn ended, less the
+    latency measured from its last voiced frame) less its length. None for a turn with no such latency (typed)."""
+    ended, latency = item.get("EndedAt"), item.get("LatencyMs")
+    if not ended or latency is None:
+        return None
+    return float(ended) - float(latency) - (int(item.get("AudioEndMs", 0)) - int(item.get("AudioStartMs", 0)))
+
+
+def _next_voice_after(turns: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """For each spoken caller's turn followed by another, how long after it ended the caller's voice began again
+    (by ``TurnKey``; negative: before the turn was ended). A backchannel ends nothing and is not judged; a typed turn
+    has no voice to time."""
+    caller = sorted((t for t in turns if t.get("Track") == CUSTOMER), key=lambda t: int(t.get("Seq", 0)))
+    after: dict[str, int] = {}
+    for this, following in itertools.pairwise(caller):
+        began = _voice_began_ms(following)
+        if began is None or this.get("Backchannel") or _voice_began_ms(this) is None:
+            continue
+        after[str(this["TurnKey"])] = round(began - float(this["EndedAt"]))
+    return after
+
+
+def caller_went_on(record: Mapping[str, Any], within_ms: float = WENT_ON_MS) -> list[bool]:
+    """For each caller's turn of ``record`` followed by another spoken one, whether the caller went on: their voice
+    came back within ``within_ms`` of the turn's end."""
+    return [
+        float(turn["nextVoiceAfterMs"]) < within_ms
+        for turn in record.get("turns", [])
+        if isinstance(turn, Mapping) and turn.get("nextVoiceAfterMs") is not None
+    ]
 
 
 def record_handoff(store: TurnStore, contact_id: str, messages: Sequence[tuple[str, str]]) -> None:
