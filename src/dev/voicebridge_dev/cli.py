@@ -416,32 +416,24 @@ def _clients(region: str | None) -> Callable[[str], Any]:
 
 
 def _sonic_preflight(args: argparse.Namespace) -> int:
-    from voicebridge_dev.sonic_preflight import eks_checks, report, sagemaker_checks, self_managed_checks
+    from voicebridge_dev.sonic_preflight import report, sagemaker_checks, self_managed_checks
 
     clients = _clients(args.region)
     if args.hosting == "sagemaker":
         checks = sagemaker_checks(
             clients, model_package=args.model_package, instance_type=args.instance_type, instances=args.instances
         )
-    elif args.eks:
-        if not args.cluster:
+    else:
+        if args.eks and not args.cluster:
             print("sonic preflight self-managed --eks needs --cluster NAME", file=sys.stderr)
             return 2
-        checks = eks_checks(
-            clients,
-            cluster=args.cluster,
-            repository=args.image_repository,
-            tag=args.image_tag,
-            instance_type=args.instance_type,
-            instances=args.instances,
-        )
-    else:
         checks = self_managed_checks(
             clients,
             repository=args.image_repository,
             tag=args.image_tag,
             instance_type=args.instance_type,
             instances=args.instances,
+            eks_cluster=args.cluster if args.eks else None,
         )
     print(report(checks))
     return 0 if all(check.ok for check in checks) else 1

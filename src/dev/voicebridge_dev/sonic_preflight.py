@@ -102,42 +102,32 @@ def sagemaker_checks(clients: Clients, *, model_package: str, instance_type: str
 
 
 def self_managed_checks(
-    clients: Clients, *, repository: str, tag: str, instance_type: str, instances: int
+    clients: Clients, *, repository: str, tag: str, instance_type: str, instances: int, eks_cluster: str | None = None
 ) -> list[Check]:
-    """What the self-managed stack with ``instances`` × ``instance_type`` running ``repository:tag`` needs."""
+    """What the self-managed fleet of up to ``instances`` × ``instance_type`` running ``repository:tag`` needs: on
+    the ECS stack, or, given ``eks_cluster``, on that EKS cluster (``deploy/eks/``)."""
     checks = [_image_check(clients, repository, tag)]
     vcpus, instance_checks = _instance_type_checks(clients, instance_type)
     checks.extend(instance_checks)
-    checks.append(_ami_check(clients))
-    if vcpus is None:
-        checks.append(Check("G and VT vCPU quota", False, f"unknown: the vCPUs of {instance_type} are not known"))
-    else:
-        needed = vcpus * instances
-        name = f"G and VT vCPU quota ({instances} × {instance_type} = {needed} vCPUs)"
-        checks.append(_quota_check(clients, name, "ec2", EC2_GPU_QUOTA, needed))
+    checks.extend([_ami_check(clients)] if eks_cluster is None else _cluster_checks(clients, eks_cluster))
+    checks.append(_gpu_quota_check(clients, instance_type, vcpus, instances))
     return checks
 
 
-def eks_checks(
-    clients: Clients, *, cluster: str, repository: str, tag: str, instance_type: str, instances: int
-) -> list[Check]:
-    """What ``deploy/eks/`` on ``cluster``, with up to ``instances`` × ``instance_type`` GPU nodes, needs."""
-    checks = [_image_check(clients, repository, tag)]
-    vcpus, instance_checks = _instance_type_checks(clients, instance_type)
-    checks.extend(instance_checks)
+def _cluster_checks(clients: Clients, cluster: str) -> list[Check]:
+    """What the EKS cluster itself needs: none past the first when it cannot be described."""
     eks = clients("eks")
     try:
         described = eks.describe_cluster(name=cluster)["cluster"]
     except (ClientError, BotoCoreError) as exc:
-        checks.append(Check(f"EKS cluster {cluster}", False, f"cannot be described: {_reason(exc)}"))
-        return [*checks, _gpu_quota_check(clients, instance_type, vcpus, instances)]
-    checks.append(_cluster_check(eks, cluster, described))
-    checks.append(_pod_identity_check(clients, eks, cluster, described))
-    checks.append(_keda_identity_check(eks, cluster))
-    checks.extend(_gpu_node_checks(eks, cluster, described))
-    checks.append(_efs_csi_check(eks, cluster))
-    checks.append(_gpu_quota_check(clients, instance_type, vcpus, instances))
-    return checks
+        return [Check(f"EKS cluster {cluster}", False, f"cannot be described: {_reason(exc)}")]
+    return [
+        _cluster_check(eks, cluster, described),
+        _pod_identity_check(clients, eks, cluster, described),
+        _keda_identity_check(eks, cluster),
+        *_gpu_node_checks(eks, cluster, described),
+        _efs_csi_check(eks, cluster),
+    ]
 
 
 def _gpu_quota_check(clients: Clients, instance_type: str, vcpus: int | None, instances: int) -> Check:

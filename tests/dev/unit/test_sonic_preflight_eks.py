@@ -25,7 +25,7 @@ from tests.dev.unit.test_sonic_preflight import (
     quota,
 )
 from voicebridge_dev.cli import main
-from voicebridge_dev.sonic_preflight import EC2_GPU_QUOTA, eks_checks, report
+from voicebridge_dev.sonic_preflight import EC2_GPU_QUOTA, report, self_managed_checks
 
 __all__ = ["aws"]
 
@@ -142,13 +142,13 @@ def clients_with(eks: Eks, quotas: Quotas) -> Any:
 
 def checks_of(eks: Eks, quotas: Quotas, *, instances: int = 4) -> dict[str, Any]:
     with eks.stubber, quotas.stubber:
-        checks = eks_checks(
+        checks = self_managed_checks(
             clients_with(eks, quotas),
-            cluster=CLUSTER,
             repository=REPOSITORY,
             tag=TAG,
             instance_type="g6e.xlarge",
             instances=instances,
+            eks_cluster=CLUSTER,
         )
     eks.stubber.assert_no_pending_responses()
     return by_name(checks)
