@@ -126,9 +126,7 @@ def test_a_contact_is_negotiated_greeted_after_ready_answered_and_handed_to_a_pe
 
 
 def test_talking_over_a_reply_stops_it_and_is_answered_and_a_backchannel_does_not(agent: LocalAgent) -> None:
-    backchannel = StandInSpeechEngine().synthesize("uh huh", RATE, 1.0).tobytes()
-    audio, _ = caller(1.0)
-    audio += backchannel
+    audio, _ = caller(1.0, "uh-huh")
     more, later = caller(5.0, "dispute", 4.0, "person", 6.0)
     offset = len(audio) / (2 * RATE)
     audio += more

@@ -22,6 +22,8 @@ class Transcribing(TurnEnding):
     """How a :class:`~voicebridge.ink.transcriber.TrackTranscriber` listens to a track, on either transport."""
 
     mode: str
+    language: str
+    """The contact's language tag: which words only acknowledge the agent."""
     frame_ms: int
     voice_detector: VoiceDetectorName | FrameDetector
     """The detector's name, or a detector shared with another tracker of the same audio (the streaming agent's
@@ -49,6 +51,7 @@ class ListeningSettings:
         return {
             **turn_ending(listening, answered=answered),
             "mode": listening.mode,
+            "language": listening.language,
             "frame_ms": self.ink_frame_ms,
             "voice_detector": self.voice_detector,
         }

@@ -22,8 +22,8 @@ The transcriber sits between the KVS reader and an :class:`~voicebridge.ink.sess
   stored or settled for them. A finished turn is passed on once as it ends (``on_turn_ended``, so a reply made for its
   words can be named while it is being stored) and once stored (``on_turn``, never for a replay).
 - **Backchannels.** A turn whose voice was short and said over the agent, who went on ("uh-huh": the transport judges,
-  ``talked_over``), is stored marked as one and passed on as it ends (a reply started on its words is dropped), but
-  never as stored: it is kept in the call's record and not answered.
+  ``talked_over``), and whose words only acknowledge (not "stop"), is stored marked as one and passed on as it ends
+  (a reply started on its words is dropped), but never as stored: it is kept in the call's record and not answered.
 - **Our own end of turn.** Given an ``end_of_turn`` watch, each time the voice detector sees the caller stop, Smart Turn
   (:class:`~voicebridge.audio.end_of_turn.TurnEndWatch`) judges whether they are done. "Complete" is, on Ink's turns
   endpoint, an eager end of our own with Ink's words so far (``turn.update``), usually before Ink's. The words must
@@ -52,6 +52,7 @@ from typing import TypedDict
 
 from aws_lambda_powertools.metrics import MetricUnit
 
+from voicebridge.acknowledgements import only_acknowledges
 from voicebridge.audio.end_of_turn import TurnEndWatch, Verdict
 from voicebridge.audio.vad import BYTES_PER_MS, DetectorName, FrameDetector, VoiceActivity, detector
 from voicebridge.backoff import Backoff
@@ -239,7 +240,8 @@ class TrackTranscriber(TurnListener):
     another tracker of the same audio (the streaming agent's barge-in: :class:`~voicebridge.audio.vad.SharedDetector`),
     fed every byte given to :meth:`audio`. ``talked_over(start_ms, end_ms)`` says whether the caller's voice from its
     first voiced frame to its last (Connect's clock, epoch ms) was a backchannel: short, said over the agent, who went
-    on; such a turn is stored as one and never answered (each transport knows in its own way when the agent spoke)."""
+    on (each transport knows in its own way when the agent spoke); a turn so said whose words only acknowledge, in the
+    contact's ``language`` (:mod:`voicebridge.acknowledgements`), is stored as one and never answered."""
 
     def __init__(
         self,
@@ -267,10 +269,12 @@ class TrackTranscriber(TurnListener):
         on_turn_ended: Callable[[Turn], None] | None = None,
         on_speaking: Callable[[int, bool], None] | None = None,
         talked_over: Callable[[float, float], bool] | None = None,
+        language: str = "en",
     ) -> None:
         self.contact_id = contact_id
         self.track = track
         self._talked_over = talked_over
+        self._language = language
         self._ledger = PositionLedger(progress, max_unsettled_bytes=MAX_REPLAY_BYTES)
         self._clock = clock
         self._turns = TurnRecorder(
@@ -650,11 +654,13 @@ class TrackTranscriber(TurnListener):
             self.settled.next_seq = seq + 1
             latency = None if voiced_end_wall is None else max(0.0, now_ms - voiced_end_wall)
             audio_ms = (utterance.start_ms, utterance.end_ms) if utterance else (heard_ms, heard_ms)
-        # Judged outside the lock: the transport may read the table to tell (audio keeps coming in meanwhile).
+        # Judged outside the lock: the transport may read the table to tell (audio keeps coming in meanwhile). Words
+        # that ask for something ("stop", "no, wait") make a turn however short.
         backchannel = (
             self._talked_over is not None
             and voiced_start_wall is not None
             and voiced_end_wall is not None
+            and only_acknowledges(transcript, self._language) is not False
             and self._talked_over(voiced_start_wall, voiced_end_wall)
         )
         self._turns.ended(seq, transcript, audio_ms, now_ms, latency, backchannel=backchannel)

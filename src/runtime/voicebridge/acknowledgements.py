@@ -1,0 +1,83 @@
+"""Whether a caller's words only acknowledge the agent ("uh-huh", "okay", "sí, claro") or ask for something ("stop",
+"no, wait", "what?").
+
+A caller's short voice over the agent, who went on, is a backchannel: kept and not answered, so the reply goes on
+(:mod:`voicebridge.call.backchannel`, the streaming session's barge-in). Timing alone cannot tell "uh-huh" from
+"stop": both are short and said over the agent. The words can, once Ink has them: a backchannel is made of
+acknowledgements alone; any other word makes the turn one the agent answers.
+
+The lists are the product's own, of the acknowledgements and fillers callers say over someone talking in each
+language; a transcript is split into words (case, punctuation and hyphens aside: "Uh-huh." is "uh huh") and must be
+covered by them entirely, repeats included ("yeah, yeah, okay"). A language without a list (:data:`LISTED`) is judged
+by timing alone, as before the words were read.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from typing import Final
+
+from voicebridge.language import primary
+
+_PHRASES: Final[Mapping[str, str]] = {
+    "en": (
+        "okay|ok|k|yeah|yes|yep|yup|ya|yah|uh huh|uh hum|uhhuh|mhm|mm|mmm|hmm|hm|mm hmm|m hm|mmhmm|um|uh|er|right|"
+        "alright|all right|sure|fine|good|great|cool|gotcha|got it|i see|oh|ah|aha|ahh|ooh|wow|nice|perfect|exactly|"
+        "absolutely|definitely|true|indeed|understood|thanks|thank you|that's right|of course|sounds good|makes sense|"
+        "oh okay|oh ok|oh i see|i got it|sure thing|go on|go ahead|uh yeah|yeah yeah"
+    ),
+    "es": (
+        "sí|si|vale|ajá|aja|ah ja|claro|bueno|ok|okey|okay|ya|mhm|mm|mmm|hmm|eh|ah|oh|entiendo|entendido|perfecto|"
+        "correcto|exacto|de acuerdo|muy bien|bien|está bien|esta bien|ya veo|ah ya|gracias|cierto|sale|órale|orale|"
+        "claro que sí|sí sí|ajá sí|um|este"
+    ),
+    "fr": (
+        "oui|ouais|ok|okay|d'accord|dacord|hum|hm|mm|mhm|ah|oh|bien|très bien|tres bien|je vois|entendu|voilà|voila|"
+        "parfait|exactement|merci|bon|euh|ah oui|oui oui|c'est ça|c'est ca|bien sûr|bien sur|super"
+    ),
+    "de": (
+        "ja|jo|jap|jep|okay|ok|mhm|mm|hm|aha|ah|oh|genau|gut|alles klar|klar|stimmt|richtig|verstehe|ich verstehe|"
+        "in ordnung|super|prima|danke|ja ja|ach so|äh|ähm|na gut"
+    ),
+    "pt": (
+        "sim|tá|ta|ok|okay|certo|uhum|aham|hum|hm|mm|entendi|entendo|claro|beleza|tudo bem|está bem|esta bem|tá bom|"
+        "ta bom|bom|perfeito|exato|obrigado|obrigada|ah|oh|é|pois|pois é|sei|ahn|né"
+    ),
+    "it": (
+        "sì|si|ok|okay|certo|va bene|bene|capito|ho capito|giusto|esatto|perfetto|ah|oh|mhm|mm|hm|d'accordo|"
+        "daccordo|grazie|ecco|sì sì|già|ehm|eh"
+    ),
+}
+LISTED: Final = frozenset(_PHRASES)
+"""The languages whose acknowledgements are listed."""
+
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
+
+
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(match.group(0) for match in _WORD.finditer(text.casefold()))
+
+
+@functools.cache
+def _phrases(language: str) -> frozenset[tuple[str, ...]]:
+    return frozenset(_words(phrase) for phrase in _PHRASES[language].split("|"))
+
+
+def only_acknowledges(transcript: str, language: str) -> bool | None:
+    """Whether ``transcript`` is acknowledgements alone in ``language`` (a BCP-47 tag); None when the language has
+    no list, or the transcript no words."""
+    base = primary(language)
+    words = _words(transcript)
+    if base not in LISTED or not words:
+        return None
+    phrases = _phrases(base)
+    longest = max(len(phrase) for phrase in phrases)
+    # covered[i]: the first i words are acknowledgements, end to end.
+    covered = [True] + [False] * len(words)
+    for end in range(1, len(words) + 1):
+        covered[end] = any(
+            covered[end - size] and words[end - size : end] in phrases for size in range(1, min(longest, end) + 1)
+        )
+    return covered[-1]
