@@ -141,6 +141,29 @@ def test_talking_over_a_reply_stops_it_and_is_answered_and_a_backchannel_does_no
     assert result.finish is not None and result.finish.type == "ESCALATE"
 
 
+def test_a_short_wait_over_a_reply_stops_it_as_its_turn_ends_and_is_answered(
+    cloud: LocalCloud, agent: LocalAgent
+) -> None:
+    wait = StandInSpeechEngine().synthesize("wait", RATE, 1.0).tobytes()
+    cloud.ink.register(wait, "Wait.")
+    audio, _ = caller(5.0, "dispute", 2.5)
+    said_at = len(audio) / (2 * RATE)
+    more, later = caller(6.0, "person", 6.0)
+    person_at = said_at + len(wait) / (2 * RATE) + later["person"]
+    audio += wait + more
+
+    result = session(agent, audio)
+
+    # Shorter than a barge-in, the agent only paused for it; but "wait" asks for something: once Ink ends its turn
+    # the reply stops (not after its sentence, nor at its end) and the turn is answered.
+    interruptions = [e.at for e in result.timeline.of("interruption") if e.detail["by"] == "agent"]
+    assert len(wait) / (2 * RATE) < 0.6
+    before_person = [at for at in interruptions if at < person_at]
+    assert len(before_person) == 1 and said_at < before_person[0] < said_at + 2.0, (said_at, interruptions)
+    assert agent_audio_after(result, before_person[0])
+    assert result.finish is not None and result.finish.type == "ESCALATE"
+
+
 def test_babble_on_the_callers_line_never_interrupts_the_agent(agent: LocalAgent) -> None:
     audio, starts = caller(4.0, "balance", 9.0, "person", 6.0)
     line = LineNoise.of("babble-10db", [clip.samples for clip in CLIPS.values()])

@@ -251,6 +251,21 @@ def test_interrupt_does_not_report_a_finished_or_a_dropped_response() -> None:
     assert p.interrupt(0.01) == []
 
 
+def test_an_interruption_for_a_turn_keeps_the_reply_held_for_it_and_plays_it_once_released() -> None:
+    p = player()
+    playing = p.open("task-1")
+    p.push(playing, speech(500))
+    p.due(0.0)
+    committed = False
+    held = p.open("task-2", released=lambda: committed)
+    p.push(held, speech(40, seed=5))
+
+    assert p.interrupt(0.05, keep_held=True) == [playing]
+    committed = True
+    [chunk] = read(p.due(0.05))
+    assert chunk.task_id == "task-2" and chunk.pcm == speech(40, seed=5)
+
+
 def test_nothing_to_interrupt_reports_nothing() -> None:
     assert player().interrupt(0.0) == []
 

@@ -114,15 +114,18 @@ class Player:
     def paused(self) -> bool:
         return self._paused
 
-    def interrupt(self, now: float) -> list[Response]:
-        """Drop everything not yet sent; the responses cut short (their audio was being heard or was due)."""
+    def interrupt(self, now: float, *, keep_held: bool = False) -> list[Response]:
+        """Drop everything not yet sent; the responses cut short (their audio was being heard or was due). With
+        ``keep_held``, a response still held back (a speculative reply not yet committed, none of it sent) stays."""
         with self._lock:
-            cut = [r for r in self._responses if not r.closed and (r.sent_bytes or r.queue) and not r.dropped()]
-            for response in self._responses:
+            kept = [r for r in self._responses if keep_held and not r.sent_bytes and not r.released()]
+            gone = [r for r in self._responses if r not in kept]
+            cut = [r for r in gone if not r.closed and (r.sent_bytes or r.queue) and not r.dropped()]
+            for response in gone:
                 response.closed = True
                 response.interrupted = response in cut
                 response.queue.clear()
-            self._responses.clear()
+            self._responses = deque(kept)
             self._paused = False
             self.buffered_until = now
         return cut

@@ -32,7 +32,8 @@ EventBridge). What is this transport's own:
   the agent: after ``a2a_barge_in_pause_ms`` of voice the agent
   pauses, after ``a2a_barge_in_ms`` it is interrupted (``INTERRUPTION``, the reply and its synthesis
   stopped, the history told what was not said); shorter voice (a cough, "uh-huh") and the agent goes on where it
-  paused. Connect's own ``INTERRUPTION`` (a key pressed, or voice) stops the agent the same way;
+  paused — but if Ink makes a turn of it that is no backchannel ("stop", "no, wait"), the agent stops as that turn
+  ends. Connect's own ``INTERRUPTION`` (a key pressed, or voice) stops the agent the same way;
 - **a turn's end on the wire**: each response's audio, then its ``TRACING_SPAN``, then the task's terminal status; a
   reply that transfers or hangs up ends the session (``ESCALATE``, ``COMPLETE``) once its audio has played and the
   handover note is in the contact's attributes; a reply that could not be spoken fails its task
@@ -399,7 +400,7 @@ class AgentSession:
             on_turn=self._turn_stored,
             on_eager_end=self._worker.eager_end,
             on_resume=self._worker.turn_resumed,
-            on_turn_ended=self._worker.turn_ended,
+            on_turn_ended=self._turn_ended,
             talked_over=self._went_on_over,
         )
         self._listener = threading.Thread(target=in_context(self._listen), name="caller-audio", daemon=True)
@@ -585,9 +586,30 @@ class AgentSession:
             return
         now = time.monotonic()
         cut = player.interrupt(now)
+        worker.stop_speaking()
+        await self._cut_short(player, cut, now, inform_connect=inform_connect)
+
+    def _turn_ended(self, turn: Turn) -> None:
+        """A caller's turn ended (on Ink's receiver thread). Said while the agent is still heard, and no backchannel —
+        "stop", "no, wait", shorter than a barge-in, the agent paused and went on — it stops what is being said now,
+        as a barge-in does, rather than after the sentence; a reply held for this very turn (made speculatively on
+        its words) stays, to be committed as the turn ends. Then the worker is told, as for every turn."""
+        player, worker = self._player, self._worker
+        assert worker is not None
+        now = time.monotonic()
+        if player is not None and not turn.backchannel and player.audible(now):
+            cut = player.interrupt(now, keep_held=True)
+            if cut:
+                asyncio.run_coroutine_threadsafe(self._cut_short(player, cut, now, inform_connect=True), self._loop)
+        worker.turn_ended(turn)
+
+    async def _cut_short(self, player: Player, cut: list[Response], now: float, *, inform_connect: bool) -> None:
+        """Responses were cut short at ``now``: Connect is told to flush what it holds, and the history what the
+        caller did not hear of each."""
+        worker = self._worker
+        assert worker is not None
         if inform_connect and cut:
             await self._send(protocol.interruption_frame(player.context_id))
-        worker.stop_speaking()
         for task in self._tasks:
             if task.response in cut and task.reply is not None:
                 heard, unsaid = self._heard(task, player, now)
