@@ -38,6 +38,17 @@ def _choice(parser: argparse.ArgumentParser, flag: str, choices: tuple[str, ...]
     parser.add_argument(flag, choices=choices, default=choices[0], help=help)
 
 
+def _pause_ms(raw: str) -> int:
+    """A pause of ``--text``, in ms (100-5000)."""
+    try:
+        value = int(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of ms: {raw!r}") from None
+    if not 100 <= value <= 5000:
+        raise argparse.ArgumentTypeError(f"{value} is not from 100 to 5000")
+    return value
+
+
 def _assignments(option: str, values: list[str]) -> dict[str, str]:
     """``NAME=VALUE`` arguments as a mapping; ValueError, naming the option, for one that is not."""
     assignments = {}
@@ -144,7 +155,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo.add_argument(
         "--text",
         default=None,
-        help="a sentence the caller says first (spoken by the local speech engine); each | is a 500 ms pause",
+        help="a sentence the caller says first (spoken by the local speech engine); each | is a pause",
+    )
+    demo.add_argument(
+        "--pause-ms",
+        type=_pause_ms,
+        metavar="MS",
+        default=None,
+        help="how long each | of --text is (100-5000; default 500)",
     )
     _choice(
         demo,
@@ -339,6 +357,7 @@ def _demo(args: argparse.Namespace) -> int:
         engine=args.engine,
         scenario=args.scenario,
         text=args.text,
+        pause_ms=args.pause_ms,
         recognition=args.recognition,
         sonic_hosting=args.sonic_hosting,
         calls=args.calls,

@@ -119,6 +119,7 @@ def run_demo(
     transport: str = "flows",
     line_noise: str | None = None,
     language: str = "en",
+    pause_ms: int | None = None,
 ) -> int:
     """Run the demo call; returns the exit status (0 when the flow ended the call or the caller hung up).
 
@@ -129,7 +130,8 @@ def run_demo(
     ``transport`` is how Connect and the product talk: ``flows`` (the contact flow's Lambda blocks and S3 prompts)
     or ``a2a`` (Connect's external-AI-agent voice streaming, :mod:`voicebridge_dev.a2a_demo`).
 
-    ``text``, when given, replaces the caller's first utterance: the local speech engine speaks it.
+    ``text``, when given, replaces the caller's first utterance: the local speech engine speaks it, each ``|`` a pause
+    of ``pause_ms`` (:data:`PAUSE_MS` by default).
     ``recognition`` is how the Ink emulator hears the caller: ``pocketsphinx`` (``auto``: when installed) or
     ``registered`` (each clip's own transcript, heard exactly; what a run with many calls always uses).
     ``calls`` above 1 places that many calls at once instead (:func:`run_load`).
@@ -166,7 +168,9 @@ def run_demo(
         else:
             function_env = {**SPANISH_AGENT_LINES, **(function_env or {})}
     if text:
-        steps = _with_first_utterance(steps, text, engine_for(language, speech))
+        steps = _with_first_utterance(
+            steps, text, engine_for(language, speech), PAUSE_MS if pause_ms is None else pause_ms
+        )
     if transport == "a2a":
         return _run_streaming(
             chosen,
@@ -357,15 +361,16 @@ def with_turn_ending(report: dict[str, Any], record: bytes | None, language: str
 
 
 PAUSE_MARK = "|"
-"""In ``--text``, where the caller pauses mid-turn (``"Yes, | please go ahead"``): :data:`PAUSE_MS` of silence."""
+"""In ``--text``, where the caller pauses mid-turn (``"Yes, | please go ahead"``): :data:`PAUSE_MS` of silence, or
+``--pause-ms``."""
 PAUSE_MS = 500
 
 
-def spoken_with_pauses(text: str, speech: SpeechEngine, sample_rate: int = 8000) -> Clip:
-    """``text`` in the local speech engine's voice, each ``|`` a pause of :data:`PAUSE_MS`; the clip's transcript is
-    the text without the marks."""
+def spoken_with_pauses(text: str, speech: SpeechEngine, sample_rate: int = 8000, pause_ms: int = PAUSE_MS) -> Clip:
+    """``text`` in the local speech engine's voice, each ``|`` a pause of ``pause_ms``; the clip's transcript is the
+    text without the marks."""
     parts = [part.strip() for part in text.split(PAUSE_MARK) if part.strip()]
-    pause = np.zeros(PAUSE_MS * sample_rate // 1000, dtype=np.int16)
+    pause = np.zeros(pause_ms * sample_rate // 1000, dtype=np.int16)
     pieces: list[Any] = []
     for index, part in enumerate(parts):
         pieces += [pause] if index else []
@@ -373,9 +378,9 @@ def spoken_with_pauses(text: str, speech: SpeechEngine, sample_rate: int = 8000)
     return Clip("custom", " ".join(parts), np.concatenate(pieces) if pieces else pause)
 
 
-def _with_first_utterance(steps: list[Step], text: str, speech: SpeechEngine) -> list[Step]:
+def _with_first_utterance(steps: list[Step], text: str, speech: SpeechEngine, pause_ms: int) -> list[Step]:
     """``steps`` with the first utterance replaced by ``text`` in the local speech engine's voice."""
-    clip = spoken_with_pauses(text, speech)
+    clip = spoken_with_pauses(text, speech, pause_ms=pause_ms)
     for index, step in enumerate(steps):
         if isinstance(step, Say):
             return [*steps[:index], replace(step, clip=clip), *steps[index + 1 :]]

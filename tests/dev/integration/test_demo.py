@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from voicebridge.call.record import WENT_ON_MS
 from voicebridge_dev.demo import run_demo
+from voicebridge_dev.turn_ends import summarise
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -140,3 +142,33 @@ def test_a_spanish_call_is_ended_by_the_product_answered_in_spanish_and_redacted
     written = json.loads(report.read_text(encoding="utf-8"))
     assert written["language"] == "es"
     assert {turn["turn_end_by"] for turn in written["turns"]} == {"voicebridge"}
+
+
+def test_a_caller_the_product_cut_off_mid_sentence_is_seen_going_on_in_the_record_and_its_metric(
+    tmp_path: Path,
+) -> None:
+    out, report = tmp_path / "out", tmp_path / "report.json"
+
+    # A pause of 1.2 s in the middle of the sentence: Spanish turns end after 900 ms of silence, so the product ends the
+    # turn in the pause and the caller goes on a few hundred milliseconds later.
+    status = run_demo(
+        out=out,
+        report=str(report),
+        engine="standin",
+        scenario="transfer",
+        text="Quiero hablar | con una persona",
+        language="es",
+        pause_ms=1200,
+    )
+
+    assert status == 0
+    record = json.loads((out / "call-record.json").read_text(encoding="utf-8"))
+    first, *_ = [turn for turn in record["turns"] if turn["track"] == "customer"]
+    assert first["endedBy"] == "voicebridge" and 0 < first["nextVoiceAfterMs"] < WENT_ON_MS, first
+    logs = (out / "function-logs.txt").read_text(encoding="utf-8")
+    counted = [json.loads(line)["CallerWentOn"] for line in logs.splitlines() if '"CallerWentOn"' in line]
+    # Each spoken turn followed by another counted once as the record was written: the first, 1.
+    flat = [v for values in counted for v in (values if isinstance(values, list) else [values])]
+    assert flat[:1] == [1], counted
+    (row,) = summarise([record])
+    assert (row.language, row.ended_by, row.went_on) == ("es", "voicebridge", 1)
