@@ -600,6 +600,8 @@ class AgentSession:
         if player is not None and not turn.backchannel and player.audible(now):
             cut = player.interrupt(now, keep_held=True)
             if cut:
+                self.barge_ins += 1
+                self._sink.add("BargeIns", MetricUnit.Count, 1)
                 asyncio.run_coroutine_threadsafe(self._cut_short(player, cut, now, inform_connect=True), self._loop)
         worker.turn_ended(turn)
 
