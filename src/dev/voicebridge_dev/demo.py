@@ -345,18 +345,26 @@ def flow_in(language: str, out: Path) -> Path:
 
 
 def with_turn_ending(report: dict[str, Any], record: bytes | None, language: str) -> dict[str, Any]:
-    """The report with the call's ``language`` and each turn's ``turn_end_by`` (``ink`` or ``voicebridge``), as the
-    call record the stack wrote says (the language asked for, and no ``turn_end_by``, when no record came)."""
+    """The report with the call's ``language`` and each turn's ``turn_end_by`` (``ink`` or ``voicebridge``) and
+    ``next_voice_after_ms`` (how soon after its end the caller spoke again; under a second, they went on), as the
+    call record the stack wrote says (the language asked for, and neither, when no record came)."""
     stored = json.loads(record) if record else {}
-    ended_by = {
-        int(turn["turn"]): turn.get("endedBy")
+    kept = {
+        int(turn["turn"]): turn
         for turn in stored.get("turns", [])
         if turn.get("track") == "customer" and "turn" in turn
     }
     return {
         **report,
         "language": stored.get("listening", {}).get("language") or language,
-        "turns": [{**turn, "turn_end_by": ended_by.get(turn.get("index", -1))} for turn in report.get("turns", [])],
+        "turns": [
+            {
+                **turn,
+                "turn_end_by": kept.get(turn.get("index", -1), {}).get("endedBy"),
+                "next_voice_after_ms": kept.get(turn.get("index", -1), {}).get("nextVoiceAfterMs"),
+            }
+            for turn in report.get("turns", [])
+        ],
     }
 
 

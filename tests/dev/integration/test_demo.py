@@ -172,3 +172,5 @@ def test_a_caller_the_product_cut_off_mid_sentence_is_seen_going_on_in_the_recor
     assert flat[:1] == [1], counted
     (row,) = summarise([record])
     assert (row.language, row.ended_by, row.went_on) == ("es", "voicebridge", 1)
+    written = json.loads(report.read_text(encoding="utf-8"))
+    assert written["turns"][0]["next_voice_after_ms"] == first["nextVoiceAfterMs"]
