@@ -669,13 +669,13 @@ def _flows(args: argparse.Namespace) -> int:
 def _records_turn_ends(args: argparse.Namespace) -> int:
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from voicebridge.call.record import WENT_ON_MS
+    from voicebridge.call.record import CALLER_WENT_ON_MS
     from voicebridge_dev.turn_ends import NotARecord, as_json, as_table, read_records, summarise
 
     def skipped(where: str, why: str) -> None:
         print(f"voicebridge records turn-ends: skipped {where}: {why}", file=sys.stderr)
 
-    within_ms = WENT_ON_MS if args.within_ms is None else args.within_ms
+    within_ms = CALLER_WENT_ON_MS if args.within_ms is None else args.within_ms
     try:
         rows = summarise(read_records(args.sources, lambda: _clients(args.region)("s3"), skipped), within_ms)
     except (NotARecord, ClientError, BotoCoreError) as exc:

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from voicebridge.call.record import WENT_ON_MS
+from voicebridge.call.record import CALLER_WENT_ON_MS, went_on
 from voicebridge.store.turns import CUSTOMER
 
 DEFAULT_LANGUAGE = "(default)"
@@ -56,10 +56,10 @@ class TurnEnds:
         return self.went_on / self.followed if self.followed else None
 
 
-def summarise(records: Iterable[Mapping[str, Any]], within_ms: float = WENT_ON_MS) -> list[TurnEnds]:
+def summarise(records: Iterable[Mapping[str, Any]], within_ms: float = CALLER_WENT_ON_MS) -> list[TurnEnds]:
     """The records' caller turns, by language and by who ended them, in that order."""
     stops: dict[tuple[str, str], list[float]] = {}
-    after: dict[tuple[str, str], list[float]] = {}
+    after: dict[tuple[str, str], list[bool]] = {}
     calls: dict[tuple[str, str], set[str]] = {}
     for record in records:
         language = str((record.get("listening") or {}).get("language") or DEFAULT_LANGUAGE)
@@ -72,8 +72,9 @@ def summarise(records: Iterable[Mapping[str, Any]], within_ms: float = WENT_ON_M
             key = (language, str(turn.get("endedBy") or "ink"))
             stops.setdefault(key, []).append(float(latency))
             calls.setdefault(key, set()).add(str(record.get("recordId") or record.get("contactId")))
-            if turn.get("nextVoiceAfterMs") is not None:
-                after.setdefault(key, []).append(float(turn["nextVoiceAfterMs"]))
+            verdict = went_on(turn, within_ms)
+            if verdict is not None:
+                after.setdefault(key, []).append(verdict)
     return [
         TurnEnds(
             language=language,
@@ -83,7 +84,7 @@ def summarise(records: Iterable[Mapping[str, Any]], within_ms: float = WENT_ON_M
             median_ms=statistics.median(times),
             p90_ms=_p90(times),
             followed=len(after.get((language, ended_by), [])),
-            went_on=sum(1 for ms in after.get((language, ended_by), []) if ms < within_ms),
+            went_on=sum(after.get((language, ended_by), [])),
         )
         for (language, ended_by), times in sorted(stops.items())
     ]

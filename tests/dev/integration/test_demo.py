@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from voicebridge.call.record import WENT_ON_MS
+from voicebridge.call.record import CALLER_WENT_ON_MS
 from voicebridge_dev.demo import run_demo
 from voicebridge_dev.turn_ends import summarise
 
@@ -164,7 +164,7 @@ def test_a_caller_the_product_cut_off_mid_sentence_is_seen_going_on_in_the_recor
     assert status == 0
     record = json.loads((out / "call-record.json").read_text(encoding="utf-8"))
     first, *_ = [turn for turn in record["turns"] if turn["track"] == "customer"]
-    assert first["endedBy"] == "voicebridge" and 0 < first["nextVoiceAfterMs"] < WENT_ON_MS, first
+    assert first["endedBy"] == "voicebridge" and 0 < first["nextVoiceAfterMs"] < CALLER_WENT_ON_MS, first
     logs = (out / "function-logs.txt").read_text(encoding="utf-8")
     counted = [json.loads(line)["CallerWentOn"] for line in logs.splitlines() if '"CallerWentOn"' in line]
     # Each spoken turn followed by another counted once as the record was written: the first, 1.

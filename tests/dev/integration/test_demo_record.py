@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from voicebridge.call.record import WENT_ON_MS
+from voicebridge.call.record import CALLER_WENT_ON_MS
 from voicebridge_dev.demo import run_demo
 
 pytestmark = pytest.mark.timeout(180)
@@ -59,7 +59,7 @@ def test_the_record_the_metrics_and_the_waterfall_agree_turn_by_turn(tmp_path: P
     for turn, following, stored in zip(turns, turns[1:], kept, strict=False):
         ended_at = turn["speech_end_ms"] + turn["latency_ms"]["stop_to_turn_end"]
         assert abs(stored["nextVoiceAfterMs"] - (following["speech_start_ms"] - ended_at)) <= 250, turn["heard"]
-        assert stored["nextVoiceAfterMs"] > WENT_ON_MS
+        assert stored["nextVoiceAfterMs"] > CALLER_WENT_ON_MS
     assert "nextVoiceAfterMs" not in kept[-1]
     assert _metric_values((out / "function-logs.txt").read_text(encoding="utf-8"), "CallerWentOn") == [0] * (
         len(kept) - 1

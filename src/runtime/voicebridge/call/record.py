@@ -67,7 +67,7 @@ LEASE_SLACK_MS = 500
 """Waited past a dead consumer's lease before its claim is taken as over."""
 RECORD_TIME_MS = 10_000
 """What writing a record is left of the invocation's time."""
-WENT_ON_MS = 1000
+CALLER_WENT_ON_MS = 1000
 """A caller whose voice comes back within this of their turn's end went on: they were not done (a pause mid-sentence
 cut off, or words added at once). An answer to the agent cannot come this soon: its reply's first audio reaches the
 caller a few hundred milliseconds after the turn's end at the soonest (docs/benchmarks.md, "Transports"), and the
@@ -401,14 +401,18 @@ def _next_voice_after(turns: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     return after
 
 
-def caller_went_on(record: Mapping[str, Any], within_ms: float = WENT_ON_MS) -> list[bool]:
-    """For each caller's turn of ``record`` followed by another spoken one, whether the caller went on: their voice
-    came back within ``within_ms`` of the turn's end."""
-    return [
-        float(turn["nextVoiceAfterMs"]) < within_ms
-        for turn in record.get("turns", [])
-        if isinstance(turn, Mapping) and turn.get("nextVoiceAfterMs") is not None
-    ]
+def went_on(turn: Mapping[str, Any], within_ms: float = CALLER_WENT_ON_MS) -> bool | None:
+    """Whether the caller went on after a turn of a record: their voice came back within ``within_ms`` of its end
+    (``nextVoiceAfterMs``); None for a turn not followed by another spoken one."""
+    after = turn.get("nextVoiceAfterMs")
+    return None if after is None else float(after) < within_ms
+
+
+def caller_went_on(record: Mapping[str, Any], within_ms: float = CALLER_WENT_ON_MS) -> list[bool]:
+    """For each caller's turn of ``record`` followed by another spoken one, whether the caller went on
+    (:func:`went_on`)."""
+    judged = (went_on(turn, within_ms) for turn in record.get("turns", []) if isinstance(turn, Mapping))
+    return [verdict for verdict in judged if verdict is not None]
 
 
 def record_handoff(store: TurnStore, contact_id: str, messages: Sequence[tuple[str, str]]) -> None:
