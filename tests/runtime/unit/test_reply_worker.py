@@ -491,3 +491,54 @@ def test_a_turn_that_ends_with_other_words_waits_to_be_stored_before_it_is_answe
         made.submit(ended)
         assert made.drain(2)
     assert rules.asked == ["what is my", "what is my balance"]
+
+
+@dataclass
+class Remembering:
+    """A responder free of side effects that remembers the history each request carried; the first request waits
+    for ``release`` (a slow model, or one being retried)."""
+
+    release: threading.Event = field(default_factory=threading.Event)
+    speculative_safe: bool = True
+    name: str = "remembering"
+    histories: dict[str, list[str]] = field(default_factory=dict)
+
+    def respond(self, request: TurnRequest, *, deadline: float) -> FixedReply:
+        if not self.histories:
+            self.release.wait(5)
+        self.histories[request.transcript] = [exchange.caller for exchange in request.history]
+        return FixedReply(f"You said {request.transcript}.")
+
+
+def test_a_speculation_begun_while_an_earlier_reply_is_made_is_asked_with_that_turn_in_its_history(
+    replies: MemoryReplies,
+) -> None:
+    # The first reply is slow; the caller says more, and Ink's eager end comes while the first is still being made.
+    responder = Remembering()
+    with running(replies, responder) as made:
+        made.submit(turn(0, "what is my balance"))
+        until(lambda: made.making)
+        made.eager_end(1, "and my savings")
+        time.sleep(0.05)
+        responder.release.set()
+        made.submit(turn(1, "and my savings"))
+        assert made.drain(2)
+    # Without the first turn the model is asked "and my savings" out of the blue.
+    assert responder.histories["and my savings"] == ["what is my balance"]
+    assert replies.counted[1]["Outcome"] == "hit"
+
+
+def test_a_speculation_waiting_for_an_earlier_reply_is_cancelled_by_other_words_without_asking(
+    replies: MemoryReplies,
+) -> None:
+    responder = Remembering()
+    with running(replies, responder) as made:
+        made.submit(turn(0, "what is my balance"))
+        until(lambda: made.making)
+        made.eager_end(1, "and my")
+        made.eager_end(1, "and my savings")
+        responder.release.set()
+        made.submit(turn(1, "and my savings"))
+        assert made.drain(2)
+    assert list(responder.histories) == ["what is my balance", "and my savings"]
+    assert replies.counted[1]["Misses"] == 1

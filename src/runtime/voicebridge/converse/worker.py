@@ -7,7 +7,9 @@ the status records the reply's action and the responder's attributes.
 
 - **Speculative replies.** On Ink's ``turn.eager_end`` (the caller may be done) the reply is started at once on the
   words so far, on a thread of its own, and its first segment is made and stored under speculative keys no flow
-  can play (:func:`~voicebridge.store.replies.speculative_keys`); then it waits. When the turn ends with the same
+  can play (:func:`~voicebridge.store.replies.speculative_keys`); then it waits. A reply to an earlier turn still
+  being made (a slow or throttled model) is let finish first, so that the speculation is asked with that turn in its
+  history, as a reply made at the turn's end would be. When the turn ends with the same
   words (case, punctuation and white space aside) the reply is *committed*: one conditional write names it as turn
   *n*'s reply, and it goes on as any other. Different words, a ``turn.resume``, or no turn end within the
   responder's time *cancel* it: the responder's stream is closed, a synthesis under way abandoned at its next chunk,
@@ -382,8 +384,11 @@ class ReplyWorker:
     # -- speculation
 
     def _speculate(self, reply: ReplyInProgress) -> None:
-        """A speculative reply's thread: make it; if it is cancelled, count what it cost."""
+        """A speculative reply's thread: make it once no earlier reply is being made; if it is cancelled, count what
+        it cost."""
         try:
+            if not self._after_earlier_replies(reply):
+                return
             self._maker.make(reply)
             if not reply.failed:
                 # Made whole before the turn ended: it stays ready until its words are confirmed or not.
@@ -407,6 +412,26 @@ class ReplyWorker:
                 self._running.discard(threading.current_thread())
                 self._wake.notify_all()
 
+    def _after_earlier_replies(self, reply: ReplyInProgress) -> bool:
+        """Wait while a reply to an earlier turn is still being made (a slow model, a retry, a holding line), so that
+        the speculation is asked with that turn and what was said to it in its history, as a reply made at the turn's
+        end would be; the turn's end stops the earlier reply after its segment. False when the speculation was
+        cancelled meanwhile, or the earlier reply outlasted the responder's time (the turn is then answered when it
+        ends)."""
+        with self._wake:
+            waited = self._wake.wait_for(
+                lambda: reply.cancel.is_set() or not self._earlier_than(reply),
+                self._settings.responder_timeout_ms / 1000,
+            )
+            if not waited:
+                self._cancel(reply, "an earlier reply was still being made")
+            return not reply.cancel.is_set()
+
+    def _earlier_than(self, reply: ReplyInProgress) -> bool:
+        """Whether another reply is being made or waits to be (caller holds the lock)."""
+        making = (self._current, *self._committed)
+        return bool(self._queue) or any(other is not None and other is not reply for other in making)
+
     def _withdraw(self, reply: ReplyInProgress) -> None:
         """A cancelled speculative reply takes back its eager end, so ConverseFunction polls slowly again while the
         caller goes on (a hint: a table error is logged, not raised)."""
@@ -423,6 +448,7 @@ class ReplyWorker:
         reply.go.set()
         if self._speculation is reply:
             self._speculation = None
+        self._wake.notify_all()
         logger.info("speculative reply cancelled", turn=reply.seq, why=why, segments=reply.next_index)
         self._ledger.cancelled()
 
