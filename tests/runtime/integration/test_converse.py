@@ -435,6 +435,28 @@ def test_a_sentence_held_back_over_a_speaking_caller_is_marked_until_it_is_hande
     assert status is not None and status.held_back is None
 
 
+def test_a_replys_first_sentence_waits_while_the_caller_goes_on_after_the_turn_it_answers(converse: LocalCloud) -> None:
+    replies, contact_id = worker()
+    replies.submit(turn(contact_id, 0, "what is my balance"))
+    assert replies.drain(20)
+    store = container.reply_store()
+    # Its own turn still marked as spoken (the mark goes once the turn is stored): nothing is held.
+    store.mark_speaking(contact_id, int(time.time() * 1000), 0)
+    assert play(contact_id, wait_ms=300).segment is not None
+    # The caller went on after the turn was ended: the reply does not begin over them.
+    store.mark_speaking(contact_id, int(time.time() * 1000), 1)
+    held = play(contact_id, wait_ms=300)
+    status = store.status(contact_id)
+    assert held.segment is None and held.speaking_ms is not None
+    assert status is not None and status.held_back == (0, 0) and status.speaking_turn == 1
+    # Ink made no turn of it (a cough): the reply begins.
+    store.mark_speaking(contact_id, 0)
+    begun = play(contact_id)
+    status = store.status(contact_id)
+    assert begun.segment is not None and (begun.segment.turn, begun.segment.index) == (0, 0)
+    assert status is not None and status.held_back is None and status.speaking_turn is None
+
+
 def test_a_backchannel_drops_its_speculation_and_the_reply_goes_on_with_nothing_thought_of_after_it(
     converse: LocalCloud,
 ) -> None:

@@ -79,6 +79,34 @@ def test_the_end_of_an_earlier_turn_leaves_a_later_one_open() -> None:
     speaking.close(timeout_s=1.0)
 
 
+class StatusMarks:
+    """The reply status's mark: when the open turn began, and which turn it is."""
+
+    def __init__(self) -> None:
+        self.written: list[tuple[int, int]] = []
+
+    def mark_speaking(self, contact_id: str, since_ms: int, turn: int = -1) -> None:
+        self.written.append((since_ms, turn))
+
+
+def test_the_reply_status_is_told_which_turn_the_caller_is_speaking() -> None:
+    store, status = Marks(), StatusMarks()
+    clock = ManualClock(epoch=1_764_000_000.0)
+    speaking = SpeakingMarks(store, CONTACT, 0, replies=status, clock=clock)  # type: ignore[arg-type]
+    speaking.update(3, True)
+    began = int(clock.time() * 1000)
+    store.until(began)
+    clock.advance(0.5)
+    speaking.update(4, True)  # the caller went on after turn 3 was ended, before it was stored
+    went_on = int(clock.time() * 1000)
+    store.until(went_on)
+    speaking.update(3, False)
+    speaking.update(4, False)
+    store.until(0)
+    speaking.close(timeout_s=1.0)
+    assert status.written == [(began, 3), (went_on, 4), (0, -1)]
+
+
 def test_a_refused_write_is_tried_again_with_the_newest_state() -> None:
     store = Marks()
     store.refuse = 2

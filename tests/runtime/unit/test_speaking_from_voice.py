@@ -95,16 +95,17 @@ class Table:
 
     def __init__(self) -> None:
         self.speaking_since_ms = 0
+        self.speaking_turn: int | None = None
         self.marked = threading.Event()
 
-    # the consumer's side
-    def mark_speaking(self, contact_id: str, *args: int) -> None:
-        self.speaking_since_ms = args[-1]
+    # the consumer's side (the reply status's mark; the checkpoint's is :class:`Checkpoints`')
+    def mark_speaking(self, contact_id: str, since_ms: int, turn: int = -1) -> None:
+        self.speaking_since_ms, self.speaking_turn = since_ms, (turn if turn >= 0 else None)
         self.marked.set()
 
     # the flow's side
     def status(self, contact_id: str) -> ReplyStatus:
-        return ReplyStatus(3, 2, done=False, speaking_since_ms=self.speaking_since_ms)
+        return ReplyStatus(3, 2, done=False, speaking_since_ms=self.speaking_since_ms, speaking_turn=self.speaking_turn)
 
     def hold_back(self, contact_id: str, turn: int, segment: int) -> None:
         pass
@@ -117,6 +118,13 @@ class Table:
 
     def now_ms(self) -> int:
         return 0
+
+
+class Checkpoints:
+    """The contact's checkpoint, where the consumer marks the caller speaking too (not read here)."""
+
+    def mark_speaking(self, contact_id: str, generation: int, since_ms: int) -> None:
+        pass
 
 
 def next_sentence(table: Table) -> Any:
@@ -135,7 +143,7 @@ def next_sentence(table: Table) -> Any:
 
 def test_a_caller_who_starts_between_two_sentences_has_the_next_held_back_before_ink_says_a_word() -> None:
     table = Table()
-    marks = SpeakingMarks(table, CONTACT, 0, replies=table)  # type: ignore[arg-type]
+    marks = SpeakingMarks(Checkpoints(), CONTACT, 0, replies=table)  # type: ignore[arg-type]
     heard = Heard(on_speaking=marks.update)
     assert next_sentence(table).segment is not None  # nobody speaks: the second sentence is handed out
 

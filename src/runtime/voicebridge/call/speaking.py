@@ -54,7 +54,7 @@ class SpeakingMarks:
         self._wake = threading.Condition()
         self._open: int | None = None
         self._since_ms = 0
-        self._written_ms = 0
+        self._written: tuple[int, int | None] = (0, None)
         self._closing = False
         self._started = False
         self._thread = threading.Thread(target=in_context(self._run), name="speaking-marks", daemon=True)
@@ -92,16 +92,16 @@ class SpeakingMarks:
     def _run(self) -> None:
         while True:
             with self._wake:
-                while self._since_ms == self._written_ms and not self._closing:
+                while (self._since_ms, self._open) == self._written and not self._closing:
                     self._wake.wait()
-                if self._since_ms == self._written_ms:
+                if (self._since_ms, self._open) == self._written:
                     return
-                since = self._since_ms
+                since, turn = self._since_ms, self._open
             try:
                 # The checkpoint first: its condition is what stops a consumer that lost the contact.
                 self._store.mark_speaking(self._contact_id, self._generation, since)
                 if self.replies is not None:
-                    self.replies.mark_speaking(self._contact_id, since)
+                    self.replies.mark_speaking(self._contact_id, since, -1 if turn is None else turn)
             except Superseded:
                 return
             except VoiceBridgeError as exc:
@@ -112,4 +112,4 @@ class SpeakingMarks:
                 self._clock.sleep(RETRY_S)
                 continue
             with self._wake:
-                self._written_ms = since
+                self._written = (since, turn)

@@ -27,8 +27,9 @@ making (the consumer marks it) —, every ``making_poll_ms`` while a reply's fir
 a reply's making says when its first segment is due, from the call's quickest reply so far, and the poll does not
 look for it sooner; while nothing is being made it looks no more often than the least that segment has come after
 the reply's first mark on the call (a look sooner could not hand it out any sooner). A later sentence of the reply
-being played is held back while the caller is speaking (they began over it, or in the gap before it): nothing is
-said over a caller, and their turn's own reply takes its place — unless the consumer keeps their turn as a
+being played is held back while the caller is speaking (they began over it, or in the gap before it), and so is a
+reply's first while the caller speaks a later turn than the one it answers (the turn was ended, and they went on):
+nothing is said over a caller, and their turn's own reply takes its place — unless the consumer keeps their turn as a
 backchannel, which it tells by the mark the poll leaves on the status for the sentence it holds back
 (:meth:`~voicebridge.store.replies.ReplyStore.hold_back`, one write per hold, removed as the sentence is handed out).
 Segments are read where the status says they are (a
@@ -155,7 +156,7 @@ def _poll(
                 if status is None:
                     known = Thinking(turn, 0, started=False)
                 return Next(waited_ms=poll.waited_ms, thinking=known, speaking_ms=_speaking_ms(status, clock.time()))
-            pace, first = _pace(status, turn, played)
+            pace, first = ("slow", False) if held is not None else _pace(status, turn, played)
             interval_ms: float = {"fast": fast_poll_ms, "making": making_poll_ms}.get(pace, slow_poll_ms)
             if first:
                 interval_ms = max(interval_ms, _until_due_ms(status, clock.time()))
@@ -184,13 +185,26 @@ def _look(
     once written)."""
     status = replies.status(contact_id)
     found = _next(contact_id, status, turn, played, replies, collected, ended)
-    segment = found.segment if found is not None and _continues(found, turn) else None
-    if segment is not None and status is not None and status.speaking_since_ms:
-        # The caller began a turn while this reply was playing: its next sentence is not said over them. Their turn's
-        # own reply takes its place, or, if Ink hears no turn in it after all (or a backchannel), it goes on. The mark
-        # says so to the consumer, which judges the caller's turn by it.
+    segment = found.segment if found is not None else None
+    if segment is not None and status is not None and _over_the_caller(status, found, turn):
+        # The caller began a turn while this reply was playing, or went on after the turn it answers was ended: its
+        # next sentence is not said over them. Their turn's own reply takes its place, or, if Ink hears no turn in
+        # it after all (or a backchannel), it goes on. The mark says so to the consumer, which judges the caller's
+        # turn by it.
         return status, None, (segment.turn, segment.index)
     return status, found, None
+
+
+def _over_the_caller(status: ReplyStatus, found: Next | None, turn: int) -> bool:
+    """Whether handing ``found`` out now would say it over the speaking caller: a later sentence of the reply being
+    played, or any sentence of a reply to a turn before the one they are speaking (a reply's own turn is marked as
+    spoken until it is stored, which may come after its first sentence)."""
+    if not status.speaking_since_ms:
+        return False
+    if _continues(found, turn):
+        return True
+    segment = found.segment if found is not None else None
+    return segment is not None and status.speaking_turn is not None and status.speaking_turn > segment.turn
 
 
 def _release(poll: LongPoll, replies: ReplyStore, contact_id: str, status: ReplyStatus | None, found: Next) -> None:

@@ -125,6 +125,10 @@ class ReplyStatus:
     """When the caller's turn in progress began (epoch ms), 0 when they are not speaking: the consumer marks it here
     beside the checkpoint (:meth:`ReplyStore.mark_speaking`), so the poll that holds a sentence back over a speaking
     caller learns it in the read it makes anyway. Never written by a reply's own status writes."""
+    speaking_turn: int | None = None
+    """The turn the caller is speaking (its number once stored), beside :attr:`speaking_since_ms`: a reply to an
+    earlier turn is not begun over them (they went on after the turn was ended), while its own turn's mark, cleared
+    only once that turn is stored, holds nothing back."""
     held_back: tuple[int, int] | None = None
     """The sentence (turn, segment) a poll is holding back over the speaking caller: the flow has played the reply to
     just before it and waits for it (:meth:`ReplyStore.hold_back`); removed when it is handed out. What tells the
@@ -404,6 +408,7 @@ class ReplyStore:
             due_at_ms=int(item.get("DueAt", 0)),
             lead_ms=int(item.get("LeadMs", 0)),
             speaking_since_ms=int(item.get("SpeakingSince", 0)),
+            speaking_turn=int(item["SpeakingTurn"]) if int(item.get("SpeakingTurn", -1)) >= 0 else None,
             held_back=(
                 (int(item["HeldBackTurn"]), int(item["HeldBackSegment"]))
                 if item.get("HeldBackTurn") is not None and item.get("HeldBackSegment") is not None
@@ -484,10 +489,10 @@ class ReplyStore:
             return False
         return True
 
-    def mark_speaking(self, contact_id: str, since_ms: int) -> None:
-        """Record in the status that the caller's turn in progress began at ``since_ms`` (0: no turn open), for the
-        poll that reads it anyway."""
-        self._set_on_status(contact_id, {"SpeakingSince": since_ms})
+    def mark_speaking(self, contact_id: str, since_ms: int, turn: int = -1) -> None:
+        """Record in the status that the caller's turn in progress, ``turn``, began at ``since_ms`` (0 and -1: no turn
+        open), for the poll that reads it anyway."""
+        self._set_on_status(contact_id, {"SpeakingSince": since_ms, "SpeakingTurn": turn if since_ms else -1})
 
     def hold_back(self, contact_id: str, turn: int, segment: int) -> None:
         """Record that a poll holds segment ``segment`` of ``turn``'s reply back over the speaking caller."""
