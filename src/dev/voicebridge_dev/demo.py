@@ -376,14 +376,18 @@ PAUSE_MS = 500
 
 def spoken_with_pauses(text: str, speech: SpeechEngine, sample_rate: int = 8000, pause_ms: int = PAUSE_MS) -> Clip:
     """``text`` in the local speech engine's voice, each ``|`` a pause of ``pause_ms``; the clip's transcript is the
-    text without the marks."""
-    parts = [part.strip() for part in text.split(PAUSE_MARK) if part.strip()]
+    text without the marks, and each part between them is one of its :attr:`~Clip.parts`."""
+    texts = [part.strip() for part in text.split(PAUSE_MARK) if part.strip()]
     pause = np.zeros(pause_ms * sample_rate // 1000, dtype=np.int16)
+    parts = [
+        Clip(f"custom-{index}", part, speech.synthesize(part, sample_rate, 1.0)) for index, part in enumerate(texts)
+    ]
     pieces: list[Any] = []
     for index, part in enumerate(parts):
         pieces += [pause] if index else []
-        pieces.append(speech.synthesize(part, sample_rate, 1.0))
-    return Clip("custom", " ".join(parts), np.concatenate(pieces) if pieces else pause)
+        pieces.append(part.samples)
+    said_apart = tuple(parts) if len(parts) > 1 else ()
+    return Clip("custom", " ".join(texts), np.concatenate(pieces) if pieces else pause, said_apart)
 
 
 def _with_first_utterance(steps: list[Step], text: str, speech: SpeechEngine, pause_ms: int) -> list[Step]:
@@ -609,7 +613,8 @@ def _prepare(
     if registered:
         for step in steps:
             if isinstance(step, Say | Over):
-                cloud.register_transcript(step.clip.pcm, step.clip.transcript)
+                for clip in step.clip.registered:
+                    cloud.register_transcript(clip.pcm, clip.transcript)
     return _answer_with(cloud, chosen, function_env)
 
 

@@ -165,6 +165,8 @@ def test_a_caller_the_product_cut_off_mid_sentence_is_seen_going_on_in_the_recor
     record = json.loads((out / "call-record.json").read_text(encoding="utf-8"))
     first, *_ = [turn for turn in record["turns"] if turn["track"] == "customer"]
     assert first["endedBy"] == "voicebridge" and 0 < first["nextVoiceAfterMs"] < CALLER_WENT_ON_MS, first
+    # Ink heard what was said before the pause, and the rest as a turn of its own.
+    assert [turn["heard"].strip() for turn in record["turns"]][:2] == ["Quiero hablar", "con una persona"], record
     logs = (out / "function-logs.txt").read_text(encoding="utf-8")
     counted = [json.loads(line)["CallerWentOn"] for line in logs.splitlines() if '"CallerWentOn"' in line]
     # Each spoken turn followed by another counted once as the record was written: the first, 1.

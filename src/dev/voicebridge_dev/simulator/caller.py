@@ -85,10 +85,18 @@ class Clip:
     name: str
     transcript: str
     samples: npt.NDArray[np.int16]
+    parts: tuple[Clip, ...] = ()
+    """The utterances it is made of, said apart (a sentence with a pause in it): each is heard by its own words, so a
+    turn ended in the pause holds only what was said before it."""
 
     @property
     def pcm(self) -> bytes:
         return self.samples.tobytes()
+
+    @property
+    def registered(self) -> tuple[Clip, ...]:
+        """What a recogniser is told of it: its parts, or itself."""
+        return self.parts or (self,)
 
     @functools.cached_property
     def sound(self) -> tuple[float, float]:

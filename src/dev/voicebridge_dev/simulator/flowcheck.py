@@ -132,7 +132,8 @@ def _agent(cloud: LocalCloud, template: Path, setting: Setting) -> Iterator[Stre
     hears them as written."""
     for step in setting.script.steps:
         if isinstance(step, Say | Over):
-            cloud.ink.register(step.clip.pcm, step.clip.transcript)
+            for clip in step.clip.registered:
+                cloud.ink.register(clip.pcm, clip.transcript)
     with LocalAgent(cloud, template) as agent:
         yield StreamingHandoff(agent.url, agent.api_key)
 
