@@ -20,7 +20,7 @@ from tests.fixtures.clock import ManualClock
 from voicebridge.config import Settings
 from voicebridge.conversation import Action, Exchange
 from voicebridge.converse.making import ReplySettings, Spoken
-from voicebridge.converse.responder import FixedReply, ResponderError, TurnRequest
+from voicebridge.converse.responder import FixedReply, Responder, ResponderError, TurnRequest
 from voicebridge.converse.worker import ReplyWorker
 from voicebridge.store.replies import REPLY_KEYS, ReplyStatus, ReplyStore, Segment
 from voicebridge.store.turns import CUSTOMER, Turn
@@ -197,7 +197,7 @@ def replies() -> MemoryReplies:
 
 
 @contextlib.contextmanager
-def running(replies: MemoryReplies, responder: Rules, **settings: Any) -> Iterator[ReplyWorker]:
+def running(replies: MemoryReplies, responder: Responder, **settings: Any) -> Iterator[ReplyWorker]:
     made = ReplyWorker(
         CONTACT, responder=responder, speak=speak, replies=replies, settings=ReplySettings.of(Settings(**settings))
     )
