@@ -2,7 +2,8 @@
 
 Two sets of short things callers say while the agent is mid-sentence, as a recogniser writes them, each labelled
 ``acknowledges`` (the agent should go on) or ``asks`` (it should stop and answer), both written apart from the
-product without reading its code: the **development set** (``bench/backchannels/en.tsv``, ``es.tsv``: the lists were
+product without reading its code, in English, Spanish, French, German, Portuguese and Italian: the **development
+set** (``bench/backchannels/<language>.tsv``: the lists were
 extended from what it showed them missing, so its figures are an upper bound) and the **held-out set**
 (``bench/backchannels/held_out/``, written without reading the code or the development set, used for nothing but its
 figures). For each, whether the product's rule
@@ -23,7 +24,7 @@ from voicebridge.acknowledgements import only_acknowledges
 
 FOLDER = Path(__file__).parent / "backchannels"
 SETS = {"development": FOLDER, "held-out": FOLDER / "held_out"}
-LANGUAGES = ("en", "es")
+LANGUAGES = ("en", "es", "fr", "de", "pt", "it")
 MIN_WORDS = 3
 
 
