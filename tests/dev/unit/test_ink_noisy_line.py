@@ -150,3 +150,14 @@ def test_a_partial_transcript_under_noise_grows_with_the_clip() -> None:
     heard = on_the_line("white-10db", np.concatenate([PAD, clip.samples]))
     half = registry().partial_transcript(heard[: PAD.size + clip.samples.size // 2].tobytes())
     assert half is not None and clip.transcript.startswith(half) and half != clip.transcript
+
+
+def test_a_clip_with_a_long_pause_in_it_is_known_by_its_voice_not_its_silence() -> None:
+    # A sentence said with a pause of 1.5 s: the middle of its voiced span is digital silence, which any quiet
+    # stretch of a line would match.
+    first, second = CLIPS["balance"].samples, CLIPS["person"].samples
+    paused = np.concatenate([first, np.zeros(3 * RATE // 2, np.int16), second])
+    clips = ClipRegistry(TurnSettings())
+    clips.register(paused.tobytes(), "said with a pause", RATE)
+    assert clips.final_transcript(bytes(4 * RATE)) is None
+    assert clips.final_transcript(np.concatenate([PAD, paused, PAD]).tobytes()) == "said with a pause"

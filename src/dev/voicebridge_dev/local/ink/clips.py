@@ -2,7 +2,7 @@
 normalized cross-correlation.
 
 On a clean line the audio reaches the emulator byte-exact through the pipeline, so a ~200 ms slice (the anchor) of
-a clip's voiced middle identifies it inside a turn; a raw byte search finds it at either byte alignment of the
+a clip's voiced middle (the voiced slice nearest it, for a sentence with a pause there) identifies it inside a turn; a raw byte search finds it at either byte alignment of the
 stream. On a noisy line (``voicebridge demo --line-noise``) the caller's clip arrives with the line's noise added,
 and no byte of it is the clip's; where the byte search finds no clip, longer anchors (the clip's voiced span in 400
 ms pieces for a final, so that a turn that heard only part of the clip still finds it, and the first piece for a
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from voicebridge_dev.local.ink.audio import decode
+from voicebridge_dev.local.ink.audio import Samples, decode, frame_levels
 from voicebridge_dev.local.ink.errors import InvalidClipError
 from voicebridge_dev.local.ink.turns import TurnSettings, voiced_span
 
@@ -77,7 +77,7 @@ class ClipRegistry:
         if span is None:
             raise InvalidClipError("the clip has no voiced audio to recognise it by")
         first, end = span
-        middle_start, anchor = _middle(first, end, sample_rate, _ANCHOR_MS)
+        middle_start, anchor = _voiced_middle(decode("pcm_s16le", pcm), first, end, sample_rate, self._settings)
         piece = min(end - first, _samples_in(sample_rate, _PIECE_MS))
         starts = sorted({*range(first, end - piece + 1, piece), end - piece})
         clip = _Clip(
@@ -139,6 +139,25 @@ def _middle(first: int, end: int, sample_rate: int, ms: float) -> tuple[int, int
     """Start and length of the slice of up to ``ms`` centred in the voiced span ``first``..``end``."""
     length = min(end - first, _samples_in(sample_rate, ms))
     return min(max(first, (first + end) // 2 - length // 2), end - length), length
+
+
+def _voiced_middle(samples: Samples, first: int, end: int, sample_rate: int, settings: TurnSettings) -> tuple[int, int]:
+    """Start and length of the anchor: the slice of up to :data:`_ANCHOR_MS` nearest the middle of the voiced span
+    with the most voiced frames in it. A sentence said with a long pause has digital silence at its middle, and a
+    slice of silence would be found in any quiet stretch of a line."""
+    start, length = _middle(first, end, sample_rate, _ANCHOR_MS)
+    frame = max(1, round(sample_rate * settings.frame_ms / 1000.0))
+    levels = np.array(frame_levels(samples[first:end], frame))
+    frames = max(1, length // frame)
+    if levels.size <= frames:
+        return start, length
+    voiced = np.concatenate(([0], np.cumsum(levels >= settings.voiced_dbfs)))
+    counts = voiced[frames:] - voiced[:-frames]
+    centre = min((start - first) // frame, counts.size - 1)
+    if counts[centre] == frames:
+        return start, length
+    best = max(range(counts.size), key=lambda at: (counts[at], -abs(at - centre)))
+    return first + min(best * frame, end - first - length), length
 
 
 def _samples(pcm_s16le: bytes) -> Floats:
