@@ -36,6 +36,8 @@ from voicebridge_dev.local.a2a import (
     run_session,
 )
 from voicebridge_dev.local.agent import LocalAgent
+from voicebridge_dev.local.bedrock import Fault as BedrockFault
+from voicebridge_dev.local.bedrock import FaultKind as BedrockFaultKind
 from voicebridge_dev.local.cloud import LocalCloud
 from voicebridge_dev.local.ink.faults import DropFault
 from voicebridge_dev.local.kvs import EMULATED_INSTANCE_ID
@@ -161,6 +163,29 @@ def test_a_short_wait_over_a_reply_stops_it_as_its_turn_ends_and_is_answered(
     before_person = [at for at in interruptions if at < person_at]
     assert len(before_person) == 1 and said_at < before_person[0] < said_at + 2.0, (said_at, interruptions)
     assert agent_audio_after(result, before_person[0])
+    assert result.finish is not None and result.finish.type == "ESCALATE"
+
+
+def test_a_reply_ready_while_the_caller_goes_on_after_their_turn_ended_is_never_begun_over_them(
+    cloud: LocalCloud, agent: LocalAgent
+) -> None:
+    # Ink ends the "balance" turn in the caller's pause; its answer is slow (the model stalls two seconds), and comes
+    # while the caller says their next line.
+    audio, starts = caller(4.0, "balance", 1.3, "person", 6.0)
+    person = (starts["person"], starts["person"] + len(CLIPS["person"].pcm) / (2 * RATE))
+    cloud.bedrock.inject(BedrockFault(BedrockFaultKind.STALL, after_tokens=0, seconds=2.0, count=2, first_turns=1))
+    try:
+        result = session(agent, audio)
+    finally:
+        cloud.bedrock.clear_faults()
+
+    # The answer waited while they spoke, and their turn's end dropped it unheard: nothing of the agent during their
+    # line, nothing for Connect to flush, and their line is what was answered.
+    during = [
+        e.at for e in result.timeline.of("chunk_received") if e.detail["bytes"] and person[0] <= e.at <= person[1]
+    ]
+    assert during == [], (during, person)
+    assert not [e.at for e in result.timeline.of("interruption") if e.detail["by"] == "agent"]
     assert result.finish is not None and result.finish.type == "ESCALATE"
 
 

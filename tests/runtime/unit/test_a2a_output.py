@@ -348,6 +348,34 @@ def test_a_dropped_response_is_forgotten_and_the_next_one_plays() -> None:
     assert [(c.task_id, c.pcm) for c in chunks] == [("task-2", speech(40, seed=2))]
 
 
+def test_a_response_waits_to_begin_while_the_caller_speaks_and_is_dropped_unheard_when_their_turn_ends() -> None:
+    caller_speaking = True
+    p = player()
+    reply = p.open("task-1", waits=lambda: caller_speaking)
+    p.push(reply, speech(100))
+    p.end(reply)
+    assert p.due(0.0) == [] and p.waiting_to_begin() and not p.audible(0.0)
+    # Their turn ends: what waited is cut with nothing of it sent.
+    (cut,) = p.interrupt(0.1, keep_held=True)
+    assert cut is reply and cut.sent_bytes == 0 and not p.waiting_to_begin()
+
+
+def test_a_response_that_waited_for_a_cough_begins_once_the_caller_is_quiet_and_then_waits_for_nobody() -> None:
+    caller_speaking = True
+    p = player()
+    reply = p.open("task-1", waits=lambda: caller_speaking)
+    p.push(reply, speech(300))
+    assert p.due(0.0) == []
+    caller_speaking = False
+    first = read(p.due(0.4))
+    assert first and first[0].task_id == "task-1"
+    # Once begun it is the barge-in's to stop, not the wait's: the caller speaking again holds nothing back.
+    caller_speaking = True
+    p.end(reply)
+    rest = read(p.due(0.7))
+    assert b"".join(c.pcm for c in first + rest) == speech(300) and rest[-1].last
+
+
 # -- what was heard, what is playing, chunk sizes
 
 

@@ -40,6 +40,9 @@ class Response:
     """Whether its audio may go out (a speculative reply: once committed)."""
     dropped: Callable[[], bool] = lambda: False
     """Whether it was cancelled before it was heard (a speculative reply the caller's words did not confirm)."""
+    waits: Callable[[], bool] = lambda: False
+    """Whether its first audio waits (the caller is speaking a turn after the one it answers): asked until it begins,
+    never once it has."""
     artifact_id: str = field(default_factory=lambda: str(uuid.uuid4()))
     queue: deque[bytes] = field(default_factory=deque)
     ended: bool = False
@@ -74,13 +77,20 @@ class Player:
     # -- from the threads that make audio
 
     def open(
-        self, task_id: str, *, released: Callable[[], bool] | None = None, dropped: Callable[[], bool] | None = None
+        self,
+        task_id: str,
+        *,
+        released: Callable[[], bool] | None = None,
+        dropped: Callable[[], bool] | None = None,
+        waits: Callable[[], bool] | None = None,
     ) -> Response:
         response = Response(task_id)
         if released is not None:
             response.released = released
         if dropped is not None:
             response.dropped = dropped
+        if waits is not None:
+            response.waits = waits
         with self._lock:
             self._responses.append(response)
         return response
@@ -134,6 +144,13 @@ class Player:
         """Whether the caller is hearing the agent now (Connect still has audio to play)."""
         return self.buffered_until > now
 
+    def waiting_to_begin(self) -> bool:
+        """The next response that may go out has not begun: nothing of it sent yet (it waits for the caller, or for
+        its audio)."""
+        with self._lock:
+            head = next((r for r in self._responses if not r.closed and not r.dropped()), None)
+            return head is not None and head.released() and head.first_sent_at is None
+
     def busy(self, now: float) -> bool:
         """Audio is playing, or waiting to be sent (a response not yet ended counts as waiting)."""
         with self._lock:
@@ -155,7 +172,7 @@ class Player:
                     response.closed = True
                     self._responses.popleft()
                     continue
-                if not response.released():
+                if not response.released() or (response.first_sent_at is None and response.waits()):
                     break
                 if not self._paused:
                     frames += self._send_audio(response, now)

@@ -26,7 +26,9 @@ EventBridge). What is this transport's own:
   stops renewing, so a redial elsewhere takes the contact over once the lease lapses; the old session learns it at
   its next look, stops speaking and closes its socket;
 - **the voice**: each sentence's Sonic audio goes to the :class:`~voicebridge.a2a.output.Player` as it arrives; a
-  speculative reply's audio waits in it until the reply is committed;
+  speculative reply's audio waits in it until the reply is committed, and a reply's first audio while the caller
+  speaks a later turn than the one it answers (the turn was ended and they went on: the transcriber's speaking mark),
+  so it does not begin over them; their turn's end drops it unheard, and its own reply is made;
 - **barge-in**: the session's own voice detector (held to the line's noise floor, so babble and hiss on the
   caller's line are nobody; each frame judged once, for barge-in and the transcriber's turns) hears the caller over
   the agent: after ``a2a_barge_in_pause_ms`` of voice the agent
@@ -260,6 +262,9 @@ class AgentSession:
         self._backchannels: deque[tuple[float, float]] = deque(maxlen=32)
         """Voice over the agent too short to interrupt it (epoch seconds): a turn Ink makes of it is not answered."""
         self._silences = 0
+        self._caller_turn: int | None = None
+        """The caller's turn in progress, as the transcriber marks it (its voice heard, or Ink's ``turn.start``, until
+        it is stored or comes to nothing): a response to an earlier turn does not begin over it."""
         self._closed = asyncio.Event()
         self.barge_ins = 0
         self._traced = 0
@@ -401,6 +406,7 @@ class AgentSession:
             on_eager_end=self._worker.eager_end,
             on_resume=self._worker.turn_resumed,
             on_turn_ended=self._turn_ended,
+            on_speaking=self._speaking,
             talked_over=self._went_on_over,
         )
         self._listener = threading.Thread(target=in_context(self._listen), name="caller-audio", daemon=True)
@@ -526,6 +532,21 @@ class AgentSession:
         # A copy: the listener thread adds spans while Ink's receiver thread asks.
         return any(low - 0.3 <= start and end <= high + 0.3 for low, high in list(self._backchannels))
 
+    def _speaking(self, seq: int, speaking: bool) -> None:
+        """The transcriber's mark: the caller began turn ``seq``, or it is over (an earlier turn's end leaves a later
+        one open)."""
+        with self._lock:
+            if speaking:
+                self._caller_turn = seq
+            elif self._caller_turn is not None and self._caller_turn <= seq:
+                self._caller_turn = None
+
+    def _caller_went_on(self, seq: int | None) -> bool:
+        """Whether the caller is speaking a turn after ``seq`` (None: any turn), so a response to it waits: said over
+        them it would be cut as their turn ends, and the turn's own reply takes its place."""
+        turn = self._caller_turn
+        return turn is not None and (seq is None or turn > seq)
+
     def _typed(self, digits: str) -> None:
         transcriber = self._transcriber
         if transcriber is not None:
@@ -593,16 +614,22 @@ class AgentSession:
         """A caller's turn ended (on Ink's receiver thread). Said while the agent is still heard, and no backchannel —
         "stop", "no, wait", shorter than a barge-in, the agent paused and went on — it stops what is being said now,
         as a barge-in does, rather than after the sentence; a reply held for this very turn (made speculatively on
-        its words) stays, to be committed as the turn ends. Then the worker is told, as for every turn."""
+        its words) stays, to be committed as the turn ends; a response that waited for the caller and never began is
+        dropped unheard (no ``INTERRUPTION``, no barge-in counted). Then the worker is told, as for every turn."""
         player, worker = self._player, self._worker
         assert worker is not None
         now = time.monotonic()
-        if player is not None and not turn.backchannel and player.audible(now):
+        if player is not None and not turn.backchannel and (player.audible(now) or player.waiting_to_begin()):
             cut = player.interrupt(now, keep_held=True)
-            if cut:
+            # A response that waited for the caller and never began is dropped unheard: Connect holds none of it.
+            heard = [response for response in cut if response.sent_bytes]
+            if heard:
                 self.barge_ins += 1
                 self._sink.add("BargeIns", MetricUnit.Count, 1)
-                asyncio.run_coroutine_threadsafe(self._cut_short(player, cut, now, inform_connect=True), self._loop)
+            if cut:
+                asyncio.run_coroutine_threadsafe(
+                    self._cut_short(player, cut, now, inform_connect=bool(heard)), self._loop
+                )
         worker.turn_ended(turn)
 
     async def _cut_short(self, player: Player, cut: list[Response], now: float, *, inform_connect: bool) -> None:
@@ -650,12 +677,13 @@ class AgentSession:
                 return self._by_reply[id(reply)]
             task_id = str(uuid.uuid4())
             if reply is None:
-                response = player.open(task_id)
+                response = player.open(task_id, waits=lambda: self._caller_went_on(None))
             else:
                 response = player.open(
                     task_id,
                     released=lambda: reply.committed,
                     dropped=lambda: reply.cancel.is_set() and not reply.committed,
+                    waits=lambda: self._caller_went_on(reply.seq),
                 )
             # The first turn's trace continues the context Connect propagated on the upgrade; later ones link to it.
             first, self._traced = self._traced == 0, self._traced + 1
