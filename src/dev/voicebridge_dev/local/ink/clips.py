@@ -2,8 +2,8 @@
 normalized cross-correlation.
 
 On a clean line the audio reaches the emulator byte-exact through the pipeline, so a ~200 ms slice (the anchor) of
-a clip's voiced middle (the voiced slice nearest it, for a sentence with a pause there) identifies it inside a turn; a raw byte search finds it at either byte alignment of the
-stream. On a noisy line (``voicebridge demo --line-noise``) the caller's clip arrives with the line's noise added,
+a clip's voiced middle (the voiced slice nearest it, for a sentence with a pause there) identifies it inside a turn;
+a raw byte search finds it at either byte alignment of the stream. On a noisy line (``voicebridge demo --line-noise``) the caller's clip arrives with the line's noise added,
 and no byte of it is the clip's; where the byte search finds no clip, longer anchors (the clip's voiced span in 400
 ms pieces for a final, so that a turn that heard only part of the clip still finds it, and the first piece for a
 partial) are looked for by normalized cross-correlation: at each lag, the anchor's dot product with the stream's
