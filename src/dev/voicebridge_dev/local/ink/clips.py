@@ -1,18 +1,19 @@
 """Transcripts registered with their audio, found again in a stream: by exact byte search, or, on a noisy line, by
 normalized cross-correlation.
 
-On a clean line the audio reaches the emulator byte-exact through the pipeline, so a ~200 ms slice (the anchor) of
-a clip's voiced middle (the voiced slice nearest it, for a sentence with a pause there) identifies it inside a turn;
-a raw byte search finds it at either byte alignment of the stream. On a noisy line (``voicebridge demo --line-noise``) the caller's clip arrives with the line's noise added,
-and no byte of it is the clip's; where the byte search finds no clip, longer anchors (the clip's voiced span in 400
-ms pieces for a final, so that a turn that heard only part of the clip still finds it, and the first piece for a
-partial) are looked for by normalized cross-correlation: at each lag, the anchor's dot product with the stream's
-samples there over the product of their norms (1 for the anchor itself, whatever the gain). On the simulated
-caller's clips under white noise or babble 10 dB below the speech, a clip's best piece correlates at 0.95 or more
-with it (its quietest down to 0.62), a different clip's pieces stay under 0.52 and noise or babble alone under 0.42
-(tests/dev/unit/test_ink_noisy_line.py checks every pair); a match needs :data:`MATCH_CORRELATION`, between the two.
-This is the emulator's stand-in for a recogniser that hears words through noise, as Cartesia says Ink does (see
-:mod:`~voicebridge_dev.local.ink.turns`); the threshold and the anchors' lengths are the emulator's choice.
+On a clean line the audio reaches the emulator byte-exact through the pipeline, so a ~200 ms slice (the anchor) of a
+clip's voiced middle (the voiced slice nearest it, for a sentence with a pause there) identifies it inside a turn; a raw
+byte search finds it at either byte alignment of the stream. On a noisy line (``voicebridge demo --line-noise``) the
+caller's clip arrives with the line's noise added, and no byte of it is the clip's; where the byte search finds no clip,
+longer anchors (the clip's voiced span in 400 ms pieces for a final, so that a turn that heard only part of the clip
+still finds it, and the first piece for a partial) are looked for by normalized cross-correlation: at each lag, the
+anchor's dot product with the stream's samples there over the product of their norms (1 for the anchor itself, whatever
+the gain). On the simulated caller's clips under white noise or babble 10 dB below the speech, a clip's best piece
+correlates at 0.95 or more with it (its quietest down to 0.62), a different clip's pieces stay under 0.52 and noise or
+babble alone under 0.42 (tests/dev/unit/test_ink_noisy_line.py checks every pair); a match needs
+:data:`MATCH_CORRELATION`, between the two. This is the emulator's stand-in for a recogniser that hears words through
+noise, as Cartesia says Ink does (see :mod:`~voicebridge_dev.local.ink.turns`); the threshold and the anchors' lengths
+are the emulator's choice.
 """
 
 from __future__ import annotations
