@@ -127,13 +127,16 @@ def test_a_contact_is_negotiated_greeted_after_ready_answered_and_handed_to_a_pe
     assert kept["lastAction"] == "Transfer"
 
 
-def test_talking_over_a_reply_stops_it_and_is_answered_and_a_backchannel_does_not(agent: LocalAgent) -> None:
+def test_talking_over_a_reply_stops_it_and_is_answered_and_a_backchannel_does_not(
+    cloud: LocalCloud, agent: LocalAgent
+) -> None:
     audio, _ = caller(1.0, "uh-huh")
     more, later = caller(5.0, "dispute", 4.0, "person", 6.0)
     offset = len(audio) / (2 * RATE)
     audio += more
+    contact = "arn:aws:connect:us-east-1:111122223333:instance/00000000-0000-4000-8000-000000000000/contact/c-talk-over"
 
-    result = session(agent, audio)
+    result = session(agent, audio, contact_arn=contact)
 
     interruptions = [e.at for e in result.timeline.of("interruption") if e.detail["by"] == "agent"]
     person = offset + later["person"]
@@ -141,6 +144,11 @@ def test_talking_over_a_reply_stops_it_and_is_answered_and_a_backchannel_does_no
     assert len(interruptions) == 1
     assert person < interruptions[0] < person + CLIPS["person"].pcm.__len__() / (2 * RATE)
     assert result.finish is not None and result.finish.type == "ESCALATE"
+    # The record keeps the sentences made and what of them reached the caller: the start of the dispute answer.
+    dispute = next(turn for turn in record(cloud, contact)["turns"] if turn["heard"] == CLIPS["dispute"].transcript)
+    made = " ".join(dispute["reply"]["said"])
+    assert dispute["reply"]["heard"] and made.startswith(dispute["reply"]["heard"]), dispute["reply"]
+    assert len(dispute["reply"]["heard"]) < len(made)
 
 
 def test_a_short_wait_over_a_reply_stops_it_as_its_turn_ends_and_is_answered(

@@ -643,8 +643,7 @@ class AgentSession:
             if task.response in cut and task.reply is not None:
                 heard, unsaid = self._heard(task, player, now)
                 if unsaid:
-                    text = f"{heard} [interrupted by the caller; not said: {unsaid}]".strip()
-                    await asyncio.to_thread(worker.amend_heard, task.reply, text)
+                    await asyncio.to_thread(worker.amend_heard, task.reply, heard, unsaid)
 
     def _heard(self, task: _Task, player: Player, now: float) -> tuple[str, str]:
         """What the caller heard of a response cut short, and what they did not, by the audio Connect played."""

@@ -285,7 +285,7 @@ def redacted_item(item: Mapping[str, Any], redactor: Redactor) -> dict[str, Any]
     number said across two turns is whole only when read with its neighbours."""
     copy = dict(item)
     touched = False
-    for name in ("Transcript", "Text"):
+    for name in ("Transcript", "Text", "ReplyHeard"):
         if isinstance(copy.get(name), str) and copy[name]:
             copy[name] = redactor.redact(copy[name]).text
             touched = True
@@ -521,11 +521,15 @@ def _reply(by_key: Mapping[str, Mapping[str, Any]], turn: int, redactor: Redacto
         if timings.get(name) is not None:
             latency[label] = int(float(timings[name]))
     status = by_key.get("reply", {})
-    action = by_key.get(f"{CUSTOMER}#{turn:09d}", {}).get("ReplyAction")
+    caller_turn = by_key.get(f"{CUSTOMER}#{turn:09d}", {})
+    action = caller_turn.get("ReplyAction")
     if action is None and int(status.get("Turn", -1)) == turn and status.get("Done"):
         action = status.get("Action")
+    heard = caller_turn.get("ReplyHeard")
     return {
         "said": sentences,
+        # What reached the caller, where the transport knows it was less (they talked over the rest).
+        **({"heard": redactor.redact(str(heard)).text} if isinstance(heard, str) else {}),
         "prompts": sum(1 for s in segments if s.get("PromptUri")),
         "spokenByConnect": sum(1 for s in segments if not s.get("PromptUri")),
         "speculative": str(speculation.get("Outcome") or ("hit" if _committed_keys(by_key, turn) else "off")),

@@ -25,7 +25,7 @@ from voicebridge.config import Settings
 from voicebridge.conversation import Action, Exchange
 from voicebridge.converse.responder import Responder, ResponderError, TurnRequest
 from voicebridge.converse.sentences import SentenceSplitter
-from voicebridge.errors import ModelUnavailable
+from voicebridge.errors import ModelUnavailable, VoiceBridgeError
 from voicebridge.sonic.synthesizer import SynthesisCancelled
 from voicebridge.store.replies import REPLY_KEYS, ReplyStatus, ReplyStore, Segment
 from voicebridge.store.turns import Turn
@@ -460,9 +460,15 @@ class ReplyMaker:
             self._report("ReplyFirstPromptReady", MetricUnit.Milliseconds, max(0.0, ready_ms - caller_stopped_ms))
         return True
 
-    def amend_heard(self, reply: ReplyInProgress, heard: str) -> None:
-        """The caller heard only ``heard`` of ``reply`` (they talked over the rest): the history says so, whether the
-        reply is still being made or was recorded already."""
+    def amend_heard(self, reply: ReplyInProgress, heard: str, unsaid: str) -> None:
+        """The caller heard only ``heard`` of ``reply``, not ``unsaid`` (they talked over it): the history says so,
+        whether the reply is still being made or was recorded already, and the caller's turn keeps what was heard for
+        the call record."""
+        try:
+            self._replies.note_heard(self.contact_id, reply.seq, heard)
+        except VoiceBridgeError as exc:
+            logger.warning("what the caller heard of the reply was not kept", turn=reply.seq, reason=exc.safe_message)
+        heard = f"{heard} [interrupted by the caller; not said: {unsaid}]".strip()
         with self._history_lock:
             reply.heard = heard
             history = self._history

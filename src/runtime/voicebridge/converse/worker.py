@@ -301,9 +301,9 @@ class ReplyWorker:
             if self._speculation is not None:
                 self._cancel(self._speculation, "the caller talked over the agent")
 
-    def amend_heard(self, reply: ReplyInProgress, heard: str) -> None:
-        """What the caller heard of ``reply`` before talking over it (:meth:`ReplyMaker.amend_heard`)."""
-        self._maker.amend_heard(reply, heard)
+    def amend_heard(self, reply: ReplyInProgress, heard: str, unsaid: str) -> None:
+        """What the caller heard of ``reply`` before talking over it, and what not (:meth:`ReplyMaker.amend_heard`)."""
+        self._maker.amend_heard(reply, heard, unsaid)
 
     def resume(self, turn: Turn, keys: str = REPLY_KEYS) -> None:
         """Finish the reply to ``turn`` that a predecessor left unfinished, continuing after what it stored."""

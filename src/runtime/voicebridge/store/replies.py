@@ -255,6 +255,19 @@ class ReplyStore:
                 ExpressionAttributeValues={":a": {"S": status.action.value}, ":o": {"M": outcome}},
             )
 
+    def note_heard(self, contact_id: str, turn: int, heard: str) -> None:
+        """Keep on the caller's turn item what the caller heard of its reply, when a transport knows that was less
+        than was made (cut short by the caller): the call record says so beside the sentences made."""
+        with contextlib.suppress(ConditionFailed):
+            self._turns.call(
+                "update_item",
+                TableName=self._turns.table,
+                Key={"ContactId": {"S": contact_id}, "TurnKey": {"S": turn_key(CUSTOMER, turn)}},
+                UpdateExpression="SET ReplyHeard = :h",
+                ConditionExpression="attribute_exists(TurnKey)",
+                ExpressionAttributeValues={":h": {"S": heard}},
+            )
+
     def outcome(self, contact_id: str, turn: int) -> ReplyStatus | None:
         """How ``turn``'s reply ended (its action, segments and attributes), once it has; None before."""
         item = self._get(contact_id, turn_key(CUSTOMER, turn))
