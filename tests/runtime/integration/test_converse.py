@@ -437,7 +437,9 @@ def test_a_sentence_held_back_over_a_speaking_caller_is_marked_until_it_is_hande
 
 def test_a_replys_first_sentence_waits_while_the_caller_goes_on_after_the_turn_it_answers(converse: LocalCloud) -> None:
     replies, contact_id = worker()
-    replies.submit(turn(contact_id, 0, "what is my balance"))
+    answered = turn(contact_id, 0, "what is my balance")
+    assert container.turn_store().put_turn(answered)
+    replies.submit(answered)
     assert replies.drain(20)
     store = container.reply_store()
     # Its own turn still marked as spoken (the mark goes once the turn is stored): nothing is held.
@@ -449,12 +451,22 @@ def test_a_replys_first_sentence_waits_while_the_caller_goes_on_after_the_turn_i
     status = store.status(contact_id)
     assert held.segment is None and held.speaking_ms is not None
     assert status is not None and status.held_back == (0, 0) and status.speaking_turn == 1
+    # The caller's turn keeps it too: left so, the record says they heard nothing of this reply.
+    assert held_at(contact_id, 0) == 0
     # Ink made no turn of it (a cough): the reply begins.
     store.mark_speaking(contact_id, 0)
     begun = play(contact_id)
     status = store.status(contact_id)
     assert begun.segment is not None and (begun.segment.turn, begun.segment.index) == (0, 0)
     assert status is not None and status.held_back is None and status.speaking_turn is None
+    assert held_at(contact_id, 0) is None
+
+
+def held_at(contact_id: str, seq: int) -> int | None:
+    """Where the caller's turn ``seq`` says its reply was held back over them (None: nowhere, or released)."""
+    items = container.turn_store().contact_items(contact_id)
+    found = next(item for item in items if item["TurnKey"] == f"{CUSTOMER}#{seq:09d}")
+    return None if found.get("ReplyHeldAt") is None else int(found["ReplyHeldAt"])
 
 
 def test_a_backchannel_drops_its_speculation_and_the_reply_goes_on_with_nothing_thought_of_after_it(

@@ -50,3 +50,9 @@ def test_what_was_heard_is_redacted_in_the_table_too() -> None:
     caller = items(ReplyHeard="Your card 4111 1111 1111 1111 is blocked.")[1]
     redacted = redacted_item(caller, BuiltinRedactor())
     assert redacted is not None and "4111" not in redacted["ReplyHeard"]
+
+
+def test_a_reply_held_back_over_the_caller_on_the_flows_path_was_heard_up_to_the_sentence_held() -> None:
+    kept = reply(items(ReplyHeldAt=1))
+    assert kept["heard"] == "Your card [CARD] is blocked."
+    assert reply(items(ReplyHeldAt=0))["heard"] == ""

@@ -526,10 +526,16 @@ def _reply(by_key: Mapping[str, Mapping[str, Any]], turn: int, redactor: Redacto
     if action is None and int(status.get("Turn", -1)) == turn and status.get("Done"):
         action = status.get("Action")
     heard = caller_turn.get("ReplyHeard")
+    held_at = caller_turn.get("ReplyHeldAt")
+    if isinstance(heard, str):
+        heard = redactor.redact(heard).text
+    elif held_at is not None:
+        # The flows path: a sentence held back over the caller and never handed out; the flow played those before it.
+        heard = " ".join(sentences[: int(held_at)])
     return {
         "said": sentences,
         # What reached the caller, where the transport knows it was less (they talked over the rest).
-        **({"heard": redactor.redact(str(heard)).text} if isinstance(heard, str) else {}),
+        **({"heard": heard} if isinstance(heard, str) else {}),
         "prompts": sum(1 for s in segments if s.get("PromptUri")),
         "spokenByConnect": sum(1 for s in segments if not s.get("PromptUri")),
         "speculative": str(speculation.get("Outcome") or ("hit" if _committed_keys(by_key, turn) else "off")),

@@ -508,12 +508,35 @@ class ReplyStore:
         self._set_on_status(contact_id, {"SpeakingSince": since_ms, "SpeakingTurn": turn if since_ms else -1})
 
     def hold_back(self, contact_id: str, turn: int, segment: int) -> None:
-        """Record that a poll holds segment ``segment`` of ``turn``'s reply back over the speaking caller."""
-        self._set_on_status(contact_id, {"HeldBackTurn": turn, "HeldBackSegment": segment})
+        """Record that a poll holds segment ``segment`` of ``turn``'s reply back over the speaking caller, in the
+        status and on the caller's turn (``ReplyHeldAt``): a hold never released means the caller heard the sentences
+        before it and nothing after, which the call record says."""
+        on_turn = self._submit(self._mark_held, contact_id, turn, segment, True)
+        try:
+            self._set_on_status(contact_id, {"HeldBackTurn": turn, "HeldBackSegment": segment})
+        finally:
+            on_turn.result()
 
     def release_hold(self, contact_id: str, turn: int, segment: int) -> None:
-        """The sentence held back is handed out: the mark goes (unless a newer one replaced it)."""
-        self._take_back(contact_id, {"HeldBackTurn": turn, "HeldBackSegment": segment})
+        """The sentence held back is handed out: the marks go (unless a newer one replaced the status's); the two
+        writes go out together."""
+        on_turn = self._submit(self._mark_held, contact_id, turn, segment, False)
+        try:
+            self._take_back(contact_id, {"HeldBackTurn": turn, "HeldBackSegment": segment})
+        finally:
+            on_turn.result()
+
+    def _mark_held(self, contact_id: str, turn: int, segment: int, held: bool) -> None:
+        """Set (``held``) or remove the caller's turn's ``ReplyHeldAt``: the sentence of its reply held back."""
+        with contextlib.suppress(ConditionFailed):
+            self._turns.call(
+                "update_item",
+                TableName=self._turns.table,
+                Key={"ContactId": {"S": contact_id}, "TurnKey": {"S": turn_key(CUSTOMER, turn)}},
+                UpdateExpression="SET ReplyHeldAt = :s" if held else "REMOVE ReplyHeldAt",
+                ConditionExpression="attribute_exists(TurnKey)" if held else "ReplyHeldAt = :s",
+                ExpressionAttributeValues={":s": {"N": str(segment)}},
+            )
 
     def _take_back(self, contact_id: str, mark: Mapping[str, int | str], *also: str) -> None:
         """Remove ``mark`` from the status, with the attributes ``also``, only while the status still holds that mark
