@@ -31,7 +31,8 @@ being played is held back while the caller is speaking (they began over it, or i
 reply's first while the caller speaks a later turn than the one it answers (the turn was ended, and they went on):
 nothing is said over a caller, and their turn's own reply takes its place — unless the consumer keeps their turn as a
 backchannel, which it tells by the mark the poll leaves on the status for the sentence it holds back
-(:meth:`~voicebridge.store.replies.ReplyStore.hold_back`, one write per hold, removed as the sentence is handed out).
+(:meth:`~voicebridge.store.replies.ReplyStore.hold_back`, on the status and the caller's turn, two writes at once
+per hold, removed as the sentence is handed out; a hold never removed is what the call record's ``heard`` reads).
 Segments are read where the status says they are (a
 committed speculative reply keeps its speculative keys). It answers within the wait, counted from the invocation's
 start, and a look the table has not answered when the answer is due is left behind: the answer is what the last look
