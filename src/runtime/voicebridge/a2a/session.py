@@ -64,6 +64,7 @@ from voicebridge.a2a.tracing import TurnTrace
 from voicebridge.a2a.voice import StreamingVoice
 from voicebridge.audio.vad import BYTES_PER_MS, SharedDetector, VoiceActivity, detector
 from voicebridge.call.record import record_handoff
+from voicebridge.call.speaking import open_turn
 from voicebridge.config import Settings
 from voicebridge.conversation import Action, Exchange
 from voicebridge.converse.making import ReplyInProgress, ReplySettings, Spoken
@@ -536,10 +537,7 @@ class AgentSession:
         """The transcriber's mark: the caller began turn ``seq``, or it is over (an earlier turn's end leaves a later
         one open)."""
         with self._lock:
-            if speaking:
-                self._caller_turn = seq
-            elif self._caller_turn is not None and self._caller_turn <= seq:
-                self._caller_turn = None
+            self._caller_turn = open_turn(self._caller_turn, seq, speaking)
 
     def _caller_went_on(self, seq: int | None) -> bool:
         """Whether the caller is speaking a turn after ``seq`` (None: any turn), so a response to it waits: said over

@@ -31,6 +31,14 @@ RETRY_S = 1.0
 """How long a refused write waits before it is tried again (the newest state then)."""
 
 
+def open_turn(open_now: int | None, seq: int, speaking: bool) -> int | None:
+    """The caller's turn in progress once turn ``seq`` began (``speaking``) or is over, ``open_now`` before: the end
+    of an earlier turn leaves a later one open."""
+    if speaking:
+        return seq
+    return None if open_now is None or open_now <= seq else open_now
+
+
 class SpeakingMarks:
     """The open turn of one contact's caller, written to its checkpoint (and, with ``replies``, its reply status) on a
     thread of its own."""
@@ -67,11 +75,9 @@ class SpeakingMarks:
                 # that stopped (the contact passed to a newer consumer) is not started again.
                 self._started = True
                 self._thread.start()
-            if speaking:
-                if self._open != seq:
-                    self._open, self._since_ms = seq, int(self._clock.time() * 1000)
-            elif self._open is None or self._open <= seq:
-                self._open, self._since_ms = None, 0
+            opened = open_turn(self._open, seq, speaking)
+            if opened != self._open:
+                self._open, self._since_ms = opened, 0 if opened is None else int(self._clock.time() * 1000)
             self._wake.notify()
 
     @property

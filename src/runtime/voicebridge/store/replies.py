@@ -245,27 +245,36 @@ class ReplyStore:
         outcome = typed_item(
             {"Action": status.action.value, "Segments": status.segments, "Attributes": dict(status.attributes)}
         )
-        with contextlib.suppress(ConditionFailed):
-            self._turns.call(
-                "update_item",
-                TableName=self._turns.table,
-                Key={"ContactId": {"S": contact_id}, "TurnKey": {"S": turn_key(CUSTOMER, status.turn)}},
-                UpdateExpression="SET ReplyAction = :a, ReplyOutcome = :o",
-                ConditionExpression="attribute_exists(TurnKey)",
-                ExpressionAttributeValues={":a": {"S": status.action.value}, ":o": {"M": outcome}},
-            )
+        self._update_caller_turn(
+            contact_id,
+            status.turn,
+            "SET ReplyAction = :a, ReplyOutcome = :o",
+            {":a": {"S": status.action.value}, ":o": {"M": outcome}},
+        )
 
     def note_heard(self, contact_id: str, turn: int, heard: str) -> None:
         """Keep on the caller's turn item what the caller heard of its reply, when a transport knows that was less
         than was made (cut short by the caller): the call record says so beside the sentences made."""
+        self._update_caller_turn(contact_id, turn, "SET ReplyHeard = :h", {":h": {"S": heard}})
+
+    def _update_caller_turn(
+        self,
+        contact_id: str,
+        turn: int,
+        update: str,
+        values: Mapping[str, Any],
+        condition: str = "attribute_exists(TurnKey)",
+    ) -> None:
+        """Update the caller's turn item ``turn`` only while ``condition`` holds (by default: it is stored; a reply
+        never makes it)."""
         with contextlib.suppress(ConditionFailed):
             self._turns.call(
                 "update_item",
                 TableName=self._turns.table,
                 Key={"ContactId": {"S": contact_id}, "TurnKey": {"S": turn_key(CUSTOMER, turn)}},
-                UpdateExpression="SET ReplyHeard = :h",
-                ConditionExpression="attribute_exists(TurnKey)",
-                ExpressionAttributeValues={":h": {"S": heard}},
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeValues=dict(values),
             )
 
     def outcome(self, contact_id: str, turn: int) -> ReplyStatus | None:
@@ -528,15 +537,11 @@ class ReplyStore:
 
     def _mark_held(self, contact_id: str, turn: int, segment: int, held: bool) -> None:
         """Set (``held``) or remove the caller's turn's ``ReplyHeldAt``: the sentence of its reply held back."""
-        with contextlib.suppress(ConditionFailed):
-            self._turns.call(
-                "update_item",
-                TableName=self._turns.table,
-                Key={"ContactId": {"S": contact_id}, "TurnKey": {"S": turn_key(CUSTOMER, turn)}},
-                UpdateExpression="SET ReplyHeldAt = :s" if held else "REMOVE ReplyHeldAt",
-                ConditionExpression="attribute_exists(TurnKey)" if held else "ReplyHeldAt = :s",
-                ExpressionAttributeValues={":s": {"N": str(segment)}},
-            )
+        at = {":s": {"N": str(segment)}}
+        if held:
+            self._update_caller_turn(contact_id, turn, "SET ReplyHeldAt = :s", at)
+        else:
+            self._update_caller_turn(contact_id, turn, "REMOVE ReplyHeldAt", at, condition="ReplyHeldAt = :s")
 
     def _take_back(self, contact_id: str, mark: Mapping[str, int | str], *also: str) -> None:
         """Remove ``mark`` from the status, with the attributes ``also``, only while the status still holds that mark
