@@ -65,12 +65,13 @@ unit: $(DEV_STAMP) models
 	$(VENV)/bin/pytest -q -m unit
 
 # They mostly wait on the local cloud's timers, so they run in worker processes, each with a local cloud of its own;
-# a test file stays on one worker, so its module fixtures are built once. Three workers on two cores: the waits
-# overlap, and the real-time tests still keep their pace (four made whole calls late on a loaded machine).
+# a test file stays on one worker, so its module fixtures are built once. Four workers on two cores: the waits
+# overlap (the four used 0.9 of a core on average), and the real-time tests still kept their pace with a busy loop
+# holding one of the two cores (docs/development.md). INTEGRATION_WORKERS=3 if a machine's other work makes calls late.
 # INTEGRATION_WORKERS=0 runs them in one. The slowest ten are named at the end of every run. Files are handed out in
 # collection order, where tests/conftest.py puts the longest first (xdist's own order, by number of tests, left the
 # longest single tests to run alone at the end).
-INTEGRATION_WORKERS ?= 3
+INTEGRATION_WORKERS ?= 4
 integration: $(DEV_STAMP) system-deps models
 	$(VENV)/bin/pytest -q -m integration --durations=10 \
 	  $(if $(filter 0,$(INTEGRATION_WORKERS)),,-n $(INTEGRATION_WORKERS) --dist loadfile --no-loadscope-reorder)
