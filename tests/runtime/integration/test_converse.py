@@ -199,6 +199,35 @@ def test_a_newer_turn_interrupts_the_reply_being_played(converse: LocalCloud) ->
     assert status is not None and status.turn == 1 and status.done
 
 
+def test_a_reply_the_flow_leaves_for_a_newer_turns_is_kept_as_heard_only_so_far(converse: LocalCloud) -> None:
+    replies, contact_id = worker()
+    store = container.reply_store()
+    for seq, said in enumerate(("what is my balance", "and my savings")):
+        assert container.turn_store().put_turn(turn(contact_id, seq, said))
+        replies.submit(turn(contact_id, seq, said))
+        assert replies.drain(20)
+    # The flow played the balance reply's first segment; the caller had spoken again meanwhile (no hold: their turn
+    # ended while it played), so it leaves the reply for the newer one.
+    assert play(contact_id).segment is not None
+    found = play(contact_id, after_turn=0, after_segment=0)
+    assert found.segment is not None and (found.segment.turn, found.segment.index) == (1, 0)
+    assert held_at(contact_id, 0) == 1
+    # A reply played to its end leaves no mark.
+    played = whole_reply(contact_id, 1)
+    assert container.turn_store().put_turn(turn(contact_id, 2, "what is my balance"))
+    replies.submit(turn(contact_id, 2, "what is my balance"))
+    assert replies.drain(20)
+    assert play(contact_id, after_turn=1, after_segment=played[-1].segment.index).segment is not None  # type: ignore[union-attr]
+    assert held_at(contact_id, 1) is None
+    # The history the responder is given from here on says what the caller heard of the first reply.
+    history = store.history(contact_id)
+    assert history[0].agent == (
+        "Your balance [interrupted by the caller; not said: is two hundred dollars. Your last payment was on Monday. "
+        "Anything else?]"
+    )
+    assert "interrupted" not in history[1].agent
+
+
 def test_a_failing_responder_says_the_apology_and_the_conversation_continues(converse: LocalCloud) -> None:
     converse.bedrock.inject(BedrockFault(BedrockFaultKind.THROTTLE, count=5))
     replies, contact_id = worker("bedrock", APOLOGY_TEXT="Sorry, could you say that again?")

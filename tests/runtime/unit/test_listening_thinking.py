@@ -194,6 +194,7 @@ class Status:
     def __init__(self, status: ReplyStatus | None) -> None:
         self._status = status
         self.held: tuple[int, int] | None = None
+        self.left: tuple[int, int] | None = None
 
     def status(self, contact_id: str) -> ReplyStatus | None:
         return self._status
@@ -204,6 +205,9 @@ class Status:
     def release_hold(self, contact_id: str, turn: int, segment: int) -> None:
         if self.held == (turn, segment):
             self.held = None
+
+    def note_left(self, contact_id: str, turn: int, segment: int) -> None:
+        self.left = (turn, segment)
 
     def outcome(self, contact_id: str, turn: int) -> ReplyStatus | None:
         """How an earlier reply ended: not kept here, as before its end was stored."""
@@ -379,8 +383,11 @@ def test_the_reply_goes_on_once_the_callers_sound_turns_out_not_to_be_a_turn() -
 
 
 def test_a_newer_turns_first_sentence_is_never_held_back() -> None:
-    found = played(Ready(speaking_for=100), turn=2, segment=4)
+    replies = Ready(speaking_for=100)
+    found = played(replies, turn=2, segment=4)
     assert found.segment is not None and (found.segment.turn, found.segment.index) == (3, 0)
+    # How turn 2's reply ended is not known here: the caller's turn is marked as heard to its fifth sentence.
+    assert replies.left == (2, 5)
 
 
 def test_holding_a_sentence_back_reads_nothing_but_the_reply_status() -> None:
@@ -579,9 +586,12 @@ def test_a_request_comes_before_a_newer_turns_reply_once_the_flow_played_the_who
 
 
 def test_a_newer_turns_reply_takes_the_place_of_a_request_the_flow_did_not_hear_to_its_end() -> None:
-    found = poll(Asked(newer=True), quiet(), turn=3, segment=0)
+    replies = Asked(newer=True)
+    found = poll(replies, quiet(), turn=3, segment=0)
 
     assert found.segment is not None and (found.segment.turn, found.segment.index) == (4, 0)
+    # The caller heard the first of its two sentences.
+    assert replies.left == (3, 1)
 
 
 class HalfMade:
@@ -598,3 +608,26 @@ def test_a_reply_status_read_half_made_is_no_status_yet() -> None:
     from voicebridge.store.replies import ReplyStore
 
     assert ReplyStore(HalfMade()).status(CONTACT) is None  # type: ignore[arg-type]
+
+
+class Answered(Status):
+    """Turn 3's reply over in two sentences; turn 4's begun."""
+
+    def __init__(self) -> None:
+        super().__init__(ReplyStatus(4, 1, done=False, updated_at_ms=NOW_MS))
+
+    def outcome(self, contact_id: str, turn: int) -> ReplyStatus | None:
+        return ReplyStatus(3, 2, done=True, updated_at_ms=NOW_MS) if turn == 3 else None
+
+    def segment(self, contact_id: str, turn: int, index: int, keys: str) -> Segment:
+        return Segment(CONTACT, turn, index, "Sure.", "s3://b/k.wav", "thanks")
+
+
+@pytest.mark.parametrize(("segment", "left"), [(1, None), (0, (3, 1))])
+def test_the_flow_leaving_a_reply_for_a_newer_turns_marks_only_what_it_did_not_play(
+    segment: int, left: tuple[int, int] | None
+) -> None:
+    replies = Answered()
+    found = poll(replies, quiet(), turn=3, segment=segment)
+    assert found.segment is not None and (found.segment.turn, found.segment.index) == (4, 0)
+    assert replies.left == left

@@ -56,3 +56,8 @@ def test_a_reply_held_back_over_the_caller_on_the_flows_path_was_heard_up_to_the
     kept = reply(items(ReplyHeldAt=1))
     assert kept["heard"] == "Your card [CARD] is blocked."
     assert reply(items(ReplyHeldAt=0))["heard"] == ""
+
+
+def test_a_mark_past_the_replys_last_sentence_says_it_was_heard_whole() -> None:
+    # The flow left the reply after its last sentence made (the rest was never made): nothing unheard to say.
+    assert "heard" not in reply(items(ReplyHeldAt=3))

@@ -529,8 +529,9 @@ def _reply(by_key: Mapping[str, Mapping[str, Any]], turn: int, redactor: Redacto
     held_at = caller_turn.get("ReplyHeldAt")
     if isinstance(heard, str):
         heard = redactor.redact(heard).text
-    elif held_at is not None:
-        # The flows path: a sentence held back over the caller and never handed out; the flow played those before it.
+    elif held_at is not None and int(held_at) < len(sentences):
+        # The flows path: a sentence held back over the caller and never handed out, or the first the flow did not
+        # play as it left the reply for a newer turn's; the flow played those before it.
         heard = " ".join(sentences[: int(held_at)])
     return {
         "said": sentences,

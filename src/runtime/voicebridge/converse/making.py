@@ -223,6 +223,8 @@ class ReplyMaker:
         self._history_lock = threading.Lock()
         self._history: list[Exchange] | None = None
         """The conversation so far, read once: this consumer is its only writer while it lives."""
+        self._unsettled: list[_Unsettled] = []
+        """The flows path: replies recorded as said whole, whose caller may have heard less (see :meth:`finalize`)."""
         self._quickest = Quickest()
         self.replies_made = 0
 
@@ -386,8 +388,10 @@ class ReplyMaker:
                 self.contact_id,
                 Exchange(reply.transcript, said),
                 keep=self._settings.history_turns,
-                before=self.conversation(),
+                before=self._settle_heard(self.conversation()),
             )
+            if self._settings.polled and self._settings.history_turns and reply.heard is None and reply.spoken:
+                self._unsettled.append(_Unsettled(reply))
         self.replies_made += 1
         logger.info(
             "reply stored",
@@ -460,6 +464,36 @@ class ReplyMaker:
             self._report("ReplyFirstPromptReady", MetricUnit.Milliseconds, max(0.0, ready_ms - caller_stopped_ms))
         return True
 
+    def _settle_heard(self, history: list[Exchange]) -> list[Exchange]:
+        """The flows path: the history with what the caller heard of earlier replies, where it was less than was made.
+        ConverseFunction marks it on the caller's turn (a sentence held back over them and never handed out, or the
+        flow leaving the reply for a newer turn's after a prompt: prompts play to their end), which can come after the
+        next reply is made; so each reply is looked at by the ends of the next :data:`SETTLE_LOOKS` replies, one small
+        read each, off the way to any reply's first words, then taken as heard whole. Replies asked before the mark
+        was read were told it was said."""
+        settled = list(history)
+        for waiting in list(self._unsettled):
+            reply = waiting.reply
+            try:
+                held = self._replies.held_at(self.contact_id, reply.seq)
+            except VoiceBridgeError as exc:
+                logger.warning("what the caller heard of a reply was not read", turn=reply.seq, reason=exc.safe_message)
+                held = None
+            waiting.looks_left -= 1
+            if held is None and waiting.looks_left > 0:
+                continue
+            self._unsettled.remove(waiting)
+            sentences = reply.spoken
+            if held is None or held >= len(sentences) or reply.spoken_prefix:
+                continue
+            said = " ".join(sentences)
+            heard = _heard_text(" ".join(sentences[:held]), " ".join(sentences[held:]))
+            for index in range(len(settled) - 1, -1, -1):
+                if settled[index] == Exchange(reply.transcript, said):
+                    settled[index] = Exchange(reply.transcript, heard)
+                    break
+        return settled
+
     def amend_heard(self, reply: ReplyInProgress, heard: str, unsaid: str) -> None:
         """The caller heard only ``heard`` of ``reply``, not ``unsaid`` (they talked over it): the history says so,
         whether the reply is still being made or was recorded already, and the caller's turn keeps what was heard for
@@ -468,7 +502,7 @@ class ReplyMaker:
             self._replies.note_heard(self.contact_id, reply.seq, heard)
         except VoiceBridgeError as exc:
             logger.warning("what the caller heard of the reply was not kept", turn=reply.seq, reason=exc.safe_message)
-        heard = f"{heard} [interrupted by the caller; not said: {unsaid}]".strip()
+        heard = _heard_text(heard, unsaid)
         with self._history_lock:
             reply.heard = heard
             history = self._history
@@ -488,6 +522,22 @@ class ReplyMaker:
 
     def _since(self, started: float) -> float:
         return (self._clock.monotonic() - started) * 1000
+
+
+SETTLE_LOOKS = 2
+"""How many later replies' ends look for what the caller heard of a flows reply: the flow leaves it for the next
+turn's reply once the prompt playing ends, before the turn after that can begin."""
+
+
+@dataclass(slots=True)
+class _Unsettled:
+    reply: ReplyInProgress
+    looks_left: int = SETTLE_LOOKS
+
+
+def _heard_text(heard: str, unsaid: str) -> str:
+    """The history's words for a reply the caller talked over: what they heard, and what they did not."""
+    return f"{heard} [interrupted by the caller; not said: {unsaid}]".strip()
 
 
 MAX_ATTRIBUTES_BYTES = 8 * 1024

@@ -33,6 +33,8 @@ nothing is said over a caller, and their turn's own reply takes its place — un
 backchannel, which it tells by the mark the poll leaves on the status for the sentence it holds back
 (:meth:`~voicebridge.store.replies.ReplyStore.hold_back`, on the status and the caller's turn, two writes at once
 per hold, removed as the sentence is handed out; a hold never removed is what the call record's ``heard`` reads).
+A newer turn's reply handed out while the flow had played only part of the one before marks the caller's turn the
+same way, where no hold did (:func:`_left`: one write, on such a hand-out only).
 Segments are read where the status says they are (a
 committed speculative reply keeps its speculative keys). It answers within the wait, counted from the invocation's
 start, and a look the table has not answered when the answer is due is left behind: the answer is what the last look
@@ -144,6 +146,7 @@ def _poll(
                 status, found, held = poll.look(lambda: _look(contact_id, replies, turn, played, collected, ended))
                 if found is not None:
                     _release(poll, replies, contact_id, status, found)
+                    _left(poll, replies, contact_id, status, found, (turn, played), ended)
                     return Next(found.segment, found.more, found.action, found.attributes, waited_ms=poll.waited_ms)
                 if held is not None and (status is None or status.held_back != held):
                     poll.look(functools.partial(replies.hold_back, contact_id, *held))
@@ -215,6 +218,32 @@ def _release(poll: LongPoll, replies: ReplyStore, contact_id: str, status: Reply
         return
     with contextlib.suppress(LateLook):
         poll.look(functools.partial(replies.release_hold, contact_id, segment.turn, segment.index))
+
+
+def _left(
+    poll: LongPoll,
+    replies: ReplyStore,
+    contact_id: str,
+    status: ReplyStatus | None,
+    found: Next,
+    where: tuple[int, int],
+    ended: Mapping[int, ReplyStatus],
+) -> None:
+    """A newer turn's reply is handed out while the flow had played the one before only up to ``played``: the caller
+    heard that far of it and no further (a prompt plays to its end), which the caller's turn keeps for the call record
+    and the consumer's history (``ReplyHeldAt``, as a hold never released says it). No write where a hold already
+    marked the same sentence, or where the reply is known to have ended with the sentence played."""
+    turn, played = where
+    segment = found.segment
+    if segment is None or segment.turn <= turn or turn < 0 or played < 0:
+        return
+    outcome = ended.get(turn)
+    if outcome is not None and played + 1 >= outcome.segments:
+        return
+    if status is not None and status.held_back == (turn, played + 1):
+        return
+    with contextlib.suppress(LateLook):
+        poll.look(functools.partial(replies.note_left, contact_id, turn, played + 1))
 
 
 def _pace(status: ReplyStatus | None, turn: int, played: int) -> tuple[Pace, bool]:

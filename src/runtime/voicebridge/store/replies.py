@@ -535,6 +535,18 @@ class ReplyStore:
         finally:
             on_turn.result()
 
+    def note_left(self, contact_id: str, turn: int, segment: int) -> None:
+        """Record on the caller's turn that the flow left ``turn``'s reply for a newer one before its sentence
+        ``segment`` (``ReplyHeldAt``, as a hold never released): the caller heard the sentences before it only."""
+        self._mark_held(contact_id, turn, segment, True)
+
+    def held_at(self, contact_id: str, turn: int) -> int | None:
+        """The first sentence of ``turn``'s reply the caller did not hear, as a hold or the flow leaving the reply
+        marked it on the caller's turn (None: no mark; they heard all of it, or no turn is stored)."""
+        item = self._get(contact_id, turn_key(CUSTOMER, turn))
+        held = None if item is None else item.get("ReplyHeldAt")
+        return None if held is None else int(held)
+
     def _mark_held(self, contact_id: str, turn: int, segment: int, held: bool) -> None:
         """Set (``held``) or remove the caller's turn's ``ReplyHeldAt``: the sentence of its reply held back."""
         at = {":s": {"N": str(segment)}}
