@@ -284,7 +284,15 @@ def test_a_wait_that_runs_out_mid_turn_is_listening_not_silence_and_the_turn_the
         assert _invoke(env, "StartListeningFunction", _connect_event(contact_id, audio))["Result"] == "OK"
         store = TurnStore(local_physical_id("TurnTable"), container.client("dynamodb"))
         deadline = time.monotonic() + 15
-        while not getattr(store.load(contact_id), "speaking_since_ms", 0) and time.monotonic() < deadline:
+
+        def begun() -> bool:
+            # Ink has sent the turn's start (the consumer's own voice mark alone lapses if Ink is slow to start it,
+            # as on a loaded machine), and the consumer has marked the caller speaking.
+            session = env.ink.sessions[-1] if env.ink.sessions else None
+            started = session is not None and bool(session.events_of("turn.start"))
+            return started and bool(getattr(store.load(contact_id), "speaking_since_ms", 0))
+
+        while not begun() and time.monotonic() < deadline:
             time.sleep(0.05)
         # Ink has begun the caller's turn and takes three seconds to end it: a short wait that runs out meanwhile says
         # the caller is speaking — the flow plays the silent prompt (which also ends Connect's chain of Lambda
