@@ -45,6 +45,9 @@ class MemoryReplies(ReplyStore):
         """Each mark of a reply's making (``begin``, ``expect``, ``synthesizing``): its turn, the due time said."""
         self.leads: list[int] = []
         """The call's least lead said with each first mark of a reply (``begin``, ``expect``) and each end."""
+        self.held: dict[int, int] = {}
+        """The first sentence of a turn's reply the caller did not hear, as ConverseFunction marks it."""
+        self.held_reads: dict[int, int] = {}
 
     def begin(
         self, contact_id: str, turn: int, keys: str = REPLY_KEYS, *, due_at_ms: int = 0, lead_ms: int = 0
@@ -132,8 +135,14 @@ class MemoryReplies(ReplyStore):
         self, contact_id: str, exchange: Exchange, keep: int, *, before: Sequence[Exchange] | None = None
     ) -> list[Exchange]:
         with self.lock:
-            self.exchanges.append(exchange)
+            known = list(self.exchanges) if before is None else list(before)
+            self.exchanges = [*known, exchange][-keep:] if keep > 0 else []
             return list(self.exchanges)
+
+    def held_at(self, contact_id: str, turn: int) -> int | None:
+        with self.lock:
+            self.held_reads[turn] = self.held_reads.get(turn, 0) + 1
+            return self.held.get(turn)
 
     def history(self, contact_id: str) -> list[Exchange]:
         with self.lock:
@@ -533,3 +542,37 @@ def test_a_speculation_begun_while_an_earlier_reply_is_made_is_asked_with_that_t
     # waited was never asked at all.
     assert responder.histories == {"what is my balance": [], "and my savings": ["what is my balance"]}
     assert replies.counted[1]["Outcome"] == "hit" and replies.counted[1].get("Misses", 0) == misses
+
+
+@pytest.mark.parametrize("polled", [True, False])
+def test_what_the_caller_heard_of_a_flows_reply_reaches_the_history_once_marked_looked_for_twice_at_most(
+    replies: MemoryReplies, polled: bool
+) -> None:
+    made = ReplyWorker(
+        CONTACT,
+        responder=Rules(RULES),
+        speak=speak,
+        replies=replies,
+        settings=ReplySettings.of(Settings(), polled=polled),
+    )
+    try:
+        for seq, said in enumerate(("what is my balance", "hello", "thanks", "ok", "right")):
+            made.submit(turn(seq, said))
+            assert made.drain(3)
+            if seq == 1:
+                # The flow left the balance reply after its first segment, for turn 1's (marked after that reply ended).
+                replies.held[0] = 1
+    finally:
+        made.close(1.0)
+    history = replies.history(CONTACT)
+    assert len(history) == 5 and not [e for e in history[1:] if "interrupted" in e.agent]
+    if polled:
+        assert history[0].agent == (
+            "Your balance [interrupted by the caller; not said: is two hundred dollars. Anything else?]"
+        )
+        # Each reply is looked for at the next two replies' ends, no more; the last one's at none yet.
+        assert replies.held_reads == {0: 2, 1: 2, 2: 2, 3: 1}
+    else:
+        # The streaming transport says what was heard itself, and nothing is read.
+        assert history[0].agent == "Your balance is two hundred dollars. Anything else?"
+        assert replies.held_reads == {}
