@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from tests.fixtures import ROOT
+from tests.fixtures.logs import logged_slips
 from voicebridge.config import Settings
 from voicebridge_dev.demo import scenario_settings
 from voicebridge_dev.local.a2a import (
@@ -67,9 +68,15 @@ def cloud() -> Iterator[LocalCloud]:
 
 @pytest.fixture(scope="module")
 def agent(cloud: LocalCloud, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalAgent]:
-    log = (tmp_path_factory.mktemp("agent") / "agent.log").open("w", encoding="utf-8")
-    with log, LocalAgent(cloud, TEMPLATE, env=scenario_settings(SCENARIOS["normal"]), log=log) as server:
+    path = tmp_path_factory.mktemp("agent") / "agent.log"
+    with (
+        path.open("w", encoding="utf-8") as log,
+        LocalAgent(cloud, TEMPLATE, env=scenario_settings(SCENARIOS["normal"]), log=log) as server,
+    ):
         yield server
+    # The server goes on from a slip in a session's task, as on a call: the sessions here must have made none.
+    slipped = logged_slips(path)
+    assert not slipped, slipped
 
 
 def caller(*parts: float | str) -> tuple[bytes, dict[str, float]]:
