@@ -611,10 +611,10 @@ def test_a_reply_status_read_half_made_is_no_status_yet() -> None:
 
 
 class Answered(Status):
-    """Turn 3's reply over in two sentences; turn 4's begun."""
+    """Turn 3's reply over in two sentences; turn 4's begun (``held_back``: the mark a hold left on the status)."""
 
-    def __init__(self) -> None:
-        super().__init__(ReplyStatus(4, 1, done=False, updated_at_ms=NOW_MS))
+    def __init__(self, held_back: tuple[int, int] | None = None) -> None:
+        super().__init__(ReplyStatus(4, 1, done=False, updated_at_ms=NOW_MS, held_back=held_back))
 
     def outcome(self, contact_id: str, turn: int) -> ReplyStatus | None:
         return ReplyStatus(3, 2, done=True, updated_at_ms=NOW_MS) if turn == 3 else None
@@ -631,3 +631,12 @@ def test_the_flow_leaving_a_reply_for_a_newer_turns_marks_only_what_it_did_not_p
     found = poll(replies, quiet(), turn=3, segment=segment)
     assert found.segment is not None and (found.segment.turn, found.segment.index) == (4, 0)
     assert replies.left == left
+
+
+def test_a_reply_whose_sentence_a_hold_marked_is_not_marked_again_as_the_flow_leaves_it() -> None:
+    # The caller spoke over turn 3's reply after its first sentence: the poll held the second back (marked then), and
+    # now turn 4's reply takes its place. The mark says it already: no second write.
+    replies = Answered(held_back=(3, 1))
+    found = poll(replies, quiet(), turn=3, segment=0)
+    assert found.segment is not None and (found.segment.turn, found.segment.index) == (4, 0)
+    assert replies.left is None
