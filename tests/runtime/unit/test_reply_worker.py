@@ -576,3 +576,34 @@ def test_what_the_caller_heard_of_a_flows_reply_reaches_the_history_once_marked_
         # The streaming transport says what was heard itself, and nothing is read.
         assert history[0].agent == "Your balance is two hundred dollars. Anything else?"
         assert replies.held_reads == {}
+
+
+class Broken:
+    """A responder with a slip in it: it fails on something no service's error explains."""
+
+    speculative_safe = True
+    name = "broken"
+
+    def respond(self, request: TurnRequest, *, deadline: float) -> FixedReply:
+        raise RuntimeError("a slip")
+
+
+@pytest.mark.parametrize(("polled", "alarmed"), [(True, "ListenErrors"), (False, "StreamingErrors")])
+def test_a_reply_that_fails_on_a_slip_is_counted_in_the_transports_errors(
+    replies: MemoryReplies, polled: bool, alarmed: str
+) -> None:
+    counted: list[tuple[str, float]] = []
+    made = ReplyWorker(
+        CONTACT,
+        responder=Broken(),
+        speak=speak,
+        replies=replies,
+        settings=ReplySettings.of(Settings(), polled=polled),
+        report=lambda name, unit, value: counted.append((name, value)),
+    )
+    try:
+        made.submit(turn(0, "what is my balance"))
+        assert made.drain(3)
+    finally:
+        made.close(1.0)
+    assert ("ReplyErrors", 1) in counted and (alarmed, 1) in counted

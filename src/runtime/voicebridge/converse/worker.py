@@ -50,6 +50,8 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from aws_lambda_powertools.metrics import MetricUnit
+
 from voicebridge.clock import SYSTEM_CLOCK, Clock
 from voicebridge.converse.making import (
     ReplyInProgress,
@@ -376,10 +378,17 @@ class ReplyWorker:
                 logger.warning("reply not stored", turn=reply.seq, reason=exc.safe_message)
             except Exception:
                 logger.exception("reply failed")
+                self._count_failure()
             finally:
                 with self._wake:
                     self._current = None
                     self._wake.notify_all()
+
+    def _count_failure(self) -> None:
+        """A reply failed on something no service's error explains (a slip in the code): counted, and in the
+        transport's errors, whose alarm tells someone; the caller heard nothing of it, or the rest was never made."""
+        self._report("ReplyErrors", MetricUnit.Count, 1)
+        self._report("ListenErrors" if self._settings.polled else "StreamingErrors", MetricUnit.Count, 1)
 
     # -- speculation
 
@@ -399,6 +408,7 @@ class ReplyWorker:
         except Exception:
             reply.failed = True
             logger.exception("speculative reply failed")
+            self._count_failure()
         finally:
             # Counted on this thread, not on the one that committed it (Ink's receiver, or the turn writer).
             if reply.committed_at_ms is not None:
