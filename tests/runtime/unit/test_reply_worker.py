@@ -19,7 +19,7 @@ import pytest
 from tests.fixtures.clock import ManualClock
 from voicebridge.config import Settings
 from voicebridge.conversation import Action, Exchange
-from voicebridge.converse.making import ReplySettings, Spoken
+from voicebridge.converse.making import ReplySettings, Report, Spoken
 from voicebridge.converse.responder import FixedReply, Responder, ResponderError, TurnRequest
 from voicebridge.converse.worker import ReplyWorker
 from voicebridge.store.replies import REPLY_KEYS, ReplyStatus, ReplyStore, Segment
@@ -206,9 +206,17 @@ def replies() -> MemoryReplies:
 
 
 @contextlib.contextmanager
-def running(replies: MemoryReplies, responder: Responder, **settings: Any) -> Iterator[ReplyWorker]:
+def running(
+    replies: MemoryReplies, responder: Responder, *, polled: bool = True, report: Report | None = None, **settings: Any
+) -> Iterator[ReplyWorker]:
+    """A worker for the contact, closed after; ``polled`` False is the streaming transport's (no flow polls)."""
     made = ReplyWorker(
-        CONTACT, responder=responder, speak=speak, replies=replies, settings=ReplySettings.of(Settings(**settings))
+        CONTACT,
+        responder=responder,
+        speak=speak,
+        replies=replies,
+        settings=ReplySettings.of(Settings(**settings), polled=polled),
+        report=report,
     )
     try:
         yield made
@@ -392,19 +400,10 @@ def test_an_eager_end_after_the_calls_first_reply_says_when_its_reply_is_due(rep
 
 
 def test_a_reply_nobody_polls_for_marks_nothing_for_a_poller(replies: MemoryReplies) -> None:
-    made = ReplyWorker(
-        CONTACT,
-        responder=Rules(RULES),
-        speak=speak,
-        replies=replies,
-        settings=ReplySettings.of(Settings(), polled=False),
-    )
-    try:
+    with running(replies, Rules(RULES), polled=False) as made:
         made.eager_end(0, "what is my balance")
         made.submit(turn(0, "what is my balance"))
         assert made.drain(2)
-    finally:
-        made.close(1.0)
     assert replies.synthesizing == [] and replies.expecting_keys is None
 
 
@@ -548,22 +547,13 @@ def test_a_speculation_begun_while_an_earlier_reply_is_made_is_asked_with_that_t
 def test_what_the_caller_heard_of_a_flows_reply_reaches_the_history_once_marked_looked_for_twice_at_most(
     replies: MemoryReplies, polled: bool
 ) -> None:
-    made = ReplyWorker(
-        CONTACT,
-        responder=Rules(RULES),
-        speak=speak,
-        replies=replies,
-        settings=ReplySettings.of(Settings(), polled=polled),
-    )
-    try:
+    with running(replies, Rules(RULES), polled=polled) as made:
         for seq, said in enumerate(("what is my balance", "hello", "thanks", "ok", "right")):
             made.submit(turn(seq, said))
             assert made.drain(3)
             if seq == 1:
                 # The flow left the balance reply after its first segment, for turn 1's (marked after that reply ended).
                 replies.held[0] = 1
-    finally:
-        made.close(1.0)
     history = replies.history(CONTACT)
     assert len(history) == 5 and not [e for e in history[1:] if "interrupted" in e.agent]
     if polled:
@@ -593,17 +583,9 @@ def test_a_reply_that_fails_on_a_slip_is_counted_in_the_transports_errors(
     replies: MemoryReplies, polled: bool, alarmed: str
 ) -> None:
     counted: list[tuple[str, float]] = []
-    made = ReplyWorker(
-        CONTACT,
-        responder=Broken(),
-        speak=speak,
-        replies=replies,
-        settings=ReplySettings.of(Settings(), polled=polled),
-        report=lambda name, unit, value: counted.append((name, value)),
-    )
-    try:
+    with running(
+        replies, Broken(), polled=polled, report=lambda name, unit, value: counted.append((name, value))
+    ) as made:
         made.submit(turn(0, "what is my balance"))
         assert made.drain(3)
-    finally:
-        made.close(1.0)
     assert ("ReplyErrors", 1) in counted and (alarmed, 1) in counted
