@@ -69,7 +69,7 @@ from voicebridge_dev.simulator import (
 from voicebridge_dev.simulator.caller import Over
 from voicebridge_dev.simulator.line import LineNoise
 from voicebridge_dev.simulator.load import FailedInvocation, LoadRun, load_figures, load_table, simulate_calls
-from voicebridge_dev.simulator.report import line_effects, turn_figures
+from voicebridge_dev.simulator.report import line_effects, talked_over_lines, turn_figures
 
 TEMPLATE = Path("template.yaml")
 FLOW = Path("contact_flows/voice-agent.json")
@@ -245,6 +245,8 @@ def run_demo(
             embedded.close()
     print(f"\n{_LATENCY_HEADER}")
     print(latency_table(result))
+    for over in talked_over_lines(result):
+        print(over)
     if line is not None:
         _print_line_effects(line, line_effects(result, turn_figures(result)))
     redactor = demo_redactor(function_env)

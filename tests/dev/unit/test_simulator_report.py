@@ -144,6 +144,22 @@ def test_a_backchannel_after_which_the_rest_of_the_reply_is_never_played_interru
     assert over["backchannel_interrupted"] is True
 
 
+def test_the_silence_after_a_backchannel_counts_from_its_end_or_the_end_of_the_prompt_it_ran_into() -> None:
+    # "Uh-huh" ends 40 ms after the first clause; the next sentence plays 400 ms after that.
+    bill = _entry(2, (24_300, 25_800), (27_250, 28_530), (28_970, 32_000), (32_050, 34_000))
+    uh_huh = _entry(3, (28_230, 28_570), (None, None))
+    # "Mm" inside the second sentence: the reply's next silence after it is the gap to the third.
+    mm = _entry(4, (29_500, 29_800), (None, None))
+
+    _, over, inside = report_module._talked_over([bill, uh_huh, mm])
+
+    assert (over["backchannel_interrupted"], over["went_on_after_ms"]) == (False, 28_970 - 28_570)
+    assert inside["went_on_after_ms"] == 32_050 - 32_000
+    # A turn, not a backchannel: nothing said of the reply going on.
+    long_turn = _entry(5, (29_000, 30_500), (None, None))
+    assert "went_on_after_ms" not in report_module._talked_over([bill, long_turn])[1]
+
+
 def test_a_turn_said_in_the_quiet_was_not_talked_over() -> None:
     reply = _entry(0, (1_000, 2_000), (3_000, 4_000))
     next_turn = _entry(1, (4_600, 5_500), (6_500, 7_000))

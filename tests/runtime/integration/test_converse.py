@@ -464,6 +464,34 @@ def test_a_sentence_held_back_over_a_speaking_caller_is_marked_until_it_is_hande
     assert status is not None and status.held_back is None
 
 
+def test_a_sentence_held_back_over_a_short_voice_goes_out_once_it_pauses_and_the_status_says_it_went_on(
+    converse: LocalCloud,
+) -> None:
+    replies, contact_id = worker()
+    answered = turn(contact_id, 0, "what is my balance")
+    assert container.turn_store().put_turn(answered)
+    replies.submit(answered)
+    assert replies.drain(20)
+    store = container.reply_store()
+    assert play(contact_id).segment is not None
+    began = int(time.time() * 1000)
+    store.mark_speaking(contact_id, began, 1)  # "uh-huh" over the first sentence: turn 1, still open
+    held = play(contact_id, after_turn=0, after_segment=0, wait_ms=300)
+    assert held.segment is None and held_at(contact_id, 0) == 1
+    # The voice stopped, short, over the agent: the consumer marks the pause; Ink has not ended the turn.
+    store.mark_speaking(contact_id, began, 1, paused_ms=began + 400)
+    went_on = play(contact_id, after_turn=0, after_segment=0, wait_ms=300)
+    status = store.status(contact_id)
+    assert went_on.segment is not None and went_on.segment.index == 1
+    assert status is not None and status.held_back is None and status.went_on_for == 1
+    assert status.speaking_turn == 1 and status.speaking_paused_ms == began + 400
+    assert held_at(contact_id, 0) is None
+    # The turn stored (a backchannel): the marks go; what the reply went on over stays named by its turn.
+    store.mark_speaking(contact_id, 0)
+    status = store.status(contact_id)
+    assert status is not None and (status.speaking_turn, status.speaking_paused_ms, status.went_on_for) == (None, 0, 1)
+
+
 def test_a_replys_first_sentence_waits_while_the_caller_goes_on_after_the_turn_it_answers(converse: LocalCloud) -> None:
     replies, contact_id = worker()
     answered = turn(contact_id, 0, "what is my balance")
@@ -482,6 +510,9 @@ def test_a_replys_first_sentence_waits_while_the_caller_goes_on_after_the_turn_i
     assert status is not None and status.held_back == (0, 0) and status.speaking_turn == 1
     # The caller's turn keeps it too: left so, the record says they heard nothing of this reply.
     assert held_at(contact_id, 0) == 0
+    # A pause in their voice lets a later sentence of a reply being played go on, never a reply's first over them.
+    store.mark_speaking(contact_id, int(time.time() * 1000), 1, paused_ms=int(time.time() * 1000))
+    assert play(contact_id, wait_ms=300).segment is None
     # Ink made no turn of it (a cough): the reply begins.
     store.mark_speaking(contact_id, 0)
     begun = play(contact_id)

@@ -78,6 +78,16 @@ def test_the_reply_is_not_asked_about_a_voice_that_began_when_the_agent_was_quie
     assert not over(agent, 2450, 2650, more_to_say)
 
 
+def test_a_short_voice_begun_while_the_agent_spoke_may_pause_the_hold_a_long_one_or_one_begun_in_silence_not() -> None:
+    agent = heard(("voice", 1200), ("quiet", 2000))
+    # "Uh-huh" across the end of the first clause: it began over the agent.
+    assert agent.began_over(EPOCH_MS + 1000, EPOCH_MS + 1450)
+    # Within a pause between the agent's words.
+    assert agent.began_over(EPOCH_MS + 1500, EPOCH_MS + 1800)
+    assert not agent.began_over(EPOCH_MS + 1000, EPOCH_MS + 1600)  # as long as the limit
+    assert not agent.began_over(EPOCH_MS + 1700, EPOCH_MS + 1900)  # the agent had been quiet 500 ms
+
+
 def test_the_agents_pauses_between_words_do_not_end_its_voice() -> None:
     agent = heard(("voice", 1000), ("quiet", 300), ("voice", 1000), ("quiet", 390), ("voice", 1000))
     assert over(agent, 900, 1400)
@@ -135,6 +145,12 @@ def test_a_sentence_held_back_of_the_latest_reply_means_it_has_more_to_say() -> 
     assert not holding_back(ReplyStatus(4, 1, done=False, held_back=(3, 2)))
     assert not holding_back(ReplyStatus(3, 4, done=True))
     assert not holding_back(None)
+
+
+def test_a_sentence_handed_out_over_the_pause_of_the_turn_being_judged_means_the_reply_went_on() -> None:
+    assert holding_back(ReplyStatus(3, 4, done=True, speaking_since_ms=1, speaking_turn=5, went_on_for=5))
+    # Handed out over an earlier turn's pause: says nothing of this one.
+    assert not holding_back(ReplyStatus(3, 4, done=True, speaking_since_ms=1, speaking_turn=6, went_on_for=5))
 
 
 def test_a_steady_noise_on_the_agents_track_is_not_its_voice() -> None:

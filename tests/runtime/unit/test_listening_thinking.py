@@ -4,6 +4,7 @@ making its reply (``Thinking``), and neither may be answered with "Are you still
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any, cast
 
@@ -84,9 +85,11 @@ class StatusMarks:
 
     def __init__(self) -> None:
         self.written: list[tuple[int, int]] = []
+        self.paused: list[int] = []
 
-    def mark_speaking(self, contact_id: str, since_ms: int, turn: int = -1) -> None:
+    def mark_speaking(self, contact_id: str, since_ms: int, turn: int = -1, paused_ms: int = 0) -> None:
         self.written.append((since_ms, turn))
+        self.paused.append(paused_ms)
 
 
 def test_the_reply_status_is_told_which_turn_the_caller_is_speaking() -> None:
@@ -105,6 +108,30 @@ def test_the_reply_status_is_told_which_turn_the_caller_is_speaking() -> None:
     store.until(0)
     speaking.close(timeout_s=1.0)
     assert status.written == [(began, 3), (went_on, 4), (0, -1)]
+
+
+def test_a_pause_is_written_to_the_reply_status_alone_and_goes_with_the_turn() -> None:
+    store, status = Marks(), StatusMarks()
+    clock = ManualClock(epoch=1_764_000_000.0)
+    speaking = SpeakingMarks(store, CONTACT, 0, replies=status, clock=clock)  # type: ignore[arg-type]
+    speaking.update(2, True)
+    began = int(clock.time() * 1000)
+    store.until(began)
+    clock.advance(0.7)
+    speaking.pause(2, True)
+    paused = int(clock.time() * 1000)
+    speaking.update(2, True)  # Ink's turn.start for the same voice, late: the pause stands
+    speaking.pause(1, True)  # not the open turn: nothing
+    deadline = time.monotonic() + 5
+    while len(status.paused) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    speaking.update(2, False)
+    store.until(0)
+    speaking.close(timeout_s=1.0)
+    written = list(zip(status.written, status.paused, strict=True))
+    assert written == [((began, 2), 0), ((began, 2), paused), ((0, -1), 0)]
+    # The checkpoint, which says Listening, was written for the turn's start and end only.
+    assert store.written == [began, 0]
 
 
 def test_a_refused_write_is_tried_again_with_the_newest_state() -> None:
@@ -202,7 +229,7 @@ class Status:
     def hold_back(self, contact_id: str, turn: int, segment: int) -> None:
         self.held = (turn, segment)
 
-    def release_hold(self, contact_id: str, turn: int, segment: int) -> None:
+    def release_hold(self, contact_id: str, turn: int, segment: int, *, went_on_for: int | None = None) -> None:
         if self.held == (turn, segment):
             self.held = None
 

@@ -96,19 +96,35 @@ class Table:
     def __init__(self) -> None:
         self.speaking_since_ms = 0
         self.speaking_turn: int | None = None
+        self.paused_ms = 0
+        self.held: tuple[int, int] | None = None
+        self.released: list[tuple[int, int, int | None]] = []
         self.marked = threading.Event()
 
     # the consumer's side (the reply status's mark; the checkpoint's is :class:`Checkpoints`')
-    def mark_speaking(self, contact_id: str, since_ms: int, turn: int = -1) -> None:
+    def mark_speaking(self, contact_id: str, since_ms: int, turn: int = -1, paused_ms: int = 0) -> None:
         self.speaking_since_ms, self.speaking_turn = since_ms, (turn if turn >= 0 else None)
+        self.paused_ms = paused_ms
         self.marked.set()
 
     # the flow's side
     def status(self, contact_id: str) -> ReplyStatus:
-        return ReplyStatus(3, 2, done=False, speaking_since_ms=self.speaking_since_ms, speaking_turn=self.speaking_turn)
+        return ReplyStatus(
+            3,
+            2,
+            done=False,
+            speaking_since_ms=self.speaking_since_ms,
+            speaking_turn=self.speaking_turn,
+            speaking_paused_ms=self.paused_ms,
+            held_back=self.held,
+        )
 
     def hold_back(self, contact_id: str, turn: int, segment: int) -> None:
-        pass
+        self.held = (turn, segment)
+
+    def release_hold(self, contact_id: str, turn: int, segment: int, *, went_on_for: int | None = None) -> None:
+        self.held = None
+        self.released.append((turn, segment, went_on_for))
 
     def segment(self, contact_id: str, turn: int, index: int, keys: str) -> Segment:
         return Segment(CONTACT, turn, index, "and your savings are fine.", "s3://b/k.wav", "balance?")
@@ -153,3 +169,69 @@ def test_a_caller_who_starts_between_two_sentences_has_the_next_held_back_before
     marks.close(timeout_s=1.0)
 
     assert found.segment is None and found.speaking_ms is not None
+
+
+def test_a_short_voice_over_the_agent_that_paused_lets_the_held_sentence_go_and_says_it_went_on_over_it() -> None:
+    table = Table()
+    marks = SpeakingMarks(Checkpoints(), CONTACT, 0, replies=table)  # type: ignore[arg-type]
+    marks.update(4, True)  # "uh-huh" over the first sentence
+    assert table.marked.wait(5.0)
+    assert next_sentence(table).segment is None and table.held == (3, 1)
+
+    table.marked.clear()
+    marks.pause(4, True)  # its voice stopped; Ink has yet to end the turn
+    assert table.marked.wait(5.0) and table.paused_ms > 0
+    found = next_sentence(table)
+
+    assert found.segment is not None and (found.segment.turn, found.segment.index) == (3, 1)
+    assert table.released == [(3, 1, 4)]
+
+    # The caller spoke again: the pause is taken back, and a sentence after it is held again.
+    table.marked.clear()
+    marks.pause(4, False)
+    assert table.marked.wait(5.0) and table.paused_ms == 0
+    assert next_sentence(table).segment is None
+    # A pause told for a turn that is no longer the open one changes nothing.
+    marks.update(4, False)
+    marks.pause(4, True)
+    marks.close(timeout_s=1.0)
+    assert (table.speaking_turn, table.paused_ms) == (None, 0)
+
+
+class Looked(Table):
+    """The table, counting the poll's looks at the status."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.looks = 0
+
+    def status(self, contact_id: str) -> ReplyStatus:
+        self.looks += 1
+        return super().status(contact_id)
+
+
+def test_a_hold_over_a_caller_who_may_be_saying_a_backchannel_is_looked_at_often_then_slowly() -> None:
+    def looks(speaking_for_ms: int) -> int:
+        table = Looked()
+        clock = ManualClock(start=0.0, settle_s=5.0)
+        table.speaking_since_ms, table.speaking_turn = int(clock.time() * 1000) - speaking_for_ms, 4
+        found = next_to_play(
+            CONTACT,
+            {"TurnIndex": "3", "Segment": "0", "MaxWaitMs": "1000"},
+            replies=table,  # type: ignore[arg-type]
+            turns=table,  # type: ignore[arg-type]
+            max_wait_ms=6000,
+            fast_poll_ms=10,
+            slow_poll_ms=250,
+            making_poll_ms=40,
+            backchannel_ms=600,
+            remaining_ms=None,
+            clock=clock,
+        )
+        assert found.segment is None and table.held == (3, 1)
+        return table.looks
+
+    # Began 200 ms ago: a pause may be marked any moment, so the poll looks every 40 ms for the next 1,400 ms.
+    assert looks(200) >= 20
+    # Began 3 s ago: no backchannel, the slow pace (a look every 250 ms).
+    assert looks(3000) <= 5

@@ -30,6 +30,8 @@ class ScriptedTurn:
     start_ms: int
     end_ms: int
     text: str
+    updates: tuple[tuple[int, str], ...] = ()
+    """Ink's ``turn.update`` words, each once it has heard this far past the turn's start (ms)."""
 
 
 class ScriptedInk:
@@ -48,6 +50,7 @@ class ScriptedInk:
         self._events: list[Callable[[], None]] = []
         self._started: set[int] = set()
         self._ended: set[int] = set()
+        self._updated: set[tuple[int, int]] = set()
 
     def open(self) -> None:
         ScriptedInk.opened.append(self)
@@ -68,6 +71,10 @@ class ScriptedInk:
             if index not in self._started and heard >= turn.start_ms + START_DELAY_MS:
                 self._started.add(index)
                 self._events.append(self.listener.on_turn_start)
+            for at_ms, words in turn.updates:
+                if index in self._started and (index, at_ms) not in self._updated and heard >= turn.start_ms + at_ms:
+                    self._updated.add((index, at_ms))
+                    self._events.append(functools.partial(self.listener.on_turn_update, words))
             if index in self._started and index not in self._ended and heard >= turn.end_ms + END_DELAY_MS:
                 self._ended.add(index)
                 self._events.append(functools.partial(self.listener.on_turn_end, turn.text))
@@ -104,12 +111,13 @@ class Call:
         self.audio += voice(ms)
         return self
 
-    def turn(self, text: str, *parts: int) -> Call:
-        """A turn of voiced parts (ms) with pauses (ms) between them: ``turn("yes please", 600, 400, 700)``."""
+    def turn(self, text: str, *parts: int, updates: tuple[tuple[int, str], ...] = ()) -> Call:
+        """A turn of voiced parts (ms) with pauses (ms) between them: ``turn("yes please", 600, 400, 700)``; Ink's
+        words along the way with ``updates``, each (ms after the turn's start Ink must have heard, words)."""
         start = self.at_ms
         for index, ms in enumerate(parts):
             self.audio += voice(ms) if index % 2 == 0 else quiet(ms)
-        self.turns.append(ScriptedTurn(start, self.at_ms, text))
+        self.turns.append(ScriptedTurn(start, self.at_ms, text, updates))
         return self
 
 
@@ -295,3 +303,93 @@ def test_a_turn_the_transport_calls_a_backchannel_is_stored_as_one_and_never_pas
     # the question, whose words make it a turn whatever its timing.
     ((start_ms, end_ms),) = asked
     assert abs(start_ms - (r.epoch_ms + 500)) <= 100 and abs(end_ms - (r.epoch_ms + 900)) <= 100
+
+
+# --- a short voice over the agent that stopped: marked paused before Ink ends its turn ---------------------------
+
+
+@dataclass
+class Marks:
+    """What the transcriber told, in order: speaking marks, pause marks and turns ended."""
+
+    told: list[tuple[str, int, object]]
+
+    def speaking(self, seq: int, speaking: bool) -> None:
+        self.told.append(("speaking", seq, speaking))
+
+    def paused(self, seq: int, paused: bool) -> None:
+        self.told.append(("paused", seq, paused))
+
+    def ended(self, turn: Turn) -> None:
+        self.told.append(("ended", turn.seq, turn.transcript))
+
+    def of(self, kind: str) -> list[tuple[int, object]]:
+        return [(seq, value) for told, seq, value in self.told if told == kind]
+
+
+def paused_run(call: Call, paused_over: Callable[[float, float], bool]) -> tuple[Run, Marks]:
+    marks = Marks([])
+    r = run(
+        call,
+        talked_over=lambda start_ms, end_ms: True,
+        paused_over=paused_over,
+        on_paused=marks.paused,
+        on_speaking=marks.speaking,
+        on_turn_ended=marks.ended,
+        language="en-US",
+    )
+    r.feed(bytes(call.audio))
+    r.idle(1.5)
+    return r, marks
+
+
+def test_a_short_voice_over_the_agent_whose_words_only_acknowledge_is_marked_paused_before_its_turn_ends() -> None:
+    call = Call().silence(500).turn("uh huh", 400, updates=((650, "uh huh"),)).silence(2000)
+    asked: list[tuple[float, float]] = []
+
+    def over_the_agent(start_ms: float, end_ms: float) -> bool:
+        asked.append((start_ms, end_ms))
+        return True
+
+    r, marks = paused_run(call, over_the_agent)
+
+    assert marks.of("paused") == [(0, True)]
+    # Told once the voice had stopped and Ink's words covered it, before Ink ended the turn (700 ms after the voice).
+    told = [(kind, seq) for kind, seq, _ in marks.told]
+    assert told.index(("paused", 0)) < told.index(("ended", 0))
+    assert [(turn.transcript, turn.backchannel) for turn in r.stored()] == [("uh huh", True)]
+    # Asked with the voice's first and last frame on Connect's clock.
+    ((start_ms, end_ms),) = asked
+    assert abs(start_ms - (r.epoch_ms + 500)) <= 100 and abs(end_ms - (r.epoch_ms + 900)) <= 100
+
+
+def test_no_pause_for_words_that_ask_for_none_yet_or_a_voice_the_transport_calls_not_short_over_the_agent() -> None:
+    asking = Call().silence(500).turn("stop", 400, updates=((650, "stop"),)).silence(2000)
+    _, marks = paused_run(asking, lambda start_ms, end_ms: True)
+    assert marks.of("paused") == []
+
+    # No words from Ink before it ends the turn: nothing to judge the voice by, so it holds the reply as before.
+    wordless = Call().silence(500).turn("uh huh", 400).silence(2000)
+    _, marks = paused_run(wordless, lambda start_ms, end_ms: True)
+    assert marks.of("paused") == []
+
+    not_over = Call().silence(500).turn("uh huh", 400, updates=((650, "uh huh"),)).silence(2000)
+    _, marks = paused_run(not_over, lambda start_ms, end_ms: False)
+    assert marks.of("paused") == []
+
+
+def test_voice_after_a_pause_takes_it_back_and_the_words_before_the_voice_stopped_do_not_mark_one() -> None:
+    # "uh huh", a pause the voice detector closes, then more in the same turn: marked paused, then taken back.
+    call = (
+        Call()
+        .silence(500)
+        .turn("uh huh and my card", 400, 600, 900, updates=((200, "uh"), (650, "uh huh"), (1700, "uh huh and my card")))
+        .silence(2000)
+    )
+
+    _, marks = paused_run(call, lambda start_ms, end_ms: True)
+
+    # The words at 200 ms came while the caller still spoke: not judged on them.
+    assert marks.of("paused") == [(0, True), (0, False)]
+    told = [(kind, seq, value) for kind, seq, value in marks.told if kind != "speaking"]
+    assert told == [("paused", 0, True), ("paused", 0, False), ("ended", 0, "uh huh and my card")]

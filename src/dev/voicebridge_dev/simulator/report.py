@@ -593,8 +593,10 @@ def _talked_over(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A turn the caller began while a reply's prompt was playing carries ``barge_in_ms``: their first voiced frame to
     the end of the last prompt of that reply Connect played (it plays a prompt to its end, and a later sentence of the
     reply said after the caller began would count too); and ``backchannel_interrupted``: the caller spoke for less
-    than :data:`BACKCHANNEL_MS` and the reply still had sentences stored that were never played. The agent's next
-    reply, to what the caller said, is not the interrupted one's and does not count."""
+    than :data:`BACKCHANNEL_MS` and the reply still had sentences stored that were never played; and, for such a short
+    voice, ``went_on_after_ms``: the reply's silence after it before going on (from the voice's end, or the end of the
+    prompt playing then, to the next prompt; None when no more of the reply was played). The agent's next reply, to
+    what the caller said, is not the interrupted one's and does not count."""
     for entry in entries:
         start = entry.get("speech_start_ms")
         if start is None:
@@ -606,10 +608,39 @@ def _talked_over(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 continue
             entry["barge_in_ms"] = max(s["ended_ms"] for s in played) - start
             cut = any(s["played_ms"] is None and s["index"] > playing["index"] for s in other["segments"])
-            spoke_ms = (entry.get("speech_end_ms") or start) - start
+            end = entry.get("speech_end_ms") or start
+            spoke_ms = end - start
             entry["backchannel_interrupted"] = cut and spoke_ms < BACKCHANNEL_MS
+            if spoke_ms < BACKCHANNEL_MS:
+                entry["went_on_after_ms"] = _went_on_after(played, end)
             break
     return entries
+
+
+def talked_over_lines(result: CallResult) -> list[str]:
+    """One line per turn the caller began over a reply: how long they spoke, and what the reply did."""
+    lines = []
+    for entry in _talked_over([turn_entry(turn) for turn in turn_figures(result)]):
+        if "barge_in_ms" not in entry:
+            continue
+        spoke_ms = round((entry.get("speech_end_ms") or 0) - (entry.get("speech_start_ms") or 0))
+        went_on = entry.get("went_on_after_ms")
+        if entry.get("backchannel_interrupted"):
+            what = "the reply was cut off"
+        elif went_on is not None:
+            what = f"the reply went on after {round(went_on)} ms of silence"
+        else:
+            what = "answered"
+        lines.append(f"over the agent: turn {entry['index']} {entry['said']!r} ({spoke_ms} ms): {what}")
+    return lines
+
+
+def _went_on_after(played: list[dict[str, Any]], end: float) -> float | None:
+    """The reply's silence after the caller's voice ended at ``end``: from the later of that and the end of the prompt
+    playing then, to the next prompt's start; None when no more of the reply was played."""
+    since = max([end, *(s["ended_ms"] for s in played if s["played_ms"] <= end < s["ended_ms"])])
+    after = [s["played_ms"] for s in played if s["played_ms"] >= since]
+    return min(after) - since if after else None
 
 
 def transcript(result: CallResult) -> str:

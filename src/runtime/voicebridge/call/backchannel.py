@@ -13,8 +13,14 @@ backchannel when its voice was shorter than the limit (``CONVERSE_BACKCHANNEL_MS
 - it was speaking as the caller began (within a pause between its words), and the reply had more to say: the reply
   is still being made, or the flow, done with one prompt, is waiting for the next while the caller speaks
   (ConverseFunction marks the sentence it holds back over a speaking caller in the reply status,
-  :attr:`~voicebridge.store.replies.ReplyStatus.held_back`; the consumer reads it only for such a turn). A reply's
-  first segment is a short clause, so a backchannel often outlasts the prompt it began over.
+  :attr:`~voicebridge.store.replies.ReplyStatus.held_back`; the consumer reads it only for such a turn), or handed
+  it out once the caller's short voice stopped (:attr:`~voicebridge.store.replies.ReplyStatus.went_on_for`). A
+  reply's first segment is a short clause, so a backchannel often outlasts the prompt it began over.
+
+Such a voice is not waited on to its turn's end: once it stops, short, begun over the agent, with Ink's words so far
+only acknowledging, the transcriber marks it paused (:meth:`AgentVoice.began_over`), and ConverseFunction hands out
+the sentence it held back, as the streaming path's agent goes on where it paused, without the second Ink takes to
+end the turn.
 
 A caller who answers the reply's last words, or who speaks long enough, takes a turn as before.
 
@@ -101,11 +107,22 @@ class AgentVoice:
         spans = list(self._spans)
         if any(low <= start_ms and end_ms + WENT_ON_MS <= high for low, high in spans):
             return True
-        speaking = any(low <= start_ms <= high + GAP_MS for low, high in spans)
-        return speaking and more_to_say()
+        return self.began_over(start_ms, end_ms) and more_to_say()
+
+    def began_over(self, start_ms: float, end_ms: float) -> bool:
+        """Whether the caller's voice from ``start_ms`` to ``end_ms`` was shorter than the limit and began while the
+        agent was speaking (within a pause between its words): one that stopped may be a backchannel, and the flow
+        need not hold the reply's next sentence for it (:meth:`~voicebridge.call.speaking.SpeakingMarks.pause`)."""
+        if end_ms - start_ms >= self._backchannel_ms:
+            return False
+        return any(low <= start_ms <= high + GAP_MS for low, high in list(self._spans))
 
 
 def holding_back(status: ReplyStatus | None) -> bool:
     """Whether the flow waits to play a further sentence of the latest reply, held back over the speaking caller (a
-    mark left for an earlier reply, which a newer one has replaced, says nothing)."""
-    return status is not None and status.held_back is not None and status.held_back[0] == status.turn
+    mark left for an earlier reply, which a newer one has replaced, says nothing), or went on with it over the
+    caller's turn being judged, once its short voice stopped."""
+    if status is None:
+        return False
+    went_on = status.went_on_for is not None and status.went_on_for == status.speaking_turn
+    return went_on or (status.held_back is not None and status.held_back[0] == status.turn)

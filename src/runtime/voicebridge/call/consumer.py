@@ -267,6 +267,8 @@ class StreamConsumer:
             on_turn_ended=replier.turn_ended if replier else None,
             on_speaking=self._speaking.update if track == CUSTOMER else None,
             talked_over=self._backchannel if agent_voice else None,
+            paused_over=agent_voice.began_over if agent_voice else None,
+            on_paused=self._speaking.pause if agent_voice else None,
         )
 
     def _backchannel(self, start_ms: float, end_ms: float) -> bool:

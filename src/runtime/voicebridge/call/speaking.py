@@ -8,12 +8,16 @@ over them. The transcriber says when the caller begins — its own voice detecti
 utterance closed with no turn begun (a cough, a word Ink did not take for a turn). :class:`SpeakingMarks` writes the
 start of the open turn into the checkpoint (``SpeakingSince``) and, when the flow converses, into the reply status
 too, which ConverseFunction reads on every look anyway; it clears both when that turn is stored or comes to nothing.
+A short voice said over the agent ("uh-huh") that has stopped is marked paused in the reply status
+(:meth:`SpeakingMarks.pause`): the turn is still open (Ink has not ended it), but the poll need not hold the reply's
+next sentence for it, as the streaming path's agent goes on where it paused.
 The writes go out on a thread of their own — neither the audio path nor Ink's receiver waits on DynamoDB — and only
 the newest state is written, so a burst of turns costs at most one write in flight and one waiting::
 
     marks = SpeakingMarks(store, contact_id, generation, replies=replies)
     marks.update(seq, True)     # the caller began turn ``seq`` (heard by the voice detector, or Ink's turn.start)
     marks.update(seq, False)    # turn ``seq`` is stored (a later turn's start is not undone)
+    marks.pause(seq, True)      # turn ``seq``'s short voice over the agent stopped (False: it resumed)
     marks.close(timeout_s=1.0)
 """
 
@@ -62,7 +66,8 @@ class SpeakingMarks:
         self._wake = threading.Condition()
         self._open: int | None = None
         self._since_ms = 0
-        self._written: tuple[int, int | None] = (0, None)
+        self._paused_ms = 0
+        self._written: tuple[int, int | None, int] = (0, None, 0)
         self._closing = False
         self._started = False
         self._thread = threading.Thread(target=in_context(self._run), name="speaking-marks", daemon=True)
@@ -78,6 +83,17 @@ class SpeakingMarks:
             opened = open_turn(self._open, seq, speaking)
             if opened != self._open:
                 self._open, self._since_ms = opened, 0 if opened is None else int(self._clock.time() * 1000)
+                self._paused_ms = 0
+            self._wake.notify()
+
+    def pause(self, seq: int, paused: bool) -> None:
+        """The short voice of turn ``seq``, said over the agent, stopped (``paused``) or resumed; nothing for a turn
+        that is not the open one (it ended meanwhile). Marked in the reply status only: the checkpoint's mark, for
+        ``Listening``, stands until the turn is over."""
+        with self._wake:
+            if self._open != seq or self.replies is None:
+                return
+            self._paused_ms = int(self._clock.time() * 1000) if paused else 0
             self._wake.notify()
 
     @property
@@ -98,16 +114,18 @@ class SpeakingMarks:
     def _run(self) -> None:
         while True:
             with self._wake:
-                while (self._since_ms, self._open) == self._written and not self._closing:
+                while (self._since_ms, self._open, self._paused_ms) == self._written and not self._closing:
                     self._wake.wait()
-                if (self._since_ms, self._open) == self._written:
+                if (self._since_ms, self._open, self._paused_ms) == self._written:
                     return
-                since, turn = self._since_ms, self._open
+                since, turn, paused = self._since_ms, self._open, self._paused_ms
             try:
-                # The checkpoint first: its condition is what stops a consumer that lost the contact.
-                self._store.mark_speaking(self._contact_id, self._generation, since)
+                # The checkpoint first: its condition is what stops a consumer that lost the contact. A pause alone
+                # changes only the status.
+                if (since, turn) != self._written[:2]:
+                    self._store.mark_speaking(self._contact_id, self._generation, since)
                 if self.replies is not None:
-                    self.replies.mark_speaking(self._contact_id, since, -1 if turn is None else turn)
+                    self.replies.mark_speaking(self._contact_id, since, -1 if turn is None else turn, paused)
             except Superseded:
                 return
             except VoiceBridgeError as exc:
@@ -118,4 +136,4 @@ class SpeakingMarks:
                 self._clock.sleep(RETRY_S)
                 continue
             with self._wake:
-                self._written = (since, turn)
+                self._written = (since, turn, paused)

@@ -45,6 +45,7 @@ def _converse(event: ContactFlowEvent, context: Any) -> dict[str, str]:
         fast_poll_ms=config.converse_fast_poll_ms,
         slow_poll_ms=config.converse_slow_poll_ms,
         making_poll_ms=config.converse_making_poll_ms,
+        backchannel_ms=config.converse_backchannel_ms,
         remaining_ms=poll.remaining_ms,
         started=poll.started,
         read=poll.read,

@@ -24,6 +24,10 @@ The transcriber sits between the KVS reader and an :class:`~voicebridge.ink.sess
 - **Backchannels.** A turn whose voice was short and said over the agent, who went on ("uh-huh": the transport judges,
   ``talked_over``), and whose words only acknowledge (not "stop"), is stored marked as one and passed on as it ends
   (a reply started on its words is dropped), but never as stored: it is kept in the call's record and not answered.
+- **Pauses.** Given ``paused_over`` (the flows path), a turn's voice that stopped after being short and said over
+  the agent, whose words from Ink so far (through its end) only acknowledge, is marked paused (``on_paused``) while
+  Ink has yet to end the turn: the flow's next sentence need not wait for that end, a second or so after an "uh-huh"
+  that outlasted a prompt. Voice after it takes the mark back; the turn's end clears it.
 - **Our own end of turn.** Given an ``end_of_turn`` watch, each time the voice detector sees the caller stop, Smart Turn
   (:class:`~voicebridge.audio.end_of_turn.TurnEndWatch`) judges whether they are done. "Complete" is, on Ink's turns
   endpoint, an eager end of our own with Ink's words so far (``turn.update``), usually before Ink's. The words must
@@ -48,13 +52,13 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import Literal, TypedDict
 
 from aws_lambda_powertools.metrics import MetricUnit
 
 from voicebridge.acknowledgements import only_acknowledges
 from voicebridge.audio.end_of_turn import TurnEndWatch, Verdict
-from voicebridge.audio.vad import BYTES_PER_MS, DetectorName, FrameDetector, VoiceActivity, detector
+from voicebridge.audio.vad import BYTES_PER_MS, DetectorName, FrameDetector, Utterance, VoiceActivity, detector
 from voicebridge.backoff import Backoff
 from voicebridge.clock import SYSTEM_CLOCK, Clock
 from voicebridge.errors import InkUnavailable
@@ -70,6 +74,10 @@ SessionFactory = Callable[[TurnListener, str], InkSession]
 
 MAX_REPLAY_BYTES = 120_000 * BYTES_PER_MS
 """Unsettled audio kept for a replay: two minutes of one uninterrupted utterance."""
+
+
+MarkKind = Literal["speaking", "paused"]
+"""A mark the transcriber tells the transport: the caller began or ended a turn, or its short voice paused."""
 
 
 class TurnEnding(TypedDict):
@@ -241,7 +249,9 @@ class TrackTranscriber(TurnListener):
     fed every byte given to :meth:`audio`. ``talked_over(start_ms, end_ms)`` says whether the caller's voice from its
     first voiced frame to its last (Connect's clock, epoch ms) was a backchannel: short, said over the agent, who went
     on (each transport knows in its own way when the agent spoke); a turn so said whose words only acknowledge, in the
-    contact's ``language`` (:mod:`voicebridge.acknowledgements`), is stored as one and never answered."""
+    contact's ``language`` (:mod:`voicebridge.acknowledgements`), is stored as one and never answered.
+    ``paused_over(start_ms, end_ms)`` (same clock) says whether a turn's voice that stopped was short and began while
+    the agent spoke, for the pause marks told to ``on_paused(seq, paused)``."""
 
     def __init__(
         self,
@@ -269,11 +279,15 @@ class TrackTranscriber(TurnListener):
         on_turn_ended: Callable[[Turn], None] | None = None,
         on_speaking: Callable[[int, bool], None] | None = None,
         talked_over: Callable[[float, float], bool] | None = None,
+        paused_over: Callable[[float, float], bool] | None = None,
+        on_paused: Callable[[int, bool], None] | None = None,
         language: str = "en",
     ) -> None:
         self.contact_id = contact_id
         self.track = track
         self._talked_over = talked_over
+        self._paused_over = paused_over
+        self._on_paused = on_paused
         self._language = language
         self._ledger = PositionLedger(progress, max_unsettled_bytes=MAX_REPLAY_BYTES)
         self._clock = clock
@@ -299,9 +313,13 @@ class TrackTranscriber(TurnListener):
         self._model_end_quiet_ms = model_end_quiet_ms
         self._lock = threading.RLock()
         # Speaking marks made under the lock, told in order under their own lock once it is released.
-        self._marks_due: list[tuple[int, bool]] = []
+        self._marks_due: list[tuple[MarkKind, int, bool]] = []
         self._marks_lock = threading.Lock()
         self._marked_by_voice = False
+        self._pause_for: Utterance | None = None
+        """The open turn's voice so far, stopped and waiting for Ink's words through it to be judged a pause."""
+        self._paused_at: float | None = None
+        """Where the open turn's voice stopped (ms into the stream) when it was marked paused, until it resumes."""
         self._vad = VoiceActivity(
             detector=detector(voice_detector) if isinstance(voice_detector, str) else voice_detector,
             close_ms=settle_ms,
@@ -378,20 +396,55 @@ class TrackTranscriber(TurnListener):
 
         The voice's end does not clear it: Ink may not have heard that voice yet (a backlog read faster than it is
         sent, or a word shorter than Ink's wait to begin a turn), and the caller is not done until the turn Ink makes
-        of it ends. If Ink makes none (a cough), the silence settling clears it."""
+        of it ends. If Ink makes none (a cough), the silence settling clears it; a short voice over the agent that
+        stopped is marked paused (:meth:`_judge_pause`)."""
+        if self._paused_over is not None:
+            self._pause_change(was_voiced)
         if self._turn_open or was_voiced or not self._vad.speaking:
             return
         self._marked_by_voice = True
-        self._marks_due.append((self.settled.next_seq, True))
+        self._marks_due.append(("speaking", self.settled.next_seq, True))
+
+    def _pause_change(self, was_voiced: bool) -> None:
+        """The caller's voice stopped (it may be a pause: judged once Ink's words cover it), or voice came after a
+        pause or a stop being judged (caller holds the lock)."""
+        voice_end = self._vad.last_voiced_end_ms
+        if self._paused_at is not None and voice_end is not None and voice_end > self._paused_at:
+            self._paused_at = None
+            self._marks_due.append(("paused", self.settled.next_seq, False))
+        if self._pause_for is not None and voice_end is not None and voice_end > self._pause_for.end_ms:
+            self._pause_for = None
+        marked = self._turn_open or self._marked_by_voice
+        if was_voiced and not self._vad.speaking and marked and self._vad.closed and self._paused_at is None:
+            self._pause_for = Utterance(self._vad.closed[0].start_ms, self._vad.closed[-1].end_ms)
+            self._judge_pause()
+
+    def _judge_pause(self) -> None:
+        """The voice that stopped is a pause when Ink's words through its end only acknowledge and the transport
+        says it was short and said over the agent (``paused_over``): marked, so the flows path's poll hands out the
+        reply's next sentence without waiting for Ink to end the turn. Words asking for something ("stop"), none yet,
+        or a language with no list of acknowledgements: the turn holds the reply as before (caller holds the lock)."""
+        voice = self._pause_for
+        if voice is None or self._paused_over is None or self._words_through_ms <= voice.end_ms:
+            return
+        self._pause_for = None
+        if only_acknowledges(self._words, self._language) is not True:
+            return
+        start_wall, end_wall = self._ledger.produced_at(voice.start_ms), self._ledger.produced_at(voice.end_ms)
+        if start_wall is None or end_wall is None or not self._paused_over(start_wall, end_wall):
+            return
+        self._paused_at = voice.end_ms
+        self._marks_due.append(("paused", self.settled.next_seq, True))
 
     def _tell_marks(self) -> None:
         """Tell the speaking marks made under the lock, in the order they were made (called without the lock)."""
         with self._marks_lock:
             with self._lock:
                 due, self._marks_due = self._marks_due, []
-            if self._on_speaking is not None:
-                for seq, speaking in due:
-                    self._on_speaking(seq, speaking)
+            for kind, seq, value in due:
+                tell = self._on_speaking if kind == "speaking" else self._on_paused
+                if tell is not None:
+                    tell(seq, value)
 
     def keepalive(self, idle_ms: float) -> None:
         """Send what the pace now allows; send silence when nothing has been sent for ``idle_ms`` (the source
@@ -500,7 +553,8 @@ class TrackTranscriber(TurnListener):
             if self._marked_by_voice and not self._vad.speaking:
                 # Voice Ink made no turn of: the caller is not speaking after all.
                 self._marked_by_voice = False
-                self._marks_due.append((self.settled.next_seq, False))
+                self._pause_for = self._paused_at = None
+                self._marks_due.append(("speaking", self.settled.next_seq, False))
 
     def _manual_turn_boundary(self) -> None:
         """Manual mode: ask for each utterance's transcript once it has been followed by enough silence.
@@ -598,13 +652,15 @@ class TrackTranscriber(TurnListener):
             self._ledger.forget_silent_points()
             # The turn's end clears the mark now, whoever made it.
             self._marked_by_voice = False
-            self._marks_due.append((self.settled.next_seq, True))
+            self._marks_due.append(("speaking", self.settled.next_seq, True))
         self._tell_marks()
 
     def on_turn_update(self, transcript: str) -> None:
         with self._lock:
             self._words, self._words_through_ms = transcript, self._heard_bytes / BYTES_PER_MS
             self._eager_end_of_ours()
+            self._judge_pause()
+        self._tell_marks()
 
     def on_turn_eager_end(self, transcript: str) -> None:
         if self._on_eager_end is None or not transcript.strip():
@@ -630,6 +686,8 @@ class TrackTranscriber(TurnListener):
         with self._lock:
             self._finalizes_queued = max(0, self._finalizes_queued - 1)
             self._turn_open = self._finalizes_queued > 0
+            # The turn's end clears a pause with the speaking mark.
+            self._pause_for = self._paused_at = None
             self._ledger.forget_silent_points()
             heard = self._finalized_at.popleft() if self._finalized_at else self._heard_bytes
             heard_ms = heard / BYTES_PER_MS

@@ -33,6 +33,10 @@ nothing is said over a caller, and their turn's own reply takes its place — un
 backchannel, which it tells by the mark the poll leaves on the status for the sentence it holds back
 (:meth:`~voicebridge.store.replies.ReplyStore.hold_back`, on the status and the caller's turn, two writes at once
 per hold, removed as the sentence is handed out; a hold never removed is what the call record's ``heard`` reads).
+A short voice over the agent ("uh-huh") is not waited on to its turn's end: once it stops and the consumer marks it
+paused (:attr:`~voicebridge.store.replies.ReplyStatus.speaking_paused_ms`), the held sentence goes out, and the
+write that takes the hold's mark back says the reply went on over that turn (``WentOnFor``, what the consumer judges
+it a backchannel by).
 A newer turn's reply handed out while the flow had played only part of the one before marks the caller's turn the
 same way, where no hold did (:func:`_left`: one write, on such a hand-out only).
 Segments are read where the status says they are (a
@@ -101,6 +105,7 @@ def next_to_play(
     slow_poll_ms: int,
     remaining_ms: int | None,
     making_poll_ms: int | None = None,
+    backchannel_ms: int = 0,
     started: float | None = None,
     clock: Clock = SYSTEM_CLOCK,
     read: Callable[[int], None] | None = None,
@@ -111,7 +116,9 @@ def next_to_play(
     container making its clients — counts against the wait, as it counts against Connect's limit
     (:class:`~voicebridge.polls.longpoll.LongPoll`). ``read`` is told the turn whose reply the flow has played, to
     redact it, once the poll waits slowly (nothing is being made: no look can be hurried by the work).
-    ``making_poll_ms`` (default: ``fast_poll_ms``) is the pace while a reply's first sentence is with the responder.
+    ``making_poll_ms`` (default: ``fast_poll_ms``) is the pace while a reply's first sentence is with the responder,
+    and while a sentence is held back over a caller who began less than ``backchannel_ms`` and
+    :data:`PAUSE_MARKED_MS` ago: their voice may be a backchannel, whose pause the consumer marks soon after it stops.
     """
     turn = whole_number(parameters, "TurnIndex", default=-1, low=-1, high=MAX_SEQ)
     played = whole_number(parameters, "Segment", default=-1, low=-1)
@@ -120,7 +127,8 @@ def next_to_play(
     meanwhile = Meanwhile((lambda: read(turn)) if read is not None and turn >= 0 else None)
     try:
         paces = (fast_poll_ms, fast_poll_ms if making_poll_ms is None else making_poll_ms, slow_poll_ms)
-        return _poll(contact_id, poll, meanwhile, (turn, played, collected), replies, turns, paces, clock)
+        where = (turn, played, collected)
+        return _poll(contact_id, poll, meanwhile, where, replies, turns, paces, clock, backchannel_ms)
     finally:
         meanwhile.end()
 
@@ -134,6 +142,7 @@ def _poll(
     turns: TurnStore,
     paces: tuple[int, int, int],
     clock: Clock,
+    backchannel_ms: int = 0,
 ) -> Next:
     turn, played, collected = where
     fast_poll_ms, making_poll_ms, slow_poll_ms = paces
@@ -160,7 +169,10 @@ def _poll(
                 if status is None:
                     known = Thinking(turn, 0, started=False)
                 return Next(waited_ms=poll.waited_ms, thinking=known, speaking_ms=_speaking_ms(status, clock.time()))
-            pace, first = ("slow", False) if held is not None else _pace(status, turn, played)
+            if held is not None:
+                pace, first = _held_pace(status, clock.time(), backchannel_ms), False
+            else:
+                pace, first = _pace(status, turn, played)
             interval_ms: float = {"fast": fast_poll_ms, "making": making_poll_ms}.get(pace, slow_poll_ms)
             if first:
                 interval_ms = max(interval_ms, _until_due_ms(status, clock.time()))
@@ -206,18 +218,23 @@ def _over_the_caller(status: ReplyStatus, found: Next | None, turn: int) -> bool
     if not status.speaking_since_ms:
         return False
     if _continues(found, turn):
-        return True
+        # A short voice over the agent that stopped ("uh-huh": the consumer marks the pause) holds nothing back.
+        return not status.speaking_paused_ms
     segment = found.segment if found is not None else None
     return segment is not None and status.speaking_turn is not None and status.speaking_turn > segment.turn
 
 
 def _release(poll: LongPoll, replies: ReplyStore, contact_id: str, status: ReplyStatus | None, found: Next) -> None:
-    """The sentence held back over the caller is handed out now: its mark goes (a write only after a hold)."""
+    """The sentence held back over the caller is handed out now: its mark goes (a write only after a hold). Handed
+    out over the pause of a caller's turn still open, the status says so in the same write, for the consumer that
+    judges that turn (the reply went on over it)."""
     segment = found.segment
     if status is None or segment is None or status.held_back != (segment.turn, segment.index):
         return
+    paused = status.speaking_turn if status.speaking_since_ms and status.speaking_paused_ms else None
+    release = functools.partial(replies.release_hold, contact_id, segment.turn, segment.index, went_on_for=paused)
     with contextlib.suppress(LateLook):
-        poll.look(functools.partial(replies.release_hold, contact_id, segment.turn, segment.index))
+        poll.look(release)
 
 
 def _left(
@@ -264,6 +281,22 @@ def _pace(status: ReplyStatus | None, turn: int, played: int) -> tuple[Pace, boo
     if status.turn > turn:
         return ("fast" if status.synthesizing_first(status.turn) else "making"), True
     return ("fast" if status.segments <= played + 1 else "slow"), False
+
+
+def _held_pace(status: ReplyStatus | None, now_s: float, backchannel_ms: int) -> Pace:
+    """How soon to look again while a sentence is held back over the speaking caller: ``making`` while their voice
+    may still prove a backchannel whose pause is about to be marked (they began less than ``backchannel_ms`` and
+    :data:`PAUSE_MARKED_MS` ago), so the sentence goes out soon after the mark; else ``slow``."""
+    speaking_ms = _speaking_ms(status, now_s)
+    if backchannel_ms and speaking_ms is not None and speaking_ms < backchannel_ms + PAUSE_MARKED_MS:
+        return "making"
+    return "slow"
+
+
+PAUSE_MARKED_MS = 1000
+"""How long after a backchannel's voice stops its pause may be marked: the voice detector's 300 ms of silence, Ink's
+words through its end (the emulator's 200 ms of silence and a decode), the audio's way through Kinesis Video Streams,
+and the write."""
 
 
 DUE_HORIZON_MS = 1500

@@ -129,10 +129,18 @@ class ReplyStatus:
     """The turn the caller is speaking (its number once stored), beside :attr:`speaking_since_ms`: a reply to an
     earlier turn is not begun over them (they went on after the turn was ended), while its own turn's mark, cleared
     only once that turn is stored, holds nothing back."""
+    speaking_paused_ms: int = 0
+    """When the voice of the caller's turn in progress stopped (epoch ms), 0 while it goes on: marked by the consumer
+    only for a voice shorter than a backchannel that began while the agent spoke ("uh-huh" over a reply), so the poll
+    hands out the reply's next sentence without waiting for the turn to end (:meth:`ReplyStore.mark_speaking`);
+    cleared when the caller's voice resumes or the turn is over."""
     held_back: tuple[int, int] | None = None
     """The sentence (turn, segment) a poll is holding back over the speaking caller: the flow has played the reply to
     just before it and waits for it (:meth:`ReplyStore.hold_back`); removed when it is handed out. What tells the
     consumer the reply had more to say when the caller spoke over it (:mod:`voicebridge.call.backchannel`)."""
+    went_on_for: int | None = None
+    """The caller's turn over whose pause the poll handed out a sentence it held back (:attr:`speaking_paused_ms`):
+    what tells the consumer, judging that turn, that the reply went on over it, as a hold still standing does."""
 
     def synthesizing_first(self, turn: int) -> bool:
         """Sonic is making the first sentence of ``turn``'s reply (or of a later turn's)."""
@@ -431,11 +439,13 @@ class ReplyStore:
             lead_ms=int(item.get("LeadMs", 0)),
             speaking_since_ms=int(item.get("SpeakingSince", 0)),
             speaking_turn=int(item["SpeakingTurn"]) if int(item.get("SpeakingTurn", -1)) >= 0 else None,
+            speaking_paused_ms=int(item.get("SpeakingPaused", 0)),
             held_back=(
                 (int(item["HeldBackTurn"]), int(item["HeldBackSegment"]))
                 if item.get("HeldBackTurn") is not None and item.get("HeldBackSegment") is not None
                 else None
             ),
+            went_on_for=int(item["WentOnFor"]) if item.get("WentOnFor") is not None else None,
         )
 
     def segment(self, contact_id: str, turn: int, index: int, keys: str = REPLY_KEYS) -> Segment | None:
@@ -511,10 +521,18 @@ class ReplyStore:
             return False
         return True
 
-    def mark_speaking(self, contact_id: str, since_ms: int, turn: int = -1) -> None:
+    def mark_speaking(self, contact_id: str, since_ms: int, turn: int = -1, paused_ms: int = 0) -> None:
         """Record in the status that the caller's turn in progress, ``turn``, began at ``since_ms`` (0 and -1: no turn
-        open), for the poll that reads it anyway."""
-        self._set_on_status(contact_id, {"SpeakingSince": since_ms, "SpeakingTurn": turn if since_ms else -1})
+        open), and, with ``paused_ms``, that its short voice over the agent stopped then, for the poll that reads it
+        anyway."""
+        self._set_on_status(
+            contact_id,
+            {
+                "SpeakingSince": since_ms,
+                "SpeakingTurn": turn if since_ms else -1,
+                "SpeakingPaused": paused_ms if since_ms else 0,
+            },
+        )
 
     def hold_back(self, contact_id: str, turn: int, segment: int) -> None:
         """Record that a poll holds segment ``segment`` of ``turn``'s reply back over the speaking caller, in the
@@ -526,12 +544,14 @@ class ReplyStore:
         finally:
             on_turn.result()
 
-    def release_hold(self, contact_id: str, turn: int, segment: int) -> None:
+    def release_hold(self, contact_id: str, turn: int, segment: int, *, went_on_for: int | None = None) -> None:
         """The sentence held back is handed out: the marks go (unless a newer one replaced the status's); the two
-        writes go out together."""
+        writes go out together. ``went_on_for``: the caller's turn over whose pause it goes out, which the status
+        keeps (:attr:`ReplyStatus.went_on_for`), in the same write."""
         on_turn = self._submit(self._mark_held, contact_id, turn, segment, False)
         try:
-            self._take_back(contact_id, {"HeldBackTurn": turn, "HeldBackSegment": segment})
+            sets = {} if went_on_for is None else {"WentOnFor": went_on_for}
+            self._take_back(contact_id, {"HeldBackTurn": turn, "HeldBackSegment": segment}, sets=sets)
         finally:
             on_turn.result()
 
@@ -555,21 +575,31 @@ class ReplyStore:
         else:
             self._update_caller_turn(contact_id, turn, "REMOVE ReplyHeldAt", at, condition="ReplyHeldAt = :s")
 
-    def _take_back(self, contact_id: str, mark: Mapping[str, int | str], *also: str) -> None:
-        """Remove ``mark`` from the status, with the attributes ``also``, only while the status still holds that mark
-        (a newer one is left as it is)."""
+    def _take_back(
+        self, contact_id: str, mark: Mapping[str, int | str], *also: str, sets: Mapping[str, int] | None = None
+    ) -> None:
+        """Remove ``mark`` from the status, with the attributes ``also``, and set ``sets``, only while the status
+        still holds that mark (a newer one is left as it is)."""
         typed = typed_item(dict(mark))
         held = {f"#m{index}": name for index, name in enumerate(typed)}
         extra = {f"#a{index}": name for index, name in enumerate(also)}
+        given = typed_item(dict(sets or {}))
+        named = {f"#s{index}": name for index, name in enumerate(given)}
+        update = "REMOVE " + ", ".join([*held, *extra])
+        if given:
+            update = "SET " + ", ".join(f"#s{index} = :s{index}" for index in range(len(given))) + " " + update
         with contextlib.suppress(ConditionFailed):
             self._turns.call(
                 "update_item",
                 TableName=self._turns.table,
                 Key={"ContactId": {"S": contact_id}, "TurnKey": {"S": STATUS}},
-                UpdateExpression="REMOVE " + ", ".join([*held, *extra]),
+                UpdateExpression=update,
                 ConditionExpression=" AND ".join(f"#m{index} = :m{index}" for index in range(len(typed))),
-                ExpressionAttributeNames={**held, **extra},
-                ExpressionAttributeValues={f":m{index}": value for index, value in enumerate(typed.values())},
+                ExpressionAttributeNames={**held, **extra, **named},
+                ExpressionAttributeValues={
+                    **{f":m{index}": value for index, value in enumerate(typed.values())},
+                    **{f":s{index}": value for index, value in enumerate(given.values())},
+                },
             )
 
     def _set_on_status(
