@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,9 +21,11 @@ from voicebridge.connect.events import (
     response_size,
 )
 from voicebridge.errors import InvalidInput
+from voicebridge.handlers import _edge
 from voicebridge.handlers._edge import connect_edge
 
 EVENT = json.loads((ROOT / "events" / "synthesize.json").read_text())
+ERRORS = "SomeErrors"
 CJK = "語"
 """Three bytes of UTF-8, six as an ASCII-escaped ``\\u8a9e``."""
 
@@ -30,7 +33,7 @@ CJK = "語"
 def answering(answer: dict[str, str], *, truncate: tuple[str, ...] = ()) -> Callable[[Any, Any], dict[str, str]]:
     """A Connect handler whose domain answers ``answer``."""
 
-    @connect_edge(truncate=truncate)
+    @connect_edge(errors=ERRORS, truncate=truncate)
     def domain(event: ContactFlowEvent, context: Any) -> dict[str, str]:
         return answer
 
@@ -55,7 +58,7 @@ def test_responses_are_flat_string_maps() -> None:
 
 
 def test_a_product_error_becomes_its_error_code() -> None:
-    @connect_edge()
+    @connect_edge(errors=ERRORS)
     def domain(event: ContactFlowEvent, context: Any) -> dict[str, str]:
         raise InvalidInput("Text is required")
 
@@ -63,13 +66,46 @@ def test_a_product_error_becomes_its_error_code() -> None:
 
 
 def test_an_unexpected_exception_never_escapes() -> None:
-    @connect_edge()
+    @connect_edge(errors=ERRORS)
     def domain(event: ContactFlowEvent, context: Any) -> dict[str, str]:
         raise RuntimeError("secret-token-123 leaked")
 
     result = domain(EVENT, None)
     assert result["Result"] == "Error" and result["ErrorCode"] == "InternalError"
     assert "secret-token-123" not in json.dumps(result)
+
+
+class Counted:
+    """Stands in for the metrics singleton: what was added."""
+
+    def __init__(self) -> None:
+        self.added: list[tuple[str, float]] = []
+
+    def add_metric(self, *, name: str, unit: Any, value: float) -> None:
+        self.added.append((name, value))
+
+
+def test_an_unexpected_failure_and_an_answer_too_large_count_in_the_functions_errors_a_product_error_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    counted = Counted()
+    monkeypatch.setattr(_edge, "metrics", counted)
+
+    @connect_edge(errors=ERRORS)
+    def failing(event: ContactFlowEvent, context: Any) -> dict[str, str]:
+        raise KeyError("a slip")
+
+    @connect_edge(errors=ERRORS)
+    def refusing(event: ContactFlowEvent, context: Any) -> dict[str, str]:
+        raise InvalidInput("Text is required")
+
+    assert failing(EVENT, None)["ErrorCode"] == "InternalError"
+    assert counted.added == [(ERRORS, 1)]
+    assert refusing(EVENT, None)["ErrorCode"] == "InvalidInput"
+    assert answering(response("OK"))(EVENT, None) == response("OK")
+    assert counted.added == [(ERRORS, 1)]
+    assert answering(response("OK", Blob="x" * 40_000))(EVENT, None)["ErrorCode"] == "InternalError"
+    assert counted.added == [(ERRORS, 1), (ERRORS, 1)]
 
 
 def test_a_malformed_event_is_invalid_input() -> None:
@@ -144,7 +180,7 @@ def test_any_text_is_cut_to_the_longest_prefix_that_fits(piece: str, times: int,
 def test_a_lone_surrogate_in_an_error_message_breaks_neither_the_log_line_nor_the_answer(
     log_lines: Callable[[], list[dict[str, Any]]],
 ) -> None:
-    @connect_edge()
+    @connect_edge(errors=ERRORS)
     def domain(event: ContactFlowEvent, context: Any) -> dict[str, str]:
         raise InvalidInput("the model refused: \ud800")
 

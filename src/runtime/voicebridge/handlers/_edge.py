@@ -1,7 +1,9 @@
 """The handler edge: parse the Connect event, run one domain call, shape the flat response.
 
 Nothing escapes: a product error becomes ``Result=Error`` with its stable ``ErrorCode``; anything unexpected is
-logged with its traceback and answered as ``InternalError``, so a flow always takes a branch it knows. Every answer
+logged with its traceback, counted in the function's errors metric (so its alarm fires: the Lambda invocation itself
+succeeds, and Lambda's own ``Errors`` never moves) and answered as ``InternalError``, so a flow always takes a branch
+it knows. Every answer
 fits Connect (:func:`voicebridge.connect.events.fit`): its long text fields are shortened rather than the answer
 refused, and one that still cannot fit is never sent.
 """
@@ -12,6 +14,8 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from aws_lambda_powertools.metrics import MetricUnit
+
 from voicebridge.connect.events import (
     TRUNCATED,
     ContactFlowEvent,
@@ -21,19 +25,20 @@ from voicebridge.connect.events import (
     unicode_safe,
 )
 from voicebridge.errors import VoiceBridgeError
-from voicebridge.telemetry import logger
+from voicebridge.telemetry import logger, metrics
 
 ConnectHandler = Callable[[ContactFlowEvent, Any], dict[str, str]]
 LambdaHandler = Callable[[Any, Any], dict[str, str]]
 
 
-def connect_edge(*, truncate: Sequence[str] = ()) -> Callable[[ConnectHandler], LambdaHandler]:
+def connect_edge(*, errors: str, truncate: Sequence[str] = ()) -> Callable[[ConnectHandler], LambdaHandler]:
     """Wrap a function of (parsed event, Lambda context) into a Lambda handler for Connect.
 
-    ``truncate`` names the long text fields of its answers that may be shortened, in that order, when an answer
-    would not fit Connect's limit::
+    ``errors`` names the metric an unexpected failure (or an answer too large to send) counts in, the one whose alarm
+    watches the function; ``truncate`` names the long text fields of its answers that may be shortened, in that order,
+    when an answer would not fit Connect's limit::
 
-        @connect_edge(truncate=("Transcript",))
+        @connect_edge(errors="ListenErrors", truncate=("Transcript",))
         def _await(event: ContactFlowEvent, context: Any) -> dict[str, str]: ...
     """
 
@@ -54,9 +59,11 @@ def connect_edge(*, truncate: Sequence[str] = ()) -> Callable[[ConnectHandler], 
                 return error_response(exc.code, reason)
             except Exception:
                 logger.exception("unexpected failure")
+                metrics.add_metric(name=errors, unit=MetricUnit.Count, value=1)
                 return error_response("InternalError", "unexpected failure; see the function's logs")
             if answer is None:
                 logger.error("response too large for Connect", size=response_size(result))
+                metrics.add_metric(name=errors, unit=MetricUnit.Count, value=1)
                 return error_response("InternalError", "response larger than Connect accepts")
             if TRUNCATED in answer and TRUNCATED not in result:
                 logger.warning("response truncated to fit Connect", size=response_size(result), fields=list(truncate))

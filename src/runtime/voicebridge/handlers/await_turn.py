@@ -23,7 +23,7 @@ from voicebridge.polls.next_turn import await_turn
 from voicebridge.telemetry import metrics
 
 
-@connect_edge(truncate=("Transcript",))
+@connect_edge(errors="ListenErrors", truncate=("Transcript",))
 def _await(event: ContactFlowEvent, context: Any) -> dict[str, str]:
     poll = poll_start(event, context)
     config = container.settings()

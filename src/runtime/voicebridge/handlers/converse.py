@@ -32,7 +32,7 @@ from voicebridge.telemetry import metrics
 RESERVED = frozenset({"Result", "PromptUri", "Text", "TurnIndex", "Segment", "More", "Transcript", "Action", TRUNCATED})
 
 
-@connect_edge(truncate=("Transcript", "Text"))
+@connect_edge(errors="ListenErrors", truncate=("Transcript", "Text"))
 def _converse(event: ContactFlowEvent, context: Any) -> dict[str, str]:
     poll = poll_start(event, context)
     config = container.settings()

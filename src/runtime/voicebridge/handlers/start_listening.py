@@ -20,7 +20,7 @@ from voicebridge.handlers._edge import connect_edge
 from voicebridge.telemetry import logger, metrics
 
 
-@connect_edge()
+@connect_edge(errors="ListenErrors")
 def _start(event: ContactFlowEvent, context: Any) -> dict[str, str]:
     try:
         started = start_listening(

@@ -25,7 +25,7 @@ LAMBDA_MARGIN_MS = 300
 """Kept back from the Lambda's remaining time to store the prompt and answer."""
 
 
-@connect_edge(truncate=("Text",))
+@connect_edge(errors="SynthesisErrors", truncate=("Text",))
 def _synthesize(event: ContactFlowEvent, context: Any) -> dict[str, str]:
     started = time.perf_counter()
     try:
