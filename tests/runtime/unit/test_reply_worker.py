@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -19,9 +19,10 @@ import pytest
 from tests.fixtures.clock import ManualClock
 from voicebridge.config import Settings
 from voicebridge.conversation import Action, Exchange
-from voicebridge.converse.making import ReplySettings, Report, Spoken
+from voicebridge.converse.making import ReplyInProgress, ReplySettings, Report, Spoken
 from voicebridge.converse.responder import FixedReply, Responder, ResponderError, TurnRequest
 from voicebridge.converse.worker import ReplyWorker
+from voicebridge.errors import StorageError
 from voicebridge.store.replies import REPLY_KEYS, ReplyStatus, ReplyStore, Segment
 from voicebridge.store.turns import CUSTOMER, Turn
 
@@ -207,9 +208,16 @@ def replies() -> MemoryReplies:
 
 @contextlib.contextmanager
 def running(
-    replies: MemoryReplies, responder: Responder, *, polled: bool = True, report: Report | None = None, **settings: Any
+    replies: MemoryReplies,
+    responder: Responder,
+    *,
+    polled: bool = True,
+    report: Report | None = None,
+    on_finished: Callable[[ReplyInProgress], None] | None = None,
+    **settings: Any,
 ) -> Iterator[ReplyWorker]:
-    """A worker for the contact, closed after; ``polled`` False is the streaming transport's (no flow polls)."""
+    """A worker for the contact, closed after; ``polled`` False is the streaming transport's (no flow polls), which
+    is told each reply's end (``on_finished``)."""
     made = ReplyWorker(
         CONTACT,
         responder=responder,
@@ -217,6 +225,7 @@ def running(
         replies=replies,
         settings=ReplySettings.of(Settings(**settings), polled=polled),
         report=report,
+        on_finished=on_finished,
     )
     try:
         yield made
@@ -589,3 +598,52 @@ def test_a_reply_that_fails_on_a_slip_is_counted_in_the_transports_errors(
         made.submit(turn(0, "what is my balance"))
         assert made.drain(3)
     assert ("ReplyErrors", 1) in counted and (alarmed, 1) in counted
+
+
+@dataclass
+class SlipsAfter:
+    """A responder whose answer's text gives its first sentence, then fails on a slip in the middle of the second."""
+
+    speculative_safe = True
+    name = "slips"
+
+    def respond(self, request: TurnRequest, *, deadline: float) -> SlippingReply:
+        return SlippingReply()
+
+
+class SlippingReply(FixedReply):
+    def __init__(self) -> None:
+        super().__init__("Your balance is two hundred dollars.")
+
+    def text(self) -> Iterator[str]:
+        yield "Your balance is two hundred dollars. And "
+        raise RuntimeError("a slip")
+
+
+class RefusesFinish(MemoryReplies):
+    """A reply store whose table refuses the record of a reply's end (throttled)."""
+
+    def finish(self, *args: Any, **kwargs: Any) -> None:
+        raise StorageError("turn table throttled")
+
+
+@pytest.mark.parametrize(
+    ("store", "responder", "said"),
+    [
+        (MemoryReplies, SlipsAfter(), ["Your balance", "is two hundred dollars."]),
+        (RefusesFinish, Rules(RULES), ["Your balance", "is two hundred dollars.", "Anything else?"]),
+        (MemoryReplies, Broken(), []),
+    ],
+)
+def test_a_reply_that_fails_on_the_way_is_told_over_to_the_transport_once_with_what_it_said(
+    store: type[MemoryReplies], responder: Responder, said: list[str]
+) -> None:
+    told: list[tuple[int, list[str]]] = []
+    with running(store(), responder, polled=False, on_finished=lambda r: told.append((r.seq, list(r.spoken)))) as made:
+        made.submit(turn(0, "what is my balance"))
+        assert made.drain(3)
+        made.submit(turn(1, "what is my balance"))
+        assert made.drain(3)
+    # Before, the streaming transport never heard of it: the reply's response never ended, and every later reply
+    # queued behind it unheard.
+    assert told == [(0, said), (1, said)]

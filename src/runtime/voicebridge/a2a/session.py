@@ -720,6 +720,7 @@ class AgentSession:
         task.trace.meant.append(text)
 
         def speak() -> None:
+            # The response ends whatever became of the sentence: one never ended keeps every later one from being heard.
             try:
                 self._say_into(task, text, time.monotonic() + self._settings.sonic_deadline_ms / 1000, lambda: False)
             except SynthesisCancelled:
@@ -727,9 +728,18 @@ class AgentSession:
             except ModelUnavailable as exc:
                 logger.warning("the agent's sentence was not spoken", reason=exc.safe_message)
                 task.failed = (424, f"Sonic could not speak: {exc.safe_message}", "DEPENDENCY_FAILURE")
-            assert self._player is not None
-            self._player.end(task.response)
-            task.ended = True
+            except VoiceBridgeError as exc:
+                logger.error("the agent's sentence was not spoken", error_code=exc.code, reason=exc.safe_message)
+                self._sink.add("StreamingErrors", MetricUnit.Count, 1)
+                task.failed = (500, f"the sentence failed: {exc.safe_message}", "INTERNAL_ERROR")
+            except Exception:
+                logger.exception("the agent's sentence failed")
+                self._sink.add("StreamingErrors", MetricUnit.Count, 1)
+                task.failed = (500, "the sentence failed", "INTERNAL_ERROR")
+            finally:
+                assert self._player is not None
+                self._player.end(task.response)
+                task.ended = True
 
         threading.Thread(target=in_context(speak), name="prompt", daemon=True).start()
 

@@ -165,6 +165,8 @@ class ReplyInProgress:
     spoken: list[str] = field(default_factory=list)
     finished: tuple[Action, dict[str, str]] | None = None
     finalized: bool = False
+    told_over: bool = False
+    """The transport was told the reply is over (``on_finished``): once, whether it ended whole or on a failure."""
     failed: bool = False
     request_chars: int = 0
     text_chars: int = 0
@@ -400,6 +402,20 @@ class ReplyMaker:
             action=action.value,
             speculative=reply.speculative,
         )
+        self._tell_over(reply)
+
+    def ended_on_failure(self, reply: ReplyInProgress) -> None:
+        """``reply`` stopped on an error before it was recorded finished (a write refused, a slip in the code): the
+        transport is told it is over all the same, with what of it was spoken, so its voice ends — on the streaming
+        path a response never ended keeps every later one from being heard."""
+        if reply.committed:
+            self._tell_over(reply)
+
+    def _tell_over(self, reply: ReplyInProgress) -> None:
+        with reply.lock:
+            if reply.told_over:
+                return
+            reply.told_over = True
         if self._on_finished is not None:
             self._on_finished(reply)
 
