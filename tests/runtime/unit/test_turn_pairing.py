@@ -393,3 +393,31 @@ def test_voice_after_a_pause_takes_it_back_and_the_words_before_the_voice_stoppe
     assert marks.of("paused") == [(0, True), (0, False)]
     told = [(kind, seq, value) for kind, seq, value in marks.told if kind != "speaking"]
     assert told == [("paused", 0, True), ("paused", 0, False), ("ended", 0, "uh huh and my card")]
+
+
+def test_voice_that_goes_on_when_ink_ends_the_turn_marks_the_next_turn_begun_before_this_one_is_passed_on() -> None:
+    # Ink ends a turn 700 ms after what it took for its end, while the caller is still speaking (a quiet stretch it
+    # heard as silence): their next turn has begun, and no new voice will mark it until Ink's turn.start.
+    call = Call().silence(500)
+    call.audio += voice(3000)
+    call.turns.append(ScriptedTurn(500, 1200, "I want to pay"))
+    call.silence(1500)
+    marks = Marks([])
+    r = run(call, on_speaking=marks.speaking, on_turn_ended=marks.ended)
+    r.feed(bytes(call.audio))
+    r.idle(1.0)
+
+    told = marks.told
+    ended = told.index(("ended", 0, "I want to pay"))
+    assert ("speaking", 1, True) in told[:ended], told
+    assert [turn.transcript for turn in r.stored()] == ["I want to pay"]
+
+
+def test_a_turn_ink_ends_after_the_voice_stopped_marks_no_next_turn() -> None:
+    call = Call().silence(500).turn("I want to pay", 1000).silence(1500)
+    marks = Marks([])
+    r = run(call, on_speaking=marks.speaking, on_turn_ended=marks.ended)
+    r.feed(bytes(call.audio))
+    r.idle(1.0)
+    # Marked by the voice detector and again by Ink's turn.start: turn 0 only.
+    assert {seq for seq, speaking in marks.of("speaking") if speaking} == {0}

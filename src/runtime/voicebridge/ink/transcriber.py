@@ -710,6 +710,12 @@ class TrackTranscriber(TurnListener):
                     self._on_speaking(seq, False)
                 return
             self.settled.next_seq = seq + 1
+            if self._vad.speaking:
+                # The caller's voice goes on past what Ink heard when it ended the turn: their next turn has begun
+                # (Ink's turn.start says so later, and no voice starts meanwhile to mark it), so nothing is said over
+                # them in the meantime; the end of this turn leaves the later one open.
+                self._marked_by_voice = True
+                self._marks_due.append(("speaking", seq + 1, True))
             latency = None if voiced_end_wall is None else max(0.0, now_ms - voiced_end_wall)
             audio_ms = (utterance.start_ms, utterance.end_ms) if utterance else (heard_ms, heard_ms)
         # Judged outside the lock: the transport may read the table to tell (audio keeps coming in meanwhile). Words
@@ -721,6 +727,7 @@ class TrackTranscriber(TurnListener):
             and only_acknowledges(transcript, self._language) is not False
             and self._talked_over(voiced_start_wall, voiced_end_wall)
         )
+        self._tell_marks()
         self._turns.ended(seq, transcript, audio_ms, now_ms, latency, backchannel=backchannel)
 
     def _count_agreement(self, heard_ms: float) -> None:
