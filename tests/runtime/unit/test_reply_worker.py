@@ -22,7 +22,7 @@ from voicebridge.conversation import Action, Exchange
 from voicebridge.converse.making import ReplyInProgress, ReplySettings, Report, Spoken
 from voicebridge.converse.responder import FixedReply, Responder, ResponderError, TurnRequest
 from voicebridge.converse.worker import ReplyWorker
-from voicebridge.errors import StorageError
+from voicebridge.errors import StorageError, Superseded
 from voicebridge.store.replies import REPLY_KEYS, ReplyStatus, ReplyStore, Segment
 from voicebridge.store.turns import CUSTOMER, Turn
 
@@ -627,23 +627,47 @@ class RefusesFinish(MemoryReplies):
         raise StorageError("turn table throttled")
 
 
+APOLOGY = Settings().apology_text
+
+
+@pytest.mark.parametrize("polled", [True, False])
 @pytest.mark.parametrize(
-    ("store", "responder", "said"),
+    ("store", "responder", "said", "recorded"),
     [
-        (MemoryReplies, SlipsAfter(), ["Your balance", "is two hundred dollars."]),
-        (RefusesFinish, Rules(RULES), ["Your balance", "is two hundred dollars.", "Anything else?"]),
-        (MemoryReplies, Broken(), []),
+        (MemoryReplies, SlipsAfter(), ["Your balance", "is two hundred dollars."], True),
+        (RefusesFinish, Rules(RULES), ["Your balance", "is two hundred dollars.", "Anything else?"], False),
+        (MemoryReplies, Broken(), [APOLOGY], True),
     ],
 )
-def test_a_reply_that_fails_on_the_way_is_told_over_to_the_transport_once_with_what_it_said(
-    store: type[MemoryReplies], responder: Responder, said: list[str]
+def test_a_reply_that_fails_on_the_way_ends_with_what_it_said_or_the_apology_told_over_to_the_transport_once(
+    store: type[MemoryReplies], responder: Responder, said: list[str], recorded: bool, polled: bool
 ) -> None:
     told: list[tuple[int, list[str]]] = []
-    with running(store(), responder, polled=False, on_finished=lambda r: told.append((r.seq, list(r.spoken)))) as made:
+    replies = store()
+    with running(replies, responder, polled=polled, on_finished=lambda r: told.append((r.seq, list(r.spoken)))) as made:
         made.submit(turn(0, "what is my balance"))
         assert made.drain(3)
         made.submit(turn(1, "what is my balance"))
         assert made.drain(3)
-    # Before, the streaming transport never heard of it: the reply's response never ended, and every later reply
-    # queued behind it unheard.
+    # Before, the transport never heard of it (on the streaming path the reply's response never ended, and every
+    # later reply queued behind it unheard), and a reply with nothing said left the caller in silence.
     assert told == [(0, said), (1, said)]
+    assert replies.named(1) == said
+    # Recorded finished where the table takes it: the flow goes on listening rather than wait on it.
+    assert replies.current is not None and replies.current.done is recorded
+
+
+class TakenOver(MemoryReplies):
+    """A reply store whose contact another consumer took over: every segment refused."""
+
+    def put_segment(self, segment: Segment, *, advance: bool = True, earlier: Segment | None = None) -> bool:
+        raise Superseded("owned by a newer consumer")
+
+
+def test_a_reply_refused_because_another_consumer_took_the_contact_over_says_nothing_more_and_ends() -> None:
+    told: list[list[str]] = []
+    replies = TakenOver()
+    with running(replies, Rules(RULES), polled=False, on_finished=lambda r: told.append(list(r.spoken))) as made:
+        made.submit(turn(0, "what is my balance"))
+        assert made.drain(3)
+    assert told == [[]] and replies.segments_by_key == {}

@@ -25,7 +25,7 @@ from voicebridge.config import Settings
 from voicebridge.conversation import Action, Exchange
 from voicebridge.converse.responder import Responder, ResponderError, TurnRequest
 from voicebridge.converse.sentences import SentenceSplitter
-from voicebridge.errors import ModelUnavailable, VoiceBridgeError
+from voicebridge.errors import ModelUnavailable, Superseded, VoiceBridgeError
 from voicebridge.sonic.synthesizer import SynthesisCancelled
 from voicebridge.store.replies import REPLY_KEYS, ReplyStatus, ReplyStore, Segment
 from voicebridge.store.turns import Turn
@@ -404,11 +404,28 @@ class ReplyMaker:
         )
         self._tell_over(reply)
 
-    def ended_on_failure(self, reply: ReplyInProgress) -> None:
-        """``reply`` stopped on an error before it was recorded finished (a write refused, a slip in the code): the
-        transport is told it is over all the same, with what of it was spoken, so its voice ends — on the streaming
-        path a response never ended keeps every later one from being heard."""
-        if reply.committed:
+    def ended_on_failure(self, reply: ReplyInProgress, error: Exception) -> None:
+        """``reply`` stopped on an error before it was recorded finished (a write refused, a slip in the code). A
+        committed one ends as a reply that said what it had said — the apology, when it had said nothing — recorded
+        finished where the table takes it, so the flow goes on listening rather than wait for a reply that will never
+        come (``Thinking``, a holding line, then silence); and the transport is told it is over all the same, so its
+        voice ends: on the streaming path a response never ended keeps every later one from being heard. A contact
+        another consumer took over (``Superseded``) is that one's to answer: nothing more is said or written."""
+        if not reply.committed:
+            return
+        try:
+            if not reply.cancel.is_set() and not self._abandoned.is_set() and not isinstance(error, Superseded):
+                apology = self._settings.apology_text
+                if reply.next_index == reply.first_segment and self._store(reply, apology, {}):
+                    reply.spoken.append(apology)
+                with reply.lock:
+                    if reply.finished is None:
+                        reply.finished = (Action.CONTINUE, {})
+                self.finalize(reply)
+        except Exception as exc:
+            # Already failing (often on the same table): what could be recorded is, and the reply ends regardless.
+            logger.warning("a failed reply could not be recorded finished", turn=reply.seq, reason=type(exc).__name__)
+        finally:
             self._tell_over(reply)
 
     def _tell_over(self, reply: ReplyInProgress) -> None:

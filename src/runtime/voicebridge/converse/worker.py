@@ -376,11 +376,11 @@ class ReplyWorker:
                 self._maker.make(reply)
             except VoiceBridgeError as exc:
                 logger.warning("reply not stored", turn=reply.seq, reason=exc.safe_message)
-                self._maker.ended_on_failure(reply)
-            except Exception:
+                self._maker.ended_on_failure(reply, exc)
+            except Exception as exc:
                 logger.exception("reply failed")
                 self._count_failure()
-                self._maker.ended_on_failure(reply)
+                self._maker.ended_on_failure(reply, exc)
             finally:
                 with self._wake:
                     self._current = None
@@ -407,12 +407,12 @@ class ReplyWorker:
         except VoiceBridgeError as exc:
             reply.failed = True
             logger.warning("speculative reply not stored", turn=reply.seq, reason=exc.safe_message)
-            self._maker.ended_on_failure(reply)
-        except Exception:
+            self._maker.ended_on_failure(reply, exc)
+        except Exception as exc:
             reply.failed = True
             logger.exception("speculative reply failed")
             self._count_failure()
-            self._maker.ended_on_failure(reply)
+            self._maker.ended_on_failure(reply, exc)
         finally:
             # Counted on this thread, not on the one that committed it (Ink's receiver, or the turn writer).
             if reply.committed_at_ms is not None:
