@@ -464,14 +464,20 @@ def test_a_sentence_held_back_over_a_speaking_caller_is_marked_until_it_is_hande
     assert status is not None and status.held_back is None
 
 
-def test_a_sentence_held_back_over_a_short_voice_goes_out_once_it_pauses_and_the_status_says_it_went_on(
-    converse: LocalCloud,
-) -> None:
+def balance_answered() -> str:
+    """A contact whose caller's turn 0 is stored and its reply made whole."""
     replies, contact_id = worker()
     answered = turn(contact_id, 0, "what is my balance")
     assert container.turn_store().put_turn(answered)
     replies.submit(answered)
     assert replies.drain(20)
+    return contact_id
+
+
+def test_a_sentence_held_back_over_a_short_voice_goes_out_once_it_pauses_and_the_status_says_it_went_on(
+    converse: LocalCloud,
+) -> None:
+    contact_id = balance_answered()
     store = container.reply_store()
     assert play(contact_id).segment is not None
     began = int(time.time() * 1000)
@@ -493,11 +499,7 @@ def test_a_sentence_held_back_over_a_short_voice_goes_out_once_it_pauses_and_the
 
 
 def test_a_replys_first_sentence_waits_while_the_caller_goes_on_after_the_turn_it_answers(converse: LocalCloud) -> None:
-    replies, contact_id = worker()
-    answered = turn(contact_id, 0, "what is my balance")
-    assert container.turn_store().put_turn(answered)
-    replies.submit(answered)
-    assert replies.drain(20)
+    contact_id = balance_answered()
     store = container.reply_store()
     # Its own turn still marked as spoken (the mark goes once the turn is stored): nothing is held.
     store.mark_speaking(contact_id, int(time.time() * 1000), 0)

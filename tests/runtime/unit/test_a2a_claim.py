@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -17,9 +16,9 @@ from typing import Any, cast
 
 import boto3
 import pytest
-from aws_lambda_powertools.metrics import MetricUnit
 from moto import mock_aws
 
+from tests.fixtures.metrics import NamedMetrics
 from voicebridge.a2a import session as a2a_session
 from voicebridge.a2a.protocol import InitSession
 from voicebridge.a2a.session import AgentSession, Engine, StreamSettings, resumed_stream_bytes
@@ -111,25 +110,16 @@ def contact() -> InitSession:
     return InitSession("init", "ctx", "arn:i", contact_arn, ("COMPLETE",), False, None, None)
 
 
-class Metrics(MetricSink):
-    """The metrics a session reports, by name."""
-
-    def __init__(self) -> None:
-        super().__init__(threading.Lock())
-        self.names: list[str] = []
-
-    def add(self, name: str, unit: MetricUnit, value: float) -> None:
-        self.names.append(name)
-
-
-def on_a_socket(store: TurnStore, recorder: Recorder | None = None, metrics: Metrics | None = None) -> AgentSession:
+def on_a_socket(
+    store: TurnStore, recorder: Recorder | None = None, metrics: NamedMetrics | None = None
+) -> AgentSession:
     """A session on a socket of its own (another server task, for all it shares with the others: the turn table)."""
 
     async def send(frame: str) -> None:
         pass
 
     engine = cast(Engine, type("Engine", (), {"store": store, "write_record": recorder or Recorder()})())
-    return AgentSession(engine, SETTINGS, send, sink=metrics or Metrics())
+    return AgentSession(engine, SETTINGS, send, sink=metrics or NamedMetrics())
 
 
 async def holding(session: AgentSession, init: InitSession, progress: TrackProgress | None = None) -> Claim:
@@ -183,7 +173,7 @@ def test_a_half_open_session_is_superseded_only_once_its_lease_lapses_and_then_s
     store: TurnStore, clock: WallClock
 ) -> None:
     init = contact()
-    recorder, metrics = Recorder(), Metrics()
+    recorder, metrics = Recorder(), NamedMetrics()
 
     async def call() -> None:
         first, redial = on_a_socket(store, recorder, metrics), on_a_socket(store)
@@ -242,7 +232,7 @@ def test_a_session_that_ends_gives_its_claim_up_and_a_redial_takes_over_at_once(
 ) -> None:
     monkeypatch.setattr(a2a_session, "redial_wait_s", lambda: 0.0)
     init = contact()
-    recorder, metrics = Recorder(), Metrics()
+    recorder, metrics = Recorder(), NamedMetrics()
 
     async def call() -> None:
         first, redial = on_a_socket(store, recorder, metrics), on_a_socket(store)

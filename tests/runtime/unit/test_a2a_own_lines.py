@@ -4,29 +4,18 @@ sentence: a response never ended keeps every later one, every reply, from being 
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from typing import Any, cast
 
 import pytest
-from aws_lambda_powertools.metrics import MetricUnit
 
+from tests.fixtures.metrics import NamedMetrics
 from voicebridge.a2a.output import Player, Response
 from voicebridge.a2a.session import AgentSession, Engine, StreamSettings
 from voicebridge.config import Settings
 from voicebridge.errors import ConfigurationError, ModelUnavailable
-from voicebridge.ink.transcriber import MetricSink
 
 SETTINGS = StreamSettings.of(Settings.from_env({}))
-
-
-class Metrics(MetricSink):
-    def __init__(self) -> None:
-        super().__init__(threading.Lock())
-        self.names: list[str] = []
-
-    def add(self, name: str, unit: MetricUnit, value: float) -> None:
-        self.names.append(name)
 
 
 class Voice:
@@ -54,7 +43,7 @@ class Voice:
 def test_an_own_line_ends_its_response_and_says_why_it_failed(
     failure: Exception | None, failed: int | None, counted: list[str]
 ) -> None:
-    metrics = Metrics()
+    metrics = NamedMetrics()
 
     async def call() -> tuple[Any, Response]:
         async def send(frame: str) -> None:

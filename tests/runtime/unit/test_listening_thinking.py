@@ -92,10 +92,15 @@ class StatusMarks:
         self.paused.append(paused_ms)
 
 
-def test_the_reply_status_is_told_which_turn_the_caller_is_speaking() -> None:
+def with_status() -> tuple[SpeakingMarks, Marks, StatusMarks, ManualClock]:
+    """Marks written to the checkpoint and to the reply status, as when the flow converses."""
     store, status = Marks(), StatusMarks()
     clock = ManualClock(epoch=1_764_000_000.0)
-    speaking = SpeakingMarks(store, CONTACT, 0, replies=status, clock=clock)  # type: ignore[arg-type]
+    return SpeakingMarks(store, CONTACT, 0, replies=status, clock=clock), store, status, clock  # type: ignore[arg-type]
+
+
+def test_the_reply_status_is_told_which_turn_the_caller_is_speaking() -> None:
+    speaking, store, status, clock = with_status()
     speaking.update(3, True)
     began = int(clock.time() * 1000)
     store.until(began)
@@ -111,9 +116,7 @@ def test_the_reply_status_is_told_which_turn_the_caller_is_speaking() -> None:
 
 
 def test_a_pause_is_written_to_the_reply_status_alone_and_goes_with_the_turn() -> None:
-    store, status = Marks(), StatusMarks()
-    clock = ManualClock(epoch=1_764_000_000.0)
-    speaking = SpeakingMarks(store, CONTACT, 0, replies=status, clock=clock)  # type: ignore[arg-type]
+    speaking, store, status, clock = with_status()
     speaking.update(2, True)
     began = int(clock.time() * 1000)
     store.until(began)

@@ -143,17 +143,29 @@ class Checkpoints:
         pass
 
 
-def next_sentence(table: Table) -> Any:
+def next_sentence(
+    table: Table,
+    *,
+    wait_ms: int = 300,
+    clock: ManualClock | None = None,
+    fast_poll_ms: int = 20,
+    slow_poll_ms: int = 100,
+    making_poll_ms: int | None = None,
+    backchannel_ms: int = 0,
+) -> Any:
+    """ConverseFunction's answer after the flow played turn 3's first sentence."""
     return next_to_play(
         CONTACT,
-        {"TurnIndex": "3", "Segment": "0", "MaxWaitMs": "300"},
+        {"TurnIndex": "3", "Segment": "0", "MaxWaitMs": str(wait_ms)},
         replies=table,  # type: ignore[arg-type]
         turns=table,  # type: ignore[arg-type]
         max_wait_ms=6000,
-        fast_poll_ms=20,
-        slow_poll_ms=100,
+        fast_poll_ms=fast_poll_ms,
+        slow_poll_ms=slow_poll_ms,
+        making_poll_ms=making_poll_ms,
+        backchannel_ms=backchannel_ms,
         remaining_ms=None,
-        clock=ManualClock(start=0.0, settle_s=5.0),
+        clock=clock or ManualClock(start=0.0, settle_s=5.0),
     )
 
 
@@ -215,18 +227,8 @@ def test_a_hold_over_a_caller_who_may_be_saying_a_backchannel_is_looked_at_often
         table = Looked()
         clock = ManualClock(start=0.0, settle_s=5.0)
         table.speaking_since_ms, table.speaking_turn = int(clock.time() * 1000) - speaking_for_ms, 4
-        found = next_to_play(
-            CONTACT,
-            {"TurnIndex": "3", "Segment": "0", "MaxWaitMs": "1000"},
-            replies=table,  # type: ignore[arg-type]
-            turns=table,  # type: ignore[arg-type]
-            max_wait_ms=6000,
-            fast_poll_ms=10,
-            slow_poll_ms=250,
-            making_poll_ms=40,
-            backchannel_ms=600,
-            remaining_ms=None,
-            clock=clock,
+        found = next_sentence(
+            table, wait_ms=1000, clock=clock, fast_poll_ms=10, slow_poll_ms=250, making_poll_ms=40, backchannel_ms=600
         )
         assert found.segment is None and table.held == (3, 1)
         return table.looks
