@@ -111,6 +111,22 @@ def test_a_turn_ended_inside_the_clips_quiet_tail_is_paired_with_the_utterance_i
     assert (turn.said, turn.speech_end) == ("Quiero mi saldo", 2.0)
 
 
+def test_a_turn_ink_ended_before_the_callers_last_syllable_is_paired_with_it_as_a_cut_off() -> None:
+    t = np.arange(8000) / 8000
+    voiced = (8000 * np.sin(2 * np.pi * 300 * t)).astype(np.int16)
+    # Two seconds of voice from 1.0 s; Ink ended the turn at 2.75 s, under babble, 250 ms before the voice did.
+    said = Segment(CALLER, 1.0, np.concatenate([voiced, voiced]), "speech", "Let me talk to a person, please.")
+    result = CallResult(
+        "c1", "ended", None, 5.0, [], [said], np.zeros((1, 2), dtype=np.int16), False, 0.0,
+        records=CallRecords(turns=(StoredTurn("customer", 0, "Let me talk to a person, please.", ended_at=2.75),)),
+    )  # fmt: skip
+    (turn,) = _with_utterances(result, [_Turn(0, heard="Let me talk to a person, please.")])
+    # Before, no utterance ended before the turn: it read as a turn heard with nobody speaking.
+    assert (turn.said, turn.speech_end) == ("Let me talk to a person, please.", 3.0)
+    assert turn.turn_end is not None and turn.speech_end is not None
+    assert round((turn.turn_end - turn.speech_end) * 1000) == -250
+
+
 # --- talked over: the flows path ---------------------------------------------------------------------------------
 
 

@@ -380,7 +380,9 @@ def turn_figures(result: CallResult) -> list[TurnFigures]:
 
 def _with_utterances(result: CallResult, turns: list[_Turn]) -> list[TurnFigures]:
     """Each turn with the caller's utterance it heard: the last one not yet matched whose sound ended before the turn
-    did (its sound, not the clip: a turn the product ends itself may end inside a clip's quiet tail)."""
+    did (its sound, not the clip: a turn the product ends itself may end inside a clip's quiet tail); failing that, the
+    first one not yet matched that was sounding when the turn ended (Ink ended it before the caller's last syllable:
+    its stop → turn end is then negative, a cut-off, not a turn heard with nobody speaking)."""
     utterances = [s for s in result.segments if s.track == CALLER]
     matched: set[int] = set()
     figures = []
@@ -391,7 +393,8 @@ def _with_utterances(result: CallResult, turns: list[_Turn]) -> list[TurnFigures
             ended = turn.delivered
         horizon = ended if ended is not None else turn.delivered
         spoken = [s for s in utterances if horizon is not None and s.sound_end <= horizon and id(s) not in matched]
-        utterance = spoken[-1] if spoken else None
+        sounding = [s for s in utterances if horizon is not None and s.sound_start < horizon < s.sound_end]
+        utterance = spoken[-1] if spoken else next((s for s in sounding if id(s) not in matched), None)
         if utterance is not None:
             matched.add(id(utterance))
         figures.append(
