@@ -73,7 +73,10 @@ def _latencies(report: dict[str, Any]) -> dict[str, float | None]:
 def _barge_in(report: dict[str, Any]) -> dict[str, Any]:
     over = [t for t in report["turns"] if "barge_in_ms" in t]
     return {
-        "talked_over": [{"said": t["said"], "barge_in_ms": t["barge_in_ms"]} for t in over],
+        "talked_over": [
+            {"said": t["said"], "barge_in_ms": t["barge_in_ms"], "went_on_after_ms": t.get("went_on_after_ms")}
+            for t in over
+        ],
         "backchannel_interrupted": any(t.get("backchannel_interrupted") for t in over),
     }
 
@@ -97,7 +100,15 @@ def report(figures: dict[str, Any]) -> str:
         lines.append(f"{name:<34}{row['turns']:>6}" + "".join(text))
     for name, row in figures.items():
         if "talked_over" in row:
-            said = ", ".join(f"{o['said']!r}: {o['barge_in_ms']} ms" for o in row["talked_over"])
+            said = ", ".join(
+                f"{o['said']!r}: {o['barge_in_ms']} ms"
+                + (
+                    ""
+                    if o.get("went_on_after_ms") is None
+                    else f" (the reply silent {o['went_on_after_ms']:g} ms after it)"
+                )
+                for o in row["talked_over"]
+            )
             lines.append(
                 f"{name}: agent audio went on after the caller's voice: {said}; "
                 f"backchannel interrupted: {row['backchannel_interrupted']}"
