@@ -3,9 +3,8 @@
 Nothing escapes: a product error becomes ``Result=Error`` with its stable ``ErrorCode``; anything unexpected is
 logged with its traceback, counted in the function's errors metric (so its alarm fires: the Lambda invocation itself
 succeeds, and Lambda's own ``Errors`` never moves) and answered as ``InternalError``, so a flow always takes a branch
-it knows. Every answer
-fits Connect (:func:`voicebridge.connect.events.fit`): its long text fields are shortened rather than the answer
-refused, and one that still cannot fit is never sent.
+it knows. Every answer fits Connect (:func:`voicebridge.connect.events.fit`): its long text fields are shortened
+rather than the answer refused, and one that still cannot fit is never sent.
 """
 
 from __future__ import annotations
