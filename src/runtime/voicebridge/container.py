@@ -517,7 +517,7 @@ def reply_worker(checkpoint: Checkpoint, sink: MetricSink) -> ReplyWorker:
         if prompt.time_to_first_byte_ms is not None:
             sink.add("SonicTimeToFirstByte", MetricUnit.Milliseconds, prompt.time_to_first_byte_ms)
         sink.add("PromptCacheHit", MetricUnit.Count, 1 if prompt.cache_hit else 0)
-        return Spoken(prompt.uri, prompt.synthesis_ms, prompt.first_byte_at)
+        return Spoken(prompt.uri, prompt.synthesis_ms, prompt.first_byte_at, prompt.duration_ms)
 
     return ReplyWorker(
         checkpoint.contact_id,

@@ -32,6 +32,76 @@ def heard(*parts: tuple[str, int], frame_ms: int = 20, backchannel_ms: int = 600
     return agent
 
 
+def through(
+    agent: AgentVoice, durations: list[int | None], began_ms: float, after_ms: float = 100
+) -> tuple[int, float] | None:
+    heard = agent.heard_through(durations, after_ms=EPOCH_MS + after_ms, began_ms=EPOCH_MS + began_ms)
+    return None if heard is None else (heard[0], heard[1] - EPOCH_MS)
+
+
+# A reply of three prompts as the flow plays them once the caller it answers is done (at 100 ms): the first (a
+# second long) from 500 ms, the second (four seconds, a comma's pause in it) from 1,750 ms, the third (two seconds)
+# from 6,000 ms; each ends in a little quiet of its own, and the flow takes a quarter of a second to ask for the next.
+# (The track is judged in 20 ms frames: the second prompt's voice is found from 1,740 ms.)
+REPLY_TRACK = (
+    ("quiet", 500),
+    ("voice", 950),
+    ("quiet", 300),
+    ("voice", 1250),
+    ("quiet", 250),
+    ("voice", 2450),
+    ("quiet", 300),
+    ("voice", 1950),
+    ("quiet", 1000),
+)
+REPLY: list[int | None] = [1000, 4000, 2000]
+
+
+def test_the_agents_track_says_which_prompt_of_a_reply_played_when_the_caller_began() -> None:
+    agent = heard(*REPLY_TRACK)
+    # Before the first prompt the caller heard none of it (ConverseFunction holds it over them); over a prompt, that
+    # prompt (it plays to its end); the comma's pause is inside the second; all of it, once it had played.
+    heard_then = {began: through(agent, REPLY, began) for began in (150, 1000, 1400, 3100, 5500, 6500, 8600)}
+    assert heard_then == {
+        150: (0, 100),
+        1000: (1, 1500),
+        1400: (1, 1500),
+        3100: (2, 5740),
+        5500: (2, 5740),
+        6500: (3, 8000),
+        8600: (3, 8000),
+    }
+
+
+def test_a_prompt_that_began_as_the_caller_did_was_handed_out_before_they_were_marked_and_is_heard() -> None:
+    agent = heard(*REPLY_TRACK)
+    # The second prompt's voice came 150 ms after the caller's, the third's 200 ms after: the flow had them already.
+    assert through(agent, REPLY, 1600) == (2, 5740)
+    assert through(agent, REPLY, 5800) == (3, 8000)
+    # 350 ms after it: held.
+    assert through(agent, REPLY, 150 - 200) == (0, 100)
+
+
+def test_the_track_tells_nothing_where_it_was_not_read_or_a_prompts_length_is_not_known() -> None:
+    agent = heard(*REPLY_TRACK)
+    assert through(agent, REPLY, 8700) is None
+    assert through(AgentVoice(backchannel_ms=600), REPLY, 1000) is None
+    assert through(agent, REPLY, 1000, after_ms=-100) is None
+    # Connect's own voice read the second sentence (Sonic could not): how long it took is not known.
+    assert through(agent, [1000, None, 2000], 1000) == (1, 1500)
+    assert through(agent, [1000, None, 2000], 6500) is None
+
+
+def test_the_first_prompt_is_looked_for_after_what_played_when_its_turn_ended() -> None:
+    # The caller's question ended at 1,000 ms, over an earlier reply's prompt that went on (with a pause) to 2,500 ms;
+    # the answer played from 2,800 ms.
+    agent = heard(("voice", 1500), ("quiet", 200), ("voice", 800), ("quiet", 300), ("voice", 1500), ("quiet", 500))
+    assert through(agent, [1400], 3000, after_ms=2500) == (1, 4200)
+    # Looked for from the question's end alone, the pause in the earlier prompt is taken for the answer's start: the
+    # answer would seem over before it was (and the next turn's reply looked for too early).
+    assert through(agent, [1400], 3000, after_ms=1000) == (1, 3100)
+
+
 def over(agent: AgentVoice, start_ms: float, end_ms: float, more_to_say: Callable[[], bool] = lambda: False) -> bool:
     return agent.went_on_over(EPOCH_MS + start_ms, EPOCH_MS + end_ms, more_to_say)
 

@@ -15,13 +15,18 @@ import pytest
 from tests.fixtures.clock import ManualClock
 from tests.fixtures.mkv import AGENT, CUSTOMER, Block, Fragment, Track
 from tests.fixtures.tracks import SilentInk
+from tests.fixtures.tracks import quiet as quiet_track
+from tests.fixtures.tracks import voice as voice_track
+from voicebridge.call.backchannel import AgentVoice
 from voicebridge.call.consumer import HANDOFF_FLOOR_MS, START_MARGIN_MS, ConsumerSettings, Outcome, StreamConsumer
+from voicebridge.converse.making import Made, ReplyInProgress
 from voicebridge.errors import MediaInterrupted, Superseded
 from voicebridge.ink.session import TurnListener
 from voicebridge.kvs.fragments import CONTACT_ID, CONTINUATION_TOKEN, FRAGMENT_NUMBER, PRODUCER_TIMESTAMP
 from voicebridge.kvs.media import StartSelector
 from voicebridge.language import Languages, Listening
 from voicebridge.store import turns
+from voicebridge.store.replies import REPLY_KEYS
 from voicebridge.store.turns import RETRYING, STOPPED, Checkpoint, TrackProgress, Turn
 
 CONTACT = "4a573372-1f28-4e26-b97b-0ea7a4c8e1f0"
@@ -195,6 +200,7 @@ class Call:
             "listen_retry_limit_ms": 10_000,
             "consumer_handoff_ms": 30_000,
             "converse_backchannel_ms": 600,
+            "converse_hold_after_ms": 4000,
             # The fakes' audio is tones and silence: the energy detector's figures (no end-of-turn model: "off").
             "voice_detector": "energy",
         }
@@ -358,3 +364,62 @@ def test_an_invocation_that_does_not_own_the_contact_reads_nothing() -> None:
     assert c.consumer(generation=1).run().reason == "superseded"
     assert c.media.selectors == [] and c.ink.sessions == []
     assert c.checkpoint.generation == 3
+
+
+# --- what of a reply the caller heard, from the agent's track ------------------------------------------------
+
+
+@dataclasses.dataclass
+class CallerVoices:
+    """The caller's transcriber as the consumer asks it: when each turn's voice began and ended (Connect's clock)."""
+
+    voices: dict[int, tuple[float, float | None]]
+
+    def voice_of(self, seq: int) -> tuple[float, float | None] | None:
+        return self.voices.get(seq)
+
+
+def answered(seq: int, durations: list[int], *, ready_after_ms: int = 300) -> ReplyInProgress:
+    """The reply to turn ``seq``, its prompts ``durations`` long, the first made ``ready_after_ms`` after it ended."""
+    ended_ms = START_MS + seq * 100_000
+    reply = ReplyInProgress(seq, "...", keys=REPLY_KEYS, turn=Turn(CONTACT, turns.CUSTOMER, seq, "...", 0, 0, ended_ms))
+    reply.spoken = ["..."] * len(durations)
+    reply.made = [Made(ended_ms + ready_after_ms, duration) for duration in durations]
+    return reply
+
+
+def listening_to_the_agent(voices: dict[int, tuple[float, float | None]]) -> StreamConsumer:
+    """A conversing consumer whose agent's track had, from ``START_MS``: an earlier reply's prompt to 2.5 s (a pause
+    in it at 1.5 s), the next reply's first prompt from 3.0 s to 4.3 s, its second from 4.6 s to 7.6 s; and the
+    caller's turns' ``voices`` (ms from ``START_MS``)."""
+    consumer = call([fragment(0)]).consumer(converse_hold_after_ms=4000)
+    agent = AgentVoice(backchannel_ms=600)
+    track = voice_track(1500) + quiet_track(200) + voice_track(800) + quiet_track(500) + voice_track(1300)
+    track += quiet_track(300) + voice_track(3000) + quiet_track(1000)
+    for offset in range(0, len(track), 320):
+        agent.feed(track[offset : offset + 320], START_MS + (offset + 320) / 16)
+    consumer._agent_voice = agent
+    on_connects_clock = {
+        seq: (START_MS + began, None if ended is None else START_MS + ended) for seq, (began, ended) in voices.items()
+    }
+    consumer._transcribers = {turns.CUSTOMER: CallerVoices(on_connects_clock)}  # type: ignore[dict-item]
+    return consumer
+
+
+def test_a_reply_to_a_turn_begun_over_a_prompt_is_looked_for_once_that_prompt_ended() -> None:
+    # Turn 1 ("what is my balance?") began at 0.5 s over reply 0's prompt, which went on to 2.5 s; turn 2 began at
+    # 3.5 s, over reply 1's first prompt (1.4 s long).
+    consumer = listening_to_the_agent({0: (-1000, 0), 1: (500, 1000), 2: (3500, None)})
+    earlier, before = answered(1, [1400, 3000]), answered(0, [2500])
+    assert consumer._heard_of(before, earlier) == 1
+    # Reply 1 is looked for from 2.5 s, not from the end of the caller's question (1.0 s), where the pause in the
+    # earlier prompt would be taken for its start, its first prompt for over at 3.1 s, and its second for begun.
+    assert consumer._heard_of(earlier, answered(2, [900])) == 1
+
+
+def test_no_reading_where_a_holding_line_may_have_played_or_a_turns_voice_is_not_known() -> None:
+    consumer = listening_to_the_agent({1: (500, 1000), 2: (3000, None)})
+    # Its first sentence made 3.2 s after its turn ended: the flow may have played its holding line before it.
+    assert consumer._heard_of(answered(1, [1400], ready_after_ms=3200), answered(2, [900])) is None
+    assert consumer._heard_of(answered(1, [1400]), answered(3, [900])) is None
+    assert consumer._heard_of(answered(1, [1400]), answered(2, [900])) == 1

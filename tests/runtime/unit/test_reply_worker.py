@@ -577,6 +577,69 @@ def test_what_the_caller_heard_of_a_flows_reply_reaches_the_history_once_marked_
         assert replies.held_reads == {}
 
 
+@dataclass
+class Recalling(Rules):
+    """The rules, keeping the agent's side of the history each turn's reply was asked with."""
+
+    agent_said: dict[str, list[str]] = field(default_factory=dict)
+
+    def respond(self, request: TurnRequest, *, deadline: float) -> FixedReply:
+        self.agent_said[request.transcript] = [exchange.agent for exchange in request.history]
+        return super().respond(request, deadline=deadline)
+
+
+BALANCE_CUT = "Your balance [interrupted by the caller; not said: is two hundred dollars. Anything else?]"
+
+
+def test_a_turn_begun_over_a_flows_reply_is_answered_with_that_reply_as_far_as_the_caller_heard_it(
+    replies: MemoryReplies,
+) -> None:
+    responder = Recalling(RULES)
+    asked: list[tuple[int, int, int]] = []
+
+    def heard_of(earlier: ReplyInProgress, reply: ReplyInProgress) -> int | None:
+        # The agent's track: the caller began "hello" over the balance reply's first prompt.
+        asked.append((earlier.seq, reply.seq, len(earlier.made)))
+        return 1 if reply.seq == 1 else None
+
+    with running(replies, responder) as made:
+        made.hear_from(heard_of)
+        made.submit(turn(0, "what is my balance"))
+        assert made.drain(3)
+        made.submit(turn(1, "hello"))
+        assert made.drain(3)
+        assert replies.history(CONTACT)[0].agent == BALANCE_CUT
+        # Then ConverseFunction's mark: the flow left the reply after its second prompt, which the track took for
+        # unheard (the hold came late). The mark stands.
+        replies.held[0] = 2
+        made.submit(turn(2, "thanks"))
+        assert made.drain(3)
+    assert responder.agent_said["hello"] == [BALANCE_CUT]
+    assert asked == [(0, 1, 3), (1, 2, 1)]
+    assert replies.history(CONTACT)[0].agent == (
+        "Your balance is two hundred dollars. [interrupted by the caller; not said: Anything else?]"
+    )
+
+
+def test_a_speculation_on_a_voice_over_a_reply_is_asked_as_heard_but_a_backchannel_changes_nothing(
+    replies: MemoryReplies,
+) -> None:
+    responder = Recalling(RULES)
+    with running(replies, responder) as made:
+        made.hear_from(lambda earlier, reply: 1 if reply.seq == 1 else None)
+        made.submit(turn(0, "what is my balance"))
+        assert made.drain(3)
+        made.eager_end(1, "right")
+        until(lambda: "right" in responder.agent_said)
+        # "Right." over the reply, which went on: never answered, so the reply was heard whole.
+        made.turn_ended(replace(turn(1, "right"), backchannel=True))
+        made.submit(turn(2, "thanks"))
+        assert made.drain(3)
+    assert responder.agent_said["right"] == [BALANCE_CUT]
+    assert responder.agent_said["thanks"] == ["Your balance is two hundred dollars. Anything else?"]
+    assert replies.history(CONTACT)[0].agent == "Your balance is two hundred dollars. Anything else?"
+
+
 class Broken:
     """A responder with a slip in it: it fails on something no service's error explains."""
 

@@ -305,6 +305,26 @@ def test_a_turn_the_transport_calls_a_backchannel_is_stored_as_one_and_never_pas
     assert abs(start_ms - (r.epoch_ms + 500)) <= 100 and abs(end_ms - (r.epoch_ms + 900)) <= 100
 
 
+def test_where_each_turns_voice_lay_on_connects_clock_is_kept_for_a_transport_that_tells_backchannels() -> None:
+    call = Call().silence(500).turn("what is my balance", 900).silence(1500)
+    r = run(call, talked_over=lambda start_ms, end_ms: False)
+    r.feed(bytes(call.audio[: 1000 * BYTES_PER_MS]))
+    # The turn being spoken: its start, no end yet; none for a later one.
+    began = r.transcriber.voice_of(0)
+    assert began is not None and abs(began[0] - (r.epoch_ms + 500)) <= 100 and began[1] is None
+    assert r.transcriber.voice_of(1) is None
+    r.feed(bytes(call.audio[1000 * BYTES_PER_MS :]))
+    r.idle(1.0)
+    voice = r.transcriber.voice_of(0)
+    assert voice is not None and voice[1] is not None
+    assert abs(voice[0] - (r.epoch_ms + 500)) <= 100 and abs(voice[1] - (r.epoch_ms + 1400)) <= 100
+    # A transport that tells no backchannels is told nothing of it.
+    plain = run(call)
+    plain.feed(bytes(call.audio))
+    plain.idle(1.0)
+    assert plain.transcriber.voice_of(0) is None and len(plain.stored()) == 1
+
+
 # --- a short voice over the agent that stopped: marked paused before Ink ends its turn ---------------------------
 
 

@@ -22,7 +22,13 @@ only acknowledging, the transcriber marks it paused (:meth:`AgentVoice.began_ove
 the sentence it held back, as the streaming path's agent goes on where it paused, without the second Ink takes to
 end the turn.
 
-A caller who answers the reply's last words, or who speaks long enough, takes a turn as before.
+A caller who answers the reply's last words, or who speaks long enough, takes a turn as before. The same track
+says how much of the reply they heard by then (:meth:`AgentVoice.heard_through`): the reply's prompts play one after
+another, the first from the first voice once the question it answers was over, each later one from the first voice
+once the one before has played for its length; the prompt the caller began over plays to its end and no further one
+is handed out over them, so the reply that answers them is asked with the rest marked not said
+(:meth:`~voicebridge.converse.making.ReplyMaker._asked_history`), before ConverseFunction can mark where the flow
+left it (once that prompt has ended).
 
 The streaming path judges the same thing from its own player (:mod:`voicebridge.a2a.session`); both hand the
 judgement to the transcriber, which stores such a turn marked as a backchannel and never answers it.
@@ -32,13 +38,14 @@ judgement to the transcriber, which stores such a turn marked as a backchannel a
     voice = AgentVoice(backchannel_ms=600)
     voice.feed(pcm, produced_end_ms)          # every AUDIO_TO_CUSTOMER frame the consumer reads
     voice.went_on_over(start_ms, end_ms, more_to_say=reply_goes_on)   # the caller's voice, on the same clock
+    voice.heard_through(durations, after_ms=asked_ms, began_ms=began_ms)   # a reply's prompts heard before a turn
 """
 
 from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -52,6 +59,13 @@ WENT_ON_MS = 200
 """How far past the end of the caller's voice the agent's must reach for it to have gone on over them."""
 KEEP_MS = 60_000
 """How much of the agent's voice is kept: far more than a turn takes to end."""
+ONSET_QUIET_MS = 100
+"""Quiet at least this long before voice is where a prompt may begin (between two words of one it is shorter)."""
+LEAD_MS = 150
+"""The quiet a prompt may begin with: its first voice on the track comes up to this long after it began to play."""
+HANDED_MS = 300
+"""A prompt whose voice began this soon after the caller's was handed out before they were marked speaking (their
+voice read, judged, and written to the reply status the flow's ConverseFunction reads): it plays, and is heard."""
 
 
 class AgentVoice:
@@ -63,7 +77,11 @@ class AgentVoice:
         # floor, so a steady hiss or comfort noise between prompts is not the agent speaking.
         self._detector = voice or detector("energy")
         self._spans: deque[list[float]] = deque()
+        self._onsets: deque[list[float]] = deque()
+        """The same voice as :attr:`_spans`, parted wherever it was quiet for :data:`ONSET_QUIET_MS`."""
         self._through_ms = -math.inf
+        self._from_ms = math.inf
+        """Where the voice kept begins: the track's first frame, or :data:`KEEP_MS` before its last."""
         self._pending = b""
 
     def feed(self, pcm: bytes, produced_end_ms: float | None) -> None:
@@ -79,6 +97,7 @@ class AgentVoice:
         if self._pending and abs(start_ms - self._through_ms) < 1:
             pcm, start_ms = self._pending + pcm, start_ms - len(self._pending) / BYTES_PER_MS
         self._through_ms = produced_end_ms
+        self._from_ms = max(min(self._from_ms, start_ms), produced_end_ms - KEEP_MS)
         frame_bytes = FRAME_MS * BYTES_PER_MS
         count = len(pcm) // frame_bytes
         self._pending = pcm[count * frame_bytes :]
@@ -88,14 +107,16 @@ class AgentVoice:
         for index, voiced in enumerate(self._detector.voiced(samples.reshape(count, -1))):
             if voiced:
                 self._voiced(start_ms + index * FRAME_MS, start_ms + (index + 1) * FRAME_MS)
-        while self._spans and self._spans[0][1] < produced_end_ms - KEEP_MS:
-            self._spans.popleft()
+        for kept in (self._spans, self._onsets):
+            while kept and kept[0][1] < produced_end_ms - KEEP_MS:
+                kept.popleft()
 
     def _voiced(self, start_ms: float, end_ms: float) -> None:
-        if self._spans and start_ms - self._spans[-1][1] < GAP_MS:
-            self._spans[-1][1] = end_ms
-        else:
-            self._spans.append([start_ms, end_ms])
+        for kept, gap_ms in ((self._spans, GAP_MS), (self._onsets, ONSET_QUIET_MS)):
+            if kept and start_ms - kept[-1][1] < gap_ms:
+                kept[-1][1] = end_ms
+            else:
+                kept.append([start_ms, end_ms])
 
     def went_on_over(self, start_ms: float, end_ms: float, more_to_say: Callable[[], bool] = lambda: False) -> bool:
         """Whether the caller's voice from ``start_ms`` to ``end_ms`` was a backchannel: shorter than the limit, and
@@ -116,6 +137,32 @@ class AgentVoice:
         if end_ms - start_ms >= self._backchannel_ms:
             return False
         return any(low <= start_ms <= high + GAP_MS for low, high in list(self._spans))
+
+    def heard_through(
+        self, durations: Sequence[int | None], *, after_ms: float, began_ms: float
+    ) -> tuple[int, float] | None:
+        """How many of a reply's prompts (each ``durations`` long, in order) the caller had begun to hear when their
+        voice began at ``began_ms``, and when the last of those ends (Connect's clock). The first begins with the
+        first voice from ``after_ms`` on (once the caller it answers was done, and whatever played then was over),
+        each later one with the first voice once the one before has played for its length; the one playing when the
+        caller began plays to its end, and so does one that began within :data:`HANDED_MS` of their voice. None when
+        the track does not tell: not read that far, or a prompt of unknown length (Connect's own voice) before
+        then."""
+        if not durations or began_ms + HANDED_MS > self._through_ms or after_ms < self._from_ms:
+            return None
+        onsets = [low for low, _high in list(self._onsets)]
+        position, ends_ms = after_ms, after_ms
+        for index, duration in enumerate(durations):
+            start = next((low for low in onsets if low >= position), None)
+            if start is None or start > began_ms + HANDED_MS:
+                return index, ends_ms
+            if duration is None:
+                return None
+            ends_ms = start + duration
+            if began_ms < ends_ms:
+                return index + 1, ends_ms
+            position = ends_ms - LEAD_MS
+        return len(durations), ends_ms
 
 
 def holding_back(status: ReplyStatus | None) -> bool:

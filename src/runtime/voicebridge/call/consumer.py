@@ -38,6 +38,7 @@ from voicebridge.call.record import CallRecorder, caller_went_on
 from voicebridge.call.speaking import SpeakingMarks
 from voicebridge.clock import SYSTEM_CLOCK, Clock
 from voicebridge.config import InkCatchUp
+from voicebridge.converse.making import ReplyInProgress
 from voicebridge.converse.worker import ReplyWorker
 from voicebridge.errors import ConfigurationError, MediaInterrupted, MediaStalled, Superseded, VoiceBridgeError
 from voicebridge.ink.listening import ListeningSettings
@@ -78,6 +79,9 @@ REPLY_FINISH_S = 10.0
 """How long a reply in progress is waited for at a hand-over or at the end of the stream."""
 HANDOFF_FLOOR_MS = 5000
 """Below this much remaining time a hand-over that keeps failing is given up, and the reason recorded."""
+HOLD_MARGIN_MS = 1000
+"""A reply whose first sentence was made this close to ``CONVERSE_HOLD_AFTER_MS`` after its turn ended may have had
+the holding line played before it: the agent's track is not read for what of it was heard."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +94,7 @@ class ConsumerSettings(ListeningSettings):
     listen_retry_limit_ms: int
     consumer_handoff_ms: int
     converse_backchannel_ms: int
+    converse_hold_after_ms: int
 
 
 @dataclass
@@ -170,6 +175,10 @@ class StreamConsumer:
         self._speaking = SpeakingMarks(store, contact_id, generation, clock=clock)
         self._agent_voice: AgentVoice | None = None
         """What the caller heard of the agent, when the flow converses: a short turn said over it is a backchannel."""
+        self._played_until: dict[int, float] = {}
+        """For a turn the caller began over a reply: when the prompt playing then ended (Connect's clock), before
+        which the reply to that turn cannot have begun to play."""
+        self._played_lock = threading.Lock()
 
     # -- lifecycle
 
@@ -295,7 +304,36 @@ class StreamConsumer:
             self._speaking.replies = ReplyStore(self._store)
             self._replier = self._make_replier(checkpoint, self._sink)
             self._agent_voice = AgentVoice(backchannel_ms=self._settings.converse_backchannel_ms)
+            self._replier.hear_from(self._heard_of)
             self._replier.resume_unfinished(self._store)
+
+    def _heard_of(self, earlier: ReplyInProgress, reply: ReplyInProgress) -> int | None:
+        """How many of ``earlier``'s prompts the caller had begun to hear when they began the turn ``reply`` answers,
+        as the agent's track shows (:meth:`AgentVoice.heard_through`). Its first prompt played once the caller's
+        voice in the turn it answers had ended, and once the prompt that turn was begun over had (kept from the
+        same reading for that turn). None when the track does not tell, or a holding line may have played before
+        its first prompt (its first sentence was made late)."""
+        caller = self._transcribers.get(CUSTOMER)
+        if caller is None or self._agent_voice is None or earlier.turn is None or not earlier.made:
+            return None
+        asked, answering = caller.voice_of(earlier.seq), caller.voice_of(reply.seq)
+        if asked is None or asked[1] is None or answering is None:
+            return None
+        late_ms = earlier.made[0].ready_at_ms - earlier.turn.ended_at_ms
+        if late_ms >= self._settings.converse_hold_after_ms - HOLD_MARGIN_MS:
+            return None
+        heard = self._agent_voice.heard_through(
+            [made.duration_ms for made in earlier.made],
+            after_ms=max(asked[1], self._played_until.get(earlier.seq, asked[1])),
+            began_ms=answering[0],
+        )
+        if heard is None:
+            return None
+        count, until_ms = heard
+        with self._played_lock:
+            self._played_until = {seq: ms for seq, ms in self._played_until.items() if seq >= earlier.seq}
+            self._played_until[reply.seq] = until_ms
+        return count
 
     def _end(self, checkpoint: Checkpoint, reason: str, ticker: Heartbeat) -> None:
         """Close the sessions (letting a turn in progress finish) and record why listening stopped."""

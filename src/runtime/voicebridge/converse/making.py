@@ -45,6 +45,22 @@ class Spoken:
     """The model's part of it (first byte to last); None when the prompt came from the cache."""
     first_byte_at: float | None = None
     """When the model's first audio arrived (epoch seconds); None when the prompt came from the cache."""
+    duration_ms: int | None = None
+    """How long the prompt plays (None: not known to the transport)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Made:
+    """A segment of a reply as the flows path's agent track can find it: when its prompt was ready (epoch ms), and
+    how long it plays (None: Connect's own voice reads its text, for as long as that takes)."""
+
+    ready_at_ms: float
+    duration_ms: int | None
+
+
+HeardOf = Callable[["ReplyInProgress", "ReplyInProgress"], "int | None"]
+"""The flows path's view of the agent's track: how many of an earlier reply's segments (:attr:`ReplyInProgress.made`)
+the caller had begun to hear when they began the turn a later reply answers (None: the track does not tell)."""
 
 
 class Speak(Protocol):
@@ -187,6 +203,14 @@ class ReplyInProgress:
     heard: str | None = None
     """What the caller heard of it, when a transport knows that was less than was made (a reply cut short
     mid-sentence by the caller): the history keeps this, with what was not said marked so."""
+    made: list[Made] = field(default_factory=list)
+    """Its segments' prompts, one for each of :attr:`spoken` (the flows path's agent track is matched against them)."""
+    heard_through: int | None = None
+    """The flows path: how many of its segments the caller heard, when less than all: as the agent's track showed
+    when the caller began a turn over it, then as ConverseFunction marked it (:meth:`ReplyMaker.finalize`)."""
+    cut: tuple[ReplyInProgress, int] | None = None
+    """The flows path: the earlier reply the caller began this one's turn over, and how many of its segments they
+    had heard; asked with that, and recorded once this reply is (a turn never answered changes nothing)."""
 
     @property
     def speculative(self) -> bool:
@@ -227,6 +251,10 @@ class ReplyMaker:
         """The conversation so far, read once: this consumer is its only writer while it lives."""
         self._unsettled: list[_Unsettled] = []
         """The flows path: replies recorded as said whole, whose caller may have heard less (see :meth:`finalize`)."""
+        self._said_last: ReplyInProgress | None = None
+        """The latest reply recorded with something said: the one a caller's next turn may have begun over."""
+        self.heard_of: HeardOf | None = None
+        """The flows path: what the agent's track tells of how much of a reply the caller heard (the consumer's)."""
         self._quickest = Quickest()
         self.replies_made = 0
 
@@ -243,7 +271,7 @@ class ReplyMaker:
             contact_id=self.contact_id,
             turn_index=reply.seq,
             transcript=reply.transcript,
-            history=self.conversation()[-self._settings.history_turns :] if self._settings.history_turns else (),
+            history=self._asked_history(reply),
             attributes=dict(self._attributes),
             language=self._settings.language,
             spoken_prefix=reply.spoken_prefix,
@@ -385,15 +413,23 @@ class ReplyMaker:
             earlier=reply.earlier,
         )
         with self._history_lock:
-            said = reply.heard if reply.heard is not None else " ".join(reply.spoken)
+            before = self.conversation()
+            if reply.cut is not None:
+                # The turn it answers was begun over an earlier reply: answered, so no longer an "uh-huh" that reply
+                # went on over, and the flow leaves it after the prompt the caller began over.
+                (earlier, heard), reply.cut = reply.cut, None
+                if earlier.heard_through is None:
+                    before = _saying(before, earlier, heard)
             self._history = self._replies.record_exchange(
                 self.contact_id,
-                Exchange(reply.transcript, said),
+                Exchange(reply.transcript, _said(reply)),
                 keep=self._settings.history_turns,
-                before=self._settle_heard(self.conversation()),
+                before=self._settle_heard(before),
             )
             if self._settings.polled and self._settings.history_turns and reply.heard is None and reply.spoken:
                 self._unsettled.append(_Unsettled(reply))
+            if reply.spoken:
+                self._said_last = reply
         self.replies_made += 1
         logger.info(
             "reply stored",
@@ -443,6 +479,7 @@ class ReplyMaker:
         index = reply.next_index
         budget_s = min(self._settings.sonic_deadline_ms / 1000, 8.0)
         uri: str | None
+        duration_ms: int | None = None
         timings: dict[str, float] = dict(waterfall)
         turn = reply.turn
         if turn is not None:
@@ -457,7 +494,7 @@ class ReplyMaker:
             self._replies.synthesizing_soon(self.contact_id, reply.seq, due_at_ms=reply.due_at_ms)
         try:
             spoken = self._speak(sentence, self._clock.monotonic() + budget_s, reply.cancel, reply=reply)
-            uri = spoken.uri
+            uri, duration_ms = spoken.uri, spoken.duration_ms
             if spoken.synthesis_ms is not None:
                 timings["SynthesisMs"] = round(spoken.synthesis_ms, 1)
                 reply.sonic_ms += spoken.synthesis_ms
@@ -491,11 +528,34 @@ class ReplyMaker:
             stored = self._replies.put_segment(segment, advance=reply.committed, earlier=reply.last)
             reply.next_index = index + 1
             reply.earlier, reply.last = reply.last, segment
+            reply.made.append(Made(ready_ms, duration_ms))
         if stored and index == 0 and turn is not None and turn.latency_ms is not None:
             # From the end of the caller's voice (Connect's clock) to the first prompt in S3.
             caller_stopped_ms = turn.ended_at_ms - turn.latency_ms
             self._report("ReplyFirstPromptReady", MetricUnit.Milliseconds, max(0.0, ready_ms - caller_stopped_ms))
         return True
+
+    def _asked_history(self, reply: ReplyInProgress) -> list[Exchange]:
+        """The conversation ``reply``'s responder is asked with. On the flows path, when its turn began while an
+        earlier reply played (the agent's track, :attr:`heard_of`), that reply as the caller heard it: through the
+        prompt they began over (Connect plays a prompt to its end, and ConverseFunction hands out no further one over
+        a speaking caller), the rest marked not said. ConverseFunction's own mark, read later, settles it
+        (:meth:`_settle_heard`)."""
+        if not self._settings.history_turns:
+            return []
+        history = self.conversation()
+        earlier, heard_of = self._said_last, self.heard_of
+        if heard_of is not None and earlier is not None and _cuttable(earlier, reply):
+            try:
+                heard = heard_of(earlier, reply)
+            except Exception as exc:
+                # The estimate only refines the history: a slip in it leaves the reply said whole, as it was.
+                logger.warning("what the caller heard was not read from the agent's track", reason=type(exc).__name__)
+                heard = None
+            if heard is not None and heard < len(earlier.spoken):
+                reply.cut = (earlier, heard)
+                history = _saying(history, earlier, heard, keep=False)
+        return history[-self._settings.history_turns :]
 
     def _settle_heard(self, history: list[Exchange]) -> list[Exchange]:
         """The flows path: the history with what the caller heard of earlier replies, where it was less than was made.
@@ -516,15 +576,10 @@ class ReplyMaker:
             if held is None and waiting.looks_left > 0:
                 continue
             self._unsettled.remove(waiting)
-            sentences = reply.spoken
-            if held is None or held >= len(sentences) or reply.spoken_prefix:
+            if held is None or reply.spoken_prefix:
                 continue
-            said = " ".join(sentences)
-            heard = _heard_text(" ".join(sentences[:held]), " ".join(sentences[held:]))
-            for index in range(len(settled) - 1, -1, -1):
-                if settled[index] == Exchange(reply.transcript, said):
-                    settled[index] = Exchange(reply.transcript, heard)
-                    break
+            # The mark stands over what the agent's track suggested: a mark past the last sentence, all heard.
+            settled = _saying(settled, reply, held if held < len(reply.spoken) else None)
         return settled
 
     def amend_heard(self, reply: ReplyInProgress, heard: str, unsaid: str) -> None:
@@ -566,6 +621,46 @@ turn's reply once the prompt playing ends, before the turn after that can begin.
 class _Unsettled:
     reply: ReplyInProgress
     looks_left: int = SETTLE_LOOKS
+
+
+def _cuttable(earlier: ReplyInProgress, reply: ReplyInProgress) -> bool:
+    """Whether the agent's track can say how much of ``earlier`` was heard before ``reply``'s turn began: an earlier
+    turn's reply, every sentence of it a prompt made here (not one resumed from a predecessor's), nothing known of
+    it yet."""
+    return (
+        earlier.seq < reply.seq
+        and earlier.heard is None
+        and earlier.heard_through is None
+        and not earlier.spoken_prefix
+        and len(earlier.made) == len(earlier.spoken)
+    )
+
+
+def _said(reply: ReplyInProgress) -> str:
+    """What the history says the agent said in ``reply``: all of it, or what the caller heard and what not."""
+    return reply.heard if reply.heard is not None else _told(reply.spoken, reply.heard_through)
+
+
+def _told(sentences: list[str], heard: int | None) -> str:
+    """``sentences`` of which the caller heard the first ``heard`` (None: all)."""
+    if heard is None or heard >= len(sentences):
+        return " ".join(sentences)
+    return _heard_text(" ".join(sentences[:heard]), " ".join(sentences[heard:]))
+
+
+def _saying(history: list[Exchange], reply: ReplyInProgress, heard: int | None, *, keep: bool = True) -> list[Exchange]:
+    """``history`` with ``reply``'s exchange, as recorded now, saying that the caller heard ``heard`` of its
+    sentences (None: all); ``keep``: and the reply says so from now on (else only this copy of the history does)."""
+    recorded = Exchange(reply.transcript, _said(reply))
+    now = Exchange(reply.transcript, _told(reply.spoken, heard))
+    if keep:
+        reply.heard_through = heard
+    rewritten = list(history)
+    for index in range(len(rewritten) - 1, -1, -1):
+        if rewritten[index] == recorded:
+            rewritten[index] = now
+            break
+    return rewritten
 
 
 def _heard_text(heard: str, unsaid: str) -> str:

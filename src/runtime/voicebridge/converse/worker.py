@@ -54,6 +54,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from voicebridge.clock import SYSTEM_CLOCK, Clock
 from voicebridge.converse.making import (
+    HeardOf,
     ReplyInProgress,
     ReplyMaker,
     ReplySettings,
@@ -302,6 +303,11 @@ class ReplyWorker:
                     making.interrupt.set()
             if self._speculation is not None:
                 self._cancel(self._speculation, "the caller talked over the agent")
+
+    def hear_from(self, heard_of: HeardOf) -> None:
+        """The flows path: the consumer's reading of the agent's track, which says how much of a reply the caller
+        heard before they began a turn over it (:meth:`ReplyMaker._asked_history`)."""
+        self._maker.heard_of = heard_of
 
     def amend_heard(self, reply: ReplyInProgress, heard: str, unsaid: str) -> None:
         """What the caller heard of ``reply`` before talking over it, and what not (:meth:`ReplyMaker.amend_heard`)."""

@@ -79,6 +79,9 @@ MAX_REPLAY_BYTES = 120_000 * BYTES_PER_MS
 MarkKind = Literal["speaking", "paused"]
 """A mark the transcriber tells the transport: the caller began or ended a turn, or its short voice paused."""
 
+VOICES_KEPT = 8
+"""How many ended turns' voices are kept (:meth:`TrackTranscriber.voice_of`): replies are made for the latest."""
+
 
 class TurnEnding(TypedDict):
     """What a :class:`TrackTranscriber` is given to end (or eagerly end) a track's turns."""
@@ -343,6 +346,8 @@ class TrackTranscriber(TurnListener):
         turn ends."""
         self._ended_by_model_at: float | None = None
         """Manual mode: the stop (its voice end, ms) whose turn the model ended, so it is finalized once."""
+        self._voices: dict[int, tuple[float, float]] = {}
+        """The latest turns' first and last voiced frames (Connect's clock), where a transport tells backchannels."""
         self._turn_open = False
         self._finalizes_queued = 0
         """Manual mode: finalizes queued for closed utterances whose transcripts have not arrived yet."""
@@ -710,6 +715,9 @@ class TrackTranscriber(TurnListener):
                     self._on_speaking(seq, False)
                 return
             self.settled.next_seq = seq + 1
+            if voiced_start_wall is not None and voiced_end_wall is not None:
+                self._voices[seq] = (voiced_start_wall, voiced_end_wall)
+                self._voices.pop(seq - VOICES_KEPT, None)
             if self._vad.speaking:
                 # The caller's voice goes on past what Ink heard when it ended the turn: their next turn has begun
                 # (Ink's turn.start says so later, and no voice starts meanwhile to mark it), so nothing is said over
@@ -739,6 +747,17 @@ class TrackTranscriber(TurnListener):
             return
         agreed = verdict.complete and verdict.voice_end_ms <= heard_ms
         self._sink.add("EndOfTurnAgreed" if agreed else "EndOfTurnDisagreed", MetricUnit.Count, 1)
+
+    def voice_of(self, seq: int) -> tuple[float, float | None] | None:
+        """When the caller's voice in turn ``seq`` began and ended (Connect's clock): one of the latest few ended
+        turns, or the one being spoken (no end yet); None when not known (or the transport tells no backchannels)."""
+        with self._lock:
+            if seq in self._voices:
+                return self._voices[seq]
+            telling = self._talked_over is not None and seq == self.settled.next_seq
+            start = self._vad.next_start_ms() if telling else None
+            began = None if start is None else self._ledger.produced_at(start)
+            return None if began is None else (began, None)
 
     def typed(self, text: str) -> None:
         """A turn the caller gave without speaking (keys pressed): it takes the track's next sequence number and is
