@@ -33,9 +33,18 @@ def heard(*parts: tuple[str, int], frame_ms: int = 20, backchannel_ms: int = 600
 
 
 def through(
-    agent: AgentVoice, durations: list[int | None], began_ms: float, after_ms: float = 100
+    agent: AgentVoice,
+    durations: list[int | None],
+    began_ms: float,
+    after_ms: float = 100,
+    ended_ms: float | None = None,
 ) -> tuple[int, float] | None:
-    heard = agent.heard_through(durations, after_ms=EPOCH_MS + after_ms, began_ms=EPOCH_MS + began_ms)
+    heard = agent.heard_through(
+        durations,
+        after_ms=EPOCH_MS + after_ms,
+        began_ms=EPOCH_MS + began_ms,
+        ended_ms=None if ended_ms is None else EPOCH_MS + ended_ms,
+    )
     return None if heard is None else (heard[0], heard[1] - EPOCH_MS)
 
 
@@ -80,6 +89,17 @@ def test_a_prompt_that_began_as_the_caller_did_was_handed_out_before_they_were_m
     assert through(agent, REPLY, 5800) == (3, 8000)
     # 350 ms after it: held.
     assert through(agent, REPLY, 150 - 200) == (0, 100)
+
+
+def test_a_prompt_that_began_while_the_caller_still_spoke_was_handed_out_before_the_hold_and_is_heard() -> None:
+    agent = heard(*REPLY_TRACK)
+    # The caller spoke from 1.0 s over the first prompt, to 1.8 s: the second prompt's voice came at 1.74 s, so the
+    # flow had it before they were marked (no answer to their voice could play before it ended).
+    assert through(agent, REPLY, 1000, ended_ms=1800) == (2, 5740)
+    assert through(agent, REPLY, 1000, ended_ms=1300) == (1, 1500)
+    assert through(agent, REPLY, 3100, ended_ms=6100) == (3, 8000)
+    # Not told before the track has been read to the voice's end.
+    assert through(agent, REPLY, 3100, ended_ms=9000) is None
 
 
 def test_the_track_tells_nothing_where_it_was_not_read_or_a_prompts_length_is_not_known() -> None:

@@ -313,7 +313,12 @@ def test_where_each_turns_voice_lay_on_connects_clock_is_kept_for_a_transport_th
     began = r.transcriber.voice_of(0)
     assert began is not None and abs(began[0] - (r.epoch_ms + 500)) <= 100 and began[1] is None
     assert r.transcriber.voice_of(1) is None
-    r.feed(bytes(call.audio[1000 * BYTES_PER_MS :]))
+    # Its voice stopped, the turn not yet ended: where it stopped so far.
+    r.feed(bytes(call.audio[1000 * BYTES_PER_MS : 1800 * BYTES_PER_MS]))
+    paused = r.transcriber.voice_of(0)
+    assert paused is not None and paused[1] is not None and abs(paused[1] - (r.epoch_ms + 1400)) <= 100
+    assert not r.stored()
+    r.feed(bytes(call.audio[1800 * BYTES_PER_MS :]))
     r.idle(1.0)
     voice = r.transcriber.voice_of(0)
     assert voice is not None and voice[1] is not None

@@ -38,7 +38,7 @@ judgement to the transcriber, which stores such a turn marked as a backchannel a
     voice = AgentVoice(backchannel_ms=600)
     voice.feed(pcm, produced_end_ms)          # every AUDIO_TO_CUSTOMER frame the consumer reads
     voice.went_on_over(start_ms, end_ms, more_to_say=reply_goes_on)   # the caller's voice, on the same clock
-    voice.heard_through(durations, after_ms=asked_ms, began_ms=began_ms)   # a reply's prompts heard before a turn
+    voice.heard_through(durations, after_ms=asked_ms, began_ms=began_ms, ended_ms=ended_ms)   # a reply's prompts heard
 """
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ LEAD_MS = 150
 """The quiet a prompt may begin with: its first voice on the track comes up to this long after it began to play."""
 HANDED_MS = 300
 """A prompt whose voice began this soon after the caller's was handed out before they were marked speaking (their
-voice read, judged, and written to the reply status the flow's ConverseFunction reads): it plays, and is heard."""
+voice read, judged, and written to the reply status the flow's ConverseFunction reads): it plays, and is heard. (One
+begun later while they still spoke was too: the mark came late.)"""
 
 
 class AgentVoice:
@@ -139,28 +140,27 @@ class AgentVoice:
         return any(low <= start_ms <= high + GAP_MS for low, high in list(self._spans))
 
     def heard_through(
-        self, durations: Sequence[int | None], *, after_ms: float, began_ms: float
+        self, durations: Sequence[int | None], *, after_ms: float, began_ms: float, ended_ms: float | None = None
     ) -> tuple[int, float] | None:
-        """How many of a reply's prompts (each ``durations`` long, in order) the caller had begun to hear when their
-        voice began at ``began_ms``, and when the last of those ends (Connect's clock). The first begins with the
-        first voice from ``after_ms`` on (once the caller it answers was done, and whatever played then was over),
-        each later one with the first voice once the one before has played for its length; the one playing when the
-        caller began plays to its end, and so does one that began within :data:`HANDED_MS` of their voice. None when
-        the track does not tell: not read that far, or a prompt of unknown length (Connect's own voice) before
-        then."""
-        if not durations or began_ms + HANDED_MS > self._through_ms or after_ms < self._from_ms:
+        """How many of a reply's prompts (each ``durations`` long, in order) the caller heard, given their voice from
+        ``began_ms`` to ``ended_ms`` (None: not ended), and when the last of those ends (Connect's clock). The first
+        begins with the first voice from ``after_ms`` on (once the caller it answers was done, and whatever played
+        then was over), each later one with the first voice once the one before has played for its length. Each one
+        begun before the caller's voice ended was played (the answer to their voice cannot play before it ends), as
+        was one begun within :data:`HANDED_MS` of its start; each plays to its end. None when the track does not
+        tell: not read that far, or a prompt of unknown length (Connect's own voice) before then."""
+        played_by = max(began_ms + HANDED_MS, -math.inf if ended_ms is None else ended_ms)
+        if not durations or played_by > self._through_ms or after_ms < self._from_ms:
             return None
         onsets = [low for low, _high in list(self._onsets)]
         position, ends_ms = after_ms, after_ms
         for index, duration in enumerate(durations):
             start = next((low for low in onsets if low >= position), None)
-            if start is None or start > began_ms + HANDED_MS:
+            if start is None or start > played_by:
                 return index, ends_ms
             if duration is None:
                 return None
             ends_ms = start + duration
-            if began_ms < ends_ms:
-                return index + 1, ends_ms
             position = ends_ms - LEAD_MS
         return len(durations), ends_ms
 

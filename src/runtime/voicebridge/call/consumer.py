@@ -326,6 +326,7 @@ class StreamConsumer:
             [made.duration_ms for made in earlier.made],
             after_ms=max(asked[1], self._played_until.get(earlier.seq, asked[1])),
             began_ms=answering[0],
+            ended_ms=answering[1],
         )
         if heard is None:
             return None

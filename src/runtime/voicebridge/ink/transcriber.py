@@ -750,14 +750,20 @@ class TrackTranscriber(TurnListener):
 
     def voice_of(self, seq: int) -> tuple[float, float | None] | None:
         """When the caller's voice in turn ``seq`` began and ended (Connect's clock): one of the latest few ended
-        turns, or the one being spoken (no end yet); None when not known (or the transport tells no backchannels)."""
+        turns, or the one being spoken (ended where its voice stopped so far, None while it goes on); None when not
+        known (or the transport tells no backchannels)."""
         with self._lock:
             if seq in self._voices:
                 return self._voices[seq]
             telling = self._talked_over is not None and seq == self.settled.next_seq
             start = self._vad.next_start_ms() if telling else None
             began = None if start is None else self._ledger.produced_at(start)
-            return None if began is None else (began, None)
+            if began is None:
+                return None
+            # Its voice so far: ended where it stopped, or not yet while the caller speaks.
+            stop = None if self._vad.speaking else self._vad.last_voiced_end_ms
+            stopped = None if stop is None else self._ledger.produced_at(stop)
+            return began, None if stopped is None else max(began, stopped)
 
     def typed(self, text: str) -> None:
         """A turn the caller gave without speaking (keys pressed): it takes the track's next sequence number and is
