@@ -140,9 +140,30 @@ def silent_call(cloud: LocalCloud) -> CallResult:
     return scenario_call(cloud, "silence")
 
 
+def scenario_call_asked(cloud: LocalCloud, name: str) -> tuple[CallResult, list[Any]]:
+    """The demo's scenario ``name`` (:func:`scenario_call`), and each call the Bedrock emulator had meanwhile."""
+    since = len(cloud.bedrock.invocations)
+    result = scenario_call(cloud, name)
+    return result, list(cloud.bedrock.invocations[since:])
+
+
 @pytest.fixture(scope="module")
-def failure_call(cloud: LocalCloud) -> CallResult:
-    return scenario_call(cloud, "model-failure")
+def failure_call(cloud: LocalCloud) -> tuple[CallResult, list[Any]]:
+    return scenario_call_asked(cloud, "model-failure")
+
+
+def agent_calls(call_and_asked: tuple[CallResult, list[Any]]) -> list[tuple[int, str, str]]:
+    """Each call the agent had during the call: how many caller turns its conversation held, the last, and how it
+    ended (for a failure's message: the responder's faults strike by the first of these)."""
+    _, asked = call_and_asked
+    return [
+        (
+            sum(message["role"] == "user" for message in record.body["messages"]),
+            record.body["messages"][-1]["content"][0]["text"],
+            record.outcome,
+        )
+        for record in asked
+    ]
 
 
 def prompts(result: CallResult) -> list[dict[str, Any]]:
@@ -388,10 +409,7 @@ def test_the_timeline_picture_is_a_png_of_the_call(normal_call: CallResult) -> N
 
 @pytest.fixture(scope="module")
 def barge_in_call(cloud: LocalCloud) -> tuple[CallResult, list[Any]]:
-    """The barge-in scenario's call, and what the agent was asked during it."""
-    since = len(cloud.bedrock.invocations)
-    result = scenario_call(cloud, "barge-in")
-    return result, [record.body for record in cloud.bedrock.invocations[since:]]
+    return scenario_call_asked(cloud, "barge-in")
 
 
 def test_an_uh_huh_over_a_reply_is_kept_but_not_answered_and_the_reply_goes_on(
@@ -420,7 +438,9 @@ def test_the_question_asked_over_a_reply_is_answered_knowing_what_of_it_the_call
     unsaid = [segment["text"] for segment in dispute["segments"] if segment["played_ms"] is None]
     assert heard and unsaid, dispute["segments"]
     answering = [
-        body["messages"] for body in asked if body["messages"][-1]["content"][0]["text"] == CLIPS["balance"].transcript
+        record.body["messages"]
+        for record in asked
+        if record.body["messages"][-1]["content"][0]["text"] == CLIPS["balance"].transcript
     ]
     assert answering, asked
     # The agent answering it was told so before ConverseFunction marked where the flow left the reply, as the
@@ -454,22 +474,23 @@ def test_a_silent_caller_is_asked_twice_whether_anyone_is_there_then_told_goodby
 
 
 def test_when_the_agent_and_sonic_fail_the_caller_hears_an_apology_in_connects_voice_and_goes_on(
-    failure_call: CallResult,
+    failure_call: tuple[CallResult, list[Any]],
 ) -> None:
-    report = build_report(failure_call)
+    result, _ = failure_call
+    report = build_report(result)
     # A reply that the throttled model keeps from beginning for CONVERSE_HOLD_AFTER_MS gets its holding line, which
     # Sonic, unavailable too, cannot speak either.
     holds = [
         call
-        for call in failure_call.lambda_calls
+        for call in result.lambda_calls
         if call.function == "ConverseFunction" and (call.response or {}).get("Hold") == "true"
     ]
 
-    assert results_of(failure_call, "SynthesizeFunction") == ["Fallback"] * (1 + len(holds))
+    assert results_of(result, "SynthesizeFunction") == ["Fallback"] * (1 + len(holds))
     # Every line said is in Connect's voice. A wait that runs out while the reply is still being made, before it is
     # due a holding line, plays the silent prompt (text-less, from S3) and asks again: on a loaded machine it happens.
-    assert {p["source"] for p in prompts(failure_call) if p["text"]} == {"connect-voice"}
-    assert {p["text"] for p in prompts(failure_call) if p["source"] != "connect-voice"} <= {""}
+    assert {p["source"] for p in prompts(result) if p["text"]} == {"connect-voice"}
+    assert {p["text"] for p in prompts(result) if p["source"] != "connect-voice"} <= {""}
     heard = [turn["heard"] for turn in report["turns"]]
     if any((call.response or {}).get("TurnIndex") == "0" for call in holds):
         # The apology was late enough for a holding line, which the caller took for the agent's turn: they asked
@@ -477,13 +498,14 @@ def test_when_the_agent_and_sonic_fail_the_caller_hears_an_apology_in_connects_v
         # it for the answer and hung up before the balance played. Either way the product answered their last turn
         # with the balance, as its records say.
         assert heard in ([CLIPS["balance"].transcript], [CLIPS["balance"].transcript] * 2), heard
-        last = max(turn.index for turn in failure_call.records.turns if turn.track == "customer")
-        assert "balance is" in " ".join(segment.text for segment in failure_call.records.reply(last))
+        last = max(turn.index for turn in result.records.turns if turn.track == "customer")
+        said = " ".join(segment.text for segment in result.records.reply(last))
+        assert "balance is" in said, (said, agent_calls(failure_call))
     else:
         assert heard == [CLIPS["balance"].transcript] * 2
         assert "Could you say that again?" in report["turns"][0]["reply"]
-        assert "balance is" in report["turns"][-1]["reply"]
-    assert failure_call.ended_by == "caller hung up"
+        assert "balance is" in report["turns"][-1]["reply"], agent_calls(failure_call)
+    assert result.ended_by == "caller hung up"
 
 
 # --- a long turn and a slow reply: never taken for silence ---------------------------------------------------
