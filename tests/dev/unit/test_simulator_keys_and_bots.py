@@ -12,11 +12,13 @@ import pytest
 from voicebridge.audio.wav import pcm16_wav_bytes
 from voicebridge_dev.flows import parse_flow
 from voicebridge_dev.local.speech_engine import StandInSpeechEngine
+from voicebridge_dev.simulator.agent import ScriptedCaller
 from voicebridge_dev.simulator.caller import (
     CallerScriptError,
     HangUp,
     Press,
     Say,
+    Scenario,
     Silence,
     SimulatedCaller,
     dtmf_tones,
@@ -152,6 +154,37 @@ def test_a_listening_block_takes_the_keys_only_when_they_come_in_time() -> None:
     assert (step, start) == (Press("42"), 1.5)
     assert end == pytest.approx(1.9)
     assert caller.respond(Press) is None
+
+
+def test_a_caller_who_hangs_up_into_the_bots_next_reply_waits_for_it_then_hangs_up_that_far_in() -> None:
+    clock = VirtualClock()
+    media = MediaPlane(clock, CallLog())
+    caller = SimulatedCaller([HangUp(after_s=2.5)], pause_s=0.5)
+
+    # Not in the quiet after the greeting: during the next reply, two and a half seconds in.
+    caller.bot_stopped(1.0, media)
+    assert not caller.hung_up(5.0) and caller.next_event(1.0) is None
+    caller.bot_started(6.0, media)
+    assert caller.next_event(6.0) == 8.5
+    assert not caller.hung_up(8.4) and caller.hung_up(8.5)
+    # A scenario names it so.
+    assert Scenario("hang-up", "", ("hangup@2.5", "hangup")).script({}) == [HangUp(2.5), HangUp()]
+
+
+def test_the_streaming_callers_hang_up_into_a_reply_comes_that_far_into_the_agents_voice() -> None:
+    caller = ScriptedCaller([HangUp(after_s=1.0)], pause_s=0.5)
+    slice_bytes = 320  # 20 ms
+    at = 0.0
+    for heard_agent, seconds in ((False, 2.0), (True, 0.9)):
+        for _ in range(round(seconds / 0.02)):
+            at += 0.02
+            caller.next_slice(at, slice_bytes, agent_heard=heard_agent)
+    # Quiet, then 0.9 s of the agent: not yet.
+    assert not caller.hung_up
+    for _ in range(10):
+        at += 0.02
+        caller.next_slice(at, slice_bytes, agent_heard=True)
+    assert caller.hung_up and not caller.steps
 
 
 # -- Lex

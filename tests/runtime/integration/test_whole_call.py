@@ -38,6 +38,7 @@ from voicebridge_dev.simulator import (
     SCENARIOS,
     CallResult,
     Clip,
+    HangUp,
     Say,
     SimulatedCaller,
     Step,
@@ -402,6 +403,24 @@ def test_the_timeline_picture_is_a_png_of_the_call(normal_call: CallResult) -> N
     assert idat == b"IDAT"
     assert len(zlib.decompress(png[41 : 41 + idat_length])) == height * (1 + 3 * width)
     assert png.endswith(b"IEND\xaeB`\x82")
+
+
+def test_a_caller_who_hangs_up_during_a_reply_is_recorded_as_hearing_only_what_played(cloud: LocalCloud) -> None:
+    with _lambdas(cloud, PROMPT_PREFIX="hang-up/", RESPONDER="bedrock") as emulator:
+        result = call(cloud, emulator, [Say(CLIPS["dispute"]), HangUp(after_s=2.5)])
+        # Written once the consumer finds the stream ended.
+        stored = cloud.call_record(result.contact_id, wait_s=15.0)
+    assert result.ended_by == "caller hung up" and stored is not None
+    dispute = next(turn for turn in build_report(result)["turns"] if turn["said"] == CLIPS["dispute"].transcript)
+    played = [segment["text"] for segment in dispute["segments"] if segment["played_ms"] is not None]
+    kept = next(turn for turn in json.loads(stored)["turns"] if turn["heard"] == CLIPS["dispute"].transcript)
+    made = " ".join(kept["reply"]["said"])
+    # Two and a half seconds into the five sentences: the prompts that had begun, the last of them cut off in its
+    # first words (kept in proportion), and nothing of the rest, which the record still shows as made.
+    heard = kept["reply"].get("heard")
+    assert heard is not None and played, (kept["reply"], played)
+    assert heard.startswith(" ".join(played[:-1])) and made.startswith(heard), (heard, played)
+    assert len(heard) < len(" ".join(played)) < len(made)
 
 
 # --- the same bank as a Lex bot ----------------------------------------------------------------------------

@@ -112,6 +112,18 @@ def test_the_track_tells_nothing_where_it_was_not_read_or_a_prompts_length_is_no
     assert through(agent, [1000, None, 2000], 6500) is None
 
 
+def test_at_the_calls_end_the_track_says_how_much_of_the_reply_had_played() -> None:
+    # The caller hung up 3 s in, during the second prompt (found from 1.74 s, four seconds long).
+    cut = heard(*REPLY_TRACK[:4])
+    # Measured from its first voice less the quiet a prompt may begin with.
+    assert cut.played(REPLY, after_ms=EPOCH_MS + 100) == (2, (3000 - 1740 + 150) / 4000)
+    # Between two prompts: the first whole, the second never begun.
+    between = heard(*REPLY_TRACK[:3])
+    assert between.played(REPLY, after_ms=EPOCH_MS + 100) == (1, 1.0)
+    assert heard(*REPLY_TRACK).played(REPLY, after_ms=EPOCH_MS + 100) == (3, 1.0)
+    assert heard(*REPLY_TRACK).played(REPLY, after_ms=EPOCH_MS - 100) is None
+
+
 def test_the_first_prompt_is_looked_for_after_what_played_when_its_turn_ended() -> None:
     # The caller's question ended at 1,000 ms, over an earlier reply's prompt that went on (with a pause) to 2,500 ms;
     # the answer played from 2,800 ms.

@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from voicebridge.converse.sentences import SentenceSplitter
+from voicebridge.converse.sentences import SentenceSplitter, heard_share
 
 
 def split(text: str, *, chunk: int = 3, **options: Any) -> list[str]:
@@ -111,3 +111,11 @@ def test_later_segments_stay_whole_sentences_after_a_short_first_one() -> None:
         "Your card, the one ending in four, is blocked now.",
         "A new one is on its way.",
     ]
+
+
+def test_a_sentence_the_audio_stopped_in_is_parted_in_proportion_to_what_played() -> None:
+    text = "To dispute a card charge, first find the transaction."
+    assert heard_share(text, 0.0) == ("", text)
+    assert heard_share(text, 0.35) == ("To dispute a", "card charge, first find the transaction.")
+    assert heard_share(text, 1.0) == (text, "")
+    assert heard_share(text, 1.7) == (text, "") and heard_share(text, -0.2) == ("", text)

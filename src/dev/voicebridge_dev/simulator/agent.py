@@ -94,6 +94,11 @@ class ScriptedCaller:
             if agent_heard and self._agent_since is not None and now >= self._agent_since + step.after_s:
                 self._say(step.clip, now, over=True)
             return
+        if isinstance(step, HangUp) and step.after_s is not None:
+            if agent_heard and self._agent_since is not None and now >= self._agent_since + step.after_s:
+                self.steps.pop(0)
+                self.hung_up = True
+            return
         quiet = self._quiet_since is not None and now - self._quiet_since >= self.pause_s
         if not (self._answered and quiet):
             return

@@ -2,13 +2,12 @@
 
 A script is a list of steps, one taken each time the bot stops talking and stays quiet for ``pause_s``: ``Say`` a
 recorded utterance (8 kHz mono 16-bit WAV), ``Press`` keys (their DTMF tones go on the caller's track), stay silent
-through the next wait (``Silence``), or ``HangUp``. A block that listens (``GetParticipantInput``, a Lex bot) gives
-the caller its turn even when it plays no prompt of its own, and takes the step it is given
-(:meth:`SimulatedCaller.respond`). A
-reply played as several prompts has short gaps between them; a step is due a pause after a prompt ends, and if the
-bot starts again before then the caller lets it go on and takes that step after the next prompt instead, as a person
-waits for the agent to finish. Once the script runs out the caller stays silent. Utterances live beside a
-``script.json`` naming each clip's sentence::
+through the next wait (``Silence``), or ``HangUp`` (or hang up some way into the bot's next reply). A block that
+listens (``GetParticipantInput``, a Lex bot) gives the caller its turn even when it plays no prompt of its own, and
+takes the step it is given (:meth:`SimulatedCaller.respond`). A reply played as several prompts has short gaps
+between them; a step is due a pause after a prompt ends, and if the bot starts again before then the caller lets it
+go on and takes that step after the next prompt instead, as a person waits for the agent to finish. Once the
+script runs out the caller stays silent. Utterances live beside a ``script.json`` naming each clip's sentence::
 
     {"sample_rate": 8000, "clips": [{"name": "balance", "file": "balance.wav",
                                      "transcript": "I would like to check my account balance."}]}
@@ -127,7 +126,9 @@ class Silence:
 
 @dataclass(frozen=True)
 class HangUp:
-    pass
+    """Hang up once the bot is quiet; with ``after_s``, that far into the bot's next reply, over it."""
+
+    after_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -187,8 +188,8 @@ class Scenario:
     name: str
     description: str
     steps: tuple[str, ...]
-    """Clip names, ``"silence"``, ``"hangup"``, or ``"over:<clip>@<seconds>"`` (said that far into the bot's next
-    reply, over it)."""
+    """Clip names, ``"silence"``, ``"hangup"``, ``"over:<clip>@<seconds>"`` (said that far into the bot's next
+    reply, over it), or ``"hangup@<seconds>"`` (hung up that far into it)."""
     responder: str = "bedrock"
     """Who answers the caller's turns (``RESPONDER``): ``bedrock`` (the Bedrock emulator's bank agent), ``lex`` (the
     Lex emulator's bank bot) or ``scripted`` (the template's rules)."""
@@ -205,6 +206,8 @@ class Scenario:
                 steps.append(Silence())
             elif step == "hangup":
                 steps.append(HangUp())
+            elif step.startswith("hangup@"):
+                steps.append(HangUp(float(step.removeprefix("hangup@"))))
             elif step.startswith("over:"):
                 name, _, after = step.removeprefix("over:").partition("@")
                 if name not in clips:
@@ -303,7 +306,10 @@ class SimulatedCaller:
                         self._speech = None
                     return
             over = self._steps[0] if self._steps else None
-            if isinstance(over, Over):
+            if isinstance(over, HangUp) and over.after_s is not None:
+                self._steps.pop(0)
+                self._hangup_at = at + over.after_s
+            elif isinstance(over, Over):
                 self._steps.pop(0)
                 self._speech = media.play(
                     CALLER,
@@ -319,8 +325,9 @@ class SimulatedCaller:
         with self._lock:
             if self._pending is not None or not self._steps or self._hangup_at is not None:
                 return
-            if isinstance(self._steps[0], Over):
-                # Said over the bot's next words, not in the quiet after these.
+            first = self._steps[0]
+            if isinstance(first, Over) or (isinstance(first, HangUp) and first.after_s is not None):
+                # Said (or hung up) over the bot's next words, not in the quiet after these.
                 return
             spoken = self._speech
             if spoken is not None and self._bot_since is not None and spoken.end > self._bot_since:

@@ -69,6 +69,7 @@ from voicebridge.config import Settings
 from voicebridge.conversation import Action, Exchange
 from voicebridge.converse.making import ReplyInProgress, ReplySettings, Spoken
 from voicebridge.converse.responder import Responder
+from voicebridge.converse.sentences import heard_share
 from voicebridge.converse.worker import ReplyWorker
 from voicebridge.errors import ModelUnavailable, Superseded, VoiceBridgeError
 from voicebridge.ink.listening import ListeningSettings
@@ -653,10 +654,9 @@ class AgentSession:
             elif start >= played:
                 unsaid.append(text)
             else:
-                words = text.split()
-                cut = round(len(words) * (played - start) / max(1, end - start))
-                heard.append(" ".join(words[:cut]))
-                unsaid.append(" ".join(words[cut:]))
+                said, not_said = heard_share(text, (played - start) / max(1, end - start))
+                heard.append(said)
+                unsaid.append(not_said)
         return " ".join(w for w in heard if w), " ".join(w for w in unsaid if w)
 
     # -- the agent's voice

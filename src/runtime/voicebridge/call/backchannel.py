@@ -150,19 +150,43 @@ class AgentVoice:
         was one begun within :data:`HANDED_MS` of its start; each plays to its end. None when the track does not
         tell: not read that far, or a prompt of unknown length (Connect's own voice) before then."""
         played_by = max(began_ms + HANDED_MS, -math.inf if ended_ms is None else ended_ms)
-        if not durations or played_by > self._through_ms or after_ms < self._from_ms:
+        if played_by > self._through_ms:
+            return None
+        walked = self._walk(durations, after_ms, played_by)
+        return None if walked is None else (walked[0], walked[1] + walked[2])
+
+    def played(self, durations: Sequence[int | None], *, after_ms: float) -> tuple[int, float] | None:
+        """How many of a reply's prompts (found as :meth:`heard_through` finds them) had begun by the end of the
+        track read — the call's end, once the stream has ended — and how much of the last of them had played by then
+        (1.0: all of it). None when the track does not tell."""
+        walked = self._walk(durations, after_ms, self._through_ms)
+        if walked is None:
+            return None
+        count, start_ms, duration = walked
+        if count == 0 or duration <= 0:
+            return count, 1.0
+        # Its first voice may have come up to LEAD_MS into it: what played is measured from that much before.
+        return count, min(1.0, (self._through_ms - start_ms + LEAD_MS) / duration)
+
+    def _walk(
+        self, durations: Sequence[int | None], after_ms: float, played_by: float
+    ) -> tuple[int, float, float] | None:
+        """The prompts that began by ``played_by``: how many, the last one's start and its length (``after_ms`` and
+        0 when none did); None when the track kept does not reach back to ``after_ms``, or a prompt of unknown
+        length comes first."""
+        if not durations or after_ms < self._from_ms:
             return None
         onsets = [low for low, _high in list(self._onsets)]
-        position, ends_ms = after_ms, after_ms
+        position, last = after_ms, (after_ms, 0.0)
         for index, duration in enumerate(durations):
             start = next((low for low in onsets if low >= position), None)
             if start is None or start > played_by:
-                return index, ends_ms
+                return index, *last
             if duration is None:
                 return None
-            ends_ms = start + duration
-            position = ends_ms - LEAD_MS
-        return len(durations), ends_ms
+            last = (start, float(duration))
+            position = start + duration - LEAD_MS
+        return len(durations), *last
 
 
 def holding_back(status: ReplyStatus | None) -> bool:

@@ -39,6 +39,7 @@ from voicebridge.call.speaking import SpeakingMarks
 from voicebridge.clock import SYSTEM_CLOCK, Clock
 from voicebridge.config import InkCatchUp
 from voicebridge.converse.making import ReplyInProgress
+from voicebridge.converse.sentences import heard_share
 from voicebridge.converse.worker import ReplyWorker
 from voicebridge.errors import ConfigurationError, MediaInterrupted, MediaStalled, Superseded, VoiceBridgeError
 from voicebridge.ink.listening import ListeningSettings
@@ -79,6 +80,8 @@ REPLY_FINISH_S = 10.0
 """How long a reply in progress is waited for at a hand-over or at the end of the stream."""
 HANDOFF_FLOOR_MS = 5000
 """Below this much remaining time a hand-over that keeps failing is given up, and the reason recorded."""
+STREAM_ENDED = "stream ended"
+"""Why listening stopped when Connect stopped streaming: the caller hung up, or the flow stopped it."""
 HOLD_MARGIN_MS = 1000
 """A reply whose first sentence was made this close to ``CONVERSE_HOLD_AFTER_MS`` after its turn ended may have had
 the holding line played before it: the agent's track is not read for what of it was heard."""
@@ -309,24 +312,14 @@ class StreamConsumer:
 
     def _heard_of(self, earlier: ReplyInProgress, reply: ReplyInProgress) -> int | None:
         """How many of ``earlier``'s prompts the caller had begun to hear when they began the turn ``reply`` answers,
-        as the agent's track shows (:meth:`AgentVoice.heard_through`). Its first prompt played once the caller's
-        voice in the turn it answers had ended, and once the prompt that turn was begun over had (kept from the
-        same reading for that turn). None when the track does not tell, or a holding line may have played before
-        its first prompt (its first sentence was made late)."""
-        caller = self._transcribers.get(CUSTOMER)
-        if caller is None or self._agent_voice is None or earlier.turn is None or not earlier.made:
+        as the agent's track shows (:meth:`AgentVoice.heard_through`); None when it does not tell."""
+        caller, found = self._transcribers.get(CUSTOMER), self._prompts_of(earlier)
+        answering = None if caller is None else caller.voice_of(reply.seq)
+        if found is None or answering is None or self._agent_voice is None:
             return None
-        asked, answering = caller.voice_of(earlier.seq), caller.voice_of(reply.seq)
-        if asked is None or asked[1] is None or answering is None:
-            return None
-        late_ms = earlier.made[0].ready_at_ms - earlier.turn.ended_at_ms
-        if late_ms >= self._settings.converse_hold_after_ms - HOLD_MARGIN_MS:
-            return None
+        durations, after_ms = found
         heard = self._agent_voice.heard_through(
-            [made.duration_ms for made in earlier.made],
-            after_ms=max(asked[1], self._played_until.get(earlier.seq, asked[1])),
-            began_ms=answering[0],
-            ended_ms=answering[1],
+            durations, after_ms=after_ms, began_ms=answering[0], ended_ms=answering[1]
         )
         if heard is None:
             return None
@@ -336,6 +329,49 @@ class StreamConsumer:
             self._played_until[reply.seq] = until_ms
         return count
 
+    def _prompts_of(self, reply: ReplyInProgress) -> tuple[list[int | None], float] | None:
+        """``reply``'s prompts' lengths, and from when its first played (Connect's clock): once the caller's voice in
+        the turn it answers had ended, and once the prompt that turn was begun over had (kept from reading the
+        track for that turn). None when not known, or a holding line may have played before its first prompt (its
+        first sentence was made late)."""
+        caller = self._transcribers.get(CUSTOMER)
+        if caller is None or reply.turn is None or not reply.made:
+            return None
+        asked = caller.voice_of(reply.seq)
+        if asked is None or asked[1] is None:
+            return None
+        late_ms = reply.made[0].ready_at_ms - reply.turn.ended_at_ms
+        if late_ms >= self._settings.converse_hold_after_ms - HOLD_MARGIN_MS:
+            return None
+        with self._played_lock:
+            after_ms = max(asked[1], self._played_until.get(reply.seq, asked[1]))
+        return [made.duration_ms for made in reply.made], after_ms
+
+    def _note_cut_off(self) -> None:
+        """The stream ended (the caller hung up; or the flow stopped streaming, after its last prompt): the latest
+        reply, if the agent's track shows it cut off there or never played to its end, is kept on its turn as heard
+        only so far — its prompts begun, the words of the last in proportion to how much of it played — for the call
+        record (one write, then only)."""
+        reply = None if self._replier is None else self._replier.said_last
+        found = None if reply is None or reply.heard is not None else self._prompts_of(reply)
+        if reply is None or found is None or self._agent_voice is None:
+            return
+        played = self._agent_voice.played(found[0], after_ms=found[1])
+        if played is None:
+            return
+        count, share = played
+        sentences = reply.spoken
+        if count == len(sentences) and share >= 1.0:
+            return
+        heard = sentences[: max(0, count - 1)]
+        if count:
+            heard.append(heard_share(sentences[count - 1], share)[0])
+        try:
+            ReplyStore(self._store).note_heard(self.contact_id, reply.seq, " ".join(w for w in heard if w))
+        except VoiceBridgeError as exc:
+            logger.warning("what the caller heard of the last reply was not kept", reason=exc.safe_message)
+        logger.info("the call ended in a reply", turn=reply.seq, prompts_begun=count, of=len(sentences))
+
     def _end(self, checkpoint: Checkpoint, reason: str, ticker: Heartbeat) -> None:
         """Close the sessions (letting a turn in progress finish) and record why listening stopped."""
         self._stop_ticker(ticker)
@@ -344,6 +380,8 @@ class StreamConsumer:
         if self._replier is not None:
             # The caller's last turn deserves its answer even though listening is over (the flow may still play it).
             self._replier.close(timeout_s=REPLY_FINISH_S)
+            if reason == STREAM_ENDED:
+                self._note_cut_off()
         self._speaking.close(timeout_s=1.0)
         record_settled(checkpoint, self._transcribers, self._history)
         checkpoint.state, checkpoint.stop_reason, checkpoint.speaking_since_ms = STOPPED, reason[:240], 0
@@ -403,7 +441,7 @@ class StreamConsumer:
                 idle_since = idle_since or now
                 # Connect stopped streaming, or the call ended: nothing new arrives any more.
                 if now - idle_since > self._settings.kvs_read_timeout_ms / 1000 + 1:
-                    return Outcome("stream ended")
+                    return Outcome(STREAM_ENDED)
             elif not connected:
                 failing_since = failing_since or now
                 self._set_state(checkpoint, RETRYING, reason)

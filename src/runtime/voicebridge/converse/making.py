@@ -251,7 +251,7 @@ class ReplyMaker:
         """The conversation so far, read once: this consumer is its only writer while it lives."""
         self._unsettled: list[_Unsettled] = []
         """The flows path: replies recorded as said whole, whose caller may have heard less (see :meth:`finalize`)."""
-        self._said_last: ReplyInProgress | None = None
+        self.said_last: ReplyInProgress | None = None
         """The latest reply recorded with something said: the one a caller's next turn may have begun over."""
         self.heard_of: HeardOf | None = None
         """The flows path: what the agent's track tells of how much of a reply the caller heard (the consumer's)."""
@@ -429,7 +429,7 @@ class ReplyMaker:
             if self._settings.polled and self._settings.history_turns and reply.heard is None and reply.spoken:
                 self._unsettled.append(_Unsettled(reply))
             if reply.spoken:
-                self._said_last = reply
+                self.said_last = reply
         self.replies_made += 1
         logger.info(
             "reply stored",
@@ -544,7 +544,7 @@ class ReplyMaker:
         if not self._settings.history_turns:
             return []
         history = self.conversation()
-        earlier, heard_of = self._said_last, self.heard_of
+        earlier, heard_of = self.said_last, self.heard_of
         if heard_of is not None and earlier is not None and _cuttable(earlier, reply):
             try:
                 heard = heard_of(earlier, reply)

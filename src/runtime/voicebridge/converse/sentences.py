@@ -199,3 +199,11 @@ def _phrase_cut(text: str, cuts: list[int]) -> int:
 def _next_starts_sentence(text: str, after: int) -> bool:
     rest = text[after:].lstrip()
     return bool(rest) and rest[0].isupper()
+
+
+def heard_share(text: str, share: float) -> tuple[str, str]:
+    """A sentence the caller heard ``share`` (0 to 1) of, by its length: the words heard and the words not, cut in
+    proportion (what a transport can say of a sentence its audio stopped in)."""
+    words = text.split()
+    cut = round(len(words) * min(1.0, max(0.0, share)))
+    return " ".join(words[:cut]), " ".join(words[cut:])

@@ -304,6 +304,11 @@ class ReplyWorker:
             if self._speculation is not None:
                 self._cancel(self._speculation, "the caller talked over the agent")
 
+    @property
+    def said_last(self) -> ReplyInProgress | None:
+        """The latest reply recorded with something said."""
+        return self._maker.said_last
+
     def hear_from(self, heard_of: HeardOf) -> None:
         """The flows path: the consumer's reading of the agent's track, which says how much of a reply the caller
         heard before they began a turn over it (:meth:`ReplyMaker._asked_history`)."""
