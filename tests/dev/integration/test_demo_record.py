@@ -61,6 +61,8 @@ def test_the_record_the_metrics_and_the_waterfall_agree_turn_by_turn(tmp_path: P
         assert abs(stored["nextVoiceAfterMs"] - (following["speech_start_ms"] - ended_at)) <= 250, turn["heard"]
         assert stored["nextVoiceAfterMs"] > CALLER_WENT_ON_MS
     assert "nextVoiceAfterMs" not in kept[-1]
+    # Every reply was heard whole (the last one before the transfer too: the flow stops streaming after it plays).
+    assert [turn["reply"].get("heard") for turn in kept] == [None] * len(kept)
     assert _metric_values((out / "function-logs.txt").read_text(encoding="utf-8"), "CallerWentOn") == [0] * (
         len(kept) - 1
     )

@@ -124,6 +124,15 @@ def test_at_the_calls_end_the_track_says_how_much_of_the_reply_had_played() -> N
     assert heard(*REPLY_TRACK).played(REPLY, after_ms=EPOCH_MS - 100) is None
 
 
+def test_a_prompt_handed_out_with_no_quiet_after_the_one_before_is_found_by_that_ones_length() -> None:
+    # "Of course." (700 ms, from 500 ms), then at once "Let me connect you with one of my colleagues." (3.15 s): 40 ms
+    # of quiet between their voices; streaming stops as the second ends, or the caller hangs up at 2 s.
+    whole = heard(("quiet", 500), ("voice", 680), ("quiet", 40), ("voice", 3100), ("quiet", 50))
+    assert whole.played([700, 3150], after_ms=EPOCH_MS + 100) == (2, 1.0)
+    cut = heard(("quiet", 500), ("voice", 680), ("quiet", 40), ("voice", 780))
+    assert cut.played([700, 3150], after_ms=EPOCH_MS + 100) == (2, (2000 - 1200 + 150) / 3150)
+
+
 def test_the_first_prompt_is_looked_for_after_what_played_when_its_turn_ended() -> None:
     # The caller's question ended at 1,000 ms, over an earlier reply's prompt that went on (with a pause) to 2,500 ms;
     # the answer played from 2,800 ms.

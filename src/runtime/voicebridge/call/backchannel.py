@@ -173,19 +173,22 @@ class AgentVoice:
     ) -> tuple[int, float, float] | None:
         """The prompts that began by ``played_by``: how many, the last one's start and its length (``after_ms`` and
         0 when none did); None when the track kept does not reach back to ``after_ms``, or a prompt of unknown
-        length comes first."""
+        length comes first. The first begins with the first voice after a quiet from ``after_ms`` on; each later one
+        with the first voice once the one before has played for its length from its first voice (which is past its
+        end: the flow may hand the next one out at once, with no quiet between them)."""
         if not durations or after_ms < self._from_ms:
             return None
-        onsets = [low for low, _high in list(self._onsets)]
-        position, last = after_ms, (after_ms, 0.0)
+        runs = list(self._onsets)
+        start = next((low for low, _high in runs if low >= after_ms), None)
+        last = (after_ms, 0.0)
         for index, duration in enumerate(durations):
-            start = next((low for low in onsets if low >= position), None)
             if start is None or start > played_by:
                 return index, *last
             if duration is None:
                 return None
             last = (start, float(duration))
-            position = start + duration - LEAD_MS
+            ends_ms = start + duration
+            start = next((max(low, ends_ms) for low, high in runs if high > ends_ms), None)
         return len(durations), *last
 
 

@@ -381,7 +381,11 @@ class StreamConsumer:
             # The caller's last turn deserves its answer even though listening is over (the flow may still play it).
             self._replier.close(timeout_s=REPLY_FINISH_S)
             if reason == STREAM_ENDED:
-                self._note_cut_off()
+                try:
+                    self._note_cut_off()
+                except Exception:
+                    # It refines the record; the record and the checkpoint are written whatever it does.
+                    logger.exception("what the caller heard of the last reply was not read")
         self._speaking.close(timeout_s=1.0)
         record_settled(checkpoint, self._transcribers, self._history)
         checkpoint.state, checkpoint.stop_reason, checkpoint.speaking_since_ms = STOPPED, reason[:240], 0
