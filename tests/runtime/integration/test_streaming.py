@@ -158,6 +158,23 @@ def test_talking_over_a_reply_stops_it_and_is_answered_and_a_backchannel_does_no
     assert len(dispute["reply"]["heard"]) < len(made)
 
 
+def test_a_caller_who_hangs_up_during_a_reply_is_recorded_as_hearing_only_what_played(
+    cloud: LocalCloud, agent: LocalAgent
+) -> None:
+    audio, starts = caller(3.0, "dispute", 30.0)
+    contact = "arn:aws:connect:us-east-1:111122223333:instance/00000000-0000-4000-8000-000000000000/contact/c-hang-up"
+    # The five-sentence answer begins within a second or two of the question's end: seven seconds on, the caller
+    # hangs up in the middle of it.
+    asked_until = starts["dispute"] + len(CLIPS["dispute"].pcm) / (2 * RATE)
+
+    result = session(agent, audio, contact_arn=contact, script=[HangUp(at_s=asked_until + 7.0)])
+
+    assert agent_audio_after(result, asked_until)
+    dispute = next(turn for turn in record(cloud, contact)["turns"] if turn["heard"] == CLIPS["dispute"].transcript)
+    made, heard = " ".join(dispute["reply"]["said"]), dispute["reply"].get("heard")
+    assert heard and made.startswith(heard) and len(heard) < len(made), dispute["reply"]
+
+
 def test_a_short_wait_over_a_reply_stops_it_as_its_turn_ends_and_is_answered(
     cloud: LocalCloud, agent: LocalAgent
 ) -> None:

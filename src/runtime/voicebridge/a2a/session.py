@@ -856,10 +856,20 @@ class AgentSession:
         await self._closed.wait()
 
     async def close(self, reason: str) -> None:
-        """The socket is gone (or the session finished): stop listening and replying, and write the record."""
+        """The socket is gone (or the session finished): stop listening and replying, and write the record. A
+        response the caller was still hearing (they hung up in it, or the socket dropped) was heard only so far: the
+        history and the record say so, as for one they talked over."""
         for task in (self._ticker, self._keeper):
             if task is not None:
                 task.cancel()
+        player = self._player
+        if player is not None and self._worker is not None:
+            now = time.monotonic()
+            try:
+                await self._cut_short(player, player.interrupt(now), now, inform_connect=False)
+            except Exception:
+                # It refines the record; the session closes and the record is written whatever it does.
+                logger.exception("what the caller heard of the last response was not kept")
         self._audio.put(None)
         await asyncio.to_thread(self._close_engine, reason)
 
