@@ -230,7 +230,8 @@ def _with_barge_in(entry: dict[str, Any], over: Sequence[Mapping[str, Any]]) -> 
 
 def write_outputs(call: StreamingCall, out: Path, redactor: Redactor) -> dict[str, Path]:
     """``call.wav`` (what the caller heard: the agent, with the caller's own lines on the left channel),
-    ``transcript.txt``."""
+    ``transcript.txt``, and ``call-record.json`` (the record the product stored, as it was written: redacted
+    there) when one came."""
     out.mkdir(parents=True, exist_ok=True)
     heard = np.frombuffer(bytes(call.session.recording.pcm), dtype="<i2")
     caller = np.zeros_like(heard)
@@ -246,6 +247,9 @@ def write_outputs(call: StreamingCall, out: Path, redactor: Redactor) -> dict[st
         if turn.reply:
             lines.append(f"AGENT   {redactor.redact(turn.reply).text}")
     files["transcript"].write_text("\n".join(lines) + "\n", encoding="utf-8")
+    if call.record is not None:
+        files["record"] = out / "call-record.json"
+        files["record"].write_bytes(call.record)
     return files
 
 

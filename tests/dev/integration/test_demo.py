@@ -112,7 +112,11 @@ def test_the_streaming_transport_runs_the_demos_scenario_with_the_same_report_ke
         "bridge",
     }
     assert turn["latency_ms"]["stop_to_turn_end"] < turn["latency_ms"]["stop_to_playing"]
-    assert {path.name for path in streaming_call.out.iterdir()} >= {"call.wav", "transcript.txt"}
+    assert {path.name for path in streaming_call.out.iterdir()} >= {"call.wav", "transcript.txt", "call-record.json"}
+    # The hand-over reply was heard whole: the session ends once its audio has played.
+    record = json.loads((streaming_call.out / "call-record.json").read_text(encoding="utf-8"))
+    replies = [turn["reply"] for turn in record["turns"] if turn["track"] == "customer"]
+    assert replies and [reply.get("heard") for reply in replies] == [None] * len(replies), replies
 
 
 def test_a_call_on_a_noisy_line_is_heard_as_said_and_the_noise_sets_nothing_off(streaming_call: Demo) -> None:
