@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from voicebridge_dev.simulator import report as report_module
 from voicebridge_dev.simulator.engine import CallResult
@@ -98,28 +99,32 @@ def test_the_waterfall_lists_the_turns_moments_in_order() -> None:
     assert list(waterfall.values()) == [10000, 10340, 10600, 10660, 10740, 10800, 10900, 10950, 10960]
 
 
-def test_a_turn_ended_inside_the_clips_quiet_tail_is_paired_with_the_utterance_it_heard() -> None:
-    t = np.arange(8000) / 8000
-    voiced = (8000 * np.sin(2 * np.pi * 300 * t)).astype(np.int16)
-    # One second of voice from 1.0 s, then 0.6 s of quiet: the product ended the turn at 2.3 s, inside the quiet.
-    said = Segment(CALLER, 1.0, np.concatenate([voiced, np.zeros(4800, dtype=np.int16)]), "speech", "Quiero mi saldo")
-    result = CallResult(
+VOICED_SECOND = (8000 * np.sin(2 * np.pi * 300 * np.arange(8000) / 8000)).astype(np.int16)
+"""One second of a 300 Hz tone at 8 kHz: voiced throughout."""
+
+
+def said_once(samples: npt.NDArray[np.int16], text: str, *, ended_at: float) -> CallResult:
+    """A call in which the caller says ``text`` (``samples``, from 1.0 s) and the product ends one turn of it at
+    ``ended_at`` (s)."""
+    said = Segment(CALLER, 1.0, samples, "speech", text)
+    return CallResult(
         "c1", "ended", None, 5.0, [], [said], np.zeros((1, 2), dtype=np.int16), False, 0.0,
-        records=CallRecords(turns=(StoredTurn("customer", 0, "Quiero mi saldo", ended_at=2.3),)),
+        records=CallRecords(turns=(StoredTurn("customer", 0, text, ended_at=ended_at),)),
     )  # fmt: skip
+
+
+def test_a_turn_ended_inside_the_clips_quiet_tail_is_paired_with_the_utterance_it_heard() -> None:
+    # One second of voice from 1.0 s, then 0.6 s of quiet: the product ended the turn at 2.3 s, inside the quiet.
+    samples = np.concatenate([VOICED_SECOND, np.zeros(4800, dtype=np.int16)])
+    result = said_once(samples, "Quiero mi saldo", ended_at=2.3)
     (turn,) = _with_utterances(result, [_Turn(0, heard="Quiero mi saldo")])
     assert (turn.said, turn.speech_end) == ("Quiero mi saldo", 2.0)
 
 
 def test_a_turn_ink_ended_before_the_callers_last_syllable_is_paired_with_it_as_a_cut_off() -> None:
-    t = np.arange(8000) / 8000
-    voiced = (8000 * np.sin(2 * np.pi * 300 * t)).astype(np.int16)
     # Two seconds of voice from 1.0 s; Ink ended the turn at 2.75 s, under babble, 250 ms before the voice did.
-    said = Segment(CALLER, 1.0, np.concatenate([voiced, voiced]), "speech", "Let me talk to a person, please.")
-    result = CallResult(
-        "c1", "ended", None, 5.0, [], [said], np.zeros((1, 2), dtype=np.int16), False, 0.0,
-        records=CallRecords(turns=(StoredTurn("customer", 0, "Let me talk to a person, please.", ended_at=2.75),)),
-    )  # fmt: skip
+    samples = np.concatenate([VOICED_SECOND, VOICED_SECOND])
+    result = said_once(samples, "Let me talk to a person, please.", ended_at=2.75)
     (turn,) = _with_utterances(result, [_Turn(0, heard="Let me talk to a person, please.")])
     # Before, no utterance ended before the turn: it read as a turn heard with nobody speaking.
     assert (turn.said, turn.speech_end) == ("Let me talk to a person, please.", 3.0)
