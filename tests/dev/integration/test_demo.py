@@ -178,5 +178,6 @@ def test_a_caller_the_product_cut_off_mid_sentence_is_seen_going_on_in_the_recor
     assert flat[:1] == [1], counted
     (row,) = summarise([record])
     assert (row.language, row.ended_by, row.went_on) == ("es", "voicebridge", 1)
-    written = json.loads(report.read_text(encoding="utf-8"))
-    assert written["turns"][0]["next_voice_after_ms"] == first["nextVoiceAfterMs"]
+    written = {turn["index"]: turn for turn in json.loads(report.read_text(encoding="utf-8"))["turns"]}
+    # Listed whether or not its reply was handed out before the caller went on (a loaded machine may not).
+    assert written[first["turn"]]["next_voice_after_ms"] == first["nextVoiceAfterMs"]

@@ -9,7 +9,7 @@ import numpy.typing as npt
 
 from voicebridge_dev.simulator import report as report_module
 from voicebridge_dev.simulator.engine import CallResult
-from voicebridge_dev.simulator.events import CALLER, Segment
+from voicebridge_dev.simulator.events import CALLER, LambdaCall, Segment
 from voicebridge_dev.simulator.records import CallRecords, StoredSpeculation, StoredTurn
 from voicebridge_dev.simulator.report import ReplySegment, TurnFigures, _Turn, _with_utterances
 
@@ -130,6 +130,28 @@ def test_a_turn_ink_ended_before_the_callers_last_syllable_is_paired_with_it_as_
     assert (turn.said, turn.speech_end) == ("Let me talk to a person, please.", 3.0)
     assert turn.turn_end is not None and turn.speech_end is not None
     assert round((turn.turn_end - turn.speech_end) * 1000) == -250
+
+
+def test_a_turn_the_caller_went_on_from_before_its_reply_was_handed_out_is_in_the_report() -> None:
+    # "Quiero hablar", a pause the product ended the turn in (at 2.9 s), then "con una persona" (turn 1): the flow was
+    # handed only the reply to turn 1, which answers both.
+    first = Segment(CALLER, 1.0, VOICED_SECOND, "speech", "Quiero hablar")
+    rest = Segment(CALLER, 3.2, VOICED_SECOND, "speech", "con una persona")
+    answer = {"Result": "Speak", "TurnIndex": "1", "Segment": "0", "More": "false", "Transcript": "con una persona"}
+    spoken = LambdaCall("InvokeLambdaFunction", "ConverseFunction", 5.2, 5.3, {}, "ok", response=answer)
+    stored = (StoredTurn("customer", 0, "Quiero hablar", 2.9), StoredTurn("customer", 1, "con una persona", 5.1))
+    result = CallResult(
+        "c1", "transferred", None, 8.0, [spoken], [first, rest], np.zeros((1, 2), dtype=np.int16), False, 0.0,
+        records=CallRecords(turns=stored),
+    )  # fmt: skip
+
+    figures = report_module.turn_figures(result)
+
+    assert [(turn.index, turn.heard, turn.said) for turn in figures] == [
+        (0, "Quiero hablar", "Quiero hablar"),
+        (1, "con una persona", "con una persona"),
+    ]
+    assert (figures[0].reply, figures[0].latency_ms()["stop_to_turn_end"]) == (None, 900)
 
 
 # --- talked over: the flows path ---------------------------------------------------------------------------------

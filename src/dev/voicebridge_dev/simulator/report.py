@@ -355,8 +355,10 @@ def turn_figures(result: CallResult) -> list[TurnFigures]:
                     end=played.end,
                 )
     for stored_turn in result.records.turns:
-        if stored_turn.backchannel and stored_turn.track == "customer":
-            # Never answered, so the flow never heard of it: the product's records are where it is.
+        if stored_turn.track == "customer":
+            # A turn the flow never heard of — a backchannel, which nothing answers, or a turn the caller went on
+            # from before its reply was handed out (the reply to the newer one answers both): the product's records
+            # are where it is.
             turns.setdefault(stored_turn.index, _Turn(stored_turn.index, heard=stored_turn.transcript))
     for index, turn in turns.items():
         for stored in result.records.reply(index) if turn.conversation else ():
