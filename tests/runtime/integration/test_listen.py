@@ -78,6 +78,19 @@ def env(cloud: LocalCloud, monkeypatch: pytest.MonkeyPatch) -> LocalCloud:
     return cloud
 
 
+LEFT_RUNNING_S = 20.0
+"""How long a consumer an earlier test started through the functions may still run (its stream's end read, its
+record written: up to ten seconds) before a call that counts its own Ink sessions gives up waiting for it."""
+
+
+def _sessions_so_far(cloud: LocalCloud) -> int:
+    """The Ink sessions opened so far, once no consumer an earlier test started through Lambda is running: one
+    still winding down would open its sessions among this call's, or take the faults this test injects."""
+    assert cloud.lambdas is not None
+    assert cloud.lambdas.wait_for_idle(LEFT_RUNNING_S), "a consumer an earlier test started is still running"
+    return len(cloud.ink.sessions)
+
+
 class Call:
     """One contact on a fresh KVS stream, its audio loaded, and a listening session claimed."""
 
@@ -99,7 +112,7 @@ class Call:
             keyterms=keyterms,
         )
         assert claim[0] is Claim.CLAIMED
-        self.sessions_before = len(cloud.ink.sessions)
+        self.sessions_before = _sessions_so_far(cloud)
         self.handed_over: list[dict[str, Any]] = []
 
     def consumer(
@@ -268,6 +281,7 @@ def test_a_flow_hears_each_turn_through_the_functions(env: LocalCloud, caller: t
 def test_a_wait_that_runs_out_mid_turn_is_listening_not_silence_and_the_turn_then_reaches_the_flow(
     env: LocalCloud, caller: tuple[bytes, list[bytes]]
 ) -> None:
+    before = _sessions_so_far(env)
     env.ink.configure(end_delay_ms=3000)
     try:
         contact_id = str(uuid.uuid4())
@@ -288,7 +302,8 @@ def test_a_wait_that_runs_out_mid_turn_is_listening_not_silence_and_the_turn_the
         def begun() -> bool:
             # Ink has sent the turn's start (the consumer's own voice mark alone lapses if Ink is slow to start it,
             # as on a loaded machine), and the consumer has marked the caller speaking.
-            session = env.ink.sessions[-1] if env.ink.sessions else None
+            sessions = env.ink.sessions[before:]
+            session = sessions[-1] if sessions else None
             started = session is not None and bool(session.events_of("turn.start"))
             return started and bool(getattr(store.load(contact_id), "speaking_since_ms", 0))
 
@@ -413,7 +428,7 @@ def test_both_directions_are_transcribed_for_a_full_call_transcript(
     assert claim[0] is Claim.CLAIMED
     call = Call.__new__(Call)
     call.cloud, call.contact_id, call.store, call.handed_over = env, contact_id, store, []
-    call.sessions_before = len(env.ink.sessions)
+    call.sessions_before = _sessions_so_far(env)
     assert call.consumer(0).run().reason == "stream ended"
     assert [t.transcript for t in store.turns_after(contact_id, after=-1, track=AGENT)] == [UTTERANCES[0]]
     assert [t.transcript for t in store.turns_after(contact_id, after=-1, track=CUSTOMER)] == [UTTERANCES[1]]
@@ -519,7 +534,7 @@ def test_a_consumer_that_fails_records_why_and_a_new_start_takes_over(env: Local
     store.claim(contact_id, missing, "91343852333181452199722691208580038832309429352", [CUSTOMER])
     call = Call.__new__(Call)
     call.cloud, call.contact_id, call.store, call.handed_over = env, contact_id, store, []
-    call.sessions_before = len(env.ink.sessions)
+    call.sessions_before = _sessions_so_far(env)
     with pytest.raises(ConfigurationError):
         call.consumer(0).run()
     stopped = store.load(contact_id)
