@@ -552,6 +552,25 @@ def test_a_speculation_begun_while_an_earlier_reply_is_made_is_asked_with_that_t
     assert replies.counted[1]["Outcome"] == "hit" and replies.counted[1].get("Misses", 0) == misses
 
 
+def test_a_turn_ended_while_a_committed_speculation_is_still_made_is_asked_with_that_turn_in_its_history(
+    replies: MemoryReplies,
+) -> None:
+    # The first turn's reply was started at its eager end and committed at its end; the model is slow (or throttled
+    # and retried), and the caller speaks again before it has said anything.
+    responder = Remembering()
+    with running(replies, responder) as made:
+        made.eager_end(0, "what is my balance")
+        made.submit(turn(0, "what is my balance"))
+        assert made.making
+        time.sleep(0.05)
+        made.submit(turn(1, "and my savings"))
+        time.sleep(0.05)
+        responder.release.set()
+        assert made.drain(2)
+    # Before, the second was asked at once, on its own thread's history: "and my savings" out of the blue.
+    assert responder.histories == {"what is my balance": [], "and my savings": ["what is my balance"]}
+
+
 @pytest.mark.parametrize("polled", [True, False])
 def test_what_the_caller_heard_of_a_flows_reply_reaches_the_history_once_marked_looked_for_twice_at_most(
     replies: MemoryReplies, polled: bool

@@ -21,8 +21,10 @@ the status records the reply's action and the responder's attributes.
 - **Listening never waits on replying**: turns are handed over with :meth:`ReplyWorker.submit` (and eager ends with
   :meth:`ReplyWorker.eager_end`) and answered here.
 - **Barge-in**: a caller turn that ends while a reply is still being made stops that reply after its current
-  segment; the new turn is answered with what the caller said since. A backchannel ("uh-huh" over the agent, who
-  went on: :attr:`~voicebridge.store.turns.Turn.backchannel`) stops nothing and is not answered.
+  segment; the new turn is answered with what the caller said since, once that reply has ended (a committed
+  speculation, made on its own thread, too), so that it is asked with the earlier turn in its history. A
+  backchannel ("uh-huh" over the agent, who went on: :attr:`~voicebridge.store.turns.Turn.backchannel`) stops
+  nothing and is not answered.
 - **Failures**: a responder that fails before saying anything yields ``APOLOGY_TEXT`` and ``Continue`` (a
   speculative reply that fails is cancelled instead, and the turn answered normally); Sonic failing yields a
   segment with only its text, for Connect's own voice.
@@ -383,6 +385,11 @@ class ReplyWorker:
                     return
                 reply = self._queue.take()
                 self._current = reply
+                # A committed speculative reply to an earlier turn may still be being made on its own thread (a slow
+                # or throttled model; this turn's end stopped it after its segment): let it finish first, so that
+                # this reply is asked with that turn and what was said to it in its history, as a reply made after
+                # the worker's own always is — else the model hears this turn's words without the ones before.
+                self._wait_for_earlier(reply)
             try:
                 self._maker.make(reply)
             except VoiceBridgeError as exc:
@@ -451,6 +458,14 @@ class ReplyWorker:
             if not waited:
                 self._cancel(reply, "an earlier reply was still being made")
             return not reply.cancel.is_set()
+
+    def _wait_for_earlier(self, reply: ReplyInProgress) -> None:
+        """Wait while a committed speculative reply to an earlier turn is still being made, at most the responder's
+        time (caller holds the lock)."""
+        self._wake.wait_for(
+            lambda: self._abandoned.is_set() or not any(other.seq < reply.seq for other in self._committed),
+            self._settings.responder_timeout_ms / 1000,
+        )
 
     def _earlier_than(self, reply: ReplyInProgress) -> bool:
         """Whether another reply is being made or waits to be (caller holds the lock)."""
