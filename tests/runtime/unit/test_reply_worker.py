@@ -571,6 +571,26 @@ def test_a_turn_ended_while_a_committed_speculation_is_still_made_is_asked_with_
     assert responder.histories == {"what is my balance": [], "and my savings": ["what is my balance"]}
 
 
+def test_turns_that_end_while_a_committed_speculation_is_still_made_are_answered_as_one_after_it(
+    replies: MemoryReplies,
+) -> None:
+    responder = Remembering()
+    with running(replies, responder) as made:
+        made.eager_end(0, "what is my balance")
+        made.submit(turn(0, "what is my balance"))
+        time.sleep(0.05)
+        made.submit(turn(1, "and my savings"))
+        time.sleep(0.05)
+        made.submit(turn(2, "and my checking"))
+        time.sleep(0.05)
+        responder.release.set()
+        assert made.drain(2)
+    assert responder.histories == {
+        "what is my balance": [],
+        "and my savings and my checking": ["what is my balance"],
+    }
+
+
 @pytest.mark.parametrize("polled", [True, False])
 def test_what_the_caller_heard_of_a_flows_reply_reaches_the_history_once_marked_looked_for_twice_at_most(
     replies: MemoryReplies, polled: bool

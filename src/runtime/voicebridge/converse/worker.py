@@ -105,6 +105,11 @@ class _TurnQueue:
     def clear(self) -> None:
         self._jobs.clear()
 
+    @property
+    def newest(self) -> int:
+        """The newest waiting turn's number (the queue holds one at least)."""
+        return self._jobs[-1].turn.seq
+
     def take(self) -> ReplyInProgress:
         """The reply to make next, emptying the queue; a reply being resumed is made as it was left."""
         jobs = list(self._jobs)
@@ -383,13 +388,16 @@ class ReplyWorker:
                     self._wake.wait()
                 if not self._queue:
                     return
-                reply = self._queue.take()
-                self._current = reply
                 # A committed speculative reply to an earlier turn may still be being made on its own thread (a slow
                 # or throttled model; this turn's end stopped it after its segment): let it finish first, so that
                 # this reply is asked with that turn and what was said to it in its history, as a reply made after
                 # the worker's own always is — else the model hears this turn's words without the ones before.
-                self._wait_for_earlier(reply)
+                # Turns that end meanwhile are answered with it, as one reply.
+                self._wait_for_earlier()
+                if not self._queue:
+                    continue
+                reply = self._queue.take()
+                self._current = reply
             try:
                 self._maker.make(reply)
             except VoiceBridgeError as exc:
@@ -459,11 +467,15 @@ class ReplyWorker:
                 self._cancel(reply, "an earlier reply was still being made")
             return not reply.cancel.is_set()
 
-    def _wait_for_earlier(self, reply: ReplyInProgress) -> None:
-        """Wait while a committed speculative reply to an earlier turn is still being made, at most the responder's
-        time (caller holds the lock)."""
+    def _wait_for_earlier(self) -> None:
+        """Wait while a committed speculative reply to a turn before the newest waiting one is still being made, at
+        most the responder's time (caller holds the lock)."""
         self._wake.wait_for(
-            lambda: self._abandoned.is_set() or not any(other.seq < reply.seq for other in self._committed),
+            lambda: (
+                self._abandoned.is_set()
+                or not self._queue
+                or not any(other.seq < self._queue.newest for other in self._committed)
+            ),
             self._settings.responder_timeout_ms / 1000,
         )
 
