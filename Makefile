@@ -49,8 +49,9 @@ check: $(DEV_STAMP) models lint typecheck unit
 demo: $(SPEECH_STAMP) models
 	$(VENV)/bin/voicebridge demo --report out/demo-report.json
 
-# bench/bench_coldstart.py times the Lambda runtime's Python (python3.13), exposed as for sam build.
-bench: $(DEV_STAMP) system-deps models
+# bench/bench_coldstart.py times the Lambda runtime's Python (python3.13), exposed as for sam build; the transports and
+# end-of-turn benches speak and recognise with the offline speech engines (the `speech` extra), as the demo does.
+bench: $(SPEECH_STAMP) system-deps models
 	PYENV_VERSION=$(SAM_PYENV_VERSION) $(VENV)/bin/voicebridge bench
 
 lint: $(DEV_STAMP)

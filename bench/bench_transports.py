@@ -19,6 +19,7 @@ path, ``bridge`` at most 20 ms; barge-in within 300 ms; a backchannel interrupts
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import json
 import statistics
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from voicebridge_dev.demo import run_demo
+from voicebridge_dev.local.ink.errors import RecogniserUnavailableError
 
 TRANSPORTS = ("flows", "a2a")
 
@@ -42,6 +44,11 @@ def _call(scenario: str, transport: str, recognition: str) -> dict[str, Any]:
                 scenario=scenario,
                 recognition=recognition,
                 transport=transport,
+            )
+        if not report.exists():
+            raise RuntimeError(
+                f"the {scenario} call on the {transport} transport ({recognition} recognition) made no report: "
+                f"the demo exited {status} (its reason is above)"
             )
         written: dict[str, Any] = json.loads(report.read_text(encoding="utf-8"))
     written["status"] = status
@@ -82,6 +89,9 @@ def _barge_in(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def run() -> dict[str, Any]:
+    # Half the calls recognise with PocketSphinx: without it they would fail minutes in, after the others.
+    if importlib.util.find_spec("pocketsphinx") is None:
+        raise RecogniserUnavailableError("the transports bench needs pocketsphinx (the 'speech' extra: make bench)")
     figures: dict[str, Any] = {}
     for recognition in ("registered", "pocketsphinx"):
         for transport in TRANSPORTS:
