@@ -552,40 +552,38 @@ def test_a_speculation_begun_while_an_earlier_reply_is_made_is_asked_with_that_t
     assert replies.counted[1]["Outcome"] == "hit" and replies.counted[1].get("Misses", 0) == misses
 
 
-def test_a_turn_ended_while_a_committed_speculation_is_still_made_is_asked_with_that_turn_in_its_history(
-    replies: MemoryReplies,
-) -> None:
-    # The first turn's reply was started at its eager end and committed at its end; the model is slow (or throttled
-    # and retried), and the caller speaks again before it has said anything.
+def while_a_committed_speculation_is_made(replies: MemoryReplies, *later: str) -> dict[str, list[str]]:
+    """The first turn's reply was started at its eager end and committed at its end; the model is slow (or throttled
+    and retried), and the caller says each of ``later`` as a turn of its own before it has said anything. What each
+    request carried in its history, by its words."""
     responder = Remembering()
     with running(replies, responder) as made:
         made.eager_end(0, "what is my balance")
         made.submit(turn(0, "what is my balance"))
         assert made.making
-        time.sleep(0.05)
-        made.submit(turn(1, "and my savings"))
+        for seq, words in enumerate(later, start=1):
+            time.sleep(0.05)
+            made.submit(turn(seq, words))
         time.sleep(0.05)
         responder.release.set()
         assert made.drain(2)
+    return responder.histories
+
+
+def test_a_turn_ended_while_a_committed_speculation_is_still_made_is_asked_with_that_turn_in_its_history(
+    replies: MemoryReplies,
+) -> None:
     # Before, the second was asked at once, on its own thread's history: "and my savings" out of the blue.
-    assert responder.histories == {"what is my balance": [], "and my savings": ["what is my balance"]}
+    assert while_a_committed_speculation_is_made(replies, "and my savings") == {
+        "what is my balance": [],
+        "and my savings": ["what is my balance"],
+    }
 
 
 def test_turns_that_end_while_a_committed_speculation_is_still_made_are_answered_as_one_after_it(
     replies: MemoryReplies,
 ) -> None:
-    responder = Remembering()
-    with running(replies, responder) as made:
-        made.eager_end(0, "what is my balance")
-        made.submit(turn(0, "what is my balance"))
-        time.sleep(0.05)
-        made.submit(turn(1, "and my savings"))
-        time.sleep(0.05)
-        made.submit(turn(2, "and my checking"))
-        time.sleep(0.05)
-        responder.release.set()
-        assert made.drain(2)
-    assert responder.histories == {
+    assert while_a_committed_speculation_is_made(replies, "and my savings", "and my checking") == {
         "what is my balance": [],
         "and my savings and my checking": ["what is my balance"],
     }
