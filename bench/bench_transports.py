@@ -19,7 +19,6 @@ path, ``bridge`` at most 20 ms; barge-in within 300 ms; a backchannel interrupts
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
 import json
 import statistics
@@ -28,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from voicebridge_dev.demo import run_demo
-from voicebridge_dev.local.ink.errors import RecogniserUnavailableError
+from voicebridge_dev.local.ink.recognisers import require_pocketsphinx
 
 TRANSPORTS = ("flows", "a2a")
 
@@ -90,8 +89,7 @@ def _barge_in(report: dict[str, Any]) -> dict[str, Any]:
 
 def run() -> dict[str, Any]:
     # Half the calls recognise with PocketSphinx: without it they would fail minutes in, after the others.
-    if importlib.util.find_spec("pocketsphinx") is None:
-        raise RecogniserUnavailableError("the transports bench needs pocketsphinx (the 'speech' extra: make bench)")
+    require_pocketsphinx()
     figures: dict[str, Any] = {}
     for recognition in ("registered", "pocketsphinx"):
         for transport in TRANSPORTS:

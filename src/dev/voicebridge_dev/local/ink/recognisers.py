@@ -213,6 +213,12 @@ class PocketsphinxStream:
         self._open = False
 
 
+def require_pocketsphinx() -> None:
+    """Raise :class:`RecogniserUnavailableError` unless PocketSphinx can be imported (without importing it)."""
+    if importlib.util.find_spec("pocketsphinx") is None:
+        raise RecogniserUnavailableError("pocketsphinx is not installed (install the 'speech' extra)")
+
+
 class PocketsphinxRecogniser:
     """CMU PocketSphinx with the en-us model shipped in its wheel; offline, modest accuracy.
 
@@ -224,8 +230,7 @@ class PocketsphinxRecogniser:
     model_rate = MODEL_RATE
 
     def __init__(self, decoders: int = DECODERS) -> None:
-        if importlib.util.find_spec("pocketsphinx") is None:
-            raise RecogniserUnavailableError("pocketsphinx is not installed (install the 'speech' extra)")
+        require_pocketsphinx()
         # A fresh interpreter for each decoder: forking a process whose threads may hold locks is unsafe.
         self._context = multiprocessing.get_context("spawn")
         self._decoders = [_DecoderProcess(self._context) for _ in range(decoders)]
