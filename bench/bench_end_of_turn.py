@@ -52,9 +52,11 @@ few points between runs.
 and end, 100–300 ms into the silence after it, with one change at a time — the telephone band or 16 kHz straight
 from the engine, a comma at the pause or the sentence unbroken, piper or espeak-ng for English. ``--features`` checks
 our features against the reference's own extractor (from the wheel the model ships in) on the bench's audio.
+``--human`` asks the model about recorded human speech cut the way the bench cuts its pauses: the LibriVox clips in
+the tests of PocketSphinx's source package (one reader, 71 words with their alignment), cut after every word.
 
 Run ``voicebridge bench --only end-of-turn`` or ``python bench/bench_end_of_turn.py [--json] [--limit N]
-[--set dev|held-out] [--causes] [--features]``.
+[--set dev|held-out] [--causes] [--features] [--human]``.
 """
 
 from __future__ import annotations
@@ -62,14 +64,17 @@ from __future__ import annotations
 import argparse
 import functools
 import hashlib
+import io
 import itertools
 import json
 import math
 import statistics
 import subprocess
 import sys
+import tarfile
 import time
 import types
+import wave
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -242,16 +247,21 @@ def render(case: Case, engine: SpeechEngine, seed: int, style: str = "word") -> 
     lead, pause = np.zeros(LEAD_MS * 16, np.int16), np.zeros(int(case.pause_ms * 16), np.int16)
     wide = np.concatenate((lead, speech[first:cut], pause, speech[resume:last], np.zeros(TAIL_MS * 16, np.int16)))
     end_ms = LEAD_MS + (cut - first + len(pause) + last - resume) / 16
-    narrow = soxr.resample(wide.astype(np.float32) / 32768.0, WIDE_RATE, RATE, quality="HQ") * 32768.0
-    noise = np.random.default_rng(seed).normal(0, 32768 * 10 ** (-60 / 20), len(narrow))
-    noisy = np.clip(np.rint(narrow + noise), -32768, 32767).astype(np.int16)
     pause_start = LEAD_MS + (cut - first) / 16
     return Rendered(
-        mulaw_decode(mulaw_encode(noisy)).tobytes(),
+        on_the_line(wide, seed),
         wide.astype(np.float32) / 32768.0,
         (pause_start, pause_start + case.pause_ms),
         end_ms,
     )
+
+
+def on_the_line(wide: Pcm, seed: int) -> bytes:
+    """16 kHz speech as a telephone line carries it: 8 kHz s16le through G.711 µ-law, noise at -60 dBFS under it."""
+    narrow = soxr.resample(wide.astype(np.float32) / 32768.0, WIDE_RATE, RATE, quality="HQ") * 32768.0
+    noise = np.random.default_rng(seed).normal(0, 32768 * 10 ** (-60 / 20), len(narrow))
+    noisy = np.clip(np.rint(narrow + noise), -32768, 32767).astype(np.int16)
+    return bytes(mulaw_decode(mulaw_encode(noisy)).tobytes())
 
 
 class Stop(NamedTuple):
@@ -832,6 +842,98 @@ def features(limit: int | None = 8, which: str = "dev") -> dict[str, Any]:
     return {"reference": f"{REFERENCE_WHEEL}: {REFERENCE_MODULE}", "inputs": inputs, "largest_difference": largest}
 
 
+HUMAN_SOURCE = "pocketsphinx==5.1.1"
+"""The source package whose tests carry recorded human speech: five LibriVox clips (public domain) of one reader of
+*Sense and Sensibility*, chapter 1, each with its word alignment (``test/data/librivox/``)."""
+HUMAN_CLIPS: dict[str, tuple[str, frozenset[str]]] = {
+    "0870": ("them.", frozenset()),
+    "0880": ("man,", frozenset()),
+    "0890": ("ill-disposed:", frozenset()),
+    "0920": ("was:", frozenset({"woman"})),
+    "0930": ("himself;", frozenset()),
+}
+"""Per clip: its last word as the novel prints it (the punctuation the reader stopped at: the clips are cut at the
+reader's pauses), and the words inside it the novel follows with punctuation. Only the first clip ends a sentence."""
+
+
+class HumanCut(NamedTuple):
+    clip: str
+    word: str
+    where: str
+    """``inside a clause`` (no punctuation after the word), ``comma``, or the clip's end (``end .``, ``end ,``…)."""
+    scores: dict[float, float]
+    """Per silence asked at: the probability that the turn is complete."""
+
+
+def _human_source() -> tarfile.TarFile:
+    folder = CACHE / "human"
+    if not list(folder.glob("*.tar.gz")):
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--no-deps",
+             "--no-binary=:all:", "--dest", str(folder), HUMAN_SOURCE],
+            check=True,
+        )  # fmt: skip
+    (archive,) = folder.glob("*.tar.gz")
+    return tarfile.open(archive)
+
+
+def human() -> list[HumanCut]:
+    """The model on a human voice, built as the bench builds its pauses: each clip is cut after each of its words
+    (silence replacing what follows, the line's noise under it) and the model asked 100–300 ms into the silence."""
+    path = CACHE / "scores.json"
+    scores: dict[str, float] = json.loads(path.read_text()) if path.is_file() else {}
+    found = []
+    with _human_source() as source:
+        root = source.getnames()[0].split("/")[0]
+        for clip, (last, commas) in HUMAN_CLIPS.items():
+            name = f"{root}/test/data/librivox/sense_and_sensibility_01_austen_64kb-{clip}"
+            alignment = json.loads(_member(source, f"{name}.json").splitlines()[0])
+            with wave.open(io.BytesIO(_member(source, f"{name}.wav"))) as audio:
+                if (audio.getframerate(), audio.getnchannels(), audio.getsampwidth()) != (WIDE_RATE, 1, 2):
+                    raise SystemExit(f"{name}.wav is not 16 kHz mono 16-bit")
+                speech = np.frombuffer(audio.readframes(audio.getnframes()), "<i2")
+            words = [word for word in alignment["w"] if word["t"] != "<sil>"]
+            first = int(words[0]["b"] * WIDE_RATE)
+            for index, word in enumerate(words):
+                text = word["t"].split("(")[0]
+                cut = int((word["b"] + word["d"]) * WIDE_RATE)
+                lead = np.zeros(LEAD_MS * 16, np.int16)
+                pcm = on_the_line(np.concatenate((lead, speech[first:cut], np.zeros(WIDE_RATE, np.int16))), index)
+                voice_end_ms = LEAD_MS + (cut - first) / 16
+                where = (
+                    f"end {last[-1]}" if index == len(words) - 1 else "comma" if text in commas else "inside a clause"
+                )
+                asked = {}
+                for silence_ms in CAUSE_SILENCES_MS:
+                    heard = telephone_to_model(pcm[: int((voice_end_ms + silence_ms) * RATE / 1000) * 2])
+                    asked[silence_ms] = _scored(scores, heard)
+                found.append(HumanCut(clip, text, where, asked))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(scores))
+    return found
+
+
+def _member(source: tarfile.TarFile, name: str) -> bytes:
+    member = source.extractfile(name)
+    if member is None:
+        raise SystemExit(f"{HUMAN_SOURCE} has no {name}")
+    return member.read()
+
+
+def human_report(cuts: list[HumanCut]) -> str:
+    header = " | ".join(f"{ms:.0f} ms" for ms in CAUSE_SILENCES_MS)
+    lines = [f"a human voice ({HUMAN_SOURCE}'s LibriVox clips), called complete after {header} of silence"]
+    inside = [cut for cut in cuts if cut.where == "inside a clause"]
+    cells = "  ".join(f"{np.mean([cut.scores[ms] > 0.5 for cut in inside]):>5.0%}" for ms in CAUSE_SILENCES_MS)
+    label = "cut inside a clause (the bench's pauses)"
+    lines.append(f"  {label:<48} n={len(inside):<4} {cells}")
+    for cut in cuts:
+        if cut.where != "inside a clause":
+            place = f"{cut.clip} after {cut.word!r} ({cut.where})"
+            lines.append(f"  {place:<55} " + "  ".join(f"{cut.scores[ms]:>5.2f}" for ms in CAUSE_SILENCES_MS))
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--json", action="store_true")
@@ -843,7 +945,14 @@ def main() -> None:
     parser.add_argument(
         "--features", action="store_true", help="our features against the reference extractor (8 a language)"
     )
+    parser.add_argument(
+        "--human", action="store_true", help="the model on recorded human speech cut as the bench cuts its pauses"
+    )
     args = parser.parse_args()
+    if args.human:
+        cuts = human()
+        print(json.dumps([cut._asdict() for cut in cuts], indent=2) if args.json else human_report(cuts))
+        return
     if args.features:
         print(json.dumps(features(args.limit or 8, (args.set or ["dev"])[0]), indent=2))
         return
