@@ -578,9 +578,11 @@ def test_a_speculation_cancelled_mid_synthesis_abandons_the_sonic_stream_and_sto
         # A sentence no earlier test made: its prompt cannot come from the cache.
         unique = {"rules": [], "fallback": {"reply": f"Reply number {uuid.uuid4().int % 10**6} is on its way now."}}
         replies, contact_id = worker(RESPONDER_RULES=json.dumps(unique))
+        assert converse.sonic.wait_idle(10), "an earlier test's synthesis is still streaming"
         before = len(converse.sonic.stats)
         replies.eager_end(0, "what is my balance")
-        time.sleep(0.3)
+        # Resumed once the speculation's synthesis is streaming (however long the responder took to get there).
+        eventually(lambda: converse.sonic.in_flight.count > 0)
         replies.turn_resumed(0)
         eventually(lambda: len(converse.sonic.stats) > before)
         assert converse.sonic.stats[-1].outcome == "client_disconnected"
