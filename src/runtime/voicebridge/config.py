@@ -179,6 +179,14 @@ def _whole(low: int, high: int, *, among: frozenset[int] | None = None, optional
     return _checked_by(check)
 
 
+def _off_or_silence(value: Any) -> int:
+    """0 (off), or a silence long enough not to cut into a caller's thinking (2–120 s, in ms)."""
+    number = _whole_number(value)
+    if number != 0 and not 2000 <= number <= 120000:
+        raise ValueError("must be 0 (off) or from 2000 to 120000")
+    return number
+
+
 def _whole_number(value: Any) -> int:
     # The environment gives text: a whole-number setting keeps the number it names.
     if isinstance(value, int):
@@ -527,6 +535,9 @@ class Settings:
     a2a_greeting_text: str = "Hello! Thanks for calling. How can I help you today?"
     a2a_reprompt_text: str = "Are you still there? I'm listening."
     a2a_goodbye_text: str = "I haven't heard anything for a while, so I'll hang up now. Goodbye!"
+    a2a_silence_ms: int = field(default=7000, metadata=_checked_by(_off_or_silence))
+    """How long the line stays quiet (nobody speaking, no reply being made) before the agent asks whether anyone is
+    there, and, the second time, says goodbye; Connect's silence marker counts the same; 0: Connect's marker only."""
     a2a_output_lead_ms: int = field(default=160, metadata=_whole(40, 2000))
     """How far ahead of what the caller hears the agent's audio is sent: what Connect buffers, and what the caller
     still hears after the agent stops."""

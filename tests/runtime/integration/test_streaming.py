@@ -237,16 +237,21 @@ def test_babble_on_the_callers_line_never_interrupts_the_agent(agent: LocalAgent
 
 
 def test_keys_are_a_turn_and_silence_is_asked_about_once_then_ended(agent: LocalAgent) -> None:
-    audio, _ = caller(26.0)
+    audio, _ = caller(30.0)
 
-    result = session(
-        agent, audio, script=[Dtmf(at_s=4.0, digits="1234#"), SilenceMarker(at_s=14.0), SilenceMarker(at_s=20.0)]
-    )
+    # Connect's silence marker once; the second silence is the agent's own (A2A_SILENCE_MS), with no marker.
+    result = session(agent, audio, script=[Dtmf(at_s=4.0, digits="1234#"), SilenceMarker(at_s=12.0)])
 
     assert agent_audio_after(result, 4.0), "the keys were answered"
     assert result.finish is not None and result.finish.type == "COMPLETE"
     # Greeting, the answer to the keys, "are you still there?", goodbye.
     assert len(result.turns) == 4
+    # The goodbye's audio began a whole A2A_SILENCE_MS (7 s by default) after the question's had all come.
+    received = [e for e in result.timeline.of("chunk_received") if e.detail["bytes"]]
+    asked, goodbye = (turn.task_id for turn in result.turns[-2:])
+    asked_end = max(e.at for e in received if e.detail["task"] == asked)
+    goodbye_start = min(e.at for e in received if e.detail["task"] == goodbye)
+    assert goodbye_start - asked_end >= 7.0 - 1.0, (asked_end, goodbye_start)
 
 
 def test_a_caller_saying_goodbye_ends_the_session_with_complete_after_the_last_word(

@@ -40,7 +40,11 @@ EventBridge). What is this transport's own:
   reply that transfers or hangs up ends the session (``ESCALATE``, ``COMPLETE``) once its audio has played and the
   handover note is in the contact's attributes; a reply that could not be spoken fails its task
   (``TASK_STATE_FAILED``, 424);
-- keys pressed (``DTMF_INPUT_COMPLETE``) are a turn; Connect's silence marker re-prompts once, then says goodbye.
+- keys pressed (``DTMF_INPUT_COMPLETE``) are a turn;
+- **a quiet line**: after ``a2a_silence_ms`` with nobody speaking and no reply being made or played, the agent asks
+  whether anyone is there, and the second time says goodbye (``COMPLETE``). Connect's silence marker counts the same
+  when the line is quiet by the agent's account too: whether Connect sends one in audio streaming, and after how long,
+  is not published (docs/protocols.md), so the agent does not wait on it.
 """
 
 from __future__ import annotations
@@ -99,6 +103,8 @@ INPUT_RATE = 8000
 TICK_S = 0.01
 """How often the output is looked at: the longest a chunk waits once it may be sent."""
 KEEPALIVE_IDLE_MS = 200
+SILENCE_LOOK_S = 0.25
+"""How often the agent looks whether the line has been quiet for ``a2a_silence_ms``."""
 """Caller audio missing this long (Connect stalled): Ink is sent silence so a turn in progress can end."""
 FINISH = {
     Action.TRANSFER: ("ESCALATE", "the caller asked for a person"),
@@ -162,6 +168,7 @@ class StreamSettings(ListeningSettings):
     barge_in_ms: int
     output_rate: int | None
     sonic_deadline_ms: int
+    silence_ms: int
     replies: ReplySettings
 
     @classmethod
@@ -178,6 +185,7 @@ class StreamSettings(ListeningSettings):
             ink_frame_ms=settings.ink_frame_ms,
             voice_detector=settings.voice_detector,
             sonic_deadline_ms=settings.sonic_deadline_ms,
+            silence_ms=settings.a2a_silence_ms,
             replies=ReplySettings.of(settings, polled=False),
         )
 
@@ -253,6 +261,8 @@ class AgentSession:
         self._audio: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self._listener: threading.Thread | None = None
         self._ticker: asyncio.Task[None] | None = None
+        self._hush: asyncio.Task[None] | None = None
+        """The agent's own watch on a quiet line (``a2a_silence_ms``)."""
         self._work = asyncio.Event()
         """Set (on the loop) when a turn's task begins: the ticker, idle while the agent has nothing to say, wakes."""
         # One detector judges each caller frame for both barge-in and the transcriber's turns (the same audio, on the
@@ -556,14 +566,40 @@ class AgentSession:
         if not event.silence:
             self._typed(event.text)
             return
-        player = self._player
-        if player is not None and player.busy(time.monotonic()):
-            return
+        if self._quiet(time.monotonic()):
+            self._silence("Connect's silence marker")
+        else:
+            logger.info("Connect's silence marker ignored: the line is not quiet")
+
+    def _quiet(self, now: float) -> bool:
+        """Nobody is speaking and nothing is on its way: the agent says nothing and has nothing to say (no response
+        open, no reply being made or waiting), and the caller is not mid-turn."""
+        player, worker = self._player, self._worker
+        if player is None or worker is None or self._tasks or player.busy(now) or worker.making:
+            return False
+        return self._caller_turn is None and not self._barge.speaking
+
+    def _silence(self, noticed_by: str) -> None:
+        """The line was quiet: the first time the agent asks whether anyone is there, the second it says goodbye."""
         self._silences += 1
+        logger.info("the line is quiet", noticed_by=noticed_by, silences=self._silences)
         if self._silences == 1:
             self._say(self._settings.reprompt)
         else:
             self._say(self._settings.goodbye, finish=("COMPLETE", "the caller said nothing"))
+
+    async def _watch_silence(self, after_s: float) -> None:
+        """The agent's own ear for a quiet line: ``after_s`` of it counts as a silence; anything said or made starts
+        the count again (the agent's own question included)."""
+        quiet_since = time.monotonic()
+        while self.finished is None and not self.superseded:
+            await asyncio.sleep(SILENCE_LOOK_S)
+            now = time.monotonic()
+            if not self._quiet(now):
+                quiet_since = now
+            elif now - quiet_since >= after_s:
+                quiet_since = now
+                self._silence("the agent")
 
     # -- barge-in
 
@@ -663,6 +699,8 @@ class AgentSession:
 
     def _start_output(self) -> None:
         self._ticker = self._loop.create_task(self._tick())
+        if self._settings.silence_ms:
+            self._hush = self._loop.create_task(self._watch_silence(self._settings.silence_ms / 1000))
         if not self.continuing:
             self._say(self._settings.greeting)
 
@@ -859,7 +897,7 @@ class AgentSession:
         """The socket is gone (or the session finished): stop listening and replying, and write the record. A
         response the caller was still hearing (they hung up in it, or the socket dropped) was heard only so far: the
         history and the record say so, as for one they talked over."""
-        for task in (self._ticker, self._keeper):
+        for task in (self._ticker, self._keeper, self._hush):
             if task is not None:
                 task.cancel()
         player = self._player

@@ -1,0 +1,134 @@
+"""The streaming agent's ear for a quiet line: after ``A2A_SILENCE_MS`` with nobody speaking and nothing on its way,
+it asks whether anyone is there, then says goodbye; Connect's silence marker counts the same, only on a quiet line."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, cast
+
+import pytest
+
+from tests.fixtures.metrics import NamedMetrics
+from voicebridge.a2a import session as sessions
+from voicebridge.a2a.output import Player
+from voicebridge.a2a.protocol import EMPTY_USER_INPUT, TextIn
+from voicebridge.a2a.session import AgentSession, Engine, StreamSettings
+from voicebridge.config import Settings
+from voicebridge.errors import ConfigurationError
+
+SETTINGS = StreamSettings.of(Settings.from_env({}))
+QUIET_S = 0.2
+LOOK_S = 0.02
+
+
+@dataclass
+class Worker:
+    """What the session asks of its reply worker here: whether a reply is being made."""
+
+    making: bool = False
+
+
+class Line:
+    """A session on a line nobody speaks on, its own lines written down instead of said."""
+
+    def __init__(self) -> None:
+        async def send(frame: str) -> None:
+            pass
+
+        self.session = AgentSession(cast(Engine, object()), SETTINGS, send, sink=NamedMetrics())
+        self.session._player = Player("ctx", 8000, lead_ms=200, chunk_bytes=320)
+        self.worker = Worker()
+        self.session._worker = cast(Any, self.worker)
+        self.said: list[tuple[str, tuple[str, str] | None]] = []
+        self.said_at: list[float] = []
+        self.session._say = self._say  # type: ignore[method-assign]
+
+    def _say(self, text: str, *, finish: tuple[str, str] | None = None) -> None:
+        self.said.append((text, finish))
+        self.said_at.append(time.monotonic())
+
+
+def on_a_line(check: Callable[[Line], Awaitable[None]]) -> Line:
+    async def run() -> Line:
+        line = Line()
+        watch = asyncio.get_running_loop().create_task(line.session._watch_silence(QUIET_S))
+        try:
+            await check(line)
+        finally:
+            watch.cancel()
+        return line
+
+    return asyncio.run(run())
+
+
+async def until(check: Callable[[], bool], timeout_s: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, "not within the time"
+        await asyncio.sleep(0.01)
+
+
+@pytest.fixture(autouse=True)
+def looks_often(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sessions, "SILENCE_LOOK_S", LOOK_S)
+
+
+def test_a_quiet_line_is_asked_about_once_then_told_goodbye() -> None:
+    started = time.monotonic()
+
+    async def check(line: Line) -> None:
+        await until(lambda: len(line.said) == 2)
+
+    line = on_a_line(check)
+
+    assert line.said == [(SETTINGS.reprompt, None), (SETTINGS.goodbye, ("COMPLETE", "the caller said nothing"))]
+    # Each after a whole silence, never sooner.
+    assert line.said_at[0] - started >= QUIET_S and line.said_at[1] - line.said_at[0] >= QUIET_S
+
+
+@pytest.mark.parametrize("busy", ["caller mid-turn", "reply being made", "agent speaking"])
+def test_nothing_is_asked_while_anyone_speaks_or_a_reply_is_on_its_way_and_the_count_starts_again_after(
+    busy: str,
+) -> None:
+    async def check(line: Line) -> None:
+        session = line.session
+        if busy == "caller mid-turn":
+            session._caller_turn = 3
+        elif busy == "reply being made":
+            line.worker.making = True
+        else:
+            session._player.open("task", waits=lambda: False)  # type: ignore[union-attr]
+        await asyncio.sleep(QUIET_S * 4)
+        assert line.said == []
+        session._caller_turn, line.worker.making = None, False
+        session._player = Player("ctx", 8000, lead_ms=200, chunk_bytes=320)
+        over = time.monotonic()
+        await until(lambda: bool(line.said))
+        # Counted from the watch's last look at the busy line, at most a look before it went quiet.
+        assert time.monotonic() - over >= QUIET_S - LOOK_S
+
+    line = on_a_line(check)
+
+    assert line.said[0] == (SETTINGS.reprompt, None)
+
+
+def test_connects_silence_marker_counts_only_on_a_quiet_line() -> None:
+    async def check(line: Line) -> None:
+        line.worker.making = True
+        await line.session._text(TextIn(EMPTY_USER_INPUT))
+        assert line.said == []
+        line.worker.making = False
+        await line.session._text(TextIn(EMPTY_USER_INPUT))
+        assert line.said == [(SETTINGS.reprompt, None)]
+
+    on_a_line(check)
+
+
+def test_the_agents_own_watch_can_be_turned_off_and_a_silence_too_short_to_wait_is_refused() -> None:
+    assert StreamSettings.of(Settings.from_env({"A2A_SILENCE_MS": "0"})).silence_ms == 0
+    assert StreamSettings.of(Settings.from_env({"A2A_SILENCE_MS": "9000"})).silence_ms == 9000
+    with pytest.raises(ConfigurationError, match="A2A_SILENCE_MS"):
+        Settings.from_env({"A2A_SILENCE_MS": "500"})
