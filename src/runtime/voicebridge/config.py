@@ -535,6 +535,8 @@ class Settings:
     a2a_greeting_text: str = "Hello! Thanks for calling. How can I help you today?"
     a2a_reprompt_text: str = "Are you still there? I'm listening."
     a2a_goodbye_text: str = "I haven't heard anything for a while, so I'll hang up now. Goodbye!"
+    a2a_card_text: str = "A colleague will take your card details. Please hold."
+    """What the agent says before it hands a caller who is to give a card number to a person (``ESCALATE``)."""
     a2a_silence_ms: int = field(default=7000, metadata=_checked_by(_off_or_silence))
     """How long the line stays quiet (nobody speaking, no reply being made) before the agent asks whether anyone is
     there, and, the second time, says goodbye; Connect's silence marker counts the same; 0: Connect's marker only."""

@@ -46,7 +46,7 @@ from voicebridge_dev.local.sonic import Fault, FaultKind
 from voicebridge_dev.local.speech_engine import StandInSpeechEngine
 from voicebridge_dev.simulator import SCENARIOS, load_clips
 from voicebridge_dev.simulator.line import LineNoise
-from voicebridge_dev.template import LOCAL_ACCOUNT
+from voicebridge_dev.template import LOCAL_ACCOUNT, local_physical_id
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -252,6 +252,45 @@ def test_keys_are_a_turn_and_silence_is_asked_about_once_then_ended(agent: Local
     asked_end = max(e.at for e in received if e.detail["task"] == asked)
     goodbye_start = min(e.at for e in received if e.detail["task"] == goodbye)
     assert goodbye_start - asked_end >= 7.0 - 1.0, (asked_end, goodbye_start)
+
+
+CARD_KEYS = "4111111111111111#"
+
+
+def test_a_caller_paying_by_card_is_handed_back_and_no_key_reaches_the_model_the_table_or_the_record(
+    cloud: LocalCloud, agent: LocalAgent
+) -> None:
+    text = "I want to pay my bill by card, please."
+    said = StandInSpeechEngine().synthesize(text, RATE, 1.0).tobytes()
+    cloud.ink.register(said, text)
+    audio = bytes(2 * RATE * 2) + said + bytes(25 * RATE * 2)
+    instance = f"arn:aws:connect:us-east-1:{LOCAL_ACCOUNT}:instance/{EMULATED_INSTANCE_ID}"
+    contact_id = str(uuid.uuid4())
+    asked_before = len(cloud.bedrock.invocations)
+
+    # The bank agent asks for the card on the keypad (collect_card_by_keypad); the caller types it as told.
+    result = session(
+        agent,
+        audio,
+        script=[Dtmf(at_s=10.0, digits=CARD_KEYS)],
+        instance_arn=instance,
+        contact_arn=f"{instance}/contact/{contact_id}",
+    )
+
+    assert result.finish is not None and result.finish.type == "ESCALATE", result.finish
+    attributes = cloud.contact_attributes(contact_id)
+    assert attributes["VoicebridgeCollect"] == "card" and attributes["VoicebridgeOutcome"] == "Escalate"
+    assert text in attributes["VoicebridgeHandoverNote"]
+    # The hand-over line was heard whole before the hand-back (said again after the keys stopped it).
+    card_line = [turn for turn in result.turns if turn.state == "TASK_STATE_COMPLETED"][-1]
+    assert any(e.detail["task"] == card_line.task_id for e in result.timeline.of("chunk_received"))
+    digits = CARD_KEYS.rstrip("#")
+    asked = [json.dumps(call.body) for call in cloud.bedrock.invocations[asked_before:]]
+    assert asked and not any(digits in body for body in asked)
+    table = cloud.client("dynamodb").scan(TableName=local_physical_id("TurnTable"))["Items"]
+    assert not any(digits in json.dumps(item) for item in table)
+    kept = record(cloud, contact_id)
+    assert [turn["heard"] for turn in kept["turns"]] == [text] and digits not in json.dumps(kept)
 
 
 def test_a_caller_saying_goodbye_ends_the_session_with_complete_after_the_last_word(

@@ -46,7 +46,7 @@ class Line:
         self.said_at: list[float] = []
         self.session._say = self._say  # type: ignore[method-assign]
 
-    def _say(self, text: str, *, finish: tuple[str, str] | None = None) -> None:
+    def _say(self, text: str, *, finish: tuple[str, str] | None = None, asked: str = "") -> None:
         self.said.append((text, finish))
         self.said_at.append(time.monotonic())
 

@@ -40,7 +40,10 @@ EventBridge). What is this transport's own:
   reply that transfers or hangs up ends the session (``ESCALATE``, ``COMPLETE``) once its audio has played and the
   handover note is in the contact's attributes; a reply that could not be spoken fails its task
   (``TASK_STATE_FAILED``, 424);
-- keys pressed (``DTMF_INPUT_COMPLETE``) are a turn;
+- keys pressed (``DTMF_INPUT_COMPLETE``) are a turn, except a card number: once a reply asks for the card on the
+  keypad (``Collect=card``), the agent says ``a2a_card_text`` and hands the contact back (``ESCALATE``,
+  ``VoicebridgeCollect=card``) for a person or the flow to take it; keys pressed for it, or any that form a card
+  number, never reach the responder, the turn table, the record or a log;
 - **a quiet line**: after ``a2a_silence_ms`` with nobody speaking and no reply being made or played, the agent asks
   whether anyone is there, and the second time says goodbye (``COMPLETE``). Connect's silence marker counts the same
   when the line is quiet by the agent's account too: whether Connect sends one in audio streaming, and after how long,
@@ -81,6 +84,7 @@ from voicebridge.ink.pacer import CATCH_UP_AFTER_MS, Pacer
 from voicebridge.ink.session import InkSession, TurnListener
 from voicebridge.ink.transcriber import MetricSink, TrackTranscriber
 from voicebridge.language import Listening
+from voicebridge.redaction import luhn_valid
 from voicebridge.sonic.synthesizer import SynthesisCancelled
 from voicebridge.store.replies import ReplyStore
 from voicebridge.store.turns import (
@@ -110,6 +114,8 @@ FINISH = {
     Action.TRANSFER: ("ESCALATE", "the caller asked for a person"),
     Action.HANGUP: ("COMPLETE", "the caller is done"),
 }
+CARD_FINISH = ("ESCALATE", "the caller is to give a card number, which the agent does not take")
+"""The hand-back once a reply asked for a card on the keypad (the flows path's ``CardKeypad=transfer``)."""
 QUIET_S = 1.0
 """Connect streams the caller's audio without pause from READY on (docs/protocols.md, *Caller audio*): a socket
 that brought no frame for this long is not heard from, and its session does not renew its claim."""
@@ -149,6 +155,13 @@ def continuation(history: Sequence[tuple[str, str]]) -> tuple[list[Exchange], st
     return exchanges, " ".join(caller)
 
 
+def card_number_in(keys: str) -> bool:
+    """Whether keys pressed form a payment card number: 13 to 19 digits (``#`` and ``*`` aside) that pass the Luhn
+    check."""
+    digits = "".join(key for key in keys if key.isdigit())
+    return 13 <= len(digits) <= 19 and luhn_valid(digits)
+
+
 def speaker(role: str) -> str:
     """Who spoke a message of Connect's ``history``, as the call record names the sides (another role as given)."""
     if role in protocol.CALLER_ROLES:
@@ -163,6 +176,7 @@ class StreamSettings(ListeningSettings):
     greeting: str
     reprompt: str
     goodbye: str
+    card_text: str
     lead_ms: int
     pause_ms: int
     barge_in_ms: int
@@ -177,6 +191,7 @@ class StreamSettings(ListeningSettings):
             greeting=settings.a2a_greeting_text,
             reprompt=settings.a2a_reprompt_text,
             goodbye=settings.a2a_goodbye_text,
+            card_text=settings.a2a_card_text,
             lead_ms=settings.a2a_output_lead_ms,
             pause_ms=settings.a2a_barge_in_pause_ms,
             barge_in_ms=settings.a2a_barge_in_ms,
@@ -218,6 +233,8 @@ class _Task:
     response: Response
     trace: TurnTrace
     reply: ReplyInProgress | None = None
+    asked: str = ""
+    """What the caller asked that an agent's own line answers (a reply's task reads its reply's words)."""
     finish: tuple[str, str] | None = None
     ended: bool = False
     """Its audio is all made (the response has its end), or it failed."""
@@ -274,6 +291,8 @@ class AgentSession:
         self._backchannels: deque[tuple[float, float]] = deque(maxlen=32)
         """Voice over the agent too short to interrupt it (epoch seconds): a turn Ink makes of it is not answered."""
         self._silences = 0
+        self._card_for: str | None = None
+        """What the caller asked when a reply asked for their card on the keypad (None: no reply has)."""
         self._caller_turn: int | None = None
         """The caller's turn in progress, as the transcriber marks it (its voice heard, or Ink's ``turn.start``, until
         it is stored or comes to nothing): a response to an earlier turn does not begin over it."""
@@ -319,7 +338,13 @@ class AgentSession:
             self._caller_audio(event.pcm)
         elif isinstance(event, protocol.DtmfComplete):
             await self._stop_output(inform_connect=False)
-            if event.digits:
+            if self._card_for is not None or card_number_in(event.digits):
+                # Never a turn, never logged: the card is a person's (or the flow's) to take.
+                logger.info("keys for a card are not kept", keys=len(event.digits))
+                self._sink.add("CardKeysDropped", MetricUnit.Count, 1)
+                # What was saying the hand-over line stopped for the keys: it is said again, then the hand-back.
+                self._collect_card(self._card_for or "")
+            elif event.digits:
                 self._typed(event.digits)
         elif isinstance(event, protocol.Interruption):
             # Connect stopped playing (a key, or voice it heard): what it buffered is gone already.
@@ -751,10 +776,11 @@ class AgentSession:
         task.trace.spoke(text, began, time.time())
         return said
 
-    def _say(self, text: str, *, finish: tuple[str, str] | None = None) -> None:
-        """A sentence of the agent's own (greeting, re-prompt, goodbye): a turn's task of its own."""
+    def _say(self, text: str, *, finish: tuple[str, str] | None = None, asked: str = "") -> None:
+        """A sentence of the agent's own (greeting, re-prompt, goodbye, the card hand-over): a turn's task of its own;
+        ``asked``, what the caller said that it answers."""
         task = self._task_for(None, "prompt")
-        task.finish = finish
+        task.finish, task.asked = finish, asked
         task.trace.meant.append(text)
 
         def speak() -> None:
@@ -786,14 +812,23 @@ class AgentSession:
         task = self._task_for(reply, "reply")
         if reply.responder_started_ms is not None:
             task.trace.answered(self._responder_name, reply.responder_started_ms / 1000, time.time())
-        action, _ = reply.finished or (Action.CONTINUE, {})
+        action, attributes = reply.finished or (Action.CONTINUE, {})
         if action in FINISH:
             task.finish = FINISH[action]
+        elif attributes.get("Collect") == "card":
+            self._collect_card(reply.transcript)
         if not task.segments and not reply.spoken and reply.heard is None:
             task.failed = (424, "no sentence of the reply could be spoken", "DEPENDENCY_FAILURE")
         assert self._player is not None
         self._player.end(task.response)
         task.ended = True
+
+    def _collect_card(self, asked: str) -> None:
+        """The caller is to give a card number, which this agent never takes (a model would hear it): after what is
+        being said, ``a2a_card_text``, then the contact goes back to the flow (``ESCALATE``, ``VoicebridgeCollect``)
+        for a person, or the flow's own encrypted keypad input, to take it."""
+        self._card_for = asked
+        self._say(self._settings.card_text, finish=CARD_FINISH, asked=asked)
 
     async def _tick(self) -> None:
         player = self._player
@@ -876,11 +911,13 @@ class AgentSession:
         where the record is. A failure is logged: the hand-back goes ahead."""
         init = self.init
         assert init is not None
-        asked = task.reply.transcript if task.reply is not None else ""
+        asked = task.reply.transcript if task.reply is not None else task.asked
         note = {
             "VoicebridgeOutcome": finish[0].title(),
             "VoicebridgeHandoverNote": f"Caller said: {asked[:400]}. Agent: {finish[1]}."[:1000],
         }
+        if finish == CARD_FINISH:
+            note["VoicebridgeCollect"] = "card"
         try:
             self._engine.update_attributes(init.instance_arn, init.contact_id, note)
         except Exception as exc:
