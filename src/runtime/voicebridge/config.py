@@ -535,6 +535,9 @@ class Settings:
     a2a_greeting_text: str = "Hello! Thanks for calling. How can I help you today?"
     a2a_reprompt_text: str = "Are you still there? I'm listening."
     a2a_goodbye_text: str = "I haven't heard anything for a while, so I'll hang up now. Goodbye!"
+    a2a_hold_text: str = "One moment."
+    """What the agent says, once a turn, when its reply has been ``converse_hold_after_ms`` in the making with nothing
+    of it heard (the voice-agent flow's holding line)."""
     a2a_card_text: str = "A colleague will take your card details. Please hold."
     """What the agent says before it hands a caller who is to give a card number to a person (``ESCALATE``)."""
     a2a_silence_ms: int = field(default=7000, metadata=_checked_by(_off_or_silence))

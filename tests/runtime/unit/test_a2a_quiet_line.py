@@ -1,12 +1,14 @@
-"""The streaming agent's ear for a quiet line: after ``A2A_SILENCE_MS`` with nobody speaking and nothing on its way,
-it asks whether anyone is there, then says goodbye; Connect's silence marker counts the same, only on a quiet line."""
+"""The streaming agent's ear on the line: a reply slow in coming gets one holding line ("One moment."), and after
+``A2A_SILENCE_MS`` with nobody speaking and nothing on its way it asks whether anyone is there, then says goodbye;
+Connect's silence marker counts the same, only on a quiet line."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 import pytest
@@ -29,16 +31,20 @@ class Worker:
     """What the session asks of its reply worker here: whether a reply is being made."""
 
     making: bool = False
+    ended: list[int] = field(default_factory=list)
+
+    def turn_ended(self, turn: Any) -> None:
+        self.ended.append(turn.seq)
 
 
 class Line:
     """A session on a line nobody speaks on, its own lines written down instead of said."""
 
-    def __init__(self) -> None:
+    def __init__(self, settings: StreamSettings = SETTINGS) -> None:
         async def send(frame: str) -> None:
             pass
 
-        self.session = AgentSession(cast(Engine, object()), SETTINGS, send, sink=NamedMetrics())
+        self.session = AgentSession(cast(Engine, object()), settings, send, sink=NamedMetrics())
         self.session._player = Player("ctx", 8000, lead_ms=200, chunk_bytes=320)
         self.worker = Worker()
         self.session._worker = cast(Any, self.worker)
@@ -51,10 +57,12 @@ class Line:
         self.said_at.append(time.monotonic())
 
 
-def on_a_line(check: Callable[[Line], Awaitable[None]]) -> Line:
+def on_a_line(
+    check: Callable[[Line], Awaitable[None]], silence_s: float = QUIET_S, settings: StreamSettings = SETTINGS
+) -> Line:
     async def run() -> Line:
-        line = Line()
-        watch = asyncio.get_running_loop().create_task(line.session._watch_silence(QUIET_S))
+        line = Line(settings)
+        watch = asyncio.get_running_loop().create_task(line.session._watch_line(silence_s))
         try:
             await check(line)
         finally:
@@ -73,7 +81,7 @@ async def until(check: Callable[[], bool], timeout_s: float = 5.0) -> None:
 
 @pytest.fixture(autouse=True)
 def looks_often(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sessions, "SILENCE_LOOK_S", LOOK_S)
+    monkeypatch.setattr(sessions, "LINE_LOOK_S", LOOK_S)
 
 
 def test_a_quiet_line_is_asked_about_once_then_told_goodbye() -> None:
@@ -132,3 +140,74 @@ def test_the_agents_own_watch_can_be_turned_off_and_a_silence_too_short_to_wait_
     assert StreamSettings.of(Settings.from_env({"A2A_SILENCE_MS": "9000"})).silence_ms == 9000
     with pytest.raises(ConfigurationError, match="A2A_SILENCE_MS"):
         Settings.from_env({"A2A_SILENCE_MS": "500"})
+
+
+HOLD = replace(SETTINGS, hold_after_ms=200)
+"""The holding line after 0.2 s (CONVERSE_HOLD_AFTER_MS, 4 s by default)."""
+
+
+@dataclass
+class Reply:
+    """What the session reads of a reply whose first sentence is being spoken."""
+
+    seq: int
+    committed: bool = True
+    transcript: str = ""
+    turn: Any = None
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass
+class Turn:
+    seq: int
+    backchannel: bool = False
+
+
+def test_a_reply_slow_in_coming_gets_one_holding_line_once_the_hold_time_has_passed() -> None:
+    ended = time.monotonic()
+
+    async def check(line: Line) -> None:
+        line.worker.making = True
+        line.session._turn_ended(cast(Any, Turn(3)))
+        await until(lambda: bool(line.said))
+        await asyncio.sleep(HOLD.hold_after_ms / 1000 * 3)
+
+    line = on_a_line(check, silence_s=0, settings=HOLD)
+
+    # Once a turn, never before the hold time.
+    assert line.said == [(HOLD.hold_text, None)] and line.worker.ended == [3]
+    assert line.said_at[0] - ended >= HOLD.hold_after_ms / 1000
+
+
+def test_no_holding_line_for_a_reply_that_begins_in_time_or_began_before_its_turn_ended() -> None:
+    async def check(line: Line) -> None:
+        session = line.session
+        session._turn_ended(cast(Any, Turn(3)))
+        # The reply's first sentence is being spoken (its task opens), then has all been heard (its task is gone).
+        session._forget(session._task_for(cast(Any, Reply(3)), "reply"))
+        # A speculation's first sentence was spoken before the turn it answers ended.
+        session._forget(session._task_for(cast(Any, Reply(4)), "reply"))
+        speculated = session._task_for(cast(Any, Reply(4)), "reply")
+        session._turn_ended(cast(Any, Turn(4)))
+        session._forget(speculated)
+        # Nothing left playing or waiting: only the turns' own state could make a holding line now.
+        session._player = Player("ctx", 8000, lead_ms=200, chunk_bytes=320)
+        await asyncio.sleep(HOLD.hold_after_ms / 1000 * 3)
+
+    line = on_a_line(check, silence_s=0, settings=HOLD)
+
+    assert line.said == []
+
+
+def test_no_holding_line_over_a_caller_mid_turn() -> None:
+    async def check(line: Line) -> None:
+        line.session._caller_turn = 4
+        line.session._turn_ended(cast(Any, Turn(3)))
+        await asyncio.sleep(HOLD.hold_after_ms / 1000 * 3)
+        assert line.said == []
+        line.session._caller_turn = None
+        await until(lambda: bool(line.said))
+
+    line = on_a_line(check, silence_s=0, settings=HOLD)
+
+    assert line.said == [(HOLD.hold_text, None)]

@@ -44,6 +44,8 @@ EventBridge). What is this transport's own:
   keypad (``Collect=card``), the agent says ``a2a_card_text`` and hands the contact back (``ESCALATE``,
   ``VoicebridgeCollect=card``) for a person or the flow to take it; keys pressed for it, or any that form a card
   number, never reach the responder, the turn table, the record or a log;
+- **a slow reply**: once a turn's reply has been ``converse_hold_after_ms`` in the making with nothing of it heard,
+  the agent says ``a2a_hold_text`` ("One moment."), once a turn, as the voice-agent flow does;
 - **a quiet line**: after ``a2a_silence_ms`` with nobody speaking and no reply being made or played, the agent asks
   whether anyone is there, and the second time says goodbye (``COMPLETE``). Connect's silence marker counts the same
   when the line is quiet by the agent's account too: whether Connect sends one in audio streaming, and after how long,
@@ -107,8 +109,8 @@ INPUT_RATE = 8000
 TICK_S = 0.01
 """How often the output is looked at: the longest a chunk waits once it may be sent."""
 KEEPALIVE_IDLE_MS = 200
-SILENCE_LOOK_S = 0.25
-"""How often the agent looks whether the line has been quiet for ``a2a_silence_ms``."""
+LINE_LOOK_S = 0.25
+"""How often the agent looks whether a reply is slow in coming, or the line has been quiet for ``a2a_silence_ms``."""
 """Caller audio missing this long (Connect stalled): Ink is sent silence so a turn in progress can end."""
 FINISH = {
     Action.TRANSFER: ("ESCALATE", "the caller asked for a person"),
@@ -177,6 +179,8 @@ class StreamSettings(ListeningSettings):
     reprompt: str
     goodbye: str
     card_text: str
+    hold_text: str
+    hold_after_ms: int
     lead_ms: int
     pause_ms: int
     barge_in_ms: int
@@ -192,6 +196,8 @@ class StreamSettings(ListeningSettings):
             reprompt=settings.a2a_reprompt_text,
             goodbye=settings.a2a_goodbye_text,
             card_text=settings.a2a_card_text,
+            hold_text=settings.a2a_hold_text,
+            hold_after_ms=settings.converse_hold_after_ms,
             lead_ms=settings.a2a_output_lead_ms,
             pause_ms=settings.a2a_barge_in_pause_ms,
             barge_in_ms=settings.a2a_barge_in_ms,
@@ -279,7 +285,10 @@ class AgentSession:
         self._listener: threading.Thread | None = None
         self._ticker: asyncio.Task[None] | None = None
         self._hush: asyncio.Task[None] | None = None
-        """The agent's own watch on a quiet line (``a2a_silence_ms``)."""
+        """The agent's own watch on the line: a slow reply, a quiet line."""
+        self._thinking: tuple[int, float] | None = None
+        """The caller's turn whose reply has not begun (its number, when it ended: monotonic seconds), until it begins
+        or a holding line is said for it."""
         self._work = asyncio.Event()
         """Set (on the loop) when a turn's task begins: the ticker, idle while the agent has nothing to say, wakes."""
         # One detector judges each caller frame for both barge-in and the transcriber's turns (the same audio, on the
@@ -613,18 +622,35 @@ class AgentSession:
         else:
             self._say(self._settings.goodbye, finish=("COMPLETE", "the caller said nothing"))
 
-    async def _watch_silence(self, after_s: float) -> None:
-        """The agent's own ear for a quiet line: ``after_s`` of it counts as a silence; anything said or made starts
-        the count again (the agent's own question included)."""
+    async def _watch_line(self, silence_s: float) -> None:
+        """The agent's own ear on the line: a reply slow in coming gets a holding line; ``silence_s`` of a quiet line
+        (0: not watched) counts as a silence, and anything said or made starts the count again (the agent's own
+        question included)."""
         quiet_since = time.monotonic()
         while self.finished is None and not self.superseded:
-            await asyncio.sleep(SILENCE_LOOK_S)
+            await asyncio.sleep(LINE_LOOK_S)
             now = time.monotonic()
+            self._hold_if_slow(now)
+            if not silence_s:
+                continue
             if not self._quiet(now):
                 quiet_since = now
-            elif now - quiet_since >= after_s:
+            elif now - quiet_since >= silence_s:
                 quiet_since = now
                 self._silence("the agent")
+
+    def _hold_if_slow(self, now: float) -> None:
+        """A turn's reply ``hold_after_ms`` in the making since the turn ended, nothing of it begun: "One moment.",
+        once a turn, and only into a quiet moment (the agent silent, nothing of its own waiting, the caller not
+        mid-turn), so never inside a reply; the reply follows it."""
+        thinking, player = self._thinking, self._player
+        if thinking is None or player is None or now - thinking[1] < self._settings.hold_after_ms / 1000:
+            return
+        if self._tasks or player.busy(now) or self._caller_turn is not None:
+            return
+        self._thinking = None
+        logger.info("the reply is slow in coming: a holding line", turn=thinking[0])
+        self._say(self._settings.hold_text)
 
     # -- barge-in
 
@@ -679,6 +705,10 @@ class AgentSession:
         player, worker = self._player, self._worker
         assert worker is not None
         now = time.monotonic()
+        with self._lock:
+            begun = any(task.reply is not None and task.reply.seq >= turn.seq for task in self._tasks)
+        if not turn.backchannel and not begun:
+            self._thinking = (turn.seq, now)
         if player is not None and not turn.backchannel and (player.audible(now) or player.waiting_to_begin()):
             cut = player.interrupt(now, keep_held=True)
             # A response that waited for the caller and never began is dropped unheard: Connect holds none of it.
@@ -724,8 +754,7 @@ class AgentSession:
 
     def _start_output(self) -> None:
         self._ticker = self._loop.create_task(self._tick())
-        if self._settings.silence_ms:
-            self._hush = self._loop.create_task(self._watch_silence(self._settings.silence_ms / 1000))
+        self._hush = self._loop.create_task(self._watch_line(self._settings.silence_ms / 1000))
         if not self.continuing:
             self._say(self._settings.greeting)
 
@@ -751,6 +780,10 @@ class AgentSession:
             trace = TurnTrace(name, parent if first else None, link=None if first else parent)
             task = _Task(task_id, response, trace, reply)
             self._tasks.append(task)
+            thinking = self._thinking
+            if reply is not None and thinking is not None and reply.seq >= thinking[0]:
+                # The reply has begun: no holding line for its turn.
+                self._thinking = None
             self._loop.call_soon_threadsafe(self._work.set)
             if reply is not None:
                 self._by_reply[id(reply)] = task
