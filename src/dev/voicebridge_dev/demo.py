@@ -34,6 +34,7 @@ from typing import Any, Final
 import numpy as np
 
 from voicebridge.audio.wav import pcm16_wav_bytes
+from voicebridge.config import Settings
 from voicebridge.redaction import BuiltinRedactor, NoRedaction, Redactor
 from voicebridge_dev.local.bedrock import Fault as BedrockFault
 from voicebridge_dev.local.bedrock import FaultKind as BedrockFaultKind
@@ -308,9 +309,8 @@ SPANISH_LINES: Final[Mapping[str, str]] = {
 }
 """The voice agent flow's own lines in Spanish, as a Spanish-speaking contact centre would write them."""
 SPANISH_AGENT_LINES: Final[Mapping[str, str]] = {
-    "A2A_GREETING_TEXT": "¡Hola! Gracias por llamar. ¿En qué puedo ayudarle hoy?",
-    "A2A_REPROMPT_TEXT": "¿Sigue ahí? Le escucho.",
-    "A2A_GOODBYE_TEXT": "Hace un rato que no le oigo, así que voy a colgar. ¡Adiós!",
+    setting: SPANISH_LINES[getattr(Settings.from_env({}), setting.lower())]
+    for setting in ("A2A_GREETING_TEXT", "A2A_REPROMPT_TEXT", "A2A_GOODBYE_TEXT", "A2A_HOLD_TEXT", "A2A_CARD_TEXT")
 }
 """The streaming agent's own lines in Spanish (its settings), for the Spanish call on the streaming transport."""
 
