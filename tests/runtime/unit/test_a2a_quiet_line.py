@@ -22,7 +22,7 @@ from voicebridge.config import Settings
 from voicebridge.errors import ConfigurationError
 
 SETTINGS = StreamSettings.of(Settings.from_env({}))
-QUIET_S = 0.2
+QUIET_S = 0.1
 LOOK_S = 0.02
 
 
@@ -109,7 +109,7 @@ def test_nothing_is_asked_while_anyone_speaks_or_a_reply_is_on_its_way_and_the_c
             line.worker.making = True
         else:
             session._player.open("task", waits=lambda: False)  # type: ignore[union-attr]
-        await asyncio.sleep(QUIET_S * 4)
+        await asyncio.sleep(QUIET_S * 3)
         assert line.said == []
         session._caller_turn, line.worker.making = None, False
         session._player = Player("ctx", 8000, lead_ms=200, chunk_bytes=320)
@@ -142,8 +142,8 @@ def test_the_agents_own_watch_can_be_turned_off_and_a_silence_too_short_to_wait_
         Settings.from_env({"A2A_SILENCE_MS": "500"})
 
 
-HOLD = replace(SETTINGS, hold_after_ms=200)
-"""The holding line after 0.2 s (CONVERSE_HOLD_AFTER_MS, 4 s by default)."""
+HOLD = replace(SETTINGS, hold_after_ms=100)
+"""The holding line after 0.1 s (CONVERSE_HOLD_AFTER_MS, 4 s by default)."""
 
 
 @dataclass
