@@ -262,7 +262,7 @@ def test_keys_are_a_turn_and_silence_is_asked_about_once_then_ended(agent: Local
     audio, _ = caller(30.0)
 
     # Connect's silence marker once; the second silence is the agent's own (A2A_SILENCE_MS), with no marker.
-    result = session(agent, audio, script=[Dtmf(at_s=4.0, digits="1234#"), SilenceMarker(at_s=12.0)])
+    result = session(agent, audio, script=[Dtmf(at_s=4.0, digits="1234#"), SilenceMarker(at_s=14.0)])
 
     assert agent_audio_after(result, 4.0), "the keys were answered"
     assert result.finish is not None and result.finish.type == "COMPLETE"
