@@ -109,9 +109,9 @@ INPUT_RATE = 8000
 TICK_S = 0.01
 """How often the output is looked at: the longest a chunk waits once it may be sent."""
 KEEPALIVE_IDLE_MS = 200
+"""Caller audio missing this long (Connect stalled): Ink is sent silence so a turn in progress can end."""
 LINE_LOOK_S = 0.25
 """How often the agent looks whether a reply is slow in coming, or the line has been quiet for ``a2a_silence_ms``."""
-"""Caller audio missing this long (Connect stalled): Ink is sent silence so a turn in progress can end."""
 FINISH = {
     Action.TRANSFER: ("ESCALATE", "the caller asked for a person"),
     Action.HANGUP: ("COMPLETE", "the caller is done"),
