@@ -279,6 +279,9 @@ class AgentSession:
         self._checkpoint: Checkpoint | None = None
         self._generation = 0
         self._tasks: list[_Task] = []
+        self._untold: set[int] = set()
+        """Responses cut short off the event loop (at a turn's end) whose ``INTERRUPTION`` is not sent yet (ids): their
+        tasks end only after it, so Connect never sees a task end with an artifact left open."""
         self._by_reply: dict[int, _Task] = {}
         self._lock = threading.Lock()
         self._audio: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
@@ -710,7 +713,10 @@ class AgentSession:
         if not turn.backchannel and not begun:
             self._thinking = (turn.seq, now)
         if player is not None and not turn.backchannel and (player.audible(now) or player.waiting_to_begin()):
-            cut = player.interrupt(now, keep_held=True)
+            with self._lock:
+                # Cut here, told on the loop: the ticker must not end these tasks before Connect is told.
+                cut = player.interrupt(now, keep_held=True)
+                self._untold.update(id(response) for response in cut)
             # A response that waited for the caller and never began is dropped unheard: Connect holds none of it.
             heard = [response for response in cut if response.sent_bytes]
             if heard:
@@ -727,8 +733,12 @@ class AgentSession:
         caller did not hear of each."""
         worker = self._worker
         assert worker is not None
-        if inform_connect and cut:
-            await self._send(protocol.interruption_frame(player.context_id))
+        try:
+            if inform_connect and cut:
+                await self._send(protocol.interruption_frame(player.context_id))
+        finally:
+            with self._lock:
+                self._untold.difference_update(id(response) for response in cut)
         for task in self._tasks:
             if task.response in cut and task.reply is not None:
                 heard, unsaid = self._heard(task, player, now)
@@ -885,19 +895,22 @@ class AgentSession:
         for task in list(self._tasks):
             response = task.response
             self._report_first_audio(task)
-            if not response.closed:
+            with self._lock:
+                # One look, under the lock a turn's end cuts responses under: cut but not yet told, it waits.
+                untold, closed, interrupted = id(response) in self._untold, response.closed, response.interrupted
+            if untold or not closed:
                 continue
             if response.dropped() and not response.frames:
                 # A speculation the caller's words did not confirm: nothing of it reached Connect.
                 self._forget(task)
                 continue
-            if not response.interrupted and not task.ended:
+            if not interrupted and not task.ended:
                 continue
-            if task.finish is not None and not response.interrupted and player.audible(now):
+            if task.finish is not None and not interrupted and player.audible(now):
                 # The hand-back waits until the caller has heard the last word.
                 continue
             self._forget(task)
-            await self._end_task(task, interrupted=response.interrupted)
+            await self._end_task(task, interrupted=interrupted)
 
     def _report_first_audio(self, task: _Task) -> None:
         turn = task.reply.turn if task.reply is not None else None
