@@ -5,33 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 import time
-from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any, cast
 
+from tests.fixtures.a2a_session import Reply, Turn
 from tests.fixtures.metrics import NamedMetrics
 from voicebridge.a2a.output import Player
 from voicebridge.a2a.session import AgentSession, Engine, StreamSettings
 from voicebridge.config import Settings
 
 SETTINGS = StreamSettings.of(Settings.from_env({}))
-
-
-@dataclass
-class Reply:
-    seq: int
-    committed: bool = True
-    transcript: str = ""
-    turn: Any = None
-    cancel: threading.Event = field(default_factory=threading.Event)
-
-
-@dataclass
-class Turn:
-    seq: int
-    backchannel: bool = False
 
 
 class Worker:

@@ -5,7 +5,6 @@ Connect's silence marker counts the same, only on a quiet line."""
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
@@ -13,6 +12,7 @@ from typing import Any, cast
 
 import pytest
 
+from tests.fixtures.a2a_session import Reply, Turn
 from tests.fixtures.metrics import NamedMetrics
 from voicebridge.a2a import session as sessions
 from voicebridge.a2a.output import Player
@@ -144,23 +144,6 @@ def test_the_agents_own_watch_can_be_turned_off_and_a_silence_too_short_to_wait_
 
 HOLD = replace(SETTINGS, hold_after_ms=100)
 """The holding line after 0.1 s (CONVERSE_HOLD_AFTER_MS, 4 s by default)."""
-
-
-@dataclass
-class Reply:
-    """What the session reads of a reply whose first sentence is being spoken."""
-
-    seq: int
-    committed: bool = True
-    transcript: str = ""
-    turn: Any = None
-    cancel: threading.Event = field(default_factory=threading.Event)
-
-
-@dataclass
-class Turn:
-    seq: int
-    backchannel: bool = False
 
 
 def test_a_reply_slow_in_coming_gets_one_holding_line_once_the_hold_time_has_passed() -> None:
