@@ -290,11 +290,12 @@ def test_a_caller_paying_by_card_is_handed_back_and_no_key_reaches_the_model_the
     contact_id = str(uuid.uuid4())
     asked_before = len(cloud.bedrock.invocations)
 
-    # The bank agent asks for the card on the keypad (collect_card_by_keypad); the caller types it as told.
+    # The bank agent asks for the card on the keypad (collect_card_by_keypad); the caller types it as told, while
+    # the reply is still being said.
     result = session(
         agent,
         audio,
-        script=[Dtmf(at_s=10.0, digits=CARD_KEYS)],
+        script=[Dtmf(at_s=8.0, digits=CARD_KEYS)],
         instance_arn=instance,
         contact_arn=f"{instance}/contact/{contact_id}",
     )
