@@ -308,9 +308,13 @@ SPANISH_LINES: Final[Mapping[str, str]] = {
     ),
 }
 """The voice agent flow's own lines in Spanish, as a Spanish-speaking contact centre would write them."""
+_AGENT_DEFAULTS: Final = Settings.from_env({})
 SPANISH_AGENT_LINES: Final[Mapping[str, str]] = {
-    setting: SPANISH_LINES[getattr(Settings.from_env({}), setting.lower())]
-    for setting in ("A2A_GREETING_TEXT", "A2A_REPROMPT_TEXT", "A2A_GOODBYE_TEXT", "A2A_HOLD_TEXT", "A2A_CARD_TEXT")
+    "A2A_GREETING_TEXT": SPANISH_LINES[_AGENT_DEFAULTS.a2a_greeting_text],
+    "A2A_REPROMPT_TEXT": SPANISH_LINES[_AGENT_DEFAULTS.a2a_reprompt_text],
+    "A2A_GOODBYE_TEXT": SPANISH_LINES[_AGENT_DEFAULTS.a2a_goodbye_text],
+    "A2A_HOLD_TEXT": SPANISH_LINES[_AGENT_DEFAULTS.a2a_hold_text],
+    "A2A_CARD_TEXT": SPANISH_LINES[_AGENT_DEFAULTS.a2a_card_text],
 }
 """The streaming agent's own lines in Spanish (its settings), for the Spanish call on the streaming transport."""
 
