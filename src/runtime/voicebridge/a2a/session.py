@@ -609,12 +609,16 @@ class AgentSession:
             logger.info("Connect's silence marker ignored: the line is not quiet")
 
     def _quiet(self, now: float) -> bool:
-        """Nobody is speaking and nothing is on its way: the agent says nothing and has nothing to say (no response
-        open, no reply being made or waiting), and the caller is not mid-turn."""
-        player, worker = self._player, self._worker
-        if player is None or worker is None or self._tasks or player.busy(now) or worker.making:
-            return False
-        return self._caller_turn is None and not self._barge.speaking
+        """Nobody is speaking and nothing is on its way: a pause (below) with no reply being made or waiting, and no
+        voice on the caller's line."""
+        worker = self._worker
+        return worker is not None and self._pause(now) and not worker.making and not self._barge.speaking
+
+    def _pause(self, now: float) -> bool:
+        """The agent says nothing and has nothing of its own waiting (no response open), and the caller is not
+        mid-turn."""
+        player = self._player
+        return player is not None and not self._tasks and not player.busy(now) and self._caller_turn is None
 
     def _silence(self, noticed_by: str) -> None:
         """The line was quiet: the first time the agent asks whether anyone is there, the second it says goodbye."""
@@ -646,10 +650,8 @@ class AgentSession:
         """A turn's reply ``hold_after_ms`` in the making since the turn ended, nothing of it begun: "One moment.",
         once a turn, and only into a quiet moment (the agent silent, nothing of its own waiting, the caller not
         mid-turn), so never inside a reply; the reply follows it."""
-        thinking, player = self._thinking, self._player
-        if thinking is None or player is None or now - thinking[1] < self._settings.hold_after_ms / 1000:
-            return
-        if self._tasks or player.busy(now) or self._caller_turn is not None:
+        thinking = self._thinking
+        if thinking is None or now - thinking[1] < self._settings.hold_after_ms / 1000 or not self._pause(now):
             return
         self._thinking = None
         logger.info("the reply is slow in coming: a holding line", turn=thinking[0])
