@@ -753,6 +753,19 @@ def _heard_up_to(rendered: Rendered, band: str, voice_end_ms: float, silence_ms:
     return telephone_to_model(rendered.pcm[: int(until_ms * RATE / 1000) * 2])
 
 
+SCORES = CACHE / "scores.json"
+"""The model's answers the direct questions (``--causes``, ``--human``) got, by the audio's and the models' hashes."""
+
+
+def _kept_scores() -> dict[str, float]:
+    return json.loads(SCORES.read_text()) if SCORES.is_file() else {}
+
+
+def _keep_scores(scores: dict[str, float]) -> None:
+    SCORES.parent.mkdir(parents=True, exist_ok=True)
+    SCORES.write_text(json.dumps(scores))
+
+
 def _scored(scores: dict[str, float], audio: npt.NDArray[np.float32]) -> float:
     key = hashlib.sha256(audio.tobytes() + _models_digest()).hexdigest()[:20]
     if key not in scores:
@@ -762,8 +775,7 @@ def _scored(scores: dict[str, float], audio: npt.NDArray[np.float32]) -> float:
 
 def causes(limit: int | None = 40, which: str = "dev") -> dict[str, Any]:
     """Per variant and silence: the share of pauses and of ends the model calls complete (above 0.5)."""
-    path = CACHE / "scores.json"
-    scores: dict[str, float] = json.loads(path.read_text()) if path.is_file() else {}
+    scores = _kept_scores()
     table: dict[str, Any] = {}
     for variant in VARIANTS:
         engine = variant.engine()
@@ -788,8 +800,7 @@ def causes(limit: int | None = 40, which: str = "dev") -> dict[str, Any]:
                 for silence_ms in CAUSE_SILENCES_MS
             },
         }
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(scores))
+        _keep_scores(scores)
     return table
 
 
@@ -878,8 +889,7 @@ def _human_source() -> tarfile.TarFile:
 def human() -> list[HumanCut]:
     """The model on a human voice, built as the bench builds its pauses: each clip is cut after each of its words
     (silence replacing what follows, the line's noise under it) and the model asked 100–300 ms into the silence."""
-    path = CACHE / "scores.json"
-    scores: dict[str, float] = json.loads(path.read_text()) if path.is_file() else {}
+    scores = _kept_scores()
     found = []
     with _human_source() as source:
         root = source.getnames()[0].split("/")[0]
@@ -906,8 +916,7 @@ def human() -> list[HumanCut]:
                     heard = telephone_to_model(pcm[: int((voice_end_ms + silence_ms) * RATE / 1000) * 2])
                     asked[silence_ms] = _scored(scores, heard)
                 found.append(HumanCut(clip, text, where, asked))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(scores))
+    _keep_scores(scores)
     return found
 
 
