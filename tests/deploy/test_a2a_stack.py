@@ -340,7 +340,8 @@ def test_connect_may_read_the_secret_on_this_accounts_behalf_only() -> None:
 
 # Where the server listens and how long it drains: read by ``python -m voicebridge.a2a`` itself, not settings.
 LISTENER_VARIABLES = {"A2A_HOST", "A2A_PORT", "A2A_DRAIN_S"}
-SERVER_VARIABLES = LISTENER_VARIABLES | {"A2A_API_KEY_SECRET_ARN"}
+# The server's own settings: its key, and the lines it says of its own.
+SERVER_VARIABLES = LISTENER_VARIABLES | {"A2A_API_KEY_SECRET_ARN", "A2A_LINES"}
 POWERTOOLS_VARIABLES = {"POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE", "POWERTOOLS_LOG_LEVEL"}
 # The consumer's own: its hand-over between Lambda invocations, and the prompt bucket the flows play from.
 FLOWS_PATH_ONLY = {"CONSUMER_HANDOFF_MS", "PROMPT_BUCKET"}
@@ -369,6 +370,13 @@ def test_the_stacks_defaults_make_a_configuration_the_server_accepts() -> None:
 
     assert settings.a2a_api_key_secret_arn == samples["ApiKeySecret"]
     assert (settings.sonic_backend, settings.responder) == ("sagemaker", "scripted")
+
+
+def test_the_agents_own_lines_reach_the_server_from_either_template() -> None:
+    assert environment()["A2A_LINES"] == {"Ref": "AgentLines"}
+    assert MAIN["Resources"]["StreamingAgent"]["Properties"]["Parameters"]["AgentLines"] == {
+        "Ref": "StreamingAgentLines"
+    }
 
 
 def test_the_server_is_given_every_setting_the_consumer_is_given_but_the_flows_own() -> None:

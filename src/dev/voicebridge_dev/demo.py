@@ -310,13 +310,21 @@ SPANISH_LINES: Final[Mapping[str, str]] = {
 """The voice agent flow's own lines in Spanish, as a Spanish-speaking contact centre would write them."""
 _AGENT_DEFAULTS: Final = Settings.from_env({})
 SPANISH_AGENT_LINES: Final[Mapping[str, str]] = {
-    "A2A_GREETING_TEXT": SPANISH_LINES[_AGENT_DEFAULTS.a2a_greeting_text],
-    "A2A_REPROMPT_TEXT": SPANISH_LINES[_AGENT_DEFAULTS.a2a_reprompt_text],
-    "A2A_GOODBYE_TEXT": SPANISH_LINES[_AGENT_DEFAULTS.a2a_goodbye_text],
-    "A2A_HOLD_TEXT": SPANISH_LINES[_AGENT_DEFAULTS.a2a_hold_text],
-    "A2A_CARD_TEXT": SPANISH_LINES[_AGENT_DEFAULTS.a2a_card_text],
+    "A2A_LINES": json.dumps(
+        {
+            "es": {
+                "greeting": SPANISH_LINES[_AGENT_DEFAULTS.a2a_greeting_text],
+                "reprompt": SPANISH_LINES[_AGENT_DEFAULTS.a2a_reprompt_text],
+                "goodbye": SPANISH_LINES[_AGENT_DEFAULTS.a2a_goodbye_text],
+                "hold": SPANISH_LINES[_AGENT_DEFAULTS.a2a_hold_text],
+                "card": SPANISH_LINES[_AGENT_DEFAULTS.a2a_card_text],
+            }
+        },
+        ensure_ascii=False,
+    )
 }
-"""The streaming agent's own lines in Spanish (its settings), for the Spanish call on the streaming transport."""
+"""The streaming agent's own lines in Spanish (``A2A_LINES``), for the Spanish call on the streaming transport: the
+deployment's stay English, as a contact centre serving both would set it."""
 
 
 def spoken_in(language: str, steps: list[Step], speech: SpeechEngine) -> list[Step]:

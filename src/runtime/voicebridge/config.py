@@ -383,6 +383,40 @@ def _voice_map(value: Any) -> tuple[tuple[str, str], ...]:
     return tuple(voices.items())
 
 
+AGENT_LINES: tuple[str, ...] = ("greeting", "reprompt", "goodbye", "hold", "card")
+"""The streaming agent's own lines, as ``A2A_LINES`` names them (``A2A_GREETING_TEXT`` ... ``A2A_CARD_TEXT``)."""
+
+
+def _agent_lines(value: Any) -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...]:
+    """The streaming agent's own lines by language: a JSON object of language tags to objects giving any of
+    :data:`AGENT_LINES` (``{"es": {"greeting": "¡Hola!", "hold": "Un momento."}}``)."""
+    if isinstance(value, tuple):
+        return value
+    try:
+        document = json.loads(_text(value))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"is not JSON ({exc.msg})") from None
+    if not isinstance(document, dict):
+        raise ValueError('must be a JSON object of language tags to lines ({"es": {"greeting": "..."}})')
+    by_language: dict[str, tuple[tuple[str, str], ...]] = {}
+    for language, lines in document.items():
+        try:
+            tag = language_tag(language)
+        except InvalidInput:
+            raise ValueError(f"{language!r} is not a language tag") from None
+        if tag in by_language:
+            raise ValueError(f"names {tag} twice")
+        if not isinstance(lines, dict) or not lines:
+            raise ValueError(f"the lines for {tag} must be a JSON object giving any of {', '.join(AGENT_LINES)}")
+        for name, line in lines.items():
+            if name not in AGENT_LINES:
+                raise ValueError(f"{name!r} (for {tag}) is not a line the agent says: {', '.join(AGENT_LINES)}")
+            if not isinstance(line, str) or not line.strip():
+                raise ValueError(f"the {name} line for {tag} must be text, not empty")
+        by_language[tag] = tuple((name, lines[name].strip()) for name in AGENT_LINES if name in lines)
+    return tuple(by_language.items())
+
+
 def _intent_actions(value: Any) -> tuple[tuple[str, Action], ...]:
     """``Intent=Action`` pairs separated by commas (``TransferToAgent=Transfer,Goodbye=Hangup``)."""
     if isinstance(value, tuple):
@@ -540,6 +574,11 @@ class Settings:
     of it heard (the voice-agent flow's holding line)."""
     a2a_card_text: str = "A colleague will take your card details. Please hold."
     """What the agent says before it hands a caller who is to give a card number to a person (``ESCALATE``)."""
+    a2a_lines: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = field(
+        default=(), metadata=_checked_by(_agent_lines)
+    )
+    """The agent's own lines in the languages of its contacts (``{"es": {"greeting": "¡Hola!", ...}}``): a contact in
+    a language it names (by tag, then primary language) hears them, and ``A2A_*_TEXT`` for any line not given."""
     a2a_silence_ms: int = field(default=7000, metadata=_checked_by(_off_or_silence))
     """How long the line stays quiet (nobody speaking, no reply being made) before the agent asks whether anyone is
     there, and, the second time, says goodbye; Connect's silence marker counts the same; 0: Connect's marker only."""

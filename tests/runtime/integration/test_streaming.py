@@ -53,6 +53,10 @@ pytestmark = pytest.mark.timeout(120)
 TEMPLATE = ROOT / "template.yaml"
 CLIPS = load_clips()
 RATE = 8000
+GREETING = Settings.from_env({}).a2a_greeting_text
+SPANISH_GREETING = "¡Hola! Gracias por llamar al banco. ¿En qué puedo ayudarle?"
+# The agent's own lines in Spanish for a Spanish contact; the lines not given stay the deployment's.
+AGENT_LINES = {"es": {"greeting": SPANISH_GREETING, "hold": "Un momento."}}
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +75,12 @@ def agent(cloud: LocalCloud, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     path = tmp_path_factory.mktemp("agent") / "agent.log"
     with (
         path.open("w", encoding="utf-8") as log,
-        LocalAgent(cloud, TEMPLATE, env=scenario_settings(SCENARIOS["normal"]), log=log) as server,
+        LocalAgent(
+            cloud,
+            TEMPLATE,
+            env={**scenario_settings(SCENARIOS["normal"]), "A2A_LINES": json.dumps(AGENT_LINES)},
+            log=log,
+        ) as server,
     ):
         yield server
     # The server goes on from a slip in a session's task, as on a call: the sessions here must have made none.
@@ -127,6 +136,7 @@ def test_a_contact_is_negotiated_greeted_after_ready_answered_and_handed_to_a_pe
     # The greeting, one answer per turn: each with its audio, its trace, then its terminal status.
     assert [turn.state for turn in result.turns] == ["TASK_STATE_COMPLETED"] * 3
     assert len(result.traces) == 3
+    assert history_from_traces(result.traces[:1])[0]["parts"][0]["text"] == GREETING
     assert agent_audio_after(result, starts["balance"]) and agent_audio_after(result, starts["person"])
     kept = record(cloud, contact)
     heard = [turn["heard"] for turn in kept["turns"]]
@@ -413,6 +423,8 @@ def test_a_spanish_contact_is_heard_on_inks_manual_endpoint_and_answered_in_span
     result = session(agent, audio, instance_arn=instance, contact_arn=contact)
 
     assert result.finish is not None and result.finish.type == "ESCALATE"
+    # Greeted in the contact's language (A2A_LINES' Spanish, for es-US).
+    assert history_from_traces(result.traces[:1])[0]["parts"][0]["text"] == SPANISH_GREETING
     kept = record(cloud, contact)
     assert kept["listening"]["language"] == "es-US"
     (turn,) = kept["turns"]
@@ -465,9 +477,8 @@ def test_a_handoff_with_history_is_not_greeted_and_its_unanswered_message_is_ans
 
     # The first thing the caller hears answers the question they asked before the handoff; no greeting.
     first = history_from_traces(result.traces[:1])
-    greeting = Settings.from_env({}).a2a_greeting_text
     assert [m["role"] for m in first] == ["ROLE_USER", "ROLE_AGENT"] and first[0]["parts"][0]["text"] == asked
-    assert greeting not in first[1]["parts"][0]["text"]
+    assert GREETING not in first[1]["parts"][0]["text"]
     assert result.finish is not None and result.finish.type == "ESCALATE"
     kept = record(cloud, contact)
     assert [turn["heard"] for turn in kept["turns"]] == [asked, CLIPS["person"].transcript]

@@ -76,11 +76,11 @@ def test_other_keys_are_a_turn() -> None:
 def test_a_card_number_typed_unasked_is_dropped_and_the_caller_handed_back() -> None:
     keyed = pressed("4111111111111111#")
     assert keyed.typed == []
-    assert keyed.said == [(SETTINGS.card_text, CARD_FINISH, "")]
+    assert keyed.said == [(SETTINGS.lines.card, CARD_FINISH, "")]
     assert keyed.metrics.names == ["CardKeysDropped"]
 
 
 def test_once_a_reply_asked_for_the_card_every_key_is_dropped_and_the_hand_over_said_again() -> None:
     keyed = pressed("12#", card_asked_by="I want to pay by card")
     assert keyed.typed == []
-    assert keyed.said == [(SETTINGS.card_text, CARD_FINISH, "I want to pay by card")] * 2
+    assert keyed.said == [(SETTINGS.lines.card, CARD_FINISH, "I want to pay by card")] * 2

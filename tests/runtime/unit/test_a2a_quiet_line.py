@@ -5,6 +5,7 @@ Connect's silence marker counts the same, only on a quiet line."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
@@ -92,7 +93,10 @@ def test_a_quiet_line_is_asked_about_once_then_told_goodbye() -> None:
 
     line = on_a_line(check)
 
-    assert line.said == [(SETTINGS.reprompt, None), (SETTINGS.goodbye, ("COMPLETE", "the caller said nothing"))]
+    assert line.said == [
+        (SETTINGS.lines.reprompt, None),
+        (SETTINGS.lines.goodbye, ("COMPLETE", "the caller said nothing")),
+    ]
     # Each after a whole silence, never sooner.
     assert line.said_at[0] - started >= QUIET_S and line.said_at[1] - line.said_at[0] >= QUIET_S
 
@@ -120,7 +124,7 @@ def test_nothing_is_asked_while_anyone_speaks_or_a_reply_is_on_its_way_and_the_c
 
     line = on_a_line(check)
 
-    assert line.said[0] == (SETTINGS.reprompt, None)
+    assert line.said[0] == (SETTINGS.lines.reprompt, None)
 
 
 def test_connects_silence_marker_counts_only_on_a_quiet_line() -> None:
@@ -130,7 +134,7 @@ def test_connects_silence_marker_counts_only_on_a_quiet_line() -> None:
         assert line.said == []
         line.worker.making = False
         await line.session._text(TextIn(EMPTY_USER_INPUT))
-        assert line.said == [(SETTINGS.reprompt, None)]
+        assert line.said == [(SETTINGS.lines.reprompt, None)]
 
     on_a_line(check)
 
@@ -158,7 +162,7 @@ def test_a_reply_slow_in_coming_gets_one_holding_line_once_the_hold_time_has_pas
     line = on_a_line(check, silence_s=0, settings=HOLD)
 
     # Once a turn, never before the hold time.
-    assert line.said == [(HOLD.hold_text, None)] and line.worker.ended == [3]
+    assert line.said == [(HOLD.lines.hold, None)] and line.worker.ended == [3]
     assert line.said_at[0] - ended >= HOLD.hold_after_ms / 1000
 
 
@@ -193,4 +197,13 @@ def test_no_holding_line_over_a_caller_mid_turn() -> None:
 
     line = on_a_line(check, silence_s=0, settings=HOLD)
 
-    assert line.said == [(HOLD.hold_text, None)]
+    assert line.said == [(HOLD.lines.hold, None)]
+
+
+def test_a_contacts_own_lines_are_its_languages_with_the_deployments_for_any_line_not_given() -> None:
+    spanish = {"es": {"greeting": "¡Hola!", "hold": "Un momento."}, "es-MX": {"greeting": "¡Qué tal!"}}
+    settings = StreamSettings.of(Settings.from_env({"A2A_LINES": json.dumps(spanish)}))
+
+    assert settings.lines_in("es-US") == replace(SETTINGS.lines, greeting="¡Hola!", hold="Un momento.")
+    assert settings.lines_in("es-MX") == replace(SETTINGS.lines, greeting="¡Qué tal!", hold="Un momento.")
+    assert settings.lines_in("fr") == settings.lines_in("en-US") == SETTINGS.lines

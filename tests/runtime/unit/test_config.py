@@ -220,6 +220,36 @@ def test_a_malformed_voice_map_is_refused(voices: str, reason: str) -> None:
         Settings.from_env({"SONIC_VOICES": voices})
 
 
+def test_the_agents_own_lines_are_read_by_language_tag_in_the_order_it_says_them() -> None:
+    given = {"es-us": {"hold": " Un momento. ", "greeting": "¡Hola!"}, "fr": {"goodbye": "Au revoir !"}}
+
+    lines = Settings.from_env({"A2A_LINES": json.dumps(given)}).a2a_lines
+
+    assert lines == (
+        ("es-US", (("greeting", "¡Hola!"), ("hold", "Un momento."))),
+        ("fr", (("goodbye", "Au revoir !"),)),
+    )
+
+
+@pytest.mark.parametrize(
+    ("lines", "reason"),
+    [
+        ("{es", "is not JSON"),
+        ('["es"]', "must be a JSON object of language tags to lines"),
+        ('{"1": {"greeting": "Hola"}}', "'1' is not a language tag"),
+        ('{"es": {"greeting": "Hola"}, "ES": {"hold": "Un momento."}}', "names es twice"),
+        ('{"es": "Hola"}', "the lines for es must be a JSON object giving any of greeting, reprompt"),
+        ('{"es": {}}', "the lines for es must be a JSON object"),
+        ('{"es": {"welcome": "Hola"}}', "'welcome' (for es) is not a line the agent says: greeting, reprompt"),
+        ('{"es": {"greeting": "  "}}', "the greeting line for es must be text, not empty"),
+        ('{"es": {"greeting": 1}}', "the greeting line for es must be text, not empty"),
+    ],
+)
+def test_malformed_agent_lines_are_refused(lines: str, reason: str) -> None:
+    with pytest.raises(ConfigurationError, match=f"A2A_LINES: {re.escape(reason)}"):
+        Settings.from_env({"A2A_LINES": lines})
+
+
 @pytest.mark.parametrize(
     ("mode", "said"),
     [

@@ -41,15 +41,17 @@ EventBridge). What is this transport's own:
   handover note is in the contact's attributes; a reply that could not be spoken fails its task
   (``TASK_STATE_FAILED``, 424);
 - keys pressed (``DTMF_INPUT_COMPLETE``) are a turn, except a card number: once a reply asks for the card on the
-  keypad (``Collect=card``), the agent says ``a2a_card_text`` and hands the contact back (``ESCALATE``,
+  keypad (``Collect=card``), the agent says its card line (``a2a_card_text``) and hands the contact back (``ESCALATE``,
   ``VoicebridgeCollect=card``) for a person or the flow to take it; keys pressed for it, or any that form a card
   number, never reach the responder, the turn table, the record or a log;
 - **a slow reply**: once a turn's reply has been ``converse_hold_after_ms`` in the making with nothing of it heard,
-  the agent says ``a2a_hold_text`` ("One moment."), once a turn, as the voice-agent flow does;
+  the agent says its holding line (``a2a_hold_text``, "One moment."), once a turn, as the voice-agent flow does;
 - **a quiet line**: after ``a2a_silence_ms`` with nobody speaking and no reply being made or played, the agent asks
   whether anyone is there, and the second time says goodbye (``COMPLETE``). Connect's silence marker counts the same
   when the line is quiet by the agent's account too: whether Connect sends one in audio streaming, and after how long,
-  is not published (docs/protocols.md), so the agent does not wait on it.
+  is not published (docs/protocols.md), so the agent does not wait on it;
+- **its own lines in the contact's language**: ``a2a_lines`` gives them per language (a contact's ``Language``
+  attribute, as it picks Ink's model and Sonic's voice); a line it does not give is ``a2a_*_text``.
 """
 
 from __future__ import annotations
@@ -85,7 +87,7 @@ from voicebridge.ink.listening import ListeningSettings
 from voicebridge.ink.pacer import CATCH_UP_AFTER_MS, Pacer
 from voicebridge.ink.session import InkSession, TurnListener
 from voicebridge.ink.transcriber import MetricSink, TrackTranscriber
-from voicebridge.language import Listening
+from voicebridge.language import Listening, for_language, primary
 from voicebridge.redaction import luhn_valid
 from voicebridge.sonic.synthesizer import SynthesisCancelled
 from voicebridge.store.replies import ReplyStore
@@ -172,14 +174,28 @@ def speaker(role: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class StreamSettings(ListeningSettings):
-    """What a session reads of the settings: how it listens, as the flows path does, and how it speaks."""
+class AgentLines:
+    """What the agent says of its own, not a reply (``A2A_GREETING_TEXT`` ... ``A2A_CARD_TEXT``, or ``A2A_LINES`` in
+    a contact's language)."""
 
     greeting: str
     reprompt: str
+    """The line is quiet the first time."""
     goodbye: str
-    card_text: str
-    hold_text: str
+    """The line is quiet the second time."""
+    hold: str
+    """A reply is slow in coming."""
+    card: str
+    """The caller is handed over to give a card number."""
+
+
+@dataclass(frozen=True, slots=True)
+class StreamSettings(ListeningSettings):
+    """What a session reads of the settings: how it listens, as the flows path does, and how it speaks."""
+
+    lines: AgentLines
+    """The agent's own lines in a language ``lines_by_language`` does not name."""
+    lines_by_language: tuple[tuple[str, AgentLines], ...]
     hold_after_ms: int
     lead_ms: int
     pause_ms: int
@@ -191,12 +207,16 @@ class StreamSettings(ListeningSettings):
 
     @classmethod
     def of(cls, settings: Settings) -> StreamSettings:
-        return cls(
+        lines = AgentLines(
             greeting=settings.a2a_greeting_text,
             reprompt=settings.a2a_reprompt_text,
             goodbye=settings.a2a_goodbye_text,
-            card_text=settings.a2a_card_text,
-            hold_text=settings.a2a_hold_text,
+            hold=settings.a2a_hold_text,
+            card=settings.a2a_card_text,
+        )
+        return cls(
+            lines=lines,
+            lines_by_language=tuple((tag, replace(lines, **given)) for tag, given in _layered(settings.a2a_lines)),
             hold_after_ms=settings.converse_hold_after_ms,
             lead_ms=settings.a2a_output_lead_ms,
             pause_ms=settings.a2a_barge_in_pause_ms,
@@ -209,6 +229,17 @@ class StreamSettings(ListeningSettings):
             silence_ms=settings.a2a_silence_ms,
             replies=ReplySettings.of(settings, polled=False),
         )
+
+    def lines_in(self, language: str) -> AgentLines:
+        """The agent's own lines for a contact in ``language`` (by tag, then primary language)."""
+        found = for_language(dict(self.lines_by_language), language)
+        return found if found is not None else self.lines
+
+
+def _layered(by_language: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]) -> list[tuple[str, dict[str, str]]]:
+    """Each language's lines over its primary language's (``es-MX`` gives its greeting, ``es`` the rest)."""
+    given = {tag: dict(lines) for tag, lines in by_language}
+    return [(tag, {**given.get(primary(tag), {}), **lines}) for tag, lines in given.items()]
 
 
 @dataclass(frozen=True)
@@ -303,6 +334,8 @@ class AgentSession:
         self._backchannels: deque[tuple[float, float]] = deque(maxlen=32)
         """Voice over the agent too short to interrupt it (epoch seconds): a turn Ink makes of it is not answered."""
         self._silences = 0
+        self._lines = settings.lines
+        """The agent's own lines, in the contact's language once it is known (:meth:`_start_engine`)."""
         self._card_for: str | None = None
         """What the caller asked when a reply asked for their card on the keypad (None: no reply has)."""
         self._caller_turn: int | None = None
@@ -405,6 +438,7 @@ class AgentSession:
             self._engine.contact_language(init.instance_arn, init.contact_id)
         )
         claim, _, previous = self._claim(init, listening.language)
+        self._lines = self._settings.lines_in(listening.language)
         redial = claim is Claim.TAKEN_OVER
         exchanges, unanswered = ([], "") if redial else continuation(init.history)
         self.continuing = redial or bool(exchanges or unanswered)
@@ -625,9 +659,9 @@ class AgentSession:
         self._silences += 1
         logger.info("the line is quiet", noticed_by=noticed_by, silences=self._silences)
         if self._silences == 1:
-            self._say(self._settings.reprompt)
+            self._say(self._lines.reprompt)
         else:
-            self._say(self._settings.goodbye, finish=("COMPLETE", "the caller said nothing"))
+            self._say(self._lines.goodbye, finish=("COMPLETE", "the caller said nothing"))
 
     async def _watch_line(self, silence_s: float) -> None:
         """The agent's own ear on the line: a reply slow in coming gets a holding line; ``silence_s`` of a quiet line
@@ -655,7 +689,7 @@ class AgentSession:
             return
         self._thinking = None
         logger.info("the reply is slow in coming: a holding line", turn=thinking[0])
-        self._say(self._settings.hold_text)
+        self._say(self._lines.hold)
 
     # -- barge-in
 
@@ -768,7 +802,7 @@ class AgentSession:
         self._ticker = self._loop.create_task(self._tick())
         self._hush = self._loop.create_task(self._watch_line(self._settings.silence_ms / 1000))
         if not self.continuing:
-            self._say(self._settings.greeting)
+            self._say(self._lines.greeting)
 
     def _task_for(self, reply: ReplyInProgress | None, name: str) -> _Task:
         player = self._player
@@ -870,10 +904,10 @@ class AgentSession:
 
     def _collect_card(self, asked: str) -> None:
         """The caller is to give a card number, which this agent never takes (a model would hear it): after what is
-        being said, ``a2a_card_text``, then the contact goes back to the flow (``ESCALATE``, ``VoicebridgeCollect``)
+        being said, its card line, then the contact goes back to the flow (``ESCALATE``, ``VoicebridgeCollect``)
         for a person, or the flow's own encrypted keypad input, to take it."""
         self._card_for = asked
-        self._say(self._settings.card_text, finish=CARD_FINISH, asked=asked)
+        self._say(self._lines.card, finish=CARD_FINISH, asked=asked)
 
     async def _tick(self) -> None:
         player = self._player
