@@ -29,6 +29,7 @@ import numpy as np
 from voicebridge.audio.wav import pcm16_wav_bytes
 from voicebridge.redaction import Redactor
 from voicebridge_dev.local.a2a import ConnectSettings, SessionResult, run_session
+from voicebridge_dev.local.a2a.redial import said_in_order
 from voicebridge_dev.local.agent import LocalAgent
 from voicebridge_dev.local.cloud import CloudBase
 from voicebridge_dev.local.kvs import EMULATED_INSTANCE_ID
@@ -230,8 +231,8 @@ def _with_barge_in(entry: dict[str, Any], over: Sequence[Mapping[str, Any]]) -> 
 
 def write_outputs(call: StreamingCall, out: Path, redactor: Redactor) -> dict[str, Path]:
     """``call.wav`` (what the caller heard: the agent, with the caller's own lines on the left channel),
-    ``transcript.txt``, and ``call-record.json`` (the record the product stored, as it was written: redacted
-    there) when one came."""
+    ``transcript.txt`` (from the traces the agent sent Connect, redacted), and ``call-record.json`` (the record the
+    product stored, as it was written: redacted there) when one came."""
     out.mkdir(parents=True, exist_ok=True)
     heard = np.frombuffer(bytes(call.session.recording.pcm), dtype="<i2")
     caller = np.zeros_like(heard)
@@ -242,10 +243,10 @@ def write_outputs(call: StreamingCall, out: Path, redactor: Redactor) -> dict[st
     files = {"recording": out / "call.wav", "transcript": out / "transcript.txt"}
     files["recording"].write_bytes(pcm16_wav_bytes(np.stack([caller, heard], axis=1), RATE, channels=2))
     lines = [f"contact {call.contact_id} (streaming transport)"]
-    for turn in turn_figures(call):
-        lines.append(f"CALLER  {redactor.redact(turn.heard).text}")
-        if turn.reply:
-            lines.append(f"AGENT   {redactor.redact(turn.reply).text}")
+    # What Connect was told, in the order it was said: the agent's own lines (the greeting, a holding line) with the
+    # turns and what was said of each reply.
+    for _, role, text in said_in_order(call.session.traces):
+        lines.append(f"{'CALLER ' if role == 'ROLE_USER' else 'AGENT  '} {redactor.redact(text).text}")
     files["transcript"].write_text("\n".join(lines) + "\n", encoding="utf-8")
     if call.record is not None:
         files["record"] = out / "call-record.json"

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from voicebridge.call.record import CALLER_WENT_ON_MS
+from voicebridge.config import Settings
 from voicebridge_dev.demo import run_demo
 from voicebridge_dev.turn_ends import summarise
 
@@ -113,6 +114,10 @@ def test_the_streaming_transport_runs_the_demos_scenario_with_the_same_report_ke
     }
     assert turn["latency_ms"]["stop_to_turn_end"] < turn["latency_ms"]["stop_to_playing"]
     assert {path.name for path in streaming_call.out.iterdir()} >= {"call.wav", "transcript.txt", "call-record.json"}
+    # The transcript is what Connect was told, in order: the agent's greeting, the caller, the hand-over reply.
+    said = (streaming_call.out / "transcript.txt").read_text(encoding="utf-8").splitlines()[1:]
+    assert said[:2] == [f"AGENT   {Settings.from_env({}).a2a_greeting_text}", f"CALLER  {turn['heard']}"]
+    assert len(said) == 3 and said[2].startswith("AGENT   "), said
     # The hand-over reply was heard whole: the session ends once its audio has played.
     record = json.loads((streaming_call.out / "call-record.json").read_text(encoding="utf-8"))
     replies = [turn["reply"] for turn in record["turns"] if turn["track"] == "customer"]

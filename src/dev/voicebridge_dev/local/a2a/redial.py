@@ -46,25 +46,43 @@ def history_from_traces(traces: Sequence[TraceReceived]) -> list[dict[str, Any]]
     nothing."""
     messages: list[dict[str, Any]] = []
     for trace in traces:
-        if trace.problems:
-            continue
-        said: list[tuple[int, str, str]] = []
-        for span in _spans(trace.otlp):
-            for event in span.get("events") or ():
-                if isinstance(event, dict) and event.get("name") == MESSAGE_EVENT:
-                    values = _attributes(event)
-                    role = ROLES.get(values.get("aws.connect.span.message.role", ""))
-                    text = values.get("aws.connect.span.message.content", "").strip()
-                    if role and text:
-                        said.append((int(event.get("timeUnixNano") or 0), role, text))
-        said.sort(key=lambda item: item[0])
-        for _, role, text in said:
+        for _, role, text in _said(trace):
             if messages and messages[-1]["role"] == role == "ROLE_AGENT":
                 messages[-1]["parts"][0]["text"] += f" {text}"
                 continue
             part = {"text": text, "mediaType": "text/plain"}
             messages.append({"messageId": f"h-{len(messages) + 1}", "role": role, "parts": [part]})
     return messages
+
+
+def said_in_order(traces: Sequence[TraceReceived]) -> list[tuple[int, str, str]]:
+    """What the traces Connect could read tell — (epoch ns, history role, text): each trace's input, and its outputs
+    as one message from when the first was said — in the order said across the traces (a holding line's own trace
+    comes in before that of the turn it was said in, whose input is older)."""
+    said: list[tuple[int, str, str]] = []
+    for trace in traces:
+        messages = _said(trace)
+        said += [message for message in messages if message[1] != "ROLE_AGENT"]
+        outputs = [message for message in messages if message[1] == "ROLE_AGENT"]
+        if outputs:
+            said.append((outputs[0][0], "ROLE_AGENT", " ".join(text for _, _, text in outputs)))
+    return sorted(said, key=lambda message: message[0])
+
+
+def _said(trace: TraceReceived) -> list[tuple[int, str, str]]:
+    """A trace's messages (epoch ns, history role, text), in the order said; none when Connect could not read it."""
+    if trace.problems:
+        return []
+    said: list[tuple[int, str, str]] = []
+    for span in _spans(trace.otlp):
+        for event in span.get("events") or ():
+            if isinstance(event, dict) and event.get("name") == MESSAGE_EVENT:
+                values = _attributes(event)
+                role = ROLES.get(values.get("aws.connect.span.message.role", ""))
+                text = values.get("aws.connect.span.message.content", "").strip()
+                if role and text:
+                    said.append((int(event.get("timeUnixNano") or 0), role, text))
+    return sorted(said, key=lambda item: item[0])
 
 
 def _spans(otlp: Any) -> list[dict[str, Any]]:
