@@ -32,8 +32,10 @@ SAM_ENV := SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east
 # Everything, the integration tests (the local cloud, several minutes) last. Lint, types and the unit tests run beside
 # the deployment tools' virtualenvs and what needs them — the template and manifests checked, the Lambda artifacts as
 # `sam build` makes them, checkov — which wait on nothing the quick checks use: each alone is mostly one core's work.
+# The unit tests, the longest of them, are named first so that one of the two jobs takes them at once (named inside
+# `check` alone, they waited behind the tools' installs and ran on alone at the end).
 test: $(DEV_STAMP) system-deps
-	$(MAKE) --no-print-directory -j2 check tools template eks-manifests sam-validate artifact checkov
+	$(MAKE) --no-print-directory -j2 unit check tools template eks-manifests sam-validate artifact checkov
 	$(MAKE) --no-print-directory integration
 
 tools: $(SAM_STAMP) $(CHECKOV_STAMP) $(K8S_MODELS_STAMP)
