@@ -32,18 +32,25 @@ SAM_ENV := SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east
 # Everything, the integration tests (the local cloud, several minutes) last. Lint, types and the unit tests run beside
 # the deployment tools' virtualenvs and what needs them — the template and manifests checked, the Lambda artifacts as
 # `sam build` makes them, checkov — which wait on nothing the quick checks use: each alone is mostly one core's work.
-# The unit tests, the longest of them, are named first so that one of the two jobs takes them at once (named inside
-# `check` alone, they waited behind the tools' installs and ran on alone at the end).
-test: $(DEV_STAMP) system-deps
+# The unit tests, the longest of them, are named first so that one of the two jobs takes them at once; the models are
+# fetched before, or make would leave the unit tests, waiting on them, until every other job had started (GNU make
+# 4.3 goes on round its goals), and they ran on alone at the end.
+test: $(DEV_STAMP) system-deps models
 	$(MAKE) --no-print-directory -j2 unit check tools template eks-manifests sam-validate artifact checkov
 	$(MAKE) --no-print-directory integration
 
 tools: $(SAM_STAMP) $(CHECKOV_STAMP) $(K8S_MODELS_STAMP)
 
 # The voice-activity and end-of-turn models with their licences, from pinned registry wheels into the ignored
-# src/runtime/voicebridge/models/ (src/runtime/fetch_models.py): the tests, benchmarks and the demo run them.
-models: $(DEV_STAMP)
+# src/runtime/voicebridge/models/ (src/runtime/fetch_models.py): the tests, benchmarks and the demo run them. Files,
+# not a step run every time: once they are there, what needs them starts at once (a `models` still running when
+# `make -j2` first reached the unit tests put them behind every other job of the first stage).
+MODEL_FILES := src/runtime/voicebridge/models/silero_vad.onnx src/runtime/voicebridge/models/smart-turn-v3.2-cpu.onnx
+models: $(MODEL_FILES)
+
+$(MODEL_FILES) &: src/runtime/fetch_models.py | $(DEV_STAMP)
 	$(MAKE) --no-print-directory -C src/runtime models PYTHON=$(abspath $(PY))
+	touch $(MODEL_FILES)
 
 # The quick loop while working: lint, types and the unit tests, no local cloud.
 check: $(DEV_STAMP) models lint typecheck unit
