@@ -72,7 +72,7 @@ typecheck: $(DEV_STAMP)
 
 # Tests are marked by folder (tests/conftest.py): anything under an integration/ folder needs the local cloud.
 unit: $(DEV_STAMP) models
-	$(VENV)/bin/pytest -q -m unit
+	$(VENV)/bin/pytest -q -m unit $(addprefix --ignore=,$(INTEGRATION_DIRS))
 
 # They mostly wait on the local cloud's timers, so they run in worker processes, each with a local cloud of its own;
 # a test file stays on one worker, so its module fixtures are built once. Four workers on two cores: the waits
@@ -80,15 +80,17 @@ unit: $(DEV_STAMP) models
 # holding one of the two cores (docs/development.md). INTEGRATION_WORKERS=3 if a machine's other work makes calls late.
 # INTEGRATION_WORKERS=0 runs them in one. The slowest ten are named at the end of every run. Files are handed out in
 # collection order, where tests/conftest.py puts the longest first (xdist's own order, by number of tests, left the
-# longest single tests to run alone at the end).
+# longest single tests to run alone at the end). Each worker collects only the integration folders: collecting every
+# test, the unit tests' modules imported four times over on two cores, held the workers' start 20 s.
 INTEGRATION_WORKERS ?= 4
+INTEGRATION_DIRS := $(wildcard tests/*/integration)
 integration: $(DEV_STAMP) system-deps models
-	$(VENV)/bin/pytest -q -m integration --durations=10 \
+	$(VENV)/bin/pytest -q -m integration --durations=10 $(INTEGRATION_DIRS) \
 	  $(if $(filter 0,$(INTEGRATION_WORKERS)),,-n $(INTEGRATION_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 # What `sam build` put in each function's folder: the runtime alone (tests/artifact, skipped without a build).
 artifact: sam-build
-	VOICEBRIDGE_BUILD_DIR=.aws-sam/build $(VENV)/bin/pytest -q -m artifact
+	VOICEBRIDGE_BUILD_DIR=.aws-sam/build $(VENV)/bin/pytest -q -m artifact tests/artifact
 
 # The optional self-managed Sonic fleet and the streaming agent server (deploy/) are stacks of their own: linted,
 # validated and scanned alike.
