@@ -251,6 +251,25 @@ def test_interrupt_does_not_report_a_finished_or_a_dropped_response() -> None:
     assert p.interrupt(0.01) == []
 
 
+def test_only_a_response_dropped_before_any_of_its_audio_was_made_is_unheard() -> None:
+    p = player()
+    finished = p.open("finished")
+    p.push(finished, speech(40))
+    p.end(finished)
+    read(p.due(0.0))
+    playing, speculation, unmade = p.open("playing"), p.open("speculation", dropped=lambda: True), p.open("unmade")
+    p.push(playing, speech(500))
+    p.due(0.0)
+
+    assert p.interrupt(0.05) == [playing]
+    assert [(r.interrupted, r.unheard) for r in (finished, playing, speculation, unmade)] == [
+        (False, False),
+        (True, False),
+        (False, False),
+        (False, True),
+    ]
+
+
 def test_an_interruption_for_a_turn_keeps_the_reply_held_for_it_and_plays_it_once_released() -> None:
     p = player()
     playing = p.open("task-1")

@@ -54,6 +54,8 @@ class Response:
     closed: bool = False
     """Its ``lastChunk`` went out (or it was interrupted): nothing more is sent under its artifact."""
     interrupted: bool = False
+    unheard: bool = False
+    """Dropped by an interruption before any of its audio was made (never sent, nothing for Connect to flush)."""
     played_out_at: float = 0.0
     """When Connect will have played everything sent of it (monotonic seconds)."""
     first_sent_at: float | None = None
@@ -126,14 +128,17 @@ class Player:
 
     def interrupt(self, now: float, *, keep_held: bool = False) -> list[Response]:
         """Drop everything not yet sent; the responses cut short (their audio was being heard or was due). With
-        ``keep_held``, a response still held back (a speculative reply not yet committed, none of it sent) stays."""
+        ``keep_held``, a response still held back (a speculative reply not yet committed, none of it sent) stays.
+        A response dropped before any of its audio was made is marked ``unheard``: Connect holds nothing of it to flush,
+        and what it would have done once heard (a hand-back, a goodbye) is not done."""
         with self._lock:
             kept = [r for r in self._responses if keep_held and not r.sent_bytes and not r.released()]
             gone = [r for r in self._responses if r not in kept]
             cut = [r for r in gone if not r.closed and (r.sent_bytes or r.queue) and not r.dropped()]
             for response in gone:
-                response.closed = True
                 response.interrupted = response in cut
+                response.unheard = not (response.closed or response.interrupted or response.dropped())
+                response.closed = True
                 response.queue.clear()
             self._responses = deque(kept)
             self._paused = False

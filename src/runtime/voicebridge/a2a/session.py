@@ -338,6 +338,8 @@ class AgentSession:
         """The agent's own lines, in the contact's language once it is known (:meth:`_start_engine`)."""
         self._card_for: str | None = None
         """What the caller asked when a reply asked for their card on the keypad (None: no reply has)."""
+        self._last_turn = -1
+        """The caller's latest turn that ended (not a backchannel; keys that were a turn included)."""
         self._caller_turn: int | None = None
         """The caller's turn in progress, as the transcriber marks it (its voice heard, or Ink's ``turn.start``, until
         it is stored or comes to nothing): a response to an earlier turn does not begin over it."""
@@ -621,6 +623,10 @@ class AgentSession:
         with self._lock:
             self._caller_turn = open_turn(self._caller_turn, seq, speaking)
 
+    def _spoke_after(self, seq: int) -> bool:
+        """Whether the caller has spoken (or is speaking) a turn after ``seq``."""
+        return self._caller_went_on(seq) or self._last_turn > seq
+
     def _caller_went_on(self, seq: int | None) -> bool:
         """Whether the caller is speaking a turn after ``seq`` (None: any turn), so a response to it waits: said over
         them it would be cut as their turn ends, and the turn's own reply takes its place."""
@@ -744,6 +750,8 @@ class AgentSession:
         player, worker = self._player, self._worker
         assert worker is not None
         now = time.monotonic()
+        if not turn.backchannel:
+            self._last_turn = max(self._last_turn, turn.seq)
         with self._lock:
             begun = any(task.reply is not None and task.reply.seq >= turn.seq for task in self._tasks)
         if not turn.backchannel and not begun:
@@ -894,7 +902,9 @@ class AgentSession:
         action, attributes = reply.finished or (Action.CONTINUE, {})
         if action in FINISH:
             task.finish = FINISH[action]
-        elif attributes.get("Collect") == "card":
+        elif attributes.get("Collect") == "card" and not self._spoke_after(reply.seq):
+            # (A caller who spoke a turn after the one it answers is answered instead; keys pressed over it are the
+            # card the reply asked for.)
             self._collect_card(reply.transcript)
         if not task.segments and not reply.spoken and reply.heard is None:
             task.failed = (424, "no sentence of the reply could be spoken", "DEPENDENCY_FAILURE")
@@ -974,7 +984,8 @@ class AgentSession:
                     init.context_id, task.task_id, task.trace.otlp(interrupted=interrupted, failed=task.failed)
                 )
             )
-        finish = None if interrupted else task.finish
+        # A hand-back or goodbye cut short, or dropped before any of it was heard, is not done.
+        finish = None if interrupted or task.response.unheard else task.finish
         if task.failed is not None and not interrupted:
             await self._send(protocol.status_frame(init.context_id, task.task_id, error=task.failed))
             self._sink.add("StreamingErrors", MetricUnit.Count, 1)
