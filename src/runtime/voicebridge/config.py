@@ -309,27 +309,35 @@ def _turn_end_policy(tag: str, given: Any) -> TurnEndPolicy:
     return policy
 
 
+def _by_language_tag(value: Any, what: str, every: str | None = None) -> list[tuple[str, Any]]:
+    """A JSON object keyed by language tag (``every`` too, as it is), as (tag written the usual way, value) pairs;
+    ``what`` says what the values are, for the error."""
+    try:
+        document = json.loads(_text(value))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"is not JSON ({exc.msg})") from None
+    if not isinstance(document, dict):
+        raise ValueError(f"must be a JSON object of language tags to {what}")
+    pairs: dict[str, Any] = {}
+    for language, given in document.items():
+        try:
+            tag = language if language == every else language_tag(language)
+        except InvalidInput:
+            raise ValueError(f"{language!r} is not a language tag") from None
+        if tag in pairs:
+            raise ValueError(f"names {tag} twice")
+        pairs[tag] = given
+    return list(pairs.items())
+
+
 def _turn_end_policies(value: Any) -> tuple[tuple[str, TurnEndPolicy], ...]:
     """A JSON object of language tags (``*``: any other language) to turn-end policies:
     ``{"es": {"silence_ms": 900}, "fr": {"threshold": 0.9, "quiet_ms": 600, "silence_ms": 900}}``. A ``*`` not
     given is the built-in one."""
     if isinstance(value, tuple):
         return value
-    try:
-        document = json.loads(_text(value))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"is not JSON ({exc.msg})") from None
-    if not isinstance(document, dict):
-        raise ValueError('must be a JSON object of language tags to policies ({"es": {"silence_ms": 900}})')
-    policies: dict[str, TurnEndPolicy] = {}
-    for language, given in document.items():
-        try:
-            tag = language if language == EVERY_LANGUAGE else language_tag(language)
-        except InvalidInput:
-            raise ValueError(f"{language!r} is not a language tag") from None
-        if tag in policies:
-            raise ValueError(f"names {tag} twice")
-        policies[tag] = _turn_end_policy(tag, given)
+    given_by_tag = _by_language_tag(value, 'policies ({"es": {"silence_ms": 900}})', EVERY_LANGUAGE)
+    policies = {tag: _turn_end_policy(tag, given) for tag, given in given_by_tag}
     policies.setdefault(EVERY_LANGUAGE, dict(TURN_END_POLICIES)[EVERY_LANGUAGE])
     return tuple(policies.items())
 
@@ -392,20 +400,8 @@ def _agent_lines(value: Any) -> tuple[tuple[str, tuple[tuple[str, str], ...]], .
     :data:`AGENT_LINES` (``{"es": {"greeting": "¡Hola!", "hold": "Un momento."}}``)."""
     if isinstance(value, tuple):
         return value
-    try:
-        document = json.loads(_text(value))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"is not JSON ({exc.msg})") from None
-    if not isinstance(document, dict):
-        raise ValueError('must be a JSON object of language tags to lines ({"es": {"greeting": "..."}})')
     by_language: dict[str, tuple[tuple[str, str], ...]] = {}
-    for language, lines in document.items():
-        try:
-            tag = language_tag(language)
-        except InvalidInput:
-            raise ValueError(f"{language!r} is not a language tag") from None
-        if tag in by_language:
-            raise ValueError(f"names {tag} twice")
+    for tag, lines in _by_language_tag(value, 'lines ({"es": {"greeting": "..."}})'):
         if not isinstance(lines, dict) or not lines:
             raise ValueError(f"the lines for {tag} must be a JSON object giving any of {', '.join(AGENT_LINES)}")
         for name, line in lines.items():

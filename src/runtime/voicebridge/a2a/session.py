@@ -76,7 +76,7 @@ from voicebridge.a2a.voice import StreamingVoice
 from voicebridge.audio.vad import BYTES_PER_MS, SharedDetector, VoiceActivity, detector
 from voicebridge.call.record import record_handoff
 from voicebridge.call.speaking import open_turn
-from voicebridge.config import Settings
+from voicebridge.config import AGENT_LINES, Settings
 from voicebridge.conversation import Action, Exchange
 from voicebridge.converse.making import ReplyInProgress, ReplySettings, Spoken
 from voicebridge.converse.responder import Responder
@@ -207,13 +207,8 @@ class StreamSettings(ListeningSettings):
 
     @classmethod
     def of(cls, settings: Settings) -> StreamSettings:
-        lines = AgentLines(
-            greeting=settings.a2a_greeting_text,
-            reprompt=settings.a2a_reprompt_text,
-            goodbye=settings.a2a_goodbye_text,
-            hold=settings.a2a_hold_text,
-            card=settings.a2a_card_text,
-        )
+        # Each line's setting is named for it (``a2a_greeting_text``), as A2A_LINES names the lines.
+        lines = AgentLines(**{name: getattr(settings, f"a2a_{name}_text") for name in AGENT_LINES})
         return cls(
             lines=lines,
             lines_by_language=tuple((tag, replace(lines, **given)) for tag, given in _layered(settings.a2a_lines)),
