@@ -131,7 +131,7 @@ class MediaPlane:
     def pump(self) -> None:
         """Play the call up to now: announce the segments that began, stream what streaming should carry."""
         with self._lock:
-            target = self._sample(self.clock.now())  # rounded, as every other moment here
+            target = int(self.clock.now() * self.rate)
             if target <= self._played:
                 return
             for segment in sorted(self._segments, key=lambda s: s.start):
