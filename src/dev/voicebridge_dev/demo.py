@@ -34,7 +34,7 @@ from typing import Any, Final
 import numpy as np
 
 from voicebridge.audio.wav import pcm16_wav_bytes
-from voicebridge.config import Settings
+from voicebridge.config import AGENT_LINES, Settings
 from voicebridge.redaction import BuiltinRedactor, NoRedaction, Redactor
 from voicebridge_dev.local.bedrock import Fault as BedrockFault
 from voicebridge_dev.local.bedrock import FaultKind as BedrockFaultKind
@@ -311,15 +311,7 @@ SPANISH_LINES: Final[Mapping[str, str]] = {
 _AGENT_DEFAULTS: Final = Settings.from_env({})
 SPANISH_AGENT_LINES: Final[Mapping[str, str]] = {
     "A2A_LINES": json.dumps(
-        {
-            "es": {
-                "greeting": SPANISH_LINES[_AGENT_DEFAULTS.a2a_greeting_text],
-                "reprompt": SPANISH_LINES[_AGENT_DEFAULTS.a2a_reprompt_text],
-                "goodbye": SPANISH_LINES[_AGENT_DEFAULTS.a2a_goodbye_text],
-                "hold": SPANISH_LINES[_AGENT_DEFAULTS.a2a_hold_text],
-                "card": SPANISH_LINES[_AGENT_DEFAULTS.a2a_card_text],
-            }
-        },
+        {"es": {name: SPANISH_LINES[getattr(_AGENT_DEFAULTS, f"a2a_{name}_text")] for name in AGENT_LINES}},
         ensure_ascii=False,
     )
 }

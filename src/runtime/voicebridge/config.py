@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, get_args
 
@@ -310,24 +310,30 @@ def _turn_end_policy(tag: str, given: Any) -> TurnEndPolicy:
 
 
 def _by_language_tag(value: Any, what: str, every: str | None = None) -> list[tuple[str, Any]]:
-    """A JSON object keyed by language tag (``every`` too, as it is), as (tag written the usual way, value) pairs;
-    ``what`` says what the values are, for the error."""
+    """A JSON object keyed by language tag (``every`` too, as it is), as :func:`_tagged` pairs; ``what`` says what
+    the values are, for the error."""
     try:
         document = json.loads(_text(value))
     except json.JSONDecodeError as exc:
         raise ValueError(f"is not JSON ({exc.msg})") from None
     if not isinstance(document, dict):
         raise ValueError(f"must be a JSON object of language tags to {what}")
-    pairs: dict[str, Any] = {}
-    for language, given in document.items():
+    return _tagged(document.items(), every)
+
+
+def _tagged(pairs: Iterable[tuple[str, Any]], every: str | None = None) -> list[tuple[str, Any]]:
+    """(language, value) pairs with each language a tag written the usual way (``every`` as it is); a language that
+    is no tag, or one named twice, is refused."""
+    tagged: dict[str, Any] = {}
+    for language, given in pairs:
         try:
             tag = language if language == every else language_tag(language)
         except InvalidInput:
             raise ValueError(f"{language!r} is not a language tag") from None
-        if tag in pairs:
+        if tag in tagged:
             raise ValueError(f"names {tag} twice")
-        pairs[tag] = given
-    return list(pairs.items())
+        tagged[tag] = given
+    return list(tagged.items())
 
 
 def _turn_end_policies(value: Any) -> tuple[tuple[str, TurnEndPolicy], ...]:
@@ -362,14 +368,11 @@ def _voice_map(value: Any) -> tuple[tuple[str, str], ...]:
     if isinstance(value, tuple):
         return value
     text = _text(value).strip()
+    what = 'voice ids ({"es": "<voice id>"})'
     if text.startswith("{"):
-        try:
-            document = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"is not JSON ({exc.msg})") from None
-        if not isinstance(document, dict) or not all(isinstance(v, str) for v in document.values()):
-            raise ValueError('must be a JSON object of language tags to voice ids ({"es": "<voice id>"})')
-        pairs = list(document.items())
+        voices = _by_language_tag(text, what)
+        if not all(isinstance(voice, str) for _, voice in voices):
+            raise ValueError(f"must be a JSON object of language tags to {what}")
     else:
         pairs = []
         for item in filter(None, (part.strip() for part in text.split(","))):
@@ -377,18 +380,11 @@ def _voice_map(value: Any) -> tuple[tuple[str, str], ...]:
             if not equals:
                 raise ValueError(f"{item!r} is not language=voice-id")
             pairs.append((language, voice))
-    voices: dict[str, str] = {}
-    for language, voice in pairs:
-        try:
-            tag = language_tag(language)
-        except InvalidInput:
-            raise ValueError(f"{language!r} is not a language tag") from None
-        if tag in voices:
-            raise ValueError(f"names {tag} twice")
+        voices = _tagged(pairs)
+    for tag, voice in voices:
         if not VOICE_ID.fullmatch(voice):
             raise ValueError(f"the voice for {tag} is not a Cartesia voice id (a UUID)")
-        voices[tag] = voice
-    return tuple(voices.items())
+    return tuple(voices)
 
 
 AGENT_LINES: tuple[str, ...] = ("greeting", "reprompt", "goodbye", "hold", "card")
