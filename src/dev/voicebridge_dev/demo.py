@@ -40,7 +40,7 @@ from voicebridge_dev.local.bedrock import Fault as BedrockFault
 from voicebridge_dev.local.bedrock import FaultKind as BedrockFaultKind
 from voicebridge_dev.local.cloud import CloudBase, LocalCloud
 from voicebridge_dev.local.ink import PocketsphinxRecogniser, Recogniser, RecogniserUnavailableError, load_recogniser
-from voicebridge_dev.local.lambda_ import InvocationRecord, InvocationStatus, KeptInvocation
+from voicebridge_dev.local.lambda_ import InvocationRecord, InvocationStatus, InvocationType, KeptInvocation
 from voicebridge_dev.local.lambda_.emulator import DEFAULT_CONCURRENCY
 from voicebridge_dev.local.lex import Fault as LexFault
 from voicebridge_dev.local.lex import FaultKind as LexFaultKind
@@ -734,9 +734,19 @@ def place_calls(
     return run, emulated
 
 
+CONNECT_WAIT_MS = 8000
+"""The longest Connect waits for a synchronous function (a block's ``InvocationTimeLimitSeconds`` is at most 8):
+an answer later than that reaches no one, whatever it says."""
+
+
 def failed_invocation(record: InvocationRecord, answer: bytes) -> bool:
-    """An invocation a load run keeps the logs of: one that failed, or whose answer told the flow ``Result=Error``."""
-    return record.status is not InvocationStatus.OK or _answer_error(answer) is not None
+    """An invocation a load run keeps the logs of: one that failed, whose answer told the flow ``Result=Error``, or
+    that answered later than Connect waits."""
+    return (
+        record.status is not InvocationStatus.OK
+        or _answer_error(answer) is not None
+        or (record.invocation_type is InvocationType.REQUEST_RESPONSE and record.duration_ms > CONNECT_WAIT_MS)
+    )
 
 
 def _answer_error(answer: bytes) -> str | None:
@@ -754,6 +764,8 @@ def failed_report(kept: KeptInvocation) -> FailedInvocation:
     """What a load run reports of an invocation it kept."""
     record = kept.record
     error = _answer_error(kept.answer) if record.status is InvocationStatus.OK else None
+    if error is None and record.status is InvocationStatus.OK:
+        error = f"late: answered {record.duration_ms:.0f} ms after it was invoked (Connect waits {CONNECT_WAIT_MS} ms)"
     if error is None:
         error = f"{(record.error or {}).get('errorType', '')}: {(record.error or {}).get('errorMessage', '')}"
     return FailedInvocation(record.function, record.request_id, record.status.value, error, record.logs)

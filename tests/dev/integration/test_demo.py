@@ -62,15 +62,53 @@ def test_a_sentence_of_ones_own_is_heard_as_said(card_call: Demo) -> None:
 
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+MEASURE = re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|MB|s)\b")
+"""A measurement written with its unit (a REPORT line's ``Billed Duration: 1111 ms``), no one's words."""
+
+
+def _words(text: str) -> list[str]:
+    """What in ``text`` could hold what someone said: a JSON document's (or a JSON log line's) strings, its keys
+    among them, not its numbers (a latency of 1111 ms is no card digits); any other line less its measurements."""
+    try:
+        return _strings(json.loads(text))
+    except ValueError:
+        pass
+    found: list[str] = []
+    for line in text.splitlines():
+        try:
+            found += _strings(json.loads(line)) if line.lstrip().startswith("{") else [MEASURE.sub(" ", line)]
+        except ValueError:
+            found.append(MEASURE.sub(" ", line))
+    return found
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for key, item in value.items() for text in (key, *_strings(item))]
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    return []
 
 
 def _card_digits_left(text: str) -> list[str]:
-    """Runs of four or more of the card's digits, in order, still in ``text`` (the local account id, twelve ones,
-    is no card number: ARNs are left out; so are ids, a request id's ``-4111-`` one time in 4,096 among them)."""
-    words = [w for w in UUID.sub(" ", text).replace('"', " ").split() if "arn:aws:" not in w]
+    """Runs of four or more of the card's digits, in order, in what ``text`` holds of anyone's words (the local account
+    id, twelve ones, is no card number: ARNs are left out; so are ids, a request id's ``-4111-`` one time in 4,096
+    among them)."""
+    words = [w for said in _words(text) for w in UUID.sub(" ", said).split() if "arn:aws:" not in w]
     digits = "".join(ch if ch.isdigit() else " " for ch in " ".join(words))
     number = "4111111111111111"
     return [run for run in digits.split() if len(run) >= 4 and run in number]
+
+
+def test_card_digits_are_found_in_words_and_not_in_measurements() -> None:
+    said = "my card number 4111 1111 1111 1111"
+    assert _card_digits_left(json.dumps({"heard": said, "stop_to_turn_end_ms": 1111})) == ["4111"] + ["1111"] * 3
+    assert _card_digits_left(json.dumps({"heard": "[CARD]", "stop_to_turn_end_ms": 1111, "1111": [41111]})) == ["1111"]
+    logs = "REPORT RequestId: x\tDuration: 1111.00 ms\tBilled Duration: 1111 ms\n" + json.dumps({"heard": said}) + "\n"
+    assert _card_digits_left(logs) == ["4111", "1111", "1111", "1111"]
+    assert _card_digits_left("START RequestId: 6756cf25-057b-4111-8a2e-0123456789ab\n") == []
 
 
 def test_a_card_number_said_on_a_call_is_kept_nowhere(card_call: Demo) -> None:

@@ -1,6 +1,6 @@
 """What a load run reports beyond delivery and latency: the turn table's requests per call-minute, counted, and the
-logs of every invocation that failed or answered ``Result=Error``, so a call that took an error branch names its
-cause."""
+logs of every invocation that failed, answered ``Result=Error`` or answered later than Connect waits, so a call that
+took an error branch names its cause."""
 
 from __future__ import annotations
 
@@ -13,14 +13,20 @@ from voicebridge_dev.simulator.load import LoadRun, load_figures, load_table, ta
 TRACEBACK = 'Traceback (most recent call last):\n  File "converse.py", line 41\nValueError: boom'
 
 
-def record(status: InvocationStatus = InvocationStatus.OK, error: dict[str, str] | None = None) -> InvocationRecord:
+def record(
+    status: InvocationStatus = InvocationStatus.OK,
+    error: dict[str, str] | None = None,
+    *,
+    duration_ms: float = 1000.0,
+    kind: InvocationType = InvocationType.REQUEST_RESPONSE,
+) -> InvocationRecord:
     return InvocationRecord(
         request_id="r-1",
         function="ConverseFunction",
-        invocation_type=InvocationType.REQUEST_RESPONSE,
+        invocation_type=kind,
         started=0.0,
-        finished=1.0,
-        duration_ms=1000.0,
+        finished=duration_ms / 1000,
+        duration_ms=duration_ms,
         status=status,
         error=error,
         logs=f"START RequestId: r-1\n{TRACEBACK}\nEND RequestId: r-1\n",
@@ -42,6 +48,15 @@ def test_an_invocation_that_failed_in_lambda_is_kept_whatever_it_answered() -> N
     timed_out = record(InvocationStatus.TIMEOUT, {"errorType": "Sandbox.Timedout", "errorMessage": "after 8 s"})
     assert failed_invocation(timed_out, b"")
     assert failed_report(KeptInvocation(timed_out, b"")).error == "Sandbox.Timedout: after 8 s"
+
+
+def test_an_answer_later_than_connect_waits_is_kept_as_late_whatever_it_said() -> None:
+    late = record(duration_ms=8100.0)
+    assert failed_invocation(late, answer(Result="Timeout"))
+    assert failed_report(KeptInvocation(late, answer(Result="Timeout"))).error.startswith("late: answered 8100 ms")
+    assert not failed_invocation(record(duration_ms=7900.0), answer(Result="Timeout"))
+    # The consumer, invoked as an Event for the whole call, waits on no one.
+    assert not failed_invocation(record(duration_ms=90_000.0, kind=InvocationType.EVENT), answer())
 
 
 def test_the_report_names_the_error_and_ends_with_the_log_where_the_traceback_is() -> None:

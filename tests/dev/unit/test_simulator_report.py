@@ -10,7 +10,7 @@ import numpy.typing as npt
 from voicebridge_dev.simulator import report as report_module
 from voicebridge_dev.simulator.engine import CallResult
 from voicebridge_dev.simulator.events import CALLER, LambdaCall, Segment
-from voicebridge_dev.simulator.records import CallRecords, StoredSpeculation, StoredTurn
+from voicebridge_dev.simulator.records import CallRecords, StoredSegment, StoredSpeculation, StoredTurn
 from voicebridge_dev.simulator.report import ReplySegment, TurnFigures, _Turn, _with_utterances
 
 
@@ -208,3 +208,29 @@ def test_a_turn_said_in_the_quiet_was_not_talked_over() -> None:
     next_turn = _entry(1, (4_600, 5_500), (6_500, 7_000))
 
     assert "barge_in_ms" not in report_module._talked_over([reply, next_turn])[1]
+
+
+def test_a_turns_story_tells_what_the_product_kept_of_it_and_what_the_flow_was_handed() -> None:
+    answer = {"Result": "Speak", "TurnIndex": "1", "Segment": "0", "More": "true"}
+    spoken = LambdaCall("InvokeLambdaFunction", "ConverseFunction", 5.2, 5.3, {}, "ok", response=answer)
+    other = LambdaCall("InvokeLambdaFunction", "ConverseFunction", 9.0, 9.1, {}, "ok", response={"Result": "Timeout"})
+    stored = StoredSegment(turn=1, index=0, text="Your balance is", prompt_uri="s3://b/k.wav", ready_at=5.1)
+    records = CallRecords(
+        turns=(StoredTurn("customer", 1, "what is my balance", 5.0),),
+        segments=(stored,),
+        status={"Turn": 1, "Segments": 1, "Done": False},
+    )
+    result = CallResult(
+        "c1", "disconnected", None, 9.0, [spoken, other], [], np.zeros((1, 2), dtype=np.int16), False, 0.0,
+        records=records,
+    )  # fmt: skip
+
+    told = report_module.turn_story(result, 1).splitlines()
+
+    assert told[0].startswith("turn 1: StoredTurn(")
+    assert "reply status at the call's end: {'Turn': 1, 'Segments': 1, 'Done': False}" in told
+    assert "stored reply #0 ready 5.1 'Your balance is'" in told
+    handed = [line for line in told if line.startswith("ConverseFunction")]
+    assert handed == [f"ConverseFunction 5.200-5.300 Speak {answer}"]
+    # An earlier turn's story does not carry a status two turns on.
+    assert not any("reply status" in line for line in report_module.turn_story(result, 3).splitlines())

@@ -18,7 +18,7 @@ import pytest
 
 from voicebridge_dev.demo import place_calls
 from voicebridge_dev.local.speech_engine import StandInSpeechEngine
-from voicebridge_dev.simulator import SCENARIOS, VirtualClock, load_clips
+from voicebridge_dev.simulator import SCENARIOS, VirtualClock, load_clips, turn_story
 from voicebridge_dev.simulator.engine import CallResult
 from voicebridge_dev.simulator.load import LoadRun, delivery, load_figures, load_table
 
@@ -40,12 +40,16 @@ def run() -> LoadRun:
 
 
 def why(result: CallResult) -> str:
-    """What a call that went wrong ended with: its end, and its last Lambda invocations."""
+    """What a call that went wrong ended with: its end, its last Lambda invocations, and the story of each turn the
+    flow was handed no reply to (what the product kept of it, and what the flow was given)."""
     calls = [
         (c.function, c.result, round(c.start, 1), round(c.end, 1), c.error, (c.response or {}).get("ErrorMessage"))
         for c in result.lambda_calls[-4:]
     ]
-    return f"{result.contact_id} ended {result.ended_by} ({result.detail}); last invocations: {calls}"
+    handed = {str(c.response.get("TurnIndex")) for c in result.lambda_calls if c.response and "Segment" in c.response}
+    unanswered = [t.index for t in result.records.turns if t.track == "customer" and str(t.index) not in handed]
+    stories = "".join(f"\n{turn_story(result, turn)}" for turn in unanswered)
+    return f"{result.contact_id} ended {result.ended_by} ({result.detail}); last invocations: {calls}{stories}"
 
 
 def test_every_call_ends_where_the_caller_asked_to_go(run: LoadRun) -> None:
@@ -64,7 +68,7 @@ def test_every_turn_of_every_call_is_delivered_exactly_once(run: LoadRun) -> Non
         assert (call.utterances, call.stored, call.heard_as_said) == (utterances,) * 3, why(result)
         assert (call.duplicates, call.lost) == (0, 0), result.contact_id
         # A turn the caller followed up before its reply began is answered with the next one (barge-in).
-        assert call.answered + call.superseded == utterances and call.once == utterances, result.contact_id
+        assert call.answered + call.superseded == utterances and call.once == utterances, why(result)
 
 
 def test_the_figures_count_every_turn_and_give_percentiles_of_each_latency(run: LoadRun) -> None:

@@ -49,6 +49,7 @@ from voicebridge_dev.simulator import (
     simulate_call,
     timeline_png,
     transcript,
+    turn_story,
 )
 from voicebridge_dev.simulator.caller import Press
 from voicebridge_dev.template import LOCAL_ACCOUNT
@@ -167,22 +168,6 @@ def agent_calls(call_and_asked: tuple[CallResult, list[Any]]) -> list[tuple[int,
     ]
 
 
-def story(result: CallResult, turn: int) -> str:
-    """What the product kept of caller turn ``turn`` and what the flow was handed of it, for a failure's message: the
-    order of these moments is what the whole-call tests check."""
-    records = result.records
-    lines = [f"turn {turn}: {records.turn(turn)}", f"speculation: {records.speculation(turn)}"]
-    lines += [
-        f"stored {s.keys} #{s.index} ready {s.ready_at} {s.text[:40]!r}" for s in records.segments if s.turn == turn
-    ]
-    lines += [
-        f"{c.function} {c.start:.3f}-{c.end:.3f} {c.result} {c.response}"
-        for c in result.lambda_calls
-        if c.response and str(c.response.get("TurnIndex")) == str(turn)
-    ]
-    return "\n".join(lines)
-
-
 def prompts(result: CallResult) -> list[dict[str, Any]]:
     return list(build_report(result)["prompts"])
 
@@ -265,7 +250,7 @@ def test_a_long_answer_is_played_sentence_by_sentence_each_as_it_is_ready(normal
     for segment, following in itertools.pairwise(segments):
         # Each segment is stored before the flow asks for it and plays once the one before has ended.
         ordered = segment["ready_ms"] <= segment["delivered_ms"] <= segment["played_ms"] < segment["ended_ms"]
-        assert ordered, (segment, story(normal_call, dispute["index"]))
+        assert ordered, (segment, turn_story(normal_call, dispute["index"]))
         assert following["played_ms"] >= segment["ended_ms"]
     assert len(dispute["segment_gaps_ms"]) == 4
 
@@ -311,7 +296,7 @@ def test_the_transcript_says_who_said_what_in_order(normal_call: CallResult) -> 
     for turn in report["turns"]:
         expected += [f"CALLER  {turn['said']}", f"HEARD   {turn['heard']}  [turn {turn['index']}]"]
         expected += [f"BOT     {segment['text']}  [S3 prompt]" for segment in turn["segments"]]
-    told = "\n\n".join(story(normal_call, turn["index"]) for turn in report["turns"])
+    told = "\n\n".join(turn_story(normal_call, turn["index"]) for turn in report["turns"])
     assert lines == [*expected, f"END     transferred: {LOCAL_QUEUE}"], told
 
 
@@ -389,7 +374,7 @@ def test_turn_latencies_are_the_gaps_between_moments_of_the_recording(normal_cal
         # ends, and is named by the commit at the turn end.
         stored = turn["waterfall_ms"]["segment_stored"]
         ordered = turn["speech_end_ms"] < turn["turn_end_ms"] <= stored <= first["delivered_ms"]
-        assert ordered, (turn["waterfall_ms"], story(normal_call, turn["index"]))
+        assert ordered, (turn["waterfall_ms"], turn_story(normal_call, turn["index"]))
         assert first["ready_ms"] <= stored
         assert first["delivered_ms"] <= turn["reply_start_ms"] == first["played_ms"]
         reply_sounds, _ = _first_and_last_sound(bot, turn["turn_end_ms"], first["ended_ms"])

@@ -50,6 +50,7 @@ from voicebridge_dev.simulator.report import (
     summary,
     transcript,
     turn_figures,
+    turn_story,
 )
 
 __all__ = [
@@ -97,4 +98,5 @@ __all__ = [
     "timeline_png",
     "transcript",
     "turn_figures",
+    "turn_story",
 ]

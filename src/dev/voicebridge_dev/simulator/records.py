@@ -12,7 +12,9 @@ replies*), every epoch-millisecond moment converted to the call's time with :met
   cached prompt, or a sentence left to Connect's voice), and on the first segment the reply's waterfall moments
   (``EagerEndAt``, ``ResponderStartedAt``, ``ResponderFirstTokenAt``, ``FirstClauseAt``, ``SonicFirstByteAt``);
 - what speculation did for turn *n*, ``TurnKey = spec#<n:09d>``: its ``Outcome`` (``hit`` or ``miss``), the keys
-  of the attempt committed and when (``Keys``, ``CommittedAt``), attempts and what the misses discarded.
+  of the attempt committed and when (``Keys``, ``CommittedAt``), attempts and what the misses discarded;
+- the reply status, ``TurnKey = reply``, kept as stored (epoch milliseconds unconverted): only a failure's message
+  shows it.
 """
 
 from __future__ import annotations
@@ -89,6 +91,9 @@ class CallRecords:
     turns: tuple[StoredTurn, ...] = ()
     segments: tuple[StoredSegment, ...] = ()
     speculations: tuple[StoredSpeculation, ...] = ()
+    status: Mapping[str, Any] | None = None
+    """The reply status (``TurnKey = reply``) as the call left it: the turn whose reply was named last, its segments,
+    whether it was done, and the marks a poller reads (a test failure's message shows it)."""
 
     def turn(self, index: int, track: str = "customer") -> StoredTurn | None:
         return next((t for t in self.turns if t.track == track and t.index == index), None)
@@ -177,9 +182,12 @@ def _read(client: Any, table: str, contact_id: str, clock: Clock) -> CallRecords
     turns: list[StoredTurn] = []
     segments: list[StoredSegment] = []
     speculations: list[StoredSpeculation] = []
+    status: dict[str, Any] | None = None
     for item in items:
         key = str(item.get("TurnKey", ""))
-        if key.startswith(("reply#", "spec#")) and "Segment" in item:
+        if key == "reply":
+            status = {name: value for name, value in item.items() if name not in ("ContactId", "TurnKey")}
+        elif key.startswith(("reply#", "spec#")) and "Segment" in item:
             timings: Mapping[str, Any] = item.get("Timings") or {}
             moments = {name: moment(timings[name]) for name in _WATERFALL if _number(timings.get(name)) is not None}
             segments.append(
@@ -218,7 +226,7 @@ def _read(client: Any, table: str, contact_id: str, clock: Clock) -> CallRecords
                     backchannel=bool(item.get("Backchannel", False)),
                 )
             )
-    return CallRecords(tuple(turns), tuple(segments), tuple(speculations))
+    return CallRecords(tuple(turns), tuple(segments), tuple(speculations), status)
 
 
 def _number(raw: Any) -> float | None:

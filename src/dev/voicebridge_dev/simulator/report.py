@@ -648,6 +648,25 @@ def _went_on_after(played: list[dict[str, Any]], end: float) -> float | None:
     return min(after) - since if after else None
 
 
+def turn_story(result: CallResult, turn: int) -> str:
+    """What the product kept of caller turn ``turn`` (its record, its speculation, every segment stored for it) and
+    every answer the flow was handed for it, for a test failure's message: the moments whose order the whole-call and
+    many-calls tests check, and what a turn left unanswered did get."""
+    records = result.records
+    lines = [f"turn {turn}: {records.turn(turn)}", f"speculation: {records.speculation(turn)}"]
+    if records.status is not None and int(records.status.get("Turn", -1)) >= turn - 1:
+        lines.append(f"reply status at the call's end: {dict(records.status)}")
+    lines += [
+        f"stored {s.keys} #{s.index} ready {s.ready_at} {s.text[:40]!r}" for s in records.segments if s.turn == turn
+    ]
+    lines += [
+        f"{c.function} {c.start:.3f}-{c.end:.3f} {c.result} {c.response}"
+        for c in result.lambda_calls
+        if c.response and str(c.response.get("TurnIndex")) == str(turn)
+    ]
+    return "\n".join(lines)
+
+
 def transcript(result: CallResult) -> str:
     """Who said what, when (mm:ss.mmm since the call began), what was heard, and how the call ended."""
     texts = prompt_texts(result.lambda_calls)
