@@ -685,6 +685,7 @@ def place_calls(
     clock: Callable[[], Clock] = RealClock,
     function_env: Mapping[str, str] | None = None,
     line: LineNoise | None = None,
+    max_call_s: float = 1800.0,
 ) -> tuple[LoadRun, dict[str, Any]]:
     """``calls`` calls of the scenario on one new local cloud, the caller's clips registered with the Ink emulator so
     each turn can be checked; the run, and what the emulators' timings were.
@@ -694,7 +695,8 @@ def place_calls(
     default, as calls on a line do. A virtual clock skips the prompts, and the silence Connect streams under them
     then reaches the consumer faster than real time; Ink takes audio no faster than real time, so each skipped
     prompt puts Ink further behind the call, and a later turn ends seconds late on the call's clock (the last of
-    the bank scenario's five, 6.6 s after the caller stopped on a 20-call run, against 0.7 s in real time).
+    the bank scenario's five, 6.6 s after the caller stopped on a 20-call run, against 0.7 s in real time). A call
+    still going after ``max_call_s`` on its clock ends as an error.
     """
     with local_cloud(speech, own_processes=own_processes, calls=calls) as cloud:
         assert cloud.lambdas is not None
@@ -715,6 +717,7 @@ def place_calls(
             voice=speech,
             clock=clock,
             interval_s=interval_s,
+            max_call_s=max_call_s,
         )
         process_cpu = time.process_time() - process_cpu
         cpu = {f"{name} (its containers)": seconds for name, seconds in cloud.lambdas.cpu_seconds.items()}

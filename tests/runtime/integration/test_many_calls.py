@@ -23,6 +23,13 @@ from voicebridge_dev.simulator.engine import CallResult
 from voicebridge_dev.simulator.load import LoadRun, delivery, load_figures, load_table
 
 CALLS = 5
+LONGEST_CALL_S = 120.0
+"""A call of the scenario lasts about 90 s on its clock; one still going at 120 s is stuck (a turn never answered,
+its polls answered ``Listening`` or ``Thinking`` on and on), and ends there as an error, with its story."""
+
+# The calls' longest clock runs ahead of the wall's (prompts are skipped), but the fixture also starts a local cloud:
+# a stuck call must end on its own limit before pytest's, to be reported.
+pytestmark = pytest.mark.timeout(240)
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +42,7 @@ def run() -> LoadRun:
         StandInSpeechEngine(),
         interval_s=5.0,
         clock=VirtualClock,
+        max_call_s=LONGEST_CALL_S,
     )
     return result
 

@@ -447,6 +447,7 @@ def simulate_call(
     centre: LocalContactCentre | None = None,
     local_answers: Mapping[str, Mapping[str, Any]] | None = None,
     max_actions: int = 1000,
+    max_call_s: float = 1800.0,
     templated: bool = False,
     flows: Sequence[str | Path] | FlowLibrary = (),
     views: Mapping[str, str] | None = None,
@@ -458,6 +459,7 @@ def simulate_call(
 ) -> CallResult:
     """One inbound call through ``flow_path`` on the local cloud whose endpoints ``env`` holds.
 
+    ``max_call_s`` ends a call still going after that long on its clock as an error (Connect's own limit is far off).
     ``attributes`` are the contact's attributes as the call arrives (set by a flow before this one, such as a language
     menu's ``Language``).
 
@@ -520,6 +522,7 @@ def simulate_call(
         centre=centre,
         local_answers=local_answers,
         max_actions=max_actions,
+        max_call_s=max_call_s,
         lex_client=lex,
         lex_standin=lex_standin,
         agent=agent,

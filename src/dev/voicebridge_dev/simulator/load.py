@@ -103,12 +103,14 @@ def simulate_calls(
     parameters: Mapping[str, str] | None = None,
     placeholders: Mapping[str, str] | None = None,
     interval_s: float = 0.0,
+    max_call_s: float = 1800.0,
 ) -> LoadRun:
     """``count`` calls through ``flow``, call n placed ``n * interval_s`` after the first; ``caller(n)`` is its caller.
 
     Calls arrive a moment apart on a real line, and each runs for a minute or more, so a second between them still
     has them all on the line at once; what it spares a small machine is every container of every function starting
-    cold in the same second (in AWS each would start on hardware of its own).
+    cold in the same second (in AWS each would start on hardware of its own). A call still going after ``max_call_s``
+    on its clock ends as an error, with what it kept so far.
     """
     results: list[CallResult | None] = [None] * count
     failures: list[BaseException] = []
@@ -128,6 +130,7 @@ def simulate_calls(
                 clock=clock(),
                 parameters=parameters,
                 placeholders=placeholders,
+                max_call_s=max_call_s,
             )
         except BaseException as exc:  # handed to the caller below, with the call it stopped
             failures.append(exc)
