@@ -720,6 +720,10 @@ def place_calls(
             max_call_s=max_call_s,
         )
         process_cpu = time.process_time() - process_cpu
+        # Each consumer ends a few seconds after its call (the stream quiet, the record written): its CPU is counted
+        # when its invocation ends, and the last calls' would be missing.
+        if not cloud.lambdas.wait_for_idle(RECORD_WAIT_S):
+            print(f"voicebridge demo: a function was still running {RECORD_WAIT_S:.0f} s after the calls ended")
         cpu = {f"{name} (its containers)": seconds for name, seconds in cloud.lambdas.cpu_seconds.items()}
         for name, seconds in cloud.cpu_seconds().items():
             cpu[f"{_SERVICE_NAMES[name]} (its process)"] = seconds - services_cpu[name]

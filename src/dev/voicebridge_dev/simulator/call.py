@@ -123,6 +123,8 @@ class Call:
         self.stream: ContactStream | None = None
         self.start_fragment: str | None = None
         self.epoch = time.time()
+        self._streamed_wait = False
+        """A wait has passed while the call streamed (:meth:`pass_time` skips none before it)."""
 
     def seconds(self, action: Action, name: str, default: str | None = None) -> float:
         """A time parameter's seconds (given, or referenced: ``$.Attributes.Timeout``); FlowRuntimeError when the
@@ -140,8 +142,12 @@ class Call:
     def pass_time(self, until: float) -> None:
         """Let the call go on until ``until``, unless the caller hangs up first.
 
-        A virtual clock skips ahead, but never across the caller's speech, which Ink hears at its real pace. Time
-        never passes beyond the call's limit (a view or a wait may ask for hours): the flow ends there.
+        A virtual clock skips ahead, but never across the caller's speech, which Ink hears at its real pace, nor
+        across the first wait after the call begins streaming (the greeting, as a rule): the product's reader starts
+        while it plays. Skipped, the caller spoke before anyone was listening, the audio reached Ink a backlog it takes
+        no faster than real time, and the first turn ended up to seconds late (a reply's first answer then a
+        ``Thinking`` where every call on a line has its ``Speak``). Time never passes beyond the call's limit (a view
+        or a wait may ask for hours): the flow ends there.
         """
         until = min(until, self.max_call_s + WAIT_SLICE_S)
         while True:
@@ -149,10 +155,13 @@ class Call:
             if self.caller.hung_up(now):
                 raise CallOver("caller hung up")
             if now >= until:
+                if self.media.streaming:
+                    self._streamed_wait = True
                 return
             upcoming = self.caller.next_event(now)
             target = until if upcoming is None else min(until, upcoming)
-            if self.clock.virtual and self.caller.speaking_until(now) is not None:
+            real = self.caller.speaking_until(now) is not None or (self.media.streaming and not self._streamed_wait)
+            if self.clock.virtual and real:
                 time.sleep(min(target - now, WAIT_SLICE_S))
             else:
                 self.clock.sleep_until(target)
