@@ -770,11 +770,12 @@ def _answer_error(answer: bytes) -> str | None:
 def failed_report(kept: KeptInvocation) -> FailedInvocation:
     """What a load run reports of an invocation it kept."""
     record = kept.record
-    error = _answer_error(kept.answer) if record.status is InvocationStatus.OK else None
-    if error is None and record.status is InvocationStatus.OK:
-        error = f"late: answered {record.duration_ms:.0f} ms after it was invoked (Connect waits {CONNECT_WAIT_MS} ms)"
-    if error is None:
+    if record.status is not InvocationStatus.OK:
         error = f"{(record.error or {}).get('errorType', '')}: {(record.error or {}).get('errorMessage', '')}"
+    else:
+        # Kept with an ok status: it answered Result=Error, or too late.
+        late = f"late: answered {record.duration_ms:.0f} ms after it was invoked (Connect waits {CONNECT_WAIT_MS} ms)"
+        error = _answer_error(kept.answer) or late
     return FailedInvocation(record.function, record.request_id, record.status.value, error, record.logs)
 
 
