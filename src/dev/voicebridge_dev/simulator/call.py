@@ -150,12 +150,14 @@ class Call:
         or a wait may ask for hours): the flow ends there.
         """
         until = min(until, self.max_call_s + WAIT_SLICE_S)
+        began = self.clock.now()
         while True:
             now = self.clock.now()
             if self.caller.hung_up(now):
                 raise CallOver("caller hung up")
             if now >= until:
-                if self.media.streaming:
+                # A wait already over when asked for (a zero-length one) is not the one the reader starts under.
+                if self.media.streaming and until > began:
                     self._streamed_wait = True
                 return
             upcoming = self.caller.next_event(now)
