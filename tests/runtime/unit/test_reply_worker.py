@@ -448,6 +448,73 @@ def test_a_speculation_the_responder_fails_leaves_the_turn_to_be_answered_at_its
     assert replies.named(0)[0] == "Your balance"
 
 
+@dataclass
+class FailsWhenTold:
+    """A responder whose first request fails when the test says so (a throttled model's last retry), and whose later
+    ones the rules answer."""
+
+    rules: Rules
+    fail: threading.Event = field(default_factory=threading.Event)
+    speculative_safe: bool = True
+    name: str = "fails-when-told"
+
+    def respond(self, request: TurnRequest, *, deadline: float) -> FixedReply:
+        if not self.rules.asked:
+            self.rules.asked.append(request.transcript)
+            assert self.fail.wait(5.0)
+            raise ResponderError("the model is throttled")
+        return self.rules.respond(request, deadline=deadline)
+
+
+def test_a_speculation_that_fails_as_its_turn_ends_leaves_the_turn_answered_anew(replies: MemoryReplies) -> None:
+    # Ink ends the turn on the speculation's words; between that check and the commit, the responder fails it.
+    responder = FailsWhenTold(Rules(RULES))
+
+    class FailingAsTheTurnEnds(ReplyWorker):
+        def _interrupt_all_but(self, reply: ReplyInProgress | None) -> None:
+            if reply is not None and not responder.fail.is_set():
+                responder.fail.set()
+                until(lambda: reply.failed)
+            super()._interrupt_all_but(reply)
+
+    made = FailingAsTheTurnEnds(
+        CONTACT, responder=responder, speak=speak, replies=replies, settings=ReplySettings.of(Settings())
+    )
+    try:
+        made.eager_end(0, "what is my balance")
+        until(lambda: len(responder.rules.asked) == 1)
+        made.turn_ended(turn(0, "what is my balance"))
+        made.submit(turn(0, "what is my balance"))
+        assert made.drain(2)
+    finally:
+        made.close(1.0)
+    assert responder.rules.asked == ["what is my balance"] * 2
+    assert replies.named(0)[0] == "Your balance"
+    assert replies.current is not None and replies.current.done and replies.current.keys == REPLY_KEYS
+
+
+def test_a_speculation_that_fails_while_its_commit_is_written_says_the_apology(replies: MemoryReplies) -> None:
+    # The commit comes first: the reply is the turn's, and its failure is answered as any committed reply's is.
+    responder = FailsWhenTold(Rules(RULES))
+
+    class FailingDuringTheCommit(MemoryReplies):
+        def commit(self, status: ReplyStatus, contact_id: str) -> bool:
+            responder.fail.set()
+            time.sleep(0.2)  # time enough for the failure to land now, were nothing keeping it from the commit
+            return super().commit(status, contact_id)
+
+    replies = FailingDuringTheCommit()
+    with running(replies, responder) as made:
+        made.eager_end(0, "what is my balance")
+        until(lambda: len(responder.rules.asked) == 1)
+        made.turn_ended(turn(0, "what is my balance"))
+        made.submit(turn(0, "what is my balance"))
+        assert made.drain(2)
+    assert responder.rules.asked == ["what is my balance"]
+    assert replies.current is not None and replies.current.done
+    assert replies.named(0) == [ReplySettings.of(Settings()).apology_text]
+
+
 def test_a_responder_that_may_not_speculate_is_asked_only_when_the_turn_ends(replies: MemoryReplies) -> None:
     rules = Rules(RULES, speculative_safe=False)
     with running(replies, rules) as made:

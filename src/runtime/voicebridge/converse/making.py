@@ -216,6 +216,17 @@ class ReplyInProgress:
     def speculative(self) -> bool:
         return self.keys != REPLY_KEYS
 
+    def fail_uncommitted(self) -> bool:
+        """Mark a reply not yet committed as failed; whether it was. Decided under :attr:`lock`, as
+        :meth:`ReplyMaker.commit` decides: a commit after it finds the reply failed and leaves the turn to be
+        answered anew, and one before it makes the reply the turn's, whose failure is then answered as any committed
+        reply's is. Either way the turn is answered once."""
+        with self.lock:
+            if self.committed:
+                return False
+            self.failed = True
+            return True
+
 
 class ReplyMaker:
     """Makes one contact's replies, each on the thread that asks (the worker's, or a speculation's own)."""
@@ -325,8 +336,7 @@ class ReplyMaker:
             if retries:
                 self._report("ResponderRetries", MetricUnit.Count, retries)
         except ResponderError as exc:
-            if reply.speculative and not reply.committed:
-                reply.failed = True
+            if reply.fail_uncommitted():
                 logger.info("speculative reply failed; the turn is answered when it ends", reason=exc.safe_message)
                 return
             self._report("ResponderErrors", MetricUnit.Count, 1)
@@ -365,8 +375,11 @@ class ReplyMaker:
 
     def commit(self, reply: ReplyInProgress, turn: Turn) -> float | None:
         """Name the speculative ``reply`` as ``turn``'s, with whatever it has ready, and record it finished if it is
-        made whole already; when that was (epoch ms), or None when another reply was named first."""
+        made whole already; when that was (epoch ms), or None when it failed first (:attr:`ReplyInProgress.failed`)
+        or another reply was named first."""
         with reply.lock:
+            if reply.failed:
+                return None
             finished = reply.finished
             action, attributes = finished or (Action.CONTINUE, {})
             status = ReplyStatus(

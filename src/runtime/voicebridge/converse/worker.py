@@ -431,11 +431,11 @@ class ReplyWorker:
                 # Made whole before the turn ended: it stays ready until its words are confirmed or not.
                 self._hold(reply)
         except VoiceBridgeError as exc:
-            reply.failed = True
+            reply.fail_uncommitted()
             logger.warning("speculative reply not stored", turn=reply.seq, reason=exc.safe_message)
             self._maker.ended_on_failure(reply, exc)
         except Exception as exc:
-            reply.failed = True
+            reply.fail_uncommitted()
             logger.exception("speculative reply failed")
             self._count_failure()
             self._maker.ended_on_failure(reply, exc)
@@ -507,6 +507,15 @@ class ReplyWorker:
     def _commit(self, reply: ReplyInProgress, turn: Turn) -> None:
         """Name the speculative ``reply`` as ``turn``'s, with whatever it has ready; it then goes on as any other."""
         committed_at_ms = self._maker.commit(reply, turn)
+        if committed_at_ms is None and reply.failed:
+            # The responder failed it as the turn ended, after its words were found to confirm it: the turn is
+            # answered anew, as when the speculation failed before (its end may have come already, so not left to it).
+            with self._wake:
+                self._committed.discard(reply)
+                self._queue.append(_Job(turn, turn.transcript))
+                self._wake.notify_all()
+            self._ledger.answered_otherwise(turn.seq)
+            return
         if committed_at_ms is None:
             # A reply to this turn (a predecessor's) or to a later one is named already: answering it again would
             # say it twice, so the speculation is simply dropped.
