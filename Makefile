@@ -29,15 +29,15 @@ SAM_ENV := SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east
 .PHONY: test check tools demo lint typecheck unit integration artifact template sam-validate sam-build checkov flows-sync \
 	system-deps models bench clean eks-manifests eks-render a2a-image
 
-# Everything, the integration tests (the local cloud, several minutes) last. Lint, types and the unit tests run beside
-# the deployment tools' virtualenvs and what needs them — the template and manifests checked, the Lambda artifacts as
-# `sam build` makes them, checkov — which wait on nothing the quick checks use: each alone is mostly one core's work.
-# The unit tests, the longest of them, are named first so that one of the two jobs takes them at once; the models are
-# fetched before, or make would leave the unit tests, waiting on them, until every other job had started (GNU make
-# 4.3 goes on round its goals), and they ran on alone at the end.
+# Everything, in two job slots. The integration tests (the local cloud, several minutes) take one from the start: they
+# mostly wait on the local cloud's timers, about 0.9 of the two cores on four workers. The other runs the rest one
+# job at a time beside them — lint, types and the unit tests, then the deployment tools' virtualenvs and what needs
+# them (the template and manifests checked, the Lambda artifacts as `sam build` makes them, checkov) — each mostly
+# one core's work, as a busy core that the real-time tests keep their pace beside (docs/development.md). Each job's
+# output is printed whole when it ends. The models are fetched before, so that nothing waits on them.
 test: $(DEV_STAMP) system-deps models
-	$(MAKE) --no-print-directory -j2 unit check tools template eks-manifests sam-validate artifact checkov
-	$(MAKE) --no-print-directory integration
+	$(MAKE) --no-print-directory -j2 --output-sync=target integration unit check template tools eks-manifests \
+	  sam-validate artifact checkov
 
 tools: $(SAM_STAMP) $(CHECKOV_STAMP) $(K8S_MODELS_STAMP)
 
