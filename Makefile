@@ -34,10 +34,12 @@ SAM_ENV := SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east
 # job at a time beside them — lint, types and the unit tests, then the deployment tools' virtualenvs and what needs
 # them (the template and manifests checked, the Lambda artifacts as `sam build` makes them, checkov) — each mostly
 # one core's work, as a busy core that the real-time tests keep their pace beside (docs/development.md). Each job's
-# output is printed whole when it ends. The models are fetched before, so that nothing waits on them.
+# output is printed whole when it ends. What the integration tests need is done first, and the sub-make told so
+# (SYSTEM_DEPS empty): a goal with a prerequisite still to run is passed over, and GNU make 4.3 goes on round its
+# goals before it comes back, so the integration tests would start only after every other job had.
 test: $(DEV_STAMP) system-deps models
-	$(MAKE) --no-print-directory -j2 --output-sync=target integration unit check template tools eks-manifests \
-	  sam-validate artifact checkov
+	$(MAKE) --no-print-directory -j2 --output-sync=target SYSTEM_DEPS= integration unit check template tools \
+	  eks-manifests sam-validate artifact checkov
 
 tools: $(SAM_STAMP) $(CHECKOV_STAMP) $(K8S_MODELS_STAMP)
 
@@ -84,7 +86,8 @@ unit: $(DEV_STAMP) models
 # test, the unit tests' modules imported four times over on two cores, held the workers' start 20 s.
 INTEGRATION_WORKERS ?= 4
 INTEGRATION_DIRS := $(wildcard tests/*/integration)
-integration: $(DEV_STAMP) system-deps models
+SYSTEM_DEPS ?= system-deps
+integration: $(DEV_STAMP) $(SYSTEM_DEPS) models
 	$(VENV)/bin/pytest -q -m integration --durations=10 $(INTEGRATION_DIRS) \
 	  $(if $(filter 0,$(INTEGRATION_WORKERS)),,-n $(INTEGRATION_WORKERS) --dist loadfile --no-loadscope-reorder)
 

@@ -515,6 +515,64 @@ def test_a_speculation_that_fails_while_its_commit_is_written_says_the_apology(r
     assert replies.named(0) == [ReplySettings.of(Settings()).apology_text]
 
 
+def test_a_speculation_whose_turn_ends_as_its_wait_runs_out_is_answered(replies: MemoryReplies) -> None:
+    # The speculation waits, after its first segment, at most the responder's time for its turn to end; the turn
+    # ends as that runs out, its words confirm the speculation, and the commit is being written when the wait ends.
+    waited: list[ReplyInProgress] = []
+
+    class CommittingAsTheWaitEnds(MemoryReplies):
+        def commit(self, status: ReplyStatus, contact_id: str) -> bool:
+            reply = waited[0]
+            with contextlib.suppress(AssertionError):
+                until(reply.cancel.is_set, timeout_s=1.0)  # the wait's end, were nothing keeping it from the commit
+            return super().commit(status, contact_id)
+
+    replies = CommittingAsTheWaitEnds()
+    with running(replies, Rules(RULES), responder_timeout_ms=500) as made:
+        made.eager_end(0, "what is my balance")
+        until(lambda: spec_segments(replies, 0))
+        speculation = made._speculation
+        assert speculation is not None
+        waited.append(speculation)
+        made.turn_ended(turn(0, "what is my balance"))
+        made.submit(turn(0, "what is my balance"))
+        assert made.drain(3)
+    assert replies.current is not None and replies.current.done
+    assert replies.named(0) == ["Your balance", "is two hundred dollars.", "Anything else?"]
+
+
+def test_a_speculation_whose_turn_ended_while_an_earlier_reply_outlasted_its_wait_is_answered(
+    replies: MemoryReplies,
+) -> None:
+    # A speculation waits for the reply to the turn before (a throttled model) at most the responder's time; its own
+    # turn ends meanwhile and names it, and then the wait runs out.
+    slow = threading.Event()
+
+    @dataclass
+    class SlowFirst:
+        rules: Rules
+        speculative_safe: bool = True
+        name: str = "slow-first"
+
+        def respond(self, request: TurnRequest, *, deadline: float) -> FixedReply:
+            if request.turn_index == 0:
+                slow.wait(5.0)
+            return self.rules.respond(request, deadline=deadline)
+
+    responder = SlowFirst(Rules(RULES))
+    with running(replies, responder, responder_timeout_ms=500) as made:
+        made.submit(turn(0, "hello there"))
+        until(lambda: responder.rules.asked == [] and made.making)
+        made.eager_end(1, "what is my balance")
+        made.turn_ended(turn(1, "what is my balance"))
+        made.submit(turn(1, "what is my balance"))
+        time.sleep(0.8)  # the speculation's wait for the earlier reply runs out
+        slow.set()
+        assert made.drain(3)
+    assert replies.current is not None and replies.current.turn == 1 and replies.current.done
+    assert replies.named(1) == ["Your balance", "is two hundred dollars.", "Anything else?"]
+
+
 def test_a_responder_that_may_not_speculate_is_asked_only_when_the_turn_ends(replies: MemoryReplies) -> None:
     rules = Rules(RULES, speculative_safe=False)
     with running(replies, rules) as made:

@@ -457,13 +457,13 @@ class ReplyWorker:
         the speculation is asked with that turn and what was said to it in its history, as a reply made at the turn's
         end would be; the turn's end stops the earlier reply after its segment. False when the speculation was
         cancelled meanwhile, or the earlier reply outlasted the responder's time (the turn is then answered when it
-        ends)."""
+        ends) — unless the turn has ended and named it meanwhile: it is the turn's reply, made now."""
         with self._wake:
             waited = self._wake.wait_for(
                 lambda: reply.cancel.is_set() or not self._earlier_than(reply),
                 self._settings.responder_timeout_ms / 1000,
             )
-            if not waited:
+            if not waited and reply not in self._committed:
                 self._cancel(reply, "an earlier reply was still being made")
             return not reply.cancel.is_set()
 
@@ -530,9 +530,17 @@ class ReplyWorker:
 
     def _hold(self, reply: ReplyInProgress) -> None:
         """A speculative reply not yet committed waits, after its first segment, until it is committed or cancelled
-        (at most the responder's time: a turn that never ends cancels it)."""
+        (at most the responder's time: a turn that never ends cancels it, but not one whose end has claimed it for
+        the commit as the time ran out, else the commit would name a reply that stopped being made)."""
         if reply.committed or reply.cancel.is_set():
             return
-        if not reply.go.wait(self._settings.responder_timeout_ms / 1000):
-            with self._wake:
+        wait_s = self._settings.responder_timeout_ms / 1000
+        if reply.go.wait(wait_s):
+            return
+        with self._wake:
+            # A turn end that confirmed it claimed it under this lock: it is being committed and goes on once it is.
+            if reply not in self._committed:
                 self._cancel(reply, "the turn did not end in time")
+                return
+        if not reply.go.wait(wait_s):
+            logger.warning("a committed speculative reply was not let on in time", turn=reply.seq)
