@@ -26,20 +26,23 @@ LAMBDA_PYTHON := python3.13
 SAM_PYENV_VERSION ?= 3.11.7:3.12.1:3.13.0
 SAM_ENV := SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} PYENV_VERSION=$(SAM_PYENV_VERSION)
 
-.PHONY: test check tools demo lint typecheck unit integration artifact template sam-validate sam-build checkov flows-sync \
+.PHONY: test check tools deployment-checks demo lint typecheck unit integration artifact template sam-validate sam-build checkov flows-sync \
 	system-deps models bench clean eks-manifests eks-render a2a-image
 
-# Everything, in two job slots. The integration tests (the local cloud, several minutes) take one from the start: they
-# mostly wait on the local cloud's timers, about 0.9 of the two cores on four workers. The other runs the rest one
-# job at a time beside them — lint, types and the unit tests, then the deployment tools' virtualenvs and what needs
-# them (the template and manifests checked, the Lambda artifacts as `sam build` makes them, checkov) — each mostly
-# one core's work, as a busy core that the real-time tests keep their pace beside (docs/development.md). Each job's
-# output is printed whole when it ends. What the integration tests need is done first, and the sub-make told so
-# (SYSTEM_DEPS empty): a goal with a prerequisite still to run is passed over, and GNU make 4.3 goes on round its
-# goals before it comes back, so the integration tests would start only after every other job had.
+# Everything, in two stages. First the quick checks: the unit tests on two worker processes beside lint, types and
+# the template checks. Then the integration tests (the local cloud, several minutes), which mostly wait on its timers
+# (about 0.9 of the two cores on four workers), beside the deployment tools' side — their virtualenvs and what needs
+# them: the manifests checked, `sam validate`, the Lambda artifacts as `sam build` makes them, checkov — one job at a
+# time at the lowest CPU priority, so it takes only what the real-time tests leave (at equal priority, the unit tests
+# beside them made whole calls' replies seconds late). Each job's output is printed whole when it ends. What the
+# integration tests need is done first, and the sub-make told so (SYSTEM_DEPS empty): a goal with a prerequisite
+# still to run is passed over, and GNU make 4.3 goes on round its goals before it comes back to it.
 test: $(DEV_STAMP) system-deps models
-	$(MAKE) --no-print-directory -j2 --output-sync=target SYSTEM_DEPS= integration unit check template tools \
-	  eks-manifests sam-validate artifact checkov
+	$(MAKE) --no-print-directory -j2 unit lint typecheck template
+	$(MAKE) --no-print-directory -j2 --output-sync=target SYSTEM_DEPS= integration deployment-checks
+
+deployment-checks:
+	nice -n 19 $(MAKE) --no-print-directory tools eks-manifests sam-validate artifact checkov
 
 tools: $(SAM_STAMP) $(CHECKOV_STAMP) $(K8S_MODELS_STAMP)
 
@@ -73,8 +76,11 @@ typecheck: $(DEV_STAMP)
 	$(VENV)/bin/mypy
 
 # Tests are marked by folder (tests/conftest.py): anything under an integration/ folder needs the local cloud.
+# On UNIT_WORKERS processes (2; 0 runs them in one).
+UNIT_WORKERS ?= 2
 unit: $(DEV_STAMP) models
-	$(VENV)/bin/pytest -q -m unit $(addprefix --ignore=,$(INTEGRATION_DIRS))
+	$(VENV)/bin/pytest -q -m unit $(addprefix --ignore=,$(INTEGRATION_DIRS)) \
+	  $(if $(filter 0,$(UNIT_WORKERS)),,-n $(UNIT_WORKERS))
 
 # They mostly wait on the local cloud's timers, so they run in worker processes, each with a local cloud of its own;
 # a test file stays on one worker, so its module fixtures are built once. Four workers on two cores: the waits
