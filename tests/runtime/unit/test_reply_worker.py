@@ -573,6 +573,26 @@ def test_a_speculation_whose_turn_ended_while_an_earlier_reply_outlasted_its_wai
     assert replies.named(1) == ["Your balance", "is two hundred dollars.", "Anything else?"]
 
 
+def test_a_speculation_whose_naming_the_table_refuses_leaves_the_turn_answered_anew(replies: MemoryReplies) -> None:
+    # The commit's write fails (the table throttled past its retries) as Ink ends the turn: nothing is raised to the
+    # transcriber, which stores the turn next, and the turn is answered as if nothing had been tried.
+    class RefusingTheCommit(MemoryReplies):
+        def commit(self, status: ReplyStatus, contact_id: str) -> bool:
+            raise StorageError("the turn table refused the write")
+
+    replies = RefusingTheCommit()
+    rules = Rules(RULES)
+    with running(replies, rules) as made:
+        made.eager_end(0, "what is my balance")
+        until(lambda: spec_segments(replies, 0))
+        made.turn_ended(turn(0, "what is my balance"))
+        made.submit(turn(0, "what is my balance"))
+        assert made.drain(2)
+    assert rules.asked == ["what is my balance"] * 2
+    assert replies.current is not None and replies.current.done and replies.current.keys == REPLY_KEYS
+    assert replies.named(0)[0] == "Your balance"
+
+
 def test_a_responder_that_may_not_speculate_is_asked_only_when_the_turn_ends(replies: MemoryReplies) -> None:
     rules = Rules(RULES, speculative_safe=False)
     with running(replies, rules) as made:

@@ -26,8 +26,11 @@ the status records the reply's action and the responder's attributes.
   backchannel ("uh-huh" over the agent, who went on: :attr:`~voicebridge.store.turns.Turn.backchannel`) stops
   nothing and is not answered.
 - **Failures**: a responder that fails before saying anything yields ``APOLOGY_TEXT`` and ``Continue`` (a
-  speculative reply that fails is cancelled instead, and the turn answered normally); Sonic failing yields a
-  segment with only its text, for Connect's own voice.
+  speculative reply that fails before it is committed is cancelled instead, and the turn answered normally, as is
+  one whose commit the table refuses); Sonic failing yields a segment with only its text, for Connect's own voice.
+  A turn end that has claimed a speculation for its commit wins over a failure or a wait running out at the same
+  moment (:meth:`ReplyInProgress.fail_uncommitted`; the claim and a cancel under the worker's lock): a reply named
+  is always made, and a turn never left with none.
 - **Hand-over**: the consumer waits for the reply in progress (:meth:`ReplyWorker.drain`); a speculation not yet
   committed is cancelled (the successor hears the turn again). A successor finding a reply unfinished
   (:meth:`ReplyWorker.resume`) makes the rest of it, with what was already said as the reply's beginning, and
@@ -506,13 +509,23 @@ class ReplyWorker:
 
     def _commit(self, reply: ReplyInProgress, turn: Turn) -> None:
         """Name the speculative ``reply`` as ``turn``'s, with whatever it has ready; it then goes on as any other."""
-        committed_at_ms = self._maker.commit(reply, turn)
-        if committed_at_ms is None and reply.failed:
-            # The responder failed it as the turn ended, after its words were found to confirm it: the turn is
-            # answered anew, as when the speculation failed before (its end may have come already, so not left to it).
+        unnamed = False
+        try:
+            committed_at_ms = self._maker.commit(reply, turn)
+        except VoiceBridgeError as exc:
+            # Called as Ink ends the turn, before it is stored: nothing is raised there. The status may or may not
+            # name the speculation; the reply made anew names itself over it.
+            logger.warning("speculative reply not named", turn=turn.seq, reason=exc.safe_message)
+            committed_at_ms, unnamed = None, True
+        if committed_at_ms is None and (reply.failed or unnamed):
+            # The responder failed it as the turn ended, after its words were found to confirm it, or it could not
+            # be named: the turn is answered anew, as when the speculation failed before (its end may have come
+            # already, so not left to it) — unless the worker was abandoned meanwhile.
             with self._wake:
+                self._cancel(reply, "it could not be named")
                 self._committed.discard(reply)
-                self._queue.append(_Job(turn, turn.transcript))
+                if not self._abandoned.is_set():
+                    self._queue.append(_Job(turn, turn.transcript))
                 self._wake.notify_all()
             self._ledger.answered_otherwise(turn.seq)
             return
