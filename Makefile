@@ -26,23 +26,20 @@ LAMBDA_PYTHON := python3.13
 SAM_PYENV_VERSION ?= 3.11.7:3.12.1:3.13.0
 SAM_ENV := SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} PYENV_VERSION=$(SAM_PYENV_VERSION)
 
-.PHONY: test check tools deployment-checks demo lint typecheck unit integration artifact template sam-validate sam-build checkov flows-sync \
+.PHONY: test check tools demo lint typecheck unit integration artifact template sam-validate sam-build checkov flows-sync \
 	system-deps models bench clean eks-manifests eks-render a2a-image
 
-# Everything, in two stages. First the quick checks: the unit tests on two worker processes beside lint, types and
-# the template checks. Then the integration tests (the local cloud, several minutes), which mostly wait on its timers
-# (about 0.9 of the two cores on four workers), beside the deployment tools' side — their virtualenvs and what needs
-# them: the manifests checked, `sam validate`, the Lambda artifacts as `sam build` makes them, checkov — one job at a
-# time at the lowest CPU priority, so it takes only what the real-time tests leave (at equal priority, the unit tests
-# beside them made whole calls' replies seconds late). Each job's output is printed whole when it ends. What the
-# integration tests need is done first, and the sub-make told so (SYSTEM_DEPS empty): a goal with a prerequisite
-# still to run is passed over, and GNU make 4.3 goes on round its goals before it comes back to it.
+# Everything, the integration tests (the local cloud, several minutes) last. Lint, types and the unit tests run beside
+# the deployment tools' virtualenvs and what needs them — the template and manifests checked, the Lambda artifacts as
+# `sam build` makes them, checkov — which wait on nothing the quick checks use: each alone is mostly one core's work.
+# The unit tests, the longest of them, are named first so that one of the two jobs takes them at once; the models are
+# fetched before, or make would leave the unit tests, waiting on them, until every other job had started (GNU make
+# 4.3 goes on round its goals), and they ran on alone at the end. The integration tests run after, alone: beside the
+# deployment tools' side, even at the lowest CPU priority, a whole call's reply came seconds late and its scripted
+# caller spoke into the gap (docs/development.md).
 test: $(DEV_STAMP) system-deps models
-	$(MAKE) --no-print-directory -j2 unit lint typecheck template
-	$(MAKE) --no-print-directory -j2 --output-sync=target SYSTEM_DEPS= integration deployment-checks
-
-deployment-checks:
-	nice -n 19 $(MAKE) --no-print-directory tools eks-manifests sam-validate artifact checkov
+	$(MAKE) --no-print-directory -j2 unit check tools template eks-manifests sam-validate artifact checkov
+	$(MAKE) --no-print-directory integration
 
 tools: $(SAM_STAMP) $(CHECKOV_STAMP) $(K8S_MODELS_STAMP)
 
@@ -92,8 +89,7 @@ unit: $(DEV_STAMP) models
 # test, the unit tests' modules imported four times over on two cores, held the workers' start 20 s.
 INTEGRATION_WORKERS ?= 4
 INTEGRATION_DIRS := $(wildcard tests/*/integration)
-SYSTEM_DEPS ?= system-deps
-integration: $(DEV_STAMP) $(SYSTEM_DEPS) models
+integration: $(DEV_STAMP) system-deps models
 	$(VENV)/bin/pytest -q -m integration --durations=10 $(INTEGRATION_DIRS) \
 	  $(if $(filter 0,$(INTEGRATION_WORKERS)),,-n $(INTEGRATION_WORKERS) --dist loadfile --no-loadscope-reorder)
 
