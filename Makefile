@@ -73,11 +73,8 @@ typecheck: $(DEV_STAMP)
 	$(VENV)/bin/mypy
 
 # Tests are marked by folder (tests/conftest.py): anything under an integration/ folder needs the local cloud.
-# On UNIT_WORKERS processes (2; 0 runs them in one).
-UNIT_WORKERS ?= 2
 unit: $(DEV_STAMP) models
-	$(VENV)/bin/pytest -q -m unit $(addprefix --ignore=,$(INTEGRATION_DIRS)) \
-	  $(if $(filter 0,$(UNIT_WORKERS)),,-n $(UNIT_WORKERS))
+	$(VENV)/bin/pytest -q -m unit $(addprefix --ignore=,$(INTEGRATION_DIRS))
 
 # They mostly wait on the local cloud's timers, so they run in worker processes, each with a local cloud of its own;
 # a test file stays on one worker, so its module fixtures are built once. Four workers on two cores: the waits
