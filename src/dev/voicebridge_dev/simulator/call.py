@@ -84,6 +84,7 @@ class Call:
         library: FlowLibrary | None = None,
         views: Mapping[str, str] | None = None,
         prompts: Mapping[str, Path] | None = None,
+        made_ahead: Callable[[Contact], bool] | None = None,
     ) -> None:
         self.flow = flow.flow
         self.flow_name = str(flow.flow.metadata.get("name") or "")
@@ -125,6 +126,10 @@ class Call:
         self.epoch = time.time()
         self._streamed_wait = False
         """A wait has passed while the call streamed (:meth:`pass_time` skips none before it)."""
+        self.made_ahead = made_ahead
+        """Whether the contact's backends have made what the flow will ask for once the prompt now playing ends (a
+        reply's next sentence): on a virtual clock a prompt lets real time pass until they have, at most its own
+        length, and skips only the rest (:func:`~voicebridge_dev.simulator.records.next_sentence_stored`)."""
 
     def seconds(self, action: Action, name: str, default: str | None = None) -> float:
         """A time parameter's seconds (given, or referenced: ``$.Attributes.Timeout``); FlowRuntimeError when the
@@ -139,18 +144,22 @@ class Call:
             raise FlowRuntimeError(f"action {action.identifier!r}: {name} {value!r} is not a number of seconds")
         return seconds
 
-    def pass_time(self, until: float) -> None:
+    def pass_time(self, until: float, *, made: Callable[[], bool] | None = None) -> None:
         """Let the call go on until ``until``, unless the caller hangs up first.
 
         A virtual clock skips ahead, but never across the caller's speech, which Ink hears at its real pace, nor
         across the first wait after the call begins streaming (the greeting, as a rule): the product's reader starts
         while it plays. Skipped, the caller spoke before anyone was listening, the audio reached Ink a backlog it takes
         no faster than real time, and the first turn ended up to seconds late (a reply's first answer then a
-        ``Thinking`` where every call on a line has its ``Speak``). Time never passes beyond the call's limit (a view
-        or a wait may ask for hours): the flow ends there.
+        ``Thinking`` where every call on a line has its ``Speak``). Nor, while ``made`` says no, across a prompt: on a
+        line the product makes a reply's next sentence while the last one plays, and skipped, the flow asked for it
+        at once and waited for it in real time after the prompt, a gap no line has, into which the scripted caller
+        spoke or hung up. Time never passes beyond the call's limit (a view or a wait may ask for hours): the flow
+        ends there.
         """
         until = min(until, self.max_call_s + WAIT_SLICE_S)
         began = self.clock.now()
+        waiting = made is not None and self.clock.virtual
         while True:
             now = self.clock.now()
             if self.caller.hung_up(now):
@@ -162,7 +171,13 @@ class Call:
                 return
             upcoming = self.caller.next_event(now)
             target = until if upcoming is None else min(until, upcoming)
-            real = self.caller.speaking_until(now) is not None or (self.media.streaming and not self._streamed_wait)
+            if waiting and made is not None and made():
+                waiting = False
+            real = (
+                waiting
+                or self.caller.speaking_until(now) is not None
+                or (self.media.streaming and not self._streamed_wait)
+            )
             if self.clock.virtual and real:
                 time.sleep(min(target - now, WAIT_SLICE_S))
             else:

@@ -110,7 +110,7 @@ from voicebridge_dev.simulator.outcomes import (
     SimulatorError,
     UnsupportedActionError,
 )
-from voicebridge_dev.simulator.records import CallRecords, read_records
+from voicebridge_dev.simulator.records import CallRecords, next_sentence_stored, read_records
 from voicebridge_dev.simulator.standins import ENDS, RECORDED, UNAVAILABLE, LocalContactCentre
 from voicebridge_dev.template import Resolver, load_template, local_physical_id
 
@@ -509,6 +509,8 @@ def simulate_call(
         else None
     )
     chosen_clock = clock if clock is not None else RealClock()
+    table = "TurnTable" in (load_template(template_path).get("Resources") or {})
+    dynamodb = _client("dynamodb", env, retries={"total_max_attempts": 3}) if table else None
     simulator = FlowSimulator(
         loaded,
         lambda_client=lambda_client,
@@ -529,10 +531,14 @@ def simulate_call(
         library=library,
         views=views,
         prompts=None if prompts is None else {p.stem: p for p in sorted(Path(prompts).glob("*.wav"))},
+        made_ahead=(
+            next_sentence_stored(dynamodb, local_physical_id("TurnTable"))
+            if dynamodb is not None and chosen_clock.virtual
+            else None
+        ),
     )
     result = simulator.run()
-    if "TurnTable" not in (load_template(template_path).get("Resources") or {}):
+    if dynamodb is None:
         return result
-    dynamodb = _client("dynamodb", env, retries={"total_max_attempts": 3})
     records = read_records(dynamodb, local_physical_id("TurnTable"), result.contact_id, chosen_clock)
     return replace(result, records=records)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -30,6 +30,7 @@ from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import BotoCoreError, ClientError
 
 from voicebridge_dev.simulator.clock import Clock
+from voicebridge_dev.simulator.contact import Contact
 
 __all__ = ["CallRecords", "StoredSegment", "StoredSpeculation", "StoredTurn", "read_records"]
 
@@ -227,6 +228,39 @@ def _read(client: Any, table: str, contact_id: str, clock: Clock) -> CallRecords
                 )
             )
     return CallRecords(tuple(turns), tuple(segments), tuple(speculations), status)
+
+
+def next_sentence_stored(client: Any, table: str) -> Callable[[Contact], bool]:
+    """What a prompt on the virtual clock waits for (:attr:`~voicebridge_dev.simulator.call.Call.made_ahead`): whether
+    the reply the flow is playing has its next sentence stored, has ended, or has given way to a newer turn's — all
+    that ConverseFunction's next answer needs, by the reply status (``TurnKey = reply``: the ``Turn`` named, the
+    ``Segments`` stored for it, ``Done``). Only after an answer that said ``More=true``; after any other, and when
+    the status cannot be read, nothing is waited for."""
+
+    def stored(contact: Contact) -> bool:
+        answer = contact.external
+        if str(answer.get("More", "")).lower() != "true":
+            return True
+        try:
+            turn, played = int(answer["TurnIndex"]), int(answer["Segment"])
+        except (KeyError, TypeError, ValueError):
+            return True
+        key = {"ContactId": {"S": contact.contact_id}, "TurnKey": {"S": "reply"}}
+        try:
+            item = client.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
+        except (BotoCoreError, ClientError) as exc:
+            logger.warning("flow simulator: the reply status could not be read: %s", exc)
+            return True
+        if not item:
+            return True
+        status = {name: _DESERIALIZER.deserialize(value) for name, value in item.items()}
+        return (
+            int(status.get("Turn", turn)) != turn
+            or int(status.get("Segments", 0)) > played + 1
+            or bool(status.get("Done", False))
+        )
+
+    return stored
 
 
 def _number(raw: Any) -> float | None:

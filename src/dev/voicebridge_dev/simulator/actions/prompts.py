@@ -11,6 +11,7 @@ Media streaming starts or stops streaming both tracks into the KVS emulator, one
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 import struct
@@ -97,8 +98,10 @@ def play(call: Call, action: Action, prompt: Prompt) -> None:
         call.caller.bot_started(segment.start, call.media)
     call.chain = 0.0
     call.media.pump()
+    ahead = call.made_ahead
+    made = functools.partial(ahead, call.contact) if ahead is not None and audible else None
     try:
-        call.pass_time(segment.end)
+        call.pass_time(segment.end, made=made)
     except CallOver:
         call.media.cut(segment, call.clock.now())
         raise
