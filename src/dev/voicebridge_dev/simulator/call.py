@@ -159,7 +159,8 @@ class Call:
         """
         until = min(until, self.max_call_s + WAIT_SLICE_S)
         began = self.clock.now()
-        waiting = made is not None and self.clock.virtual
+        # Asked until it says yes, and only on a virtual clock: a real one skips nothing.
+        waiting = made if self.clock.virtual else None
         while True:
             now = self.clock.now()
             if self.caller.hung_up(now):
@@ -171,10 +172,10 @@ class Call:
                 return
             upcoming = self.caller.next_event(now)
             target = until if upcoming is None else min(until, upcoming)
-            if waiting and made is not None and made():
-                waiting = False
+            if waiting is not None and waiting():
+                waiting = None
             real = (
-                waiting
+                waiting is not None
                 or self.caller.speaking_until(now) is not None
                 or (self.media.streaming and not self._streamed_wait)
             )

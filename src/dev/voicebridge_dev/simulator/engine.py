@@ -531,11 +531,7 @@ def simulate_call(
         library=library,
         views=views,
         prompts=None if prompts is None else {p.stem: p for p in sorted(Path(prompts).glob("*.wav"))},
-        made_ahead=(
-            next_sentence_stored(dynamodb, local_physical_id("TurnTable"))
-            if dynamodb is not None and chosen_clock.virtual
-            else None
-        ),
+        made_ahead=None if dynamodb is None else next_sentence_stored(dynamodb, local_physical_id("TurnTable")),
     )
     result = simulator.run()
     if dynamodb is None:

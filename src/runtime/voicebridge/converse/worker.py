@@ -517,25 +517,20 @@ class ReplyWorker:
             # name the speculation; the reply made anew names itself over it.
             logger.warning("speculative reply not named", turn=turn.seq, reason=exc.safe_message)
             committed_at_ms, unnamed = None, True
-        if committed_at_ms is None and (reply.failed or unnamed):
-            # The responder failed it as the turn ended, after its words were found to confirm it, or it could not
-            # be named: the turn is answered anew, as when the speculation failed before (its end may have come
-            # already, so not left to it) — unless the worker was abandoned meanwhile.
+        if committed_at_ms is None:
+            # Answered anew when the responder failed it as the turn ended, after its words were found to confirm
+            # it, or it could not be named (its end may have come already, so not left to it), unless the worker was
+            # abandoned meanwhile. Else a reply to this turn (a predecessor's) or to a later one is named already:
+            # answering it again would say it twice, so the speculation is simply dropped.
+            anew = reply.failed or unnamed
             with self._wake:
-                self._cancel(reply, "it could not be named")
+                self._cancel(reply, "it could not be named" if anew else "another reply was named first")
                 self._committed.discard(reply)
-                if not self._abandoned.is_set():
+                if anew and not self._abandoned.is_set():
                     self._queue.append(_Job(turn, turn.transcript))
                 self._wake.notify_all()
-            self._ledger.answered_otherwise(turn.seq)
-            return
-        if committed_at_ms is None:
-            # A reply to this turn (a predecessor's) or to a later one is named already: answering it again would
-            # say it twice, so the speculation is simply dropped.
-            with self._wake:
-                self._cancel(reply, "another reply was named first")
-                self._committed.discard(reply)
-                self._wake.notify_all()
+            if anew:
+                self._ledger.answered_otherwise(turn.seq)
             return
         reply.go.set()
         self._ledger.committed(reply, turn, committed_at_ms)
