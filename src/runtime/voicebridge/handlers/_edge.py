@@ -10,6 +10,8 @@ rather than the answer refused, and one that still cannot fit is never sent.
 from __future__ import annotations
 
 import functools
+import os
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -71,6 +73,41 @@ def connect_edge(*, errors: str, truncate: Sequence[str] = ()) -> Callable[[Conn
         return handler
 
     return wrap
+
+
+ON_DEMAND = "on-demand"
+"""``AWS_LAMBDA_INITIALIZATION_TYPE`` of an execution environment Lambda starts when an invocation finds none idle
+(docs/protocols.md, "The call"); its start-up is part of that invocation's time as its caller sees it."""
+
+_cold = True
+"""No invocation has begun in this process yet."""
+
+
+def invocation_began(*, process_age_s: Callable[[], float | None] | None = None) -> float:
+    """When the caller's wait for this invocation began, on ``time.monotonic()``'s clock: now, or, for the first
+    invocation of an environment started on demand, when its process started — the cold start is spent of Connect's
+    8 s before the handler runs, and Lambda's remaining time does not count it. Called once, first thing, per
+    invocation. Provisioned and SnapStart environments start before any invocation: theirs begins now."""
+    global _cold
+    now = time.monotonic()
+    cold, _cold = _cold, False
+    if not cold or os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") != ON_DEMAND:
+        return now
+    age = (process_age_s or _process_age_s)()
+    return now if age is None else now - max(0.0, age)
+
+
+def _process_age_s() -> float | None:
+    """Seconds since this process started (Linux ``/proc``; None elsewhere or when unreadable)."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as stat, open("/proc/uptime", encoding="ascii") as uptime:
+            # Field 22, starttime, in clock ticks after boot; the command (field 2) may hold spaces, so count
+            # from its closing parenthesis, after which field 3 comes.
+            started_ticks = int(stat.read().rsplit(")", 1)[1].split()[19])
+            up_s = float(uptime.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return up_s - started_ticks / os.sysconf("SC_CLK_TCK")
 
 
 def remaining_ms(context: Any) -> int | None:

@@ -1,20 +1,20 @@
 """What the flow's two long polls (AwaitTurnFunction, ConverseFunction) start from and answer alike.
 
-Both count their wait from when the invocation began, within the invocation's remaining time, read the turn table,
-and redact the turn the flow says it has read while they wait (docs/redaction.md); both answer a wait that ran out
-while the caller is mid-turn with ``Result=Listening`` and the short silent prompt to play before asking again.
+Both count their wait from when the invocation began (a cold start's, from when its environment started), within the
+invocation's remaining time, read the turn table, and redact the turn the flow says it has read while they wait
+(docs/redaction.md); both answer a wait that ran out while the caller is mid-turn with ``Result=Listening`` and the
+short silent prompt to play before asking again.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from voicebridge import container
 from voicebridge.connect.events import ContactFlowEvent, response
-from voicebridge.handlers._edge import remaining_ms
+from voicebridge.handlers._edge import invocation_began, remaining_ms
 from voicebridge.polls.next_turn import redacting_read_turns
 from voicebridge.store.turns import TurnStore
 
@@ -24,7 +24,8 @@ class PollStart:
     """A long poll's invocation, as it began."""
 
     started: float
-    """When the invocation began (``time.monotonic()``): what came before the first look counts against the wait."""
+    """When the invocation began (``time.monotonic()``; a cold start's, when its environment started): what came
+    before the first look counts against the wait."""
     remaining_ms: int | None
     turns: TurnStore
     read: Callable[[int], None] | None
@@ -33,7 +34,7 @@ class PollStart:
 
 def poll_start(event: ContactFlowEvent, context: Any) -> PollStart:
     """Read first thing in the handler: the clock and the time left, before the clients are made."""
-    started, remaining = time.monotonic(), remaining_ms(context)
+    started, remaining = invocation_began(), remaining_ms(context)
     turns = container.turn_store()
     return PollStart(started, remaining, turns, redacting_read_turns(turns, container.redactor(), event.contact_id))
 

@@ -17,7 +17,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from voicebridge import container
 from voicebridge.connect.events import ContactFlowEvent, response, unicode_safe
 from voicebridge.errors import ModelUnavailable, VoiceBridgeError
-from voicebridge.handlers._edge import connect_edge, remaining_ms
+from voicebridge.handlers._edge import connect_edge, invocation_began, remaining_ms
 from voicebridge.sonic.request import SpeechRequest
 from voicebridge.telemetry import logger, metrics
 
@@ -27,14 +27,15 @@ LAMBDA_MARGIN_MS = 300
 
 @connect_edge(errors="SynthesisErrors", truncate=("Text",))
 def _synthesize(event: ContactFlowEvent, context: Any) -> dict[str, str]:
-    started = time.perf_counter()
+    began, started = invocation_began(), time.perf_counter()
     try:
         request = SpeechRequest.from_parameters(event.parameters, container.request_settings())
         budget_ms = container.settings().sonic_deadline_ms
         remaining = remaining_ms(context)
         if remaining is not None:
             budget_ms = min(budget_ms, remaining - LAMBDA_MARGIN_MS)
-        prompt = container.synthesizer().synthesize(request, deadline=time.monotonic() + budget_ms / 1000)
+        # A cold start's time is Connect's too: the budget counts from when the environment started.
+        prompt = container.synthesizer().synthesize(request, deadline=began + budget_ms / 1000)
     except ModelUnavailable as exc:
         metrics.add_metric(name="SynthesisErrors", unit=MetricUnit.Count, value=1)
         # The model's own words may hold a lone surrogate: the log line must survive it.
