@@ -13,25 +13,30 @@ import pytest
 pytest_plugins = ["tests.fixtures.cloud", "tests.fixtures.logs"]
 
 
-LONGEST_FIRST = (
-    "test_demo.py",
-    "test_demo_record.py",
-    "test_many_calls.py",
+CALLS = (
     "test_whole_call.py",
     "test_streaming.py",
     "test_listen.py",
+    "test_demo.py",
+    "test_demo_record.py",
+    "test_flows_simulate.py",
+    "test_converse.py",
+    "test_flows_simulate_2026.py",
+    "test_many_calls.py",
 )
-"""The integration files that keep a worker longest (``make integration`` names the slowest tests), started first:
-``--dist loadfile`` hands files to the workers in collection order, and these, collected last by name, ran alone at the
-end while the other workers stood idle (about a minute and a half of a seven-minute run). In this order, not longest
-first: replaying one run's per-file times through loadfile's hand-out on four workers, the three of about 110 s and
-test_whole_call.py (220 s) first, test_streaming.py and test_listen.py (about 275 s each) to the first workers free,
-and the rest in collection order, ends at 393 s, against 405 s longest first."""
+"""The integration files whose calls run at a line's pace, marked ``calls``: ``make integration`` runs them at the
+machine's normal priority and the other integration tests (the emulators and services alone, which only use the CPU)
+beside them at a lower one, so a call's timers are never late behind work that waits on nothing. Collected first,
+in this order, which ``--dist loadfile`` hands out as workers come free: the three of about 270 s first with the
+demo's two (about 110 s each) and the public flows behind them on the fourth worker, and the five calls at once last,
+once the longest have ended — started beside them, the calls' CPU (0.73 of a core for the five calls, 0.41 for the
+whole calls, 0.41 for the demo, 0.27 for the streaming sessions) came to 1.8 of the two cores, and a slower machine
+made replies late (docs/development.md). A new file that runs calls in real time belongs in this list."""
 
 
 def _start_order(item: pytest.Item) -> int:
     name = item.path.name
-    return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+    return CALLS.index(name) if name in CALLS else len(CALLS)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -43,5 +48,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.artifact)
         elif "integration" in parts:
             item.add_marker(pytest.mark.integration)
+            if item.path.name in CALLS:
+                item.add_marker(pytest.mark.calls)
         else:
             item.add_marker(pytest.mark.unit)
