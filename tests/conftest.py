@@ -13,7 +13,7 @@ import pytest
 pytest_plugins = ["tests.fixtures.cloud", "tests.fixtures.logs"]
 
 
-CALLS = (
+REAL_TIME = (
     "test_whole_call.py",
     "test_streaming.py",
     "test_listen.py",
@@ -22,21 +22,26 @@ CALLS = (
     "test_flows_simulate.py",
     "test_converse.py",
     "test_flows_simulate_2026.py",
+    "test_a2a_connect_emulator.py",
+    "test_sonic_emulator.py",
+    "test_synthesize_cartesia_api.py",
     "test_many_calls.py",
 )
-"""The integration files whose calls run at a line's pace, marked ``calls``: ``make integration`` runs them at the
-machine's normal priority and the other integration tests (the emulators and services alone, which only use the CPU)
-beside them at a lower one, so a call's timers are never late behind work that waits on nothing. Collected first,
-in this order, which ``--dist loadfile`` hands out as workers come free: the three of about 270 s first with the
-demo's two (about 110 s each) and the public flows behind them on the fourth worker, and the five calls at once last,
-once the longest have ended — started beside them, the calls' CPU (0.73 of a core for the five calls, 0.41 for the
-whole calls, 0.41 for the demo, 0.27 for the streaming sessions) came to 1.8 of the two cores, and a slower machine
-made replies late (docs/development.md). A new file that runs calls in real time belongs in this list."""
+"""The integration files that run on the real clock, marked ``real_time``: calls at a line's pace, and the streams
+whose tests time them (the Connect A2A client's playback, Sonic's concurrent streams, the Cartesia API's socket).
+``make integration`` runs them at the machine's normal priority and the other integration tests (emulators and
+services asked and answered, which only use the CPU) beside them at a lower one, so a call's timers are never late
+behind work that waits on nothing. Collected first, in this order, which ``--dist loadfile`` hands out as workers come
+free: the three of about 270 s first with the demo's two (about 110 s each) and the public flows behind them on the
+fourth worker, and the five calls at once last, once the longest have ended — started beside them, the calls' CPU
+(0.73 of a core for the five calls, 0.41 for the whole calls, 0.41 for the demo, 0.27 for the streaming sessions) came
+to 1.8 of the two cores, and a slower machine made replies late (docs/development.md). A new file that runs on the
+real clock belongs in this list."""
 
 
 def _start_order(item: pytest.Item) -> int:
     name = item.path.name
-    return CALLS.index(name) if name in CALLS else len(CALLS)
+    return REAL_TIME.index(name) if name in REAL_TIME else len(REAL_TIME)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -48,7 +53,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.artifact)
         elif "integration" in parts:
             item.add_marker(pytest.mark.integration)
-            if item.path.name in CALLS:
-                item.add_marker(pytest.mark.calls)
+            if item.path.name in REAL_TIME:
+                item.add_marker(pytest.mark.real_time)
         else:
             item.add_marker(pytest.mark.unit)
