@@ -26,7 +26,7 @@ LAMBDA_PYTHON := python3.13
 SAM_PYENV_VERSION ?= 3.11.7:3.12.1:3.13.0
 SAM_ENV := SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} PYENV_VERSION=$(SAM_PYENV_VERSION)
 
-.PHONY: test check tools demo lint typecheck unit integration integration-real-time integration-services artifact template sam-validate sam-build checkov flows-sync \
+.PHONY: test check tools demo lint typecheck unit integration artifact template sam-validate sam-build checkov flows-sync \
 	system-deps models bench clean eks-manifests eks-render a2a-image
 
 # Everything, the integration tests (the local cloud, several minutes) last. Lint, types and the unit tests run beside
@@ -76,37 +76,19 @@ typecheck: $(DEV_STAMP)
 unit: $(DEV_STAMP) models
 	$(VENV)/bin/pytest -q -m unit $(addprefix --ignore=,$(INTEGRATION_DIRS))
 
-# Two runs side by side, each test file on one worker (--dist loadfile: its module fixtures built once), each worker
-# with a local cloud of its own and collecting only the integration folders (collecting every test, the unit tests'
-# modules imported over again on two cores, held the workers' start 20 s):
-# - the real-time tests (marked `real_time` in tests/conftest.py: whole calls, streaming sessions, the consumer, the
-#   demo, the flows simulated, timed streams), which keep their pace on the real clock, on REAL_TIME_WORKERS at normal
-#   priority, in the order tests/conftest.py collects them (--no-loadscope-reorder), so the heaviest are not on the
-#   line at once;
-# - the rest (emulators and services asked and answered, which only use the CPU) on SERVICE_WORKERS at `nice`
-#   SERVICE_NICE, on the CPU the calls leave: at equal priority their work made the calls' replies late on a slower
-#   machine.
-# --output-sync prints each run's output whole when it ends. The slowest ten of each run are named at its end.
-# INTEGRATION_WORKERS=0 runs them all in one process, one file after another.
-REAL_TIME_WORKERS ?= 4
-SERVICE_WORKERS ?= 2
-SERVICE_NICE ?= 10
+# They mostly wait on the local cloud's timers, so they run in worker processes, each with a local cloud of its own;
+# a test file stays on one worker, so its module fixtures are built once. Four workers on two cores: the waits
+# overlap (the four used 0.9 of a core on average), and the real-time tests still kept their pace with a busy loop
+# holding one of the two cores (docs/development.md). INTEGRATION_WORKERS=3 if a machine's other work makes calls late.
+# INTEGRATION_WORKERS=0 runs them in one. The slowest ten are named at the end of every run. Files are handed out in
+# collection order, where tests/conftest.py puts the longest first (xdist's own order, by number of tests, left the
+# longest single tests to run alone at the end), in an order that keeps the calls' CPU on the line at once in bounds. Each worker collects only the integration folders: collecting every
+# test, the unit tests' modules imported four times over on two cores, held the workers' start 20 s.
+INTEGRATION_WORKERS ?= 4
 INTEGRATION_DIRS := $(wildcard tests/*/integration)
-XDIST = -n $(1) --dist loadfile --no-loadscope-reorder
-ifeq ($(INTEGRATION_WORKERS),0)
 integration: $(DEV_STAMP) system-deps models
-	$(VENV)/bin/pytest -q -m integration --durations=10 $(INTEGRATION_DIRS)
-else
-integration: $(DEV_STAMP) system-deps models
-	$(MAKE) --no-print-directory -j2 --output-sync=target integration-real-time integration-services
-endif
-
-integration-real-time: $(DEV_STAMP) system-deps models
-	$(VENV)/bin/pytest -q -m "integration and real_time" --durations=10 $(INTEGRATION_DIRS) $(call XDIST,$(REAL_TIME_WORKERS))
-
-integration-services: $(DEV_STAMP) system-deps models
-	nice -n $(SERVICE_NICE) $(VENV)/bin/pytest -q -m "integration and not real_time" --durations=10 $(INTEGRATION_DIRS) \
-	  $(call XDIST,$(SERVICE_WORKERS))
+	$(VENV)/bin/pytest -q -m integration --durations=10 $(INTEGRATION_DIRS) \
+	  $(if $(filter 0,$(INTEGRATION_WORKERS)),,-n $(INTEGRATION_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 # What `sam build` put in each function's folder: the runtime alone (tests/artifact, skipped without a build).
 artifact: sam-build

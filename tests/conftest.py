@@ -13,35 +13,29 @@ import pytest
 pytest_plugins = ["tests.fixtures.cloud", "tests.fixtures.logs"]
 
 
-REAL_TIME = (
+STARTED_FIRST = (
     "test_whole_call.py",
     "test_streaming.py",
     "test_listen.py",
+    "test_many_calls.py",
     "test_demo.py",
     "test_demo_record.py",
     "test_flows_simulate.py",
-    "test_converse.py",
-    "test_flows_simulate_2026.py",
-    "test_a2a_connect_emulator.py",
-    "test_sonic_emulator.py",
-    "test_synthesize_cartesia_api.py",
-    "test_many_calls.py",
 )
-"""The integration files that run on the real clock, marked ``real_time``: calls at a line's pace, and the streams
-whose tests time them (the Connect A2A client's playback, Sonic's concurrent streams, the Cartesia API's socket).
-``make integration`` runs them at the machine's normal priority and the other integration tests (emulators and
-services asked and answered, which only use the CPU) beside them at a lower one, so a call's timers are never late
-behind work that waits on nothing. Collected first, in this order, which ``--dist loadfile`` hands out as workers come
-free: the three of about 270 s first with the demo's two (about 110 s each) and the public flows behind them on the
-fourth worker, and the five calls at once last, once the longest have ended — started beside them, the calls' CPU
-(0.73 of a core for the five calls, 0.41 for the whole calls, 0.41 for the demo, 0.27 for the streaming sessions) came
-to 1.8 of the two cores, and a slower machine made replies late (docs/development.md). A new file that runs on the
-real clock belongs in this list."""
+"""The integration files that keep a worker longest (``make integration`` names the slowest tests), started first:
+``--dist loadfile`` hands files to the workers in collection order, and these, collected last by name, ran alone at the
+end while the other workers stood idle. In this order for the CPU the calls on the line take at once (each file alone,
+in cores on average: the five calls 0.73, the whole calls 0.41, the demo 0.41, the streaming sessions 0.27, the demo's
+record 0.23, the consumer's tests 0.12): the three of about 270 s with the five calls (1.5 of the two cores), then the
+demo's two behind the five calls. The demo's two with the whole calls and the five calls first, as before, came to 1.8:
+with one busy loop beside them a whole call's last sentence fell back to Connect's voice and the demo's record missed a
+turn, and the same start on a slower machine is the likeliest reading of whole calls and the five calls failing
+together (docs/development.md). A new file that keeps a worker more than a minute belongs in this list."""
 
 
 def _start_order(item: pytest.Item) -> int:
     name = item.path.name
-    return REAL_TIME.index(name) if name in REAL_TIME else len(REAL_TIME)
+    return STARTED_FIRST.index(name) if name in STARTED_FIRST else len(STARTED_FIRST)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -53,7 +47,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.artifact)
         elif "integration" in parts:
             item.add_marker(pytest.mark.integration)
-            if item.path.name in REAL_TIME:
-                item.add_marker(pytest.mark.real_time)
         else:
             item.add_marker(pytest.mark.unit)
