@@ -14,7 +14,7 @@ import pytest
 from tests.fixtures import ROOT
 from voicebridge import container
 from voicebridge.connect.events import ContactFlowEvent
-from voicebridge.errors import ModelUnavailable
+from voicebridge.errors import ModelUnavailable, StorageError
 from voicebridge.handlers import _edge, _longpoll, synthesize
 from voicebridge.handlers._edge import invocation_began
 
@@ -96,8 +96,9 @@ def test_a_cold_synthesis_has_what_is_left_of_its_budget_after_the_start(cold: p
     deadlines: list[float] = []
 
     class Recording:
-        def synthesize(self, request: object, *, deadline: float) -> None:
+        def synthesize(self, request: object, *, deadline: float, store_by: float | None) -> None:
             deadlines.append(deadline)
+            assert store_by is None  # no Lambda context: no due time for the prompt's write
             raise ModelUnavailable("no model here")
 
     cold.setattr(container, "synthesizer", Recording)
@@ -109,3 +110,30 @@ def test_a_cold_synthesis_has_what_is_left_of_its_budget_after_the_start(cold: p
     budget_s = container.settings().sonic_deadline_ms / 1000
     assert answer["Result"] == "Fallback"
     assert before - 2.0 + budget_s <= deadlines[0] <= time.monotonic() - 2.0 + budget_s
+
+
+def test_a_cold_synthesis_stores_its_prompt_by_lambdas_end_counted_from_the_start(cold: pytest.MonkeyPatch) -> None:
+    cold.setattr(_edge, "_process_age_s", lambda: 2.0)
+    due: list[tuple[float, float | None]] = []
+
+    class Recording:
+        def synthesize(self, request: object, *, deadline: float, store_by: float | None) -> None:
+            due.append((deadline, store_by))
+            raise StorageError("not stored in time")
+
+    class Context:
+        def get_remaining_time_in_millis(self) -> int:
+            return 8000
+
+    cold.setattr(container, "synthesizer", Recording)
+    event = {**SYNTHESIZE_EVENT, "Details": {**SYNTHESIZE_EVENT["Details"], "Parameters": {"Text": "Hello."}}}
+    before = time.monotonic()
+
+    answer = synthesize.handler(event, Context())
+
+    [(deadline, store_by)] = due
+    assert (answer["Result"], answer["ErrorCode"]) == ("Error", "StorageError")
+    assert store_by is not None
+    # Lambda's 8 s left as the handler began, less the answer's 100 ms, from the environment's start 2 s before.
+    assert before - 2.0 + 7.9 <= store_by <= time.monotonic() - 2.0 + 7.9
+    assert deadline < store_by

@@ -23,6 +23,9 @@ from voicebridge.telemetry import logger, metrics
 
 LAMBDA_MARGIN_MS = 300
 """Kept back from the Lambda's remaining time to store the prompt and answer."""
+ANSWER_MARGIN_MS = 100
+"""Kept back from the Lambda's remaining time to answer: a prompt not stored by then is answered as an error (the flow
+speaks the line itself) rather than the invocation timing out into the flow's error branch."""
 
 
 @connect_edge(errors="SynthesisErrors", truncate=("Text",))
@@ -32,10 +35,12 @@ def _synthesize(event: ContactFlowEvent, context: Any) -> dict[str, str]:
         request = SpeechRequest.from_parameters(event.parameters, container.request_settings())
         budget_ms = container.settings().sonic_deadline_ms
         remaining = remaining_ms(context)
+        store_by = None
         if remaining is not None:
             budget_ms = min(budget_ms, remaining - LAMBDA_MARGIN_MS)
+            store_by = began + (remaining - ANSWER_MARGIN_MS) / 1000
         # A cold start's time is Connect's too: the budget counts from when the environment started.
-        prompt = container.synthesizer().synthesize(request, deadline=began + budget_ms / 1000)
+        prompt = container.synthesizer().synthesize(request, deadline=began + budget_ms / 1000, store_by=store_by)
     except ModelUnavailable as exc:
         metrics.add_metric(name="SynthesisErrors", unit=MetricUnit.Count, value=1)
         # The model's own words may hold a lone surrogate: the log line must survive it.

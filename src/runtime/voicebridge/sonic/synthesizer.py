@@ -33,12 +33,20 @@ import random
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from voicebridge.errors import AudioFormatError, InvalidInput, ModelUnavailable, RetryableModelError, VoiceBridgeError
+from voicebridge.errors import (
+    AudioFormatError,
+    InvalidInput,
+    ModelUnavailable,
+    RetryableModelError,
+    StorageError,
+    VoiceBridgeError,
+)
 from voicebridge.sonic.backends import OutputFormat, SonicBackend
 from voicebridge.sonic.request import SpeechRequest
 from voicebridge.store.prompts import PromptStore, StoredPrompt
@@ -114,9 +122,18 @@ class Synthesizer:
             else "pcm_mulaw@8000"
         )
 
-    def synthesize(self, request: SpeechRequest, *, deadline: float, cancel: threading.Event | None = None) -> Prompt:
+    def synthesize(
+        self,
+        request: SpeechRequest,
+        *,
+        deadline: float,
+        cancel: threading.Event | None = None,
+        store_by: float | None = None,
+    ) -> Prompt:
         """A playable prompt for ``request``; raises ModelUnavailable when the deadline leaves no way to make one,
-        SynthesisCancelled once ``cancel`` is set."""
+        SynthesisCancelled once ``cancel`` is set, and StorageError when a new prompt is not stored by ``store_by``
+        (``time.monotonic()`` seconds; None: however long S3 takes) — the write goes on, and the same text later is a
+        cache hit once it lands."""
         digest = request.cache_key(self._backend.identity, self._output_identity)
         known = self._store.known(digest)
         if known is not None:
@@ -134,7 +151,7 @@ class Synthesizer:
             if stored_before is not None:
                 return Prompt(stored_before.uri, stored_before.duration_ms, cache_hit=True)
             raise
-        stored = self._store.put(digest, generation.wav, duration_ms=generation.duration_ms, text=request.text)
+        stored = self._stored(digest, generation, request.text, store_by)
         return Prompt(
             stored.uri,
             generation.duration_ms,
@@ -144,6 +161,17 @@ class Synthesizer:
             attempts=attempts,
             first_byte_at=generation.first_byte_at,
         )
+
+    def _stored(self, digest: str, generation: Generation, text: str, store_by: float | None) -> StoredPrompt:
+        if store_by is None:
+            return self._store.put(digest, generation.wav, duration_ms=generation.duration_ms, text=text)
+        put: Future[StoredPrompt] = self._lookups().submit(
+            in_context(self._store.put), digest, generation.wav, duration_ms=generation.duration_ms, text=text
+        )
+        try:
+            return put.result(timeout=max(0.0, store_by - time.monotonic()))
+        except FutureTimeout:
+            raise StorageError("the prompt was not stored before the answer was due (S3 slow)") from None
 
     def _lookups(self) -> ThreadPoolExecutor:
         if self._lookup_pool is None:
