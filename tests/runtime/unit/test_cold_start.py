@@ -1,5 +1,6 @@
-"""A cold start is spent of Connect's 8 s: the first invocation of an environment Lambda started on demand counts its
-waits and budgets from when the environment's process started, not from when the handler was called."""
+"""A cold start is spent of Connect's 8 s: the first invocation of an environment Lambda started on demand for it counts
+its waits and budgets from when the environment's process started, not from when the handler was called; one Lambda
+initialized before any invocation counts from the call."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ EVENT = ContactFlowEvent.parse(
 def cold(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     """A process no invocation has begun in, as Lambda starts one for an invocation that found none idle."""
     monkeypatch.setattr(_edge, "_cold", True)
+    monkeypatch.setattr(_edge, "_loaded_at", time.monotonic())
     monkeypatch.setenv("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand")
     return monkeypatch
 
@@ -57,6 +59,25 @@ def test_an_environment_started_before_any_invocation_counts_from_the_call(
     before = time.monotonic()
 
     assert before <= invocation_began(process_age_s=lambda: 60.0) <= time.monotonic()
+
+
+def test_an_environment_initialized_well_before_its_first_invocation_counts_from_the_call(
+    cold: pytest.MonkeyPatch,
+) -> None:
+    # Lambda initialized it proactively: its handler was loaded 5 s before anyone invoked it.
+    cold.setattr(_edge, "_loaded_at", time.monotonic() - 5.0)
+    before = time.monotonic()
+
+    assert before <= invocation_began(process_age_s=lambda: 6.0) <= time.monotonic()
+
+
+def test_a_handler_is_loaded_as_it_is_wrapped(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_edge, "_loaded_at", None)
+    before = time.monotonic()
+
+    _edge.connect_edge(errors="SomeErrors")(lambda event, context: {})
+
+    assert _edge._loaded_at is not None and before <= _edge._loaded_at <= time.monotonic()
 
 
 def test_an_unreadable_process_age_counts_from_the_call(cold: pytest.MonkeyPatch) -> None:

@@ -44,6 +44,9 @@ def connect_edge(*, errors: str, truncate: Sequence[str] = ()) -> Callable[[Conn
     """
 
     def wrap(domain: ConnectHandler) -> LambdaHandler:
+        global _loaded_at
+        _loaded_at = time.monotonic()
+
         @functools.wraps(domain)
         def handler(event: Any, context: Any) -> dict[str, str]:
             # The logger outlives the invocation: a malformed event must not be logged under the last contact's id.
@@ -81,17 +84,26 @@ ON_DEMAND = "on-demand"
 
 _cold = True
 """No invocation has begun in this process yet."""
+_loaded_at: float | None = None
+"""When the last handler of this process was wrapped (``time.monotonic()``): the end of its Init phase."""
+PROACTIVE_GAP_S = 1.0
+"""A first invocation that comes this long after its handler was loaded found an environment Lambda had started before
+it (Lambda initializes on-demand environments proactively at times, docs/protocols.md): that start-up was nobody's
+wait. A cold start's first invocation comes as its Init ends."""
 
 
 def invocation_began(*, process_age_s: Callable[[], float | None] | None = None) -> float:
     """When the caller's wait for this invocation began, on ``time.monotonic()``'s clock: now, or, for the first
     invocation of an environment started on demand, when its process started — the cold start is spent of Connect's
     8 s before the handler runs, and Lambda's remaining time does not count it. Called once, first thing, per
-    invocation. Provisioned and SnapStart environments start before any invocation: theirs begins now."""
+    invocation. Provisioned and SnapStart environments start before any invocation, and so does an on-demand one whose
+    first invocation came more than :data:`PROACTIVE_GAP_S` after its handler was loaded: theirs begins now."""
     global _cold
     now = time.monotonic()
     cold, _cold = _cold, False
     if not cold or os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") != ON_DEMAND:
+        return now
+    if _loaded_at is None or now - _loaded_at > PROACTIVE_GAP_S:
         return now
     age = (process_age_s or _process_age_s)()
     return now if age is None else now - max(0.0, age)
