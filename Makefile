@@ -82,8 +82,9 @@ unit: $(DEV_STAMP) models
 # holding one of the two cores (docs/development.md). INTEGRATION_WORKERS=3 if a machine's other work makes calls late.
 # INTEGRATION_WORKERS=0 runs them in one. The slowest ten are named at the end of every run. Files are handed out in
 # collection order, where tests/conftest.py puts the longest first (xdist's own order, by number of tests, left the
-# longest single tests to run alone at the end), in an order that keeps the calls' CPU on the line at once in bounds. Each worker collects only the integration folders: collecting every
-# test, the unit tests' modules imported four times over on two cores, held the workers' start 20 s.
+# longest single tests to run alone at the end), in an order that keeps the calls' CPU on the line at once in bounds.
+# Each worker collects only the integration folders: collecting every test, the unit tests' modules imported four
+# times over on two cores, held the workers' start 20 s.
 INTEGRATION_WORKERS ?= 4
 INTEGRATION_DIRS := $(wildcard tests/*/integration)
 integration: $(DEV_STAMP) system-deps models

@@ -32,6 +32,20 @@ ConnectHandler = Callable[[ContactFlowEvent, Any], dict[str, str]]
 LambdaHandler = Callable[[Any, Any], dict[str, str]]
 
 
+ON_DEMAND = "on-demand"
+"""``AWS_LAMBDA_INITIALIZATION_TYPE`` of an execution environment Lambda starts when an invocation finds none idle
+(docs/protocols.md, "The call"); its start-up is part of that invocation's time as its caller sees it."""
+
+_cold = True
+"""No invocation has begun in this process yet."""
+_loaded_at: float | None = None
+"""When the last handler of this process was wrapped (``time.monotonic()``): the end of its Init phase."""
+PROACTIVE_GAP_S = 1.0
+"""A first invocation that comes this long after its handler was loaded found an environment Lambda had started before
+it (Lambda initializes on-demand environments proactively at times, docs/protocols.md): that start-up was nobody's
+wait. A cold start's first invocation comes as its Init ends."""
+
+
 def connect_edge(*, errors: str, truncate: Sequence[str] = ()) -> Callable[[ConnectHandler], LambdaHandler]:
     """Wrap a function of (parsed event, Lambda context) into a Lambda handler for Connect.
 
@@ -44,6 +58,7 @@ def connect_edge(*, errors: str, truncate: Sequence[str] = ()) -> Callable[[Conn
     """
 
     def wrap(domain: ConnectHandler) -> LambdaHandler:
+        # Wrapped as its module is imported, at the end of the environment's Init phase.
         global _loaded_at
         _loaded_at = time.monotonic()
 
@@ -76,20 +91,6 @@ def connect_edge(*, errors: str, truncate: Sequence[str] = ()) -> Callable[[Conn
         return handler
 
     return wrap
-
-
-ON_DEMAND = "on-demand"
-"""``AWS_LAMBDA_INITIALIZATION_TYPE`` of an execution environment Lambda starts when an invocation finds none idle
-(docs/protocols.md, "The call"); its start-up is part of that invocation's time as its caller sees it."""
-
-_cold = True
-"""No invocation has begun in this process yet."""
-_loaded_at: float | None = None
-"""When the last handler of this process was wrapped (``time.monotonic()``): the end of its Init phase."""
-PROACTIVE_GAP_S = 1.0
-"""A first invocation that comes this long after its handler was loaded found an environment Lambda had started before
-it (Lambda initializes on-demand environments proactively at times, docs/protocols.md): that start-up was nobody's
-wait. A cold start's first invocation comes as its Init ends."""
 
 
 def invocation_began(*, process_age_s: Callable[[], float | None] | None = None) -> float:
