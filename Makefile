@@ -29,17 +29,32 @@ SAM_ENV := SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east
 .PHONY: test check tools demo lint typecheck unit integration artifact template sam-validate sam-build checkov flows-sync \
 	system-deps models bench clean eks-manifests eks-render a2a-image
 
-# Everything, the integration tests (the local cloud, several minutes) last. Lint, types and the unit tests run beside
-# the deployment tools' virtualenvs and what needs them — the template and manifests checked, the Lambda artifacts as
-# `sam build` makes them, checkov — which wait on nothing the quick checks use: each alone is mostly one core's work.
-# The unit tests, the longest of them, are named first so that one of the two jobs takes them at once; the models are
-# fetched before, or make would leave the unit tests, waiting on them, until every other job had started (GNU make
-# 4.3 goes on round its goals), and they ran on alone at the end. The integration tests run after, alone: beside the
-# deployment tools' side, even at the lowest CPU priority, a whole call's reply came seconds late and its scripted
-# caller spoke into the gap (docs/development.md).
-test: $(DEV_STAMP) system-deps models
-	$(MAKE) --no-print-directory -j2 unit check tools template eks-manifests sam-validate artifact checkov
+# Everything, the integration tests (the local cloud, several minutes) last. First, on two jobs, two lines that each
+# run in order (FIRST_STAGE below): the project's virtualenv, the models and the unit tests, the longest of them; and
+# beside it the system packages, the deployment tools' virtualenvs and what needs them — lint and types, the template
+# and manifests checked, the Lambda artifacts as `sam build` makes them, checkov — which wait on nothing the unit tests
+# use: each is mostly one core's work. Left to make's own order, -j2 started other jobs before the unit tests (GNU make
+# 4.3 goes round its goals, and takes the next goal it can start when a job ends), and they ran on alone at the end. The
+# integration tests run after, alone: beside the deployment tools' side, even at the lowest CPU priority, a whole
+# call's reply came seconds late and its scripted caller spoke into the gap (docs/development.md).
+FIRST_STAGE_GOALS := unit check tools template eks-manifests sam-validate artifact checkov
+test:
+	$(MAKE) --no-print-directory -j2 FIRST_STAGE=1 $(FIRST_STAGE_GOALS)
 	$(MAKE) --no-print-directory integration
+
+ifdef FIRST_STAGE
+unit: | system-deps
+$(SAM_STAMP): | system-deps
+$(CHECKOV_STAMP): | $(SAM_STAMP)
+$(K8S_MODELS_STAMP): | $(CHECKOV_STAMP)
+lint: | $(K8S_MODELS_STAMP)
+typecheck: | lint
+template: | typecheck
+eks-manifests: | template
+sam-validate: | eks-manifests
+sam-build: | sam-validate
+eks-render: | artifact
+endif
 
 tools: $(SAM_STAMP) $(CHECKOV_STAMP) $(K8S_MODELS_STAMP)
 
@@ -151,16 +166,18 @@ a2a-image: models
 flows-sync: $(DEV_STAMP)
 	$(PY) tools/flows_sync.py
 
+# Every virtualenv installs with --no-compile: compiling every module of every package was a third of the project's
+# install, and what a run imports is compiled as it first does.
 $(SAM_STAMP):
 	$(PYTHON) -m venv $(SAM_VENV)
 	$(SAM_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(SAM_VENV)/bin/python -m pip install --quiet aws-sam-cli==$(SAM_CLI_VERSION)
+	$(SAM_VENV)/bin/python -m pip install --quiet --no-compile aws-sam-cli==$(SAM_CLI_VERSION)
 	touch $@
 
 $(CHECKOV_STAMP):
 	$(PYTHON) -m venv $(CHECKOV_VENV)
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(CHECKOV_VENV)/bin/python -m pip install --quiet checkov==$(CHECKOV_VERSION)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --no-compile checkov==$(CHECKOV_VERSION)
 	touch $@
 
 $(K8S_MODELS_STAMP):
@@ -174,11 +191,11 @@ $(PY):
 	$(PY) -m pip install --quiet --upgrade pip
 
 $(DEV_STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet --no-compile -e '.[dev]'
 	touch $@
 
 $(SPEECH_STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e '.[dev,speech]'
+	$(PY) -m pip install --quiet --no-compile -e '.[dev,speech]'
 	touch $@ $(DEV_STAMP)
 
 # ffprobe checks the prompts we write; mkvtoolnix writes and reads Matroska for the cross-checks; espeak-ng speaks
