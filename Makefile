@@ -87,9 +87,14 @@ lint: $(DEV_STAMP)
 typecheck: $(DEV_STAMP)
 	$(VENV)/bin/mypy
 
-# Tests are marked by folder (tests/conftest.py): anything under an integration/ folder needs the local cloud.
+# Tests are marked by folder (tests/conftest.py): anything under an integration/ folder needs the local cloud. Run
+# alone (make unit, make check) they take UNIT_WORKERS processes: two took 61 s on two cores, one 101 s. In make
+# test's first stage they run in one, a line beside the other: two workers' start-up and second collection there made
+# the stage longer.
+UNIT_WORKERS ?= 2
 unit: $(DEV_STAMP) models
-	$(VENV)/bin/pytest -q -m unit $(addprefix --ignore=,$(INTEGRATION_DIRS))
+	$(VENV)/bin/pytest -q -m unit $(addprefix --ignore=,$(INTEGRATION_DIRS)) \
+	  $(if $(FIRST_STAGE),,$(if $(filter 0 1,$(UNIT_WORKERS)),,-n $(UNIT_WORKERS)))
 
 # They mostly wait on the local cloud's timers, so they run in worker processes, each with a local cloud of its own;
 # a test file stays on one worker, so its module fixtures are built once. Five workers on two cores: the waits overlap
