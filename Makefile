@@ -99,8 +99,9 @@ unit: $(DEV_STAMP) models
 # They mostly wait on the local cloud's timers, so they run in worker processes, each with a local cloud of its own;
 # a test file stays on one worker, so its module fixtures are built once. Five workers on two cores: the waits overlap
 # (the five used 1.3 of the two cores on average), the stage is the tests' own time over the workers (about 1,640 s:
-# four took 422-442 s, five 357 s), and the real-time tests still kept their pace with a busy loop holding one of the
-# two cores (docs/development.md). INTEGRATION_WORKERS=4 or 3 if a machine's other work makes calls late.
+# four took 422-442 s, five 357 s). Under a busy loop holding one of the two cores some real-time tests miss their
+# pace, on five more than on four (docs/development.md): INTEGRATION_WORKERS=4 or 3 if a machine's other work makes
+# calls late.
 # INTEGRATION_WORKERS=0 runs them in one. The slowest ten are named at the end of every run. Files are handed out in
 # collection order, where tests/conftest.py puts the longest first (xdist's own order, by number of tests, left the
 # longest single tests to run alone at the end), in an order that keeps the calls' CPU on the line at once in bounds.

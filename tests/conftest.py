@@ -27,8 +27,9 @@ STARTED_FIRST = (
 end while the other workers stood idle. In this order for the CPU the calls on the line take at once (each file alone,
 in cores on average: the five calls 0.57-0.73, the whole calls 0.41, the demo 0.41, the streaming sessions 0.27, the
 demo's record 0.23, the consumer's tests 0.12): on five workers, the three of about 270 s, the five calls and the demo's
-record start together (1.6-1.8 of the two cores; with a busy loop beside the whole stage every test kept its pace, in
-the one run made so), and the demo and the public flows follow as the five calls and the record end. On four workers
+record start together (1.6-1.8 of the two cores; with a busy loop beside them, every test kept its pace in one run and
+three missed it in another, against one on four workers), and the demo and the public flows follow as the five calls
+and the record end. On four workers
 (until 7 December 2026) the demo's two with the whole calls and the five calls first came to 1.8: with one busy loop
 beside them a whole call's last sentence fell back to Connect's voice and the demo's record missed a turn, and the same
 start on a slower machine is the likeliest reading of whole calls and the five calls failing together
