@@ -18,22 +18,19 @@ STARTED_FIRST = (
     "test_streaming.py",
     "test_listen.py",
     "test_many_calls.py",
-    "test_demo_record.py",
     "test_demo.py",
+    "test_demo_record.py",
     "test_flows_simulate.py",
 )
 """The integration files that keep a worker longest (``make integration`` names the slowest tests), started first:
 ``--dist loadfile`` hands files to the workers in collection order, and these, collected last by name, ran alone at the
 end while the other workers stood idle. In this order for the CPU the calls on the line take at once (each file alone,
-in cores on average: the five calls 0.57-0.73, the whole calls 0.41, the demo 0.41, the streaming sessions 0.27, the
-demo's record 0.23, the consumer's tests 0.12): on five workers, the three of about 270 s, the five calls and the demo's
-record start together (1.6-1.8 of the two cores; with a busy loop beside them, every test kept its pace in one run and
-three missed it in another, against one on four workers), and the demo and the public flows follow as the five calls
-and the record end. On four workers
-(until 7 December 2026) the demo's two with the whole calls and the five calls first came to 1.8: with one busy loop
-beside them a whole call's last sentence fell back to Connect's voice and the demo's record missed a turn, and the same
-start on a slower machine is the likeliest reading of whole calls and the five calls failing together
-(docs/development.md). A new file that keeps a worker more than a minute belongs in this list."""
+in cores on average: the five calls 0.73, the whole calls 0.41, the demo 0.41, the streaming sessions 0.27, the demo's
+record 0.23, the consumer's tests 0.12): the three of about 270 s with the five calls (1.5 of the two cores), then the
+demo's two behind the five calls. The demo's two with the whole calls and the five calls first, as before, came to 1.8:
+with one busy loop beside them a whole call's last sentence fell back to Connect's voice and the demo's record missed a
+turn, and the same start on a slower machine is the likeliest reading of whole calls and the five calls failing
+together (docs/development.md). A new file that keeps a worker more than a minute belongs in this list."""
 
 
 def _start_order(item: pytest.Item) -> int:
