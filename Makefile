@@ -98,10 +98,11 @@ unit: $(DEV_STAMP) models
 
 # They mostly wait on the local cloud's timers, so they run in worker processes, each with a local cloud of its own;
 # a test file stays on one worker, so its module fixtures are built once. Four workers on two cores: the waits
-# overlap (the four used 0.9-1.2 of the two cores on average), and the real-time tests kept their pace with a busy loop
-# holding one of the two cores during the stage (docs/development.md). The stage is the tests' own time over the
-# workers (about 1,640 s): five took 357-385 s against 422-442 s, but in one of three quiet fresh runs a whole call's
-# first answer came late at their start. INTEGRATION_WORKERS=3 if a machine's other work makes calls late.
+# overlap (the four used 0.9-1.2 of the two cores on average), and with a busy loop holding one of the two cores the
+# real-time tests kept their pace in two runs and one missed it in a third (docs/development.md). The stage is the
+# tests' own time over the workers (about 1,640 s): five took 357-385 s against 422-442 s, but in one of three quiet
+# fresh runs a whole call's first answer came late at their start. INTEGRATION_WORKERS=3 if a machine's other work
+# makes calls late.
 # INTEGRATION_WORKERS=0 runs them in one. The slowest ten are named at the end of every run. Files are handed out in
 # collection order, where tests/conftest.py puts the longest first (xdist's own order, by number of tests, left the
 # longest single tests to run alone at the end), in an order that keeps the calls' CPU on the line at once in bounds.
