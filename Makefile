@@ -27,7 +27,7 @@ SAM_PYENV_VERSION ?= 3.11.7:3.12.1:3.13.0
 SAM_ENV := SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} PYENV_VERSION=$(SAM_PYENV_VERSION)
 
 .PHONY: test check tools demo lint typecheck unit integration artifact template sam-validate sam-build checkov flows-sync \
-	system-deps models bench clean eks-manifests eks-render a2a-image
+	system-deps models bench clean eks-manifests eks-render a2a-image first-stage
 
 # Everything, the integration tests (the local cloud, several minutes) last. First, on two jobs, two lines that each
 # run in order (FIRST_STAGE below): the project's virtualenv, the models and the unit tests, the longest of them; and
@@ -39,8 +39,11 @@ SAM_ENV := SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east
 # call's reply came seconds late and its scripted caller spoke into the gap (docs/development.md).
 FIRST_STAGE_GOALS := unit check tools template eks-manifests sam-validate artifact checkov
 test:
-	$(MAKE) --no-print-directory -j2 FIRST_STAGE=1 $(FIRST_STAGE_GOALS)
-	$(MAKE) --no-print-directory integration
+	$(MAKE) --no-print-directory -j2 $(DEV_STAMP) system-deps models
+	$(MAKE) --no-print-directory -j2 --output-sync=target integration first-stage
+
+first-stage:
+	MAKEFLAGS= nice -n 19 $(MAKE) --no-print-directory -j2 FIRST_STAGE=1 $(FIRST_STAGE_GOALS)
 
 ifdef FIRST_STAGE
 unit: | system-deps
