@@ -243,6 +243,7 @@ def _invoke(cloud: LocalCloud, function: str, event: dict[str, Any]) -> dict[str
 
 
 def test_a_flow_hears_each_turn_through_the_functions(env: LocalCloud, caller: tuple[bytes, list[bytes]]) -> None:
+    before = _sessions_so_far(env)
     contact_id = str(uuid.uuid4())
     arn = env.kvs.create_stream(f"connect-flow-contact-{contact_id[:8]}")
     stream = env.kvs.stream(arn)
@@ -261,6 +262,13 @@ def test_a_flow_hears_each_turn_through_the_functions(env: LocalCloud, caller: t
     }
     again = _invoke(env, "StartListeningFunction", _connect_event(contact_id, audio))
     assert again["AlreadyListening"] == "true"
+    # A flow plays its greeting while the consumer's container starts; the caller speaks after it. Here the audio is
+    # all there at once, so the first wait begins once the consumer has opened its Ink session: on a loaded machine
+    # the emulated container's start (a process importing the runtime and its models) alone took most of the 7 s.
+    deadline = time.monotonic() + 30
+    while len(env.ink.sessions) == before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(env.ink.sessions) > before, "the consumer opened no Ink session"
 
     heard, after = [], "-1"
     for _ in UTTERANCES:
@@ -270,7 +278,7 @@ def test_a_flow_hears_each_turn_through_the_functions(env: LocalCloud, caller: t
             answer = _invoke(
                 env, "AwaitTurnFunction", _connect_event(contact_id, audio, AfterTurn=after, MaxWaitMs="7000")
             )
-        assert answer["Result"] == "Turn", answer
+        assert answer["Result"] == "Turn", (heard, answer)
         heard.append(answer["Transcript"])
         after = answer["TurnIndex"]
     assert heard == UTTERANCES
