@@ -270,7 +270,8 @@ def test_a_flow_hears_each_turn_through_the_functions(env: LocalCloud, caller: t
         time.sleep(0.05)
     assert len(env.ink.sessions) > before, "the consumer opened no Ink session"
 
-    heard, after = [], "-1"
+    heard: list[str] = []
+    after = "-1"
     for _ in UTTERANCES:
         answer = _invoke(env, "AwaitTurnFunction", _connect_event(contact_id, audio, AfterTurn=after, MaxWaitMs="7000"))
         if answer["Result"] == "Listening":
