@@ -29,19 +29,21 @@ SAM_ENV := SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east
 .PHONY: test check tools demo lint typecheck unit integration artifact template sam-validate sam-build checkov flows-sync \
 	system-deps models bench clean eks-manifests eks-render a2a-image first-stage
 
-# Everything, the integration tests (the local cloud, several minutes) last. First, on two jobs, two lines that each
-# run in order (FIRST_STAGE below): the project's virtualenv, the models and the unit tests, the longest of them; and
-# beside it the system packages, the deployment tools' virtualenvs and what needs them — lint and types, the template
-# and manifests checked, the Lambda artifacts as `sam build` makes them, checkov — which wait on nothing the unit tests
-# use: each is mostly one core's work. Left to make's own order, -j2 started other jobs before the unit tests (GNU make
-# 4.3 goes round its goals, and takes the next goal it can start when a job ends), and they ran on alone at the end. The
-# integration tests run after, alone: beside the deployment tools' side, even at the lowest CPU priority, a whole
-# call's reply came seconds late and its scripted caller spoke into the gap (docs/development.md).
+# Everything. First what the integration tests need (the project's virtualenv, the system packages, the models); then
+# the integration tests (the local cloud, the longest: they mostly wait on its timers, about one core of the two) at
+# normal priority, and beside them, at the lowest CPU priority (nice 19), every other check on two lines that each run
+# in order (FIRST_STAGE below): the unit tests; and the deployment tools' virtualenvs and what needs them — lint and
+# types, the template and manifests checked, the Lambda artifacts as `sam build` makes them, checkov. Each line is
+# mostly one core's work, done on the CPU the integration tests leave. Each part's output is shown when it ends.
+# Before the simulator's virtual clock let a reply's next sentence be made while its prompt played, a whole call's
+# reply came seconds late beside them, and they ran after, alone: a minute and a half more (docs/development.md).
 FIRST_STAGE_GOALS := unit check tools template eks-manifests sam-validate artifact checkov
 test:
 	$(MAKE) --no-print-directory -j2 $(DEV_STAMP) system-deps models
+	@echo "make test: the integration tests (about 7 min), and beside them every other check; each one's output when it ends"
 	$(MAKE) --no-print-directory -j2 --output-sync=target integration first-stage
 
+# The first stage's lines at the lowest CPU priority, two jobs of their own (MAKEFLAGS cleared: not the caller's jobs).
 first-stage:
 	MAKEFLAGS= nice -n 19 $(MAKE) --no-print-directory -j2 FIRST_STAGE=1 $(FIRST_STAGE_GOALS)
 
