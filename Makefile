@@ -31,9 +31,9 @@ SAM_ENV := SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east
 
 # Everything. First what the integration tests need (the project's virtualenv, the system packages, the models); then
 # the integration tests (the local cloud, the longest: they mostly wait on its timers, about one core of the two) at
-# normal priority, and beside them, at the lowest CPU priority (nice 19), every other check on two lines that each run
-# in order (FIRST_STAGE below): the unit tests; and the deployment tools' virtualenvs and what needs them — lint and
-# types, the template and manifests checked, the Lambda artifacts as `sam build` makes them, checkov. Each line is
+# normal priority, and beside them, at the lowest CPU priority (first-stage), every other check on two lines that each
+# run in order (FIRST_STAGE below): the unit tests; and the deployment tools' virtualenvs and what needs them — lint
+# and types, the template and manifests checked, the Lambda artifacts as `sam build` makes them, checkov. Each line is
 # mostly one core's work, done on the CPU the integration tests leave. Each part's output is shown when it ends.
 # Before the simulator's virtual clock let a reply's next sentence be made while its prompt played, a whole call's
 # reply came seconds late beside them, and they ran after, alone: a minute and a half more (docs/development.md).
@@ -44,8 +44,10 @@ test:
 	$(MAKE) --no-print-directory -j2 --output-sync=target integration first-stage
 
 # The first stage's lines at the lowest CPU priority, two jobs of their own (MAKEFLAGS cleared: not the caller's jobs).
+# In a session of its own, its autogroup at nice 19 too (tools/lowest_priority.py): Linux shares the CPU between
+# sessions before it applies nice, and a `nice -n 19` here took as much of it as a busy Lambda container.
 first-stage:
-	MAKEFLAGS= nice -n 19 $(MAKE) --no-print-directory -j2 FIRST_STAGE=1 $(FIRST_STAGE_GOALS)
+	MAKEFLAGS= $(PYTHON) tools/lowest_priority.py $(MAKE) --no-print-directory -j2 FIRST_STAGE=1 $(FIRST_STAGE_GOALS)
 
 ifdef FIRST_STAGE
 unit: | system-deps
