@@ -40,7 +40,7 @@ SAM_ENV := SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east
 FIRST_STAGE_GOALS := unit check tools template eks-manifests sam-validate artifact checkov
 test:
 	$(MAKE) --no-print-directory -j2 $(DEV_STAMP) system-deps models
-	@echo "make test: the integration tests (about 7 min), and beside them every other check; each one's output when it ends"
+	@echo "make test: the integration tests, every other check beside them; each one's output when it ends"
 	$(MAKE) --no-print-directory -j2 --output-sync=target integration first-stage
 
 # The first stage's lines at the lowest CPU priority, two jobs of their own (MAKEFLAGS cleared: not the caller's jobs).
