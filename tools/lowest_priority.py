@@ -12,12 +12,15 @@ nice 19, with its autogroup set to nice 19 (``/proc/self/autogroup``; raising it
 no autogroups, nice alone applies, as it then does.
 
 A session of its own has no terminal: Ctrl-C reaches this process, in the caller's process group, and not the
-command, so this process passes SIGINT, SIGTERM and SIGHUP on to the command's process group.
+command, so this process passes SIGINT, SIGTERM and SIGHUP on to the command's process group. Killed outright (a CI
+runner's SIGKILL to the caller's process group), it cannot: the command is then sent SIGTERM by the kernel
+(``PR_SET_PDEATHSIG``), which make passes on to what it runs.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import subprocess
@@ -28,9 +31,16 @@ LOWEST = 19
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
+_PR_SET_PDEATHSIG = 1
+"""prctl(2)'s option: the signal the calling process gets when its parent ends (Linux)."""
+
+
 def lower_this_process() -> None:
-    """In the command's process, once it has a session of its own: nice 19, and its autogroup at nice 19."""
+    """In the command's process, once it has a session of its own: nice 19, its autogroup at nice 19, and SIGTERM
+    when this tool ends."""
     os.nice(LOWEST - os.nice(0))
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     # No autogroups (disabled, or a kernel without them): nice alone applies to every process, which is enough.
     with contextlib.suppress(OSError), open("/proc/self/autogroup", "w") as autogroup:
         autogroup.write(str(LOWEST))

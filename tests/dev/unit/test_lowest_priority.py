@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from tests.fixtures.cloud import ROOT
@@ -64,3 +65,29 @@ def test_a_signal_to_it_reaches_the_command_in_its_own_session() -> None:
         pass
     else:
         raise AssertionError(f"the command {command} is still running")
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie nobody has reaped yet has ended)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
+
+
+def test_the_command_ends_when_the_tool_is_killed_outright() -> None:
+    sleeper = "import os, time; print(os.getpid(), flush=True); time.sleep(60)"
+    tool = subprocess.Popen([sys.executable, TOOL, sys.executable, "-c", sleeper], stdout=subprocess.PIPE)
+    try:
+        assert tool.stdout is not None
+        command = int(tool.stdout.readline())
+        tool.kill()
+        tool.wait(timeout=20)
+        deadline = time.monotonic() + 20
+        while _running(command) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _running(command), f"the command {command} outlived the tool"
+    finally:
+        tool.kill()
+        tool.wait(timeout=20)
