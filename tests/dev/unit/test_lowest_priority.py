@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from tests.fixtures.cloud import ROOT
@@ -46,25 +48,17 @@ def test_the_exit_status_is_the_commands() -> None:
     assert subprocess.run([sys.executable, TOOL], capture_output=True, timeout=30).returncode == 2
 
 
-def test_a_signal_to_it_reaches_the_command_in_its_own_session() -> None:
-    # The command names its process, then sleeps; a Ctrl-C or a kill reaches this tool only.
+@contextlib.contextmanager
+def _sleeping() -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+    """The tool running a command that names its process, then sleeps; the tool and that process's id."""
     sleeper = "import os, time; print(os.getpid(), flush=True); time.sleep(60)"
     tool = subprocess.Popen([sys.executable, TOOL, sys.executable, "-c", sleeper], stdout=subprocess.PIPE)
     try:
         assert tool.stdout is not None
-        command = int(tool.stdout.readline())
-        tool.send_signal(signal.SIGTERM)
-        assert tool.wait(timeout=20) == 128 + signal.SIGTERM
+        yield tool, int(tool.stdout.readline())
     finally:
         tool.kill()
         tool.wait(timeout=20)
-    # The tool waited for the command: it has ended and been reaped.
-    try:
-        os.kill(command, 0)
-    except ProcessLookupError:
-        pass
-    else:
-        raise AssertionError(f"the command {command} is still running")
 
 
 def _running(pid: int) -> bool:
@@ -76,18 +70,20 @@ def _running(pid: int) -> bool:
     return state != "Z"
 
 
+def test_a_signal_to_it_reaches_the_command_in_its_own_session() -> None:
+    # A Ctrl-C or a kill reaches this tool only: the command is in a session of its own.
+    with _sleeping() as (tool, command):
+        tool.send_signal(signal.SIGTERM)
+        assert tool.wait(timeout=20) == 128 + signal.SIGTERM
+    # The tool waited for the command: it has ended and been reaped.
+    assert not _running(command)
+
+
 def test_the_command_ends_when_the_tool_is_killed_outright() -> None:
-    sleeper = "import os, time; print(os.getpid(), flush=True); time.sleep(60)"
-    tool = subprocess.Popen([sys.executable, TOOL, sys.executable, "-c", sleeper], stdout=subprocess.PIPE)
-    try:
-        assert tool.stdout is not None
-        command = int(tool.stdout.readline())
+    with _sleeping() as (tool, command):
         tool.kill()
         tool.wait(timeout=20)
         deadline = time.monotonic() + 20
         while _running(command) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not _running(command), f"the command {command} outlived the tool"
-    finally:
-        tool.kill()
-        tool.wait(timeout=20)
