@@ -36,7 +36,7 @@ SAM_ENV := SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east
 # and types, the template and manifests checked, the Lambda artifacts as `sam build` makes them, checkov. Each line is
 # mostly one core's work, done on the CPU the integration tests leave. Each part's output is shown when it ends.
 # Before the simulator's virtual clock let a reply's next sentence be made while its prompt played, a whole call's
-# reply came seconds late beside them, and they ran after, alone: a minute and a half more (docs/development.md).
+# reply came seconds late beside them, and they ran after, alone: two and a half minutes more (docs/development.md).
 FIRST_STAGE_GOALS := unit check tools template eks-manifests sam-validate artifact checkov
 test:
 	$(MAKE) --no-print-directory -j2 $(DEV_STAMP) system-deps models

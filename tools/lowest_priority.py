@@ -29,8 +29,6 @@ from types import FrameType
 
 LOWEST = 19
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-
 _PR_SET_PDEATHSIG = 1
 """prctl(2)'s option: the signal the calling process gets when its parent ends (Linux)."""
 
