@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.fixtures.waiting import eventually
 from voicebridge import container
 from voicebridge.conversation import Action
 from voicebridge.converse.worker import ReplyWorker
@@ -373,14 +374,6 @@ def speculative_segments(contact_id: str, seq: int, attempt: int = 0) -> list[st
     from voicebridge.store.replies import speculative_keys
 
     return [s.text for s in container.reply_store().segments(contact_id, seq, speculative_keys(seq, attempt))]
-
-
-def eventually(check: object, timeout_s: float = 10.0) -> None:
-    assert callable(check)
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        assert time.monotonic() < deadline, "not within the time"
-        time.sleep(0.02)
 
 
 def test_an_eager_end_whose_words_the_turn_confirms_is_committed_and_played_at_once(converse: LocalCloud) -> None:

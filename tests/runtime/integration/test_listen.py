@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from tests.fixtures.cloud import fetch
+from tests.fixtures.waiting import eventually
 from voicebridge import container
 from voicebridge.call.consumer import ConsumerSettings, StreamConsumer
 from voicebridge.config import Settings
@@ -265,10 +266,7 @@ def test_a_flow_hears_each_turn_through_the_functions(env: LocalCloud, caller: t
     # A flow plays its greeting while the consumer's container starts; the caller speaks after it. Here the audio is
     # all there at once, so the first wait begins once the consumer has opened its Ink session: on a loaded machine
     # the emulated container's start (a process importing the runtime and its models) alone took most of the 7 s.
-    deadline = time.monotonic() + 30
-    while len(env.ink.sessions) == before and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert len(env.ink.sessions) > before, "the consumer opened no Ink session"
+    eventually(lambda: len(env.ink.sessions) > before, timeout_s=30, what="the consumer opened no Ink session")
 
     heard: list[str] = []
     after = "-1"
